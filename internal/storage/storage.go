@@ -1,0 +1,47 @@
+// Package storage defines where a repository's objects live. A Backend knows
+// named byte objects and nothing of backups; behaviour such as retries, rate
+// limits or injected faults is added by wrapping a Backend.
+package storage
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Info describes one stored object.
+type Info struct {
+	Name    string // slash-separated, relative to the backend's root
+	Size    int64
+	ModTime time.Time
+}
+
+// Backend stores named objects. Names are slash-separated relative paths
+// ("backups/X/manifest.json"); a name with an empty, "." or ".." element or a
+// leading slash is rejected. Every method honours ctx. A missing object is
+// reported with an error that matches fs.ErrNotExist under errors.Is.
+type Backend interface {
+	// Put creates or replaces the object name with everything read from r,
+	// whose size need not be known. The object becomes visible under name
+	// only when Put returns nil; after an error (including a cancelled ctx
+	// or an error returned by r) nothing new is visible under name and no
+	// temporary data is left behind. Put returns the number of bytes stored.
+	Put(ctx context.Context, name string, r io.Reader) (int64, error)
+
+	// Open reads length bytes of the object from offset off; length < 0
+	// reads to the end. Reading past the end of the object yields fewer
+	// bytes, never an error of its own: callers check lengths.
+	Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error)
+
+	// Stat describes one object.
+	Stat(ctx context.Context, name string) (Info, error)
+
+	// List returns the objects whose names start with prefix, sorted by name.
+	List(ctx context.Context, prefix string) ([]Info, error)
+
+	// Delete removes the object. Deleting a missing object is not an error.
+	Delete(ctx context.Context, name string) error
+
+	// Location names the backend in messages, e.g. "/backups" or "s3://bucket/prefix".
+	Location() string
+}
