@@ -1,0 +1,23 @@
+package mariadb
+
+// Flags holds the connection values given on the command line. Every field
+// that is set overrides option files and the environment.
+type Flags struct {
+	Host   string
+	Socket string
+	User   string
+	Port   int
+	// Protocol is "tcp" or "socket" (--protocol); empty lets the host decide.
+	Protocol string
+	// Password is nil when no password was given; a pointer to "" is an
+	// explicit empty password.
+	Password *string
+	// DefaultsFile, when set, is the only option file read
+	// (--defaults-file).
+	DefaultsFile string
+	// DefaultsExtraFile is read after the global option files and before the
+	// user's ~/.my.cnf (--defaults-extra-file).
+	DefaultsExtraFile string
+	// NoDefaults skips every option file (--no-defaults).
+	NoDefaults bool
+}

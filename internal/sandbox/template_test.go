@@ -1,0 +1,97 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestTemplateCache replaces templateCacheDir and so must not run in
+// parallel with tests that start servers.
+func TestTemplateCache(t *testing.T) {
+	cache := t.TempDir()
+	templateCacheDir = func() string { return cache }
+	t.Cleanup(func() { templateCacheDir = defaultTemplateCacheDir })
+
+	installs := 0
+	fake := func(datadir, tmpdir string) error {
+		installs++
+		if err := os.MkdirAll(filepath.Join(datadir, "mysql"), 0o750); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(datadir, "ibdata1"), []byte("pages"), 0o640)
+	}
+	failing := func(datadir, tmpdir string) error {
+		if err := os.MkdirAll(datadir, 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(datadir, "half"), nil, 0o600); err != nil {
+			return err
+		}
+		return errors.New("install failed")
+	}
+
+	if _, err := ensureTemplate("k1", failing); err == nil {
+		t.Fatal("failing install produced a template")
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Fatalf("failed install left %v in the cache", entries)
+	}
+
+	tpl, err := ensureTemplate("k1", fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl2, err := ensureTemplate("k1", fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tpl != tpl2 || installs != 1 {
+		t.Fatalf("templates %s, %s after %d installs; want one install", tpl, tpl2, installs)
+	}
+
+	dst := filepath.Join(t.TempDir(), "data")
+	if err := copyDatadir(tpl, dst); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dst, "ibdata1"))
+	if err != nil || string(b) != "pages" {
+		t.Fatalf("copied ibdata1 = %q, %v", b, err)
+	}
+	fi, err := os.Stat(filepath.Join(dst, "ibdata1"))
+	if err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("copied ibdata1 mode %v, %v; want 0640", fi.Mode(), err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, ".complete")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("completion marker copied into the datadir: %v", err)
+	}
+	if ok, err := isDatadir(dst); !ok || err != nil {
+		t.Errorf("copy is not recognised as a datadir: %v", err)
+	}
+	if err := copyDatadir(tpl, dst); err == nil {
+		t.Errorf("copy over an existing datadir succeeded")
+	}
+}
+
+func TestTemplateKey(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mariadbd")
+	if err := os.WriteFile(bin, []byte("v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k1, err := templateKey(bin, bin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := templateKey(bin, bin, []string{"--innodb-page-size=4k"})
+	if err := os.WriteFile(bin, []byte("v2, longer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k3, _ := templateKey(bin, bin, nil)
+	if k1 == k2 || k1 == k3 {
+		t.Errorf("keys do not follow options or binary: %s %s %s", k1, k2, k3)
+	}
+	if _, err := templateKey(filepath.Join(t.TempDir(), "missing"), bin, nil); err == nil {
+		t.Errorf("key for a missing binary")
+	}
+}
