@@ -1,0 +1,310 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/backstream/backstream/internal/mariadb"
+)
+
+// waitDelay bounds how long Wait waits for the child's pipes to close after
+// the child itself is gone (a grandchild may hold them).
+const waitDelay = 10 * time.Second
+
+// BackupOptions configures one mariabackup --backup run.
+type BackupOptions struct {
+	Binary *Binary
+	// Conn is how mariabackup connects; it goes to mariabackup through a
+	// 0600 option file, never on its command line.
+	Conn mariadb.Config
+	// Datadir is the server's datadir (from the server itself), passed as
+	// --datadir so that an option file cannot point mariabackup elsewhere.
+	Datadir string
+	// Parallel is mariabackup's --parallel (copy threads); 0 means 1.
+	Parallel int
+	// ExtraArgs are appended to mariabackup's arguments as given (e.g.
+	// --use-memory=1G). They must not carry credentials: argv is public.
+	ExtraArgs []string
+	// Log receives every line mariabackup writes to stderr, as it is written.
+	Log io.Writer
+	// OnProgress, if set, is called for each Event parsed from stderr, from
+	// a single goroutine; it must not block for long, or mariabackup stalls
+	// on its stderr pipe.
+	OnProgress func(Event)
+}
+
+// Backup is a running mariabackup --backup.
+type Backup struct {
+	// Stdout is the xbstream. Read it to EOF, then call Wait; if you stop
+	// reading early, cancel the context given to StartBackup, or mariabackup
+	// blocks on the full pipe and Wait does not return.
+	Stdout io.Reader
+
+	ctx    context.Context
+	cmd    *exec.Cmd
+	sink   *stderrSink
+	stdout *os.File
+	tmp    string
+	lsnDir string
+
+	once sync.Once
+	res  *Result
+	err  error
+}
+
+// Result is what a finished backup reports about itself, read from
+// mariabackup's --extra-lsndir.
+type Result struct {
+	Checkpoints Checkpoints
+	Info        map[string]string
+	// RawCheckpoints and RawInfo are the files as mariabackup wrote them,
+	// kept as metadata copies; CheckpointsName and InfoName are their names
+	// (xtrabackup_* before 11.1, mariadb_backup_* after).
+	RawCheckpoints  []byte
+	RawInfo         []byte
+	CheckpointsName string
+	InfoName        string
+}
+
+// StartBackup starts
+//
+//	mariabackup --defaults-extra-file=F --backup --stream=xbstream --parallel=N
+//	  --extra-lsndir=D --target-dir=T [--datadir=...] [ExtraArgs...]
+//
+// with the credentials in F, a 0600 file in a private 0700 temporary
+// directory that Wait removes. --defaults-extra-file must come first or
+// mariabackup ignores it. The child runs in its own process group, so a
+// terminal's Ctrl-C reaches only us, and cancelling ctx kills the whole group.
+func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
+	if opt.Binary == nil || opt.Binary.Path == "" {
+		return nil, errors.New("start backup: no mariabackup binary (use FindBinary)")
+	}
+	parallel := opt.Parallel
+	if parallel < 1 {
+		parallel = 1
+	}
+	tmp, err := os.MkdirTemp("", "backstream-mariabackup-")
+	if err != nil {
+		return nil, fmt.Errorf("start backup: temporary directory: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	// MkdirTemp already uses 0700; this guards against odd umask handling.
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("start backup: %s: %w", tmp, err)
+	}
+	cnf := filepath.Join(tmp, "client.cnf")
+	if err := mariadb.WriteDefaultsFile(cnf, opt.Conn); err != nil {
+		return nil, fmt.Errorf("start backup: %w", err)
+	}
+	lsnDir := filepath.Join(tmp, "lsndir")
+	target := filepath.Join(tmp, "target")
+	for _, d := range []string{lsnDir, target} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, fmt.Errorf("start backup: %w", err)
+		}
+	}
+
+	args := []string{
+		"--defaults-extra-file=" + cnf,
+		"--backup",
+		"--stream=xbstream",
+		"--parallel=" + strconv.Itoa(parallel),
+		"--extra-lsndir=" + lsnDir,
+		"--target-dir=" + target,
+	}
+	if opt.Datadir != "" {
+		args = append(args, "--datadir="+opt.Datadir)
+	}
+	args = append(args, opt.ExtraArgs...)
+
+	sink := &stderrSink{log: opt.Log, onProgress: opt.OnProgress}
+	cmd := newCommand(ctx, opt.Binary.Path, args)
+	// A relative path in mariabackup's defaults would land in our private
+	// directory rather than wherever backstream was started.
+	cmd.Dir = tmp
+	// mariabackup reads ~/.my.cnf after --defaults-extra-file, and its
+	// [client] user or password would override the credentials we resolved
+	// (from that same file among others). An empty private HOME stops it.
+	cmd.Env = append(os.Environ(), "HOME="+tmp)
+	cmd.Stderr = sink
+
+	// Our own pipe rather than StdoutPipe: exec's Wait closes a StdoutPipe,
+	// which would lose data still buffered when a caller waits and reads
+	// concurrently.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start backup: pipe: %w", err)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("start backup: %s: %w", opt.Binary.Path, err)
+	}
+	w.Close()
+	ok = true
+	return &Backup{
+		Stdout: &pipeReader{f: r},
+		ctx:    ctx,
+		cmd:    cmd,
+		sink:   sink,
+		stdout: r,
+		tmp:    tmp,
+		lsnDir: lsnDir,
+	}, nil
+}
+
+// Pid is the process id of the mariabackup child.
+func (b *Backup) Pid() int { return b.cmd.Process.Pid }
+
+// Wait waits for mariabackup to exit and succeeds only if it exited 0 and
+// said "completed OK!"; the error otherwise names the likely cause and
+// quotes the last lines of stderr. It then reads checkpoints and info from the
+// extra-lsndir and removes the temporary directory. Wait may be called more
+// than once; it returns the same outcome.
+func (b *Backup) Wait() (*Result, error) {
+	b.once.Do(func() { b.res, b.err = b.wait() })
+	return b.res, b.err
+}
+
+func (b *Backup) wait() (*Result, error) {
+	defer os.RemoveAll(b.tmp)
+	err := b.cmd.Wait()
+	b.sink.flush()
+	if ctxErr := b.ctx.Err(); ctxErr != nil {
+		b.stdout.Close()
+		return nil, fmt.Errorf("mariabackup --backup (pid %d) stopped: %w", b.cmd.Process.Pid, ctxErr)
+	}
+	if err != nil {
+		b.stdout.Close()
+		return nil, b.sink.failure("mariabackup --backup failed", err)
+	}
+	if !b.sink.completedOK() {
+		b.stdout.Close()
+		return nil, b.sink.failure(`mariabackup --backup exited 0 but never said "completed OK!"`, nil)
+	}
+	res := &Result{}
+	res.RawCheckpoints, res.CheckpointsName, err = readFirst(b.lsnDir, metadataCandidates("checkpoints"))
+	if err != nil {
+		return nil, fmt.Errorf("mariabackup --backup: %w", err)
+	}
+	if res.Checkpoints, err = ParseCheckpoints(res.RawCheckpoints); err != nil {
+		return nil, fmt.Errorf("mariabackup --backup: %s: %w", res.CheckpointsName, err)
+	}
+	res.RawInfo, res.InfoName, err = readFirst(b.lsnDir, metadataCandidates("info"))
+	if err != nil {
+		return nil, fmt.Errorf("mariabackup --backup: %w", err)
+	}
+	if res.Info, err = ParseInfo(res.RawInfo); err != nil {
+		return nil, fmt.Errorf("mariabackup --backup: %s: %w", res.InfoName, err)
+	}
+	return res, nil
+}
+
+// readFirst reads the first of names that exists in dir.
+func readFirst(dir string, names []string) ([]byte, string, error) {
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err == nil {
+			return b, n, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("extra-lsndir: %w", err)
+		}
+	}
+	return nil, "", fmt.Errorf("extra-lsndir %s has none of %v", dir, names)
+}
+
+// pipeReader closes the pipe at EOF so that a caller who reads to the end
+// leaves no descriptor behind, and keeps returning io.EOF afterwards.
+type pipeReader struct {
+	f   *os.File
+	eof bool
+}
+
+// Read reads the child's stdout.
+func (p *pipeReader) Read(b []byte) (int, error) {
+	if p.eof {
+		return 0, io.EOF
+	}
+	n, err := p.f.Read(b)
+	if err == io.EOF {
+		p.eof = true
+		p.f.Close()
+	}
+	return n, err
+}
+
+// newCommand prepares a mariabackup child in its own process group, killed
+// as a group when ctx is done. Pdeathsig kills it should backstream itself
+// die without cleaning up, so no orphan keeps the server's backup locks.
+func newCommand(ctx context.Context, path string, args []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error {
+		// The negative pid addresses the group: mariabackup may have
+		// children of its own.
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		return err
+	}
+	cmd.WaitDelay = waitDelay
+	return cmd
+}
+
+func (s *stderrSink) completedOK() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.completed
+}
+
+// Prepare runs mariabackup --prepare --target-dir=dir [--use-memory=X],
+// which applies the copied redo log so the files form a consistent datadir.
+// Output goes to log line by line. Success needs exit 0 and "completed OK!".
+func Prepare(ctx context.Context, bin *Binary, dir, useMemory string, log io.Writer) error {
+	if bin == nil || bin.Path == "" {
+		return errors.New("prepare: no mariabackup binary (use FindBinary)")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("prepare %s: %w", dir, err)
+	}
+	args := []string{"--prepare", "--target-dir=" + abs}
+	if useMemory != "" {
+		args = append(args, "--use-memory="+useMemory)
+	}
+	sink := &stderrSink{log: log}
+	cmd := newCommand(ctx, bin.Path, args)
+	cmd.Dir = abs
+	cmd.Stdout = sink
+	cmd.Stderr = sink
+	err = cmd.Run()
+	sink.flush()
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("mariabackup --prepare of %s stopped: %w", abs, ctxErr)
+	}
+	if err != nil {
+		return sink.failure(fmt.Sprintf("mariabackup --prepare of %s failed", abs), err)
+	}
+	if !sink.completedOK() {
+		return sink.failure(fmt.Sprintf(`mariabackup --prepare of %s exited 0 but never said "completed OK!"`, abs), nil)
+	}
+	return nil
+}

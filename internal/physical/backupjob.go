@@ -1,0 +1,247 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// Progress is what a long job reports to; a progress.Tracker fits.
+type Progress interface {
+	archive.Counter
+	SetTotal(n int64)
+	Stage(name string)
+}
+
+// BackupJob is one physical backup into a repository.
+type BackupJob struct {
+	Repo        *repo.Repo
+	Conn        mariadb.Config
+	Mariabackup string // explicit mariabackup path; "" searches PATH
+	Parallel    int    // streams and mariabackup copy threads
+	Workers     int    // compression goroutines; 0 means GOMAXPROCS
+	Codec       codec.Codec
+	Hash        string
+	ExtraArgs   []string  // passed to mariabackup as given
+	Log         io.Writer // optional live copy of mariabackup's stderr
+	Progress    Progress  // optional
+	Version     string    // backstream's version, for the manifest
+}
+
+// maxMetadataFile bounds the copies of small metadata files kept from the
+// stream (backup-my.cnf, xtrabackup_info, ...).
+const maxMetadataFile = 1 << 20
+
+// logName is the meta object holding mariabackup's stderr.
+const logName = "meta/mariabackup.log"
+
+// RunBackup takes a hot physical backup: mariabackup streams, the archive
+// writer fans the stream out into compressed stream objects, and the
+// manifest is committed only after mariabackup exited 0 with "completed
+// OK!", the stream ended cleanly and every object is durable. On any failure
+// the backup's objects are removed and no manifest exists.
+func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
+	started := time.Now().UTC()
+	if job.Parallel < 1 {
+		return nil, fmt.Errorf("parallel must be at least 1, got %d", job.Parallel)
+	}
+	if job.Hash == "" {
+		job.Hash = archive.DefaultHash
+	}
+	db, err := mariadb.Open(ctx, job.Conn, "")
+	if err != nil {
+		return nil, err
+	}
+	server, err := mariadb.Inspect(ctx, db)
+	if err == nil {
+		err = mariadb.CheckBackupPrivileges(ctx, db, server)
+	}
+	db.Close()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := FindBinary(ctx, job.Mariabackup, server.Major, server.Minor)
+	if err != nil {
+		return nil, err
+	}
+	if job.Progress != nil {
+		job.Progress.SetTotal(DatadirSize(server.Datadir))
+		job.Progress.Stage("streaming")
+	}
+
+	id := repo.NewID(started)
+	logFile, err := os.CreateTemp("", "backstream-mariabackup-*.log")
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: %w", id, err)
+	}
+	defer os.Remove(logFile.Name())
+	defer logFile.Close()
+	var log io.Writer = logFile
+	if job.Log != nil {
+		log = io.MultiWriter(logFile, job.Log)
+	}
+
+	m, err := runBackup(ctx, job, id, started, server, bin, log, logFile)
+	if err != nil {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if rerr := job.Repo.Remove(cleanup, id); rerr != nil {
+			err = fmt.Errorf("%w (and removing its partial objects failed: %v)", err, rerr)
+		}
+		return nil, fmt.Errorf("backup %s failed, nothing was committed: %w", id, err)
+	}
+	return m, nil
+}
+
+func runBackup(ctx context.Context, job BackupJob, id string, started time.Time, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
+	dir := repo.Dir(id)
+	childCtx, stopChild := context.WithCancel(ctx)
+	defer stopChild()
+	w, err := archive.NewWriter(ctx, archive.WriterOptions{
+		Backend: job.Repo.Backend, Dir: dir, Streams: job.Parallel, Workers: job.Workers,
+		Codec: job.Codec, Hash: job.Hash, Counter: job.Progress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mb, err := StartBackup(childCtx, BackupOptions{
+		Binary: bin, Conn: job.Conn, Datadir: server.Datadir, Parallel: job.Parallel,
+		ExtraArgs: job.ExtraArgs, Log: log,
+	})
+	if err != nil {
+		w.Abort(err)
+		return nil, err
+	}
+	meta, streamErr := pump(xbstream.NewReader(mb.Stdout), w)
+	if streamErr != nil {
+		stopChild()
+	}
+	res, waitErr := mb.Wait()
+	switch {
+	case streamErr != nil && waitErr != nil && !errors.Is(streamErr, errSink):
+		// The stream broke because mariabackup failed: its message is the one to read.
+		w.Abort(waitErr)
+		return nil, fmt.Errorf("%w (the stream ended early: %v)", waitErr, streamErr)
+	case streamErr != nil:
+		w.Abort(streamErr)
+		return nil, streamErr
+	case waitErr != nil:
+		w.Abort(waitErr)
+		return nil, waitErr
+	}
+	streams, files, err := w.Close()
+	if err != nil {
+		return nil, err
+	}
+
+	m := &archive.Manifest{
+		Format:  archive.FormatVersion,
+		ID:      id,
+		Kind:    archive.KindPhysical,
+		Started: started,
+		Server:  archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
+		Tools:   archive.Tools{Backstream: job.Version, Mariabackup: bin.Version},
+		Positions: archive.Positions{
+			FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN,
+		},
+		Codec:   job.Codec.String(),
+		Hash:    job.Hash,
+		Streams: streams,
+		Files:   files,
+	}
+	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
+		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
+			bi, err := ParseBinlogInfo(b)
+			if err != nil {
+				return nil, fmt.Errorf("%s in the stream: %w", name, err)
+			}
+			m.Positions.BinlogFile, m.Positions.BinlogPosition, m.Positions.GTID = bi.File, bi.Position, bi.GTID
+		}
+	}
+	if res.CheckpointsName != "" {
+		meta[res.CheckpointsName] = res.RawCheckpoints
+	}
+	if res.InfoName != "" {
+		meta[res.InfoName] = res.RawInfo
+	}
+	if job.Progress != nil {
+		job.Progress.Stage("committing")
+	}
+	for _, name := range slices.Sorted(maps.Keys(meta)) {
+		o, err := archive.PutSmall(ctx, job.Repo.Backend, dir, "meta/"+name, meta[name], job.Hash)
+		if err != nil {
+			return nil, err
+		}
+		m.Meta = append(m.Meta, o)
+	}
+	logData, err := readAllFrom(logFile)
+	if err != nil {
+		return nil, fmt.Errorf("read mariabackup log: %w", err)
+	}
+	o, err := archive.PutSmall(ctx, job.Repo.Backend, dir, logName, logData, job.Hash)
+	if err != nil {
+		return nil, err
+	}
+	m.Meta = append(m.Meta, o)
+	for _, s := range streams {
+		m.Stats.RawBytes += s.RawSize
+		m.Stats.StoredBytes += s.Size
+	}
+	m.Finished = time.Now().UTC()
+	m.Stats.Seconds = m.Finished.Sub(started).Seconds()
+	if err := job.Repo.Commit(ctx, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// errSink marks pump errors that came from the archive writer, not the stream.
+var errSink = errors.New("archive writer")
+
+// pump moves every chunk from the stream into the archive writer and keeps
+// copies of the small metadata files it passes.
+func pump(r *xbstream.Reader, w *archive.Writer) (map[string][]byte, error) {
+	meta := map[string][]byte{}
+	for {
+		c, raw, err := r.Next()
+		if err == io.EOF {
+			return meta, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mariabackup stream at byte %d: %w", r.Offset(), err)
+		}
+		if c.Type == xbstream.TypePayload && IsMetadata(c.Path) {
+			name := strings.TrimPrefix(c.Path, "./")
+			if end := int(c.Offset) + len(c.Payload); end <= maxMetadataFile {
+				b := meta[name]
+				if len(b) < end {
+					b = append(b, make([]byte, end-len(b))...)
+				}
+				copy(b[c.Offset:], c.Payload)
+				meta[name] = b
+			}
+		}
+		if err := w.Add(&c, raw); err != nil {
+			return nil, fmt.Errorf("%w: %w", errSink, err)
+		}
+	}
+}
+
+func readAllFrom(f *os.File) ([]byte, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}

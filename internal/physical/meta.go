@@ -1,0 +1,201 @@
+package physical
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Checkpoints is the content of xtrabackup_checkpoints (mariadb_backup_checkpoints
+// since 11.1): what kind of backup it is and the LSN range it covers. An
+// incremental backup's FromLSN is its parent's ToLSN.
+type Checkpoints struct {
+	BackupType        string // "full-backuped", "incremental", "full-prepared", "log-applied"
+	FromLSN           uint64
+	ToLSN             uint64
+	LastLSN           uint64
+	RecoverBinlogInfo bool
+	// Extra holds keys this parser does not know, so nothing a newer
+	// mariabackup writes is lost.
+	Extra map[string]string
+}
+
+// ParseCheckpoints parses a checkpoints file. backup_type, from_lsn and
+// to_lsn are required; last_lsn defaults to to_lsn when absent.
+func ParseCheckpoints(b []byte) (Checkpoints, error) {
+	kv, err := ParseInfo(b)
+	if err != nil {
+		return Checkpoints{}, fmt.Errorf("checkpoints: %w", err)
+	}
+	var c Checkpoints
+	lsn := func(key string, required bool) (uint64, error) {
+		v, ok := kv[key]
+		if !ok {
+			if required {
+				return 0, fmt.Errorf("checkpoints: missing %s", key)
+			}
+			return 0, nil
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("checkpoints: %s = %q: %w", key, v, err)
+		}
+		return n, nil
+	}
+	c.BackupType = kv["backup_type"]
+	if c.BackupType == "" {
+		return Checkpoints{}, fmt.Errorf("checkpoints: missing backup_type")
+	}
+	if c.FromLSN, err = lsn("from_lsn", true); err != nil {
+		return Checkpoints{}, err
+	}
+	if c.ToLSN, err = lsn("to_lsn", true); err != nil {
+		return Checkpoints{}, err
+	}
+	if _, ok := kv["last_lsn"]; ok {
+		if c.LastLSN, err = lsn("last_lsn", false); err != nil {
+			return Checkpoints{}, err
+		}
+	} else {
+		c.LastLSN = c.ToLSN
+	}
+	if v, ok := kv["recover_binlog_info"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return Checkpoints{}, fmt.Errorf("checkpoints: recover_binlog_info = %q: %w", v, err)
+		}
+		c.RecoverBinlogInfo = n != 0
+	}
+	for k, v := range kv {
+		switch k {
+		case "backup_type", "from_lsn", "to_lsn", "last_lsn", "recover_binlog_info":
+		default:
+			if c.Extra == nil {
+				c.Extra = make(map[string]string)
+			}
+			c.Extra[k] = v
+		}
+	}
+	return c, nil
+}
+
+// BinlogInfo is the binary log position of a backup, from
+// xtrabackup_binlog_info / mariadb_backup_binlog_info, a file inside the stream.
+type BinlogInfo struct {
+	File     string
+	Position uint64
+	GTID     string // gtid_binlog_pos at the backup's lock; may be empty
+}
+
+// ParseBinlogInfo parses "file<TAB>position[<TAB>gtid]". mariabackup writes a
+// single line; an empty GTID column is accepted because servers without GTIDs
+// write only two columns.
+func ParseBinlogInfo(b []byte) (BinlogInfo, error) {
+	line := strings.TrimRight(string(b), "\r\n")
+	if i := strings.IndexAny(line, "\r\n"); i >= 0 {
+		if strings.TrimSpace(line[i:]) != "" {
+			return BinlogInfo{}, fmt.Errorf("binlog info: more than one line: %q", truncate(line, 80))
+		}
+		line = line[:i]
+	}
+	fields := strings.Split(line, "\t")
+	if len(fields) < 2 || len(fields) > 3 {
+		return BinlogInfo{}, fmt.Errorf("binlog info: want file, position and optional GTID separated by tabs, got %q", truncate(line, 80))
+	}
+	var bi BinlogInfo
+	bi.File = strings.TrimSpace(fields[0])
+	if bi.File == "" {
+		return BinlogInfo{}, fmt.Errorf("binlog info: empty file name in %q", truncate(line, 80))
+	}
+	pos, err := strconv.ParseUint(strings.TrimSpace(fields[1]), 10, 64)
+	if err != nil {
+		return BinlogInfo{}, fmt.Errorf("binlog info: position %q: %w", truncate(fields[1], 40), err)
+	}
+	bi.Position = pos
+	if len(fields) == 3 {
+		bi.GTID = strings.TrimSpace(fields[2])
+	}
+	return bi, nil
+}
+
+// ParseInfo parses the "key = value" lines of xtrabackup_info and
+// xtrabackup_checkpoints. Blank lines are skipped; a value may be empty or
+// contain " = " itself (tool_command does), so only the first separator
+// counts. A line without "=" or a repeated key is an error: both mean the
+// file is not what we think it is.
+func ParseInfo(b []byte) (map[string]string, error) {
+	m := make(map[string]string)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("line %d: no '=' in %q", n, truncate(line, 80))
+		}
+		k = strings.TrimSpace(k)
+		if k == "" {
+			return nil, fmt.Errorf("line %d: empty key in %q", n, truncate(line, 80))
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("line %d: key %q repeated", n, k)
+		}
+		m[k] = strings.TrimSpace(v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", n+1, err)
+	}
+	return m, nil
+}
+
+// metadataSuffixes are the small files mariabackup puts in every backup,
+// named with either prefix: xtrabackup_ (up to 11.0) or mariadb_backup_ (11.1+).
+var metadataSuffixes = []string{"binlog_info", "galera_info", "checkpoints", "info", "slave_info", "binlog_pos_innodb"}
+
+// MetadataNames lists the top-level files of a backup stream worth keeping as
+// metadata copies, under both naming schemes.
+func MetadataNames() []string {
+	names := []string{"backup-my.cnf"}
+	for _, prefix := range []string{"xtrabackup_", "mariadb_backup_"} {
+		for _, s := range metadataSuffixes {
+			names = append(names, prefix+s)
+		}
+	}
+	return names
+}
+
+// IsMetadata reports whether a stream path is one of MetadataNames. Only
+// top-level files count ("./" is tolerated): a table named db/xtrabackup_info
+// is user data.
+func IsMetadata(p string) bool {
+	p = strings.TrimPrefix(p, "./")
+	if p == "" || strings.Contains(p, "/") {
+		return false
+	}
+	for _, n := range MetadataNames() {
+		if p == n {
+			return true
+		}
+	}
+	return false
+}
+
+// metadataCandidates lists the names a metadata file may have, old name
+// first; suffix is e.g. "checkpoints".
+func metadataCandidates(suffix string) []string {
+	return []string{"xtrabackup_" + suffix, "mariadb_backup_" + suffix}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,145 @@
+package physical
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/repo"
+)
+
+// RestoreJob restores one physical backup into a directory.
+type RestoreJob struct {
+	Repo        *repo.Repo
+	Manifest    *archive.Manifest
+	TargetDir   string
+	Prepare     bool
+	UseMemory   string // --use-memory for prepare, e.g. "1G"
+	Owner       string // user to own the result; see DefaultOwner
+	Mariabackup string
+	Workers     int // decoding goroutines; 0 means GOMAXPROCS
+	Log         io.Writer
+	Progress    Progress
+}
+
+// DefaultOwner is the owner a restored datadir gets when none is asked for:
+// "mysql" when running as root on a host that has that user, otherwise
+// nobody (the files stay with the invoking user).
+func DefaultOwner() string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	if _, err := user.Lookup("mysql"); err != nil {
+		return ""
+	}
+	return "mysql"
+}
+
+// RunRestore writes the backup's files into the target directory, which
+// must be empty or absent, verifying every checksum on the way; then, if
+// asked, prepares the result with mariabackup and sets ownership and modes.
+// On failure the target is emptied again: a failed restore never leaves a
+// directory that looks like a datadir.
+func RunRestore(ctx context.Context, job RestoreJob) (err error) {
+	m := job.Manifest
+	if m.Kind != archive.KindPhysical {
+		return fmt.Errorf("backup %s is a %s backup; restore it into a server, not a directory", m.ID, m.Kind)
+	}
+	target, err := filepath.Abs(job.TargetDir)
+	if err != nil {
+		return err
+	}
+	created, err := claimTarget(target)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if cerr := emptyTarget(target, created); cerr != nil {
+				err = fmt.Errorf("%w (cleaning the target failed too: %v)", err, cerr)
+			}
+		}
+	}()
+	var bin *Binary
+	if job.Prepare {
+		// Find mariabackup first: a missing one should fail before the copy, not after.
+		major, minor, _, verr := mariadb.ParseVersion(m.Server.Version)
+		if verr != nil {
+			return fmt.Errorf("backup %s: server version %q: %w", m.ID, m.Server.Version, verr)
+		}
+		if bin, err = FindBinary(ctx, job.Mariabackup, major, minor); err != nil {
+			return err
+		}
+	}
+	if job.Progress != nil {
+		job.Progress.SetTotal(m.Stats.StoredBytes)
+		job.Progress.Stage("restoring")
+	}
+	w, err := NewDatadirWriter(target)
+	if err != nil {
+		return err
+	}
+	err = archive.Read(ctx, archive.ReadOptions{
+		Backend: job.Repo.Backend, Dir: repo.Dir(m.ID), Manifest: m, Workers: job.Workers, Sink: w, Counter: job.Progress,
+	})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", m.ID, err)
+	}
+	if job.Prepare {
+		if job.Progress != nil {
+			job.Progress.Stage("prepare")
+		}
+		log := job.Log
+		if log == nil {
+			log = io.Discard
+		}
+		if err := Prepare(ctx, bin, target, job.UseMemory, log); err != nil {
+			return fmt.Errorf("backup %s: %w", m.ID, err)
+		}
+	}
+	return SetOwnership(target, job.Owner)
+}
+
+// claimTarget checks that target is an empty directory or absent (then
+// creates it) and reports whether it created it.
+func claimTarget(target string) (bool, error) {
+	entries, err := os.ReadDir(target)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(target, 0o750); err != nil {
+			return false, fmt.Errorf("target %s: %w", target, err)
+		}
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("target %s: %w", target, err)
+	case len(entries) > 0:
+		return false, fmt.Errorf("target %s is not empty (%d entries, e.g. %s); restore only into an empty or new directory", target, len(entries), entries[0].Name())
+	}
+	return false, nil
+}
+
+// emptyTarget undoes a failed restore: it removes what was written, and the
+// directory itself if the restore created it.
+func emptyTarget(target string, created bool) error {
+	if created {
+		return os.RemoveAll(target)
+	}
+	entries, err := os.ReadDir(target)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(target, e.Name())))
+	}
+	return errors.Join(errs...)
+}

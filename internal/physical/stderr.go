@@ -1,0 +1,237 @@
+package physical
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// EventKind says what a line of mariabackup's stderr reported.
+type EventKind int
+
+// Event kinds, in the order they usually appear during a backup.
+const (
+	// EventFileStart: a copy thread started streaming Path.
+	EventFileStart EventKind = iota + 1
+	// EventFileDone: a copy thread finished its current file ("...done").
+	EventFileDone
+	// EventLogScanned: the redo log copier has read up to LSN.
+	EventLogScanned
+	// EventWaitLog: the data files are copied and mariabackup waits for the
+	// redo log copier to reach LSN ("Waiting for log copy thread to read lsn").
+	EventWaitLog
+	// EventStage: a locking step (BACKUP STAGE, FLUSH TABLES, UNLOCK) in Message.
+	EventStage
+	// EventCompleted: mariabackup said "completed OK!".
+	EventCompleted
+)
+
+// String names the kind for logs and JSON.
+func (k EventKind) String() string {
+	switch k {
+	case EventFileStart:
+		return "file-start"
+	case EventFileDone:
+		return "file-done"
+	case EventLogScanned:
+		return "log-scanned"
+	case EventWaitLog:
+		return "wait-log"
+	case EventStage:
+		return "stage"
+	case EventCompleted:
+		return "completed"
+	}
+	return "event(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Event is something worth showing from mariabackup's stderr. Byte counts are
+// not in stderr; count the stream instead.
+type Event struct {
+	Kind    EventKind
+	Thread  int    // mariabackup's thread number, the [NN] prefix
+	Path    string // EventFileStart: the file, relative to the datadir
+	LSN     uint64 // EventLogScanned, EventWaitLog
+	Message string // the line without its thread and time prefix
+}
+
+// "[01] 2024-11-21 19:30:00 message"; the time is absent in some lines.
+var linePrefix = regexp.MustCompile(`^\[(\d+)\]\s+(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+)?(.*)$`)
+
+var (
+	reStreaming = regexp.MustCompile(`^(?:Streaming|Copying) (.+?)(?: to .*)?$`)
+	reScanned   = regexp.MustCompile(`>> log scanned up to \((\d+)\)`)
+	reWaitLog   = regexp.MustCompile(`Waiting for log copy thread to read lsn (\d+)`)
+)
+
+// parseEvent turns one stderr line into an Event, if it is one.
+func parseEvent(line string) (Event, bool) {
+	ev := Event{Message: line}
+	if m := linePrefix.FindStringSubmatch(line); m != nil {
+		ev.Thread, _ = strconv.Atoi(m[1])
+		ev.Message = m[2]
+	}
+	msg := strings.TrimSpace(ev.Message)
+	switch {
+	case strings.Contains(msg, "completed OK!"):
+		ev.Kind = EventCompleted
+	case msg == "...done":
+		ev.Kind = EventFileDone
+	case reWaitLog.MatchString(msg):
+		ev.Kind = EventWaitLog
+		ev.LSN, _ = strconv.ParseUint(reWaitLog.FindStringSubmatch(msg)[1], 10, 64)
+	case reScanned.MatchString(msg):
+		ev.Kind = EventLogScanned
+		ev.LSN, _ = strconv.ParseUint(reScanned.FindStringSubmatch(msg)[1], 10, 64)
+	case reStreaming.MatchString(msg):
+		ev.Kind = EventFileStart
+		ev.Path = strings.TrimPrefix(reStreaming.FindStringSubmatch(msg)[1], "./")
+		if ev.Path == "" {
+			return Event{}, false
+		}
+	case strings.HasPrefix(msg, "Executing BACKUP STAGE"), strings.HasPrefix(msg, "Executing FLUSH"),
+		strings.HasPrefix(msg, "Executing UNLOCK"), strings.HasPrefix(msg, "Acquiring BACKUP LOCKS"):
+		ev.Kind = EventStage
+	default:
+		return Event{}, false
+	}
+	return ev, true
+}
+
+// tailLines is how many stderr lines an error quotes.
+const tailLines = 8
+
+// stderrSink receives a child's stderr (or combined output) as the exec
+// package's copy goroutine writes it: it forwards every line to log as soon as
+// the line is complete, parses events, remembers "completed OK!" and keeps the
+// last lines for error messages. Only exec's single goroutine writes; the
+// mutex is for the readers after Wait.
+type stderrSink struct {
+	log        io.Writer
+	onProgress func(Event)
+
+	mu        sync.Mutex
+	partial   []byte
+	tail      []string
+	completed bool
+	known     []string // every line that matched a known failure, in order
+	logErr    error
+}
+
+// Write takes output in any pieces and handles it line by line. It never
+// fails: a failing log must not fail the child's pipe (the child would get
+// SIGPIPE and the backup would die for a logging problem).
+func (s *stderrSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.partial = append(s.partial, p...)
+			// A line without end that grows without bound would be a bug in
+			// the child; cap memory by flushing it as a line.
+			if len(s.partial) > 64<<10 {
+				s.lineLocked(string(s.partial))
+				s.partial = s.partial[:0]
+			}
+			break
+		}
+		line := string(append(s.partial, p[:i]...))
+		s.partial = s.partial[:0]
+		p = p[i+1:]
+		s.lineLocked(line)
+	}
+	return n, nil
+}
+
+// flush handles a last line without a newline.
+func (s *stderrSink) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.partial) > 0 {
+		s.lineLocked(string(s.partial))
+		s.partial = s.partial[:0]
+	}
+}
+
+func (s *stderrSink) lineLocked(line string) {
+	line = strings.TrimRight(line, "\r")
+	if s.log != nil && s.logErr == nil {
+		if _, err := io.WriteString(s.log, line+"\n"); err != nil {
+			s.logErr = err
+		}
+	}
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	if strings.Contains(line, "completed OK!") {
+		s.completed = true
+	}
+	if _, ok := knownFailure(line); ok {
+		s.known = append(s.known, line)
+	}
+	s.tail = append(s.tail, line)
+	if len(s.tail) > tailLines {
+		s.tail = s.tail[len(s.tail)-tailLines:]
+	}
+	if s.onProgress != nil {
+		if ev, ok := parseEvent(line); ok {
+			s.onProgress(ev)
+		}
+	}
+}
+
+// failure describes why the child failed: what failed, the cause (usually
+// the exit status), the recognised reason if any, and the last stderr lines.
+func (s *stderrSink) failure(what string, cause error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	if len(s.known) > 0 {
+		hint, _ := knownFailure(s.known[0])
+		fmt.Fprintf(&b, ": %s (mariabackup said: %q)", hint, strings.TrimSpace(s.known[0]))
+	}
+	if len(s.tail) > 0 {
+		b.WriteString("; last lines of its output:")
+		for _, l := range s.tail {
+			b.WriteString("\n  " + l)
+		}
+	} else {
+		b.WriteString("; it wrote nothing to stderr")
+	}
+	if cause != nil {
+		return fmt.Errorf("%s (%w)%s", what, cause, b.String())
+	}
+	return fmt.Errorf("%s%s", what, b.String())
+}
+
+// knownFailures maps a substring of a mariabackup error line to what it means
+// for the user. Order matters: the first match wins.
+var knownFailures = []struct{ needle, hint string }{
+	{"Was only able to copy log", "the server overwrote redo log that mariabackup had not copied yet; increase innodb_log_file_size or back up at a quieter time"},
+	{"log has wrapped around", "the server overwrote redo log that mariabackup had not copied yet; increase innodb_log_file_size or back up at a quieter time"},
+	{"Access denied for user", "access denied: the server refused the login; check user and password"},
+	{"Lock wait timeout", "mariabackup timed out waiting for a lock; a long query or transaction holds it (see --ftwrl-wait-timeout and --lock-wait-timeout)"},
+	{"Unable to obtain lock", "mariabackup could not obtain the backup lock in time; a long query or transaction holds it"},
+	{"Can't connect to", "mariabackup could not connect to the server: check host, port and socket"},
+	{"Failed to connect to", "mariabackup could not connect to the server: check host, port, socket, user and password"},
+	{"No space left on device", "a disk is full"},
+	{"Can't open backup-my.cnf", "the directory does not hold a mariabackup backup (it has no backup-my.cnf)"},
+	{"Too many open files", "mariabackup ran out of file descriptors; raise the open files limit (ulimit -n) or use --open-files-limit"},
+	{"Operating system error number 13", "mariabackup may not read a file in the datadir: run backstream as a user that can read it (root or the server's user)"},
+	{"Permission denied", "permission denied: run backstream as a user that can read the datadir (root or the server's user)"},
+}
+
+func knownFailure(line string) (string, bool) {
+	for _, k := range knownFailures {
+		if strings.Contains(line, k.needle) {
+			return k.hint, true
+		}
+	}
+	return "", false
+}
