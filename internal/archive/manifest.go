@@ -1,0 +1,178 @@
+package archive
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"time"
+)
+
+// FormatVersion is the repository format this code writes and reads.
+const FormatVersion = 1
+
+// Kinds of backup.
+const (
+	KindPhysical = "physical"
+	KindLogical  = "logical"
+)
+
+// Manifest describes one complete backup. It is the commit marker: a backup
+// exists only once its manifest is stored, and the manifest is written after
+// every object it names is durable.
+type Manifest struct {
+	Format    int       `json:"format"`
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
+	Parent    string    `json:"parent,omitempty"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	Server    Server    `json:"server"`
+	Tools     Tools     `json:"tools"`
+	Positions Positions `json:"positions"`
+	Codec     string    `json:"codec"`
+	Hash      string    `json:"hash"`
+	Streams   []Stream  `json:"streams"`
+	Files     []File    `json:"files"`
+	Meta      []Object  `json:"meta,omitempty"`
+	Stats     Stats     `json:"stats"`
+}
+
+// Server identifies the source server.
+type Server struct {
+	Version  string `json:"version"`
+	Hostname string `json:"hostname,omitempty"`
+	ServerID uint32 `json:"server_id,omitempty"`
+	Datadir  string `json:"datadir,omitempty"`
+}
+
+// Tools records the versions of the programs that made the backup.
+type Tools struct {
+	Backstream  string `json:"backstream"`
+	Mariabackup string `json:"mariabackup,omitempty"`
+}
+
+// Positions are the points in the server's history the backup stands for.
+type Positions struct {
+	FromLSN        uint64 `json:"from_lsn,omitempty"`
+	ToLSN          uint64 `json:"to_lsn,omitempty"`
+	LastLSN        uint64 `json:"last_lsn,omitempty"`
+	BinlogFile     string `json:"binlog_file,omitempty"`
+	BinlogPosition uint64 `json:"binlog_position,omitempty"`
+	GTID           string `json:"gtid,omitempty"`
+}
+
+// Object is a stored object of the backup, named relative to the backup's
+// directory in the repository.
+type Object struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Digest string `json:"digest"`
+}
+
+// Stream is one stream object: a concatenation of frames that decodes to a
+// complete xbstream.
+type Stream struct {
+	Object
+	Frames  int    `json:"frames"`
+	RawSize int64  `json:"raw_size"`
+	Index   Object `json:"index"`
+}
+
+// File is one file of the backup as it stands at the end of the stream.
+// Digest is empty when the file was not written front to back (seeks,
+// rewrites), where a running digest of its content cannot be kept.
+type File struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Digest string `json:"digest,omitempty"`
+	Stream int    `json:"stream"`
+}
+
+// Stats summarise the backup's sizes.
+type Stats struct {
+	RawBytes    int64   `json:"raw_bytes"`
+	StoredBytes int64   `json:"stored_bytes"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// Marshal encodes the manifest as indented JSON.
+func (m *Manifest) Marshal() ([]byte, error) {
+	return json.MarshalIndent(m, "", "  ")
+}
+
+// ParseManifest decodes and validates a manifest. Everything a reader later
+// trusts (names, indexes, digests) is checked here, so a damaged or forged
+// manifest fails with a clear message instead of misdirecting a restore.
+func ParseManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("manifest: trailing data after the JSON object")
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", m.ID, err)
+	}
+	return &m, nil
+}
+
+func (m *Manifest) validate() error {
+	if m.Format != FormatVersion {
+		return fmt.Errorf("format version %d is not supported (this backstream reads version %d)", m.Format, FormatVersion)
+	}
+	if m.ID == "" {
+		return fmt.Errorf("no backup id")
+	}
+	if m.Kind != KindPhysical && m.Kind != KindLogical {
+		return fmt.Errorf("unknown kind %q", m.Kind)
+	}
+	if _, err := NewHash(m.Hash); err != nil {
+		return err
+	}
+	if len(m.Streams) == 0 {
+		return fmt.Errorf("no streams")
+	}
+	for i, s := range m.Streams {
+		if err := s.Object.validate(); err != nil {
+			return fmt.Errorf("stream %d: %w", i, err)
+		}
+		if err := s.Index.validate(); err != nil {
+			return fmt.Errorf("stream %d index: %w", i, err)
+		}
+		if s.Frames < 0 || s.RawSize < 0 {
+			return fmt.Errorf("stream %d: negative counts", i)
+		}
+	}
+	for _, f := range m.Files {
+		if f.Stream < 0 || f.Stream >= len(m.Streams) {
+			return fmt.Errorf("file %q: stream %d out of range", f.Path, f.Stream)
+		}
+		if f.Digest != "" {
+			if _, err := digestAlg(f.Digest); err != nil {
+				return fmt.Errorf("file %q: %w", f.Path, err)
+			}
+		}
+	}
+	for _, o := range m.Meta {
+		if err := o.validate(); err != nil {
+			return fmt.Errorf("meta: %w", err)
+		}
+	}
+	return nil
+}
+
+func (o Object) validate() error {
+	if o.Name == "" || path.IsAbs(o.Name) || path.Clean(o.Name) != o.Name || o.Name == ".." || len(o.Name) > 2 && o.Name[:3] == "../" {
+		return fmt.Errorf("bad object name %q", o.Name)
+	}
+	if o.Size < 0 {
+		return fmt.Errorf("object %s: negative size", o.Name)
+	}
+	if _, err := digestAlg(o.Digest); err != nil {
+		return fmt.Errorf("object %s: %w", o.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package archive
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// Sink receives a backup's chunks in stream order. Chunk is called from one
+// goroutine per stream: concurrently for different streams, and so for
+// different paths, but never concurrently for one path.
+type Sink interface {
+	Chunk(c *xbstream.Chunk) error
+}
+
+// ReadOptions configure Read.
+type ReadOptions struct {
+	Backend  storage.Backend
+	Dir      string // the backup's directory in the repository
+	Manifest *Manifest
+	Workers  int  // decoding goroutines; 0 means GOMAXPROCS
+	Sink     Sink // nil: check everything, deliver nothing
+	Counter  Counter
+}
+
+// Read reads every stream of a backup in parallel, decodes frames in
+// parallel, and checks every byte: the CRC-32C of each stored frame, each
+// xbstream chunk's CRC-32, the stream rules, each object's digest, and each
+// file's size and digest against the manifest. Chunks reach the sink in
+// stream order. Errors name the object, frame and offset or the file.
+func Read(ctx context.Context, opt ReadOptions) error {
+	m := opt.Manifest
+	c, err := codec.Parse(m.Codec)
+	if err != nil {
+		return fmt.Errorf("manifest codec: %w", err)
+	}
+	if opt.Workers < 1 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	filesByStream := make([][]File, len(m.Streams))
+	for _, f := range m.Files {
+		filesByStream[f.Stream] = append(filesByStream[f.Stream], f)
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	jobs := make(chan *decodeJob, opt.Workers*2)
+	decoders := errgroup.Group{}
+	for range opt.Workers {
+		decoders.Go(func() error {
+			for job := range jobs {
+				job.raw, job.err = c.Decompress(getBuf(int(job.frame.Raw)), job.stored, int(job.frame.Raw))
+				putBuf(job.stored)
+				close(job.done)
+			}
+			return nil
+		})
+	}
+	for i, s := range m.Streams {
+		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, files: filesByStream[i],
+			order: make(chan *decodeJob, opt.Workers+2)}
+		g.Go(func() error { return r.fetch(ctx) })
+		g.Go(func() error { return r.apply(ctx) })
+	}
+	err = g.Wait()
+	close(jobs)
+	decoders.Wait()
+	return err
+}
+
+type decodeJob struct {
+	num    int
+	frame  Frame
+	stored []byte
+	raw    []byte
+	err    error
+	done   chan struct{}
+}
+
+type streamReader struct {
+	opt   ReadOptions
+	num   int
+	s     Stream
+	codec codec.Codec
+	jobs  chan *decodeJob
+	order chan *decodeJob
+	files []File
+}
+
+func (r *streamReader) where() string {
+	return fmt.Sprintf("stream %05d (%s)", r.num, r.s.Name)
+}
+
+// fetch reads the stream object front to back, checks each frame's CRC and
+// the object's digest, and hands frames to the decoders in order.
+func (r *streamReader) fetch(ctx context.Context) error {
+	defer close(r.order)
+	if !strings.HasSuffix(r.s.Name, ".xbs"+r.codec.Suffix()) {
+		return fmt.Errorf("%s: name does not match codec %s", r.where(), r.codec)
+	}
+	idx, err := GetSmall(ctx, r.opt.Backend, r.opt.Dir, r.s.Index)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.where(), err)
+	}
+	frames, err := ParseIndex(idx, r.s.Size)
+	if err != nil {
+		return corrupt("%s: %v", r.where(), err)
+	}
+	if len(frames) != r.s.Frames {
+		return corrupt("%s: index lists %d frames, manifest says %d", r.where(), len(frames), r.s.Frames)
+	}
+	alg, err := digestAlg(r.s.Digest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.where(), err)
+	}
+	h, _ := NewHash(alg)
+	rc, err := r.opt.Backend.Open(ctx, r.opt.Dir+"/"+r.s.Name, 0, -1)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.where(), err)
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 1<<20)
+	for i, f := range frames {
+		buf := getBuf(int(f.Stored))[:f.Stored]
+		if _, err := io.ReadFull(br, buf); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return corrupt("%s: frame %d at offset %d: object is truncated", r.where(), i, f.Offset)
+			}
+			return fmt.Errorf("%s: frame %d at offset %d: %w", r.where(), i, f.Offset, err)
+		}
+		if crc := crc32.Checksum(buf, castagnoli); crc != f.CRC {
+			return corrupt("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), i, f.Offset)
+		}
+		h.Write(buf)
+		job := &decodeJob{num: i, frame: f, stored: buf, done: make(chan struct{})}
+		select {
+		case r.jobs <- job:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case r.order <- job:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if n, _ := br.Read(make([]byte, 1)); n != 0 {
+		return corrupt("%s: data after the last indexed frame (the object is longer than its index)", r.where())
+	}
+	if got := formatDigest(alg, h); got != r.s.Digest {
+		return corrupt("%s: object digest %s, manifest says %s", r.where(), got, r.s.Digest)
+	}
+	return nil
+}
+
+// apply walks the decoded frames in order, checks every chunk and the
+// stream rules, and feeds the sink.
+func (r *streamReader) apply(ctx context.Context) error {
+	v := xbstream.NewValidator()
+	t := newFileTracker(r.opt.Manifest.Hash)
+	var raw int64
+	frames := 0
+	for job := range r.order {
+		select {
+		case <-job.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if job.err != nil {
+			return corrupt("%s: frame %d at offset %d: decode: %v", r.where(), job.num, job.frame.Offset, job.err)
+		}
+		b := job.raw
+		for pos := 0; pos < len(b); {
+			c, n, err := xbstream.DecodeChunk(b[pos:])
+			if err != nil {
+				return corrupt("%s: frame %d, byte %d of the frame: %v", r.where(), job.num, pos, err)
+			}
+			if err := v.Check(&c); err != nil {
+				return corrupt("%s: frame %d: %v", r.where(), job.num, err)
+			}
+			if err := t.track(&c); err != nil {
+				return err
+			}
+			if r.opt.Sink != nil {
+				if err := r.opt.Sink.Chunk(&c); err != nil {
+					return fmt.Errorf("%s: file %s: %w", r.where(), c.Path, err)
+				}
+			}
+			pos += n
+		}
+		raw += int64(len(b))
+		frames++
+		if r.opt.Counter != nil {
+			r.opt.Counter.In(int64(job.frame.Stored))
+			r.opt.Counter.Out(int64(len(b)))
+		}
+		putBuf(job.raw)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if frames != r.s.Frames {
+		// fetch stopped early; its error is the one to report.
+		return nil
+	}
+	if raw != r.s.RawSize {
+		return corrupt("%s: decoded %d bytes, manifest says %d", r.where(), raw, r.s.RawSize)
+	}
+	if err := v.End(); err != nil {
+		return corrupt("%s: %v", r.where(), err)
+	}
+	if err := t.compare(r.num, r.files); err != nil {
+		return corrupt("%s: %v", r.where(), err)
+	}
+	return nil
+}

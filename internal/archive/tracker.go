@@ -1,0 +1,118 @@
+package archive
+
+import (
+	"fmt"
+	"hash"
+	"sort"
+
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// fileTracker follows the files of one stream, chunk by chunk in stream
+// order: their final size and, while a file is written front to back, a
+// running digest of its content. The writer records what it saw; the reader
+// recomputes the same and compares.
+type fileTracker struct {
+	alg   string
+	files map[string]*fileState
+}
+
+type fileState struct {
+	size       int64
+	next       int64
+	sequential bool
+	h          hash.Hash
+}
+
+func newFileTracker(alg string) *fileTracker {
+	return &fileTracker{alg: alg, files: make(map[string]*fileState)}
+}
+
+func (t *fileTracker) open(path string) (*fileState, error) {
+	st := t.files[path]
+	if st == nil {
+		h, err := NewHash(t.alg)
+		if err != nil {
+			return nil, err
+		}
+		st = &fileState{sequential: true, h: h}
+		t.files[path] = st
+	}
+	return st, nil
+}
+
+func (t *fileTracker) track(c *xbstream.Chunk) error {
+	switch c.Type {
+	case xbstream.TypePayload:
+		st, err := t.open(c.Path)
+		if err != nil {
+			return err
+		}
+		end := int64(c.Offset) + int64(len(c.Payload))
+		if st.sequential && c.Flags&xbstream.FlagRewrite == 0 && int64(c.Offset) == st.next {
+			st.h.Write(c.Payload)
+			st.next = end
+		} else {
+			st.sequential, st.h = false, nil
+		}
+		st.size = max(st.size, end)
+	case xbstream.TypeSeek:
+		if st := t.files[c.Path]; st != nil {
+			st.sequential, st.h = false, nil
+		}
+	case xbstream.TypeRemove:
+		delete(t.files, c.Path)
+	case xbstream.TypeRename:
+		if st := t.files[c.Path]; st != nil {
+			delete(t.files, c.Path)
+			t.files[c.NewPath] = st
+		}
+	case xbstream.TypeEOF:
+		// A file opened and ended without payload exists, empty.
+		if _, err := t.open(c.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// records returns the manifest records of the tracked files, sorted by path.
+func (t *fileTracker) records(stream int) []File {
+	files := make([]File, 0, len(t.files))
+	for p, st := range t.files {
+		f := File{Path: p, Size: st.size, Stream: stream}
+		if st.sequential && st.h != nil {
+			f.Digest = formatDigest(t.alg, st.h)
+		}
+		files = append(files, f)
+	}
+	sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
+	return files
+}
+
+// compare checks what a reader tracked against the manifest's records of
+// the same stream.
+func (t *fileTracker) compare(stream int, want []File) error {
+	got := t.records(stream)
+	byPath := make(map[string]File, len(got))
+	for _, f := range got {
+		byPath[f.Path] = f
+	}
+	for _, w := range want {
+		g, ok := byPath[w.Path]
+		if !ok {
+			return fmt.Errorf("file %s: listed in the manifest but not in the stream", w.Path)
+		}
+		delete(byPath, w.Path)
+		if g.Size != w.Size {
+			return fmt.Errorf("file %s: size %d, manifest says %d", w.Path, g.Size, w.Size)
+		}
+		if w.Digest != "" && g.Digest != w.Digest {
+			return fmt.Errorf("file %s: content digest %s, manifest says %s", w.Path, g.Digest, w.Digest)
+		}
+	}
+	for p := range byPath {
+		return fmt.Errorf("file %s: in the stream but not in the manifest", p)
+	}
+	return nil
+}

@@ -1,0 +1,450 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// DefaultFrameSize is the uncompressed size at which a frame is cut. Frames
+// are the unit of parallel compression and decoding; a few MiB keeps every
+// core busy while the compression ratio stays within a percent of one
+// continuous stream.
+const DefaultFrameSize = 4 << 20
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Counter receives byte counts as data moves; a progress tracker fits.
+type Counter interface {
+	In(n int64)
+	Out(n int64)
+}
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	Backend   storage.Backend
+	Dir       string // the backup's directory in the repository ("backups/<id>")
+	Streams   int    // stream objects written in parallel
+	Workers   int    // compression goroutines; 0 means GOMAXPROCS
+	Codec     codec.Codec
+	Hash      string // digest algorithm; "" means DefaultHash
+	FrameSize int    // 0 means DefaultFrameSize
+	Counter   Counter
+}
+
+// Writer fans an xbstream out into stream objects: chunks are bound to a
+// stream by path, cut into frames, compressed by a pool of workers and
+// written to the backend in order, one Put per stream, all in parallel.
+//
+// Memory is bounded by about Streams x (Workers+2) x (FrameSize + one chunk)
+// for raw frames, plus their compressed copies.
+type Writer struct {
+	opt    WriterOptions
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	g      *errgroup.Group
+
+	jobs    chan *frameJob
+	streams []*streamWriter
+	binding map[string]int // path -> stream, for the whole life of the path
+	load    []int64        // raw bytes routed to each stream
+	closed  bool
+}
+
+type routed struct {
+	c   xbstream.Chunk
+	raw []byte
+}
+
+type frameJob struct {
+	raw  []byte
+	out  []byte
+	err  error
+	done chan struct{}
+}
+
+type streamWriter struct {
+	w     *Writer
+	num   int
+	name  string
+	in    chan routed
+	order chan *frameJob
+
+	// builder state, owned by the builder goroutine
+	frame []byte
+	files *fileTracker
+
+	// results, set by the writer goroutine
+	result Stream
+}
+
+// errPutReturned ends the pipe to a Put that returned before its data did.
+var errPutReturned = errors.New("backend stopped reading before the stream ended")
+
+// NewWriter starts the pipeline. The caller feeds it with Add from one
+// goroutine, then calls Close; or Abort on failure.
+func NewWriter(ctx context.Context, opt WriterOptions) (*Writer, error) {
+	if opt.Streams < 1 {
+		return nil, fmt.Errorf("archive: need at least one stream, got %d", opt.Streams)
+	}
+	if opt.Workers < 1 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opt.FrameSize < 1 {
+		opt.FrameSize = DefaultFrameSize
+	}
+	if opt.Hash == "" {
+		opt.Hash = DefaultHash
+	}
+	if _, err := NewHash(opt.Hash); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	w := &Writer{
+		opt:     opt,
+		ctx:     gctx,
+		cancel:  cancel,
+		g:       g,
+		jobs:    make(chan *frameJob, opt.Workers*2),
+		binding: make(map[string]int),
+		load:    make([]int64, opt.Streams),
+	}
+	for range opt.Workers {
+		g.Go(w.compressLoop)
+	}
+	var builders sync.WaitGroup
+	for i := range opt.Streams {
+		s := &streamWriter{
+			w:     w,
+			num:   i,
+			name:  StreamName(i, opt.Codec),
+			in:    make(chan routed, 16),
+			order: make(chan *frameJob, opt.Workers+2),
+			files: newFileTracker(opt.Hash),
+		}
+		w.streams = append(w.streams, s)
+		builders.Add(1)
+		g.Go(func() error {
+			defer builders.Done()
+			return s.build()
+		})
+		g.Go(s.write)
+	}
+	// The compressors stop once no builder can submit any more.
+	go func() {
+		builders.Wait()
+		close(w.jobs)
+	}()
+	return w, nil
+}
+
+// StreamName is the object name of stream i, relative to the backup's dir.
+func StreamName(i int, c codec.Codec) string {
+	return fmt.Sprintf("streams/%05d.xbs%s", i, c.Suffix())
+}
+
+// IndexName is the object name of stream i's frame index.
+func IndexName(i int) string {
+	return fmt.Sprintf("streams/%05d.idx", i)
+}
+
+// Add routes one chunk to its stream. raw is the chunk's encoding and c
+// aliases it; the Writer keeps both until the frame holding them is written.
+func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
+	i, ok := w.binding[c.Path]
+	if c.Type == xbstream.TypeRemove {
+		// A remove may name a directory: it must travel in the one stream
+		// that holds everything below it, or be ordered against others.
+		holders := w.holders(c.Path)
+		switch {
+		case len(holders) > 1:
+			return fmt.Errorf("archive: the stream removes %q, whose files are spread over streams %v; "+
+				"removals across streams cannot be ordered in format version 1 (DDL on non-InnoDB tables during the backup): retry the backup, or use --parallel 1", c.Path, holders)
+		case len(holders) == 1:
+			i, ok = holders[0], true
+		}
+	}
+	if !ok {
+		i = w.leastLoaded()
+	}
+	w.binding[c.Path] = i
+	if c.Type == xbstream.TypeRename {
+		if j, bound := w.binding[c.NewPath]; bound && j != i {
+			// The new name already lives in another stream; streams are
+			// applied independently, so the two histories could interleave
+			// wrongly on restore.
+			return fmt.Errorf("archive: rename %q -> %q: target path already bound to stream %d, source to stream %d", c.Path, c.NewPath, j, i)
+		}
+		w.binding[c.NewPath] = i
+	}
+	w.load[i] += int64(len(raw))
+	if w.opt.Counter != nil {
+		w.opt.Counter.In(int64(len(raw)))
+	}
+	select {
+	case w.streams[i].in <- routed{c: *c, raw: raw}:
+		return nil
+	case <-w.ctx.Done():
+		return w.err()
+	}
+}
+
+// holders lists the streams that hold p or paths below it.
+func (w *Writer) holders(p string) []int {
+	var out []int
+	seen := map[int]bool{}
+	for q, j := range w.binding {
+		if (q == p || strings.HasPrefix(q, p+"/")) && !seen[j] {
+			seen[j] = true
+			out = append(out, j)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func (w *Writer) leastLoaded() int {
+	best := 0
+	for i, l := range w.load {
+		if l < w.load[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// err reports why the pipeline stopped.
+func (w *Writer) err() error {
+	if err := context.Cause(w.ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if err := w.g.Wait(); err != nil {
+		return err
+	}
+	return context.Cause(w.ctx)
+}
+
+// Close flushes every stream, waits for all objects to be durable, and
+// returns the stream and file records for the manifest, files sorted by
+// path. On error the objects already written are removed.
+func (w *Writer) Close() ([]Stream, []File, error) {
+	if !w.closed {
+		w.closed = true
+		for _, s := range w.streams {
+			close(s.in)
+		}
+	}
+	if err := w.g.Wait(); err != nil {
+		w.removeObjects()
+		return nil, nil, err
+	}
+	w.cancel(nil)
+	var streams []Stream
+	var files []File
+	for _, s := range w.streams {
+		streams = append(streams, s.result)
+		files = append(files, s.files.records(s.num)...)
+	}
+	sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
+	return streams, files, nil
+}
+
+// Abort stops the pipeline with cause and removes every object written.
+func (w *Writer) Abort(cause error) {
+	if cause == nil {
+		cause = errors.New("backup aborted")
+	}
+	w.cancel(cause)
+	if !w.closed {
+		w.closed = true
+		for _, s := range w.streams {
+			close(s.in)
+		}
+	}
+	_ = w.g.Wait()
+	w.removeObjects()
+}
+
+// removeObjects deletes what the writer may have stored. It runs after the
+// pipeline's context is gone, so it uses a detached one with a deadline.
+func (w *Writer) removeObjects() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), time.Minute)
+	defer cancel()
+	for _, s := range w.streams {
+		_ = w.opt.Backend.Delete(ctx, w.opt.Dir+"/"+s.name)
+		_ = w.opt.Backend.Delete(ctx, w.opt.Dir+"/"+IndexName(s.num))
+	}
+}
+
+var bufPool sync.Pool // *[]byte
+
+func getBuf(n int) []byte {
+	if p, ok := bufPool.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+func putBuf(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	b = b[:0]
+	bufPool.Put(&b)
+}
+
+func (w *Writer) compressLoop() error {
+	for job := range w.jobs {
+		job.out, job.err = w.opt.Codec.Compress(getBuf(len(job.raw)/2+64), job.raw)
+		close(job.done)
+	}
+	return nil
+}
+
+// build routes the stream's chunks into frames and keeps the per-file state.
+func (s *streamWriter) build() error {
+	defer close(s.order)
+	fs := s.w.opt.FrameSize
+	for r := range s.in {
+		if err := s.files.track(&r.c); err != nil {
+			return err
+		}
+		if len(s.frame) == 0 && len(r.raw) >= fs {
+			// A chunk as large as a frame is a frame of its own: no copy.
+			if err := s.submit(r.raw); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.frame == nil {
+			s.frame = getBuf(fs + fs/4)
+		}
+		s.frame = append(s.frame, r.raw...)
+		if len(s.frame) >= fs {
+			if err := s.submit(s.frame); err != nil {
+				return err
+			}
+			s.frame = nil
+		}
+	}
+	if len(s.frame) > 0 {
+		if err := s.submit(s.frame); err != nil {
+			return err
+		}
+		s.frame = nil
+	}
+	return nil
+}
+
+func (s *streamWriter) submit(raw []byte) error {
+	job := &frameJob{raw: raw, done: make(chan struct{})}
+	select {
+	case s.w.jobs <- job:
+	case <-s.w.ctx.Done():
+		return nil
+	}
+	select {
+	case s.order <- job:
+		return nil
+	case <-s.w.ctx.Done():
+		return nil
+	}
+}
+
+// write stores the stream's frames in order through one Put, then its index.
+func (s *streamWriter) write() error {
+	ctx, opt := s.w.ctx, s.w.opt
+	name := opt.Dir + "/" + s.name
+	pr, pw := io.Pipe()
+	type putResult struct {
+		n   int64
+		err error
+	}
+	putDone := make(chan putResult, 1)
+	go func() {
+		n, err := opt.Backend.Put(ctx, name, pr)
+		closeErr := err
+		if closeErr == nil {
+			closeErr = errPutReturned
+		}
+		pr.CloseWithError(closeErr)
+		putDone <- putResult{n, err}
+	}()
+	h, err := NewHash(opt.Hash)
+	if err != nil {
+		pw.CloseWithError(err)
+		<-putDone
+		return err
+	}
+	index := []byte(indexMagic)
+	var stored, raw int64
+	frames := 0
+	fail := func(err error) error {
+		pw.CloseWithError(err)
+		<-putDone
+		return err
+	}
+	for job := range s.order {
+		select {
+		case <-job.done:
+		case <-ctx.Done():
+			return fail(context.Cause(ctx))
+		}
+		if job.err != nil {
+			return fail(fmt.Errorf("stream %05d: frame %d: compress: %w", s.num, frames, job.err))
+		}
+		if len(job.raw) > maxFrameBytes || len(job.out) > maxFrameBytes {
+			return fail(fmt.Errorf("stream %05d: frame %d: %d bytes exceed the frame limit", s.num, frames, len(job.raw)))
+		}
+		crc := crc32.Checksum(job.out, castagnoli)
+		h.Write(job.out)
+		if _, err := pw.Write(job.out); err != nil {
+			return fail(fmt.Errorf("stream %05d: %w", s.num, err))
+		}
+		index = appendIndexRecord(index, Frame{Stored: uint32(len(job.out)), Raw: uint32(len(job.raw)), CRC: crc})
+		stored += int64(len(job.out))
+		raw += int64(len(job.raw))
+		frames++
+		if opt.Counter != nil {
+			opt.Counter.Out(int64(len(job.out)))
+		}
+		putBuf(job.out)
+		putBuf(job.raw)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(context.Cause(ctx))
+	}
+	pw.Close()
+	res := <-putDone
+	if res.err != nil {
+		return fmt.Errorf("stream %05d: store %s: %w", s.num, name, res.err)
+	}
+	if res.n != stored {
+		return fmt.Errorf("stream %05d: store %s: backend kept %d bytes of %d", s.num, name, res.n, stored)
+	}
+	idx, err := PutSmall(ctx, opt.Backend, opt.Dir, IndexName(s.num), index, opt.Hash)
+	if err != nil {
+		return fmt.Errorf("stream %05d: %w", s.num, err)
+	}
+	s.result = Stream{
+		Object:  Object{Name: s.name, Size: stored, Digest: formatDigest(opt.Hash, h)},
+		Frames:  frames,
+		RawSize: raw,
+		Index:   idx,
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+// Package repo is a backup repository on a storage backend: its config
+// object, backup ids, the catalog of complete backups, and the commit of a
+// backup by writing its manifest last.
+package repo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/storage"
+)
+
+// ConfigName is the repository's config object; its presence makes a
+// location a backstream repository.
+const ConfigName = "backstream.json"
+
+// ManifestName is the manifest object inside a backup's directory.
+const ManifestName = "manifest.json"
+
+const backupsDir = "backups"
+
+// Config is the content of backstream.json.
+type Config struct {
+	Format  int       `json:"format"`
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+// Repo is an opened repository.
+type Repo struct {
+	Backend storage.Backend
+	Config  Config
+}
+
+// ErrNotRepository reports a location without a backstream.json.
+var ErrNotRepository = errors.New("not a backstream repository")
+
+// Open opens an existing repository.
+func Open(ctx context.Context, b storage.Backend) (*Repo, error) {
+	rc, err := b.Open(ctx, ConfigName, 0, -1)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w (no %s)", b.Location(), ErrNotRepository, ConfigName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Location(), err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", b.Location(), ConfigName, err)
+	}
+	var c Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", b.Location(), ConfigName, err)
+	}
+	if c.Format != archive.FormatVersion {
+		return nil, fmt.Errorf("%s: repository format %d is not supported (this backstream reads version %d)", b.Location(), c.Format, archive.FormatVersion)
+	}
+	return &Repo{Backend: b, Config: c}, nil
+}
+
+// OpenOrInit opens the repository, creating it if the location holds no
+// objects at all. A location with other objects but no config is refused,
+// so that a typo in --repo never scatters backups into unrelated data.
+func OpenOrInit(ctx context.Context, b storage.Backend) (*Repo, error) {
+	r, err := Open(ctx, b)
+	if !errors.Is(err, ErrNotRepository) {
+		return r, err
+	}
+	existing, err := b.List(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Location(), err)
+	}
+	if len(existing) > 0 {
+		return nil, fmt.Errorf("%s: %w: it holds %d other objects (e.g. %s); choose an empty location", b.Location(), ErrNotRepository, len(existing), existing[0].Name)
+	}
+	c := Config{Format: archive.FormatVersion, ID: randomHex(8), Created: time.Now().UTC().Truncate(time.Second)}
+	data, _ := json.MarshalIndent(c, "", "  ")
+	if _, err := b.Put(ctx, ConfigName, bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("%s: create repository: %w", b.Location(), err)
+	}
+	return &Repo{Backend: b, Config: c}, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+var idPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$`)
+
+// NewID returns a fresh backup id: sortable UTC time plus a random suffix,
+// e.g. 20261121T190512Z-7f3a.
+func NewID(now time.Time) string {
+	return now.UTC().Format("20060102T150405Z") + "-" + randomHex(2)
+}
+
+// ValidID reports whether s has the form of a backup id.
+func ValidID(s string) bool { return idPattern.MatchString(s) }
+
+// Dir is the directory of backup id in the repository.
+func Dir(id string) string { return backupsDir + "/" + id }
+
+// Entry is a backup directory of the repository.
+type Entry struct {
+	ID       string
+	Manifest *archive.Manifest // nil for an incomplete backup
+	Size     int64             // bytes stored under its directory
+}
+
+// Scan lists every backup directory, complete or not, sorted by id. A
+// manifest that cannot be read or parsed is an error naming the backup.
+func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
+	objs, err := r.Backend.List(ctx, backupsDir+"/")
+	if err != nil {
+		return nil, fmt.Errorf("%s: list backups: %w", r.Backend.Location(), err)
+	}
+	byID := map[string]*Entry{}
+	var ids []string
+	for _, o := range objs {
+		id, rest, ok := strings.Cut(strings.TrimPrefix(o.Name, backupsDir+"/"), "/")
+		if !ok || !ValidID(id) {
+			continue
+		}
+		e := byID[id]
+		if e == nil {
+			e = &Entry{ID: id}
+			byID[id] = e
+			ids = append(ids, id)
+		}
+		e.Size += o.Size
+		if rest == ManifestName {
+			m, err := r.readManifest(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			e.Manifest = m
+		}
+	}
+	sort.Strings(ids)
+	out := make([]Entry, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, *byID[id])
+	}
+	return out, nil
+}
+
+// List returns the complete backups, oldest first.
+func (r *Repo) List(ctx context.Context) ([]*archive.Manifest, error) {
+	entries, err := r.Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ms []*archive.Manifest
+	for _, e := range entries {
+		if e.Manifest != nil {
+			ms = append(ms, e.Manifest)
+		}
+	}
+	return ms, nil
+}
+
+func (r *Repo) readManifest(ctx context.Context, id string) (*archive.Manifest, error) {
+	rc, err := r.Backend.Open(ctx, Dir(id)+"/"+ManifestName, 0, -1)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: %w", id, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: read manifest: %w", id, err)
+	}
+	m, err := archive.ParseManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: %w", id, err)
+	}
+	if m.ID != id {
+		return nil, fmt.Errorf("backup %s: manifest names backup %s", id, m.ID)
+	}
+	return m, nil
+}
+
+// Resolve finds a complete backup by id, "latest", or a unique prefix of an id.
+func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, error) {
+	if ref == "" {
+		ref = "latest"
+	}
+	if ValidID(ref) {
+		m, err := r.readManifest(ctx, ref)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("backup %s: no such complete backup in %s", ref, r.Backend.Location())
+		}
+		return m, err
+	}
+	ms, err := r.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ref == "latest" {
+		if len(ms) == 0 {
+			return nil, fmt.Errorf("%s: no complete backups", r.Backend.Location())
+		}
+		return ms[len(ms)-1], nil
+	}
+	var found []*archive.Manifest
+	for _, m := range ms {
+		if strings.HasPrefix(m.ID, ref) {
+			found = append(found, m)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("backup %s: no such complete backup in %s", ref, r.Backend.Location())
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("backup %s: ambiguous, matches %d backups (%s, %s, ...)", ref, len(found), found[0].ID, found[1].ID)
+}
+
+// Commit stores the manifest, which makes the backup complete. Call it only
+// after every object the manifest names is durable.
+func (r *Repo) Commit(ctx context.Context, m *archive.Manifest) error {
+	data, err := m.Marshal()
+	if err != nil {
+		return fmt.Errorf("backup %s: encode manifest: %w", m.ID, err)
+	}
+	if _, err := archive.ParseManifest(data); err != nil {
+		return fmt.Errorf("backup %s: refusing to commit an invalid manifest: %w", m.ID, err)
+	}
+	if _, err := r.Backend.Put(ctx, Dir(m.ID)+"/"+ManifestName, bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("backup %s: store manifest: %w", m.ID, err)
+	}
+	return nil
+}
+
+// Remove deletes every object of a backup, the manifest first so that the
+// backup stops counting as complete before anything else goes.
+func (r *Repo) Remove(ctx context.Context, id string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("backup %s: not a backup id", id)
+	}
+	dir := Dir(id)
+	if err := r.Backend.Delete(ctx, dir+"/"+ManifestName); err != nil {
+		return fmt.Errorf("backup %s: %w", id, err)
+	}
+	objs, err := r.Backend.List(ctx, dir+"/")
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", id, err)
+	}
+	for _, o := range objs {
+		if err := r.Backend.Delete(ctx, o.Name); err != nil {
+			return fmt.Errorf("backup %s: %w", id, err)
+		}
+	}
+	return nil
+}
