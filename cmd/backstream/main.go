@@ -1,0 +1,26 @@
+// Command backstream backs up and restores MariaDB servers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/backstream/backstream/internal/cli"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := cli.NewRoot(version).ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "backstream: %v\n", err)
+	}
+	os.Exit(cli.ExitCode(err, interrupted))
+}

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/sandbox"
+)
+
+// smallBackup backs up a sandbox with a little data and returns the repo.
+func smallBackup(t *testing.T) (src *sandbox.Server, repoDir, id string) {
+	t.Helper()
+	src = sandbox.Testing(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 8}); err != nil {
+		t.Fatal(err)
+	}
+	repoDir = filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	return src, repoDir, backupListing(t, repoDir)[0].ID
+}
+
+// copyRepo gives each case its own copy to damage.
+func copyRepo(t *testing.T, repoDir string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "repo")
+	if out, err := exec.Command("cp", "-a", repoDir, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return dst
+}
+
+func TestDamagedBackupIsRefused(t *testing.T) {
+	_, repoDir, id := smallBackup(t)
+	object := filepath.Join("backups", id, "streams", "00001.xbs.zst")
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+		want   []string
+	}{
+		{"flipped byte", func(t *testing.T, p string) {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[len(data)/2] ^= 1
+			os.WriteFile(p, data, 0o600)
+		}, []string{"00001.xbs.zst", "frame", "checksum mismatch"}},
+		{"truncated object", func(t *testing.T, p string) {
+			info, _ := os.Stat(p)
+			os.Truncate(p, info.Size()*2/3)
+		}, []string{"00001.xbs.zst", "frame", "truncated"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := copyRepo(t, repoDir)
+			tc.damage(t, filepath.Join(repo, object))
+			for _, cmd := range [][]string{
+				{"verify", id, "--repo", repo},
+				{"restore", id, "--repo", repo, "--target-dir", filepath.Join(t.TempDir(), "target")},
+			} {
+				r := run(t, cmd...)
+				if r.code != ExitCorrupt {
+					t.Errorf("%s: exit %d (%v), want %d", cmd[0], r.code, r.err, ExitCorrupt)
+				}
+				for _, w := range append(tc.want, id) {
+					if r.err == nil || !strings.Contains(r.err.Error(), w) {
+						t.Errorf("%s: error %v does not name %q", cmd[0], r.err, w)
+					}
+				}
+				if cmd[0] == "restore" {
+					if _, err := os.Stat(cmd[len(cmd)-1]); !os.IsNotExist(err) {
+						t.Errorf("restore left its target behind after failing (%v)", err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
+	_, repoDir, id := smallBackup(t)
+	target := t.TempDir()
+	keep := filepath.Join(target, "precious")
+	os.WriteFile(keep, []byte("do not touch"), 0o600)
+	r := run(t, "restore", id, "--repo", repoDir, "--target-dir", target)
+	if r.code == ExitOK || !strings.Contains(r.err.Error(), "not empty") {
+		t.Fatalf("exit %d, err %v: want a refusal naming the non-empty target", r.code, r.err)
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "do not touch" {
+		t.Errorf("the existing file was touched: %q %v", b, err)
+	}
+}
+
+func TestBackupRefusesWrongMariabackup(t *testing.T) {
+	src := sandbox.Testing(t, sandbox.Options{})
+	fake := filepath.Join(t.TempDir(), "mariabackup")
+	os.WriteFile(fake, []byte("#!/bin/sh\necho 'mariabackup based on MariaDB server 10.6.20-MariaDB debian-linux-gnu (x86_64)' >&2\n"), 0o755)
+	cases := []struct {
+		name, path string
+		want       []string
+	}{
+		{"missing", "/nonexistent/mariabackup", []string{"/nonexistent/mariabackup"}},
+		{"wrong version", fake, []string{"10.6", "10.11", "--mariabackup"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			repoDir := filepath.Join(t.TempDir(), "repo")
+			r := run(t, append([]string{"backup", "--repo", repoDir, "--mariabackup", tc.path}, sandboxConn(src)...)...)
+			if r.code == ExitOK {
+				t.Fatal("backup succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.err.Error(), w) {
+					t.Errorf("error %q does not mention %q", r.err, w)
+				}
+			}
+			if n := len(backupListing(t, repoDir)); n != 0 {
+				t.Errorf("%d backups listed after a failed backup", n)
+			}
+		})
+	}
+}
+
+// A mariabackup that streams and then fails must not leave a committed
+// backup, nor any stream objects.
+func TestBackupFailingMariabackupLeavesNothing(t *testing.T) {
+	src := sandbox.Testing(t, sandbox.Options{})
+	real, err := exec.LookPath("mariabackup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Passes --version through; for a backup, streams the real output, then exits 1.
+	fake := filepath.Join(t.TempDir(), "mariabackup")
+	script := "#!/bin/bash\nif [ \"$1\" = --version ]; then exec " + real + " --version; fi\n" + real + " \"$@\"\nexit 1\n"
+	os.WriteFile(fake, []byte(script), 0o755)
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	r := run(t, append([]string{"backup", "--repo", repoDir, "--mariabackup", fake}, sandboxConn(src)...)...)
+	if r.code != ExitFailure {
+		t.Fatalf("exit %d (%v), want %d", r.code, r.err, ExitFailure)
+	}
+	if !strings.Contains(r.err.Error(), "nothing was committed") {
+		t.Errorf("error %q does not say that nothing was committed", r.err)
+	}
+	left, _ := filepath.Glob(filepath.Join(repoDir, "backups", "*"))
+	if len(left) != 0 {
+		t.Errorf("objects left behind: %v", left)
+	}
+}

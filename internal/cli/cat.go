@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// xbstreamSink writes every chunk to one xbstream. Chunks from different
+// streams interleave, which xbstream allows: each chunk names its file.
+type xbstreamSink struct {
+	mu sync.Mutex
+	w  *xbstream.Writer
+}
+
+func (s *xbstreamSink) Chunk(c *xbstream.Chunk) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.WriteChunk(c)
+}
+
+func newCatCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cat [ID|latest]",
+		Short: "Write a backup as one plain xbstream to stdout (for mbstream -x)",
+		Long: `cat verifies and decodes a backup and writes it as a single xbstream to standard
+output, the way out to stock tools:  backstream cat latest --repo R | mbstream -x -C DIR`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := optionalRef(args)
+			if err != nil {
+				return err
+			}
+			if term.IsTerminal(int(os.Stdout.Fd())) {
+				return usagef("refusing to write a binary stream to a terminal; pipe it into mbstream -x or a file")
+			}
+			r, err := g.openRepo(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			m, err := r.Resolve(cmd.Context(), ref)
+			if err != nil {
+				return err
+			}
+			bw := bufio.NewWriterSize(g.stdout, 1<<20)
+			err = archive.Read(cmd.Context(), archive.ReadOptions{
+				Backend: r.Backend, Dir: repo.Dir(m.ID), Manifest: m, Sink: &xbstreamSink{w: xbstream.NewWriter(bw)},
+			})
+			if err == nil {
+				err = bw.Flush()
+			}
+			if err != nil {
+				return fmt.Errorf("backup %s: %w", m.ID, err)
+			}
+			return nil
+		},
+	}
+	return cmd
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/progress"
+)
+
+// listEntry is one backup in `list --json`.
+type listEntry struct {
+	ID          string            `json:"id"`
+	Kind        string            `json:"kind"`
+	Parent      string            `json:"parent,omitempty"`
+	Started     time.Time         `json:"started"`
+	Finished    time.Time         `json:"finished"`
+	Server      archive.Server    `json:"server"`
+	Positions   archive.Positions `json:"positions"`
+	Codec       string            `json:"codec"`
+	Streams     int               `json:"streams"`
+	Files       int               `json:"files"`
+	RawBytes    int64             `json:"raw_bytes"`
+	StoredBytes int64             `json:"stored_bytes"`
+}
+
+func newListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the complete backups of a repository",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := g.openRepo(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			ms, err := r.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]listEntry, 0, len(ms))
+				for _, m := range ms {
+					out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Started: m.Started, Finished: m.Finished,
+						Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
+						RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes})
+				}
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tSTARTED (UTC)\tTOOK\tSIZE\tSTORED\tRATIO\tSERVER\tBINLOG POSITION")
+			for _, m := range ms {
+				ratio := "-"
+				if m.Stats.StoredBytes > 0 {
+					ratio = fmt.Sprintf("%.2fx", float64(m.Stats.RawBytes)/float64(m.Stats.StoredBytes))
+				}
+				pos := "-"
+				if m.Positions.BinlogFile != "" {
+					pos = fmt.Sprintf("%s:%d", m.Positions.BinlogFile, m.Positions.BinlogPosition)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Kind, m.Started.UTC().Format("2006-01-02 15:04:05"),
+					m.Finished.Sub(m.Started).Round(100*time.Millisecond), progress.HumanBytes(m.Stats.RawBytes),
+					progress.HumanBytes(m.Stats.StoredBytes), ratio, m.Server.Version, pos)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

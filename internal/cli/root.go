@@ -1,0 +1,108 @@
+// Package cli holds backstream's commands: each file parses and checks its
+// flags into an options struct, then calls the package that does the work.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/progress"
+)
+
+// Exit codes, documented in docs/guide.md.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1   // the operation failed
+	ExitUsage       = 2   // bad flags or arguments
+	ExitCorrupt     = 3   // stored data does not match its checksums
+	ExitInterrupted = 130 // SIGINT or SIGTERM
+)
+
+// usageError marks mistakes in how a command was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// ExitCode maps a command's error to the process exit code.
+func ExitCode(err error, interrupted bool) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case interrupted:
+		return ExitInterrupted
+	case errors.As(err, &ue):
+		return ExitUsage
+	case archive.IsCorrupt(err):
+		return ExitCorrupt
+	}
+	return ExitFailure
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	repo     string
+	progress string
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func (g *globals) tracker(title string, total int64) *progress.Tracker {
+	mode, _ := progress.ParseMode(g.progress) // checked in PersistentPreRunE
+	return progress.Start(progress.Options{Mode: mode, Out: g.stderr, Title: title, Total: total})
+}
+
+// NewRoot builds the command tree.
+func NewRoot(version string) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "backstream",
+		Short: "Fast, verified backup and restore for MariaDB",
+		Long: `backstream takes hot physical backups of MariaDB through mariabackup's stream,
+compresses and hashes them in parallel, and writes them as parallel streams into a
+repository. Restores read the streams in parallel and verify every byte.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if _, err := progress.ParseMode(g.progress); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.repo, "repo", os.Getenv("BACKSTREAM_REPO"), "repository location: a directory (env BACKSTREAM_REPO)")
+	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
+	root.AddCommand(
+		newBackupCmd(g, version),
+		newRestoreCmd(g),
+		newListCmd(g),
+		newVerifyCmd(g),
+		newCatCmd(g),
+		newDemoCmd(g, version),
+	)
+	return root
+}
+
+// exactlyOneRef accepts an optional backup reference (id, prefix or latest).
+func optionalRef(args []string) (string, error) {
+	switch len(args) {
+	case 0:
+		return "latest", nil
+	case 1:
+		return strings.TrimSpace(args[0]), nil
+	}
+	return "", usagef("expected at most one backup id, got %d arguments", len(args))
+}

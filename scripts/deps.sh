@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what backstream's demo, tests and benchmarks need and this machine
+# lacks, from Debian's packages. Safe to run again: it installs nothing that is
+# already there. Pass extra package names to install them too (bench uses this).
+set -euo pipefail
+
+need=()
+want() { # want BINARY PACKAGE
+  command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || need+=("$2")
+}
+want mariadbd mariadb-server-core
+want mariadb-install-db mariadb-server-core
+want mariadb mariadb-client-core
+want mariabackup mariadb-backup
+want mbstream mariadb-backup
+want zstd zstd
+want lz4 lz4
+want gzip gzip
+for pkg in "$@"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "deps: Go is not installed (backstream needs Go 1.24 or newer on PATH)" >&2
+  exit 1
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deps: installing ${need[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need[@]}"
+fi

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs backstream's whole test suite: formatting, vet, and every test with the
+# race detector, against real sandbox MariaDB servers and the real mariabackup
+# and mbstream (installed first if missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+
+unformatted=$(gofmt -l cmd internal)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -race -timeout 20m -count=1 ./... "$@"
