@@ -111,11 +111,11 @@ func TestPhysicalConsistencyUnderWrites(t *testing.T) {
 	for _, q := range []string{
 		"CREATE DATABASE bank",
 		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB",
-		fmt.Sprintf("INSERT INTO bank.accounts SELECT seq, %d FROM seq_1_to_%d", initial, accounts),
+		fmt.Sprintf("INSERT INTO bank.accounts SELECT seq, %d FROM bank.seq_1_to_%d", initial, accounts),
 		"CREATE TABLE bank.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, src INT, dst INT, amount INT) ENGINE=InnoDB",
 		// Some bulk so that the backup takes a while.
 		"CREATE TABLE bank.filler (id INT PRIMARY KEY, pad VARCHAR(200)) ENGINE=InnoDB",
-		"INSERT INTO bank.filler SELECT seq, REPEAT(MD5(seq), 6) FROM seq_1_to_150000",
+		"INSERT INTO bank.filler SELECT seq, REPEAT(MD5(seq), 6) FROM bank.seq_1_to_150000",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
