@@ -34,18 +34,10 @@ func newCatCmd(g *globals) *cobra.Command {
 		Long: `cat verifies and decodes a backup and writes it as a single xbstream to standard
 output, the way out to stock tools:  backstream cat latest --repo R | mbstream -x -C DIR`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := optionalRef(args)
-			if err != nil {
-				return err
-			}
 			if term.IsTerminal(int(os.Stdout.Fd())) {
 				return usagef("refusing to write a binary stream to a terminal; pipe it into mbstream -x or a file")
 			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			m, err := r.Resolve(cmd.Context(), ref)
+			r, m, err := g.resolveBackup(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,6 +70,16 @@ func TestPhysicalRoundTrip(t *testing.T) {
 		stockExtract(t, o, stock)
 	}
 	compareTrees(t, "zstd -dc | mbstream -x vs restore", treeDigests(t, stock), treeDigests(t, plain))
+
+	// cat: the whole backup as one xbstream, for mbstream -x.
+	catOut := run(t, "cat", e.ID, "--repo", repoDir).mustSucceed(t).stdout
+	catDir := t.TempDir()
+	mb := exec.Command("mbstream", "-x", "-C", catDir)
+	mb.Stdin = strings.NewReader(catOut)
+	if out, err := mb.CombinedOutput(); err != nil {
+		t.Fatalf("cat | mbstream -x: %v\n%s", err, out)
+	}
+	compareTrees(t, "cat | mbstream -x vs restore", treeDigests(t, catDir), treeDigests(t, plain))
 
 	// Restore with prepare; a server starts on it with the same data.
 	target := filepath.Join(t.TempDir(), "datadir")

@@ -27,21 +27,13 @@ the files into --target-dir, which must be empty or absent. With --prepare it th
 mariabackup --prepare, so that a server starts on the result. Ownership and modes
 (directories 0750, files 0640) are set at the end. A failed restore leaves the target empty.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := optionalRef(args)
-			if err != nil {
-				return err
-			}
 			if target == "" {
 				return usagef("--target-dir is required")
 			}
 			if !cmd.Flags().Changed("owner") {
 				owner = physical.DefaultOwner()
 			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			m, err := r.Resolve(cmd.Context(), ref)
+			r, m, err := g.resolveBackup(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

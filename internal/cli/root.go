@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 // Exit codes, documented in docs/guide.md.
@@ -96,13 +98,24 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	return root
 }
 
-// exactlyOneRef accepts an optional backup reference (id, prefix or latest).
-func optionalRef(args []string) (string, error) {
+// resolveBackup opens the repository and finds the backup named by the
+// optional argument: an id, a unique prefix of one, or latest (the default).
+func (g *globals) resolveBackup(ctx context.Context, args []string) (*repo.Repo, *archive.Manifest, error) {
+	ref := "latest"
 	switch len(args) {
 	case 0:
-		return "latest", nil
 	case 1:
-		return strings.TrimSpace(args[0]), nil
+		ref = strings.TrimSpace(args[0])
+	default:
+		return nil, nil, usagef("expected at most one backup id, got %d arguments", len(args))
 	}
-	return "", usagef("expected at most one backup id, got %d arguments", len(args))
+	r, err := g.openRepo(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := r.Resolve(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, m, nil
 }

@@ -19,15 +19,7 @@ stored frame, the CRC of each xbstream chunk, the stream structure, the digest o
 object and the size and digest of each file against the manifest. Exit code 3 means
 the backup is corrupt.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := optionalRef(args)
-			if err != nil {
-				return err
-			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			m, err := r.Resolve(cmd.Context(), ref)
+			r, m, err := g.resolveBackup(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
