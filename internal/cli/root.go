@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,10 +53,11 @@ func ExitCode(err error, interrupted bool) int {
 
 // globals are the flags every command shares.
 type globals struct {
-	repo     string
-	progress string
-	stdout   io.Writer
-	stderr   io.Writer
+	repo       string
+	progress   string
+	cpuprofile string
+	stdout     io.Writer
+	stderr     io.Writer
 }
 
 func (g *globals) tracker(title string, total int64) *progress.Tracker {
@@ -77,16 +79,32 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if g.cpuprofile != "" {
+				f, err := os.Create(g.cpuprofile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+			}
 			if _, err := progress.ParseMode(g.progress); err != nil {
 				return usageError{err}
 			}
 			return nil
 		},
 	}
+	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
+		if g.cpuprofile != "" {
+			pprof.StopCPUProfile()
+		}
+	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.repo, "repo", os.Getenv("BACKSTREAM_REPO"), "repository location: a directory (env BACKSTREAM_REPO)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
+	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
+	pf.MarkHidden("cpuprofile")
 	root.AddCommand(
 		newBackupCmd(g, version),
 		newRestoreCmd(g),
