@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/sandbox"
+)
+
+// buildBinary builds backstream once per test binary run, for tests that
+// need a real process (signals, exit codes).
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "backstream")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/backstream/backstream/cmd/backstream")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Ctrl-C in the middle of a backup: exit 130, mariabackup gone, no manifest
+// and no objects left in the repository.
+func TestInterruptedBackupLeavesNothing(t *testing.T) {
+	bin := buildBinary(t)
+	src := sandbox.Testing(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 120}); err != nil {
+		t.Fatal(err)
+	}
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--progress", "none",
+		"--mariabackup-option=--throttle=20"}, sandboxConn(src)...)...)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until stream data is arriving, then interrupt.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := dirBytes(filepath.Join(repoDir, "backups")); n > 1<<20 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := dirBytes(filepath.Join(repoDir, "backups")); n <= 1<<20 {
+		cmd.Process.Kill()
+		t.Fatalf("no stream data after 60 s; stderr: %s", stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("backstream did not exit within 60 s of SIGINT")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("exit: %v, want code %d; stderr: %s", err, ExitInterrupted, stderr.String())
+	}
+	if left := dirBytes(filepath.Join(repoDir, "backups")); left != 0 {
+		t.Errorf("%d bytes left under backups/ after the interrupt", left)
+	}
+	out, _ := exec.Command("pgrep", "-f", "mariabackup.*"+src.Socket).Output()
+	if len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("mariabackup still running: %s", out)
+	}
+	if !strings.Contains(stderr.String(), "nothing was committed") {
+		t.Errorf("stderr does not say nothing was committed: %s", stderr.String())
+	}
+}
+
+// dirBytes sums the sizes of all files below dir (0 if it does not exist).
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n
+}
