@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
@@ -150,6 +152,10 @@ func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start backup: pipe: %w", err)
 	}
+	// A 1 MiB pipe instead of the default 64 KiB: fewer wake-ups and
+	// context switches on both sides of the busiest pipe of the backup.
+	// Best effort: a kernel that refuses keeps the default.
+	_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 	cmd.Stdout = w
 	if err := cmd.Start(); err != nil {
 		r.Close()
