@@ -146,7 +146,7 @@ func TestRoundTrip(t *testing.T) {
 // writers, with the choices the stock tools make (no content size, linked
 // blocks, several blocks), not only what Compress writes.
 func TestDecompressForeign(t *testing.T) {
-	data := innodbLike(3<<20, 4)
+	data := innodbLike(1<<20, 4)
 	var zbuf, lbuf, gbuf bytes.Buffer
 	zw, err := zstd.NewWriter(&zbuf, zstd.WithEncoderCRC(false), zstd.WithWindowSize(1<<20))
 	if err != nil {
@@ -314,17 +314,22 @@ func TestDecompressBoundedAllocation(t *testing.T) {
 		for range 2 { // warm the pools
 			_, _ = tt.c.Decompress(nil, tt.frame, size)
 		}
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, err := tt.c.Decompress(nil, tt.frame, size)
-		runtime.ReadMemStats(&after)
-		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: 64 MiB frame with size 4 KiB: %v, want ErrCorrupt", tt.c, err)
+		// The least of a few tries: a collection in between may empty the
+		// pools and cost one fresh 4 MiB lz4 block buffer, the "small
+		// constant"; what must never happen is an allocation near 64 MiB.
+		least := uint64(1 << 62)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := tt.c.Decompress(nil, tt.frame, size)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s: 64 MiB frame with size 4 KiB: %v, want ErrCorrupt", tt.c, err)
+			}
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
 		}
-		// lz4's reader may take a fresh 4 MiB block buffer if its pool was
-		// emptied by a collection; that is the "small constant".
-		if got := after.TotalAlloc - before.TotalAlloc; got > 6<<20 {
-			t.Errorf("%s: decoding a frame that claims 64 MiB with size 4 KiB allocated %d bytes", tt.c, got)
+		if least > 8<<20 {
+			t.Errorf("%s: decoding a frame that claims 64 MiB with size 4 KiB allocated %d bytes", tt.c, least)
 		}
 	}
 }
@@ -336,9 +341,9 @@ func TestConcurrentUse(t *testing.T) {
 	errs := make(chan error, 64)
 	for g := range 8 {
 		wg.Go(func() {
-			for i := range 6 {
+			for i := range 4 {
 				c := codecs[(g+i)%len(codecs)]
-				src := innodbLike(256<<10+g*1000+i, uint64(g*100+i))
+				src := innodbLike(128<<10+g*1000+i, uint64(g*100+i))
 				frame, err := c.Compress(nil, src)
 				if err != nil {
 					errs <- fmt.Errorf("%s: compress: %w", c, err)

@@ -17,6 +17,8 @@ const (
 
 // Gzip is the gzip codec: one member per frame. It is here for portability
 // (every system can `gzip -dc`); zstd is better on both speed and ratio.
+// Get one from Parse: the zero value decompresses but has no level to
+// compress with.
 type Gzip struct{ level int }
 
 func newGzip(level int) Codec { return Gzip{level: level} }

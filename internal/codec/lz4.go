@@ -27,6 +27,8 @@ const (
 
 // LZ4 is the lz4 frame codec: the fastest to compress and decompress, for
 // links or disks faster than zstd:1 can feed.
+// Get one from Parse: the zero value decompresses but has no level to
+// compress with.
 type LZ4 struct{ level int }
 
 func newLZ4(level int) Codec { return LZ4{level: level} }

@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -33,6 +32,8 @@ const zstdSlack = 16
 
 // Zstd is the zstd codec, the default: far better ratio than lz4 at a
 // speed that keeps up with disks and networks.
+// Get one from Parse: the zero value decompresses but has no level to
+// compress with.
 type Zstd struct{ level int }
 
 func newZstd(level int) Codec { return Zstd{level: level} }
@@ -181,6 +182,3 @@ func zstdFrameEnd(src []byte, size int) (int, error) {
 	}
 	return pos, nil
 }
-
-// zstdMagic is the frame magic number, for tests and format sniffing.
-var zstdMagic = binary.LittleEndian.AppendUint32(nil, 0xFD2FB528)

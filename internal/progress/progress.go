@@ -1,6 +1,11 @@
-// Package progress shows how far a long operation has come: a live status
-// line on a terminal, periodic plain lines otherwise, JSON events for
-// machines, and always a one-line summary at the end.
+// Package progress reports how a long operation (backup, restore, verify)
+// is going: a live bar on a terminal, a plain line every few seconds when
+// the output is a log or a pipe, or JSON events for machines; and always one
+// summary at the end.
+//
+// The workers of an operation call In and Out once per frame or buffer from
+// many goroutines; those calls only add to atomic counters. Everything else
+// (rates, ETA, drawing) happens on the Tracker's own goroutine.
 package progress
 
 import (
@@ -8,253 +13,410 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 )
 
-// Mode selects the display.
+// Mode chooses how progress is shown.
 type Mode int
 
 const (
-	ModeAuto  Mode = iota // a live line on a terminal, plain lines otherwise
-	ModeBar               // a live line, redrawn in place
-	ModePlain             // a line every Interval
-	ModeJSON              // one JSON event per line
-	ModeQuiet             // the summary only
+	// ModeAuto shows a bar when the output is a terminal and plain lines
+	// otherwise.
+	ModeAuto Mode = iota
+	// ModeBar always draws a live bar.
+	ModeBar
+	// ModePlain writes one line every Interval.
+	ModePlain
+	// ModeJSON writes one JSON object per line every Interval, on every
+	// stage change, and for the summary.
+	ModeJSON
+	// ModeQuiet shows only the summary.
+	ModeQuiet
 )
 
-// ParseMode reads a --progress value: auto, bar, plain, json or none.
+var modeNames = [...]string{ModeAuto: "auto", ModeBar: "bar", ModePlain: "plain", ModeJSON: "json", ModeQuiet: "none"}
+
+// String returns the name ParseMode reads.
+func (m Mode) String() string {
+	if m < 0 || int(m) >= len(modeNames) {
+		return fmt.Sprintf("Mode(%d)", int(m))
+	}
+	return modeNames[m]
+}
+
+// ParseMode reads the value of a --progress flag: auto, bar, plain, json or
+// none (also accepted: quiet).
 func ParseMode(s string) (Mode, error) {
-	switch s {
+	switch v := strings.ToLower(strings.TrimSpace(s)); v {
 	case "", "auto":
 		return ModeAuto, nil
-	case "bar":
-		return ModeBar, nil
-	case "plain":
-		return ModePlain, nil
-	case "json":
-		return ModeJSON, nil
-	case "none", "quiet":
+	case "quiet":
 		return ModeQuiet, nil
+	default:
+		for m, name := range modeNames {
+			if name == v {
+				return Mode(m), nil
+			}
+		}
 	}
-	return 0, fmt.Errorf("unknown progress display %q (use auto, bar, plain, json or none)", s)
+	return ModeAuto, fmt.Errorf("progress mode %q: valid modes are auto, bar, plain, json, none", s)
 }
+
+// DefaultInterval is how often plain and JSON modes report.
+const DefaultInterval = 5 * time.Second
+
+// barRefresh is how often the bar takes the counters.
+const barRefresh = 200 * time.Millisecond
 
 // Options configure a Tracker.
 type Options struct {
-	Mode     Mode
-	Out      io.Writer // default os.Stderr
-	Title    string
-	Total    int64 // expected bytes in; 0 if unknown
+	// Mode chooses the display; the zero value is ModeAuto.
+	Mode Mode
+	// Out receives everything; nil means os.Stderr, keeping stdout free
+	// for data (backstream cat) and machine output.
+	Out io.Writer
+	// Title names the operation in every line: "backup", "restore 20261121T190512Z-7f3a".
+	Title string
+	// Total is the number of bytes In is expected to reach, 0 if unknown.
+	Total int64
+	// Interval between plain lines and JSON events; 0 means DefaultInterval.
 	Interval time.Duration
 }
 
-// Tracker counts bytes and shows progress. It is safe for concurrent use;
-// In and Out are single atomic adds, cheap enough for every frame.
+// Tracker counts the bytes of one operation and shows its progress. All
+// methods are safe for concurrent use.
 type Tracker struct {
-	opt   Options
-	start time.Time
-	in    atomic.Int64
-	out   atomic.Int64
-	total atomic.Int64
-	stage atomic.Value // string
+	in, out, total atomic.Int64
+	stage          atomic.Pointer[string]
+	stageChanged   chan struct{}
 
-	mu       sync.Mutex // serialises output
-	stop     chan struct{}
-	done     chan struct{}
-	finished bool
-	drawn    bool // a live line is on screen
+	opt   Options
+	mode  Mode
+	start time.Time
+
+	mu sync.Mutex // serialises writes to opt.Out
+
+	done    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+	summary Summary
+
+	progress *mpb.Progress
+	bar      *mpb.Bar
+	lastSnap *atomic.Pointer[snapshot] // what the bar's decorators show
+
+	// Rate smoothing, touched only by the display goroutine.
+	lastIn   int64
+	lastTime time.Time
+	rate     float64
 }
 
-// Start begins tracking and, unless quiet, displaying.
+// Start begins tracking an operation and, unless the mode is quiet, starts
+// showing its progress. Finish must be called to stop it.
 func Start(opt Options) *Tracker {
 	if opt.Out == nil {
 		opt.Out = os.Stderr
 	}
-	if opt.Mode == ModeAuto {
-		opt.Mode = ModePlain
-		if f, ok := opt.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			opt.Mode = ModeBar
-		}
-	}
 	if opt.Interval <= 0 {
-		opt.Interval = 5 * time.Second
-		if opt.Mode == ModeBar {
-			opt.Interval = 200 * time.Millisecond
-		}
+		opt.Interval = DefaultInterval
 	}
-	t := &Tracker{opt: opt, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	t := &Tracker{
+		opt:          opt,
+		mode:         resolve(opt.Mode, opt.Out),
+		start:        time.Now(),
+		stageChanged: make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		stopped:      make(chan struct{}),
+	}
+	t.lastTime = t.start
 	t.total.Store(opt.Total)
-	t.stage.Store("")
-	if opt.Mode == ModeQuiet {
-		close(t.done)
-		return t
+	empty := ""
+	t.stage.Store(&empty)
+	switch t.mode {
+	case ModeBar:
+		t.startBar()
+		go t.loop(barRefresh, t.refreshBar)
+	case ModePlain:
+		go t.loop(opt.Interval, t.writePlain)
+	case ModeJSON:
+		go t.loop(opt.Interval, t.writeJSONProgress)
+	default:
+		close(t.stopped)
 	}
-	go t.loop()
 	return t
 }
 
-// In counts bytes read from the source.
+// resolve turns ModeAuto into the mode that suits out.
+func resolve(m Mode, out io.Writer) Mode {
+	if m != ModeAuto {
+		return m
+	}
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return ModeBar
+	}
+	return ModePlain
+}
+
+// In counts n bytes read from the source.
 func (t *Tracker) In(n int64) { t.in.Add(n) }
 
-// Out counts bytes written to the destination.
+// Out counts n bytes written to the destination.
 func (t *Tracker) Out(n int64) { t.out.Add(n) }
 
-// SetTotal sets the expected bytes in, for the ETA.
+// SetTotal sets the number of bytes In is expected to reach (0: unknown),
+// for when it becomes known only after Start.
 func (t *Tracker) SetTotal(n int64) { t.total.Store(n) }
 
-// Stage names the current phase ("streaming", "prepare", ...).
-func (t *Tracker) Stage(name string) { t.stage.Store(name) }
+// Stage names the phase the operation is in ("streaming", "prepare",
+// "verifying"); plain and JSON modes report a change at once.
+func (t *Tracker) Stage(name string) {
+	if old := t.stage.Swap(&name); *old == name {
+		return
+	}
+	select {
+	case t.stageChanged <- struct{}{}:
+	default:
+	}
+}
 
-func (t *Tracker) loop() {
-	defer close(t.done)
-	tick := time.NewTicker(t.opt.Interval)
+// Logf writes one line of text (a warning, a child's notable stderr line)
+// to the output without garbling the display: above the bar in bar mode,
+// as a JSON "log" event in JSON mode, as is otherwise.
+func (t *Tracker) Logf(format string, args ...any) {
+	msg := strings.TrimRight(fmt.Sprintf(format, args...), "\n")
+	switch t.mode {
+	case ModeJSON:
+		b, err := json.Marshal(struct {
+			Time    time.Time `json:"time"`
+			Event   string    `json:"event"`
+			Title   string    `json:"title"`
+			Message string    `json:"message"`
+		}{time.Now().UTC(), "log", t.opt.Title, msg})
+		if err == nil {
+			t.writeLine(string(b))
+		}
+		return
+	case ModeBar:
+		select {
+		case <-t.done:
+		default:
+			// Progress.Write prints above the bar; it fails once the bar
+			// is finished, and then the line goes out directly.
+			if _, err := t.progress.Write([]byte(msg + "\n")); err == nil {
+				return
+			}
+		}
+	}
+	t.writeLine(msg)
+}
+
+// Finish stops the display and writes the summary line, or a failure line
+// if err is not nil, and returns the summary. Later calls return the same
+// summary and write nothing.
+func (t *Tracker) Finish(err error) Summary {
+	t.once.Do(func() {
+		close(t.done)
+		<-t.stopped
+		t.summary = Summary{
+			Title:    t.opt.Title,
+			Elapsed:  time.Since(t.start),
+			BytesIn:  t.in.Load(),
+			BytesOut: t.out.Load(),
+			Total:    t.total.Load(),
+			Err:      err,
+		}
+		if t.bar != nil {
+			t.refreshBar(time.Now())
+			if err == nil {
+				t.bar.SetTotal(-1, true)
+			} else {
+				t.bar.Abort(false)
+			}
+			t.progress.Wait()
+		}
+		if t.mode == ModeJSON {
+			t.writeJSON(t.summary.event(time.Now(), *t.stage.Load()))
+			return
+		}
+		t.writeLine(t.summary.String())
+	})
+	return t.summary
+}
+
+// loop calls report every interval and on stage changes until Finish.
+func (t *Tracker) loop(interval time.Duration, report func(now time.Time)) {
+	defer close(t.stopped)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-t.stop:
+		case <-t.done:
 			return
-		case <-tick.C:
-			t.show()
+		case now := <-tick.C:
+			report(now)
+		case <-t.stageChanged:
+			report(time.Now())
 		}
 	}
 }
 
-// snapshot is the state at one moment.
+// snapshot is one reading of the counters with a rate and ETA.
 type snapshot struct {
-	elapsed      time.Duration
-	in, out, tot int64
-	rate         float64 // bytes in per second
-	eta          time.Duration
-	stage        string
+	in, out, total int64
+	stage          string
+	rate           float64 // bytes in per second, smoothed
+	eta            time.Duration
+	etaKnown       bool
 }
 
-func (t *Tracker) snap() snapshot {
-	s := snapshot{elapsed: time.Since(t.start), in: t.in.Load(), out: t.out.Load(), tot: t.total.Load(), stage: t.stage.Load().(string)}
-	if secs := s.elapsed.Seconds(); secs > 0 {
-		s.rate = float64(s.in) / secs
+// take reads the counters and updates the smoothed rate. The rate is an
+// exponential average over reports, so that one slow interval (a pause for
+// a lock, a slow upload) does not swing the ETA wildly.
+func (t *Tracker) take(now time.Time) snapshot {
+	s := snapshot{in: t.in.Load(), out: t.out.Load(), total: t.total.Load(), stage: *t.stage.Load()}
+	if dt := now.Sub(t.lastTime).Seconds(); dt > 0.05 {
+		recent := float64(s.in-t.lastIn) / dt
+		if t.lastIn == 0 && t.rate == 0 {
+			t.rate = recent
+		} else {
+			t.rate = 0.3*recent + 0.7*t.rate
+		}
+		t.lastIn, t.lastTime = s.in, now
 	}
-	if s.tot > s.in && s.rate > 0 {
-		s.eta = time.Duration(float64(s.tot-s.in) / s.rate * float64(time.Second))
+	s.rate = t.rate
+	if s.total > 0 && s.rate > 0 && s.in <= s.total {
+		s.eta = time.Duration(float64(s.total-s.in) / s.rate * float64(time.Second))
+		s.etaKnown = true
 	}
 	return s
 }
 
-func (t *Tracker) show() {
-	s := t.snap()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.finished {
+func (t *Tracker) writePlain(now time.Time) {
+	s := t.take(now)
+	var b strings.Builder
+	b.WriteString(t.opt.Title)
+	if s.stage != "" {
+		fmt.Fprintf(&b, " [%s]", s.stage)
+	}
+	fmt.Fprintf(&b, ": %s", HumanBytes(s.in))
+	if s.total > 0 {
+		fmt.Fprintf(&b, " / %s (%.0f%%)", HumanBytes(s.total), 100*float64(s.in)/float64(s.total))
+	}
+	fmt.Fprintf(&b, " in, %s out, %s", HumanBytes(s.out), HumanRate(s.rate))
+	if s.etaKnown {
+		fmt.Fprintf(&b, ", ETA %s", s.eta.Round(time.Second))
+	}
+	fmt.Fprintf(&b, ", elapsed %s", now.Sub(t.start).Round(time.Second))
+	t.writeLine(b.String())
+}
+
+// Event is one JSON line of ModeJSON. Fields are stable: tools parse them.
+type Event struct {
+	Time  time.Time `json:"time"`
+	Event string    `json:"event"` // "progress" or "summary"
+	Title string    `json:"title"`
+	Stage string    `json:"stage"`
+	// BytesIn and BytesOut are the counters; Total is 0 when unknown.
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+	Total    int64 `json:"total"`
+	// Rate is bytes in per second: recent for progress, average for summary.
+	Rate float64 `json:"rate"`
+	// ETASeconds is null when the total or the rate is unknown.
+	ETASeconds *float64 `json:"eta_seconds"`
+	// Summary only.
+	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
+	Ratio          float64 `json:"ratio,omitempty"`
+	OK             *bool   `json:"ok,omitempty"`
+	Error          string  `json:"error,omitempty"`
+}
+
+func (t *Tracker) writeJSONProgress(now time.Time) {
+	s := t.take(now)
+	e := Event{Time: now.UTC(), Event: "progress", Title: t.opt.Title, Stage: s.stage,
+		BytesIn: s.in, BytesOut: s.out, Total: s.total, Rate: s.rate}
+	if s.etaKnown {
+		eta := s.eta.Seconds()
+		e.ETASeconds = &eta
+	}
+	t.writeJSON(e)
+}
+
+func (t *Tracker) writeJSON(e Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		// Event has only plain fields; Marshal cannot fail on it.
 		return
 	}
-	switch t.opt.Mode {
-	case ModeJSON:
-		t.event("progress", s, nil)
-	case ModeBar:
-		fmt.Fprintf(t.opt.Out, "\r\033[K%s", t.line(s))
-		t.drawn = true
-	default:
-		fmt.Fprintln(t.opt.Out, t.line(s))
-	}
+	t.writeLine(string(b))
 }
 
-func (t *Tracker) line(s snapshot) string {
-	l := t.opt.Title
-	if s.stage != "" {
-		l += " [" + s.stage + "]"
-	}
-	l += fmt.Sprintf(": %s in, %s out, %s/s", HumanBytes(s.in), HumanBytes(s.out), HumanBytes(int64(s.rate)))
-	if s.tot > 0 {
-		l += fmt.Sprintf(", %.0f%% of ~%s", min(100, 100*float64(s.in)/float64(s.tot)), HumanBytes(s.tot))
-		if s.eta > 0 {
-			l += ", ETA " + s.eta.Round(time.Second).String()
-		}
-	}
-	return l + ", " + s.elapsed.Round(time.Second).String()
-}
-
-func (t *Tracker) event(kind string, s snapshot, err error) {
-	ev := map[string]any{
-		"time": time.Now().UTC().Format(time.RFC3339Nano), "event": kind, "title": t.opt.Title, "stage": s.stage,
-		"bytes_in": s.in, "bytes_out": s.out, "total": s.tot, "rate": int64(s.rate),
-		"eta_seconds": s.eta.Seconds(), "elapsed_seconds": s.elapsed.Seconds(),
-	}
-	if err != nil {
-		ev["error"] = err.Error()
-	}
-	b, _ := json.Marshal(ev)
-	fmt.Fprintf(t.opt.Out, "%s\n", b)
-}
-
-// Summary is the outcome of a tracked operation.
-type Summary struct {
-	Title    string
-	Elapsed  time.Duration
-	BytesIn  int64
-	BytesOut int64
-	Err      error
-}
-
-// String is the one-line summary: time, sizes, ratio, throughput.
-func (s Summary) String() string {
-	if s.Err != nil {
-		return fmt.Sprintf("%s failed after %s (%s in, %s out)", s.Title, s.Elapsed.Round(10*time.Millisecond), HumanBytes(s.BytesIn), HumanBytes(s.BytesOut))
-	}
-	l := fmt.Sprintf("%s: %s in %s", s.Title, HumanBytes(s.BytesIn), s.Elapsed.Round(10*time.Millisecond))
-	if s.BytesOut > 0 {
-		l += fmt.Sprintf(", %s out", HumanBytes(s.BytesOut))
-		if s.BytesIn > 0 {
-			l += fmt.Sprintf(" (ratio %.2f)", float64(s.BytesIn)/float64(s.BytesOut))
-		}
-	}
-	if secs := s.Elapsed.Seconds(); secs > 0 {
-		l += fmt.Sprintf(", %s/s", HumanBytes(int64(float64(s.BytesIn)/secs)))
-	}
-	return l
-}
-
-// Finish stops the display and prints the summary line, or a failure line
-// when err is not nil. It may be called once; later calls return the same.
-func (t *Tracker) Finish(err error) Summary {
-	s := t.snap()
-	sum := Summary{Title: t.opt.Title, Elapsed: s.elapsed, BytesIn: s.in, BytesOut: s.out, Err: err}
-	t.mu.Lock()
-	if t.finished {
-		t.mu.Unlock()
-		return sum
-	}
-	t.finished = true
-	t.mu.Unlock()
-	if t.opt.Mode != ModeQuiet {
-		close(t.stop)
-	}
-	<-t.done
+// writeLine writes one line. A failing progress output (a closed pipe) must
+// not fail the backup, so write errors are ignored.
+func (t *Tracker) writeLine(s string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	switch {
-	case t.opt.Mode == ModeJSON:
-		t.event("summary", s, err)
-	case t.drawn:
-		fmt.Fprintf(t.opt.Out, "\r\033[K%s\n", sum)
-	default:
-		fmt.Fprintln(t.opt.Out, sum)
-	}
-	return sum
+	_, _ = io.WriteString(t.opt.Out, s+"\n")
 }
 
-// HumanBytes renders n with binary units: 512 B, 1.5 KiB, 3.2 GiB.
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return fmt.Sprintf("%d B", n)
+func (t *Tracker) startBar() {
+	t.progress = mpb.New(
+		mpb.WithOutput(t.opt.Out),
+		// Forced bar mode draws even when Out is not a terminal.
+		mpb.WithAutoRefresh(),
+		mpb.WithRefreshRate(barRefresh),
+		mpb.WithWidth(100),
+	)
+	var last atomic.Pointer[snapshot]
+	last.Store(&snapshot{})
+	t.lastSnap = &last
+	// A bar created with a total completes by itself when it reaches it;
+	// created with 0, it stays under our control (totals are estimates).
+	t.bar = t.progress.New(0, mpb.BarStyle(),
+		mpb.PrependDecorators(
+			decor.Name(t.opt.Title, decor.WCSyncSpaceR),
+			decor.Any(func(decor.Statistics) string {
+				s := last.Load()
+				if s.stage == "" {
+					return ""
+				}
+				return "[" + s.stage + "]"
+			}, decor.WCSyncSpaceR),
+			decor.Any(func(decor.Statistics) string {
+				s := last.Load()
+				if s.total > 0 {
+					return HumanBytes(s.in) + " / " + HumanBytes(s.total)
+				}
+				return HumanBytes(s.in)
+			}, decor.WCSyncSpaceR),
+		),
+		mpb.AppendDecorators(
+			decor.Any(func(decor.Statistics) string {
+				s := last.Load()
+				text := HumanBytes(s.out) + " out, " + HumanRate(s.rate)
+				if s.etaKnown {
+					text += ", ETA " + s.eta.Round(time.Second).String()
+				}
+				return text
+			}),
+		),
+	)
+}
+
+// refreshBar hands the counters to the bar; the bar's decorators read the
+// last snapshot rather than the atomics so that one redraw is consistent.
+func (t *Tracker) refreshBar(now time.Time) {
+	s := t.take(now)
+	t.lastSnap.Store(&s)
+	if s.total > 0 {
+		t.bar.SetTotal(s.total, false)
+		t.bar.SetCurrent(min(s.in, s.total))
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit || m <= -unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

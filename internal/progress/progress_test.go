@@ -1,0 +1,312 @@
+package progress
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the tracker's goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls until cond holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{1, "1 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{1536, "1.5 KiB"},
+		{1<<20 - 1, "1.0 MiB"},
+		{10 << 20, "10.0 MiB"},
+		{5 << 30, "5.0 GiB"},
+		{3 << 40, "3.0 TiB"},
+		{-2048, "-2.0 KiB"},
+		{1 << 62, "4.0 EiB"},
+	}
+	for _, tt := range tests {
+		if got := HumanBytes(tt.n); got != tt.want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+	if got := HumanRate(150 << 20); got != "150.0 MiB/s" {
+		t.Errorf("HumanRate(150 MiB) = %q", got)
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, m := range []Mode{ModeAuto, ModeBar, ModePlain, ModeJSON, ModeQuiet} {
+		got, err := ParseMode(m.String())
+		if err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %v, %v; want %v", m.String(), got, err, m)
+		}
+	}
+	if got, err := ParseMode("Quiet"); err != nil || got != ModeQuiet {
+		t.Errorf("ParseMode(Quiet) = %v, %v", got, err)
+	}
+	if _, err := ParseMode("fancy"); err == nil || !strings.Contains(err.Error(), "plain") {
+		t.Errorf("ParseMode(fancy) error %v should list the modes", err)
+	}
+}
+
+func TestPlainLines(t *testing.T) {
+	var out syncBuffer
+	tr := Start(Options{Mode: ModePlain, Out: &out, Title: "backup", Total: 4 << 20, Interval: 10 * time.Millisecond})
+	tr.Stage("streaming")
+	tr.In(1 << 20)
+	tr.Out(300 << 10)
+	waitFor(t, "a plain line with the counters", func() bool {
+		return strings.Contains(out.String(), "1.0 MiB / 4.0 MiB (25%) in, 300.0 KiB out")
+	})
+	if !strings.Contains(out.String(), "backup [streaming]") {
+		t.Errorf("plain output lacks title and stage:\n%s", out.String())
+	}
+	tr.In(3 << 20)
+	tr.Out(700 << 10)
+	s := tr.Finish(nil)
+	if s.BytesIn != 4<<20 || s.BytesOut != 1000<<10 || s.Err != nil || s.Title != "backup" {
+		t.Errorf("summary = %+v", s)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "backup: done in ") || !strings.Contains(last, "4.0 MiB in, 1000.0 KiB out (ratio 0.24)") || !strings.Contains(last, "MiB/s") {
+		t.Errorf("last line %q is not the summary", last)
+	}
+	before := out.String()
+	time.Sleep(30 * time.Millisecond)
+	if again := tr.Finish(errors.New("late")); again != s || out.String() != before {
+		t.Errorf("second Finish changed the summary or wrote more: %+v", again)
+	}
+}
+
+func TestJSONEvents(t *testing.T) {
+	var out syncBuffer
+	tr := Start(Options{Mode: ModeJSON, Out: &out, Title: "restore", Interval: 10 * time.Millisecond})
+	tr.In(2048)
+	tr.Out(8192)
+	tr.Stage("prepare")
+	waitFor(t, "a progress event in stage prepare", func() bool {
+		return strings.Contains(out.String(), `"stage":"prepare"`)
+	})
+	tr.SetTotal(4096)
+	time.Sleep(30 * time.Millisecond)
+	s := tr.Finish(nil)
+
+	var progress, summary []Event
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
+		}
+		var raw map[string]any
+		_ = json.Unmarshal(sc.Bytes(), &raw)
+		for _, key := range []string{"time", "event", "bytes_in", "bytes_out", "total", "rate", "eta_seconds", "stage"} {
+			if _, ok := raw[key]; !ok {
+				t.Errorf("event %s lacks %q", sc.Text(), key)
+			}
+		}
+		switch e.Event {
+		case "progress":
+			progress = append(progress, e)
+		case "summary":
+			summary = append(summary, e)
+		default:
+			t.Errorf("unknown event %q", e.Event)
+		}
+	}
+	if len(progress) == 0 || len(summary) != 1 {
+		t.Fatalf("got %d progress and %d summary events:\n%s", len(progress), len(summary), out.String())
+	}
+	if last := progress[len(progress)-1]; last.BytesIn != 2048 || last.BytesOut != 8192 || last.Title != "restore" {
+		t.Errorf("last progress event = %+v", last)
+	}
+	sum := summary[0]
+	if sum.BytesIn != 2048 || sum.BytesOut != 8192 || sum.Total != 4096 || sum.Ratio != 4 || sum.OK == nil || !*sum.OK || sum.Error != "" {
+		t.Errorf("summary event = %+v", sum)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(out.String()), "}") || s.Ratio() != 4 {
+		t.Errorf("output does not end with the summary event, or ratio %v", s.Ratio())
+	}
+}
+
+func TestJSONFailure(t *testing.T) {
+	var out syncBuffer
+	tr := Start(Options{Mode: ModeJSON, Out: &out, Title: "verify", Interval: time.Hour})
+	tr.Finish(errors.New("stream 00003: frame 17: checksum mismatch"))
+	var e Event
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &e); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	if e.Event != "summary" || e.OK == nil || *e.OK || !strings.Contains(e.Error, "checksum mismatch") {
+		t.Errorf("failure summary event = %+v", e)
+	}
+}
+
+func TestFailureLine(t *testing.T) {
+	for _, mode := range []Mode{ModePlain, ModeQuiet, ModeBar} {
+		var out syncBuffer
+		tr := Start(Options{Mode: mode, Out: &out, Title: "backup 20261121T190512Z-7f3a"})
+		tr.In(5 << 30)
+		tr.Out(1 << 30)
+		s := tr.Finish(errors.New("mariabackup exited 1:\nWas only able to copy log"))
+		if s.Err == nil {
+			t.Errorf("%v: summary has no error", mode)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		last := lines[len(lines)-1]
+		want := "backup 20261121T190512Z-7f3a: FAILED after "
+		if !strings.HasPrefix(last, want) || !strings.Contains(last, "mariabackup exited 1:; Was only able to copy log (5.0 GiB in, 1.0 GiB out)") {
+			t.Errorf("%v: last line %q is not a one-line failure", mode, last)
+		}
+	}
+}
+
+func TestQuietWritesOnlySummary(t *testing.T) {
+	var out syncBuffer
+	tr := Start(Options{Mode: ModeQuiet, Out: &out, Title: "list", Interval: time.Millisecond})
+	tr.In(10)
+	tr.Stage("x")
+	time.Sleep(20 * time.Millisecond)
+	if out.String() != "" {
+		t.Errorf("quiet mode wrote before Finish: %q", out.String())
+	}
+	tr.Finish(nil)
+	if n := strings.Count(out.String(), "\n"); n != 1 || !strings.HasPrefix(out.String(), "list: done in ") {
+		t.Errorf("quiet mode wrote %q, want one summary line", out.String())
+	}
+}
+
+func TestBarModeOnBuffer(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var out syncBuffer
+	tr := Start(Options{Mode: ModeBar, Out: &out, Title: "backup", Total: 100 << 20})
+	tr.Stage("streaming")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 25 {
+				tr.In(1 << 20)
+				tr.Out(256 << 10)
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "the bar to draw", func() bool {
+		return strings.Contains(out.String(), "MiB out") && strings.Contains(out.String(), "[streaming]")
+	})
+	done := make(chan Summary)
+	go func() { done <- tr.Finish(nil) }()
+	select {
+	case s := <-done:
+		if s.BytesIn != 100<<20 || s.BytesOut != 25<<20 {
+			t.Errorf("summary = %+v", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Finish in bar mode hangs")
+	}
+	if !strings.Contains(out.String(), "backup: done in ") {
+		t.Errorf("no summary after the bar:\n%q", out.String())
+	}
+	waitFor(t, "the bar's goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestAutoModeOnPipeIsPlain(t *testing.T) {
+	if got := resolve(ModeAuto, &bytes.Buffer{}); got != ModePlain {
+		t.Errorf("auto on a buffer resolved to %v, want plain", got)
+	}
+}
+
+func TestConcurrentCounters(t *testing.T) {
+	tr := Start(Options{Mode: ModeQuiet, Out: &syncBuffer{}})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				tr.In(3)
+				tr.Out(1)
+			}
+			tr.SetTotal(24000)
+			tr.Stage("streaming")
+		})
+	}
+	wg.Wait()
+	if s := tr.Finish(nil); s.BytesIn != 24000 || s.BytesOut != 8000 || s.Total != 24000 {
+		t.Errorf("summary = %+v", s)
+	}
+}
+
+func TestSummaryString(t *testing.T) {
+	s := Summary{Title: "backup", Elapsed: 64 * time.Second, BytesIn: 10 << 30, BytesOut: 3 << 30}
+	want := "backup: done in 1m4s: 10.0 GiB in, 3.0 GiB out (ratio 0.30), 160.0 MiB/s"
+	if got := s.String(); got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if (Summary{}).Ratio() != 0 || (Summary{BytesIn: 5}).Rate() != 0 {
+		t.Error("empty summary should have zero ratio and rate")
+	}
+}
+
+func BenchmarkIn(b *testing.B) {
+	tr := Start(Options{Mode: ModeQuiet, Out: &syncBuffer{}})
+	defer tr.Finish(nil)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tr.In(4 << 20)
+			tr.Out(1 << 20)
+		}
+	})
+}
+
+func TestLogf(t *testing.T) {
+	for _, mode := range []Mode{ModePlain, ModeJSON, ModeBar, ModeQuiet} {
+		var out syncBuffer
+		tr := Start(Options{Mode: mode, Out: &out, Title: "backup"})
+		tr.Logf("warning: %s", "table t1 has no primary key")
+		tr.Finish(nil)
+		tr.Logf("after %d", 1)
+		got := out.String()
+		if !strings.Contains(got, "warning: table t1 has no primary key") || !strings.Contains(got, "after 1") {
+			t.Errorf("%v: Logf lines missing from %q", mode, got)
+		}
+		if mode == ModeJSON && !strings.Contains(got, `"event":"log"`) {
+			t.Errorf("json: Logf did not write a log event: %q", got)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package progress
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Summary is the outcome of one operation.
+type Summary struct {
+	Title    string
+	Elapsed  time.Duration
+	BytesIn  int64
+	BytesOut int64
+	// Total is the expected BytesIn, 0 if it was never known.
+	Total int64
+	// Err is the error the operation failed with, nil on success.
+	Err error
+}
+
+// Ratio is BytesOut/BytesIn: below 1 when compressing (a backup), above 1
+// when expanding (a restore); 0 when nothing came in.
+func (s Summary) Ratio() float64 {
+	if s.BytesIn == 0 {
+		return 0
+	}
+	return float64(s.BytesOut) / float64(s.BytesIn)
+}
+
+// Rate is the average of bytes in per second over the whole operation.
+func (s Summary) Rate() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.BytesIn) / s.Elapsed.Seconds()
+}
+
+// String is the one-line summary:
+//
+//	backup: done in 1m4s: 10.0 GiB in, 3.1 GiB out (ratio 0.31), 160.0 MiB/s
+//	backup: FAILED after 12s: <error> (1.0 GiB in, 312.5 MiB out)
+func (s Summary) String() string {
+	title := s.Title
+	if title == "" {
+		title = "done"
+	}
+	elapsed := roundDuration(s.Elapsed)
+	if s.Err != nil {
+		// The error goes on the same line: one line per outcome, greppable.
+		msg := strings.ReplaceAll(s.Err.Error(), "\n", "; ")
+		return fmt.Sprintf("%s: FAILED after %s: %s (%s in, %s out)", title, elapsed, msg, HumanBytes(s.BytesIn), HumanBytes(s.BytesOut))
+	}
+	return fmt.Sprintf("%s: done in %s: %s in, %s out (ratio %.2f), %s", title, elapsed,
+		HumanBytes(s.BytesIn), HumanBytes(s.BytesOut), s.Ratio(), HumanRate(s.Rate()))
+}
+
+// event is the summary as a JSON event.
+func (s Summary) event(now time.Time, stage string) Event {
+	ok := s.Err == nil
+	e := Event{Time: now.UTC(), Event: "summary", Title: s.Title, Stage: stage,
+		BytesIn: s.BytesIn, BytesOut: s.BytesOut, Total: s.Total, Rate: s.Rate(),
+		ElapsedSeconds: s.Elapsed.Seconds(), Ratio: s.Ratio(), OK: &ok}
+	zero := 0.0
+	e.ETASeconds = &zero
+	if s.Err != nil {
+		e.Error = s.Err.Error()
+		e.ETASeconds = nil
+	}
+	return e
+}
+
+// roundDuration keeps durations readable: milliseconds below a second,
+// tenths below a minute, whole seconds above.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond)
+	default:
+		return d.Round(time.Second)
+	}
+}
+
+// HumanBytes formats a byte count with binary units: "512 B", "1.5 KiB",
+// "3.2 GiB".
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
+		v /= unit
+		// Compare with what %.1f will print, so 1023.97 KiB becomes 1.0 MiB.
+		if v < unit-0.05 && v > -(unit-0.05) {
+			return fmt.Sprintf("%.1f %s", v, u)
+		}
+	}
+	return fmt.Sprintf("%.1f EiB", v/unit)
+}
+
+// HumanRate formats bytes per second as MiB/s, the unit DBAs compare tools
+// in.
+func HumanRate(bytesPerSecond float64) string {
+	return fmt.Sprintf("%.1f MiB/s", bytesPerSecond/(1<<20))
+}
