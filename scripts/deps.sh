@@ -16,6 +16,8 @@ want mbstream mariadb-backup
 want zstd zstd
 want lz4 lz4
 want gzip gzip
+want gcc gcc          # cgo: zstd is the reference C library, built in
+[ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
