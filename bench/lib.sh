@@ -29,6 +29,7 @@ sandbox_start() {
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --log-error="$dir/error.log" \
     --pid-file="$dir/mysqld.pid" --log-bin=mariadb-bin --server-id=1 --binlog-format=ROW \
     --innodb-buffer-pool-size="${BUFFER_POOL:-1G}" --innodb-log-file-size=256M \
+    --innodb-buffer-pool-load-at-startup=OFF --innodb-buffer-pool-dump-at-shutdown=OFF \
     --character-set-server=utf8mb4 "$@" &
   SANDBOX_PID=$!
   for _ in $(seq 1 120); do
@@ -46,6 +47,9 @@ sandbox_stop() {
   wait "$SANDBOX_PID" 2>/dev/null || true
   SANDBOX_PID=
 }
+
+# median of the arguments
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 # Row printing: a Markdown table, so the output pastes into docs/benchmarks.md.
 row() { printf '| %s ' "$@"; printf '|\n'; }

@@ -19,7 +19,8 @@ import (
 
 // Sink receives a backup's chunks in stream order. Chunk is called from one
 // goroutine per stream: concurrently for different streams, and so for
-// different paths, but never concurrently for one path.
+// different paths, but never concurrently for one path. The chunk and its
+// payload are valid only during the call: the buffer is reused afterwards.
 type Sink interface {
 	Chunk(c *xbstream.Chunk) error
 }

@@ -290,26 +290,16 @@ func (w *Writer) removeObjects() {
 	}
 }
 
-var bufPool sync.Pool // *[]byte
-
-func getBuf(n int) []byte {
-	if p, ok := bufPool.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-func putBuf(b []byte) {
-	if cap(b) == 0 {
-		return
-	}
-	b = b[:0]
-	bufPool.Put(&b)
-}
+// Buffer returns a buffer with capacity of at least n for a chunk that will
+// be passed to Add; the Writer recycles it once the chunk is written. It
+// suits xbstream.Reader's Alloc.
+func (w *Writer) Buffer(n int) []byte { return getBuf(n) }
 
 func (w *Writer) compressLoop() error {
 	for job := range w.jobs {
-		job.out, job.err = w.opt.Codec.Compress(getBuf(len(job.raw)/2+64), job.raw)
+		// Room for incompressible data (zstd's bound is n + n/256 + 64 KiB
+		// at most), so the codec never has to grow the buffer.
+		job.out, job.err = w.opt.Codec.Compress(getBuf(len(job.raw)+len(job.raw)/128+64<<10), job.raw)
 		close(job.done)
 	}
 	return nil
@@ -334,6 +324,7 @@ func (s *streamWriter) build() error {
 			s.frame = getBuf(fs + fs/4)
 		}
 		s.frame = append(s.frame, r.raw...)
+		putBuf(r.raw)
 		if len(s.frame) >= fs {
 			if err := s.submit(s.frame); err != nil {
 				return err

@@ -65,6 +65,10 @@ var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 	)
 })
 
+// zstdContexts recycles libzstd contexts: a context per call would allocate
+// and clear its tables for every frame.
+var zstdContexts = sync.Pool{New: func() any { return cgozstd.NewCtx() }}
+
 // Compress appends one zstd frame (with its content size) to dst.
 func (z Zstd) Compress(dst, src []byte) ([]byte, error) {
 	if err := checkSource("zstd", src); err != nil {
@@ -76,7 +80,9 @@ func (z Zstd) Compress(dst, src []byte) ([]byte, error) {
 	n := len(dst)
 	bound := cgozstd.CompressBound(len(src))
 	grown, _ := grow(dst, bound)
-	out, err := cgozstd.CompressLevel(grown[n:n+bound], src, z.level)
+	zc := zstdContexts.Get().(cgozstd.Ctx)
+	out, err := zc.CompressLevel(grown[n:n+bound], src, z.level)
+	zstdContexts.Put(zc)
 	if err != nil {
 		return dst, fmt.Errorf("zstd: compress: %w", err)
 	}
@@ -95,7 +101,9 @@ func (Zstd) Decompress(dst, src []byte, size int) ([]byte, error) {
 	if declared && size > 0 {
 		n := len(dst)
 		grown, _ := grow(dst, size)
-		written, err := cgozstd.DecompressInto(grown[n:n+size], src[:end])
+		zc := zstdContexts.Get().(cgozstd.Ctx)
+		written, err := zc.DecompressInto(grown[n:n+size], src[:end])
+		zstdContexts.Put(zc)
 		if err != nil {
 			return dst, corruptf("zstd", "%v", err)
 		}

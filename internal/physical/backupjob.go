@@ -124,7 +124,9 @@ func runBackup(ctx context.Context, job BackupJob, id string, started time.Time,
 		w.Abort(err)
 		return nil, err
 	}
-	meta, streamErr := pump(xbstream.NewReader(mb.Stdout), w)
+	xr := xbstream.NewReader(mb.Stdout)
+	xr.Alloc = w.Buffer
+	meta, streamErr := pump(xr, w)
 	if streamErr != nil {
 		stopChild()
 	}

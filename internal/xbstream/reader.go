@@ -25,6 +25,12 @@ const maxHeaderLen = fixedLen + 2*(MaxPathLen-1) + renameLenSize
 // Reader reads a stream chunk by chunk, validating everything (DecodeChunk +
 // Validator).
 type Reader struct {
+	// Alloc, if set, provides the buffer for each chunk (len 0, cap at least
+	// n) instead of a fresh allocation, so a caller can recycle buffers it
+	// is done with. It is not used for payloads over 16 MiB, whose length
+	// is only trusted as the bytes arrive.
+	Alloc func(n int) []byte
+
 	br  *bufio.Reader
 	v   *Validator
 	off int64
@@ -42,7 +48,8 @@ func NewReader(r io.Reader) *Reader {
 func (r *Reader) Offset() int64 { return r.off }
 
 // Next returns the next chunk and its raw encoded bytes; c.Payload aliases
-// raw. raw is freshly allocated for each call: the caller may keep it.
+// raw. raw is freshly allocated (or taken from Alloc) for each call: the
+// caller may keep it.
 //
 // It returns io.EOF at a clean end of stream (at a chunk boundary, all files
 // ended). A stream that ends inside a chunk or with open files is an error
@@ -170,9 +177,12 @@ const crcStep = 256 << 10
 func (r *Reader) readRaw(h []byte, payloadLen int) ([]byte, uint32, error) {
 	total := len(h) + payloadLen
 	var raw []byte
-	if payloadLen <= exactAllocLen {
+	switch {
+	case payloadLen <= exactAllocLen && r.Alloc != nil:
+		raw = r.Alloc(total)[:len(h)]
+	case payloadLen <= exactAllocLen:
 		raw = make([]byte, len(h), total)
-	} else {
+	default:
 		raw = make([]byte, len(h), len(h)+exactAllocLen)
 	}
 	copy(raw, h)

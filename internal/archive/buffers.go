@@ -1,0 +1,40 @@
+package archive
+
+import "sync"
+
+// Buffers of a few MiB move through every stage (chunks, frames,
+// compressed and decoded frames). Recycling them spares the allocator and
+// the GC from zeroing and collecting gigabytes per backup. Pools are kept
+// per size class of 1 MiB so that a request finds a buffer that fits.
+const (
+	bufClass    = 1 << 20
+	bufClasses  = 300 // buffers up to 300 MiB are pooled: frames are at most maxFrameBytes
+	minPoolSize = 64 << 10
+)
+
+var bufPools [bufClasses + 1]sync.Pool // of *[]byte
+
+func classOf(n int) int { return (n + bufClass - 1) / bufClass }
+
+// getBuf returns an empty buffer with capacity of at least n.
+func getBuf(n int) []byte {
+	c := classOf(n)
+	if n < minPoolSize || c > bufClasses {
+		return make([]byte, 0, n)
+	}
+	if p, ok := bufPools[c].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, c*bufClass)
+}
+
+// putBuf gives a buffer back for reuse. The caller must not touch it again.
+func putBuf(b []byte) {
+	n := cap(b)
+	c := n / bufClass // the class it fully serves
+	if n < minPoolSize || c < 1 || c > bufClasses {
+		return
+	}
+	b = b[:0]
+	bufPools[c].Put(&b)
+}
