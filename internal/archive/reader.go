@@ -69,8 +69,10 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	for i, s := range m.Streams {
 		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, files: filesByStream[i],
 			order: make(chan *decodeJob, opt.Workers+2)}
+		checked := make(chan checkedFrame, 2)
 		g.Go(func() error { return r.fetch(ctx) })
-		g.Go(func() error { return r.apply(ctx) })
+		g.Go(func() error { return r.check(ctx, checked) })
+		g.Go(func() error { return r.deliver(ctx, checked) })
 	}
 	err = g.Wait()
 	close(jobs)
@@ -163,9 +165,20 @@ func (r *streamReader) fetch(ctx context.Context) error {
 	return nil
 }
 
-// apply walks the decoded frames in order, checks every chunk and the
-// stream rules, and feeds the sink.
-func (r *streamReader) apply(ctx context.Context) error {
+// checkedFrame is a decoded frame whose chunks all passed the checks.
+type checkedFrame struct {
+	num    int
+	buf    []byte
+	chunks []xbstream.Chunk
+	stored int64
+}
+
+// check walks the decoded frames in order and checks every chunk and the
+// stream rules and keeps the file digests. Frames that pass go on to the
+// sink stage: a frame with a bad chunk reaches the sink not at all, and
+// hashing runs beside the writes instead of before them.
+func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error {
+	defer close(out)
 	v := xbstream.NewValidator()
 	t := newFileTracker(r.opt.Manifest.Hash)
 	var raw int64
@@ -180,6 +193,7 @@ func (r *streamReader) apply(ctx context.Context) error {
 			return corrupt("%s: frame %d at offset %d: decode: %v", r.where(), job.num, job.frame.Offset, job.err)
 		}
 		b := job.raw
+		var chunks []xbstream.Chunk
 		for pos := 0; pos < len(b); {
 			c, n, err := xbstream.DecodeChunk(b[pos:])
 			if err != nil {
@@ -191,20 +205,16 @@ func (r *streamReader) apply(ctx context.Context) error {
 			if err := t.track(&c); err != nil {
 				return err
 			}
-			if r.opt.Sink != nil {
-				if err := r.opt.Sink.Chunk(&c); err != nil {
-					return fmt.Errorf("%s: file %s: %w", r.where(), c.Path, err)
-				}
-			}
+			chunks = append(chunks, c)
 			pos += n
 		}
 		raw += int64(len(b))
 		frames++
-		if r.opt.Counter != nil {
-			r.opt.Counter.In(int64(job.frame.Stored))
-			r.opt.Counter.Out(int64(len(b)))
+		select {
+		case out <- checkedFrame{num: job.num, buf: b, chunks: chunks, stored: int64(job.frame.Stored)}:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		putBuf(job.raw)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -221,6 +231,28 @@ func (r *streamReader) apply(ctx context.Context) error {
 	}
 	if err := t.compare(r.num, r.files); err != nil {
 		return corrupt("%s: %v", r.where(), err)
+	}
+	return nil
+}
+
+// deliver feeds the checked chunks to the sink, in order.
+func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) error {
+	for f := range in {
+		if r.opt.Sink != nil {
+			for i := range f.chunks {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := r.opt.Sink.Chunk(&f.chunks[i]); err != nil {
+					return fmt.Errorf("%s: file %s: %w", r.where(), f.chunks[i].Path, err)
+				}
+			}
+		}
+		if r.opt.Counter != nil {
+			r.opt.Counter.In(f.stored)
+			r.opt.Counter.Out(int64(len(f.buf)))
+		}
+		putBuf(f.buf)
 	}
 	return nil
 }
