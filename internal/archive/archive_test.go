@@ -441,3 +441,47 @@ func digestOf(b []byte) string {
 	h.Write(b)
 	return formatDigest(DefaultHash, h)
 }
+
+// A removal travels in the stream that holds everything below it; one whose
+// paths are spread over streams is refused rather than replayed out of order.
+func TestRemoveRouting(t *testing.T) {
+	b, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := codec.Parse("none")
+	w, err := NewWriter(context.Background(), WriterOptions{Backend: b, Dir: "backups/x", Streams: 2, Codec: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(ch xbstream.Chunk) error {
+		raw, err := xbstream.AppendChunk(nil, &ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.Add(&ch, raw)
+	}
+	file := func(p string, n int) {
+		if err := add(xbstream.Chunk{Type: xbstream.TypePayload, Path: p, Payload: make([]byte, n)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := add(xbstream.Chunk{Type: xbstream.TypeEOF, Path: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file("a/x", 1000) // stream 0
+	file("a/y", 10)   // stream 1, the less loaded
+	file("b/z", 10)   // stream 1
+	file("c/p#P#p0", 10)
+	if err := add(xbstream.Chunk{Type: xbstream.TypeRemove, Path: "b"}); err != nil {
+		t.Fatalf("removing a directory held by one stream: %v", err)
+	}
+	if err := add(xbstream.Chunk{Type: xbstream.TypeRemove, Path: "c/p#P#*"}); err != nil {
+		t.Fatalf("removing by a pattern held by one stream: %v", err)
+	}
+	err = add(xbstream.Chunk{Type: xbstream.TypeRemove, Path: "a"})
+	if err == nil || !strings.Contains(err.Error(), "spread over streams [0 1]") {
+		t.Fatalf("removing a directory spread over two streams: %v", err)
+	}
+	w.Abort(err)
+}

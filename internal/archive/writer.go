@@ -203,12 +203,15 @@ func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
 	}
 }
 
-// holders lists the streams that hold p or paths below it.
+// holders lists the streams that hold p or paths below it. A removal
+// ending in "*" is a prefix pattern (mariabackup's partition removal).
 func (w *Writer) holders(p string) []int {
 	var out []int
 	seen := map[int]bool{}
+	prefix, pattern := strings.CutSuffix(p, "*")
 	for q, j := range w.binding {
-		if (q == p || strings.HasPrefix(q, p+"/")) && !seen[j] {
+		hit := q == p || strings.HasPrefix(q, p+"/") || pattern && strings.HasPrefix(q, prefix)
+		if hit && !seen[j] {
 			seen[j] = true
 			out = append(out, j)
 		}
