@@ -120,7 +120,7 @@ func writeBackup(t *testing.T, spec string, streams int) *fixture {
 		t.Fatal(err)
 	}
 	files := testFiles(7)
-	w, err := NewWriter(context.Background(), WriterOptions{Backend: b, Dir: "backups/x", Streams: streams, Codec: c, FrameSize: 256 << 10})
+	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, Streams: streams, Codec: c, FrameSize: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func writeBackup(t *testing.T, spec string, streams int) *fixture {
 
 func (f *fixture) read(t *testing.T, sink Sink) error {
 	t.Helper()
-	return Read(context.Background(), ReadOptions{Backend: f.backend, Dir: "backups/x", Manifest: f.m, Sink: sink})
+	return Read(context.Background(), ReadOptions{Input: BackendInput{Backend: f.backend, Dir: "backups/x"}, Manifest: f.m, Sink: sink})
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -309,7 +309,7 @@ func TestWriterAbortRemovesObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := codec.Parse("zstd")
-	w, err := NewWriter(context.Background(), WriterOptions{Backend: b, Dir: "backups/x", Streams: 2, Codec: c, FrameSize: 256 << 10})
+	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, Streams: 2, Codec: c, FrameSize: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestRemoveRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := codec.Parse("none")
-	w, err := NewWriter(context.Background(), WriterOptions{Backend: b, Dir: "backups/x", Streams: 2, Codec: c})
+	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, Streams: 2, Codec: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package archive
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/backstream/backstream/internal/codec"
-	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -27,8 +24,7 @@ type Sink interface {
 
 // ReadOptions configure Read.
 type ReadOptions struct {
-	Backend  storage.Backend
-	Dir      string // the backup's directory in the repository
+	Input    Input // where the streams come from (BackendInput for a repository)
 	Manifest *Manifest
 	Workers  int  // decoding goroutines; 0 means GOMAXPROCS
 	Sink     Sink // nil: check everything, deliver nothing
@@ -103,47 +99,41 @@ func (r *streamReader) where() string {
 	return fmt.Sprintf("stream %05d (%s)", r.num, r.s.Name)
 }
 
-// fetch reads the stream object front to back, checks each frame's CRC and
-// the object's digest, and hands frames to the decoders in order.
+// fetch reads the stream's frames in order, checks each frame's CRC and the
+// object's digest, and hands frames to the decoders in order.
 func (r *streamReader) fetch(ctx context.Context) error {
 	defer close(r.order)
 	if !strings.HasSuffix(r.s.Name, ".xbs"+r.codec.Suffix()) {
 		return fmt.Errorf("%s: name does not match codec %s", r.where(), r.codec)
-	}
-	idx, err := GetSmall(ctx, r.opt.Backend, r.opt.Dir, r.s.Index)
-	if err != nil {
-		return fmt.Errorf("%s: %w", r.where(), err)
-	}
-	frames, err := ParseIndex(idx, r.s.Size)
-	if err != nil {
-		return corrupt("%s: %v", r.where(), err)
-	}
-	if len(frames) != r.s.Frames {
-		return corrupt("%s: index lists %d frames, manifest says %d", r.where(), len(frames), r.s.Frames)
 	}
 	alg, err := digestAlg(r.s.Digest)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.where(), err)
 	}
 	h, _ := NewHash(alg)
-	rc, err := r.opt.Backend.Open(ctx, r.opt.Dir+"/"+r.s.Name, 0, -1)
+	src, err := r.opt.Input.OpenStream(ctx, r.num, r.s)
 	if err != nil {
-		return fmt.Errorf("%s: %w", r.where(), err)
+		return wrapWhere(r.where(), err)
 	}
-	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 1<<20)
-	for i, f := range frames {
-		buf := getBuf(int(f.Stored))[:f.Stored]
-		if _, err := io.ReadFull(br, buf); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return corrupt("%s: frame %d at offset %d: object is truncated", r.where(), i, f.Offset)
+	defer src.Close()
+	var size int64
+	for i := 0; ; i++ {
+		f, buf, err := src.Next()
+		if err == io.EOF {
+			if i != r.s.Frames {
+				return corrupt("%s: %d frames, manifest says %d", r.where(), i, r.s.Frames)
 			}
-			return fmt.Errorf("%s: frame %d at offset %d: %w", r.where(), i, f.Offset, err)
+			break
+		}
+		if err != nil {
+			return wrapWhere(r.where(), err)
 		}
 		if crc := crc32.Checksum(buf, castagnoli); crc != f.CRC {
+			putBuf(buf)
 			return corrupt("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), i, f.Offset)
 		}
 		h.Write(buf)
+		size += int64(len(buf))
 		job := &decodeJob{num: i, frame: f, stored: buf, done: make(chan struct{})}
 		select {
 		case r.jobs <- job:
@@ -156,13 +146,21 @@ func (r *streamReader) fetch(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if n, _ := br.Read(make([]byte, 1)); n != 0 {
-		return corrupt("%s: data after the last indexed frame (the object is longer than its index)", r.where())
+	if size != r.s.Size {
+		return corrupt("%s: %d bytes, manifest says %d", r.where(), size, r.s.Size)
 	}
 	if got := formatDigest(alg, h); got != r.s.Digest {
 		return corrupt("%s: object digest %s, manifest says %s", r.where(), got, r.s.Digest)
 	}
 	return nil
+}
+
+// wrapWhere prefixes err with the stream, keeping a corruption a corruption.
+func wrapWhere(where string, err error) error {
+	if IsCorrupt(err) {
+		return corrupt("%s: %v", where, err)
+	}
+	return fmt.Errorf("%s: %w", where, err)
 }
 
 // checkedFrame is a decoded frame whose chunks all passed the checks.

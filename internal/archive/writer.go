@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/backstream/backstream/internal/codec"
-	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -35,8 +32,7 @@ type Counter interface {
 
 // WriterOptions configure a Writer.
 type WriterOptions struct {
-	Backend   storage.Backend
-	Dir       string // the backup's directory in the repository ("backups/<id>")
+	Output    Output // where the streams go (BackendOutput for a repository)
 	Streams   int    // stream objects written in parallel
 	Workers   int    // compression goroutines; 0 means GOMAXPROCS
 	Codec     codec.Codec
@@ -87,18 +83,19 @@ type streamWriter struct {
 	frame []byte
 	files *fileTracker
 
-	// results, set by the writer goroutine
+	// set by the writer goroutine
+	out    StreamOutput
 	result Stream
 }
-
-// errPutReturned ends the pipe to a Put that returned before its data did.
-var errPutReturned = errors.New("backend stopped reading before the stream ended")
 
 // NewWriter starts the pipeline. The caller feeds it with Add from one
 // goroutine, then calls Close; or Abort on failure.
 func NewWriter(ctx context.Context, opt WriterOptions) (*Writer, error) {
 	if opt.Streams < 1 {
 		return nil, fmt.Errorf("archive: need at least one stream, got %d", opt.Streams)
+	}
+	if opt.Output == nil || opt.Codec == nil {
+		return nil, errors.New("archive: a writer needs an output and a codec")
 	}
 	if opt.Workers < 1 {
 		opt.Workers = runtime.GOMAXPROCS(0)
@@ -252,7 +249,7 @@ func (w *Writer) Close() ([]Stream, []File, error) {
 		}
 	}
 	if err := w.g.Wait(); err != nil {
-		w.removeObjects()
+		w.removeObjects(err)
 		return nil, nil, err
 	}
 	w.cancel(nil)
@@ -279,17 +276,15 @@ func (w *Writer) Abort(cause error) {
 		}
 	}
 	_ = w.g.Wait()
-	w.removeObjects()
+	w.removeObjects(cause)
 }
 
-// removeObjects deletes what the writer may have stored. It runs after the
-// pipeline's context is gone, so it uses a detached one with a deadline.
-func (w *Writer) removeObjects() {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), time.Minute)
-	defer cancel()
+// removeObjects discards every stream the writer opened.
+func (w *Writer) removeObjects(cause error) {
 	for _, s := range w.streams {
-		_ = w.opt.Backend.Delete(ctx, w.opt.Dir+"/"+s.name)
-		_ = w.opt.Backend.Delete(ctx, w.opt.Dir+"/"+IndexName(s.num))
+		if s.out != nil {
+			s.out.Abort(cause)
+		}
 	}
 }
 
@@ -359,57 +354,37 @@ func (s *streamWriter) submit(raw []byte) error {
 	}
 }
 
-// write stores the stream's frames in order through one Put, then its index.
+// write hands the stream's frames to its output in order.
 func (s *streamWriter) write() error {
 	ctx, opt := s.w.ctx, s.w.opt
-	name := opt.Dir + "/" + s.name
-	pr, pw := io.Pipe()
-	type putResult struct {
-		n   int64
-		err error
+	out, err := opt.Output.OpenStream(ctx, s.num, s.name)
+	if err != nil {
+		return fmt.Errorf("stream %05d: %w", s.num, err)
 	}
-	putDone := make(chan putResult, 1)
-	go func() {
-		n, err := opt.Backend.Put(ctx, name, pr)
-		closeErr := err
-		if closeErr == nil {
-			closeErr = errPutReturned
-		}
-		pr.CloseWithError(closeErr)
-		putDone <- putResult{n, err}
-	}()
+	s.out = out
 	h, err := NewHash(opt.Hash)
 	if err != nil {
-		pw.CloseWithError(err)
-		<-putDone
 		return err
 	}
-	index := []byte(indexMagic)
 	var stored, raw int64
 	frames := 0
-	fail := func(err error) error {
-		pw.CloseWithError(err)
-		<-putDone
-		return err
-	}
 	for job := range s.order {
 		select {
 		case <-job.done:
 		case <-ctx.Done():
-			return fail(context.Cause(ctx))
+			return context.Cause(ctx)
 		}
 		if job.err != nil {
-			return fail(fmt.Errorf("stream %05d: frame %d: compress: %w", s.num, frames, job.err))
+			return fmt.Errorf("stream %05d: frame %d: compress: %w", s.num, frames, job.err)
 		}
 		if len(job.raw) > maxFrameBytes || len(job.out) > maxFrameBytes {
-			return fail(fmt.Errorf("stream %05d: frame %d: %d bytes exceed the frame limit", s.num, frames, len(job.raw)))
+			return fmt.Errorf("stream %05d: frame %d: %d bytes exceed the frame limit", s.num, frames, len(job.raw))
 		}
-		crc := crc32.Checksum(job.out, castagnoli)
+		f := Frame{Offset: stored, Stored: uint32(len(job.out)), Raw: uint32(len(job.raw)), CRC: crc32.Checksum(job.out, castagnoli)}
 		h.Write(job.out)
-		if _, err := pw.Write(job.out); err != nil {
-			return fail(fmt.Errorf("stream %05d: %w", s.num, err))
+		if err := out.WriteFrame(f, job.out); err != nil {
+			return fmt.Errorf("stream %05d: %w", s.num, err)
 		}
-		index = appendIndexRecord(index, Frame{Stored: uint32(len(job.out)), Raw: uint32(len(job.raw)), CRC: crc})
 		stored += int64(len(job.out))
 		raw += int64(len(job.raw))
 		frames++
@@ -420,25 +395,16 @@ func (s *streamWriter) write() error {
 		putBuf(job.raw)
 	}
 	if err := ctx.Err(); err != nil {
-		return fail(context.Cause(ctx))
+		return context.Cause(ctx)
 	}
-	pw.Close()
-	res := <-putDone
-	if res.err != nil {
-		return fmt.Errorf("stream %05d: store %s: %w", s.num, name, res.err)
-	}
-	if res.n != stored {
-		return fmt.Errorf("stream %05d: store %s: backend kept %d bytes of %d", s.num, name, res.n, stored)
-	}
-	idx, err := PutSmall(ctx, opt.Backend, opt.Dir, IndexName(s.num), index, opt.Hash)
-	if err != nil {
-		return fmt.Errorf("stream %05d: %w", s.num, err)
-	}
-	s.result = Stream{
+	res, err := out.Close(Stream{
 		Object:  Object{Name: s.name, Size: stored, Digest: formatDigest(opt.Hash, h)},
 		Frames:  frames,
 		RawSize: raw,
-		Index:   idx,
+	})
+	if err != nil {
+		return fmt.Errorf("stream %05d: %w", s.num, err)
 	}
+	s.result = res
 	return nil
 }

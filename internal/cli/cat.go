@@ -10,7 +10,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -43,7 +42,7 @@ output, the way out to stock tools:  backstream cat latest --repo R | mbstream -
 			}
 			bw := bufio.NewWriterSize(g.stdout, 1<<20)
 			err = archive.Read(cmd.Context(), archive.ReadOptions{
-				Backend: r.Backend, Dir: repo.Dir(m.ID), Manifest: m, Sink: &xbstreamSink{w: xbstream.NewWriter(bw)},
+				Input: r.Input(m.ID), Manifest: m, Sink: &xbstreamSink{w: xbstream.NewWriter(bw)},
 			})
 			if err == nil {
 				err = bw.Flush()

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/repo"
 )
 
 func newVerifyCmd(g *globals) *cobra.Command {
@@ -25,7 +24,7 @@ the backup is corrupt.`,
 			}
 			t := g.tracker("verify "+m.ID, m.Stats.StoredBytes)
 			err = archive.Read(cmd.Context(), archive.ReadOptions{
-				Backend: r.Backend, Dir: repo.Dir(m.ID), Manifest: m, Workers: parallel, Counter: t,
+				Input: r.Input(m.ID), Manifest: m, Workers: parallel, Counter: t,
 			})
 			t.Finish(err)
 			if err != nil {

@@ -110,7 +110,7 @@ func runBackup(ctx context.Context, job BackupJob, id string, started time.Time,
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
-		Backend: job.Repo.Backend, Dir: dir, Streams: job.Parallel, Workers: job.Workers,
+		Output: job.Repo.Output(id, job.Hash), Streams: job.Parallel, Workers: job.Workers,
 		Codec: job.Codec, Hash: job.Hash, Counter: job.Progress,
 	})
 	if err != nil {

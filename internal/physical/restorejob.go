@@ -86,7 +86,7 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 		return err
 	}
 	err = archive.Read(ctx, archive.ReadOptions{
-		Backend: job.Repo.Backend, Dir: repo.Dir(m.ID), Manifest: m, Workers: job.Workers, Sink: w, Counter: job.Progress,
+		Input: job.Repo.Input(m.ID), Manifest: m, Workers: job.Workers, Sink: w, Counter: job.Progress,
 	})
 	if cerr := w.Close(); err == nil {
 		err = cerr

@@ -267,3 +267,13 @@ func (r *Repo) Remove(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// Output is where the streams of a new backup id go.
+func (r *Repo) Output(id, hash string) archive.Output {
+	return archive.BackendOutput{Backend: r.Backend, Dir: Dir(id), Hash: hash}
+}
+
+// Input reads the streams of backup id.
+func (r *Repo) Input(id string) archive.Input {
+	return archive.BackendInput{Backend: r.Backend, Dir: Dir(id)}
+}
