@@ -56,7 +56,7 @@ never its command line.`,
 			}
 			t := g.tracker("backup", 0)
 			m, err := physical.RunBackup(cmd.Context(), physical.BackupJob{
-				Repo: r, Conn: cfg, Mariabackup: mariabackup, Parallel: parallel, Codec: c, Hash: hash,
+				Dest: r, Conn: cfg, Mariabackup: mariabackup, Parallel: parallel, Codec: c, Hash: hash,
 				ExtraArgs: extra, Log: log, Progress: t, Version: version,
 			})
 			t.Finish(err)

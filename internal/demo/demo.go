@@ -78,7 +78,7 @@ func Run(ctx context.Context, opt Options) error {
 	}
 	done = step("backstream backup --repo %s --parallel %d", b.Location(), opt.Parallel)
 	m, err := physical.RunBackup(ctx, physical.BackupJob{
-		Repo: r, Conn: mariadb.Config{Socket: src.Socket, User: "root", Protocol: mariadb.ProtocolSocket},
+		Dest: r, Conn: mariadb.Config{Socket: src.Socket, User: "root", Protocol: mariadb.ProtocolSocket},
 		Parallel: opt.Parallel, Codec: c, Version: opt.Version,
 	})
 	if err != nil {

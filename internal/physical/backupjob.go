@@ -25,9 +25,22 @@ type Progress interface {
 	Stage(name string)
 }
 
-// BackupJob is one physical backup into a repository.
+// Destination is where a backup goes: a repository, or receivers on other
+// hosts. A backup exists only once Commit returned nil.
+type Destination interface {
+	// Output takes the streams of backup id.
+	Output(id, hash string) archive.Output
+	// PutMeta stores a small metadata object of backup id.
+	PutMeta(ctx context.Context, id, name string, data []byte, hash string) (archive.Object, error)
+	// Commit makes the backup complete; its objects are all durable.
+	Commit(ctx context.Context, m *archive.Manifest) error
+	// Discard removes what a failed backup left.
+	Discard(ctx context.Context, id string) error
+}
+
+// BackupJob is one physical backup.
 type BackupJob struct {
-	Repo        *repo.Repo
+	Dest        Destination
 	Conn        mariadb.Config
 	Mariabackup string // explicit mariabackup path; "" searches PATH
 	Parallel    int    // streams and mariabackup copy threads
@@ -97,7 +110,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		if rerr := job.Repo.Remove(cleanup, id); rerr != nil {
+		if rerr := job.Dest.Discard(cleanup, id); rerr != nil {
 			err = fmt.Errorf("%w (and removing its partial objects failed: %v)", err, rerr)
 		}
 		return nil, fmt.Errorf("backup %s failed, nothing was committed: %w", id, err)
@@ -106,11 +119,10 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 }
 
 func runBackup(ctx context.Context, job BackupJob, id string, started time.Time, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
-	dir := repo.Dir(id)
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
-		Output: job.Repo.Output(id, job.Hash), Streams: job.Parallel, Workers: job.Workers,
+		Output: job.Dest.Output(id, job.Hash), Streams: job.Parallel, Workers: job.Workers,
 		Codec: job.Codec, Hash: job.Hash, Counter: job.Progress,
 	})
 	if err != nil {
@@ -182,7 +194,7 @@ func runBackup(ctx context.Context, job BackupJob, id string, started time.Time,
 		job.Progress.Stage("committing")
 	}
 	for _, name := range slices.Sorted(maps.Keys(meta)) {
-		o, err := archive.PutSmall(ctx, job.Repo.Backend, dir, "meta/"+name, meta[name], job.Hash)
+		o, err := job.Dest.PutMeta(ctx, id, "meta/"+name, meta[name], job.Hash)
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +204,7 @@ func runBackup(ctx context.Context, job BackupJob, id string, started time.Time,
 	if err != nil {
 		return nil, fmt.Errorf("read mariabackup log: %w", err)
 	}
-	o, err := archive.PutSmall(ctx, job.Repo.Backend, dir, logName, logData, job.Hash)
+	o, err := job.Dest.PutMeta(ctx, id, logName, logData, job.Hash)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +215,7 @@ func runBackup(ctx context.Context, job BackupJob, id string, started time.Time,
 	}
 	m.Finished = time.Now().UTC()
 	m.Stats.Seconds = m.Finished.Sub(started).Seconds()
-	if err := job.Repo.Commit(ctx, m); err != nil {
+	if err := job.Dest.Commit(ctx, m); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -273,6 +273,15 @@ func (r *Repo) Output(id, hash string) archive.Output {
 	return archive.BackendOutput{Backend: r.Backend, Dir: Dir(id), Hash: hash}
 }
 
+// PutMeta stores a small object in the directory of backup id.
+func (r *Repo) PutMeta(ctx context.Context, id, name string, data []byte, hash string) (archive.Object, error) {
+	return archive.PutSmall(ctx, r.Backend, Dir(id), name, data, hash)
+}
+
+// Discard removes every object of backup id; an alias of Remove for
+// writers that failed.
+func (r *Repo) Discard(ctx context.Context, id string) error { return r.Remove(ctx, id) }
+
 // Input reads the streams of backup id.
 func (r *Repo) Input(id string) archive.Input {
 	return archive.BackendInput{Backend: r.Backend, Dir: Dir(id)}
