@@ -157,11 +157,17 @@ func TestPhysicalConsistencyUnderWrites(t *testing.T) {
 			committed.Add(1)
 		}
 	}()
-	// Let the load run before, during and after the backup.
-	time.Sleep(300 * time.Millisecond)
+	// Let the load run before, during and after the backup, however slow
+	// the machine is.
+	waitFor := func(n int64) {
+		for deadline := time.Now().Add(time.Minute); committed.Load() < n && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(50)
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-	time.Sleep(300 * time.Millisecond)
+	waitFor(committed.Load() + 50)
 	close(stop)
 	wg.Wait()
 	if loadErr != nil {
