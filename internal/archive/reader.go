@@ -24,8 +24,13 @@ type Sink interface {
 
 // ReadOptions configure Read.
 type ReadOptions struct {
-	Input    Input // where the streams come from (BackendInput for a repository)
+	Input Input // where the streams come from (BackendInput for a repository)
+	// Manifest describes the backup. When the backup is still arriving
+	// (received over the network), it is only a header: codec, hash and the
+	// streams' names; Final then provides the complete manifest, waiting
+	// for it if need be, and each stream is checked against it at its end.
 	Manifest *Manifest
+	Final    func(ctx context.Context) (*Manifest, error)
 	Workers  int  // decoding goroutines; 0 means GOMAXPROCS
 	Sink     Sink // nil: check everything, deliver nothing
 	Counter  Counter
@@ -45,9 +50,9 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	if opt.Workers < 1 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	filesByStream := make([][]File, len(m.Streams))
-	for _, f := range m.Files {
-		filesByStream[f.Stream] = append(filesByStream[f.Stream], f)
+	final := opt.Final
+	if final == nil {
+		final = func(context.Context) (*Manifest, error) { return m, nil }
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	jobs := make(chan *decodeJob, opt.Workers*2)
@@ -63,7 +68,7 @@ func Read(ctx context.Context, opt ReadOptions) error {
 		})
 	}
 	for i, s := range m.Streams {
-		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, files: filesByStream[i],
+		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
 			order: make(chan *decodeJob, opt.Workers+2)}
 		checked := make(chan checkedFrame, 2)
 		g.Go(func() error { return r.fetch(ctx) })
@@ -92,7 +97,30 @@ type streamReader struct {
 	codec codec.Codec
 	jobs  chan *decodeJob
 	order chan *decodeJob
-	files []File
+	final func(context.Context) (*Manifest, error)
+}
+
+// expected returns what the complete manifest says about this stream: its
+// record and its files.
+func (r *streamReader) expected(ctx context.Context) (Stream, []File, error) {
+	m, err := r.final(ctx)
+	if err != nil {
+		return Stream{}, nil, err
+	}
+	if len(m.Streams) != len(r.opt.Manifest.Streams) {
+		return Stream{}, nil, corrupt("the manifest lists %d streams, %d were read", len(m.Streams), len(r.opt.Manifest.Streams))
+	}
+	s := m.Streams[r.num]
+	if s.Name != r.s.Name {
+		return Stream{}, nil, corrupt("%s: the manifest names it %s", r.where(), s.Name)
+	}
+	var files []File
+	for _, f := range m.Files {
+		if f.Stream == r.num {
+			files = append(files, f)
+		}
+	}
+	return s, files, nil
 }
 
 func (r *streamReader) where() string {
@@ -106,23 +134,22 @@ func (r *streamReader) fetch(ctx context.Context) error {
 	if !strings.HasSuffix(r.s.Name, ".xbs"+r.codec.Suffix()) {
 		return fmt.Errorf("%s: name does not match codec %s", r.where(), r.codec)
 	}
-	alg, err := digestAlg(r.s.Digest)
+	alg := r.opt.Manifest.Hash
+	h, err := NewHash(alg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.where(), err)
 	}
-	h, _ := NewHash(alg)
 	src, err := r.opt.Input.OpenStream(ctx, r.num, r.s)
 	if err != nil {
 		return wrapWhere(r.where(), err)
 	}
 	defer src.Close()
 	var size int64
+	frames := 0
 	for i := 0; ; i++ {
 		f, buf, err := src.Next()
 		if err == io.EOF {
-			if i != r.s.Frames {
-				return corrupt("%s: %d frames, manifest says %d", r.where(), i, r.s.Frames)
-			}
+			frames = i
 			break
 		}
 		if err != nil {
@@ -146,11 +173,18 @@ func (r *streamReader) fetch(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if size != r.s.Size {
-		return corrupt("%s: %d bytes, manifest says %d", r.where(), size, r.s.Size)
+	want, _, err := r.expected(ctx)
+	if err != nil {
+		return err
 	}
-	if got := formatDigest(alg, h); got != r.s.Digest {
-		return corrupt("%s: object digest %s, manifest says %s", r.where(), got, r.s.Digest)
+	if frames != want.Frames {
+		return corrupt("%s: %d frames, manifest says %d", r.where(), frames, want.Frames)
+	}
+	if size != want.Size {
+		return corrupt("%s: %d bytes, manifest says %d", r.where(), size, want.Size)
+	}
+	if got := formatDigest(alg, h); got != want.Digest {
+		return corrupt("%s: object digest %s, manifest says %s", r.where(), got, want.Digest)
 	}
 	return nil
 }
@@ -217,17 +251,21 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if frames != r.s.Frames {
-		// fetch stopped early; its error is the one to report.
+	want, files, err := r.expected(ctx)
+	if err != nil {
+		return err
+	}
+	if frames != want.Frames {
+		// fetch stopped early or saw a different count; its error is the one to report.
 		return nil
 	}
-	if raw != r.s.RawSize {
-		return corrupt("%s: decoded %d bytes, manifest says %d", r.where(), raw, r.s.RawSize)
+	if raw != want.RawSize {
+		return corrupt("%s: decoded %d bytes, manifest says %d", r.where(), raw, want.RawSize)
 	}
 	if err := v.End(); err != nil {
 		return corrupt("%s: %v", r.where(), err)
 	}
-	if err := t.compare(r.num, r.files); err != nil {
+	if err := t.compare(r.num, files); err != nil {
 		return corrupt("%s: %v", r.where(), err)
 	}
 	return nil
