@@ -43,7 +43,7 @@ mariabackup --prepare, so that a server starts on the result. Ownership and mode
 			}
 			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
 			err = physical.RunRestore(cmd.Context(), physical.RestoreJob{
-				Repo: r, Manifest: m, TargetDir: target, Prepare: prepare, UseMemory: useMemory, Owner: owner,
+				Input: r.Input(m.ID), Manifest: m, TargetDir: target, Prepare: prepare, UseMemory: useMemory, Owner: owner,
 				Mariabackup: mariabackup, Workers: parallel, Log: log, Progress: t,
 			})
 			t.Finish(err)

@@ -90,7 +90,7 @@ func Run(ctx context.Context, opt Options) error {
 	target := filepath.Join(dir, "restored")
 	done = step("backstream restore %s --target-dir %s --prepare", m.ID, target)
 	if err := physical.RunRestore(ctx, physical.RestoreJob{
-		Repo: r, Manifest: m, TargetDir: target, Prepare: true, Owner: physical.DefaultOwner(),
+		Input: r.Input(m.ID), Manifest: m, TargetDir: target, Prepare: true, Owner: physical.DefaultOwner(),
 	}); err != nil {
 		return err
 	}

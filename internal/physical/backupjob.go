@@ -28,6 +28,10 @@ type Progress interface {
 // Destination is where a backup goes: a repository, or receivers on other
 // hosts. A backup exists only once Commit returned nil.
 type Destination interface {
+	// Begin announces a backup: the manifest's header (id, kind, codec,
+	// hash, server, stream names), before any data. A receiver answers
+	// whether it can take it.
+	Begin(ctx context.Context, header *archive.Manifest) error
 	// Output takes the streams of backup id.
 	Output(id, hash string) archive.Output
 	// PutMeta stores a small metadata object of backup id.
@@ -95,6 +99,18 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	}
 
 	id := repo.NewID(started)
+	header := &archive.Manifest{
+		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: started,
+		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
+		Tools:  archive.Tools{Backstream: job.Version, Mariabackup: bin.Version},
+		Codec:  job.Codec.String(), Hash: job.Hash,
+	}
+	for i := range job.Parallel {
+		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
+	}
+	if err := job.Dest.Begin(ctx, header); err != nil {
+		return nil, fmt.Errorf("backup %s: %w", id, err)
+	}
 	logFile, err := os.CreateTemp("", "backstream-mariabackup-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
@@ -106,7 +122,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		log = io.MultiWriter(logFile, job.Log)
 	}
 
-	m, err := runBackup(ctx, job, id, started, server, bin, log, logFile)
+	m, err := runBackup(ctx, job, header, server, bin, log, logFile)
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -118,7 +134,8 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	return m, nil
 }
 
-func runBackup(ctx context.Context, job BackupJob, id string, started time.Time, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
+func runBackup(ctx context.Context, job BackupJob, header *archive.Manifest, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
+	id := header.ID
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
@@ -160,21 +177,9 @@ func runBackup(ctx context.Context, job BackupJob, id string, started time.Time,
 		return nil, err
 	}
 
-	m := &archive.Manifest{
-		Format:  archive.FormatVersion,
-		ID:      id,
-		Kind:    archive.KindPhysical,
-		Started: started,
-		Server:  archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
-		Tools:   archive.Tools{Backstream: job.Version, Mariabackup: bin.Version},
-		Positions: archive.Positions{
-			FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN,
-		},
-		Codec:   job.Codec.String(),
-		Hash:    job.Hash,
-		Streams: streams,
-		Files:   files,
-	}
+	m := *header
+	m.Positions = archive.Positions{FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN}
+	m.Streams, m.Files = streams, files
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
 			bi, err := ParseBinlogInfo(b)
@@ -214,11 +219,11 @@ func runBackup(ctx context.Context, job BackupJob, id string, started time.Time,
 		m.Stats.StoredBytes += s.Size
 	}
 	m.Finished = time.Now().UTC()
-	m.Stats.Seconds = m.Finished.Sub(started).Seconds()
-	if err := job.Dest.Commit(ctx, m); err != nil {
+	m.Stats.Seconds = m.Finished.Sub(m.Started).Seconds()
+	if err := job.Dest.Commit(ctx, &m); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return &m, nil
 }
 
 // errSink marks pump errors that came from the archive writer, not the stream.

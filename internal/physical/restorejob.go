@@ -11,13 +11,19 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/repo"
 )
 
 // RestoreJob restores one physical backup into a directory.
 type RestoreJob struct {
-	Repo        *repo.Repo
-	Manifest    *archive.Manifest
+	Input    archive.Input     // where the streams come from (a repository's, or the network's)
+	Manifest *archive.Manifest // the backup, or its header when Final is set
+	// Final, when set, provides the complete manifest of a backup that is
+	// still arriving (see archive.ReadOptions).
+	Final func(ctx context.Context) (*archive.Manifest, error)
+	// Ready, when set, is called once the target is claimed, before any data
+	// is read: a receiver tells its sender to start.
+	Ready func() error
+
 	TargetDir   string
 	Prepare     bool
 	UseMemory   string // --use-memory for prepare, e.g. "1G"
@@ -77,6 +83,11 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 			return err
 		}
 	}
+	if job.Ready != nil {
+		if err := job.Ready(); err != nil {
+			return err
+		}
+	}
 	if job.Progress != nil {
 		job.Progress.SetTotal(m.Stats.StoredBytes)
 		job.Progress.Stage("restoring")
@@ -86,7 +97,7 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 		return err
 	}
 	err = archive.Read(ctx, archive.ReadOptions{
-		Input: job.Repo.Input(m.ID), Manifest: m, Workers: job.Workers, Sink: w, Counter: job.Progress,
+		Input: job.Input, Manifest: m, Final: job.Final, Workers: job.Workers, Sink: w, Counter: job.Progress,
 	})
 	if cerr := w.Close(); err == nil {
 		err = cerr

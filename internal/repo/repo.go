@@ -268,6 +268,9 @@ func (r *Repo) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
+// Begin accepts any new backup: a repository needs no preparation.
+func (r *Repo) Begin(ctx context.Context, header *archive.Manifest) error { return nil }
+
 // Output is where the streams of a new backup id go.
 func (r *Repo) Output(id, hash string) archive.Output {
 	return archive.BackendOutput{Backend: r.Backend, Dir: Dir(id), Hash: hash}
