@@ -140,6 +140,9 @@ type BackendInput struct {
 
 // OpenStream reads and checks the stream's index, then opens the object.
 func (in BackendInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSource, error) {
+	if s.Index.Name == "" {
+		return nil, corrupt("the manifest names no frame index")
+	}
 	idx, err := GetSmall(ctx, in.Backend, in.Dir, s.Index)
 	if err != nil {
 		return nil, err

@@ -38,3 +38,7 @@ func putBuf(b []byte) {
 	b = b[:0]
 	bufPools[c].Put(&b)
 }
+
+// Buffer returns an empty buffer with capacity of at least n from the pool
+// the pipeline recycles, for frame sources outside this package.
+func Buffer(n int) []byte { return getBuf(n) }

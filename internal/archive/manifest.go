@@ -76,7 +76,7 @@ type Stream struct {
 	Object
 	Frames  int    `json:"frames"`
 	RawSize int64  `json:"raw_size"`
-	Index   Object `json:"index"`
+	Index   Object `json:"index,omitzero"`
 }
 
 // File is one file of the backup as it stands at the end of the stream.
@@ -139,8 +139,12 @@ func (m *Manifest) validate() error {
 		if err := s.Object.validate(); err != nil {
 			return fmt.Errorf("stream %d: %w", i, err)
 		}
-		if err := s.Index.validate(); err != nil {
-			return fmt.Errorf("stream %d index: %w", i, err)
+		// A manifest in transit (sent to a receiver) has no indexes yet:
+		// they belong to the repository that stores the streams.
+		if s.Index != (Object{}) {
+			if err := s.Index.validate(); err != nil {
+				return fmt.Errorf("stream %d index: %w", i, err)
+			}
 		}
 		if s.Frames < 0 || s.RawSize < 0 {
 			return fmt.Errorf("stream %d: negative counts", i)

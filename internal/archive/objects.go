@@ -15,11 +15,10 @@ const maxSmallObject = 256 << 20
 
 // PutSmall stores data as dir/name and returns its record.
 func PutSmall(ctx context.Context, b storage.Backend, dir, name string, data []byte, alg string) (Object, error) {
-	h, err := NewHash(alg)
+	o, err := ObjectOf(name, data, alg)
 	if err != nil {
 		return Object{}, err
 	}
-	h.Write(data)
 	n, err := b.Put(ctx, dir+"/"+name, bytes.NewReader(data))
 	if err != nil {
 		return Object{}, fmt.Errorf("store %s/%s: %w", dir, name, err)
@@ -27,7 +26,7 @@ func PutSmall(ctx context.Context, b storage.Backend, dir, name string, data []b
 	if n != int64(len(data)) {
 		return Object{}, fmt.Errorf("store %s/%s: backend kept %d bytes of %d", dir, name, n, len(data))
 	}
-	return Object{Name: name, Size: n, Digest: formatDigest(alg, h)}, nil
+	return o, nil
 }
 
 // GetSmall reads the object o of the backup in dir and checks its size and
@@ -58,4 +57,14 @@ func GetSmall(ctx context.Context, b storage.Backend, dir string, o Object) ([]b
 		return nil, corrupt("object %s: digest %s, manifest says %s", o.Name, got, o.Digest)
 	}
 	return data, nil
+}
+
+// ObjectOf describes data as the object name, with its size and digest.
+func ObjectOf(name string, data []byte, alg string) (Object, error) {
+	h, err := NewHash(alg)
+	if err != nil {
+		return Object{}, err
+	}
+	h.Write(data)
+	return Object{Name: name, Size: int64(len(data)), Digest: formatDigest(alg, h)}, nil
 }

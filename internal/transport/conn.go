@@ -1,0 +1,410 @@
+package transport
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+)
+
+// deadlineConn sits under TLS. It keeps the socket's deadlines moving
+// while bytes move, so a deadline measures time without progress rather
+// than the length of a whole message, and it batches: TLS reads and writes
+// one 16 KiB record at a time, and a system call per record would cost
+// more CPU than the AES-GCM itself. Read is only called under tls.Conn's
+// input lock; writes go through wmu because tls.Conn's output lock does not
+// cover the flush at the end of a message. Outside a batch nothing is held
+// back, so Close (which tls.Conn calls to break a blocked write) needs no
+// lock and no flush.
+type deadlineConn struct {
+	net.Conn
+	active bool // false during the handshake, whose deadline is fixed
+	stall  time.Duration
+	idle   time.Duration
+
+	readIdle    bool // waiting for the first byte of a message
+	readSet     time.Time
+	readSetIdle bool
+	readSetAny  bool
+	rbuf        []byte
+	rpos, rend  int
+
+	wmu      sync.Mutex
+	writeSet time.Time
+	batching bool   // between beginBatch and endBatch
+	wbuf     []byte // records written while batching, not yet sent
+	werr     error  // the first failed send; every later write fails too
+}
+
+// ioBuffer is the size of the read-ahead and write batch buffers: sixteen
+// records per system call.
+const ioBuffer = 256 << 10
+
+// refresh reports whether a deadline set at 'set' for limit must be renewed
+// at now. Renewing at most every limit/8 keeps timer churn negligible at
+// gigabytes per second; the price is that a stall is reported after
+// between 7/8 of the limit and the limit.
+func refresh(now, set time.Time, limit time.Duration) bool {
+	return limit > 0 && now.Sub(set) > limit/8
+}
+
+func (d *deadlineConn) Read(p []byte) (int, error) {
+	if d.rpos < d.rend {
+		n := copy(p, d.rbuf[d.rpos:d.rend])
+		d.rpos += n
+		return n, nil
+	}
+	if !d.active || len(p) >= ioBuffer {
+		return d.rawRead(p)
+	}
+	if d.rbuf == nil {
+		d.rbuf = make([]byte, ioBuffer)
+	}
+	n, err := d.rawRead(d.rbuf)
+	d.rpos, d.rend = 0, n
+	if n > 0 {
+		// Hand over the bytes now; a pending error shows on the next call.
+		m := copy(p, d.rbuf[:n])
+		d.rpos = m
+		return m, nil
+	}
+	return 0, err
+}
+
+func (d *deadlineConn) rawRead(p []byte) (int, error) {
+	if d.active {
+		limit := d.stall
+		if d.readIdle {
+			limit = d.idle
+		}
+		now := time.Now()
+		if !d.readSetAny || d.readIdle != d.readSetIdle || refresh(now, d.readSet, limit) {
+			var dl time.Time
+			if limit > 0 {
+				dl = now.Add(limit)
+			}
+			if err := d.Conn.SetReadDeadline(dl); err != nil {
+				return 0, err
+			}
+			d.readSet, d.readSetIdle, d.readSetAny = now, d.readIdle, true
+		}
+	}
+	n, err := d.Conn.Read(p)
+	if n > 0 {
+		// Bytes of a message arrived: the rest of it is bounded by the
+		// stall limit, not the idle one.
+		d.readIdle = false
+	}
+	return n, err
+}
+
+func (d *deadlineConn) Write(p []byte) (int, error) {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.werr != nil {
+		return 0, d.werr
+	}
+	if d.batching && len(p) < ioBuffer {
+		if len(d.wbuf)+len(p) > ioBuffer {
+			if err := d.flushLocked(); err != nil {
+				return 0, err
+			}
+		}
+		d.wbuf = append(d.wbuf, p...)
+		return len(p), nil
+	}
+	if err := d.flushLocked(); err != nil {
+		return 0, err
+	}
+	return d.rawWrite(p)
+}
+
+// beginBatch holds back records until endBatch, so that a message goes out
+// in as few system calls as the buffer allows.
+func (d *deadlineConn) beginBatch() {
+	d.wmu.Lock()
+	d.batching = true
+	if d.wbuf == nil {
+		d.wbuf = make([]byte, 0, ioBuffer)
+	}
+	d.wmu.Unlock()
+}
+
+// endBatch sends what beginBatch held back.
+func (d *deadlineConn) endBatch() error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	d.batching = false
+	return d.flushLocked()
+}
+
+func (d *deadlineConn) flushLocked() error {
+	if d.werr != nil {
+		return d.werr
+	}
+	if len(d.wbuf) == 0 {
+		return nil
+	}
+	_, err := d.rawWrite(d.wbuf)
+	d.wbuf = d.wbuf[:0]
+	return err
+}
+
+func (d *deadlineConn) rawWrite(p []byte) (int, error) {
+	// Only message writes (always batched) move the deadline: tls.Conn
+	// sends close_notify under a short deadline of its own, which must hold.
+	if d.active && d.batching && d.stall > 0 {
+		if now := time.Now(); refresh(now, d.writeSet, d.stall) {
+			if err := d.Conn.SetWriteDeadline(now.Add(d.stall)); err != nil {
+				d.werr = err
+				return 0, err
+			}
+			d.writeSet = now
+		}
+	}
+	n, err := d.Conn.Write(p)
+	if err != nil {
+		d.werr = err
+	}
+	return n, err
+}
+
+// Conn is an authenticated connection to another backstream. Messages may
+// be written from several goroutines (each WriteMessage is atomic on the
+// wire) while one goroutine reads.
+type Conn struct {
+	tls     *tls.Conn
+	raw     *deadlineConn
+	purpose string
+	peer    string // remote address, for messages
+
+	rmu   sync.Mutex
+	hdr   [headerLen]byte
+	ended bool // the peer's end-of-stream message arrived
+
+	wmu  sync.Mutex
+	wbuf []byte // header plus the start of the payload, one full TLS record
+}
+
+// recordPayload is the most plaintext one TLS record carries; a write of
+// exactly this much makes one full record.
+const recordPayload = 16 << 10
+
+func newConn(tc *tls.Conn, raw *deadlineConn, peer string) *Conn {
+	return &Conn{tls: tc, raw: raw, peer: peer}
+}
+
+// Purpose is what the peer said it is for in its hello ("control",
+// "stream 3"); a listener says "listener".
+func (c *Conn) Purpose() string { return c.purpose }
+
+// RemoteAddr is the peer's network address.
+func (c *Conn) RemoteAddr() net.Addr { return c.tls.RemoteAddr() }
+
+// LocalAddr is this end's network address.
+func (c *Conn) LocalAddr() net.Addr { return c.tls.LocalAddr() }
+
+// WriteMessage sends one message of type typ (below FirstReservedType)
+// with payload of up to MaxPayload bytes. It is safe to call from several
+// goroutines. An error leaves the connection unusable: close it.
+func (c *Conn) WriteMessage(typ byte, payload []byte) error {
+	if typ >= FirstReservedType {
+		return fmt.Errorf("to %s: message type 0x%02x is reserved for the transport", c.peer, typ)
+	}
+	if len(payload) > MaxPayload {
+		return fmt.Errorf("to %s: message of %d bytes exceeds the limit of %d", c.peer, len(payload), MaxPayload)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.writeLocked(typ, payload)
+}
+
+// writeLocked sends header and payload with no copy beyond the first
+// record: the header travels with the payload's first bytes in one full
+// TLS record, the rest of the payload is written from the caller's slice.
+func (c *Conn) writeLocked(typ byte, payload []byte) error {
+	if c.wbuf == nil {
+		c.wbuf = make([]byte, recordPayload)
+	}
+	first := min(len(payload), recordPayload-headerLen)
+	putHeader(c.wbuf, typ, len(payload))
+	copy(c.wbuf[headerLen:], payload[:first])
+	c.raw.beginBatch()
+	_, err := c.tls.Write(c.wbuf[:headerLen+first])
+	if err == nil && first < len(payload) {
+		_, err = c.tls.Write(payload[first:])
+	}
+	if ferr := c.raw.endBatch(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return c.writeError(len(payload), err)
+	}
+	return nil
+}
+
+func (c *Conn) writeError(n int, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("to %s: writing a message of %d bytes: no progress for %s: the peer stopped reading or the network is down: %w",
+			c.peer, n, c.raw.stall, err)
+	}
+	return fmt.Errorf("to %s: writing a message of %d bytes: %w", c.peer, n, err)
+}
+
+// ReadMessage reads the next message. The payload is read into buf when it
+// fits, so passing the previous payload back avoids allocating; otherwise
+// a buffer is grown as the bytes arrive. The payload is valid until the
+// next call that reuses its memory. After the peer's CloseWrite, once
+// everything sent before it is read, the error is io.EOF; a reason the
+// peer sent with Abort is a *PeerError. Other errors name the peer and what
+// was cut short, and leave the connection unusable.
+func (c *Conn) ReadMessage(buf []byte) (typ byte, payload []byte, err error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.ended {
+		return 0, nil, io.EOF
+	}
+	c.raw.readIdle = true
+	typ, payload, err = readFrame(c.tls, &c.hdr, buf, MaxPayload)
+	if err != nil {
+		return 0, nil, c.readError(err)
+	}
+	switch {
+	case typ == typeEnd:
+		c.ended = true
+		return 0, nil, io.EOF
+	case typ == typeError:
+		return 0, nil, fmt.Errorf("from %s: %w", c.peer, parsePeerError(payload))
+	case typ >= FirstReservedType:
+		return 0, nil, fmt.Errorf("from %s: unexpected transport message of type 0x%02x after the handshake", c.peer, typ)
+	}
+	return typ, payload, nil
+}
+
+func (c *Conn) readError(err error) error {
+	if err == io.EOF {
+		// crypto/tls reports a TCP close at a record boundary as io.EOF
+		// even without close_notify, so only our end message is an end.
+		return fmt.Errorf("from %s: connection closed without an end of stream (the peer failed, was killed, or the connection was cut): %w",
+			c.peer, io.ErrUnexpectedEOF)
+	}
+	var fe *frameError
+	errors.As(err, &fe)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// Which deadline fired depends on whether any byte arrived, even
+		// one of a TLS record not yet complete.
+		if c.raw.readIdle {
+			return fmt.Errorf("from %s: no message for %s (idle timeout): %w", c.peer, c.raw.idle, err)
+		}
+		return fmt.Errorf("from %s: peer stalled: no data for %s in the middle of a message: %w", c.peer, c.raw.stall, err)
+	}
+	if fe != nil && fe.idle() {
+		return fmt.Errorf("from %s: connection lost between messages: %w", c.peer, err)
+	}
+	return fmt.Errorf("from %s: %w", c.peer, err)
+}
+
+// CloseWrite tells the peer that no more messages follow: its ReadMessage
+// returns io.EOF once it has read everything sent before. Reading goes on.
+// A connection closed without CloseWrite reads as an error on the peer's
+// side, so a sender that fails and closes is never taken for one that
+// finished.
+func (c *Conn) CloseWrite() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.writeLocked(typeEnd, nil); err != nil {
+		return err
+	}
+	// Not batched: tls.Conn sends close_notify under a deadline of its own.
+	if err := c.tls.CloseWrite(); err != nil {
+		return fmt.Errorf("to %s: closing for writing: %w", c.peer, err)
+	}
+	if tc, ok := c.raw.Conn.(*net.TCPConn); ok {
+		// Send the FIN too; the close_notify alone already ends the stream.
+		_ = tc.CloseWrite()
+	}
+	return nil
+}
+
+// Close closes the connection. It does not wait for a writer blocked on a
+// stalled peer: that write fails.
+func (c *Conn) Close() error {
+	return c.tls.Close()
+}
+
+// Abort sends reason to the peer, whose ReadMessage returns it as a
+// *PeerError, then closes the connection. Use it to say why a transfer is
+// refused rather than let the peer see only a closed connection.
+func (c *Conn) Abort(reason string) error {
+	c.wmu.Lock()
+	err := c.writeLocked(typeError, errorPayload(codeGeneric, reason))
+	c.wmu.Unlock()
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+const (
+	codeGeneric    byte = 0
+	codeWrongToken byte = 1
+	codeVersion    byte = 2
+)
+
+// maxReason bounds the text of an error message on the wire.
+const maxReason = 1024
+
+func errorPayload(code byte, reason string) []byte {
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	return append([]byte{code}, reason...)
+}
+
+// PeerError is a reason the peer sent before closing the connection.
+type PeerError struct {
+	Reason string
+	code   byte
+}
+
+// Error quotes the peer's reason, marked as the peer's.
+func (e *PeerError) Error() string { return "peer says: " + e.Reason }
+
+// Unwrap lets errors.Is find ErrWrongToken or ErrProtocolVersion when the
+// peer refused for that reason.
+func (e *PeerError) Unwrap() error {
+	switch e.code {
+	case codeWrongToken:
+		return ErrWrongToken
+	case codeVersion:
+		return ErrProtocolVersion
+	}
+	return nil
+}
+
+func parsePeerError(p []byte) *PeerError {
+	if len(p) == 0 {
+		return &PeerError{Reason: "(no reason given)"}
+	}
+	return &PeerError{code: p[0], Reason: printable(string(p[1:]), maxReason)}
+}
+
+// printable keeps text from the network fit for a terminal or a log line.
+func printable(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.Map(func(r rune) rune {
+		if r == unicode.ReplacementChar || !unicode.IsPrint(r) {
+			return '?'
+		}
+		return r
+	}, s)
+}
