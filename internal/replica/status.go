@@ -1,0 +1,191 @@
+package replica
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Querier is what ReadStatus needs: a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Status is one replication connection's state, from SHOW SLAVE STATUS.
+type Status struct {
+	// ConnectionName is the multi-source connection ("" is the default one).
+	ConnectionName string
+	// Configured is false when the server has no such replication
+	// connection (SHOW SLAVE STATUS returned no row); the rest is then zero.
+	Configured bool
+	MasterHost string
+	MasterPort int
+	MasterUser string
+	// IOState is Slave_IO_Running: "Yes", "No", "Connecting" or
+	// "Preparing". Only "Yes" means connected and reading.
+	IOState    string
+	IORunning  bool
+	SQLRunning bool
+	// UsingGTID is "No", "Slave_Pos" or "Current_Pos".
+	UsingGTID string
+	// GTIDIOPos is the GTID of the last event the IO thread received.
+	GTIDIOPos string
+	// GTIDSlavePos is @@gtid_slave_pos: what the replica has applied, over
+	// all connections.
+	GTIDSlavePos     string
+	MasterLogFile    string // binlog the IO thread reads
+	ReadMasterLogPos uint64
+	// RelayMasterLogFile and ExecMasterLogPos are the primary's binlog
+	// coordinates of what the SQL thread has applied.
+	RelayMasterLogFile string
+	ExecMasterLogPos   uint64
+	// SecondsBehind is Seconds_Behind_Master; nil when the server reports
+	// NULL (a thread not running).
+	SecondsBehind *int64
+	LastIOErrno   int
+	LastIOError   string
+	LastSQLErrno  int
+	LastSQLError  string
+}
+
+// erNoMasterConnection is ER_MASTER_INFO ("There is no master connection
+// 'x'"), what naming an unknown multi-source connection gives.
+const erNoMasterConnection = 1617
+
+// ReadStatus reads connection's replication state from db. It uses SHOW
+// SLAVE ... STATUS, which every MariaDB version accepts (SHOW REPLICA STATUS
+// exists only from 10.5), and reads columns by name, since their set and
+// order change between versions.
+func ReadStatus(ctx context.Context, db Querier, connection string) (*Status, error) {
+	if err := checkConnectionName(connection); err != nil {
+		return nil, err
+	}
+	st := &Status{ConnectionName: connection}
+	var gtidSlavePos sql.NullString
+	if err := queryRow(ctx, db, "SELECT @@gtid_slave_pos", &gtidSlavePos); err != nil {
+		return nil, fmt.Errorf("read @@gtid_slave_pos: %w", err)
+	}
+	st.GTIDSlavePos = gtidSlavePos.String
+
+	// checkConnectionName allows no quote or backslash, so the literal is
+	// the same whatever the sql_mode.
+	q := "SHOW SLAVE " + quoteString(connection, true) + " STATUS"
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == erNoMasterConnection {
+			return st, nil
+		}
+		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
+	}
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
+		}
+		return st, nil
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
+	}
+	m := make(map[string]sql.NullString, len(cols))
+	for i, c := range cols {
+		m[c] = vals[i]
+	}
+	if err := st.fill(m); err != nil {
+		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
+	}
+	return st, nil
+}
+
+// fill sets st from one SHOW SLAVE STATUS row keyed by column name. A
+// missing column leaves its field zero; a number that does not parse is an
+// error, since acting on a misread position would be worse than stopping.
+func (st *Status) fill(m map[string]sql.NullString) error {
+	str := func(col string) string { return m[col].String }
+	num := func(col string, bits int) (uint64, error) {
+		v, ok := m[col]
+		if !ok || !v.Valid || v.String == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseUint(v.String, 10, bits)
+		if err != nil {
+			return 0, fmt.Errorf("column %s = %q: %w", col, v.String, err)
+		}
+		return n, nil
+	}
+	st.Configured = true
+	st.MasterHost = str("Master_Host")
+	st.MasterUser = str("Master_User")
+	st.IOState = str("Slave_IO_Running")
+	st.IORunning = st.IOState == "Yes"
+	st.SQLRunning = str("Slave_SQL_Running") == "Yes"
+	st.UsingGTID = str("Using_Gtid")
+	st.GTIDIOPos = str("Gtid_IO_Pos")
+	st.MasterLogFile = str("Master_Log_File")
+	st.RelayMasterLogFile = str("Relay_Master_Log_File")
+	st.LastIOError = str("Last_IO_Error")
+	st.LastSQLError = str("Last_SQL_Error")
+	var err error
+	var n uint64
+	if n, err = num("Master_Port", 16); err != nil {
+		return err
+	}
+	st.MasterPort = int(n)
+	if st.ReadMasterLogPos, err = num("Read_Master_Log_Pos", 64); err != nil {
+		return err
+	}
+	if st.ExecMasterLogPos, err = num("Exec_Master_Log_Pos", 64); err != nil {
+		return err
+	}
+	if n, err = num("Last_IO_Errno", 32); err != nil {
+		return err
+	}
+	st.LastIOErrno = int(n)
+	if n, err = num("Last_SQL_Errno", 32); err != nil {
+		return err
+	}
+	st.LastSQLErrno = int(n)
+	if v := m["Seconds_Behind_Master"]; v.Valid && v.String != "" {
+		s, err := strconv.ParseInt(v.String, 10, 64)
+		if err != nil {
+			return fmt.Errorf("column Seconds_Behind_Master = %q: %w", v.String, err)
+		}
+		st.SecondsBehind = &s
+	}
+	return nil
+}
+
+func queryRow(ctx context.Context, db Querier, q string, dest ...any) error {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
+}
