@@ -1,27 +1,76 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/progress"
 )
 
+// backupFlags are the options of taking a physical backup, shared by
+// backup and send.
+type backupFlags struct {
+	conn        connFlags
+	parallel    int
+	compress    string
+	hash        string
+	mariabackup string
+	extra       []string
+	verbose     bool
+}
+
+func (b *backupFlags) register(f *pflag.FlagSet) {
+	b.conn.register(f)
+	f.IntVar(&b.parallel, "parallel", defaultParallel(), "parallel streams and mariabackup copy threads")
+	f.StringVar(&b.compress, "compress", codec.Default, "compression: zstd, lz4, gzip or none, with an optional :level")
+	f.StringVar(&b.hash, "hash", archive.DefaultHash, "digest algorithm: blake3 or sha256")
+	f.StringVar(&b.mariabackup, "mariabackup", "", "mariabackup binary (default: mariabackup or mariadb-backup in PATH)")
+	f.StringArrayVar(&b.extra, "mariabackup-option", nil, "extra option passed to mariabackup as given, e.g. --mariabackup-option=--databases=app (repeatable)")
+	f.BoolVarP(&b.verbose, "verbose", "v", false, "copy mariabackup's log to stderr as it runs")
+}
+
+// job checks the flags and builds the job, less its destination.
+func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physical.BackupJob, error) {
+	if b.parallel < 1 {
+		return physical.BackupJob{}, usagef("--parallel must be at least 1")
+	}
+	c, err := codec.Parse(b.compress)
+	if err != nil {
+		return physical.BackupJob{}, usageError{err}
+	}
+	if _, err := archive.NewHash(b.hash); err != nil {
+		return physical.BackupJob{}, usageError{err}
+	}
+	cfg, err := b.conn.resolve(cmd.Flags())
+	if err != nil {
+		return physical.BackupJob{}, err
+	}
+	var log io.Writer
+	if b.verbose {
+		log = g.stderr
+	}
+	return physical.BackupJob{Conn: cfg, Mariabackup: b.mariabackup, Parallel: b.parallel, Codec: c, Hash: b.hash,
+		ExtraArgs: b.extra, Log: log, Version: version}, nil
+}
+
+// run runs the job with a progress display.
+func runBackupJob(ctx context.Context, g *globals, title string, job physical.BackupJob) (*archive.Manifest, progress.Summary, error) {
+	t := g.tracker(title, 0)
+	job.Progress = t
+	m, err := physical.RunBackup(ctx, job)
+	return m, t.Finish(err), err
+}
+
 func newBackupCmd(g *globals, version string) *cobra.Command {
-	var (
-		conn        connFlags
-		parallel    int
-		compress    string
-		hash        string
-		mariabackup string
-		extra       []string
-		verbose     bool
-	)
+	var b backupFlags
 	cmd := &cobra.Command{
 		Use:   "backup",
 		Short: "Take a hot physical backup into a repository",
@@ -32,17 +81,7 @@ location is empty. Credentials reach mariabackup through a private 0600 option f
 never its command line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if parallel < 1 {
-				return usagef("--parallel must be at least 1")
-			}
-			c, err := codec.Parse(compress)
-			if err != nil {
-				return usageError{err}
-			}
-			if _, err := archive.NewHash(hash); err != nil {
-				return usageError{err}
-			}
-			cfg, err := conn.resolve(cmd.Flags())
+			job, err := b.job(g, cmd, version)
 			if err != nil {
 				return err
 			}
@@ -50,16 +89,8 @@ never its command line.`,
 			if err != nil {
 				return err
 			}
-			var log io.Writer
-			if verbose {
-				log = g.stderr
-			}
-			t := g.tracker("backup", 0)
-			m, err := physical.RunBackup(cmd.Context(), physical.BackupJob{
-				Dest: r, Conn: cfg, Mariabackup: mariabackup, Parallel: parallel, Codec: c, Hash: hash,
-				ExtraArgs: extra, Log: log, Progress: t, Version: version,
-			})
-			t.Finish(err)
+			job.Dest = r
+			m, _, err := runBackupJob(cmd.Context(), g, "backup", job)
 			if err != nil {
 				return err
 			}
@@ -67,14 +98,7 @@ never its command line.`,
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	conn.register(f)
-	f.IntVar(&parallel, "parallel", defaultParallel(), "parallel streams and mariabackup copy threads")
-	f.StringVar(&compress, "compress", codec.Default, "compression: zstd, lz4, gzip or none, with an optional :level")
-	f.StringVar(&hash, "hash", archive.DefaultHash, "digest algorithm: blake3 or sha256")
-	f.StringVar(&mariabackup, "mariabackup", "", "mariabackup binary (default: mariabackup or mariadb-backup in PATH)")
-	f.StringArrayVar(&extra, "mariabackup-option", nil, "extra option passed to mariabackup as given, e.g. --mariabackup-option=--databases=app (repeatable)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "copy mariabackup's log to stderr as it runs")
+	b.register(cmd.Flags())
 	return cmd
 }
 

@@ -112,6 +112,10 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newVerifyCmd(g),
 		newCatCmd(g),
 		newDemoCmd(g, version),
+		newSendCmd(g, version),
+		newReceiveCmd(g),
+		newTokenCmd(g),
+		newReplicateCmd(g),
 	)
 	return root
 }

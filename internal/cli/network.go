@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/remote"
+	"github.com/backstream/backstream/internal/transport"
+)
+
+// tokenFlag loads the shared token of send and receive.
+func loadToken(file string) ([]byte, error) {
+	tok, err := transport.LoadToken(file)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%w (generate one with `backstream token`, keep it in a 0600 file, pass --token-file or set %s)", err, transport.TokenEnv)}
+	}
+	return tok, nil
+}
+
+func newSendCmd(g *globals, version string) *cobra.Command {
+	var (
+		b          backupFlags
+		to         []string
+		tokenFile  string
+		caFile     string
+		serverName string
+	)
+	cmd := &cobra.Command{
+		Use:   "send --to HOST:PORT [--to HOST:PORT ...]",
+		Short: "Take a physical backup and stream it straight into receivers on other hosts",
+		Long: `send is backup with other hosts as the destination: each of the --parallel streams travels
+over its own TLS connection to every receiver (started with backstream receive), which
+restores it as it arrives or stores it in its repository. The sender succeeds only when
+every receiver reports that the whole backup arrived and verified. The token that both
+ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(to) == 0 {
+				return usagef("name at least one receiver with --to HOST:PORT")
+			}
+			job, err := b.job(g, cmd, version)
+			if err != nil {
+				return err
+			}
+			tok, err := loadToken(tokenFile)
+			if err != nil {
+				return err
+			}
+			s, err := remote.Dial(cmd.Context(), to, transport.Options{Token: tok, CAFile: caFile, ServerName: serverName})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			job.Dest = s
+			m, sum, err := runBackupJob(cmd.Context(), g, "send", job)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
+				strings.Join(s.Receivers(), ", "), len(m.Streams), len(m.Files), humanRatio(m), sum.Elapsed.Round(1e7))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	b.register(f)
+	f.StringArrayVar(&to, "to", nil, "receiver HOST:PORT (repeatable: one mariabackup run feeds every receiver)")
+	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
+	f.StringVar(&caFile, "tls-ca", "", "verify receivers' certificates against this CA (PEM) instead of the token-only default")
+	f.StringVar(&serverName, "tls-server-name", "", "name the receivers' certificates must carry (default: the host of --to)")
+	return cmd
+}
+
+func newReceiveCmd(g *globals) *cobra.Command {
+	var (
+		listen      string
+		target      string
+		prepare     bool
+		useMemory   string
+		owner       string
+		mariabackup string
+		parallel    int
+		tokenFile   string
+		certFile    string
+		keyFile     string
+		keep        bool
+		verbose     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --repo DIR)",
+		Short: "Take a backup streamed by send: restore it as it arrives, or store it in a repository",
+		Long: `receive listens for one transfer from backstream send. With --target-dir it restores the
+backup into that (empty) directory as it arrives, verifying every byte, and with
+--prepare prepares it; with --repo it stores the backup in a repository on this host,
+verified, and commits it. It exits 0 only if the whole backup arrived and verified;
+--keep-listening serves one transfer after another (into a repository).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			intoRepo := cmd.Flags().Changed("repo") || (target == "" && g.repo != "")
+			switch {
+			case listen == "":
+				return usagef("--listen ADDR is required, e.g. --listen :4444")
+			case target != "" && intoRepo:
+				return usagef("give either --target-dir or --repo, not both")
+			case target == "" && !intoRepo:
+				return usagef("give --target-dir DIR (restore) or --repo DIR (store)")
+			case keep && target != "":
+				return usagef("--keep-listening needs --repo: a target directory takes one backup")
+			}
+			tok, err := loadToken(tokenFile)
+			if err != nil {
+				return err
+			}
+			if (certFile == "") != (keyFile == "") {
+				return usagef("--tls-cert and --tls-key go together")
+			}
+			ln, err := transport.Listen(ctx, listen, transport.Options{Token: tok, CertFile: certFile, KeyFile: keyFile})
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
+			fmt.Fprintf(g.stderr, "receive: listening on %s\n", ln.Addr())
+			rv := &remote.Receiver{Listener: ln, TargetDir: target, Prepare: prepare, UseMemory: useMemory,
+				Mariabackup: mariabackup, Workers: parallel,
+				Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
+			if verbose {
+				rv.Log = g.stderr
+			}
+			if target != "" {
+				rv.Owner = owner
+				if !cmd.Flags().Changed("owner") {
+					rv.Owner = physical.DefaultOwner()
+				}
+			} else if rv.Repo, err = g.openRepo(ctx, true); err != nil {
+				return err
+			}
+			for {
+				t := g.tracker("receive", 0)
+				rv.Progress = t
+				m, err := rv.Serve(ctx)
+				t.Finish(err)
+				if err == nil {
+					where := target
+					if target == "" {
+						where = rv.Repo.Backend.Location()
+					}
+					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)
+				}
+				if !keep || ctx.Err() != nil {
+					return err
+				}
+				if err != nil && !errors.Is(err, context.Canceled) {
+					fmt.Fprintf(g.stderr, "receive: %v\n", err)
+				}
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "", "address to listen on, e.g. :4444 or 10.0.0.5:4444")
+	f.StringVar(&target, "target-dir", "", "restore into this directory (must be empty or absent)")
+	f.BoolVar(&prepare, "prepare", false, "with --target-dir: run mariabackup --prepare on the result")
+	f.StringVar(&useMemory, "use-memory", "", "memory for --prepare, e.g. 1G")
+	f.StringVar(&owner, "owner", "", "user to own the restored files (default: mysql when running as root)")
+	f.StringVar(&mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
+	f.IntVar(&parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
+	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
+	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
+	f.StringVar(&keyFile, "tls-key", "", "key of --tls-cert (PEM)")
+	f.BoolVar(&keep, "keep-listening", false, "serve transfers one after another (with --repo)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+	return cmd
+}
+
+func newTokenCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "token",
+		Short: "Print a new random token for send and receive",
+		Long: `token prints 32 random bytes, base64url-encoded. Store it in a file only the backup user
+can read, on both hosts:  backstream token > /etc/backstream/token && chmod 600 /etc/backstream/token`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := fmt.Fprintln(g.stdout, transport.GenerateToken())
+			return err
+		},
+	}
+}

@@ -1,0 +1,392 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/transport"
+)
+
+// Receiver takes one transfer from a Sender, into a datadir or a repository.
+type Receiver struct {
+	Listener *transport.Listener
+
+	// Into a datadir (TargetDir set): restored as it arrives, like restore.
+	TargetDir   string
+	Prepare     bool
+	UseMemory   string
+	Owner       string
+	Mariabackup string
+	// Into a repository (Repo set): stored and verified, then committed.
+	Repo *repo.Repo
+
+	Workers  int
+	Log      io.Writer
+	Progress physical.Progress
+	// Rejected, if set, hears of connections refused before a transfer
+	// (wrong token, not TLS, ...); they do not end Serve.
+	Rejected func(error)
+}
+
+// session is one transfer in progress.
+type session struct {
+	rv      *Receiver
+	control *transport.Conn
+	header  *archive.Manifest
+
+	slots []chan *transport.Conn
+
+	final     chan struct{} // closed once manifest or finalErr is set
+	manifest  *archive.Manifest
+	finalErr  error
+	meta      map[string][]byte
+	accepted  bool
+	trailerMu sync.Mutex
+	trailers  []archive.Stream
+}
+
+// Serve waits for a sender, takes its backup, and reports the outcome to
+// it. It returns the manifest of a backup that arrived whole and verified.
+func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
+	if (rv.TargetDir == "") == (rv.Repo == nil) {
+		return nil, errors.New("receive into either a target directory or a repository")
+	}
+	control, err := rv.accept(ctx, func(c *transport.Conn) bool { return c.Purpose() == controlPurpose })
+	if err != nil {
+		return nil, err
+	}
+	defer control.Close()
+	_, data, err := control.ReadMessage(nil)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the backup header: %w", err)
+	}
+	h, err := checkHeader(data)
+	if err != nil {
+		control.Abort(err.Error())
+		return nil, err
+	}
+	s := &session{rv: rv, control: control, header: h, final: make(chan struct{}), meta: map[string][]byte{},
+		trailers: make([]archive.Stream, len(h.Streams))}
+	for range h.Streams {
+		s.slots = append(s.slots, make(chan *transport.Conn, 1))
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	m, err := s.run(ctx, cancel)
+	if err != nil {
+		err = fmt.Errorf("backup %s: %w", h.ID, err)
+		control.Abort(err.Error())
+		return nil, err
+	}
+	if err := control.WriteMessage(msgResult, nil); err != nil {
+		return nil, fmt.Errorf("backup %s arrived and verified, but telling the sender failed: %w", h.ID, err)
+	}
+	control.CloseWrite()
+	return m, nil
+}
+
+// accept returns the next connection that want accepts; others are refused.
+func (rv *Receiver) accept(ctx context.Context, want func(*transport.Conn) bool) (*transport.Conn, error) {
+	for {
+		c, err := rv.Listener.Accept(ctx)
+		var he *transport.HandshakeError
+		if errors.As(err, &he) {
+			if rv.Rejected != nil {
+				rv.Rejected(he)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if want(c) {
+			return c, nil
+		}
+		c.Abort(fmt.Sprintf("unexpected connection %q: this receiver is busy or waits for another", c.Purpose()))
+		if rv.Rejected != nil {
+			rv.Rejected(fmt.Errorf("refused connection %q from %s", c.Purpose(), c.RemoteAddr()))
+		}
+	}
+}
+
+func (s *session) run(ctx context.Context, cancel context.CancelCauseFunc) (*archive.Manifest, error) {
+	go s.acceptStreams(ctx, cancel)
+	if s.rv.TargetDir != "" {
+		return s.intoDatadir(ctx, cancel)
+	}
+	return s.intoRepo(ctx, cancel)
+}
+
+// ready tells the sender to go, and starts reading the control connection.
+func (s *session) ready(cancel context.CancelCauseFunc) error {
+	if err := s.control.WriteMessage(msgAccept, nil); err != nil {
+		return err
+	}
+	s.accepted = true
+	go s.readControl(cancel)
+	return nil
+}
+
+// readControl takes the metadata objects and, last, the manifest.
+func (s *session) readControl(cancel context.CancelCauseFunc) {
+	fail := func(err error) {
+		s.finalErr = err
+		close(s.final)
+		cancel(err)
+	}
+	for {
+		typ, data, err := s.control.ReadMessage(nil)
+		if err != nil {
+			fail(fmt.Errorf("control connection: %w", err))
+			return
+		}
+		switch typ {
+		case msgMeta:
+			name, content, err := parseMeta(data)
+			if err != nil {
+				fail(err)
+				return
+			}
+			s.meta[name] = content
+		case msgCommit:
+			m, err := checkFinal(s.header, data)
+			if err != nil {
+				fail(err)
+				return
+			}
+			s.manifest = m
+			close(s.final)
+			return
+		default:
+			fail(fmt.Errorf("control connection: unexpected message %q", typ))
+			return
+		}
+	}
+}
+
+// finalManifest waits for the manifest the sender commits last.
+func (s *session) finalManifest(ctx context.Context) (*archive.Manifest, error) {
+	select {
+	case <-s.final:
+		return s.manifest, s.finalErr
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// acceptStreams places each stream connection in its slot.
+func (s *session) acceptStreams(ctx context.Context, cancel context.CancelCauseFunc) {
+	for got := 0; got < len(s.slots); got++ {
+		c, err := s.rv.accept(ctx, func(c *transport.Conn) bool {
+			i, id, ok := parseStreamPurpose(c.Purpose())
+			return ok && id == s.header.ID && i < len(s.slots) && len(s.slots[i]) == 0
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				cancel(fmt.Errorf("accepting stream connections: %w", err))
+			}
+			return
+		}
+		i, _, _ := parseStreamPurpose(c.Purpose())
+		s.slots[i] <- c
+	}
+}
+
+// OpenStream waits for stream i's connection (archive.Input).
+func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (archive.FrameSource, error) {
+	select {
+	case c := <-s.slots[i]:
+		return &netFrames{s: s, num: i, c: c}, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// netFrames reads one stream's frames from its connection.
+type netFrames struct {
+	s   *session
+	num int
+	c   *transport.Conn
+	off int64
+	n   int
+}
+
+func (f *netFrames) Next() (archive.Frame, []byte, error) {
+	typ, data, err := f.c.ReadMessage(nil)
+	if err != nil {
+		return archive.Frame{}, nil, err
+	}
+	switch typ {
+	case msgTrailer:
+		var st archive.Stream
+		if err := json.Unmarshal(data, &st); err != nil {
+			return archive.Frame{}, nil, fmt.Errorf("stream trailer: %w", err)
+		}
+		if _, _, err := f.c.ReadMessage(nil); err != io.EOF {
+			return archive.Frame{}, nil, fmt.Errorf("data after the stream trailer: %v", err)
+		}
+		f.s.trailerMu.Lock()
+		f.s.trailers[f.num] = st
+		f.s.trailerMu.Unlock()
+		return archive.Frame{}, nil, io.EOF
+	case msgFrame:
+	default:
+		return archive.Frame{}, nil, fmt.Errorf("unexpected message %q in a stream", typ)
+	}
+	fr, err := parseFrameRecord(data)
+	if err != nil {
+		return archive.Frame{}, nil, err
+	}
+	fr.Offset = f.off
+	buf := archive.Buffer(int(fr.Stored))
+	typ, data, err = f.c.ReadMessage(buf[:cap(buf)])
+	if err != nil {
+		return fr, nil, fmt.Errorf("frame %d: %w", f.n, err)
+	}
+	if typ != msgData || len(data) != int(fr.Stored) {
+		return fr, nil, fmt.Errorf("frame %d: expected %d bytes of data, got message %q of %d", f.n, fr.Stored, typ, len(data))
+	}
+	f.off += int64(fr.Stored)
+	f.n++
+	return fr, data, nil
+}
+
+func (f *netFrames) Close() error { return f.c.Close() }
+
+// intoDatadir restores the backup as it arrives.
+func (s *session) intoDatadir(ctx context.Context, cancel context.CancelCauseFunc) (*archive.Manifest, error) {
+	rv := s.rv
+	err := physical.RunRestore(ctx, physical.RestoreJob{
+		Input: s, Manifest: s.header, Final: s.finalManifest, Ready: func() error { return s.ready(cancel) },
+		TargetDir: rv.TargetDir, Prepare: rv.Prepare, UseMemory: rv.UseMemory, Owner: rv.Owner,
+		Mariabackup: rv.Mariabackup, Workers: rv.Workers, Log: rv.Log, Progress: rv.Progress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.manifest, nil
+}
+
+// intoRepo stores the backup in a repository as it arrives, checking every
+// frame on the way, and commits it once the manifest agrees.
+func (s *session) intoRepo(ctx context.Context, cancel context.CancelCauseFunc) (m *archive.Manifest, err error) {
+	r, h := s.rv.Repo, s.header
+	if existing, _ := r.Resolve(ctx, h.ID); existing != nil {
+		return nil, fmt.Errorf("the repository already holds backup %s", h.ID)
+	}
+	defer func() {
+		if err != nil {
+			cleanup, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer stop()
+			r.Discard(cleanup, h.ID)
+		}
+	}()
+	if err := s.ready(cancel); err != nil {
+		return nil, err
+	}
+	tee := &teeInput{in: s, out: r.Output(h.ID, h.Hash), results: make([]archive.Stream, len(h.Streams))}
+	if s.rv.Progress != nil {
+		s.rv.Progress.Stage("receiving")
+	}
+	err = archive.Read(ctx, archive.ReadOptions{
+		Input: tee, Manifest: h, Final: s.finalManifest, Workers: s.rv.Workers, Counter: s.rv.Progress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, err = s.finalManifest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The manifest as the repository keeps it: with the indexes written here.
+	for i := range m.Streams {
+		m.Streams[i].Index = tee.results[i].Index
+	}
+	for _, o := range m.Meta {
+		data, ok := s.meta[o.Name]
+		if !ok {
+			return nil, fmt.Errorf("metadata object %s is in the manifest but was not sent", o.Name)
+		}
+		got, err := r.PutMeta(ctx, h.ID, o.Name, data, h.Hash)
+		if err != nil {
+			return nil, err
+		}
+		if got != o {
+			return nil, fmt.Errorf("metadata object %s: digest %s, manifest says %s", o.Name, got.Digest, o.Digest)
+		}
+	}
+	if err := r.Commit(ctx, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// teeInput stores every frame it passes into a repository's stream outputs,
+// so a backup received into a repository is checked exactly as a restore
+// checks it while being stored.
+type teeInput struct {
+	in      *session
+	out     archive.Output
+	results []archive.Stream
+}
+
+func (t *teeInput) OpenStream(ctx context.Context, i int, s archive.Stream) (archive.FrameSource, error) {
+	src, err := t.in.OpenStream(ctx, i, s)
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.out.OpenStream(ctx, i, t.in.header.Streams[i].Name)
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return &teeFrames{t: t, num: i, src: src.(*netFrames), out: out}, nil
+}
+
+type teeFrames struct {
+	t    *teeInput
+	num  int
+	src  *netFrames
+	out  archive.StreamOutput
+	done bool
+}
+
+func (f *teeFrames) Next() (archive.Frame, []byte, error) {
+	fr, data, err := f.src.Next()
+	switch {
+	case err == io.EOF:
+		// The stream's record as the sender computed it; the reader checks
+		// it against the manifest, the output against the bytes it kept.
+		f.t.in.trailerMu.Lock()
+		st := f.t.in.trailers[f.num]
+		f.t.in.trailerMu.Unlock()
+		res, cerr := f.out.Close(st)
+		if cerr != nil {
+			return fr, nil, cerr
+		}
+		f.done = true
+		f.t.results[f.num] = res
+		return fr, nil, io.EOF
+	case err != nil:
+		return fr, nil, err
+	}
+	if err := f.out.WriteFrame(fr, data); err != nil {
+		return fr, nil, err
+	}
+	return fr, data, nil
+}
+
+func (f *teeFrames) Close() error {
+	if !f.done {
+		f.out.Abort(errors.New("stream not received whole"))
+	}
+	return f.src.Close()
+}

@@ -1,0 +1,225 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/transport"
+)
+
+// Sender sends one backup to one or more receivers. It is a backup
+// Destination: the backup is committed when every receiver has said that
+// the whole backup arrived and verified.
+type Sender struct {
+	opt   transport.Options
+	peers []*peer
+}
+
+type peer struct {
+	addr    string
+	control *transport.Conn
+	streams []*transport.Conn
+}
+
+func (p *peer) errorf(format string, a ...any) error {
+	return fmt.Errorf("receiver %s: %w", p.addr, fmt.Errorf(format, a...))
+}
+
+// Dial opens the control connection to every receiver.
+func Dial(ctx context.Context, addrs []string, opt transport.Options) (*Sender, error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("no receiver to send to")
+	}
+	s := &Sender{opt: opt}
+	for _, a := range addrs {
+		c, err := transport.Dial(ctx, a, controlPurpose, opt)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("receiver %s: %w", a, err)
+		}
+		s.peers = append(s.peers, &peer{addr: a, control: c})
+	}
+	return s, nil
+}
+
+// each runs fn for every receiver at once and joins their errors.
+func (s *Sender) each(fn func(p *peer) error) error {
+	errs := make([]error, len(s.peers))
+	var wg sync.WaitGroup
+	for i, p := range s.peers {
+		wg.Go(func() { errs[i] = fn(p) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Begin sends the header, waits for every receiver to accept it, and opens
+// the stream connections.
+func (s *Sender) Begin(ctx context.Context, h *archive.Manifest) error {
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return s.each(func(p *peer) error {
+		if err := p.control.WriteMessage(msgHeader, data); err != nil {
+			return p.errorf("%w", err)
+		}
+		typ, _, err := p.control.ReadMessage(nil)
+		if err != nil {
+			return p.errorf("refused the backup: %w", err)
+		}
+		if typ != msgAccept {
+			return p.errorf("unexpected message %q instead of an acceptance", typ)
+		}
+		for i := range h.Streams {
+			c, err := transport.Dial(ctx, p.addr, streamPurpose(i, h.ID), s.opt)
+			if err != nil {
+				return p.errorf("stream %d: %w", i, err)
+			}
+			p.streams = append(p.streams, c)
+		}
+		return nil
+	})
+}
+
+// Output sends stream i over each receiver's connection i.
+func (s *Sender) Output(id, hash string) archive.Output { return netOutput{s} }
+
+type netOutput struct{ s *Sender }
+
+func (o netOutput) OpenStream(ctx context.Context, i int, name string) (archive.StreamOutput, error) {
+	st := &netStream{num: i}
+	for _, p := range o.s.peers {
+		if i >= len(p.streams) {
+			return nil, p.errorf("no connection for stream %d", i)
+		}
+		st.peers = append(st.peers, p)
+	}
+	return st, nil
+}
+
+// netStream writes a stream's frames to every receiver in turn: the
+// slowest receiver paces the others.
+type netStream struct {
+	num   int
+	peers []*peer
+}
+
+func (st *netStream) WriteFrame(f archive.Frame, stored []byte) error {
+	rec := frameRecord(f)
+	for _, p := range st.peers {
+		c := p.streams[st.num]
+		if err := c.WriteMessage(msgFrame, rec); err != nil {
+			return p.errorf("%w", err)
+		}
+		if err := c.WriteMessage(msgData, stored); err != nil {
+			return p.errorf("%w", err)
+		}
+	}
+	return nil
+}
+
+func (st *netStream) Close(s archive.Stream) (archive.Stream, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return s, err
+	}
+	for _, p := range st.peers {
+		c := p.streams[st.num]
+		if err := c.WriteMessage(msgTrailer, data); err != nil {
+			return s, p.errorf("%w", err)
+		}
+		if err := c.CloseWrite(); err != nil {
+			return s, p.errorf("%w", err)
+		}
+	}
+	return s, nil
+}
+
+func (st *netStream) Abort(cause error) {
+	for _, p := range st.peers {
+		p.streams[st.num].Abort("the sender failed: " + cause.Error())
+	}
+}
+
+// PutMeta sends a metadata object to every receiver.
+func (s *Sender) PutMeta(ctx context.Context, id, name string, data []byte, hash string) (archive.Object, error) {
+	o, err := archive.ObjectOf(name, data, hash)
+	if err != nil {
+		return o, err
+	}
+	msg := metaMessage(name, data)
+	return o, s.each(func(p *peer) error {
+		if err := p.control.WriteMessage(msgMeta, msg); err != nil {
+			return p.errorf("%w", err)
+		}
+		return nil
+	})
+}
+
+// Commit sends the manifest and waits until every receiver reports the
+// outcome: the whole backup arrived and verified (and was prepared, or
+// committed into its repository), or why not.
+func (s *Sender) Commit(ctx context.Context, m *archive.Manifest) error {
+	data, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	return s.each(func(p *peer) error {
+		if err := p.control.WriteMessage(msgCommit, data); err != nil {
+			return p.errorf("%w", err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			typ, _, err := p.control.ReadMessage(nil)
+			if err == nil && typ != msgResult {
+				err = fmt.Errorf("unexpected message %q instead of the result", typ)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				return p.errorf("%w", err)
+			}
+			return p.control.CloseWrite()
+		case <-ctx.Done():
+			p.control.Abort("the sender was interrupted")
+			return p.errorf("%w", ctx.Err())
+		}
+	})
+}
+
+// Discard tells every receiver that the backup failed.
+func (s *Sender) Discard(ctx context.Context, id string) error {
+	for _, p := range s.peers {
+		p.control.Abort("the backup failed on the sender")
+		for _, c := range p.streams {
+			c.Close()
+		}
+	}
+	return nil
+}
+
+// Close closes every connection.
+func (s *Sender) Close() {
+	for _, p := range s.peers {
+		p.control.Close()
+		for _, c := range p.streams {
+			c.Close()
+		}
+	}
+}
+
+// Receivers names the receivers, for summaries.
+func (s *Sender) Receivers() []string {
+	var out []string
+	for _, p := range s.peers {
+		out = append(out, p.addr)
+	}
+	return out
+}
