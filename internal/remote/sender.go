@@ -186,7 +186,9 @@ func (s *Sender) Commit(ctx context.Context, m *archive.Manifest) error {
 			if err != nil {
 				return p.errorf("%w", err)
 			}
-			return p.control.CloseWrite()
+			// The receiver is done and may have closed already.
+			_ = p.control.CloseWrite()
+			return nil
 		case <-ctx.Done():
 			p.control.Abort("the sender was interrupted")
 			return p.errorf("%w", ctx.Err())

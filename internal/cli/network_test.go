@@ -1,0 +1,327 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/transport"
+)
+
+func tokenFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(transport.GenerateToken()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startReceive runs `backstream receive` in the background and returns a
+// channel with its result.
+func startReceive(t *testing.T, args ...string) <-chan result {
+	t.Helper()
+	done := make(chan result, 1)
+	go func() { done <- runQuiet(args...) }()
+	time.Sleep(200 * time.Millisecond) // let it listen
+	return done
+}
+
+// runQuiet is run without a *testing.T, for goroutines.
+func runQuiet(args ...string) result {
+	var out, errOut strings.Builder
+	root := NewRoot("test")
+	root.SetArgs(append(args, "--progress=none"))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err := root.ExecuteContext(context.Background())
+	return result{stdout: out.String(), stderr: errOut.String(), err: err, code: ExitCode(err, false)}
+}
+
+func waitResult(t *testing.T, what string, ch <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Logf("%s -> exit %d, err: %v", what, r.code, r.err)
+		return r
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("%s did not finish", what)
+	}
+	return result{}
+}
+
+// Issue 3: a source under a write load is sent to two receivers at once;
+// servers start on both results, replicate from the source, and end with
+// the source's CHECKSUM TABLE once the load stops.
+func TestSendToTwoReceiversThenReplicate(t *testing.T) {
+	ctx := context.Background()
+	src := sandbox.Testing(t, sandbox.Options{})
+	db := src.DB()
+	for _, q := range []string{
+		"CREATE DATABASE bank",
+		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
+		"INSERT INTO bank.accounts SELECT seq, 1000 FROM bank.seq_1_to_1000",
+		"CREATE TABLE bank.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, src INT, dst INT, amount INT)",
+		"CREATE TABLE bank.filler (id INT PRIMARY KEY, pad VARCHAR(200))",
+		"INSERT INTO bank.filler SELECT seq, REPEAT(MD5(seq), 6) FROM bank.seq_1_to_100000",
+		"CREATE USER repl@'%' IDENTIFIED BY 'repl-Pa55 word'",
+		"GRANT REPLICATION SLAVE ON *.* TO repl@'%'",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var committed atomic.Int64
+	var loadErr atomic.Value
+	wg.Go(func() {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := transfer(ctx, db, rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1); err != nil {
+				loadErr.Store(err)
+				return
+			}
+			committed.Add(1)
+		}
+	})
+	waitFor := func(n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); committed.Load() < n; time.Sleep(10 * time.Millisecond) {
+			if err := loadErr.Load(); err != nil || time.Now().After(deadline) {
+				t.Fatalf("the write load stopped at %d transfers: %v", committed.Load(), err)
+			}
+		}
+	}
+	waitFor(20)
+
+	tok := tokenFile(t)
+	var targets []string
+	var receivers []<-chan result
+	var to []string
+	for i := range 2 {
+		addr := freeAddr(t)
+		target := filepath.Join(t.TempDir(), fmt.Sprintf("replica%d", i))
+		targets = append(targets, target)
+		to = append(to, "--to", addr)
+		receivers = append(receivers, startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--prepare", "--token-file", tok))
+	}
+	send := run(t, append(append([]string{"send", "--parallel", "2", "--token-file", tok}, to...), sandboxConn(src)...)...)
+	for i, ch := range receivers {
+		if r := waitResult(t, fmt.Sprintf("receiver %d", i), ch); r.err != nil {
+			t.Fatalf("receiver %d: %v\n%s", i, r.err, r.stderr)
+		}
+	}
+	send.mustSucceed(t)
+
+	t.Setenv("BACKSTREAM_PRIMARY_PASSWORD", "repl-Pa55 word")
+	var replicas []*sandbox.Server
+	for i, target := range targets {
+		r, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		replicas = append(replicas, r)
+		run(t, "replicate", "--no-defaults", "--socket", r.Socket, "--user", "root",
+			"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl").mustSucceed(t)
+		t.Logf("replica %d replicating", i)
+	}
+	// More writes after replication started, then stop and compare.
+	waitFor(committed.Load() + 50)
+	close(stop)
+	wg.Wait()
+	want, err := sandbox.ChecksumTables(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replicas {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			got, err := sandbox.ChecksumTables(ctx, r.DB())
+			if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d never caught up: %v vs %v (%v)", i, got, want, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// Bad input on the wire: a wrong token and a plain-text client are refused
+// with clear errors and leave the target untouched; the receiver then still
+// takes a proper transfer.
+func TestReceiveRefusesBadPeers(t *testing.T) {
+	src := sandbox.Testing(t, sandbox.Options{})
+	tok := tokenFile(t)
+	wrong := tokenFile(t)
+	addr := freeAddr(t)
+	target := filepath.Join(t.TempDir(), "target")
+	recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok)
+
+	// A plain-text client.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	reply := make([]byte, 200)
+	n, _ := c.Read(reply)
+	c.Close()
+	if !strings.Contains(string(reply[:n]), "TLS") {
+		t.Errorf("a plain-text client got %q, want a line saying the port speaks TLS", reply[:n])
+	}
+
+	// A sender with the wrong token.
+	r := run(t, append([]string{"send", "--to", addr, "--token-file", wrong}, sandboxConn(src)...)...)
+	if r.code == ExitOK || !strings.Contains(r.err.Error(), "wrong token") {
+		t.Errorf("send with a wrong token: exit %d, %v; want a wrong-token error", r.code, r.err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Errorf("the target exists after refused transfers (%v)", err)
+	}
+	// The receiver is still there for the right sender.
+	run(t, append([]string{"send", "--to", addr, "--token-file", tok}, sandboxConn(src)...)...).mustSucceed(t)
+	if r := waitResult(t, "receiver", recv); r.err != nil {
+		t.Fatalf("receiver: %v", r.err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "ibdata1")); err != nil {
+		t.Errorf("nothing restored: %v", err)
+	}
+}
+
+// A sender killed mid-transfer, and a byte flipped on the wire: the
+// receiver fails with a clear error and leaves no target behind.
+func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
+	bin := buildBinary(t)
+	src := sandbox.Testing(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenFile(t)
+
+	t.Run("sender killed", func(t *testing.T) {
+		addr := freeAddr(t)
+		target := filepath.Join(t.TempDir(), "target")
+		recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok)
+		cmd := exec.Command(bin, append([]string{"send", "--to", addr, "--token-file", tok, "--progress", "none",
+			"--mariabackup-option=--throttle=10"}, sandboxConn(src)...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); dirBytes(target) < 1<<20 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		r := waitResult(t, "receiver", recv)
+		if r.code == ExitOK || !strings.Contains(r.err.Error(), "connection") {
+			t.Errorf("receiver after the sender died: exit %d, %v", r.code, r.err)
+		}
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Errorf("target left behind after a failed transfer (%v)", err)
+		}
+	})
+
+	t.Run("byte flipped in flight", func(t *testing.T) {
+		addr := freeAddr(t)
+		proxy := flippingProxy(t, addr, 5<<20)
+		target := filepath.Join(t.TempDir(), "target")
+		recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok)
+		s := run(t, append([]string{"send", "--to", proxy, "--token-file", tok}, sandboxConn(src)...)...)
+		r := waitResult(t, "receiver", recv)
+		if s.code == ExitOK || r.code == ExitOK {
+			t.Fatalf("a corrupted transfer succeeded: send exit %d, receive exit %d", s.code, r.code)
+		}
+		t.Logf("sender: %v\nreceiver: %v", s.err, r.err)
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Errorf("target left behind after a corrupted transfer (%v)", err)
+		}
+	})
+}
+
+// flippingProxy forwards TCP connections to addr and flips one bit in the
+// client-to-server bytes of each connection after skip bytes.
+func flippingProxy(t *testing.T, addr string, skip int) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() {
+					buf := make([]byte, 64<<10)
+					seen := 0
+					for {
+						n, err := c.Read(buf)
+						if n > 0 {
+							if seen <= skip && seen+n > skip {
+								buf[skip-seen] ^= 0x10
+							}
+							seen += n
+							if _, werr := u.Write(buf[:n]); werr != nil {
+								return
+							}
+						}
+						if err != nil {
+							u.(*net.TCPConn).CloseWrite()
+							return
+						}
+					}
+				}()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := u.Read(buf)
+					if n > 0 {
+						c.Write(buf[:n])
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
