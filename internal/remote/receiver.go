@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,7 +83,9 @@ func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
 	defer cancel(nil)
 	m, err := s.run(ctx, cancel)
 	if err != nil {
-		err = fmt.Errorf("backup %s: %w", h.ID, err)
+		if !strings.Contains(err.Error(), h.ID) {
+			err = fmt.Errorf("backup %s: %w", h.ID, err)
+		}
 		control.Abort(err.Error())
 		return nil, err
 	}
