@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
+./scripts/minio.sh install
 
 unformatted=$(gofmt -l cmd internal)
 if [ -n "$unformatted" ]; then
