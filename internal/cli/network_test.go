@@ -325,3 +325,34 @@ func flippingProxy(t *testing.T, addr string, skip int) string {
 	}()
 	return l.Addr().String()
 }
+
+// receive --repo: a pushed backup is stored in a repository on the
+// receiving host, committed, and verifies and restores from there.
+func TestReceiveIntoRepository(t *testing.T) {
+	src, _, _ := smallBackup(t)
+	tok := tokenFile(t)
+	addr := freeAddr(t)
+	repoDir := filepath.Join(t.TempDir(), "central")
+	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok)
+	run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "3"}, sandboxConn(src)...)...).mustSucceed(t)
+	if r := waitResult(t, "receiver", recv); r.err != nil {
+		t.Fatalf("receiver: %v", r.err)
+	}
+	entries := backupListing(t, repoDir)
+	if len(entries) != 1 || entries[0].Streams != 3 || entries[0].Positions.GTID == "" {
+		t.Fatalf("central repository lists %+v", entries)
+	}
+	run(t, "verify", "--repo", repoDir).mustSucceed(t)
+	target := filepath.Join(t.TempDir(), "datadir")
+	run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+	dst, err := sandbox.Start(context.Background(), sandbox.Options{Dir: t.TempDir(), Datadir: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	want, _ := sandbox.ChecksumTables(context.Background(), src.DB())
+	got, err := sandbox.ChecksumTables(context.Background(), dst.DB())
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("restored from the central repository: %v %v, want %v", got, err, want)
+	}
+}
