@@ -78,6 +78,19 @@ func transient(err error) bool {
 	return true
 }
 
+// racyDenialRetries is how often an AccessDenied is retried before it
+// counts as permanent. MinIO answers AccessDenied to a PUT that races a
+// DELETE emptying the key's parent prefix (seen in the conformance suite's
+// concurrent put/delete test); New already proved that the credentials
+// work, so a denial is first retried briefly (about 0.75 s in all) and a
+// real one still fails fast.
+const racyDenialRetries = 2
+
+func racyDenial(err error) bool {
+	var er minio.ErrorResponse
+	return errors.As(err, &er) && er.Code == "AccessDenied"
+}
+
 // watchdog cancels a request when kick has not been called for d.
 type watchdog struct {
 	d     time.Duration
@@ -131,7 +144,7 @@ func (b *Backend) retryWith(ctx context.Context, window, stall time.Duration, wh
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("%s: %w", what, cerr)
 		}
-		if !transient(err) {
+		if !transient(err) && !(racyDenial(err) && try < racyDenialRetries) {
 			return b.permanent(what, err)
 		}
 		wait := backoff(try)
