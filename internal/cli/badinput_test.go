@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -11,74 +12,70 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 )
 
-// smallBackup backs up a sandbox with a little data and returns the repo.
+// smallBackup backs up a sandbox with a little data into a local repo.
 func smallBackup(t *testing.T) (src *sandbox.Server, repoDir, id string) {
 	t.Helper()
-	src = sandbox.Testing(t, sandbox.Options{})
+	repoDir = filepath.Join(t.TempDir(), "repo")
+	src, id = smallBackupInto(t, repoDir)
+	return src, repoDir, id
+}
+
+// smallBackupInto backs up a sandbox with a little data into location.
+func smallBackupInto(t *testing.T, location string) (*sandbox.Server, string) {
+	t.Helper()
+	src := sandbox.Testing(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 8}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir = filepath.Join(t.TempDir(), "repo")
-	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-	return src, repoDir, backupListing(t, repoDir)[0].ID
-}
-
-// copyRepo gives each case its own copy to damage.
-func copyRepo(t *testing.T, repoDir string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "repo")
-	if out, err := exec.Command("cp", "-a", repoDir, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v %s", err, out)
-	}
-	return dst
+	run(t, append([]string{"backup", "--repo", location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	return src, backupListing(t, location)[0].ID
 }
 
 func TestDamagedBackupIsRefused(t *testing.T) {
-	_, repoDir, id := smallBackup(t)
-	object := filepath.Join("backups", id, "streams", "00001.xbs.zst")
-	cases := []struct {
-		name   string
-		damage func(t *testing.T, path string)
-		want   []string
-	}{
-		{"flipped byte", func(t *testing.T, p string) {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data[len(data)/2] ^= 1
-			os.WriteFile(p, data, 0o600)
-		}, []string{"00001.xbs.zst", "frame", "checksum mismatch"}},
-		{"truncated object", func(t *testing.T, p string) {
-			info, _ := os.Stat(p)
-			os.Truncate(p, info.Size()*2/3)
-		}, []string{"00001.xbs.zst", "frame", "truncated"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			repo := copyRepo(t, repoDir)
-			tc.damage(t, filepath.Join(repo, object))
-			for _, cmd := range [][]string{
-				{"verify", id, "--repo", repo},
-				{"restore", id, "--repo", repo, "--target-dir", filepath.Join(t.TempDir(), "target")},
-			} {
-				r := run(t, cmd...)
-				if r.code != ExitCorrupt {
-					t.Errorf("%s: exit %d (%v), want %d", cmd[0], r.code, r.err, ExitCorrupt)
-				}
-				for _, w := range append(tc.want, id) {
-					if r.err == nil || !strings.Contains(r.err.Error(), w) {
-						t.Errorf("%s: error %v does not name %q", cmd[0], r.err, w)
+	forEachBackend(t, func(t *testing.T, repo testRepo) {
+		_, id := smallBackupInto(t, repo.location)
+		object := "backups/" + id + "/streams/00001.xbs.zst"
+		original := repo.read(t, object)
+		cases := []struct {
+			name   string
+			damage func([]byte) []byte
+			want   []string
+		}{
+			{"flipped byte", func(b []byte) []byte {
+				b = bytes.Clone(b)
+				b[len(b)/2] ^= 1
+				return b
+			}, []string{"00001.xbs.zst", "frame", "checksum mismatch"}},
+			{"truncated object", func(b []byte) []byte { return b[:len(b)*2/3] }, []string{"00001.xbs.zst", "frame", "truncated"}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				repo.write(t, object, tc.damage(original))
+				defer repo.write(t, object, original)
+				for _, cmd := range [][]string{
+					{"verify", id, "--repo", repo.location},
+					{"restore", id, "--repo", repo.location, "--target-dir", filepath.Join(t.TempDir(), "target")},
+				} {
+					r := run(t, cmd...)
+					if r.code != ExitCorrupt {
+						t.Errorf("%s: exit %d (%v), want %d", cmd[0], r.code, r.err, ExitCorrupt)
+					}
+					for _, w := range append(tc.want, id) {
+						if r.err == nil || !strings.Contains(r.err.Error(), w) {
+							t.Errorf("%s: error %v does not name %q", cmd[0], r.err, w)
+						}
+					}
+					if cmd[0] == "restore" {
+						if _, err := os.Stat(cmd[len(cmd)-1]); !os.IsNotExist(err) {
+							t.Errorf("restore left its target behind after failing (%v)", err)
+						}
 					}
 				}
-				if cmd[0] == "restore" {
-					if _, err := os.Stat(cmd[len(cmd)-1]); !os.IsNotExist(err) {
-						t.Errorf("restore left its target behind after failing (%v)", err)
-					}
-				}
-			}
-		})
-	}
+			})
+		}
+		// Undamaged again, it verifies.
+		run(t, "verify", id, "--repo", repo.location).mustSucceed(t)
+	})
 }
 
 func TestRestoreRefusesNonEmptyTarget(t *testing.T) {

@@ -36,78 +36,84 @@ func TestPhysicalRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
-	args := append([]string{"backup", "--repo", repoDir, "--parallel", "3"}, sandboxConn(src)...)
-	r := run(t, args...).mustSucceed(t)
-	if !strings.Contains(r.stdout, "complete") {
-		t.Errorf("backup printed %q", r.stdout)
-	}
-
-	entries := backupListing(t, repoDir)
-	if len(entries) != 1 {
-		t.Fatalf("list shows %d backups, want 1", len(entries))
-	}
-	e := entries[0]
-	if e.Kind != "physical" || e.Streams != 3 || e.Positions.ToLSN == 0 || e.Positions.BinlogFile == "" || e.Positions.GTID == "" {
-		t.Errorf("unexpected listing: %+v", e)
-	}
-	if e.StoredBytes >= e.RawBytes {
-		t.Errorf("stored %d bytes of %d raw: nothing compressed", e.StoredBytes, e.RawBytes)
-	}
-
-	run(t, "verify", e.ID, "--repo", repoDir).mustSucceed(t)
-
-	// Restore without prepare, and the stock tools on every stream object:
-	// the same files.
-	plain := filepath.Join(t.TempDir(), "plain")
-	run(t, "restore", e.ID, "--repo", repoDir, "--target-dir", plain).mustSucceed(t)
-	stock := t.TempDir()
-	objects, _ := filepath.Glob(filepath.Join(repoDir, "backups", e.ID, "streams", "*.xbs*"))
-	if len(objects) != 3 {
-		t.Fatalf("%d stream objects, want 3", len(objects))
-	}
-	for _, o := range objects {
-		stockExtract(t, o, stock)
-	}
-	compareTrees(t, "zstd -dc | mbstream -x vs restore", treeDigests(t, stock), treeDigests(t, plain))
-
-	// cat: the whole backup as one xbstream, for mbstream -x.
-	catOut := run(t, "cat", e.ID, "--repo", repoDir).mustSucceed(t).stdout
-	catDir := t.TempDir()
-	mb := exec.Command("mbstream", "-x", "-C", catDir)
-	mb.Stdin = strings.NewReader(catOut)
-	if out, err := mb.CombinedOutput(); err != nil {
-		t.Fatalf("cat | mbstream -x: %v\n%s", err, out)
-	}
-	compareTrees(t, "cat | mbstream -x vs restore", treeDigests(t, catDir), treeDigests(t, plain))
-
-	// Restore with prepare; a server starts on it with the same data.
-	target := filepath.Join(t.TempDir(), "datadir")
-	r = run(t, "restore", "latest", "--repo", repoDir, "--target-dir", target, "--prepare", "--use-memory", "256M").mustSucceed(t)
-	if !strings.Contains(r.stdout, "prepared") {
-		t.Errorf("restore printed %q", r.stdout)
-	}
-	info, err := os.Stat(target)
-	if err != nil || info.Mode().Perm() != 0o750 {
-		t.Errorf("target mode %v, %v; want 0750", info.Mode(), err)
-	}
-	dst, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
-	got, err := sandbox.ChecksumTables(ctx, dst.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) || len(want) < 5 {
-		t.Errorf("restored %d tables, source has %d", len(got), len(want))
-	}
-	for table, sum := range want {
-		if got[table] != sum {
-			t.Errorf("table %s: checksum %s after restore, %s in the source", table, got[table], sum)
+	forEachBackend(t, func(t *testing.T, repo testRepo) {
+		repoDir := repo.location
+		args := append([]string{"backup", "--repo", repoDir, "--parallel", "3"}, sandboxConn(src)...)
+		r := run(t, args...).mustSucceed(t)
+		if !strings.Contains(r.stdout, "complete") {
+			t.Errorf("backup printed %q", r.stdout)
 		}
-	}
+
+		entries := backupListing(t, repoDir)
+		if len(entries) != 1 {
+			t.Fatalf("list shows %d backups, want 1", len(entries))
+		}
+		e := entries[0]
+		if e.Kind != "physical" || e.Streams != 3 || e.Positions.ToLSN == 0 || e.Positions.BinlogFile == "" || e.Positions.GTID == "" {
+			t.Errorf("unexpected listing: %+v", e)
+		}
+		if e.StoredBytes >= e.RawBytes {
+			t.Errorf("stored %d bytes of %d raw: nothing compressed", e.StoredBytes, e.RawBytes)
+		}
+
+		run(t, "verify", e.ID, "--repo", repoDir).mustSucceed(t)
+
+		// Restore without prepare, and the stock tools on every stream
+		// object: the same files.
+		plain := filepath.Join(t.TempDir(), "plain")
+		run(t, "restore", e.ID, "--repo", repoDir, "--target-dir", plain).mustSucceed(t)
+		stock := t.TempDir()
+		objects := repo.streamObjects(t, e.ID)
+		if len(objects) != 3 {
+			t.Fatalf("%d stream objects, want 3", len(objects))
+		}
+		for _, o := range objects {
+			local := filepath.Join(t.TempDir(), filepath.Base(o))
+			if err := os.WriteFile(local, repo.read(t, o), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			stockExtract(t, local, stock)
+		}
+		compareTrees(t, "zstd -dc | mbstream -x vs restore", treeDigests(t, stock), treeDigests(t, plain))
+
+		// cat: the whole backup as one xbstream, for mbstream -x.
+		catOut := run(t, "cat", e.ID, "--repo", repoDir).mustSucceed(t).stdout
+		catDir := t.TempDir()
+		mb := exec.Command("mbstream", "-x", "-C", catDir)
+		mb.Stdin = strings.NewReader(catOut)
+		if out, err := mb.CombinedOutput(); err != nil {
+			t.Fatalf("cat | mbstream -x: %v\n%s", err, out)
+		}
+		compareTrees(t, "cat | mbstream -x vs restore", treeDigests(t, catDir), treeDigests(t, plain))
+
+		// Restore with prepare; a server starts on it with the same data.
+		target := filepath.Join(t.TempDir(), "datadir")
+		r = run(t, "restore", "latest", "--repo", repoDir, "--target-dir", target, "--prepare", "--use-memory", "256M").mustSucceed(t)
+		if !strings.Contains(r.stdout, "prepared") {
+			t.Errorf("restore printed %q", r.stdout)
+		}
+		info, err := os.Stat(target)
+		if err != nil || info.Mode().Perm() != 0o750 {
+			t.Errorf("target mode %v, %v; want 0750", info.Mode(), err)
+		}
+		dst, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dst.Close()
+		got, err := sandbox.ChecksumTables(ctx, dst.DB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || len(want) < 5 {
+			t.Errorf("restored %d tables, source has %d", len(got), len(want))
+		}
+		for table, sum := range want {
+			if got[table] != sum {
+				t.Errorf("table %s: checksum %s after restore, %s in the source", table, got[table], sum)
+			}
+		}
+	})
 }
 
 // Consistency under writes: transfers between accounts run during the

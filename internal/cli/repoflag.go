@@ -9,16 +9,33 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/storage/s3"
 )
 
 // openBackend maps a --repo location to a storage backend. A plain path or
-// a file:// URL is a local directory, created only when create is set.
-func openBackend(location string, create bool) (storage.Backend, error) {
+// a file:// URL is a local directory, created only when create is set;
+// s3://bucket/prefix is an S3-compatible bucket (credentials and endpoint
+// from the usual AWS environment variables and files, or --s3-endpoint).
+func (g *globals) openBackend(ctx context.Context, location string, create bool) (storage.Backend, error) {
 	if location == "" {
 		return nil, usagef("no repository: pass --repo or set BACKSTREAM_REPO")
 	}
-	if scheme, _, ok := strings.Cut(location, "://"); ok && scheme != "file" {
-		return nil, usagef("repository %q: unsupported scheme %q (supported: a directory path or file://)", location, scheme)
+	scheme, _, hasScheme := strings.Cut(location, "://")
+	switch {
+	case scheme == "s3":
+		cfg, err := s3.ConfigFromEnv(location)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if g.s3Endpoint != "" {
+			cfg.Endpoint = g.s3Endpoint
+			if strings.HasPrefix(cfg.Endpoint, "http://") {
+				cfg.CAFile = ""
+			}
+		}
+		return s3.New(ctx, cfg)
+	case hasScheme && scheme != "file":
+		return nil, usagef("repository %q: unsupported scheme %q (supported: a directory path, file://, s3://)", location, scheme)
 	}
 	dir := strings.TrimPrefix(location, "file://")
 	if !create {
@@ -32,7 +49,7 @@ func openBackend(location string, create bool) (storage.Backend, error) {
 // openRepo opens the repository named by --repo; create makes it if the
 // location is empty.
 func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error) {
-	b, err := openBackend(g.repo, create)
+	b, err := g.openBackend(ctx, g.repo, create)
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,7 @@ type globals struct {
 	repo       string
 	progress   string
 	cpuprofile string
+	s3Endpoint string
 	stdout     io.Writer
 	stderr     io.Writer
 }
@@ -101,7 +102,8 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.repo, "repo", os.Getenv("BACKSTREAM_REPO"), "repository location: a directory (env BACKSTREAM_REPO)")
+	pf.StringVar(&g.repo, "repo", os.Getenv("BACKSTREAM_REPO"), "repository: a directory or s3://bucket/prefix (env BACKSTREAM_REPO)")
+	pf.StringVar(&g.s3Endpoint, "s3-endpoint", "", "S3 endpoint for s3:// repositories, e.g. https://minio.example:9000 (default: $AWS_ENDPOINT_URL, else AWS)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	pf.MarkHidden("cpuprofile")

@@ -125,7 +125,10 @@ func ConfigFromEnv(u string) (Config, error) {
 	}
 	cfg := Config{Bucket: bucket, Prefix: prefix}
 	cfg.Endpoint = firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
-	cfg.CAFile = os.Getenv("AWS_CA_BUNDLE")
+	if !strings.HasPrefix(cfg.Endpoint, "http://") {
+		// A machine-wide CA bundle means nothing to a plain-http endpoint.
+		cfg.CAFile = os.Getenv("AWS_CA_BUNDLE")
+	}
 	cfg.Region = firstEnv("AWS_REGION", "AWS_DEFAULT_REGION")
 	if cfg.Region == "" {
 		path := os.Getenv("AWS_CONFIG_FILE")

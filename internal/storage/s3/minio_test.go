@@ -4,219 +4,25 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/backstream/backstream/internal/storage/s3/s3test"
 )
 
-// minioServer is a real MinIO for one test, on a loopback port with its
-// data in a temporary directory. It can be stopped and started again on
-// the same port and data, as a server restart looks to a client.
-type minioServer struct {
-	t          *testing.T
-	bin, dir   string
-	port       int
-	console    int
-	user, pass string
-	Endpoint   string // http://127.0.0.1:port
-	Bucket     string // created at start
+// minioServer is a real MinIO for one test (see s3test) plus the checks
+// these tests make through the backend.
+type minioServer struct{ *s3test.Server }
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
+func minioForTest(t *testing.T) *minioServer { return &minioServer{s3test.Start(t)} }
 
-// findMinio looks for the minio binary where scripts/minio.sh puts it.
-func findMinio() (string, error) {
-	if p, err := exec.LookPath("minio"); err == nil {
-		return p, nil
-	}
-	var dirs []string
-	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(lines) == 2 {
-			if lines[0] != "" {
-				dirs = append(dirs, strings.TrimSpace(lines[0]))
-			}
-			dirs = append(dirs, filepath.Join(strings.TrimSpace(lines[1]), "bin"))
-		}
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "minio")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("minio not found on PATH nor in %v: run scripts/minio.sh install", dirs)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// Start starts the server again after Stop.
+func (m *minioServer) Start() { m.Restart() }
 
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// minioForTest starts a MinIO with one empty bucket, points the AWS
-// environment variables at it, and stops it when the test ends. A missing
-// binary fails the test: the S3 backend is never left untested.
-func minioForTest(t *testing.T) *minioServer {
-	t.Helper()
-	bin, err := findMinio()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &minioServer{
-		t:       t,
-		bin:     bin,
-		dir:     t.TempDir(),
-		port:    freePort(t),
-		console: freePort(t),
-		user:    "bs" + randomHex(6),
-		pass:    randomHex(20),
-		Bucket:  "bs-test",
-	}
-	m.Endpoint = "http://127.0.0.1:" + strconv.Itoa(m.port)
-	t.Cleanup(m.Stop)
-	m.Start()
-	m.SetEnv(t)
-	if err := m.client(t).MakeBucket(t.Context(), m.Bucket, minio.MakeBucketOptions{}); err != nil {
-		t.Fatalf("creating bucket %s: %v", m.Bucket, err)
-	}
-	return m
-}
-
-// SetEnv makes the server's credentials those New finds, and hides any
-// of the machine's own AWS settings.
-func (m *minioServer) SetEnv(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", m.user)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.pass)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(m.dir, "no-credentials"))
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(m.dir, "no-config"))
-}
-
-// client is a plain minio-go client for checking what the backend did.
-func (m *minioServer) client(t *testing.T) *minio.Client {
-	t.Helper()
-	c, err := minio.New(strings.TrimPrefix(m.Endpoint, "http://"), &minio.Options{
-		Creds:  credentials.NewStaticV4(m.user, m.pass, ""),
-		Region: "us-east-1",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// Start starts the server (again) and waits until it serves requests.
-func (m *minioServer) Start() {
-	m.t.Helper()
-	if err := m.start(); err != nil {
-		m.t.Fatal(err)
-	}
-}
-
-// start is Start for goroutines other than the test's.
-func (m *minioServer) start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		return errors.New("minio already running")
-	}
-	logPath := filepath.Join(m.dir, "minio.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd := exec.Command(m.bin, "server", filepath.Join(m.dir, "data"),
-		"--address", "127.0.0.1:"+strconv.Itoa(m.port),
-		"--console-address", "127.0.0.1:"+strconv.Itoa(m.console), "--quiet")
-	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.user, "MINIO_ROOT_PASSWORD="+m.pass, "MINIO_BROWSER=off")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", m.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	m.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(m.Endpoint + "/minio/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(logPath)
-			m.cmd = nil
-			return fmt.Errorf("minio exited at start: %s", log)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("minio on port %d not ready after 30s", m.port)
-		}
-	}
-}
-
-// Stop kills the server, as a crash or a pulled cable would look.
-func (m *minioServer) Stop() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return
-	}
-	_ = m.cmd.Process.Kill()
-	// Wait until the port is closed, so that the test's next step sees
-	// the server gone.
-	for range 100 {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(m.port), 100*time.Millisecond)
-		if err != nil {
-			break
-		}
-		c.Close()
-		time.Sleep(20 * time.Millisecond)
-	}
-	m.cmd = nil
-}
-
-// Freeze and Thaw stop and continue the server process (SIGSTOP,
-// SIGCONT): connections stay open and silent, as with a hung server.
-func (m *minioServer) Freeze() { m.signal(syscall.SIGSTOP) }
-func (m *minioServer) Thaw()   { m.signal(syscall.SIGCONT) }
-
-func (m *minioServer) signal(sig syscall.Signal) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd != nil {
-		_ = m.cmd.Process.Signal(sig)
-	}
 }
 
 // newBackend opens a backend on a fresh prefix of the server's bucket.
@@ -241,7 +47,7 @@ func (m *minioServer) newBackend(t *testing.T, cfg Config) *Backend {
 func (m *minioServer) incompleteUploads(t *testing.T, prefix string) []string {
 	t.Helper()
 	var keys []string
-	for u := range m.client(t).ListIncompleteUploads(t.Context(), m.Bucket, prefix, true) {
+	for u := range m.Client(t).ListIncompleteUploads(t.Context(), m.Bucket, prefix, true) {
 		if u.Err != nil {
 			t.Fatalf("listing incomplete uploads: %v", u.Err)
 		}

@@ -122,7 +122,7 @@ func TestMultipart(t *testing.T) {
 		sum := md5.Sum(data[off:min(off+MinPartSize, size)])
 		parts = append(parts, minio.CompletePart{ETag: hex.EncodeToString(sum[:])})
 	}
-	info, err := srv.client(t).StatObject(t.Context(), srv.Bucket, b.key("big"), minio.StatObjectOptions{})
+	info, err := srv.Client(t).StatObject(t.Context(), srv.Bucket, b.key("big"), minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestNewErrors(t *testing.T) {
 		}
 	})
 	t.Run("bucket removed", func(t *testing.T) {
-		c := srv.client(t)
+		c := srv.Client(t)
 		if err := c.MakeBucket(ctx, "bs-gone", minio.MakeBucketOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,7 @@ func TestRestartDuringPut(t *testing.T) {
 		go func() {
 			defer close(restarted)
 			time.Sleep(2 * time.Second)
-			if err := srv.start(); err != nil {
+			if err := srv.TryRestart(); err != nil {
 				t.Error(err)
 			}
 		}()
