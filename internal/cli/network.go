@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/transport"
 )
@@ -77,18 +76,12 @@ ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.
 
 func newReceiveCmd(g *globals) *cobra.Command {
 	var (
-		listen      string
-		target      string
-		prepare     bool
-		useMemory   string
-		owner       string
-		mariabackup string
-		parallel    int
-		tokenFile   string
-		certFile    string
-		keyFile     string
-		keep        bool
-		verbose     bool
+		d         datadirFlags
+		listen    string
+		tokenFile string
+		certFile  string
+		keyFile   string
+		keep      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --repo DIR)",
@@ -101,54 +94,48 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			intoRepo := cmd.Flags().Changed("repo") || (target == "" && g.repo != "")
+			intoRepo := cmd.Flags().Changed("repo") || (d.target == "" && g.repo != "")
 			switch {
 			case listen == "":
 				return usagef("--listen ADDR is required, e.g. --listen :4444")
-			case target != "" && intoRepo:
+			case d.target != "" && intoRepo:
 				return usagef("give either --target-dir or --repo, not both")
-			case target == "" && !intoRepo:
+			case d.target == "" && !intoRepo:
 				return usagef("give --target-dir DIR (restore) or --repo DIR (store)")
-			case keep && target != "":
+			case keep && d.target != "":
 				return usagef("--keep-listening needs --repo: a target directory takes one backup")
+			case (certFile == "") != (keyFile == ""):
+				return usagef("--tls-cert and --tls-key go together")
 			}
 			tok, err := loadToken(tokenFile)
 			if err != nil {
 				return err
 			}
-			if (certFile == "") != (keyFile == "") {
-				return usagef("--tls-cert and --tls-key go together")
+			rv := &remote.Receiver{Workers: d.parallel,
+				Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
+			where := d.target
+			if d.target != "" {
+				job := d.job(g, cmd.Flags())
+				rv.Datadir = &job
+			} else {
+				if rv.Repo, err = g.openRepo(ctx, true); err != nil {
+					return err
+				}
+				where = rv.Repo.Backend.Location()
 			}
 			ln, err := transport.Listen(ctx, listen, transport.Options{Token: tok, CertFile: certFile, KeyFile: keyFile})
 			if err != nil {
 				return err
 			}
 			defer ln.Close()
+			rv.Listener = ln
 			fmt.Fprintf(g.stderr, "receive: listening on %s\n", ln.Addr())
-			rv := &remote.Receiver{Listener: ln, TargetDir: target, Prepare: prepare, UseMemory: useMemory,
-				Mariabackup: mariabackup, Workers: parallel,
-				Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
-			if verbose {
-				rv.Log = g.stderr
-			}
-			if target != "" {
-				rv.Owner = owner
-				if !cmd.Flags().Changed("owner") {
-					rv.Owner = physical.DefaultOwner()
-				}
-			} else if rv.Repo, err = g.openRepo(ctx, true); err != nil {
-				return err
-			}
 			for {
 				t := g.tracker("receive", 0)
 				rv.Progress = t
 				m, err := rv.Serve(ctx)
 				t.Finish(err)
 				if err == nil {
-					where := target
-					if target == "" {
-						where = rv.Repo.Backend.Location()
-					}
 					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)
 				}
 				if !keep || ctx.Err() != nil {
@@ -161,18 +148,12 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 		},
 	}
 	f := cmd.Flags()
+	d.register(f)
 	f.StringVar(&listen, "listen", "", "address to listen on, e.g. :4444 or 10.0.0.5:4444")
-	f.StringVar(&target, "target-dir", "", "restore into this directory (must be empty or absent)")
-	f.BoolVar(&prepare, "prepare", false, "with --target-dir: run mariabackup --prepare on the result")
-	f.StringVar(&useMemory, "use-memory", "", "memory for --prepare, e.g. 1G")
-	f.StringVar(&owner, "owner", "", "user to own the restored files (default: mysql when running as root)")
-	f.StringVar(&mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
-	f.IntVar(&parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
 	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
 	f.StringVar(&keyFile, "tls-key", "", "key of --tls-cert (PEM)")
 	f.BoolVar(&keep, "keep-listening", false, "serve transfers one after another (with --repo)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
 	return cmd
 }
 

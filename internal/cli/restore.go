@@ -5,20 +5,49 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/physical"
 )
 
+// datadirFlags are the options of writing a datadir, shared by restore and
+// receive.
+type datadirFlags struct {
+	target      string
+	prepare     bool
+	useMemory   string
+	owner       string
+	mariabackup string
+	parallel    int
+	verbose     bool
+}
+
+func (d *datadirFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&d.target, "target-dir", "", "directory to restore into (must be empty or absent)")
+	f.BoolVar(&d.prepare, "prepare", false, "run mariabackup --prepare on the result")
+	f.StringVar(&d.useMemory, "use-memory", "", "memory for --prepare, e.g. 1G")
+	f.StringVar(&d.owner, "owner", "", "user to own the restored files (default: mysql when running as root)")
+	f.StringVar(&d.mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
+	f.IntVar(&d.parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
+	f.BoolVarP(&d.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+}
+
+// job is the restore job these flags describe, less its input.
+func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) physical.RestoreJob {
+	owner := d.owner
+	if !f.Changed("owner") {
+		owner = physical.DefaultOwner()
+	}
+	var log io.Writer
+	if d.verbose {
+		log = g.stderr
+	}
+	return physical.RestoreJob{TargetDir: d.target, Prepare: d.prepare, UseMemory: d.useMemory, Owner: owner,
+		Mariabackup: d.mariabackup, Workers: d.parallel, Log: log}
+}
+
 func newRestoreCmd(g *globals) *cobra.Command {
-	var (
-		target      string
-		prepare     bool
-		useMemory   string
-		owner       string
-		mariabackup string
-		parallel    int
-		verbose     bool
-	)
+	var d datadirFlags
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
 		Short: "Restore a physical backup into a new datadir",
@@ -27,44 +56,29 @@ the files into --target-dir, which must be empty or absent. With --prepare it th
 mariabackup --prepare, so that a server starts on the result. Ownership and modes
 (directories 0750, files 0640) are set at the end. A failed restore leaves the target empty.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if target == "" {
+			if d.target == "" {
 				return usagef("--target-dir is required")
 			}
-			if !cmd.Flags().Changed("owner") {
-				owner = physical.DefaultOwner()
-			}
+			job := d.job(g, cmd.Flags())
 			r, m, err := g.resolveBackup(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
-			var log io.Writer
-			if verbose {
-				log = g.stderr
-			}
 			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
-			err = physical.RunRestore(cmd.Context(), physical.RestoreJob{
-				Input: r.Input(m.ID), Manifest: m, TargetDir: target, Prepare: prepare, UseMemory: useMemory, Owner: owner,
-				Mariabackup: mariabackup, Workers: parallel, Log: log, Progress: t,
-			})
+			job.Input, job.Manifest, job.Progress = r.Input(m.ID), m, t
+			err = physical.RunRestore(cmd.Context(), job)
 			t.Finish(err)
 			if err != nil {
 				return err
 			}
 			state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
-			if prepare {
+			if d.prepare {
 				state = "restored and prepared: a server can start on it"
 			}
-			fmt.Fprintf(g.stdout, "backup %s %s: %s\n", m.ID, state, target)
+			fmt.Fprintf(g.stdout, "backup %s %s: %s\n", m.ID, state, d.target)
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&target, "target-dir", "", "directory to restore into (must be empty or absent)")
-	f.BoolVar(&prepare, "prepare", false, "run mariabackup --prepare on the result")
-	f.StringVar(&useMemory, "use-memory", "", "memory for --prepare, e.g. 1G")
-	f.StringVar(&owner, "owner", "", "user to own the restored files (default: mysql when running as root)")
-	f.StringVar(&mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
-	f.IntVar(&parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+	d.register(cmd.Flags())
 	return cmd
 }

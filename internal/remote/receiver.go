@@ -20,17 +20,14 @@ import (
 type Receiver struct {
 	Listener *transport.Listener
 
-	// Into a datadir (TargetDir set): restored as it arrives, like restore.
-	TargetDir   string
-	Prepare     bool
-	UseMemory   string
-	Owner       string
-	Mariabackup string
-	// Into a repository (Repo set): stored and verified, then committed.
+	// Into a datadir: restored as it arrives, like restore, with these
+	// settings (target, prepare, owner, ...); the receiver provides the
+	// input, the manifest and the progress.
+	Datadir *physical.RestoreJob
+	// Into a repository: stored and verified, then committed.
 	Repo *repo.Repo
 
-	Workers  int
-	Log      io.Writer
+	Workers  int // decoding goroutines (repository mode; Datadir has its own)
 	Progress physical.Progress
 	// Rejected, if set, hears of connections refused before a transfer
 	// (wrong token, not TLS, ...); they do not end Serve.
@@ -57,7 +54,7 @@ type session struct {
 // Serve waits for a sender, takes its backup, and reports the outcome to
 // it. It returns the manifest of a backup that arrived whole and verified.
 func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
-	if (rv.TargetDir == "") == (rv.Repo == nil) {
+	if (rv.Datadir == nil) == (rv.Repo == nil) {
 		return nil, errors.New("receive into either a target directory or a repository")
 	}
 	control, err := rv.accept(ctx, func(c *transport.Conn) bool { return c.Purpose() == controlPurpose })
@@ -122,7 +119,7 @@ func (rv *Receiver) accept(ctx context.Context, want func(*transport.Conn) bool)
 
 func (s *session) run(ctx context.Context, cancel context.CancelCauseFunc) (*archive.Manifest, error) {
 	go s.acceptStreams(ctx, cancel)
-	if s.rv.TargetDir != "" {
+	if s.rv.Datadir != nil {
 		return s.intoDatadir(ctx, cancel)
 	}
 	return s.intoRepo(ctx, cancel)
@@ -266,12 +263,10 @@ func (f *netFrames) Close() error { return f.c.Close() }
 
 // intoDatadir restores the backup as it arrives.
 func (s *session) intoDatadir(ctx context.Context, cancel context.CancelCauseFunc) (*archive.Manifest, error) {
-	rv := s.rv
-	err := physical.RunRestore(ctx, physical.RestoreJob{
-		Input: s, Manifest: s.header, Final: s.finalManifest, Ready: func() error { return s.ready(cancel) },
-		TargetDir: rv.TargetDir, Prepare: rv.Prepare, UseMemory: rv.UseMemory, Owner: rv.Owner,
-		Mariabackup: rv.Mariabackup, Workers: rv.Workers, Log: rv.Log, Progress: rv.Progress,
-	})
+	job := *s.rv.Datadir
+	job.Input, job.Manifest, job.Final, job.Progress = s, s.header, s.finalManifest, s.rv.Progress
+	job.Ready = func() error { return s.ready(cancel) }
+	err := physical.RunRestore(ctx, job)
 	if err != nil {
 		return nil, err
 	}
