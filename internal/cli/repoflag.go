@@ -33,6 +33,7 @@ func (g *globals) openBackend(ctx context.Context, location string, create bool)
 				cfg.CAFile = ""
 			}
 		}
+		cfg.RetryWindow = g.s3Retry
 		return s3.New(ctx, cfg)
 	case hasScheme && scheme != "file":
 		return nil, usagef("repository %q: unsupported scheme %q (supported: a directory path, file://, s3://)", location, scheme)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -57,6 +58,8 @@ type globals struct {
 	progress   string
 	cpuprofile string
 	s3Endpoint string
+	s3Retry    time.Duration
+	lockWait   time.Duration
 	stdout     io.Writer
 	stderr     io.Writer
 }
@@ -104,6 +107,8 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.repo, "repo", os.Getenv("BACKSTREAM_REPO"), "repository: a directory or s3://bucket/prefix (env BACKSTREAM_REPO)")
 	pf.StringVar(&g.s3Endpoint, "s3-endpoint", "", "S3 endpoint for s3:// repositories, e.g. https://minio.example:9000 (default: $AWS_ENDPOINT_URL, else AWS)")
+	pf.DurationVar(&g.s3Retry, "s3-retry-window", 0, "how long S3 requests are retried through outages before failing (default 2m)")
+	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	pf.MarkHidden("cpuprofile")
@@ -118,6 +123,8 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newReceiveCmd(g),
 		newTokenCmd(g),
 		newReplicateCmd(g),
+		newExpireCmd(g),
+		newUnlockCmd(g),
 	)
 	return root
 }
