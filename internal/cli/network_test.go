@@ -262,6 +262,13 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 			t.Fatalf("a corrupted transfer succeeded: send exit %d, receive exit %d", s.code, r.code)
 		}
 		t.Logf("sender: %v\nreceiver: %v", s.err, r.err)
+		// Both ends say what happened: the receiver found the record
+		// tampered with, and the sender relays the receiver's reason.
+		for who, err := range map[string]error{"sender": s.err, "receiver": r.err} {
+			if !strings.Contains(err.Error(), "bad record MAC") {
+				t.Errorf("%s's error does not say the data was altered: %v", who, err)
+			}
+		}
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
 			t.Errorf("target left behind after a corrupted transfer (%v)", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/transport"
@@ -23,10 +24,38 @@ type peer struct {
 	addr    string
 	control *transport.Conn
 	streams []*transport.Conn
+
+	reasonOnce sync.Once
+	reason     string
 }
 
 func (p *peer) errorf(format string, a ...any) error {
 	return fmt.Errorf("receiver %s: %w", p.addr, fmt.Errorf(format, a...))
+}
+
+// failed explains a failed write to the receiver: a receiver that gives up
+// says why on the control connection before it closes, and that reason
+// beats "broken pipe".
+func (p *peer) failed(err error) error {
+	p.reasonOnce.Do(func() {
+		got := make(chan error, 1)
+		go func() {
+			_, _, rerr := p.control.ReadMessage(nil)
+			got <- rerr
+		}()
+		select {
+		case rerr := <-got:
+			var pe *transport.PeerError
+			if errors.As(rerr, &pe) {
+				p.reason = pe.Reason
+			}
+		case <-time.After(2 * time.Second):
+		}
+	})
+	if p.reason != "" {
+		return fmt.Errorf("receiver %s failed: %s (sending: %w)", p.addr, p.reason, err)
+	}
+	return p.errorf("%w", err)
 }
 
 // Dial opens the control connection to every receiver.
@@ -114,10 +143,10 @@ func (st *netStream) WriteFrame(f archive.Frame, stored []byte) error {
 	for _, p := range st.peers {
 		c := p.streams[st.num]
 		if err := c.WriteMessage(msgFrame, rec); err != nil {
-			return p.errorf("%w", err)
+			return p.failed(err)
 		}
 		if err := c.WriteMessage(msgData, stored); err != nil {
-			return p.errorf("%w", err)
+			return p.failed(err)
 		}
 	}
 	return nil
@@ -131,10 +160,10 @@ func (st *netStream) Close(s archive.Stream) (archive.Stream, error) {
 	for _, p := range st.peers {
 		c := p.streams[st.num]
 		if err := c.WriteMessage(msgTrailer, data); err != nil {
-			return s, p.errorf("%w", err)
+			return s, p.failed(err)
 		}
 		if err := c.CloseWrite(); err != nil {
-			return s, p.errorf("%w", err)
+			return s, p.failed(err)
 		}
 	}
 	return s, nil
