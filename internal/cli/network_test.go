@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -361,5 +362,36 @@ func TestReceiveIntoRepository(t *testing.T) {
 	got, err := sandbox.ChecksumTables(context.Background(), dst.DB())
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("restored from the central repository: %v %v, want %v", got, err, want)
+	}
+}
+
+// receive --repo --keep-listening takes one transfer after another.
+func TestReceiveKeepListening(t *testing.T) {
+	src := sandbox.Testing(t, sandbox.Options{})
+	tok := tokenFile(t)
+	addr := freeAddr(t)
+	repoDir := filepath.Join(t.TempDir(), "central")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		root := NewRoot("test")
+		root.SetArgs([]string{"receive", "--listen", addr, "--repo", repoDir, "--token-file", tok, "--keep-listening", "--progress=none"})
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		done <- root.ExecuteContext(ctx)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	for range 2 {
+		run(t, append([]string{"send", "--to", addr, "--token-file", tok}, sandboxConn(src)...)...).mustSucceed(t)
+		time.Sleep(1100 * time.Millisecond) // backup ids have a one-second resolution plus a random suffix
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("receive --keep-listening did not stop when cancelled")
+	}
+	if n := len(backupListing(t, repoDir)); n != 2 {
+		t.Fatalf("the central repository lists %d backups, want 2", n)
 	}
 }
