@@ -35,7 +35,20 @@ type Manifest struct {
 	Streams   []Stream  `json:"streams"`
 	Files     []File    `json:"files"`
 	Meta      []Object  `json:"meta,omitempty"`
+	Barriers  []Barrier `json:"barriers,omitempty"`
 	Stats     Stats     `json:"stats"`
+}
+
+// Barrier orders the streams around one chunk whose effect reaches files
+// in several streams: a remove of a directory (DROP DATABASE, or DDL on
+// non-InnoDB tables, during the backup). Every stream i first applies its
+// frames before Frames[i]; then stream Stream applies its frame
+// Frames[Stream], which holds that chunk alone; then all go on. Path
+// repeats the chunk's path so that every stream's file list follows it.
+type Barrier struct {
+	Frames []int  `json:"frames"`
+	Stream int    `json:"stream"`
+	Path   string `json:"path"`
 }
 
 // Server identifies the source server.
@@ -157,6 +170,19 @@ func (m *Manifest) validate() error {
 		if f.Digest != "" {
 			if _, err := digestAlg(f.Digest); err != nil {
 				return fmt.Errorf("file %q: %w", f.Path, err)
+			}
+		}
+	}
+	for i, b := range m.Barriers {
+		if len(b.Frames) != len(m.Streams) || b.Stream < 0 || b.Stream >= len(m.Streams) || b.Path == "" {
+			return fmt.Errorf("barrier %d: malformed", i)
+		}
+		for j, f := range b.Frames {
+			if f < 0 || f > m.Streams[j].Frames || (j == b.Stream && f >= m.Streams[j].Frames) {
+				return fmt.Errorf("barrier %d: frame %d of stream %d out of range", i, f, j)
+			}
+			if i > 0 && f < m.Barriers[i-1].Frames[j] {
+				return fmt.Errorf("barrier %d: out of order", i)
 			}
 		}
 	}

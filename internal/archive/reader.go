@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -54,6 +55,10 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	if final == nil {
 		final = func(context.Context) (*Manifest, error) { return m, nil }
 	}
+	syncs := make([]*barrierSync, len(m.Barriers))
+	for i := range syncs {
+		syncs[i] = &barrierSync{left: int32(len(m.Streams)), all: make(chan struct{}), applied: make(chan struct{})}
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	jobs := make(chan *decodeJob, opt.Workers*2)
 	decoders := errgroup.Group{}
@@ -69,7 +74,7 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	}
 	for i, s := range m.Streams {
 		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
-			order: make(chan *decodeJob, opt.Workers+2)}
+			order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs}
 		checked := make(chan checkedFrame, 2)
 		g.Go(func() error { return r.fetch(ctx) })
 		g.Go(func() error { return r.check(ctx, checked) })
@@ -98,6 +103,31 @@ type streamReader struct {
 	jobs  chan *decodeJob
 	order chan *decodeJob
 	final func(context.Context) (*Manifest, error)
+
+	barriers []Barrier // known up front: a repository's backup
+	syncs    []*barrierSync
+}
+
+// barrierSync is one barrier as the streams meet at it.
+type barrierSync struct {
+	left    int32         // streams still to arrive
+	all     chan struct{} // closed when every stream arrived
+	applied chan struct{} // closed when the owner applied the barrier's chunk
+}
+
+func (b *barrierSync) arrive() {
+	if atomic.AddInt32(&b.left, -1) == 0 {
+		close(b.all)
+	}
+}
+
+func wait(ctx context.Context, ch chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // expected returns what the complete manifest says about this stream: its
@@ -106,6 +136,10 @@ func (r *streamReader) expected(ctx context.Context) (Stream, []File, error) {
 	m, err := r.final(ctx)
 	if err != nil {
 		return Stream{}, nil, err
+	}
+	if len(m.Barriers) != len(r.barriers) {
+		// Only a transfer learns of barriers this late.
+		return Stream{}, nil, fmt.Errorf("the backup orders its streams around removals (DDL on non-InnoDB tables during the backup), which a transfer cannot follow yet: back up into a repository and restore from it")
 	}
 	if len(m.Streams) != len(r.opt.Manifest.Streams) {
 		return Stream{}, nil, corrupt("the manifest lists %d streams, %d were read", len(m.Streams), len(r.opt.Manifest.Streams))
@@ -215,6 +249,14 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 	t := newFileTracker(r.opt.Manifest.Hash)
 	var raw int64
 	frames := 0
+	next := 0 // the next barrier to pass
+	forget := func(frame int) {
+		for ; next < len(r.barriers) && r.barriers[next].Frames[r.num] <= frame; next++ {
+			if b := r.barriers[next]; b.Stream != r.num {
+				t.remove(b.Path)
+			}
+		}
+	}
 	for job := range r.order {
 		select {
 		case <-job.done:
@@ -224,6 +266,7 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		if job.err != nil {
 			return corrupt("%s: frame %d at offset %d: decode: %v", r.where(), job.num, job.frame.Offset, job.err)
 		}
+		forget(job.num)
 		b := job.raw
 		var chunks []xbstream.Chunk
 		for pos := 0; pos < len(b); {
@@ -251,6 +294,7 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	forget(frames)
 	want, files, err := r.expected(ctx)
 	if err != nil {
 		return err
@@ -273,7 +317,32 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 
 // deliver feeds the checked chunks to the sink, in order.
 func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) error {
+	next := 0 // the next barrier to meet
+	// meet waits at every barrier placed before frame n of this stream; it
+	// reports whether frame n is this stream's barrier chunk, whose
+	// barrier the caller completes after delivering it.
+	meet := func(n int) (*barrierSync, error) {
+		for ; next < len(r.barriers) && r.barriers[next].Frames[r.num] == n; next++ {
+			b, bs := r.barriers[next], r.syncs[next]
+			bs.arrive()
+			if b.Stream == r.num {
+				if err := wait(ctx, bs.all); err != nil {
+					return nil, err
+				}
+				next++
+				return bs, nil
+			}
+			if err := wait(ctx, bs.applied); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
 	for f := range in {
+		owned, err := meet(f.num)
+		if err != nil {
+			return err
+		}
 		if r.opt.Sink != nil {
 			for i := range f.chunks {
 				if err := ctx.Err(); err != nil {
@@ -284,11 +353,19 @@ func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) erro
 				}
 			}
 		}
+		if owned != nil {
+			close(owned.applied)
+		}
 		if r.opt.Counter != nil {
 			r.opt.Counter.In(f.stored)
 			r.opt.Counter.Out(int64(len(f.buf)))
 		}
 		putBuf(f.buf)
 	}
-	return nil
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Barriers after this stream's last frame.
+	_, err := meet(r.s.Frames)
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"sort"
+	"strings"
 
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -61,7 +62,7 @@ func (t *fileTracker) track(c *xbstream.Chunk) error {
 			st.sequential, st.h = false, nil
 		}
 	case xbstream.TypeRemove:
-		delete(t.files, c.Path)
+		t.remove(c.Path)
 	case xbstream.TypeRename:
 		if st := t.files[c.Path]; st != nil {
 			delete(t.files, c.Path)
@@ -74,6 +75,22 @@ func (t *fileTracker) track(c *xbstream.Chunk) error {
 		}
 	}
 	return nil
+}
+
+// remove forgets what a remove chunk deletes, as mbstream applies it: the
+// path and everything below it; a path ending in "*" removes only the file
+// named by the rest (see physical.DatadirWriter).
+func (t *fileTracker) remove(p string) {
+	if name, ok := strings.CutSuffix(p, "*"); ok {
+		delete(t.files, name)
+		return
+	}
+	delete(t.files, p)
+	for q := range t.files {
+		if strings.HasPrefix(q, p+"/") {
+			delete(t.files, q)
+		}
+	}
 }
 
 // records returns the manifest records of the tracked files, sorted by path.

@@ -53,16 +53,26 @@ type Writer struct {
 	cancel context.CancelCauseFunc
 	g      *errgroup.Group
 
-	jobs    chan *frameJob
-	streams []*streamWriter
-	binding map[string]int // path -> stream, for the whole life of the path
-	load    []int64        // raw bytes routed to each stream
-	closed  bool
+	jobs     chan *frameJob
+	streams  []*streamWriter
+	binding  map[string]int // path -> stream, for the whole life of the path
+	barriers []Barrier
+	load     []int64 // raw bytes routed to each stream
+	closed   bool
 }
 
+// routed is what the router hands a stream's builder: a chunk, or a cut
+// for a barrier (see Barrier).
 type routed struct {
 	c   xbstream.Chunk
 	raw []byte
+	// alone puts the chunk in a frame of its own (the chunk of a barrier).
+	alone bool
+	// cut asks the builder to close its current frame and answer with the
+	// number of frames it has made; forget, if set, is a path the barrier
+	// removes from this stream's files.
+	cut    chan int
+	forget string
 }
 
 type frameJob struct {
@@ -80,8 +90,9 @@ type streamWriter struct {
 	order chan *frameJob
 
 	// builder state, owned by the builder goroutine
-	frame []byte
-	files *fileTracker
+	frame  []byte
+	frames int // frames submitted
+	files  *fileTracker
 
 	// set by the writer goroutine
 	out    StreamOutput
@@ -169,8 +180,7 @@ func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
 		holders := w.holders(c.Path)
 		switch {
 		case len(holders) > 1:
-			return fmt.Errorf("archive: the stream removes %q, whose files are spread over streams %v; "+
-				"removals across streams cannot be ordered in format version 1 (DDL on non-InnoDB tables during the backup): retry the backup, or use --parallel 1", c.Path, holders)
+			return w.barrier(c, raw, holders[0])
 		case len(holders) == 1:
 			i, ok = holders[0], true
 		}
@@ -188,16 +198,49 @@ func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
 		}
 		w.binding[c.NewPath] = i
 	}
-	w.load[i] += int64(len(raw))
-	if w.opt.Counter != nil {
-		w.opt.Counter.In(int64(len(raw)))
+	return w.send(i, routed{c: *c, raw: raw})
+}
+
+// send hands r to stream i.
+func (w *Writer) send(i int, r routed) error {
+	if r.cut == nil {
+		w.load[i] += int64(len(r.raw))
+		if w.opt.Counter != nil {
+			w.opt.Counter.In(int64(len(r.raw)))
+		}
 	}
 	select {
-	case w.streams[i].in <- routed{c: *c, raw: raw}:
+	case w.streams[i].in <- r:
 		return nil
 	case <-w.ctx.Done():
 		return w.err()
 	}
+}
+
+// barrier writes a remove whose paths live in several streams: every
+// stream closes its current frame, the chunk goes alone into a frame of
+// stream owner, and the manifest records where each stream stood, so that
+// a reader applies the streams' earlier frames, then the remove, then the
+// rest (see Barrier).
+func (w *Writer) barrier(c *xbstream.Chunk, raw []byte, owner int) error {
+	b := Barrier{Frames: make([]int, len(w.streams)), Stream: owner, Path: c.Path}
+	for i := range w.streams {
+		r := routed{cut: make(chan int, 1)}
+		if i != owner {
+			r.forget = c.Path
+		}
+		if err := w.send(i, r); err != nil {
+			return err
+		}
+		select {
+		case b.Frames[i] = <-r.cut:
+		case <-w.ctx.Done():
+			return w.err()
+		}
+	}
+	w.barriers = append(w.barriers, b)
+	w.binding[c.Path] = owner
+	return w.send(owner, routed{c: *c, raw: raw, alone: true})
 }
 
 // holders lists the streams that hold p or paths below it. A removal
@@ -239,9 +282,8 @@ func (w *Writer) err() error {
 }
 
 // Close flushes every stream, waits for all objects to be durable, and
-// returns the stream and file records for the manifest, files sorted by
-// path. On error the objects already written are removed.
-func (w *Writer) Close() ([]Stream, []File, error) {
+// returns what the manifest needs. On error the streams are discarded.
+func (w *Writer) Close() (Result, error) {
 	if !w.closed {
 		w.closed = true
 		for _, s := range w.streams {
@@ -250,17 +292,24 @@ func (w *Writer) Close() ([]Stream, []File, error) {
 	}
 	if err := w.g.Wait(); err != nil {
 		w.removeObjects(err)
-		return nil, nil, err
+		return Result{}, err
 	}
 	w.cancel(nil)
-	var streams []Stream
-	var files []File
+	res := Result{Barriers: w.barriers}
 	for _, s := range w.streams {
-		streams = append(streams, s.result)
-		files = append(files, s.files.records(s.num)...)
+		res.Streams = append(res.Streams, s.result)
+		res.Files = append(res.Files, s.files.records(s.num)...)
 	}
-	sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
-	return streams, files, nil
+	sort.Slice(res.Files, func(a, b int) bool { return res.Files[a].Path < res.Files[b].Path })
+	return res, nil
+}
+
+// Result is what a Writer made, for the manifest: the streams, the files
+// sorted by path, and the barriers between streams.
+type Result struct {
+	Streams  []Stream
+	Files    []File
+	Barriers []Barrier
 }
 
 // Abort stops the pipeline with cause and removes every object written.
@@ -308,8 +357,27 @@ func (s *streamWriter) build() error {
 	defer close(s.order)
 	fs := s.w.opt.FrameSize
 	for r := range s.in {
+		if r.cut != nil {
+			if err := s.flush(); err != nil {
+				return err
+			}
+			if r.forget != "" {
+				s.files.remove(r.forget)
+			}
+			r.cut <- s.frames
+			continue
+		}
 		if err := s.files.track(&r.c); err != nil {
 			return err
+		}
+		if r.alone {
+			if err := s.flush(); err != nil {
+				return err
+			}
+			if err := s.submit(r.raw); err != nil {
+				return err
+			}
+			continue
 		}
 		if len(s.frame) == 0 && len(r.raw) >= fs {
 			// A chunk as large as a frame is a frame of its own: no copy.
@@ -330,16 +398,21 @@ func (s *streamWriter) build() error {
 			s.frame = nil
 		}
 	}
-	if len(s.frame) > 0 {
-		if err := s.submit(s.frame); err != nil {
-			return err
-		}
-		s.frame = nil
+	return s.flush()
+}
+
+// flush submits the frame being built, if any.
+func (s *streamWriter) flush() error {
+	if len(s.frame) == 0 {
+		return nil
 	}
-	return nil
+	err := s.submit(s.frame)
+	s.frame = nil
+	return err
 }
 
 func (s *streamWriter) submit(raw []byte) error {
+	s.frames++
 	job := &frameJob{raw: raw, done: make(chan struct{})}
 	select {
 	case s.w.jobs <- job:

@@ -172,14 +172,14 @@ func runBackup(ctx context.Context, job BackupJob, header *archive.Manifest, ser
 		w.Abort(waitErr)
 		return nil, waitErr
 	}
-	streams, files, err := w.Close()
+	written, err := w.Close()
 	if err != nil {
 		return nil, err
 	}
 
 	m := *header
 	m.Positions = archive.Positions{FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN}
-	m.Streams, m.Files = streams, files
+	m.Streams, m.Files, m.Barriers = written.Streams, written.Files, written.Barriers
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
 			bi, err := ParseBinlogInfo(b)
@@ -214,7 +214,7 @@ func runBackup(ctx context.Context, job BackupJob, header *archive.Manifest, ser
 		return nil, err
 	}
 	m.Meta = append(m.Meta, o)
-	for _, s := range streams {
+	for _, s := range written.Streams {
 		m.Stats.RawBytes += s.RawSize
 		m.Stats.StoredBytes += s.Size
 	}
