@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 // backupFlags are the options of taking a physical backup, shared by
@@ -89,8 +90,13 @@ never its command line.`,
 			if err != nil {
 				return err
 			}
+			ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpBackup, true)
+			if err != nil {
+				return err
+			}
+			defer release()
 			job.Dest = r
-			m, _, err := runBackupJob(cmd.Context(), g, "backup", job)
+			m, _, err := runBackupJob(ctx, g, "backup", job)
 			if err != nil {
 				return err
 			}

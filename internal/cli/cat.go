@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -36,12 +37,13 @@ output, the way out to stock tools:  backstream cat latest --repo R | mbstream -
 			if term.IsTerminal(int(os.Stdout.Fd())) {
 				return usagef("refusing to write a binary stream to a terminal; pipe it into mbstream -x or a file")
 			}
-			r, m, err := g.resolveBackup(cmd.Context(), args)
+			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpCat)
 			if err != nil {
 				return err
 			}
+			defer release()
 			bw := bufio.NewWriterSize(g.stdout, 1<<20)
-			err = archive.Read(cmd.Context(), archive.ReadOptions{
+			err = archive.Read(ctx, archive.ReadOptions{
 				Input: r.Input(m.ID), Manifest: m, Sink: &xbstreamSink{w: xbstream.NewWriter(bw)},
 			})
 			if err == nil {

@@ -133,7 +133,7 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 			for {
 				t := g.tracker("receive", 0)
 				rv.Progress = t
-				m, err := rv.Serve(ctx)
+				m, err := g.serveLocked(ctx, rv)
 				t.Finish(err)
 				if err == nil {
 					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)

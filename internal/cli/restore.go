@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 // datadirFlags are the options of writing a datadir, shared by restore and
@@ -60,13 +61,14 @@ mariabackup --prepare, so that a server starts on the result. Ownership and mode
 				return usagef("--target-dir is required")
 			}
 			job := d.job(g, cmd.Flags())
-			r, m, err := g.resolveBackup(cmd.Context(), args)
+			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
 			if err != nil {
 				return err
 			}
+			defer release()
 			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
 			job.Input, job.Manifest, job.Progress = r.Input(m.ID), m, t
-			err = physical.RunRestore(cmd.Context(), job)
+			err = physical.RunRestore(ctx, job)
 			t.Finish(err)
 			if err != nil {
 				return err

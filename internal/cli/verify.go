@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 func newVerifyCmd(g *globals) *cobra.Command {
@@ -18,12 +19,13 @@ stored frame, the CRC of each xbstream chunk, the stream structure, the digest o
 object and the size and digest of each file against the manifest. Exit code 3 means
 the backup is corrupt.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, m, err := g.resolveBackup(cmd.Context(), args)
+			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpVerify)
 			if err != nil {
 				return err
 			}
+			defer release()
 			t := g.tracker("verify "+m.ID, m.Stats.StoredBytes)
-			err = archive.Read(cmd.Context(), archive.ReadOptions{
+			err = archive.Read(ctx, archive.ReadOptions{
 				Input: r.Input(m.ID), Manifest: m, Workers: parallel, Counter: t,
 			})
 			t.Finish(err)

@@ -26,6 +26,10 @@ type Receiver struct {
 	Datadir *physical.RestoreJob
 	// Into a repository: stored and verified, then committed.
 	Repo *repo.Repo
+	// LockRepo, if set, locks the repository for one transfer, once a
+	// sender has announced a backup (so that an idle receiver holds no
+	// lock). The returned context ends if the lock is lost.
+	LockRepo func(ctx context.Context) (context.Context, func(), error)
 
 	Workers  int // decoding goroutines (repository mode; Datadir has its own)
 	Progress physical.Progress
@@ -277,6 +281,14 @@ func (s *session) intoDatadir(ctx context.Context, cancel context.CancelCauseFun
 // frame on the way, and commits it once the manifest agrees.
 func (s *session) intoRepo(ctx context.Context, cancel context.CancelCauseFunc) (m *archive.Manifest, err error) {
 	r, h := s.rv.Repo, s.header
+	if s.rv.LockRepo != nil {
+		lctx, release, err := s.rv.LockRepo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		ctx = lctx
+	}
 	if existing, _ := r.Resolve(ctx, h.ID); existing != nil {
 		return nil, fmt.Errorf("the repository already holds backup %s", h.ID)
 	}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repo"
+)
+
+// expireEntry is one backup in `expire --json`.
+type expireEntry struct {
+	ID       string    `json:"id"`
+	Started  time.Time `json:"started"`
+	Complete bool      `json:"complete"`
+	Size     int64     `json:"size"`
+	Keep     bool      `json:"keep"`
+	Reasons  []string  `json:"reasons,omitempty"`
+	Deleted  bool      `json:"deleted"`
+}
+
+func newExpireCmd(g *globals) *cobra.Command {
+	var (
+		p               repo.Policy
+		within          string
+		pruneIncomplete bool
+		confirm         bool
+		asJSON          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "expire --keep-last N | --keep-within D | --keep-daily N | --keep-weekly N ... [--confirm]",
+		Short: "Delete old backups by a retention policy (a dry run unless --confirm)",
+		Long: `expire decides for every complete backup whether the policy keeps it and prints the plan:
+a backup is kept if any rule keeps it, and the newest backup is always kept. The rules
+count backups by their start time in UTC: --keep-last N the newest N, --keep-within D
+those started within D (14d, 36h, 2w), --keep-daily N and --keep-weekly N the newest
+backup of each of the last N calendar days or ISO weeks that have one. Nothing is
+deleted without --confirm; each deletion removes the manifest first.
+--prune-incomplete also removes the leftovers of failed or crashed backups (directories
+without a manifest) older than 5 minutes. expire holds the exclusive repository lock,
+so no backup is running while it works.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if within != "" {
+				d, err := repo.ParseRetention(within)
+				if err != nil {
+					return usagef("--keep-within: %v", err)
+				}
+				p.KeepWithin = d
+			}
+			if p.Empty() {
+				return usagef("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly (expire never deletes everything)")
+			}
+			if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 {
+				return usagef("retention counts must not be negative")
+			}
+			r, err := g.openRepo(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpExpire, true)
+			if err != nil {
+				return err
+			}
+			defer release()
+			entries, err := r.Scan(ctx)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			var complete []*archive.Manifest
+			sizes := map[string]int64{}
+			for _, e := range entries {
+				sizes[e.ID] = e.Size
+				if e.Manifest != nil {
+					complete = append(complete, e.Manifest)
+				}
+			}
+			plan, err := repo.Plan(complete, now, p)
+			if err != nil {
+				return usageError{err}
+			}
+			var out []expireEntry
+			for _, d := range plan {
+				out = append(out, expireEntry{ID: d.Manifest.ID, Started: d.Manifest.Started, Complete: true,
+					Size: sizes[d.Manifest.ID], Keep: d.Keep, Reasons: d.Reasons})
+			}
+			for _, e := range entries {
+				if e.Manifest != nil {
+					continue
+				}
+				started, _ := time.Parse("20060102T150405Z", e.ID[:16])
+				x := expireEntry{ID: e.ID, Started: started, Size: e.Size, Keep: true}
+				switch age := now.Sub(started); {
+				case !pruneIncomplete:
+					x.Reasons = []string{"incomplete (--prune-incomplete removes it)"}
+				case age < repo.DefaultStaleAfter:
+					x.Reasons = []string{fmt.Sprintf("incomplete, only %s old", age.Round(time.Second))}
+				default:
+					x.Keep = false
+				}
+				out = append(out, x)
+			}
+			var failed error
+			if confirm {
+				for i := range out {
+					if out[i].Keep {
+						continue
+					}
+					if err := r.Remove(ctx, out[i].ID); err != nil {
+						failed = fmt.Errorf("expire: %w", err)
+						break
+					}
+					out[i].Deleted = true
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(out); err != nil {
+					return err
+				}
+				return failed
+			}
+			printExpirePlan(g, out, confirm, p)
+			return failed
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&p.KeepLast, "keep-last", 0, "keep the newest N backups")
+	f.StringVar(&within, "keep-within", "", "keep backups started within this long, e.g. 14d, 36h, 2w")
+	f.IntVar(&p.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days (UTC) that have one")
+	f.IntVar(&p.KeepWeekly, "keep-weekly", 0, "keep the newest backup of each of the last N ISO weeks (UTC) that have one")
+	f.BoolVar(&pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest, older than 5 minutes)")
+	f.BoolVar(&confirm, "confirm", false, "delete; without it expire only prints the plan")
+	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	return cmd
+}
+
+func printExpirePlan(g *globals, out []expireEntry, confirm bool, p repo.Policy) {
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTARTED (UTC)\tSIZE\tACTION\tWHY")
+	var dels, freed int64
+	for _, e := range out {
+		action, why := "KEEP", strings.Join(e.Reasons, ", ")
+		if !e.Keep {
+			action, why = "DELETE", "not kept by "+p.String()
+			if !e.Complete {
+				why = "incomplete (--prune-incomplete)"
+			}
+			if e.Deleted {
+				action = "DELETED"
+			}
+			if !confirm || e.Deleted {
+				dels++
+				freed += e.Size
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Started.UTC().Format("2006-01-02 15:04:05"), progress.HumanBytes(e.Size), action, why)
+	}
+	tw.Flush()
+	switch {
+	case dels == 0:
+		fmt.Fprintln(g.stdout, "nothing to delete")
+	case confirm:
+		fmt.Fprintf(g.stdout, "deleted %d backups, %s\n", dels, progress.HumanBytes(freed))
+	default:
+		fmt.Fprintf(g.stdout, "dry run: would delete %d backups, %s; run again with --confirm to delete\n", dels, progress.HumanBytes(freed))
+	}
+}

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/sandbox"
+)
+
+// expirePlan parses `expire --json`.
+func expirePlan(t *testing.T, r result) map[string]expireEntry {
+	t.Helper()
+	var es []expireEntry
+	if err := json.Unmarshal([]byte(r.stdout), &es); err != nil {
+		t.Fatalf("expire --json: %v\n%s", err, r.stdout)
+	}
+	out := map[string]expireEntry{}
+	for _, e := range es {
+		out[e.ID] = e
+	}
+	return out
+}
+
+func listIDs(t *testing.T, location string) []string {
+	t.Helper()
+	var ids []string
+	for _, e := range backupListing(t, location) {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+// Dry run, confirmed expire, and pruning a crashed backup's leftovers.
+func TestExpire(t *testing.T) {
+	src := sandbox.Testing(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+		t.Fatal(err)
+	}
+	forEachBackend(t, func(t *testing.T, tr testRepo) {
+		for range 3 {
+			run(t, append([]string{"backup", "--repo", tr.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			time.Sleep(1100 * time.Millisecond) // distinct ids and start times
+		}
+		ids := listIDs(t, tr.location)
+		if len(ids) != 3 {
+			t.Fatalf("%d backups, want 3", len(ids))
+		}
+		// A crashed backup from long ago, and one that may still be running.
+		crashed := "20200101T000000Z-dead"
+		fresh := repo.NewID(time.Now())
+		tr.write(t, "backups/"+crashed+"/streams/00000.xbs.zst", []byte("partial"))
+		tr.write(t, "backups/"+fresh+"/streams/00000.xbs.zst", []byte("partial"))
+
+		if r := run(t, "expire", "--repo", tr.location); r.code != ExitUsage {
+			t.Errorf("expire without a rule: exit %d, want %d", r.code, ExitUsage)
+		}
+
+		dry := run(t, "expire", "--repo", tr.location, "--keep-last", "1").mustSucceed(t)
+		for _, want := range []string{ids[0], ids[1], ids[2], "DELETE", "KEEP", "keep-last 1", "would delete 2 backups", crashed + " "} {
+			if !strings.Contains(dry.stdout, want) {
+				t.Errorf("dry run output lacks %q:\n%s", want, dry.stdout)
+			}
+		}
+		if got := listIDs(t, tr.location); len(got) != 3 {
+			t.Fatalf("dry run deleted something: %v", got)
+		}
+
+		plan := expirePlan(t, run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--keep-within", "1h", "--json").mustSucceed(t))
+		for _, id := range ids {
+			if e := plan[id]; !e.Keep || e.Deleted {
+				t.Errorf("keep-within 1h: %s planned %+v, want kept", id, e)
+			}
+		}
+
+		conf := expirePlan(t, run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--confirm", "--json").mustSucceed(t))
+		for i, id := range ids {
+			e := conf[id]
+			if want := i == 2; e.Keep != want || e.Deleted == want {
+				t.Errorf("%s: %+v, want keep=%v", id, e, want)
+			}
+		}
+		if e := conf[crashed]; !e.Keep || e.Complete {
+			t.Errorf("incomplete backup without --prune-incomplete: %+v", e)
+		}
+		if got := listIDs(t, tr.location); len(got) != 1 || got[0] != ids[2] {
+			t.Fatalf("after expire: %v, want [%s]", got, ids[2])
+		}
+		if objs := tr.streamObjects(t, ids[0]); len(objs) != 0 {
+			t.Errorf("expired backup still has objects %v", objs)
+		}
+		run(t, "verify", ids[2], "--repo", tr.location).mustSucceed(t)
+
+		pruned := expirePlan(t, run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--prune-incomplete", "--confirm", "--json").mustSucceed(t))
+		if e := pruned[crashed]; !e.Deleted {
+			t.Errorf("crashed backup not pruned: %+v", e)
+		}
+		if e := pruned[fresh]; e.Deleted || !e.Keep {
+			t.Errorf("fresh incomplete backup pruned: %+v", e)
+		}
+		if objs := tr.streamObjects(t, crashed); len(objs) != 0 {
+			t.Errorf("crashed backup's objects left: %v", objs)
+		}
+		if objs := tr.streamObjects(t, fresh); len(objs) != 1 {
+			t.Errorf("fresh incomplete backup's objects: %v", objs)
+		}
+		if locks, _ := tr.backend.List(context.Background(), "locks/"); len(locks) != 0 {
+			t.Errorf("locks left: %v", locks)
+		}
+	})
+}
+
+// A throttled backup holds the exclusive lock: a second backup, an expire
+// and a verify fail at once naming it; a verify with --lock-wait waits; all
+// succeed afterwards. A stale lock is reported, ignored and unlocked.
+func TestConcurrentOperations(t *testing.T) {
+	src := sandbox.Testing(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 15}); err != nil {
+		t.Fatal(err)
+	}
+	forEachBackend(t, func(t *testing.T, tr testRepo) {
+		backup := append([]string{"backup", "--repo", tr.location, "--parallel", "2"}, sandboxConn(src)...)
+		run(t, backup...).mustSucceed(t)
+		older := listIDs(t, tr.location)[0]
+
+		var wg sync.WaitGroup
+		var slow result
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slow = run(t, append(backup, "--mariabackup-option=--throttle=30")...)
+		}()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if ls, _ := repo.ReadLocks(context.Background(), tr.backend); len(ls) == 1 && ls[0].Operation == "backup" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the throttled backup took no lock within 60 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		holder := "repository locked by backup (exclusive lock, pid"
+		for _, args := range [][]string{backup, {"expire", "--repo", tr.location, "--keep-last", "1"}, {"verify", older, "--repo", tr.location}} {
+			start := time.Now()
+			r := run(t, args...)
+			if r.err == nil || !strings.Contains(r.err.Error(), holder) || !strings.Contains(r.err.Error(), "backstream unlock --repo "+tr.location) {
+				t.Errorf("%s while a backup runs: %v, want the lock message", args[0], r.err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("%s took %v to fail, want at once", args[0], d)
+			}
+		}
+		waited := run(t, "verify", older, "--repo", tr.location, "--lock-wait", "5m")
+		wg.Wait()
+		slow.mustSucceed(t)
+		waited.mustSucceed(t)
+		if !strings.Contains(waited.stderr, "waiting up to") {
+			t.Errorf("waiting verify did not say so: %s", waited.stderr)
+		}
+		run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--confirm").mustSucceed(t)
+		if ids := listIDs(t, tr.location); len(ids) != 1 || ids[0] == older {
+			t.Errorf("after expire: %v", ids)
+		}
+
+		// A killed process's lock: old refreshed time, dead pid.
+		old := time.Now().Add(-time.Hour).UTC()
+		data, _ := json.Marshal(repo.LockInfo{Owner: "root", Host: "deadhost", PID: 999999, Operation: "backup", Exclusive: true, Created: old, Refreshed: old})
+		tr.write(t, "locks/0123456789abcdef.json", data)
+		v := run(t, "verify", "--repo", tr.location).mustSucceed(t)
+		if !strings.Contains(v.stderr, "stale lock locks/0123456789abcdef.json") || !strings.Contains(v.stderr, "pid 999999 on host deadhost") {
+			t.Errorf("stale lock not reported: %s", v.stderr)
+		}
+		u := run(t, "unlock", "--repo", tr.location).mustSucceed(t)
+		if !strings.Contains(u.stdout, "removed lock locks/0123456789abcdef.json") {
+			t.Errorf("unlock printed %q", u.stdout)
+		}
+		if ls, _ := tr.backend.List(context.Background(), "locks/"); len(ls) != 0 {
+			t.Errorf("locks left after unlock: %v", ls)
+		}
+	})
+}

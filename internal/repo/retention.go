@@ -1,0 +1,195 @@
+package repo
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+)
+
+// Policy says which backups to keep. A backup is kept if any rule keeps it;
+// the zero Policy keeps nothing and is refused by Plan.
+type Policy struct {
+	KeepLast   int           // the newest N backups
+	KeepWithin time.Duration // backups started within this long before now
+	KeepDaily  int           // the newest backup of each of the last N UTC days that have one
+	KeepWeekly int           // the newest backup of each of the last N ISO weeks (UTC) that have one
+}
+
+// Empty reports whether no rule is set.
+func (p Policy) Empty() bool {
+	return p.KeepLast == 0 && p.KeepWithin == 0 && p.KeepDaily == 0 && p.KeepWeekly == 0
+}
+
+// String lists the rules as flags, e.g. "--keep-last 3 --keep-daily 7".
+func (p Policy) String() string {
+	var parts []string
+	if p.KeepLast > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-last %d", p.KeepLast))
+	}
+	if p.KeepWithin > 0 {
+		parts = append(parts, "--keep-within "+FormatRetention(p.KeepWithin))
+	}
+	if p.KeepDaily > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-daily %d", p.KeepDaily))
+	}
+	if p.KeepWeekly > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-weekly %d", p.KeepWeekly))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Decision is the plan for one backup.
+type Decision struct {
+	Manifest *archive.Manifest
+	Keep     bool
+	Reasons  []string // why it is kept; empty when it is deleted
+}
+
+// Plan decides for every complete backup whether policy p keeps it at
+// time now; the result lists them oldest first. A backup's time is its
+// start (the time in its id). The newest backup is always kept, and a
+// backup that a kept backup names as its parent is kept with it (the hook
+// for incremental backups). At least one rule must be set.
+func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
+	if p.Empty() {
+		return nil, errors.New("no retention rule given: pass at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly")
+	}
+	if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 || p.KeepWithin < 0 {
+		return nil, fmt.Errorf("retention counts and durations must not be negative (%+v)", p)
+	}
+	sorted := append([]*archive.Manifest(nil), ms...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		if !a.Started.Equal(b.Started) {
+			return a.Started.Before(b.Started)
+		}
+		return a.ID < b.ID
+	})
+	out := make([]Decision, len(sorted))
+	for i, m := range sorted {
+		out[i].Manifest = m
+	}
+	keep := func(i int, reason string) {
+		out[i].Keep = true
+		out[i].Reasons = append(out[i].Reasons, reason)
+	}
+	n := len(out)
+	if n == 0 {
+		return out, nil
+	}
+	// Newest first from here on.
+	for k := 0; k < n; k++ {
+		i := n - 1 - k
+		if k < p.KeepLast {
+			keep(i, fmt.Sprintf("keep-last %d", p.KeepLast))
+		}
+		if p.KeepWithin > 0 && now.Sub(out[i].Manifest.Started) <= p.KeepWithin {
+			keep(i, "within "+FormatRetention(p.KeepWithin))
+		}
+	}
+	periods := func(count int, label string, key func(time.Time) string) {
+		seen := map[string]bool{}
+		for i := n - 1; i >= 0 && len(seen) < count; i-- {
+			k := key(out[i].Manifest.Started.UTC())
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			keep(i, label+" "+k)
+		}
+	}
+	periods(p.KeepDaily, "daily", func(t time.Time) string { return t.Format("2006-01-02") })
+	periods(p.KeepWeekly, "weekly", func(t time.Time) string {
+		y, w := t.ISOWeek()
+		return fmt.Sprintf("%04d-W%02d", y, w)
+	})
+	if !out[n-1].Keep {
+		keep(n-1, "newest")
+	}
+	// Parents of kept backups stay, transitively: an incremental is
+	// useless without its chain.
+	index := map[string]int{}
+	for i, d := range out {
+		index[d.Manifest.ID] = i
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, d := range out {
+			if !d.Keep || d.Manifest.Parent == "" {
+				continue
+			}
+			if j, ok := index[d.Manifest.Parent]; ok && !out[j].Keep {
+				keep(j, "parent of "+d.Manifest.ID)
+				changed = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// ParseRetention reads a --keep-within duration: a number with the unit d
+// (days), w (weeks) or h (hours), several of them together ("1w3d"), or any
+// Go duration ("90m").
+func ParseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty duration")
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return 0, fmt.Errorf("duration %q must be positive", s)
+		}
+		return d, nil
+	}
+	var total time.Duration
+	rest := s
+	for rest != "" {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(rest) {
+			return 0, fmt.Errorf("duration %q: want a number and a unit, e.g. 14d, 36h or 2w", s)
+		}
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if err != nil || n > 1e6 {
+			return 0, fmt.Errorf("duration %q: number %q out of range", s, rest[:i])
+		}
+		var unit time.Duration
+		switch rest[i] {
+		case 'h':
+			unit = time.Hour
+		case 'd':
+			unit = 24 * time.Hour
+		case 'w':
+			unit = 7 * 24 * time.Hour
+		default:
+			return 0, fmt.Errorf("duration %q: unknown unit %q (use h, d or w)", s, rest[i])
+		}
+		total += time.Duration(n) * unit
+		rest = rest[i+1:]
+	}
+	if total <= 0 {
+		return 0, fmt.Errorf("duration %q must be positive", s)
+	}
+	return total, nil
+}
+
+// FormatRetention shows a duration the way ParseRetention reads it, in
+// whole days or hours where it can.
+func FormatRetention(d time.Duration) string {
+	switch day := 24 * time.Hour; {
+	case d%(7*day) == 0:
+		return fmt.Sprintf("%dw", d/(7*day))
+	case d%day == 0:
+		return fmt.Sprintf("%dd", d/day)
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
+}

@@ -1,0 +1,209 @@
+package repo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+)
+
+// backupsAt makes one manifest per start time, ids in the repository's form.
+func backupsAt(times ...string) []*archive.Manifest {
+	var ms []*archive.Manifest
+	for i, s := range times {
+		t, err := time.Parse("2006-01-02 15:04", s)
+		if err != nil {
+			panic(err)
+		}
+		ms = append(ms, &archive.Manifest{ID: t.Format("20060102T150405Z") + fmt.Sprintf("-%04x", i), Started: t})
+	}
+	return ms
+}
+
+func kept(ds []Decision) map[string]string {
+	out := map[string]string{}
+	for _, d := range ds {
+		if d.Keep {
+			out[d.Manifest.Started.Format("2006-01-02 15:04")] = strings.Join(d.Reasons, ", ")
+		}
+	}
+	return out
+}
+
+func TestPlan(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	// Fri 2026-11-20 is ISO week 47; Mon 2026-11-16 starts it.
+	all := backupsAt("2026-11-01 03:00", "2026-11-08 03:00", "2026-11-14 03:00", "2026-11-15 23:00",
+		"2026-11-16 01:00", "2026-11-19 03:00", "2026-11-20 03:00", "2026-11-20 15:00", "2026-11-21 03:00")
+	tests := []struct {
+		name string
+		ms   []*archive.Manifest
+		p    Policy
+		want map[string]string
+	}{
+		{"keep-last 3", all, Policy{KeepLast: 3}, map[string]string{
+			"2026-11-20 03:00": "keep-last 3", "2026-11-20 15:00": "keep-last 3", "2026-11-21 03:00": "keep-last 3"}},
+		{"keep-last more than there are", all[:2], Policy{KeepLast: 5}, map[string]string{
+			"2026-11-01 03:00": "keep-last 5", "2026-11-08 03:00": "keep-last 5"}},
+		{"within 2d", all, Policy{KeepWithin: 48 * time.Hour}, map[string]string{
+			"2026-11-20 03:00": "within 2d", "2026-11-20 15:00": "within 2d", "2026-11-21 03:00": "within 2d"}},
+		{"within keeps only the newest when all are old", all[:3], Policy{KeepWithin: time.Hour}, map[string]string{
+			"2026-11-14 03:00": "newest"}},
+		{"daily 3: newest of each day", all, Policy{KeepDaily: 3}, map[string]string{
+			"2026-11-19 03:00": "daily 2026-11-19", "2026-11-20 15:00": "daily 2026-11-20", "2026-11-21 03:00": "daily 2026-11-21"}},
+		{"weekly 3: ISO weeks, Sunday ends a week", all, Policy{KeepWeekly: 3}, map[string]string{
+			"2026-11-21 03:00": "weekly 2026-W47", "2026-11-15 23:00": "weekly 2026-W46", "2026-11-08 03:00": "weekly 2026-W45"}},
+		{"combination: reasons add up", all, Policy{KeepLast: 1, KeepDaily: 2, KeepWeekly: 2}, map[string]string{
+			"2026-11-21 03:00": "keep-last 1, daily 2026-11-21, weekly 2026-W47",
+			"2026-11-20 15:00": "daily 2026-11-20", "2026-11-15 23:00": "weekly 2026-W46"}},
+		{"weekly across a year boundary", backupsAt("2020-12-31 10:00", "2021-01-03 10:00", "2021-01-04 10:00"), Policy{KeepWeekly: 2},
+			map[string]string{"2021-01-03 10:00": "weekly 2020-W53", "2021-01-04 10:00": "weekly 2021-W01"}},
+		{"unsorted input is sorted by time", []*archive.Manifest{all[8], all[0], all[4]}, Policy{KeepLast: 1},
+			map[string]string{"2026-11-21 03:00": "keep-last 1"}},
+		{"no backups", nil, Policy{KeepLast: 1}, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds, err := Plan(tt.ms, now, tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) != len(tt.ms) {
+				t.Fatalf("%d decisions for %d backups", len(ds), len(tt.ms))
+			}
+			got := kept(ds)
+			if len(got) != len(tt.want) {
+				t.Errorf("kept %v, want %v", got, tt.want)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s: kept for %q, want %q", k, got[k], v)
+				}
+			}
+			for _, d := range ds {
+				if !d.Keep && len(d.Reasons) > 0 {
+					t.Errorf("%s deleted with reasons %v", d.Manifest.ID, d.Reasons)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanParentsStay(t *testing.T) {
+	ms := backupsAt("2026-11-01 03:00", "2026-11-02 03:00", "2026-11-03 03:00", "2026-11-04 03:00")
+	ms[2].Parent = ms[1].ID
+	ms[3].Parent = ms[2].ID
+	ds, err := Plan(ms, time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC), Policy{KeepLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{false, true, true, true}
+	for i, d := range ds {
+		if d.Keep != want[i] {
+			t.Errorf("%s: keep %v (%v), want %v", d.Manifest.ID, d.Keep, d.Reasons, want[i])
+		}
+	}
+	if r := ds[1].Reasons; len(r) != 1 || r[0] != "parent of "+ms[2].ID {
+		t.Errorf("reasons of the grandparent: %v", r)
+	}
+}
+
+func TestPlanRefuses(t *testing.T) {
+	ms := backupsAt("2026-11-01 03:00")
+	for _, p := range []Policy{{}, {KeepLast: -1}, {KeepDaily: -2, KeepLast: 1}} {
+		if _, err := Plan(ms, time.Now(), p); err == nil {
+			t.Errorf("policy %+v accepted", p)
+		}
+	}
+}
+
+func TestParseRetention(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"14d", 14 * 24 * time.Hour, true},
+		{"36h", 36 * time.Hour, true},
+		{"2w", 14 * 24 * time.Hour, true},
+		{"1w3d", 10 * 24 * time.Hour, true},
+		{"90m", 90 * time.Minute, true},
+		{"", 0, false},
+		{"d", 0, false},
+		{"14", 0, false},
+		{"14y", 0, false},
+		{"0d", 0, false},
+		{"-3h", 0, false},
+		{"99999999999d", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseRetention(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseRetention(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+	for _, d := range []time.Duration{14 * 24 * time.Hour, 36 * time.Hour, 3 * 24 * time.Hour, 90 * time.Minute} {
+		back, err := ParseRetention(FormatRetention(d))
+		if err != nil || back != d {
+			t.Errorf("FormatRetention(%v) = %q reads back as %v, %v", d, FormatRetention(d), back, err)
+		}
+	}
+}
+
+// FuzzPlan checks the planner's invariants over random dates and policies.
+func FuzzPlan(f *testing.F) {
+	f.Add(uint64(1), uint8(5), uint8(2), uint16(48), uint8(3), uint8(1))
+	f.Add(uint64(7), uint8(40), uint8(0), uint16(0), uint8(0), uint8(4))
+	f.Fuzz(func(t *testing.T, seed uint64, count, last uint8, withinHours uint16, daily, weekly uint8) {
+		rng := rand.New(rand.NewPCG(seed, seed>>7))
+		now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+		var ms []*archive.Manifest
+		for i := range int(count % 60) {
+			at := now.Add(-time.Duration(rng.Int64N(int64(90 * 24 * time.Hour))))
+			if rng.IntN(10) == 0 {
+				at = now.Add(time.Duration(rng.Int64N(int64(time.Hour)))) // clock skew: in the future
+			}
+			ms = append(ms, &archive.Manifest{ID: fmt.Sprintf("%s-%04x", at.Format("20060102T150405Z"), i), Started: at})
+		}
+		p := Policy{KeepLast: int(last % 20), KeepWithin: time.Duration(withinHours) * time.Hour, KeepDaily: int(daily % 20), KeepWeekly: int(weekly % 10)}
+		ds, err := Plan(ms, now, p)
+		if p.Empty() {
+			if err == nil {
+				t.Fatal("empty policy accepted")
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != len(ms) {
+			t.Fatalf("%d decisions for %d backups", len(ds), len(ms))
+		}
+		if len(ds) == 0 {
+			return
+		}
+		if !ds[len(ds)-1].Keep {
+			t.Fatal("newest backup deleted")
+		}
+		for i, d := range ds {
+			if i > 0 && d.Manifest.Started.Before(ds[i-1].Manifest.Started) {
+				t.Fatal("decisions not oldest first")
+			}
+			if d.Keep != (len(d.Reasons) > 0) {
+				t.Fatalf("%s: keep %v with reasons %v", d.Manifest.ID, d.Keep, d.Reasons)
+			}
+			byLast := slices.Contains(d.Reasons, fmt.Sprintf("keep-last %d", p.KeepLast))
+			if newestN := i >= len(ds)-p.KeepLast; byLast != newestN {
+				t.Fatalf("%s (%d of %d): kept by keep-last %d: %v", d.Manifest.ID, i, len(ds), p.KeepLast, byLast)
+			}
+			within := p.KeepWithin > 0 && now.Sub(d.Manifest.Started) <= p.KeepWithin
+			if within && !d.Keep {
+				t.Fatalf("%s within %v deleted", d.Manifest.ID, p.KeepWithin)
+			}
+		}
+	})
+}
