@@ -31,9 +31,10 @@ func midway(t *testing.T, done <-chan result) {
 	}
 }
 
-// MinIO stopped in the middle of a backup and started again within the
-// retry window: the backup finishes and verifies.
-func TestS3OutageWithinRetryWindow(t *testing.T) {
+// throttledS3Backup starts a backup of about 20 s into a fresh MinIO with
+// the given retry window, and returns once it is well under way.
+func throttledS3Backup(t *testing.T, retryWindow string) (*s3test.Server, string, <-chan result) {
+	t.Helper()
 	src := sandbox.Testing(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
@@ -41,10 +42,17 @@ func TestS3OutageWithinRetryWindow(t *testing.T) {
 	srv, location := s3Repo(t)
 	done := make(chan result, 1)
 	go func() {
-		done <- runQuiet(append([]string{"backup", "--repo", location, "--parallel", "2", "--s3-retry-window", "90s",
+		done <- runQuiet(append([]string{"backup", "--repo", location, "--parallel", "2", "--s3-retry-window", retryWindow,
 			"--mariabackup-option=--throttle=40"}, sandboxConn(src)...)...)
 	}()
 	midway(t, done)
+	return srv, location, done
+}
+
+// MinIO stopped in the middle of a backup and started again within the
+// retry window: the backup finishes and verifies.
+func TestS3OutageWithinRetryWindow(t *testing.T) {
+	srv, location, done := throttledS3Backup(t, "90s")
 	srv.Stop()
 	time.Sleep(3 * time.Second)
 	srv.Restart()
@@ -58,17 +66,7 @@ func TestS3OutageWithinRetryWindow(t *testing.T) {
 // MinIO stopped for good: the backup fails clearly within its retry
 // window, and once MinIO is back there is no manifest.
 func TestS3OutageForGood(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
-	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
-		t.Fatal(err)
-	}
-	srv, location := s3Repo(t)
-	done := make(chan result, 1)
-	go func() {
-		done <- runQuiet(append([]string{"backup", "--repo", location, "--parallel", "2", "--s3-retry-window", "5s",
-			"--mariabackup-option=--throttle=40"}, sandboxConn(src)...)...)
-	}()
-	midway(t, done)
+	srv, location, done := throttledS3Backup(t, "5s")
 	srv.Stop()
 	r := waitResult(t, "backup with S3 gone", done)
 	if r.code != ExitFailure || !strings.Contains(r.err.Error(), "nothing was committed") || !strings.Contains(r.err.Error(), "retry window") {

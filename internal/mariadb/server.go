@@ -258,37 +258,12 @@ func parseGrant(line string) (g grant, ok bool) {
 	if !found {
 		return grant{}, false
 	}
-	// Find " ON " outside backquotes, quotes and parentheses.
-	on := -1
-	depth := 0
-	var quote byte
-	for i := 0; i < len(rest); i++ {
-		c := rest[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '`' || c == '\'' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')':
-			if depth > 0 {
-				depth--
-			}
-		case depth == 0 && c == ' ' && len(rest) >= i+4 && strings.EqualFold(rest[i:i+4], " ON "):
-			on = i
-		}
-		if on >= 0 {
-			break
-		}
-	}
+	on := indexFoldTopLevel(rest, " ON ")
 	if on < 0 {
 		return grant{}, false
 	}
 	privPart, objPart := rest[:on], rest[on+4:]
-	if to := indexFoldOutsideQuotes(objPart, " TO "); to >= 0 {
+	if to := indexFoldTopLevel(objPart, " TO "); to >= 0 {
 		objPart = objPart[:to]
 	}
 	for _, p := range splitTopLevel(privPart) {
@@ -307,14 +282,14 @@ func parseGrant(line string) (g grant, ok bool) {
 	return g, true
 }
 
-// splitTopLevel splits s at commas outside parentheses and quotes.
-func splitTopLevel(s string) []string {
-	var parts []string
-	depth, start := 0, 0
+// topLevel calls fn with the index of every byte of s outside quotes
+// (backquotes, single and double) and parentheses, until fn returns true,
+// and returns that index, or -1.
+func topLevel(s string, fn func(i int) bool) int {
+	depth := 0
 	var quote byte
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case quote != 0:
 			if c == quote {
 				quote = 0
@@ -327,30 +302,32 @@ func splitTopLevel(s string) []string {
 			if depth > 0 {
 				depth--
 			}
-		case c == ',' && depth == 0:
-			parts = append(parts, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(parts, s[start:])
-}
-
-func indexFoldOutsideQuotes(s, sep string) int {
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '`' || c == '\'' || c == '"':
-			quote = c
-		case len(s)-i >= len(sep) && strings.EqualFold(s[i:i+len(sep)], sep):
+		case depth == 0 && fn(i):
 			return i
 		}
 	}
 	return -1
+}
+
+// splitTopLevel splits s at commas outside parentheses and quotes.
+func splitTopLevel(s string) []string {
+	var parts []string
+	start := 0
+	topLevel(s, func(i int) bool {
+		if s[i] == ',' {
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+		return false
+	})
+	return append(parts, s[start:])
+}
+
+// indexFoldTopLevel finds sep, in any case, outside quotes and parentheses.
+func indexFoldTopLevel(s, sep string) int {
+	return topLevel(s, func(i int) bool {
+		return len(s)-i >= len(sep) && strings.EqualFold(s[i:i+len(sep)], sep)
+	})
 }
 
 func cutPrefixFold(s, prefix string) (string, bool) {
