@@ -108,9 +108,6 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	for i := range job.Parallel {
 		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
 	}
-	if err := job.Dest.Begin(ctx, header); err != nil {
-		return nil, fmt.Errorf("backup %s: %w", id, err)
-	}
 	logFile, err := os.CreateTemp("", "backstream-mariabackup-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
@@ -120,6 +117,9 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	var log io.Writer = logFile
 	if job.Log != nil {
 		log = io.MultiWriter(logFile, job.Log)
+	}
+	if err := job.Dest.Begin(ctx, header); err != nil {
+		return nil, fmt.Errorf("backup %s: %w", id, err)
 	}
 
 	m, err := runBackup(ctx, job, header, server, bin, log, logFile)
