@@ -14,4 +14,11 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
+# staticcheck, pinned so that a new release cannot fail an unchanged tree.
+bindir=$(go env GOBIN); bindir=${bindir:-$(go env GOPATH)/bin}
+staticcheck=$bindir/staticcheck
+if ! "$staticcheck" -version 2>/dev/null | grep -qF '(0.8.2)'; then
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi
+"$staticcheck" ./...
 go test -race -timeout 20m -count=1 ./... "$@"
