@@ -141,7 +141,7 @@ type BackendInput struct {
 // OpenStream reads and checks the stream's index, then opens the object.
 func (in BackendInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSource, error) {
 	if s.Index.Name == "" {
-		return nil, corrupt("the manifest names no frame index")
+		return nil, Corruptf("the manifest names no frame index")
 	}
 	idx, err := GetSmall(ctx, in.Backend, in.Dir, s.Index)
 	if err != nil {
@@ -149,7 +149,7 @@ func (in BackendInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSo
 	}
 	frames, err := ParseIndex(idx, s.Size)
 	if err != nil {
-		return nil, corrupt("%v", err)
+		return nil, Corruptf("%v", err)
 	}
 	rc, err := in.Backend.Open(ctx, in.Dir+"/"+s.Name, 0, -1)
 	if err != nil {
@@ -168,7 +168,7 @@ type objectFrames struct {
 func (o *objectFrames) Next() (Frame, []byte, error) {
 	if o.next == len(o.frames) {
 		if n, _ := o.br.Read(make([]byte, 1)); n != 0 {
-			return Frame{}, nil, corrupt("data after the last indexed frame (the object is longer than its index)")
+			return Frame{}, nil, Corruptf("data after the last indexed frame (the object is longer than its index)")
 		}
 		return Frame{}, nil, io.EOF
 	}
@@ -177,7 +177,7 @@ func (o *objectFrames) Next() (Frame, []byte, error) {
 	if _, err := io.ReadFull(o.br, buf); err != nil {
 		putBuf(buf)
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return f, nil, corrupt("frame %d at offset %d: object is truncated", o.next, f.Offset)
+			return f, nil, Corruptf("frame %d at offset %d: object is truncated", o.next, f.Offset)
 		}
 		return f, nil, fmt.Errorf("frame %d at offset %d: %w", o.next, f.Offset, err)
 	}

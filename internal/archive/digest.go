@@ -53,3 +53,17 @@ func digestAlg(d string) (string, error) {
 	}
 	return alg, nil
 }
+
+// CheckDigest checks data against a digest string ("alg:hex").
+func CheckDigest(data []byte, want string) error {
+	alg, err := digestAlg(want)
+	if err != nil {
+		return err
+	}
+	h, _ := NewHash(alg)
+	h.Write(data)
+	if got := formatDigest(alg, h); got != want {
+		return fmt.Errorf("digest %s, the manifest says %s", got, want)
+	}
+	return nil
+}

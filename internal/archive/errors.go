@@ -11,7 +11,8 @@ type CorruptError struct{ msg string }
 
 func (e *CorruptError) Error() string { return e.msg }
 
-func corrupt(format string, a ...any) error {
+// Corruptf makes a CorruptError: data that fails a check.
+func Corruptf(format string, a ...any) error {
 	return &CorruptError{msg: fmt.Sprintf(format, a...)}
 }
 

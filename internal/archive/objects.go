@@ -45,7 +45,7 @@ func GetSmall(ctx context.Context, b storage.Backend, dir string, o Object) ([]b
 		return nil, fmt.Errorf("object %s: %w", o.Name, err)
 	}
 	if int64(len(data)) != o.Size {
-		return nil, corrupt("object %s: %d bytes, manifest says %d", o.Name, len(data), o.Size)
+		return nil, Corruptf("object %s: %d bytes, manifest says %d", o.Name, len(data), o.Size)
 	}
 	alg, err := digestAlg(o.Digest)
 	if err != nil {
@@ -54,7 +54,7 @@ func GetSmall(ctx context.Context, b storage.Backend, dir string, o Object) ([]b
 	h, _ := NewHash(alg)
 	h.Write(data)
 	if got := formatDigest(alg, h); got != o.Digest {
-		return nil, corrupt("object %s: digest %s, manifest says %s", o.Name, got, o.Digest)
+		return nil, Corruptf("object %s: digest %s, manifest says %s", o.Name, got, o.Digest)
 	}
 	return data, nil
 }

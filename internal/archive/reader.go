@@ -142,11 +142,11 @@ func (r *streamReader) expected(ctx context.Context) (Stream, []File, error) {
 		return Stream{}, nil, fmt.Errorf("the backup orders its streams around removals (DDL on non-InnoDB tables during the backup), which a transfer cannot follow yet: back up into a repository and restore from it")
 	}
 	if len(m.Streams) != len(r.opt.Manifest.Streams) {
-		return Stream{}, nil, corrupt("the manifest lists %d streams, %d were read", len(m.Streams), len(r.opt.Manifest.Streams))
+		return Stream{}, nil, Corruptf("the manifest lists %d streams, %d were read", len(m.Streams), len(r.opt.Manifest.Streams))
 	}
 	s := m.Streams[r.num]
 	if s.Name != r.s.Name {
-		return Stream{}, nil, corrupt("%s: the manifest names it %s", r.where(), s.Name)
+		return Stream{}, nil, Corruptf("%s: the manifest names it %s", r.where(), s.Name)
 	}
 	var files []File
 	for _, f := range m.Files {
@@ -191,7 +191,7 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		}
 		if crc := crc32.Checksum(buf, castagnoli); crc != f.CRC {
 			putBuf(buf)
-			return corrupt("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), i, f.Offset)
+			return Corruptf("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), i, f.Offset)
 		}
 		h.Write(buf)
 		size += int64(len(buf))
@@ -212,13 +212,13 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		return err
 	}
 	if frames != want.Frames {
-		return corrupt("%s: %d frames, manifest says %d", r.where(), frames, want.Frames)
+		return Corruptf("%s: %d frames, manifest says %d", r.where(), frames, want.Frames)
 	}
 	if size != want.Size {
-		return corrupt("%s: %d bytes, manifest says %d", r.where(), size, want.Size)
+		return Corruptf("%s: %d bytes, manifest says %d", r.where(), size, want.Size)
 	}
 	if got := formatDigest(alg, h); got != want.Digest {
-		return corrupt("%s: object digest %s, manifest says %s", r.where(), got, want.Digest)
+		return Corruptf("%s: object digest %s, manifest says %s", r.where(), got, want.Digest)
 	}
 	return nil
 }
@@ -226,7 +226,7 @@ func (r *streamReader) fetch(ctx context.Context) error {
 // wrapWhere prefixes err with the stream, keeping a corruption a corruption.
 func wrapWhere(where string, err error) error {
 	if IsCorrupt(err) {
-		return corrupt("%s: %v", where, err)
+		return Corruptf("%s: %v", where, err)
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }
@@ -264,7 +264,7 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 			return ctx.Err()
 		}
 		if job.err != nil {
-			return corrupt("%s: frame %d at offset %d: decode: %v", r.where(), job.num, job.frame.Offset, job.err)
+			return Corruptf("%s: frame %d at offset %d: decode: %v", r.where(), job.num, job.frame.Offset, job.err)
 		}
 		forget(job.num)
 		b := job.raw
@@ -272,10 +272,10 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		for pos := 0; pos < len(b); {
 			c, n, err := xbstream.DecodeChunk(b[pos:])
 			if err != nil {
-				return corrupt("%s: frame %d, byte %d of the frame: %v", r.where(), job.num, pos, err)
+				return Corruptf("%s: frame %d, byte %d of the frame: %v", r.where(), job.num, pos, err)
 			}
 			if err := v.Check(&c); err != nil {
-				return corrupt("%s: frame %d: %v", r.where(), job.num, err)
+				return Corruptf("%s: frame %d: %v", r.where(), job.num, err)
 			}
 			if err := t.track(&c); err != nil {
 				return err
@@ -304,13 +304,13 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		return nil
 	}
 	if raw != want.RawSize {
-		return corrupt("%s: decoded %d bytes, manifest says %d", r.where(), raw, want.RawSize)
+		return Corruptf("%s: decoded %d bytes, manifest says %d", r.where(), raw, want.RawSize)
 	}
 	if err := v.End(); err != nil {
-		return corrupt("%s: %v", r.where(), err)
+		return Corruptf("%s: %v", r.where(), err)
 	}
 	if err := t.compare(r.num, files); err != nil {
-		return corrupt("%s: %v", r.where(), err)
+		return Corruptf("%s: %v", r.where(), err)
 	}
 	return nil
 }

@@ -43,8 +43,9 @@ those started within D (14d, 36h, 2w), --keep-daily N and --keep-weekly N the ne
 backup of each of the last N calendar days or ISO weeks that have one. Nothing is
 deleted without --confirm; each deletion removes the manifest first.
 --prune-incomplete also removes the leftovers of failed or crashed backups (directories
-without a manifest) older than 5 minutes. expire holds the exclusive repository lock,
-so no backup is running while it works.`,
+without a manifest), including the incomplete multipart uploads an S3 server keeps of
+them. expire holds the exclusive repository lock, so no backup that could still commit
+is running while it works: a writer whose lock goes stale stops itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if within != "" {
@@ -54,8 +55,8 @@ so no backup is running while it works.`,
 				}
 				p.KeepWithin = d
 			}
-			if p.Empty() {
-				return usagef("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly (expire never deletes everything)")
+			if p.Empty() && !pruneIncomplete {
+				return usagef("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly, or only --prune-incomplete (expire never deletes everything)")
 			}
 			if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 {
 				return usagef("retention counts must not be negative")
@@ -82,8 +83,13 @@ so no backup is running while it works.`,
 					complete = append(complete, e.Manifest)
 				}
 			}
-			plan, err := repo.Plan(complete, now, p)
-			if err != nil {
+			var plan []repo.Decision
+			if p.Empty() {
+				// --prune-incomplete alone: every complete backup stays.
+				for _, m := range complete {
+					plan = append(plan, repo.Decision{Manifest: m, Keep: true, Reasons: []string{"no retention rule given"}})
+				}
+			} else if plan, err = repo.Plan(complete, now, p); err != nil {
 				return usageError{err}
 			}
 			var out []expireEntry
@@ -97,13 +103,10 @@ so no backup is running while it works.`,
 				}
 				started, _ := time.Parse("20060102T150405Z", e.ID[:16])
 				x := expireEntry{ID: e.ID, Started: started, Size: e.Size, Keep: true}
-				switch age := now.Sub(started); {
-				case !pruneIncomplete:
-					x.Reasons = []string{"incomplete (--prune-incomplete removes it)"}
-				case age < repo.DefaultStaleAfter:
-					x.Reasons = []string{fmt.Sprintf("incomplete, only %s old", age.Round(time.Second))}
-				default:
+				if pruneIncomplete {
 					x.Keep = false
+				} else {
+					x.Reasons = []string{"incomplete (--prune-incomplete removes it)"}
 				}
 				out = append(out, x)
 			}
@@ -137,7 +140,7 @@ so no backup is running while it works.`,
 	f.StringVar(&within, "keep-within", "", "keep backups started within this long, e.g. 14d, 36h, 2w")
 	f.IntVar(&p.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days (UTC) that have one")
 	f.IntVar(&p.KeepWeekly, "keep-weekly", 0, "keep the newest backup of each of the last N ISO weeks (UTC) that have one")
-	f.BoolVar(&pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest, older than 5 minutes)")
+	f.BoolVar(&pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest), incomplete uploads included")
 	f.BoolVar(&confirm, "confirm", false, "delete; without it expire only prints the plan")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	return cmd

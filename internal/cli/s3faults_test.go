@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
+	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/storage/s3/s3test"
 )
@@ -64,7 +68,9 @@ func TestS3OutageWithinRetryWindow(t *testing.T) {
 }
 
 // MinIO stopped for good: the backup fails clearly within its retry
-// window, and once MinIO is back there is no manifest.
+// window, and once MinIO is back there is no manifest; the multipart
+// uploads it could not abort are found through its begun marker and
+// aborted by expire --prune-incomplete, which leaves nothing behind.
 func TestS3OutageForGood(t *testing.T) {
 	srv, location, done := throttledS3Backup(t, "5s")
 	srv.Stop()
@@ -76,6 +82,45 @@ func TestS3OutageForGood(t *testing.T) {
 	if n := len(backupListing(t, location)); n != 0 {
 		t.Errorf("%d backups listed after a failed backup", n)
 	}
+	if n := incompleteUploads(t, srv); n == 0 {
+		t.Fatal("no incomplete uploads after MinIO went away mid-backup: the test did not hit the case it is about")
+	}
+	// The failed backup could not delete its lock either. It ran inside
+	// this test process, so its pid is alive and the lock is not stale by
+	// pid (a separate backstream process's would be): remove it as a user
+	// who knows the backup is gone would.
+	run(t, "unlock", "--repo", location, "--all").mustSucceed(t)
+	run(t, "expire", "--repo", location, "--prune-incomplete", "--confirm").mustSucceed(t)
+	if n := incompleteUploads(t, srv); n != 0 {
+		t.Errorf("%d incomplete uploads left after expire --prune-incomplete", n)
+	}
+	for obj := range srv.Client(t).ListObjects(context.Background(), srv.Bucket, minio.ListObjectsOptions{Prefix: "repo/backups/", Recursive: true}) {
+		t.Errorf("left after expire --prune-incomplete: %s %v", obj.Key, obj.Err)
+	}
+}
+
+// incompleteUploads counts the incomplete multipart uploads of the stream
+// objects of every backup directory in the test repository.
+func incompleteUploads(t *testing.T, srv *s3test.Server) int {
+	t.Helper()
+	ctx := context.Background()
+	c := srv.Client(t)
+	n := 0
+	for obj := range c.ListObjects(ctx, srv.Bucket, minio.ListObjectsOptions{Prefix: "repo/backups/", Recursive: true}) {
+		dir, ok := strings.CutSuffix(obj.Key, "/"+repo.BegunName)
+		if !ok {
+			continue
+		}
+		for i := range 2 {
+			for u := range c.ListIncompleteUploads(ctx, srv.Bucket, fmt.Sprintf("%s/streams/%05d.xbs.zst", dir, i), true) {
+				if u.Err != nil {
+					t.Fatal(u.Err)
+				}
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Wrong credentials: a clear error at once, naming the bucket.

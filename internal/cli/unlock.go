@@ -47,7 +47,8 @@ func newUnlockCmd(g *globals) *cobra.Command {
 		Short: "Remove stale repository locks (or all of them with --all)",
 		Long: `Every operation on a repository holds a lock object under locks/, refreshed while it runs:
 backup, receive --repo and expire an exclusive one, restore, verify and cat a shared one.
-A lock not refreshed for 5 minutes is stale: others ignore it and unlock removes it.
+A lock not refreshed for 5 minutes, or taken on this host by a process that is gone, is
+stale: others ignore it and unlock removes it.
 --all also removes live locks; use it only when you know their processes are gone
 (their holders stop at their next refresh).`,
 		Args: cobra.NoArgs,

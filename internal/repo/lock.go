@@ -13,6 +13,7 @@ import (
 	"os/user"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/backstream/backstream/internal/storage"
@@ -53,9 +54,30 @@ type StoredLock struct {
 	LockInfo
 }
 
-// Stale reports whether the lock went unrefreshed for longer than staleAfter at now.
+// Stale reports whether the lock went unrefreshed for longer than staleAfter
+// at now, or was taken on this host by a process that no longer exists (a
+// holder that was killed, or whose release failed because the backend was
+// unreachable).
 func (l StoredLock) Stale(now time.Time, staleAfter time.Duration) bool {
-	return now.Sub(l.Refreshed) > staleAfter
+	return now.Sub(l.Refreshed) > staleAfter || l.goneHere()
+}
+
+// goneHere reports whether the lock was taken on this host by a process
+// that is not running. A reused pid keeps the lock live until it goes
+// stale by age: the safe direction.
+func (l StoredLock) goneHere() bool {
+	if l.Host != hostname() || l.PID <= 0 || l.PID == os.Getpid() {
+		return false
+	}
+	return syscall.Kill(l.PID, 0) == syscall.ESRCH
+}
+
+// staleWhy says why a stale lock is stale, for messages.
+func (l StoredLock) staleWhy(now time.Time, staleAfter time.Duration) string {
+	if l.goneHere() {
+		return fmt.Sprintf("its process %d on this host is gone", l.PID)
+	}
+	return fmt.Sprintf("not refreshed for %s (more than %s)", now.Sub(l.Refreshed).Round(time.Second), staleAfter)
 }
 
 // Describe names the holder for messages: "backup (pid 123 on host h, since 10:15:02 UTC, refreshed 10:16:30 UTC)".
@@ -295,8 +317,8 @@ func (r *Repo) tryLock(ctx context.Context, opt LockOptions) (*Lock, error) {
 			}
 			if o.Stale(now, opt.StaleAfter) {
 				if opt.Report != nil && !reported[o.Name] {
-					opt.Report(fmt.Sprintf("ignoring a stale lock %s from %s: not refreshed for %s (more than %s); backstream unlock removes it",
-						o.Name, o.Describe(), now.Sub(o.Refreshed).Round(time.Second), opt.StaleAfter))
+					opt.Report(fmt.Sprintf("ignoring a stale lock %s from %s: %s; backstream unlock removes it",
+						o.Name, o.Describe(), o.staleWhy(now, opt.StaleAfter)))
 				}
 				reported[o.Name] = true
 				continue

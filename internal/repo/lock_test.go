@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,4 +246,31 @@ func FuzzParseLock(f *testing.F) {
 			t.Fatalf("round trip: %+v -> %+v, %v", info, back, err)
 		}
 	})
+}
+
+// A fresh lock taken on this host by a process that is gone (killed, or
+// unable to delete its lock) is stale at once; one from a live process is not.
+func TestLockOfDeadProcessOnThisHost(t *testing.T) {
+	ctx := context.Background()
+	r := testRepo(t)
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	writeLock(t, r, "locks/child.json", LockInfo{Owner: "root", Host: hostname(), PID: cmd.Process.Pid, Operation: OpBackup, Exclusive: true, Created: now, Refreshed: now})
+	if _, _, err := r.Lock(ctx, LockOptions{Operation: OpExpire, Exclusive: true}); err == nil {
+		t.Fatal("the lock of a live process on this host did not block")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	var reports []string
+	l, _, err := r.Lock(ctx, LockOptions{Operation: OpExpire, Exclusive: true, Report: func(s string) { reports = append(reports, s) }})
+	if err != nil {
+		t.Fatalf("the lock of a killed process blocked: %v", err)
+	}
+	defer l.Release(ctx)
+	if len(reports) != 1 || !strings.Contains(reports[0], "is gone") {
+		t.Errorf("reports %q, want one naming the gone process", reports)
+	}
 }

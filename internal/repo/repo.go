@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +30,12 @@ const ConfigName = "backstream.json"
 
 // ManifestName is the manifest object inside a backup's directory.
 const ManifestName = "manifest.json"
+
+// BegunName is the object a backup writes first: its manifest header,
+// which names the stream objects it is about to create, so that the
+// leftovers of a backup that never committed can be found and removed,
+// including uploads the backend keeps invisible until they complete.
+const BegunName = "begun.json"
 
 const backupsDir = "backups"
 
@@ -247,7 +255,9 @@ func (r *Repo) Commit(ctx context.Context, m *archive.Manifest) error {
 }
 
 // Remove deletes every object of a backup, the manifest first so that the
-// backup stops counting as complete before anything else goes.
+// backup stops counting as complete before anything else goes. On a
+// backend that can keep incomplete uploads (S3 multipart), those of the
+// stream objects the backup announced are aborted too.
 func (r *Repo) Remove(ctx context.Context, id string) error {
 	if !ValidID(id) {
 		return fmt.Errorf("backup %s: not a backup id", id)
@@ -256,10 +266,18 @@ func (r *Repo) Remove(ctx context.Context, id string) error {
 	if err := r.Backend.Delete(ctx, dir+"/"+ManifestName); err != nil {
 		return fmt.Errorf("backup %s: %w", id, err)
 	}
+	if err := r.abortUploads(ctx, id); err != nil {
+		return fmt.Errorf("backup %s: %w", id, err)
+	}
 	objs, err := r.Backend.List(ctx, dir+"/")
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", id, err)
 	}
+	// The marker goes last: while any object is left it still names the
+	// uploads a later prune has to abort.
+	slices.SortStableFunc(objs, func(a, b storage.Info) int {
+		return cmpBool(path.Base(a.Name) == BegunName, path.Base(b.Name) == BegunName)
+	})
 	for _, o := range objs {
 		if err := r.Backend.Delete(ctx, o.Name); err != nil {
 			return fmt.Errorf("backup %s: %w", id, err)
@@ -268,8 +286,55 @@ func (r *Repo) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// Begin accepts any new backup: a repository needs no preparation.
-func (r *Repo) Begin(ctx context.Context, header *archive.Manifest) error { return nil }
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// abortUploads aborts the incomplete uploads of the stream objects named
+// by the backup's begun marker, if the backend keeps such uploads.
+func (r *Repo) abortUploads(ctx context.Context, id string) error {
+	ab, ok := r.Backend.(storage.UploadAborter)
+	if !ok {
+		return nil
+	}
+	rc, err := r.Backend.Open(ctx, Dir(id)+"/"+BegunName, 0, -1)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	var header archive.Manifest
+	if err := json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(&header); err != nil {
+		return fmt.Errorf("%s: %w", BegunName, err)
+	}
+	for _, s := range header.Streams {
+		if err := storage.CheckName(s.Name); err != nil || !strings.HasPrefix(s.Name, "streams/") {
+			return fmt.Errorf("%s: bad stream name %q", BegunName, s.Name)
+		}
+		if _, err := ab.AbortUploads(ctx, Dir(id)+"/"+s.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Begin writes the backup's begun marker, before any stream object.
+func (r *Repo) Begin(ctx context.Context, header *archive.Manifest) error {
+	data, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	_, err = r.Backend.Put(ctx, Dir(header.ID)+"/"+BegunName, bytes.NewReader(data))
+	return err
+}
 
 // Output is where the streams of a new backup id go.
 func (r *Repo) Output(id, hash string) archive.Output {
@@ -288,4 +353,31 @@ func (r *Repo) Discard(ctx context.Context, id string) error { return r.Remove(c
 // Input reads the streams of backup id.
 func (r *Repo) Input(id string) archive.Input {
 	return archive.BackendInput{Backend: r.Backend, Dir: Dir(id)}
+}
+
+// ReadMeta reads meta object name of a complete backup and checks its
+// size and digest against the manifest.
+func (r *Repo) ReadMeta(ctx context.Context, m *archive.Manifest, name string) ([]byte, error) {
+	for _, o := range m.Meta {
+		if o.Name != name {
+			continue
+		}
+		rc, err := r.Backend.Open(ctx, Dir(m.ID)+"/"+name, 0, -1)
+		if err != nil {
+			return nil, fmt.Errorf("backup %s: %w", m.ID, err)
+		}
+		defer rc.Close()
+		data, err := io.ReadAll(io.LimitReader(rc, o.Size+1))
+		if err != nil {
+			return nil, fmt.Errorf("backup %s: %s: %w", m.ID, name, err)
+		}
+		if int64(len(data)) != o.Size {
+			return nil, archive.Corruptf("backup %s: %s: %d bytes, the manifest says %d", m.ID, name, len(data), o.Size)
+		}
+		if err := archive.CheckDigest(data, o.Digest); err != nil {
+			return nil, archive.Corruptf("backup %s: %s: %v", m.ID, name, err)
+		}
+		return data, nil
+	}
+	return nil, fmt.Errorf("backup %s: the manifest names no %s", m.ID, name)
 }

@@ -45,3 +45,12 @@ type Backend interface {
 	// Location names the backend in messages, e.g. "/backups" or "s3://bucket/prefix".
 	Location() string
 }
+
+// UploadAborter is implemented by backends whose Put can leave invisible
+// partial data behind when the backend itself became unreachable before
+// the Put could clean up (S3 multipart uploads). AbortUploads removes all
+// such data kept for the object name and returns how many uploads it
+// aborted; a name with none is no error.
+type UploadAborter interface {
+	AbortUploads(ctx context.Context, name string) (int, error)
+}
