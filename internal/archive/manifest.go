@@ -37,6 +37,17 @@ type Manifest struct {
 	Meta      []Object  `json:"meta,omitempty"`
 	Barriers  []Barrier `json:"barriers,omitempty"`
 	Stats     Stats     `json:"stats"`
+	// Databases summarises a logical backup's content for listings; the
+	// full catalog is a meta object.
+	Databases []DatabaseStats `json:"databases,omitempty"`
+}
+
+// DatabaseStats is one database of a logical backup.
+type DatabaseStats struct {
+	Name   string `json:"name"`
+	Tables int    `json:"tables"`
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"` // data bytes as dumped, before compression
 }
 
 // Barrier orders the streams around one chunk whose effect reaches files

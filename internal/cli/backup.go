@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
@@ -72,19 +73,34 @@ func runBackupJob(ctx context.Context, g *globals, title string, job physical.Ba
 
 func newBackupCmd(g *globals, version string) *cobra.Command {
 	var b backupFlags
+	var l logicalBackupFlags
 	cmd := &cobra.Command{
 		Use:   "backup",
-		Short: "Take a hot physical backup into a repository",
+		Short: "Take a hot physical backup, or with --logical a consistent dump, into a repository",
 		Long: `backup runs mariabackup --backup --stream=xbstream on this host, splits its stream into
 --parallel stream objects of independently compressed frames, hashes everything, and
 commits the backup by writing its manifest last. The repository is created if the
 location is empty. Credentials reach mariabackup through a private 0600 option file,
-never its command line.`,
+never its command line.
+
+With --logical it dumps tables instead, through --parallel connections that all see one
+snapshot (opened while commits are blocked for a moment), cutting big tables into
+key ranges so that every connection stays busy, plus every view, trigger, routine,
+event, sequence and (for a whole-server dump, or with --users) account and grant.
+DDL on a dumped table during the dump fails the backup unless --block-ddl holds it off.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job, err := b.job(g, cmd, version)
 			if err != nil {
 				return err
+			}
+			var dump logical.DumpJob
+			if l.on {
+				if dump, err = l.job(job); err != nil {
+					return err
+				}
+			} else if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
+				return usagef("--%s needs --logical", f)
 			}
 			r, err := g.openRepo(cmd.Context(), true)
 			if err != nil {
@@ -95,6 +111,9 @@ never its command line.`,
 				return err
 			}
 			defer release()
+			if l.on {
+				return runDump(ctx, g, r, dump)
+			}
 			job.Dest = r
 			m, _, err := runBackupJob(ctx, g, "backup", job)
 			if err != nil {
@@ -105,6 +124,7 @@ never its command line.`,
 		},
 	}
 	b.register(cmd.Flags())
+	l.register(cmd.Flags())
 	return cmd
 }
 

@@ -26,6 +26,8 @@ type listEntry struct {
 	Files       int               `json:"files"`
 	RawBytes    int64             `json:"raw_bytes"`
 	StoredBytes int64             `json:"stored_bytes"`
+	// Databases of a logical backup, with their tables, rows and bytes.
+	Databases []archive.DatabaseStats `json:"databases,omitempty"`
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -48,7 +50,7 @@ func newListCmd(g *globals) *cobra.Command {
 				for _, m := range ms {
 					out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Started: m.Started, Finished: m.Finished,
 						Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
-						RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes})
+						RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases})
 				}
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
@@ -69,9 +71,29 @@ func newListCmd(g *globals) *cobra.Command {
 					m.Finished.Sub(m.Started).Round(100*time.Millisecond), progress.HumanBytes(m.Stats.RawBytes),
 					progress.HumanBytes(m.Stats.StoredBytes), ratio, m.Server.Version, pos)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return printDatabases(g, ms)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printDatabases lists what each logical backup holds, under the table of
+// backups.
+func printDatabases(g *globals, ms []*archive.Manifest) error {
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	header := false
+	for _, m := range ms {
+		for _, d := range m.Databases {
+			if !header {
+				fmt.Fprintln(tw, "\nLOGICAL BACKUP\tDATABASE\tTABLES\tROWS\tSIZE")
+				header = true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", m.ID, d.Name, d.Tables, d.Rows, progress.HumanBytes(d.Bytes))
+		}
+	}
+	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 )
@@ -49,23 +50,45 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) physical.RestoreJob {
 
 func newRestoreCmd(g *globals) *cobra.Command {
 	var d datadirFlags
+	var l logicalRestoreFlags
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
-		Short: "Restore a physical backup into a new datadir",
+		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
 		Long: `restore reads every stream of a backup in parallel, verifies every checksum and writes
 the files into --target-dir, which must be empty or absent. With --prepare it then runs
 mariabackup --prepare, so that a server starts on the result. Ownership and modes
-(directories 0750, files 0640) are set at the end. A failed restore leaves the target empty.`,
+(directories 0750, files 0640) are set at the end. A failed restore leaves the target empty.
+
+A logical backup is loaded into the server that --host/--socket (and option files) name:
+tables are created without their secondary indexes, their data files load in parallel
+through LOAD DATA, each checked against the manifest and recorded in a journal on the
+target in the same transaction, then indexes, foreign keys, views, triggers, routines,
+events and accounts follow. Tables the target already has are refused (--drop-existing),
+and an interrupted load continues with --resume. --database, --table and their
+--exclude- forms pick what to load; --rename-database a:b loads a as b.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if d.target == "" {
-				return usagef("--target-dir is required")
-			}
-			job := d.job(g, cmd.Flags())
 			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
 			if err != nil {
 				return err
 			}
 			defer release()
+			if m.Kind == archive.KindLogical {
+				if d.target != "" || d.prepare {
+					return usagef("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir", m.ID)
+				}
+				job, err := l.job(cmd.Flags(), d.parallel)
+				if err != nil {
+					return err
+				}
+				return runLoad(ctx, g, r, m, job)
+			}
+			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
+				return usagef("--%s is for logical backups; backup %s is physical", f, m.ID)
+			}
+			if d.target == "" {
+				return usagef("--target-dir is required")
+			}
+			job := d.job(g, cmd.Flags())
 			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
 			job.Input, job.Manifest, job.Progress = r.Input(m.ID), m, t
 			err = physical.RunRestore(ctx, job)
@@ -82,5 +105,6 @@ mariabackup --prepare, so that a server starts on the result. Ownership and mode
 		},
 	}
 	d.register(cmd.Flags())
+	l.register(cmd.Flags())
 	return cmd
 }

@@ -1,0 +1,108 @@
+// Package logical takes and loads logical backups: a consistent, chunked,
+// parallel dump of a MariaDB server's tables into the same stream objects
+// as physical backups, and a parallel load of them through LOAD DATA.
+package logical
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/logical/schema"
+)
+
+// CatalogName is the meta object that holds a logical backup's catalog.
+const CatalogName = "meta/catalog.json"
+
+// Catalog is what a logical backup holds besides its data files: every
+// object's definition, and which data files belong to which table.
+type Catalog struct {
+	Schema *schema.Catalog `json:"schema"`
+	// SQLMode is the source's global sql_mode, used for loading.
+	SQLMode string      `json:"sql_mode"`
+	Tables  []TableData `json:"tables"`
+}
+
+// TableData lists the data files of one table, in the order they were
+// cut. Columns are the dumped columns in file order.
+type TableData struct {
+	Database string   `json:"database"`
+	Table    string   `json:"table"`
+	Columns  []string `json:"columns"`
+	Chunks   []Chunk  `json:"chunks"`
+}
+
+// Chunk is one data file. ID is unique in the backup: the load journal
+// records it.
+type Chunk struct {
+	ID    int    `json:"id"`
+	Path  string `json:"path"`
+	Rows  int64  `json:"rows"`
+	Bytes int64  `json:"bytes"`
+}
+
+// ParseCatalog decodes and checks a catalog.
+func ParseCatalog(data []byte) (*Catalog, error) {
+	var c Catalog
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	if c.Schema == nil {
+		return nil, fmt.Errorf("catalog: no schema")
+	}
+	ids, paths := map[int]bool{}, map[string]bool{}
+	for _, t := range c.Tables {
+		if t.Database == "" || t.Table == "" {
+			return nil, fmt.Errorf("catalog: a table without a name")
+		}
+		for _, ch := range t.Chunks {
+			if ids[ch.ID] || paths[ch.Path] {
+				return nil, fmt.Errorf("catalog: table %s.%s: chunk %d (%s) listed twice", t.Database, t.Table, ch.ID, ch.Path)
+			}
+			if ch.Path == "" || path.Clean(ch.Path) != ch.Path || strings.HasPrefix(ch.Path, "/") || strings.HasPrefix(ch.Path, "..") {
+				return nil, fmt.Errorf("catalog: table %s.%s: bad chunk path %q", t.Database, t.Table, ch.Path)
+			}
+			if ch.Rows < 0 || ch.Bytes < 0 {
+				return nil, fmt.Errorf("catalog: table %s.%s: chunk %s: negative size", t.Database, t.Table, ch.Path)
+			}
+			ids[ch.ID], paths[ch.Path] = true, true
+		}
+	}
+	return &c, nil
+}
+
+// Check compares the catalog with the manifest of its backup: every data
+// file it lists is a file of the backup, of the size it says.
+func (c *Catalog) Check(m *archive.Manifest) error {
+	sizes := make(map[string]int64, len(m.Files))
+	for _, f := range m.Files {
+		sizes[f.Path] = f.Size
+	}
+	for _, t := range c.Tables {
+		for _, ch := range t.Chunks {
+			size, ok := sizes[ch.Path]
+			switch {
+			case !ok:
+				return fmt.Errorf("catalog: table %s.%s: data file %s is not in the backup", t.Database, t.Table, ch.Path)
+			case size != ch.Bytes:
+				return fmt.Errorf("catalog: table %s.%s: data file %s has %d bytes, the catalog says %d", t.Database, t.Table, ch.Path, size, ch.Bytes)
+			}
+		}
+	}
+	return nil
+}
+
+// chunkPath names data file n of a table: <db>/<table>.<n>.tsv, flat
+// inside the database's directory so that stock mbstream, which creates
+// only the last directory of a path, extracts it.
+func chunkPath(db, table string, n int) string {
+	return fmt.Sprintf("%s/%s.%06d.tsv", pathName(db), pathName(table), n)
+}
+
+// schemaPath names the CREATE TABLE file of a table in the streams, for
+// people reading a backup with stock tools; loading uses the catalog.
+func schemaPath(db, table string) string {
+	return fmt.Sprintf("%s/%s.sql", pathName(db), pathName(table))
+}

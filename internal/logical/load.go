@@ -1,0 +1,624 @@
+package logical
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// journalDB holds the load journal on the target: which data files of
+// which backup are loaded. A data file's rows and its journal row commit
+// in one transaction, so a resumed load neither skips nor repeats one.
+const journalDB = "backstream_load"
+
+// LoadJob is one load of a logical backup into a running server.
+type LoadJob struct {
+	Conn     mariadb.Config
+	Input    archive.Input
+	Manifest *archive.Manifest
+	Catalog  *Catalog
+	Parallel int // loading connections; index builds run as many at once
+	Filter   schema.Filter
+	Rename   map[string]string // source database -> target database
+	Skip     schema.Skip
+	Definer  string // rewrite DEFINER clauses to this account ("" keeps them)
+	// DropExisting drops tables the target already has; without it (and
+	// without Resume) they make the load refuse before it changes anything.
+	DropExisting bool
+	// Resume continues an interrupted load of the same backup.
+	Resume bool
+	// NoBinlog loads with sql_log_bin=0.
+	NoBinlog bool
+	Progress *progress.Tracker
+}
+
+// LoadResult says what a load did.
+type LoadResult struct {
+	Tables, Chunks, Skipped int   // Skipped: chunks a resumed load found done
+	Rows, Bytes             int64 // loaded by this run
+	KeptAccounts            []string
+}
+
+// target is one table to load, with its statements.
+type target struct {
+	db, name   string // in the target server
+	src        *schema.Table
+	data       *TableData
+	base       string // CREATE TABLE without secondary keys and foreign keys
+	addIndexes string
+	addForeign string
+	load       string // the LOAD DATA statement, reading from readerName
+	versioned  bool
+	existed    bool
+}
+
+func (t *target) qname() string  { return qualified(t.db, t.name) }
+func (t *target) String() string { return t.db + "." + t.name }
+
+type loader struct {
+	job    LoadJob
+	db     *sql.DB
+	ddl    *sql.Conn
+	tables []*target
+	byPath map[string]*loadFile
+	dbs    []*schema.Database
+	done   map[int]bool // journaled chunks
+	res    LoadResult
+	resMu  sync.Mutex
+}
+
+// loadFile is a data file the load wants, and the manifest's word on it.
+type loadFile struct {
+	t      *target
+	chunk  Chunk
+	digest string
+	buf    []byte
+}
+
+// Load loads a logical backup: tables without secondary indexes first,
+// their data files in parallel through LOAD DATA LOCAL INFILE fed from
+// memory, each checked against the manifest before it commits, then the
+// indexes, foreign keys, sequences, views, triggers, routines, events and
+// accounts.
+func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
+	if job.Parallel < 1 {
+		job.Parallel = 1
+	}
+	db, err := mariadb.Open(ctx, job.Conn, "")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(job.Parallel + 1)
+	db.SetMaxIdleConns(job.Parallel + 1)
+	l := &loader{job: job, db: db, byPath: map[string]*loadFile{}, done: map[int]bool{}}
+	if l.ddl, err = db.Conn(ctx); err != nil {
+		return nil, err
+	}
+	defer l.ddl.Close()
+	if err := l.session(ctx, l.ddl); err != nil {
+		return nil, err
+	}
+	if err := l.plan(); err != nil {
+		return nil, err
+	}
+	stage := func(s string) {
+		if job.Progress != nil {
+			job.Progress.Stage(s)
+		}
+	}
+	stage("checking the target")
+	if err := l.openJournal(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.checkTarget(ctx); err != nil {
+		return nil, err
+	}
+	stage("creating tables")
+	if err := l.createTables(ctx); err != nil {
+		return nil, err
+	}
+	stage("loading")
+	if err := l.loadData(ctx); err != nil {
+		return nil, err
+	}
+	stage("building indexes")
+	if err := l.addKeys(ctx); err != nil {
+		return nil, err
+	}
+	stage("creating views, triggers, routines, events and accounts")
+	if err := l.createObjects(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.closeJournal(ctx); err != nil {
+		return nil, err
+	}
+	l.res.Tables = len(l.tables)
+	return &l.res, nil
+}
+
+// session prepares a connection for bulk loading.
+func (l *loader) session(ctx context.Context, c *sql.Conn) error {
+	mode := l.job.Catalog.SQLMode
+	if !strings.Contains(mode, "NO_AUTO_VALUE_ON_ZERO") {
+		mode = strings.Trim(mode+",NO_AUTO_VALUE_ON_ZERO", ",")
+	}
+	stmts := []string{
+		"SET SESSION sql_mode = '" + strings.ReplaceAll(mode, "'", "''") + "'",
+		"SET SESSION unique_checks = 0",
+		"SET SESSION foreign_key_checks = 0",
+		"SET SESSION check_constraint_checks = 0",
+		"SET SESSION time_zone = '+00:00'",
+		"SET SESSION max_statement_time = 0",
+		"SET SESSION system_versioning_insert_history = 1",
+	}
+	if l.job.NoBinlog {
+		stmts = append(stmts, "SET SESSION sql_log_bin = 0")
+	}
+	for _, q := range stmts {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// plan picks the tables the filters select, under their target names.
+func (l *loader) plan() error {
+	data := map[string]*TableData{}
+	for i := range l.job.Catalog.Tables {
+		td := &l.job.Catalog.Tables[i]
+		data[td.Database+"\x00"+td.Table] = td
+	}
+	digests := map[string]string{}
+	for _, f := range l.job.Manifest.Files {
+		digests[f.Path] = f.Digest
+	}
+	for _, d := range l.job.Catalog.Schema.Databases {
+		if !l.job.Filter.Database(d.Name) {
+			continue
+		}
+		l.dbs = append(l.dbs, d)
+		for _, st := range d.Tables {
+			if !l.job.Filter.Table(d.Name, st.Name) {
+				continue
+			}
+			t := &target{db: l.targetDB(d.Name), name: st.Name, src: st, data: data[d.Name+"\x00"+st.Name], versioned: st.Versioned}
+			if st.Sequence {
+				t.base = st.Create
+			} else {
+				var err error
+				if t.base, t.addIndexes, t.addForeign, err = schema.SplitCreateTable(st.Create); err != nil {
+					return fmt.Errorf("table %s.%s: %w", d.Name, st.Name, err)
+				}
+			}
+			if t.data != nil {
+				t.load = loadStatement(t.qname(), st, t.data.Columns)
+				for _, ch := range t.data.Chunks {
+					l.byPath[ch.Path] = &loadFile{t: t, chunk: ch, digest: digests[ch.Path]}
+				}
+			}
+			l.tables = append(l.tables, t)
+		}
+	}
+	if len(l.tables) == 0 && len(l.dbs) == 0 {
+		return fmt.Errorf("backup %s: the filters select nothing", l.job.Manifest.ID)
+	}
+	return nil
+}
+
+func (l *loader) targetDB(src string) string {
+	if d, ok := l.job.Rename[src]; ok {
+		return d
+	}
+	return src
+}
+
+// loadStatement is the LOAD DATA of one data file of the table: the
+// defaults spelled out, the exact bytes (CHARACTER SET binary), the
+// dumped columns by name, BIT values through a variable.
+func loadStatement(qname string, t *schema.Table, cols []string) string {
+	types := map[string]string{}
+	for _, c := range t.Columns {
+		types[c.Name] = c.DataType
+	}
+	var list, set []string
+	for i, c := range cols {
+		if types[c] == "bit" {
+			v := fmt.Sprintf("@bit%d", i)
+			list = append(list, v)
+			set = append(set, fmt.Sprintf("%s = CAST(%s AS UNSIGNED)", quoteIdent(c), v))
+			continue
+		}
+		list = append(list, quoteIdent(c))
+	}
+	q := "LOAD DATA LOCAL INFILE 'Reader::%s' INTO TABLE " + qname +
+		" CHARACTER SET binary FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (" + strings.Join(list, ", ") + ")"
+	if len(set) > 0 {
+		q += " SET " + strings.Join(set, ", ")
+	}
+	return q
+}
+
+func (l *loader) openJournal(ctx context.Context) error {
+	for _, q := range []string{
+		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(journalDB),
+		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "journal") +
+			" (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, loaded TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (backup, chunk)) ENGINE=InnoDB",
+	} {
+		if _, err := l.ddl.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("load journal: %w", err)
+		}
+	}
+	rows, err := l.ddl.QueryContext(ctx, "SELECT chunk FROM "+qualified(journalDB, "journal")+" WHERE backup = ?", l.job.Manifest.ID)
+	if err != nil {
+		return fmt.Errorf("load journal: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		l.done[n] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	started := l.done[0]
+	switch {
+	case started && !l.job.Resume && !l.job.DropExisting:
+		return fmt.Errorf("an earlier load of backup %s into this server did not finish; --resume continues it, --drop-existing starts over", l.job.Manifest.ID)
+	case started && !l.job.Resume:
+		if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, "journal")+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
+			return err
+		}
+		l.done = map[int]bool{}
+	case !started && l.job.Resume:
+		return fmt.Errorf("--resume: this server has no unfinished load of backup %s", l.job.Manifest.ID)
+	}
+	return nil
+}
+
+func (l *loader) journal(ctx context.Context, c interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, chunk int) error {
+	_, err := c.ExecContext(ctx, "INSERT INTO "+qualified(journalDB, "journal")+" (backup, chunk) VALUES (?, ?)", l.job.Manifest.ID, chunk)
+	return err
+}
+
+// closeJournal forgets a finished load, and the journal when it is empty.
+func (l *loader) closeJournal(ctx context.Context) error {
+	if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, "journal")+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
+		return err
+	}
+	var left int
+	if err := l.ddl.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+qualified(journalDB, "journal")).Scan(&left); err != nil {
+		return err
+	}
+	if left == 0 {
+		_, err := l.ddl.ExecContext(ctx, "DROP DATABASE "+quoteIdent(journalDB))
+		return err
+	}
+	return nil
+}
+
+// checkTarget refuses to load over tables the target has, unless asked to
+// drop them or to resume.
+func (l *loader) checkTarget(ctx context.Context) error {
+	var clash []*target
+	for _, t := range l.tables {
+		var n int
+		err := l.ddl.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.db, t.name).Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			t.existed = true
+			clash = append(clash, t)
+		}
+	}
+	switch {
+	case len(clash) == 0 || l.job.Resume:
+		return nil
+	case !l.job.DropExisting:
+		names := make([]string, 0, 3)
+		for _, t := range clash[:min(3, len(clash))] {
+			names = append(names, t.String())
+		}
+		more := ""
+		if len(clash) > 3 {
+			more = fmt.Sprintf(" and %d more", len(clash)-3)
+		}
+		return fmt.Errorf("the target already has %s%s; refusing to load over them (--drop-existing drops them first)", strings.Join(names, ", "), more)
+	}
+	for _, t := range clash {
+		if _, err := l.ddl.ExecContext(ctx, "DROP TABLE "+t.qname()); err != nil {
+			return fmt.Errorf("drop %s: %w", t, err)
+		}
+		t.existed = false
+	}
+	return nil
+}
+
+// createTables creates the databases, then sequences (tables may default
+// to their next value), then tables without their secondary keys; it then
+// marks the load as started in the journal.
+func (l *loader) createTables(ctx context.Context) error {
+	for _, d := range l.dbs {
+		if err := schema.CreateDatabase(ctx, l.ddl, d, l.targetDB(d.Name)); err != nil {
+			return err
+		}
+	}
+	for _, seq := range []bool{true, false} {
+		for _, t := range l.tables {
+			if t.src.Sequence != seq || t.existed {
+				continue
+			}
+			if err := schema.CreateTable(ctx, l.ddl, t.db, t.src, t.base); err != nil {
+				return err
+			}
+		}
+	}
+	if !l.done[0] {
+		return l.journal(ctx, l.ddl, 0)
+	}
+	return nil
+}
+
+// loadData reads every stream (checking all of it) and loads the data
+// files the load wants through Parallel connections.
+func (l *loader) loadData(ctx context.Context) error {
+	var total int64
+	for _, f := range l.byPath {
+		if l.done[f.chunk.ID] {
+			l.res.Skipped++
+		} else {
+			total += f.chunk.Bytes
+		}
+	}
+	if l.job.Progress != nil {
+		l.job.Progress.SetTotal(total)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	files := make(chan *loadFile, l.job.Parallel)
+	for range l.job.Parallel {
+		g.Go(func() error {
+			c, err := l.db.Conn(gctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := l.session(gctx, c); err != nil {
+				return err
+			}
+			for f := range files {
+				if err := l.loadFile(gctx, c, f); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(files)
+		return archive.Read(gctx, archive.ReadOptions{
+			Input: l.job.Input, Manifest: l.job.Manifest,
+			Sink: &loadSink{l: l, ctx: gctx, files: files},
+		})
+	})
+	return g.Wait()
+}
+
+// loadSink gathers each wanted data file from its stream and hands it to
+// the loaders once complete.
+type loadSink struct {
+	l     *loader
+	ctx   context.Context
+	files chan<- *loadFile
+	mu    sync.Mutex
+	open  map[string]*loadFile
+}
+
+func (s *loadSink) Chunk(c *xbstream.Chunk) error {
+	f := s.l.byPath[c.Path]
+	if f == nil || s.l.done[f.chunk.ID] {
+		return nil
+	}
+	switch c.Type {
+	case xbstream.TypePayload:
+		if f.buf == nil {
+			f.buf = make([]byte, 0, f.chunk.Bytes)
+		}
+		f.buf = append(f.buf, c.Payload...)
+	case xbstream.TypeEOF:
+		select {
+		case s.files <- f:
+		case <-s.ctx.Done():
+			return context.Cause(s.ctx)
+		}
+	default:
+		return fmt.Errorf("unexpected %s chunk in a logical backup", c.Type)
+	}
+	return nil
+}
+
+// loadFile loads one data file in one transaction with its journal row,
+// after checking it against the manifest's digest and its row count
+// against the catalog's.
+func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
+	data := f.buf
+	f.buf = nil
+	where := fmt.Sprintf("backup %s: table %s: data file %s", l.job.Manifest.ID, f.t, f.chunk.Path)
+	if int64(len(data)) != f.chunk.Bytes {
+		return archive.Corruptf("%s: %d bytes, the catalog says %d", where, len(data), f.chunk.Bytes)
+	}
+	if err := archive.CheckDigest(data, f.digest); err != nil {
+		return archive.Corruptf("%s: %v", where, err)
+	}
+	name := fmt.Sprintf("backstream-%s-%d", l.job.Manifest.ID, f.chunk.ID)
+	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
+	defer mysql.DeregisterReaderHandler(name)
+	var n int64
+	var err error
+	// InnoDB may pick the transaction as a deadlock victim; it rolled back
+	// whole, journal row included, so it can run again.
+	for attempt := 1; ; attempt++ {
+		n, err = l.loadTx(ctx, c, f, name, where)
+		var me *mysql.MySQLError
+		if attempt < 4 && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	l.resMu.Lock()
+	l.res.Chunks++
+	l.res.Rows += n
+	l.res.Bytes += int64(len(data))
+	l.resMu.Unlock()
+	if l.job.Progress != nil {
+		l.job.Progress.Out(int64(len(data)))
+	}
+	return nil
+}
+
+// loadTx runs the LOAD DATA of one file and its journal row in one
+// transaction and returns the rows loaded.
+func (l *loader) loadTx(ctx context.Context, c *sql.Conn, f *loadFile, name, where string) (int64, error) {
+	tx, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(f.t.load, name))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", where, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if n != f.chunk.Rows {
+		return 0, fmt.Errorf("%s: loaded %d rows, the backup has %d (SHOW WARNINGS on the target may say why)", where, n, f.chunk.Rows)
+	}
+	if err := l.journal(ctx, tx, f.chunk.ID); err != nil {
+		return 0, fmt.Errorf("%s: journal: %w", where, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("%s: commit: %w", where, err)
+	}
+	return n, nil
+}
+
+// addKeys adds every table's secondary indexes (one ALTER per table, up to
+// Parallel at once), then the foreign keys, which may need other tables'
+// indexes.
+func (l *loader) addKeys(ctx context.Context) error {
+	for _, pick := range []func(*target) string{
+		func(t *target) string { return t.addIndexes },
+		func(t *target) string { return t.addForeign },
+	} {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(l.job.Parallel)
+		for _, t := range l.tables {
+			q := pick(t)
+			if q == "" {
+				continue
+			}
+			g.Go(func() error {
+				c, err := l.db.Conn(gctx)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				if err := l.session(gctx, c); err != nil {
+					return err
+				}
+				return schema.AlterTable(gctx, c, t.db, t.src, q)
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createObjects restores sequence values and creates the objects that
+// read tables: views, triggers, routines, events, then accounts.
+func (l *loader) createObjects(ctx context.Context) error {
+	for _, t := range l.tables {
+		if t.src.Sequence {
+			if err := schema.RestoreSequence(ctx, l.ddl, t.db, t.src); err != nil {
+				return err
+			}
+		}
+	}
+	tableFiltered := len(l.job.Filter.Tables) > 0
+	create := func(db string, o *schema.Object) error {
+		return schema.CreateObject(ctx, l.ddl, l.targetDB(db), o, l.job.Rename, l.job.Definer)
+	}
+	if !l.job.Skip.Views && !tableFiltered {
+		for _, v := range l.job.Catalog.Schema.OrderedViews() {
+			if l.job.Filter.Database(v.Database.Name) {
+				if err := create(v.Database.Name, v.Object); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	selected := map[string]bool{}
+	for _, t := range l.tables {
+		selected[t.db+"\x00"+t.name] = true
+	}
+	for _, d := range l.dbs {
+		groups := [][]*schema.Object{}
+		if !l.job.Skip.Triggers {
+			var trig []*schema.Object
+			for _, o := range d.Triggers {
+				if selected[l.targetDB(d.Name)+"\x00"+o.Table] {
+					trig = append(trig, o)
+				}
+			}
+			groups = append(groups, trig)
+		}
+		if !l.job.Skip.Routines && !tableFiltered {
+			groups = append(groups, d.Routines)
+		}
+		if !l.job.Skip.Events && !tableFiltered {
+			groups = append(groups, d.Events)
+		}
+		for _, objs := range groups {
+			for _, o := range objs {
+				if err := create(d.Name, o); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if l.job.Skip.Users {
+		return nil
+	}
+	kept, err := schema.ApplyAccounts(ctx, l.ddl, l.job.Catalog.Schema.Users, l.job.Rename)
+	for _, a := range kept {
+		l.res.KeptAccounts = append(l.res.KeptAccounts, a.String())
+	}
+	return err
+}

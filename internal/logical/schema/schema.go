@@ -1,0 +1,243 @@
+// Package schema reads the schema of a MariaDB server into a Catalog that a
+// logical backup stores as JSON, and applies it to a target server in phases.
+//
+// SHOW CREATE output is the source of truth for every object: the server
+// prints it so that running it again recreates the object, and comparing it
+// between source and target is how the tests prove a restore faithful.
+//
+// A restore applies the phases in this order (the Catalog's objects are kept
+// in the order each phase needs):
+//
+//  1. CreateDatabase for every database.
+//  2. CreateTable for every sequence (they lead Database.Tables), then for
+//     every table with the base statement of SplitCreateTable: tables may
+//     take their defaults from a sequence (DEFAULT NEXTVAL(s)).
+//  3. The data (not this package); RestoreSequence for every sequence.
+//  4. AlterTable with the addIndexes statement of every table, then with the
+//     addForeignKeys statement of every table: a foreign key needs the
+//     indexes of both its tables.
+//  5. CreateObject for routines (packages before their bodies): a view may
+//     call a stored function, and the server checks that when it creates the
+//     view.
+//  6. CreateViewPlaceholder for every view of every database, then
+//     CreateObject for Catalog.OrderedViews. Views are ordered so that a view
+//     comes after the views it reads; the placeholders make a wrong order
+//     (a view name mistaken for a dependency, see OrderedViews) harmless.
+//  7. CreateObject for triggers, after the data so that loading does not
+//     fire them, in the order of Database.Triggers (it is the firing order).
+//  8. CreateObject for events.
+//  9. Accounts: ApplyAccounts, or CreateAccount for roles then users,
+//     GrantAccount for each created account, SetDefaultRole last. Grants
+//     name tables and routines, so they come after those exist.
+package schema
+
+import (
+	"errors"
+	"slices"
+	"strings"
+)
+
+// ErrExists is wrapped by the error of CreateTable and CreateAccount when the
+// object is already on the target. A restore reports such an account as
+// kept; a table is the caller's decision (a resumed load, or a name clash).
+var ErrExists = errors.New("already exists")
+
+// systemDatabases are never dumped unless named in Filter.Databases: their
+// contents belong to the server (accounts are dumped as Catalog.Users).
+var systemDatabases = []string{"mysql", "information_schema", "performance_schema", "sys"}
+
+// Filter selects databases and tables. Empty Databases means every database
+// except the system ones (mysql, information_schema, performance_schema,
+// sys). Names are compared exactly (MariaDB on Linux is case-sensitive).
+type Filter struct {
+	Databases, ExcludeDatabases []string
+	// Tables and ExcludeTables name tables, sequences and views as
+	// "db.table". Tables non-empty means only those tables: views and
+	// triggers of other tables are left out, and, when Databases is empty,
+	// databases without a listed table too.
+	Tables, ExcludeTables []string
+}
+
+// Database reports whether the filter selects database name.
+func (f Filter) Database(name string) bool {
+	if slices.Contains(f.ExcludeDatabases, name) {
+		return false
+	}
+	if len(f.Databases) > 0 {
+		return slices.Contains(f.Databases, name)
+	}
+	if len(f.Tables) > 0 {
+		// "db.table" is split nowhere: a name may contain '.', so match the
+		// prefix instead of guessing where the database name ends.
+		return slices.ContainsFunc(f.Tables, func(t string) bool { return strings.HasPrefix(t, name+".") })
+	}
+	return !slices.Contains(systemDatabases, name)
+}
+
+// Table reports whether the filter selects table (or sequence, or view) name
+// of database db.
+func (f Filter) Table(db, name string) bool {
+	if !f.Database(db) {
+		return false
+	}
+	full := db + "." + name
+	if slices.Contains(f.ExcludeTables, full) {
+		return false
+	}
+	return len(f.Tables) == 0 || slices.Contains(f.Tables, full)
+}
+
+// Skip lists kinds of objects to leave out (each can be left out by a flag).
+type Skip struct{ Views, Triggers, Routines, Events, Users bool }
+
+// Catalog is the schema of a logical backup.
+type Catalog struct {
+	SQLMode   string // source @@GLOBAL.sql_mode
+	Databases []*Database
+	Users     []*Account `json:",omitempty"` // roles first, then users; only when the dump includes users
+	// IgnoredAccounts lists (as `user`@`host`) the accounts of mysql.user
+	// the server ignores, so that SHOW CREATE USER cannot show them: a
+	// host name under skip-name-resolve. They are not dumped; report them.
+	IgnoredAccounts []string `json:",omitempty"`
+}
+
+// Database is one database and the objects in it.
+type Database struct {
+	Name   string
+	Create string // SHOW CREATE DATABASE text
+	// Tables holds base tables and sequences, sequences first (tables may
+	// use them as defaults), each group by name.
+	Tables []*Table
+	// Views are in dependency order within the database; across databases
+	// use Catalog.OrderedViews.
+	Views []*Object `json:",omitempty"`
+	// Triggers are by table, timing and event, in firing order: creating
+	// them in this order recreates the order.
+	Triggers []*Object `json:",omitempty"`
+	// Routines: packages, package bodies, functions, procedures; a package
+	// body needs its package.
+	Routines []*Object `json:",omitempty"`
+	Events   []*Object `json:",omitempty"`
+}
+
+// Table is a base table or a sequence.
+type Table struct {
+	Name   string
+	Create string // SHOW CREATE TABLE / SHOW CREATE SEQUENCE text
+	Engine string
+	// Sequence marks a sequence; SetVal is then the statement that
+	// restores its state, e.g. SELECT SETVAL(`db`.`s`, 1234, 0, 0), with
+	// the source's next_not_cached_value and cycle_count, so that SELECT *
+	// from the sequence gives the same row on the target. RestoreSequence
+	// builds it again for the target database.
+	Sequence   bool   `json:",omitempty"`
+	SetVal     string `json:",omitempty"`
+	NextValue  int64  `json:",omitempty"` // next_not_cached_value
+	CycleCount int64  `json:",omitempty"` // cycle_count
+	// Versioned marks WITH SYSTEM VERSIONING. History rows share their
+	// Key with the current row: over FOR SYSTEM_TIME ALL, Key plus the
+	// RowEnd column is unique (a PRIMARY KEY of an explicit PERIOD holds
+	// it already: the server adds it).
+	Versioned bool `json:",omitempty"`
+	// Columns in ordinal order, every column including invisible ones and
+	// the period columns of system versioning (the implicit row_start and
+	// row_end last).
+	Columns []Column
+	// Key is the chunking key: the PRIMARY KEY's columns, else those of the
+	// first UNIQUE key whose columns are all NOT NULL (long UNIQUE keys,
+	// USING HASH, do not count: they are not ordered); nil if none.
+	Key []string `json:",omitempty"`
+	// IntKey: Key is one column of an integer type (tinyint..bigint,
+	// signed or not).
+	IntKey    bool  `json:",omitempty"`
+	Rows      int64 // estimate from information_schema.TABLES
+	DataBytes int64 // estimate (DATA_LENGTH)
+}
+
+// Column is one column of a table.
+type Column struct {
+	Name string
+	// DataType is information_schema's DATA_TYPE, lower case: int, bit,
+	// geometry, point, blob, longtext (JSON is longtext in 10.11), ...
+	DataType string
+	// Generated: a VIRTUAL or PERSISTENT (STORED) generated column, which
+	// is neither dumped nor loaded. Period columns are not Generated.
+	Generated bool `json:",omitempty"`
+	Invisible bool `json:",omitempty"`
+	// RowStart, RowEnd: the system-versioning period columns (ROW START /
+	// ROW END), also when implicit (row_start, row_end, invisible).
+	RowStart bool `json:",omitempty"`
+	RowEnd   bool `json:",omitempty"`
+}
+
+// Object kinds.
+const (
+	KindView        = "view"
+	KindTrigger     = "trigger"
+	KindFunction    = "function"
+	KindProcedure   = "procedure"
+	KindPackage     = "package"
+	KindPackageBody = "package body"
+	KindEvent       = "event"
+)
+
+// Object is a view, trigger, routine or event.
+type Object struct {
+	Kind     string // one of the Kind constants
+	Database string // the source database (rename maps it)
+	Name     string
+	Table    string `json:",omitempty"` // triggers: their table
+	Create   string // the SHOW CREATE ... statement text
+	// The creation context from the SHOW CREATE row, where it has them
+	// (views have no sql_mode, database collation or time zone; only
+	// events have a time zone).
+	SQLMode             string `json:",omitempty"`
+	TimeZone            string `json:",omitempty"`
+	CharacterSetClient  string `json:",omitempty"`
+	CollationConnection string `json:",omitempty"`
+	DatabaseCollation   string `json:",omitempty"`
+	// Columns: a view's column names, for CreateViewPlaceholder.
+	Columns []string `json:",omitempty"`
+}
+
+// Account is a user or a role.
+type Account struct {
+	User, Host string // a role's Host is ""
+	Role       bool   `json:",omitempty"`
+	// Create is the SHOW CREATE USER text ("" for roles: CREATE ROLE).
+	Create string `json:",omitempty"`
+	// Grants are the account's own lines of SHOW GRANTS FOR, in order
+	// (without SET DEFAULT ROLE, and for a role without the grants of the
+	// roles granted to it, which SHOW GRANTS lists too).
+	Grants []string
+	// DefaultRole is the SET DEFAULT ROLE target, "" if none.
+	DefaultRole string `json:",omitempty"`
+}
+
+// String returns the account as SQL names it: `user`@`host`, or `role`.
+func (a *Account) String() string {
+	if a.Role {
+		return quoteIdent(a.User)
+	}
+	return quoteIdent(a.User) + "@" + quoteIdent(a.Host)
+}
+
+// DatabaseObject is an object with the database it belongs to.
+type DatabaseObject struct {
+	Database *Database
+	Object   *Object
+}
+
+// OrderedViews returns the views of every database in creation order: a view
+// after every view it reads, also across databases.
+//
+// MariaDB 10.11 has no information_schema.VIEW_TABLE_USAGE, so the
+// dependencies come from the view text: SHOW CREATE VIEW prints every table
+// as `name` (same database) or `db`.`name`, and every name that could be a
+// view counts. That may add a dependency that is not real (an alias or a
+// column spelled like a view); only a cycle of such mistakes can produce a
+// wrong order, and CreateViewPlaceholder makes that harmless too, except
+// for a WITH CHECK OPTION view over a view still a placeholder.
+func (c *Catalog) OrderedViews() []DatabaseObject {
+	return orderViews(c.Databases)
+}

@@ -1,0 +1,321 @@
+package logical
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/progress"
+)
+
+// tableWork is one table's share of the dump: how to select it, how far
+// the dump got, and the data files made.
+type tableWork struct {
+	db   string
+	t    *schema.Table
+	cols []schema.Column // the dumped columns, in file order
+	from string          // `db`.`t`, with FOR SYSTEM_TIME ALL for versioned tables
+	list string          // the select list
+
+	mu sync.Mutex
+	// An integer key is cut into ranges that any worker may take: one big
+	// table keeps every worker busy. Otherwise one worker scans the table.
+	ranged   bool
+	planned  bool
+	next     int64
+	last     int64
+	step     int64
+	exhaust  bool // ranges all handed out, or the scan taken
+	busy     int  // ranges being dumped
+	chunkNum int
+	chunks   []Chunk
+}
+
+func newTableWork(db string, t *schema.Table) *tableWork {
+	w := &tableWork{db: db, t: t, from: qualified(db, t.Name)}
+	if t.Versioned {
+		w.from += " FOR SYSTEM_TIME ALL"
+	}
+	var sel []string
+	for _, c := range t.Columns {
+		if c.Generated {
+			continue
+		}
+		w.cols = append(w.cols, c)
+		sel = append(sel, dumpExpr(c))
+	}
+	w.list = strings.Join(sel, ", ")
+	w.ranged = t.IntKey && len(t.Key) == 1
+	return w
+}
+
+// dumpExpr selects a column so that LOAD DATA can take the value back: BIT
+// values travel as numbers (LOAD DATA would store their digits' bytes),
+// everything else as its exact bytes.
+func dumpExpr(c schema.Column) string {
+	if c.DataType == "bit" {
+		return "CAST(" + quoteIdent(c.Name) + " AS UNSIGNED)"
+	}
+	return quoteIdent(c.Name)
+}
+
+func (w *tableWork) name() string { return w.db + "." + w.t.Name }
+
+func (w *tableWork) columnNames() []string {
+	names := make([]string, len(w.cols))
+	for i, c := range w.cols {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// task is one piece of dumping: a key range of a table, or a whole scan.
+type task struct {
+	w      *tableWork
+	lo, hi int64
+	scan   bool
+	plan   bool // read the key range first (the first worker to reach the table)
+}
+
+// scheduler hands out tasks, biggest tables first; a ranged table's
+// ranges go to whichever worker is free.
+type scheduler struct {
+	mu     sync.Mutex
+	tables []*tableWork
+}
+
+func newScheduler(tables []*tableWork) *scheduler { return &scheduler{tables: tables} }
+
+// next returns the next task, or false when every table is handed out.
+// A worker that finds only ranged tables still being planned waits briefly
+// for their ranges rather than ending early.
+func (s *scheduler) next(ctx context.Context) (task, bool, error) {
+	for {
+		s.mu.Lock()
+		waiting := false
+		for _, w := range s.tables {
+			w.mu.Lock()
+			switch {
+			case w.exhaust:
+			case !w.ranged:
+				w.exhaust = true
+				w.mu.Unlock()
+				s.mu.Unlock()
+				return task{w: w, scan: true}, true, nil
+			case !w.planned && w.step == 0:
+				w.step = -1 // being planned
+				w.mu.Unlock()
+				s.mu.Unlock()
+				return task{w: w, plan: true}, true, nil
+			case !w.planned:
+				waiting = true
+			default:
+				lo := w.next
+				hi := lo + w.step - 1
+				if hi < lo || hi >= w.last { // overflow, or the end
+					hi = w.last
+					w.exhaust = true
+				}
+				w.next = hi + 1
+				w.busy++
+				w.mu.Unlock()
+				s.mu.Unlock()
+				return task{w: w, lo: lo, hi: hi}, true, nil
+			}
+			w.mu.Unlock()
+		}
+		s.mu.Unlock()
+		if !waiting {
+			return task{}, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return task{}, false, context.Cause(ctx)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// dumpLoop runs one worker: it takes tasks until none are left.
+func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunkBytes int64, tr *progress.Tracker) error {
+	for {
+		t, ok, err := s.next(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		switch {
+		case t.plan:
+			err = planRanges(ctx, c, t.w, chunkBytes)
+		case t.scan:
+			_, err = dumpRows(ctx, c, em, t.w, "", chunkBytes, tr)
+		default:
+			var made int64
+			made, err = dumpRows(ctx, c, em, t.w, fmt.Sprintf(" WHERE %s BETWEEN %d AND %d", quoteIdent(t.w.t.Key[0]), t.lo, t.hi), chunkBytes, tr)
+			t.w.adapt(made, chunkBytes)
+		}
+		if err != nil {
+			return fmt.Errorf("table %s: %w", t.w.name(), err)
+		}
+	}
+}
+
+// planRanges reads the key's range in the snapshot and sizes the first
+// ranges from the table's average row length; adapt corrects them.
+func planRanges(ctx context.Context, c *sql.Conn, w *tableWork, chunkBytes int64) error {
+	key := quoteIdent(w.t.Key[0])
+	var lo, hi sql.NullString
+	err := c.QueryRowContext(ctx, fmt.Sprintf("SELECT MIN(%s), MAX(%s) FROM %s", key, key, w.from)).Scan(&lo, &hi)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.planned = true
+	if !lo.Valid {
+		w.exhaust = true // empty
+		return nil
+	}
+	first, err1 := strconv.ParseInt(lo.String, 10, 64)
+	last, err2 := strconv.ParseInt(hi.String, 10, 64)
+	if err1 != nil || err2 != nil {
+		// An unsigned key beyond the signed range: scan it whole.
+		w.ranged = false
+		return nil
+	}
+	rowLen := int64(100)
+	if w.t.Rows > 0 && w.t.DataBytes > 0 {
+		rowLen = max(w.t.DataBytes/w.t.Rows, 1)
+	}
+	rows := max(chunkBytes/rowLen, 1)
+	span := uint64(last - first)
+	w.step = int64(max(1, min(span/uint64(max(w.t.Rows, 1))*uint64(rows), 1<<62)))
+	w.next, w.last = first, last
+	return nil
+}
+
+// adapt resizes a ranged table's step so that its files come near the
+// chunk size, within a factor of four per step.
+func (w *tableWork) adapt(made, chunkBytes int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.busy--
+	if made <= 0 {
+		w.step = min(w.step*4, 1<<62)
+		return
+	}
+	f := float64(chunkBytes) / float64(made)
+	f = max(0.25, min(f, 4))
+	w.step = max(1, int64(float64(w.step)*f))
+}
+
+// payloadSize is the size of the xbstream chunks data files are cut into.
+const payloadSize = 1 << 20
+
+// dumpRows streams the rows of one select into data files cut at
+// chunkBytes and returns the bytes written.
+func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where string, chunkBytes int64, tr *progress.Tracker) (made int64, err error) {
+	if len(w.cols) == 0 {
+		return 0, nil
+	}
+	rows, err := c.QueryContext(ctx, "SELECT "+w.list+" FROM "+w.from+where)
+	if err != nil {
+		return 0, explainDDL(err)
+	}
+	defer rows.Close()
+	vals := make([]sql.RawBytes, len(w.cols))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var (
+		f      *fileOut
+		buf    = make([]byte, 0, payloadSize+64<<10)
+		fRows  int64
+		fBytes int64
+		chunk  Chunk
+	)
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		err := f.write(ctx, buf)
+		fBytes += int64(len(buf))
+		made += int64(len(buf))
+		if tr != nil {
+			tr.In(int64(len(buf)))
+		}
+		buf = buf[:0]
+		return err
+	}
+	closeFile := func() error {
+		if f == nil {
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := f.close(ctx); err != nil {
+			return err
+		}
+		chunk.Rows, chunk.Bytes = fRows, fBytes
+		w.mu.Lock()
+		w.chunks = append(w.chunks, chunk)
+		w.mu.Unlock()
+		f = nil
+		return nil
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return made, err
+		}
+		if f == nil {
+			w.mu.Lock()
+			w.chunkNum++
+			n := w.chunkNum
+			w.mu.Unlock()
+			chunk = Chunk{ID: em.nextID(), Path: chunkPath(w.db, w.t.Name, n)}
+			f = em.create(chunk.Path)
+			fRows, fBytes = 0, 0
+		}
+		for i, v := range vals {
+			if i > 0 {
+				buf = append(buf, '\t')
+			}
+			buf = appendField(buf, v, v == nil)
+		}
+		buf = append(buf, '\n')
+		fRows++
+		if len(buf) >= payloadSize {
+			if err := flush(); err != nil {
+				return made, err
+			}
+			if fBytes >= chunkBytes {
+				if err := closeFile(); err != nil {
+					return made, err
+				}
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return made, explainDDL(err)
+	}
+	return made, closeFile()
+}
+
+// explainDDL names the error InnoDB gives a snapshot reading a table that
+// DDL rebuilt after the snapshot began.
+func explainDDL(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1412 {
+		return fmt.Errorf("%w (the table was altered during the dump; run the backup again, or use --block-ddl)", err)
+	}
+	return err
+}
