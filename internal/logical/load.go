@@ -206,6 +206,11 @@ func (l *loader) plan() error {
 					return fmt.Errorf("table %s.%s: %w", d.Name, st.Name, err)
 				}
 			}
+			if len(l.job.Rename) > 0 {
+				// Foreign keys and defaults may name other databases.
+				t.base = schema.RenameDatabases(t.base, l.job.Rename)
+				t.addForeign = schema.RenameDatabases(t.addForeign, l.job.Rename)
+			}
 			if t.data != nil {
 				t.load = loadStatement(t.qname(), st, t.data.Columns)
 				for _, ch := range t.data.Chunks {
@@ -230,7 +235,8 @@ func (l *loader) targetDB(src string) string {
 
 // loadStatement is the LOAD DATA of one data file of the table: the
 // defaults spelled out, the exact bytes (CHARACTER SET binary), the
-// dumped columns by name, BIT values through a variable.
+// dumped columns by name; BIT values, and the text forms of UUID and INET
+// values, through a variable.
 func loadStatement(qname string, t *schema.Table, cols []string) string {
 	types := map[string]string{}
 	for _, c := range t.Columns {
@@ -238,13 +244,19 @@ func loadStatement(qname string, t *schema.Table, cols []string) string {
 	}
 	var list, set []string
 	for i, c := range cols {
-		if types[c] == "bit" {
-			v := fmt.Sprintf("@bit%d", i)
+		v := fmt.Sprintf("@v%d", i)
+		switch types[c] {
+		case "bit":
 			list = append(list, v)
 			set = append(set, fmt.Sprintf("%s = CAST(%s AS UNSIGNED)", quoteIdent(c), v))
-			continue
+		case "uuid", "inet4", "inet6":
+			// These types read a binary string as their packed form; the
+			// dump holds their text form.
+			list = append(list, v)
+			set = append(set, fmt.Sprintf("%s = CONVERT(%s USING utf8mb4)", quoteIdent(c), v))
+		default:
+			list = append(list, quoteIdent(c))
 		}
-		list = append(list, quoteIdent(c))
 	}
 	q := "LOAD DATA LOCAL INFILE 'Reader::%s' INTO TABLE " + qname +
 		" CHARACTER SET binary FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (" + strings.Join(list, ", ") + ")"
@@ -562,7 +574,9 @@ func (l *loader) addKeys(ctx context.Context) error {
 }
 
 // createObjects restores sequence values and creates the objects that
-// read tables: views, triggers, routines, events, then accounts.
+// read tables: routines first (a view may call a function; a routine's body
+// is not resolved when it is created), then views in dependency order,
+// triggers and events, then accounts.
 func (l *loader) createObjects(ctx context.Context) error {
 	for _, t := range l.tables {
 		if t.src.Sequence {
@@ -572,8 +586,20 @@ func (l *loader) createObjects(ctx context.Context) error {
 		}
 	}
 	tableFiltered := len(l.job.Filter.Tables) > 0
-	create := func(db string, o *schema.Object) error {
-		return schema.CreateObject(ctx, l.ddl, l.targetDB(db), o, l.job.Rename, l.job.Definer)
+	create := func(db string, objs ...*schema.Object) error {
+		for _, o := range objs {
+			if err := schema.CreateObject(ctx, l.ddl, l.targetDB(db), o, l.job.Rename, l.job.Definer); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !l.job.Skip.Routines && !tableFiltered {
+		for _, d := range l.dbs {
+			if err := create(d.Name, d.Routines...); err != nil {
+				return err
+			}
+		}
 	}
 	if !l.job.Skip.Views && !tableFiltered {
 		for _, v := range l.job.Catalog.Schema.OrderedViews() {
@@ -589,27 +615,18 @@ func (l *loader) createObjects(ctx context.Context) error {
 		selected[t.db+"\x00"+t.name] = true
 	}
 	for _, d := range l.dbs {
-		groups := [][]*schema.Object{}
 		if !l.job.Skip.Triggers {
-			var trig []*schema.Object
 			for _, o := range d.Triggers {
 				if selected[l.targetDB(d.Name)+"\x00"+o.Table] {
-					trig = append(trig, o)
+					if err := create(d.Name, o); err != nil {
+						return err
+					}
 				}
 			}
-			groups = append(groups, trig)
-		}
-		if !l.job.Skip.Routines && !tableFiltered {
-			groups = append(groups, d.Routines)
 		}
 		if !l.job.Skip.Events && !tableFiltered {
-			groups = append(groups, d.Events)
-		}
-		for _, objs := range groups {
-			for _, o := range objs {
-				if err := create(d.Name, o); err != nil {
-					return err
-				}
+			if err := create(d.Name, d.Events...); err != nil {
+				return err
 			}
 		}
 	}

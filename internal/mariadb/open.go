@@ -16,7 +16,9 @@ const ConnectTimeout = 10 * time.Second
 
 // Open opens a connection pool for cfg (Unix socket or TCP, see
 // Config.UsesSocket) on database (may be empty) and pings it, so that a
-// wrong address or password surfaces here. parseTime is on; client-side
+// wrong address or password surfaces here. parseTime is off: dates and
+// times come back as the server writes them (a logical dump must carry
+// '0000-00-00' and fractional seconds exactly, not through time.Time); client-side
 // parameter interpolation is off, so values always travel as binary
 // parameters. Errors name the socket or host and the user, never the
 // password.
@@ -32,7 +34,7 @@ func Open(ctx context.Context, cfg Config, database string) (*sql.DB, error) {
 		mc.Addr = cfg.Addr()
 	}
 	mc.DBName = database
-	mc.ParseTime = true
+	mc.ParseTime = false
 	mc.InterpolateParams = false
 	mc.Timeout = ConnectTimeout
 	// LOAD DATA LOCAL INFILE is fed from registered readers only (the

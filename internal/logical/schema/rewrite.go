@@ -7,7 +7,7 @@ import (
 
 // objectWords end the header of a CREATE statement of a view, trigger,
 // routine or event: DEFINER and OR REPLACE come before them.
-var objectWords = []string{"VIEW", "TRIGGER", "FUNCTION", "PROCEDURE", "PACKAGE", "EVENT", "TABLE", "SEQUENCE", "DATABASE", "SCHEMA", "USER", "ROLE"}
+var objectWords = []string{"VIEW", "TRIGGER", "FUNCTION", "PROCEDURE", "PACKAGE", "EVENT"}
 
 // header returns the significant tokens of stmt before its object word
 // (VIEW, TRIGGER, ...), or nil if stmt does not start with CREATE.

@@ -29,6 +29,16 @@
 //  9. Accounts: ApplyAccounts, or CreateAccount for roles then users,
 //     GrantAccount for each created account, SetDefaultRole last. Grants
 //     name tables and routines, so they come after those exist.
+//
+// To restore under other database names, pass a rename map to CreateObject
+// and GrantAccount, and the statements of SplitCreateTable through
+// RenameDatabases: SHOW CREATE qualifies names of other databases (foreign
+// keys, DEFAULT NEXTVAL, views). The texts of trigger, routine and event
+// bodies are not rewritten.
+//
+// The functions that apply take the caller's connection, set the session
+// variables a statement needs and give them back, but leave the connection
+// in the target database (USE).
 package schema
 
 import (
