@@ -39,6 +39,9 @@ type DumpJob struct {
 	ChunkBytes int64 // 0 means DefaultChunkBytes
 	Progress   *progress.Tracker
 	Version    string // backstream's, for the manifest
+
+	// afterSnapshot, in tests, runs once every snapshot is open.
+	afterSnapshot func(ctx context.Context) error
 }
 
 // Dump takes a consistent logical backup: every table is read in one
@@ -197,6 +200,11 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	pos, err := s.openSnapshots(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if job.afterSnapshot != nil {
+		if err := job.afterSnapshot(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if job.Progress != nil {
 		var total int64
