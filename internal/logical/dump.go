@@ -212,6 +212,7 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 			total += t.t.DataBytes
 		}
 		job.Progress.SetTotal(total)
+		job.Progress.SetTables(int64(len(s.tables)))
 		job.Progress.Stage("dumping")
 	}
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
 	"golang.org/x/sync/errgroup"
@@ -62,8 +63,8 @@ type target struct {
 	addIndexes string
 	addForeign string
 	load       string // the LOAD DATA statement, reading from readerName
-	versioned  bool
 	existed    bool
+	left       atomic.Int64 // data files still to load
 }
 
 func (t *target) qname() string  { return qualified(t.db, t.name) }
@@ -197,7 +198,7 @@ func (l *loader) plan() error {
 			if !l.job.Filter.Table(d.Name, st.Name) {
 				continue
 			}
-			t := &target{db: l.targetDB(d.Name), name: st.Name, src: st, data: data[d.Name+"\x00"+st.Name], versioned: st.Versioned}
+			t := &target{db: l.targetDB(d.Name), name: st.Name, src: st, data: data[d.Name+"\x00"+st.Name]}
 			if st.Sequence {
 				t.base = st.Create
 			} else {
@@ -401,10 +402,17 @@ func (l *loader) loadData(ctx context.Context) error {
 			l.res.Skipped++
 		} else {
 			total += f.chunk.Bytes
+			f.t.left.Add(1)
 		}
 	}
-	if l.job.Progress != nil {
-		l.job.Progress.SetTotal(total)
+	if tr := l.job.Progress; tr != nil {
+		tr.SetTotal(total)
+		tr.SetTables(int64(len(l.tables)))
+		for _, t := range l.tables {
+			if t.left.Load() == 0 {
+				tr.TableDone()
+			}
+		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	files := make(chan *loadFile, l.job.Parallel)
@@ -442,8 +450,6 @@ type loadSink struct {
 	l     *loader
 	ctx   context.Context
 	files chan<- *loadFile
-	mu    sync.Mutex
-	open  map[string]*loadFile
 }
 
 func (s *loadSink) Chunk(c *xbstream.Chunk) error {
@@ -505,8 +511,12 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	l.res.Rows += n
 	l.res.Bytes += int64(len(data))
 	l.resMu.Unlock()
-	if l.job.Progress != nil {
-		l.job.Progress.Out(int64(len(data)))
+	if tr := l.job.Progress; tr != nil {
+		tr.Out(int64(len(data)))
+		tr.AddRows(n)
+		if f.t.left.Add(-1) == 0 {
+			tr.TableDone()
+		}
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ type tableWork struct {
 	step     int64
 	exhaust  bool // ranges all handed out, or the scan taken
 	busy     int  // ranges being dumped
+	counted  bool // reported done to the progress display
 	chunkNum int
 	chunks   []Chunk
 }
@@ -164,7 +165,21 @@ func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunk
 		if err != nil {
 			return fmt.Errorf("table %s: %w", t.w.name(), err)
 		}
+		if tr != nil && t.w.finished() {
+			tr.TableDone()
+		}
 	}
+}
+
+// finished reports, once, that every part of the table is dumped.
+func (w *tableWork) finished() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.exhaust && w.busy == 0 && !w.counted {
+		w.counted = true
+		return true
+	}
+	return false
 }
 
 // planRanges reads the key's range in the snapshot and sizes the first
@@ -266,6 +281,9 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 			return err
 		}
 		chunk.Rows, chunk.Bytes = fRows, fBytes
+		if tr != nil {
+			tr.AddRows(fRows)
+		}
 		w.mu.Lock()
 		w.chunks = append(w.chunks, chunk)
 		w.mu.Unlock()

@@ -94,8 +94,10 @@ type Options struct {
 // methods are safe for concurrent use.
 type Tracker struct {
 	in, out, total atomic.Int64
-	stage          atomic.Pointer[string]
-	stageChanged   chan struct{}
+	// Rows and tables, for operations that move tables (logical backups).
+	rows, tablesDone, tables atomic.Int64
+	stage                    atomic.Pointer[string]
+	stageChanged             chan struct{}
 
 	opt   Options
 	mode  Mode
@@ -173,6 +175,16 @@ func (t *Tracker) Out(n int64) { t.out.Add(n) }
 // SetTotal sets the number of bytes In is expected to reach (0: unknown),
 // for when it becomes known only after Start.
 func (t *Tracker) SetTotal(n int64) { t.total.Store(n) }
+
+// AddRows counts rows dumped or loaded.
+func (t *Tracker) AddRows(n int64) { t.rows.Add(n) }
+
+// SetTables sets how many tables the operation moves; lines then show the
+// tables done and the rows.
+func (t *Tracker) SetTables(n int64) { t.tables.Store(n) }
+
+// TableDone counts one table finished.
+func (t *Tracker) TableDone() { t.tablesDone.Add(1) }
 
 // Stage names the phase the operation is in ("streaming", "prepare",
 // "verifying"); plain and JSON modes report a change at once.
@@ -270,6 +282,9 @@ func (t *Tracker) loop(interval time.Duration, report func(now time.Time)) {
 // snapshot is one reading of the counters with a rate and ETA.
 type snapshot struct {
 	in, out, total int64
+	rows           int64
+	tablesDone     int64
+	tables         int64
 	stage          string
 	rate           float64 // bytes in per second, smoothed
 	eta            time.Duration
@@ -280,7 +295,8 @@ type snapshot struct {
 // exponential average over reports, so that one slow interval (a pause for
 // a lock, a slow upload) does not swing the ETA wildly.
 func (t *Tracker) take(now time.Time) snapshot {
-	s := snapshot{in: t.in.Load(), out: t.out.Load(), total: t.total.Load(), stage: *t.stage.Load()}
+	s := snapshot{in: t.in.Load(), out: t.out.Load(), total: t.total.Load(), stage: *t.stage.Load(),
+		rows: t.rows.Load(), tablesDone: t.tablesDone.Load(), tables: t.tables.Load()}
 	if dt := now.Sub(t.lastTime).Seconds(); dt > 0.05 {
 		recent := float64(s.in-t.lastIn) / dt
 		if t.lastIn == 0 && t.rate == 0 {
@@ -310,6 +326,9 @@ func (t *Tracker) writePlain(now time.Time) {
 		fmt.Fprintf(&b, " / %s (%.0f%%)", HumanBytes(s.total), 100*float64(s.in)/float64(s.total))
 	}
 	fmt.Fprintf(&b, " in, %s out, %s", HumanBytes(s.out), HumanRate(s.rate))
+	if s.tables > 0 {
+		fmt.Fprintf(&b, ", %d/%d tables, %d rows", s.tablesDone, s.tables, s.rows)
+	}
 	if s.etaKnown {
 		fmt.Fprintf(&b, ", ETA %s", s.eta.Round(time.Second))
 	}
@@ -331,6 +350,10 @@ type Event struct {
 	Rate float64 `json:"rate"`
 	// ETASeconds is null when the total or the rate is unknown.
 	ETASeconds *float64 `json:"eta_seconds"`
+	// Tables moved so far and in all, and rows, for logical backups.
+	TablesDone int64 `json:"tables_done,omitempty"`
+	Tables     int64 `json:"tables,omitempty"`
+	Rows       int64 `json:"rows,omitempty"`
 	// Summary only.
 	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
 	Ratio          float64 `json:"ratio,omitempty"`
@@ -341,7 +364,8 @@ type Event struct {
 func (t *Tracker) writeJSONProgress(now time.Time) {
 	s := t.take(now)
 	e := Event{Time: now.UTC(), Event: "progress", Title: t.opt.Title, Stage: s.stage,
-		BytesIn: s.in, BytesOut: s.out, Total: s.total, Rate: s.rate}
+		BytesIn: s.in, BytesOut: s.out, Total: s.total, Rate: s.rate,
+		TablesDone: s.tablesDone, Tables: s.tables, Rows: s.rows}
 	if s.etaKnown {
 		eta := s.eta.Seconds()
 		e.ETASeconds = &eta

@@ -333,3 +333,17 @@ func FuzzParseBytes(f *testing.F) {
 		}
 	})
 }
+
+// Lines of an operation that moves tables show tables done and rows.
+func TestTablesAndRowsInLines(t *testing.T) {
+	var buf syncBuffer
+	tr := Start(Options{Mode: ModePlain, Out: &buf, Title: "backup --logical", Interval: time.Hour})
+	tr.SetTables(3)
+	tr.TableDone()
+	tr.AddRows(1234)
+	tr.writePlain(time.Now())
+	tr.Finish(nil)
+	if !strings.Contains(buf.String(), "1/3 tables, 1234 rows") {
+		t.Errorf("progress line %q lacks tables and rows", buf.String())
+	}
+}
