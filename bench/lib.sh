@@ -53,3 +53,38 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1
 
 # Row printing: a Markdown table, so the output pastes into docs/benchmarks.md.
 row() { printf '| %s ' "$@"; printf '|\n'; }
+
+# dataset_start DIR SIZE_GB TABLES: starts a sandbox on DIR holding the
+# sysbench dataset the benchmarks share (TABLES tables, SIZE_GB of datadir),
+# building it on first use; the recipe is bench/physical.sh's, so either
+# script may build the cache the other reads.
+dataset_start() {
+  local dir=$1 size_gb=$2 tables=$3
+  local rows=$(( size_gb * 1000000 / tables * 1000 / 240 ))   # ~240 bytes per sysbench row on disk
+  sandbox_start "$dir"
+  if ! mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'SELECT 1 FROM sbtest.sbtest1 LIMIT 1' >/dev/null 2>&1; then
+    echo "building the sysbench dataset: $tables tables x $rows rows" >&2
+    mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+    sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SANDBOX_SOCKET" --mysql-user=root \
+      --tables="$tables" --table-size="$rows" --threads=2 prepare >/dev/null
+    # The load's binary logs are not part of a backup; drop them.
+    mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'RESET MASTER'
+  fi
+}
+
+# timed COMMAND...: prints the wall seconds; fails (naming the command) when
+# the command does, so that a failed run is never reported as a time.
+timed() {
+  sync   # no writeback left over from the previous run
+  local start; start=$(now)
+  "$@" >/dev/null || { echo "failed: $*" >&2; return 1; }
+  elapsed "$start"
+}
+
+# run KEY COMMAND...: times the command and records the time under KEY in
+# the caller's associative array T. A plain assignment keeps set -e in force.
+run() {
+  local t
+  t=$(timed "${@:2}")
+  T[$1]="${T[$1]:-} $t"
+}

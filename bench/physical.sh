@@ -43,36 +43,29 @@ MB=(mariabackup --no-defaults --user=root --socket="$SANDBOX_SOCKET" --datadir="
   --backup --stream=xbstream --parallel="$N" --target-dir="$WORK/mbtmp")
 
 fresh() { rm -rf "$1"; mkdir -p "$1"; }
-timed() { # timed COMMAND...: prints the wall seconds
-  sync   # no writeback left over from the previous run
-  local start; start=$(now)
-  "$@" >/dev/null
-  elapsed "$start"
-}
 declare -A T B M
-add() { T[$1]="${T[$1]:-} $2"; }
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "round $round of $ROUNDS" >&2
   fresh "$WORK/repo"; rmdir "$WORK/repo"; fresh "$WORK/mbtmp"
-  add bs_backup "$(timed "$BS" backup --repo "$WORK/repo" --parallel "$N" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none)"
+  run bs_backup "$BS" backup --repo "$WORK/repo" --parallel "$N" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none
   bs_size=$(size_of "$WORK/repo/backups")
   rm -rf "$WORK/restore"
-  add bs_restore "$(timed "$BS" restore latest --repo "$WORK/repo" --target-dir "$WORK/restore" --parallel "$N" --progress none)"
+  run bs_restore "$BS" restore latest --repo "$WORK/repo" --target-dir "$WORK/restore" --parallel "$N" --progress none
   rm -rf "$WORK/repo" "$WORK/restore"
 
   fresh "$WORK/mbtmp"
-  add pigz_backup "$(timed bash -o pipefail -c '"$@" 2>"'"$WORK"'/pigz.log" | pigz --fast -p '"$N"' > "'"$WORK"'/backup.gz"' _ "${MB[@]}")"
+  run pigz_backup bash -o pipefail -c '"$@" 2>"'"$WORK"'/pigz.log" | pigz --fast -p '"$N"' > "'"$WORK"'/backup.gz"' _ "${MB[@]}"
   pigz_size=$(size_of "$WORK/backup.gz")
   fresh "$WORK/restore"
-  add pigz_restore "$(timed bash -o pipefail -c 'pigz -dc -p '"$N"' "'"$WORK"'/backup.gz" | mbstream -x -p '"$N"' -C "'"$WORK"'/restore"')"
+  run pigz_restore bash -o pipefail -c 'pigz -dc -p '"$N"' "'"$WORK"'/backup.gz" | mbstream -x -p '"$N"' -C "'"$WORK"'/restore"'
   rm -rf "$WORK/backup.gz" "$WORK/restore"
 
   fresh "$WORK/mbtmp"
-  add zstd_backup "$(timed bash -o pipefail -c '"$@" 2>"'"$WORK"'/zstd.log" | zstd -1 -q -T'"$N"' > "'"$WORK"'/backup.zst"' _ "${MB[@]}")"
+  run zstd_backup bash -o pipefail -c '"$@" 2>"'"$WORK"'/zstd.log" | zstd -1 -q -T'"$N"' > "'"$WORK"'/backup.zst"' _ "${MB[@]}"
   zstd_size=$(size_of "$WORK/backup.zst")
   fresh "$WORK/restore"
-  add zstd_restore "$(timed bash -o pipefail -c 'zstd -dc -q -T'"$N"' "'"$WORK"'/backup.zst" | mbstream -x -p '"$N"' -C "'"$WORK"'/restore"')"
+  run zstd_restore bash -o pipefail -c 'zstd -dc -q -T'"$N"' "'"$WORK"'/backup.zst" | mbstream -x -p '"$N"' -C "'"$WORK"'/restore"'
   rm -rf "$WORK/backup.zst" "$WORK/restore"
 done
 

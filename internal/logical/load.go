@@ -272,6 +272,10 @@ func (l *loader) openJournal(ctx context.Context) error {
 		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(journalDB),
 		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "journal") +
 			" (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, loaded TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (backup, chunk)) ENGINE=InnoDB",
+		// Accounts the load created, so that a resumed load grants to
+		// them again rather than keeping them as if they were the target's.
+		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "accounts") +
+			" (backup VARCHAR(64) NOT NULL, account VARCHAR(400) NOT NULL, PRIMARY KEY (backup, account)) ENGINE=InnoDB",
 	} {
 		if _, err := l.ddl.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("load journal: %w", err)
@@ -297,8 +301,10 @@ func (l *loader) openJournal(ctx context.Context) error {
 	case started && !l.job.Resume && !l.job.DropExisting:
 		return fmt.Errorf("an earlier load of backup %s into this server did not finish; --resume continues it, --drop-existing starts over", l.job.Manifest.ID)
 	case started && !l.job.Resume:
-		if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, "journal")+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
-			return err
+		for _, table := range []string{"journal", "accounts"} {
+			if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
+				return err
+			}
 		}
 		l.done = map[int]bool{}
 	case !started && l.job.Resume:
@@ -314,10 +320,30 @@ func (l *loader) journal(ctx context.Context, c interface {
 	return err
 }
 
+// journaledAccounts returns the accounts earlier runs of this load created.
+func (l *loader) journaledAccounts(ctx context.Context) (map[string]bool, error) {
+	rows, err := l.ddl.QueryContext(ctx, "SELECT account FROM "+qualified(journalDB, "accounts")+" WHERE backup = ?", l.job.Manifest.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out[a] = true
+	}
+	return out, rows.Err()
+}
+
 // closeJournal forgets a finished load, and the journal when it is empty.
 func (l *loader) closeJournal(ctx context.Context) error {
-	if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, "journal")+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
-		return err
+	for _, table := range []string{"journal", "accounts"} {
+		if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
+			return err
+		}
 	}
 	var left int
 	if err := l.ddl.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+qualified(journalDB, "journal")).Scan(&left); err != nil {
@@ -643,7 +669,16 @@ func (l *loader) createObjects(ctx context.Context) error {
 	if l.job.Skip.Users {
 		return nil
 	}
-	kept, err := schema.ApplyAccounts(ctx, l.ddl, l.job.Catalog.Schema.Users, l.job.Rename)
+	ours, err := l.journaledAccounts(ctx)
+	if err != nil {
+		return err
+	}
+	kept, err := schema.ApplyAccounts(ctx, l.ddl, l.job.Catalog.Schema.Users, l.job.Rename,
+		func(a *schema.Account) bool { return ours[a.String()] },
+		func(a *schema.Account) error {
+			_, err := l.ddl.ExecContext(ctx, "INSERT INTO "+qualified(journalDB, "accounts")+" (backup, account) VALUES (?, ?)", l.job.Manifest.ID, a.String())
+			return err
+		})
 	for _, a := range kept {
 		l.res.KeptAccounts = append(l.res.KeptAccounts, a.String())
 	}

@@ -333,32 +333,44 @@ func SetDefaultRole(ctx context.Context, conn *sql.Conn, a *Account) error {
 
 // ApplyAccounts creates the accounts (roles before users, as Read orders
 // them), then grants to those it created, then sets their default roles. It
-// returns the accounts that already existed and were left alone. Grants
-// are all tried; their errors come back together after the default roles.
-func ApplyAccounts(ctx context.Context, conn *sql.Conn, accounts []*Account, rename map[string]string) (kept []*Account, err error) {
-	var created []*Account
+// returns the accounts that already existed and were left alone, except
+// those ours reports an earlier, interrupted run of the same load created:
+// they get their grants again. created hears of each account as soon as it
+// exists, so that the caller can record it before anything else happens.
+// Grants are all tried; their errors come back together after the default
+// roles.
+func ApplyAccounts(ctx context.Context, conn *sql.Conn, accounts []*Account, rename map[string]string,
+	ours func(*Account) bool, created func(*Account) error) (kept []*Account, err error) {
+	var mine []*Account
 	for _, roles := range []bool{true, false} {
 		for _, a := range accounts {
 			if a.Role != roles {
 				continue
 			}
 			switch err := CreateAccount(ctx, conn, a); {
+			case errors.Is(err, ErrExists) && ours != nil && ours(a):
+				mine = append(mine, a)
 			case errors.Is(err, ErrExists):
 				kept = append(kept, a)
 			case err != nil:
 				return kept, err
 			default:
-				created = append(created, a)
+				if created != nil {
+					if err := created(a); err != nil {
+						return kept, err
+					}
+				}
+				mine = append(mine, a)
 			}
 		}
 	}
 	var errs []error
-	for _, a := range created {
+	for _, a := range mine {
 		if err := GrantAccount(ctx, conn, a, rename); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, a := range created {
+	for _, a := range mine {
 		if err := SetDefaultRole(ctx, conn, a); err != nil {
 			errs = append(errs, err)
 		}

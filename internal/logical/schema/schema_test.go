@@ -462,7 +462,7 @@ func applyCatalog(t *testing.T, ctx context.Context, target *sql.Conn, cat *Cata
 	if rename != nil {
 		return nil
 	}
-	kept, err := ApplyAccounts(ctx, target, cat.Users, rename)
+	kept, err := ApplyAccounts(ctx, target, cat.Users, rename, nil, nil)
 	must("accounts", err)
 	return kept
 }

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Logical dump and load: backstream against mariadb-dump and mydumper/myloader,
+# with the same parallelism N, on one sysbench dataset, in one run.
+#
+#   bench/logical.sh                        # about 1 GB of sysbench data, N=2, 3 rounds
+#   SIZE_GB=4 N=4 ROUNDS=5 bench/logical.sh
+#   SKIP_BACKSTREAM=1 bench/logical.sh      # the peers only
+#
+# Each round runs every pipeline once, in turn. The table shows the best of
+# the rounds (a shared VM's noise only ever adds time) and the median; every
+# run is printed below it.
+# Times are wall clock. A dump is timed until its output is on disk: the
+# peers' files are fsynced after they exit, as backstream's repository does
+# with its objects before it exits. A load is timed into a fresh, empty server; creating and starting
+# that server is not timed. The load servers run without a binary log, so that
+# no tool gains by skipping it (myloader writes none by default, mariadb <
+# dump.sql would); TARGET_BINLOG=1 turns it on for all of them.
+# Every load is checked: CHECKSUM TABLE of each sbtest table on the loaded
+# server must equal the source's, or the script stops with an error. A load
+# that loads nothing must not look fast.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+SIZE_GB=${SIZE_GB:-1}
+N=${N:-2}
+TABLES=${TABLES:-4}
+ROUNDS=${ROUNDS:-3}
+SKIP_BACKSTREAM=${SKIP_BACKSTREAM:-0}
+TARGET_BINLOG=${TARGET_BINLOG:-0}
+./scripts/deps.sh mydumper sysbench bc >/dev/null
+
+BS=$BENCH_OUT/backstream
+[ "$SKIP_BACKSTREAM" = 1 ] || go build -o "$BS" ./cmd/backstream
+WORK=$BENCH_OUT/logical
+DATA=$BENCH_OUT/dataset-${SIZE_GB}g
+mkdir -p "$WORK"
+
+# Two servers run at once: the source for the whole run, and one load target
+# at a time. sandbox_start/stop track the latter; the source's pid is kept here.
+SRC_PID=
+stop_all() { sandbox_stop; SANDBOX_PID=$SRC_PID sandbox_stop; }
+trap stop_all EXIT
+
+dataset_start "$DATA" "$SIZE_GB" "$TABLES"
+SRC=$SANDBOX_SOCKET SRC_PID=$SANDBOX_PID SANDBOX_PID=
+datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
+
+checksums() { # checksums SOCKET: one "table<TAB>checksum" line per sbtest table
+  mariadb --no-defaults --socket="$1" -uroot -N -B \
+    -e "CHECKSUM TABLE $(seq -f 'sbtest.sbtest%g' -s, 1 "$TABLES")"
+}
+# Everyone reads the source from memory: the files from the page cache, and
+# as much as fits from the buffer pool, which the checksum pass fills.
+find "$DATA/data" -type f -exec cat {} + >/dev/null
+SRC_SUMS=$(checksums "$SRC")
+if grep -q NULL <<<"$SRC_SUMS" || [ "$(wc -l <<<"$SRC_SUMS")" -ne "$TABLES" ]; then
+  echo "source $DATA: the sbtest tables are incomplete:" >&2
+  echo "$SRC_SUMS" >&2
+  exit 1
+fi
+
+target_start() { # a fresh, empty server to load into; sets TARGET
+  rm -rf "$WORK/target"
+  local opts=()
+  [ "$TARGET_BINLOG" = 1 ] || opts=(--skip-log-bin)
+  sandbox_start "$WORK/target" "${opts[@]}"
+  TARGET=$SANDBOX_SOCKET
+}
+check_load() { # check_load PIPELINE: the target must hold the source's rows, then goes
+  local got
+  got=$(checksums "$TARGET" 2>&1) || true
+  if [ "$got" != "$SRC_SUMS" ]; then
+    echo "$1: the loaded sbtest tables differ from the source (CHECKSUM TABLE, source < > loaded):" >&2
+    diff <(echo "$SRC_SUMS") <(echo "$got") >&2 || true
+    exit 1
+  fi
+  sandbox_stop
+  rm -rf "$WORK/target"
+}
+
+durably() { # durably OUTPUT COMMAND...: runs the command, then fsyncs OUTPUT's files
+  "${@:2}" && find "$1" -type f -exec sync {} +
+}
+declare -A T B M S
+
+keys=(dump_dump dump_load myd_dump myd_load mydc_dump mydc_load)
+[ "$SKIP_BACKSTREAM" = 1 ] || keys=(bs_dump bs_load "${keys[@]}")
+
+for round in $(seq 1 "$ROUNDS"); do
+  echo "round $round of $ROUNDS" >&2
+  if [ "$SKIP_BACKSTREAM" != 1 ]; then
+    rm -rf "$WORK/repo"
+    run bs_dump durably "$WORK/repo" "$BS" backup --logical --repo "$WORK/repo" --parallel "$N" \
+      --no-defaults --socket "$SRC" --user root --progress none
+    S[bs]=$(size_of "$WORK/repo")
+    target_start
+    run bs_load "$BS" restore latest --repo "$WORK/repo" --parallel "$N" \
+      --no-defaults --socket "$TARGET" --user root --progress none
+    check_load backstream
+    rm -rf "$WORK/repo"
+  fi
+
+  run dump_dump durably "$WORK/dump.sql" bash -o pipefail -c \
+    'mariadb-dump --no-defaults --socket="$1" -uroot --single-transaction --databases sbtest > "$2"' \
+    _ "$SRC" "$WORK/dump.sql"
+  S[dump]=$(size_of "$WORK/dump.sql")
+  target_start
+  run dump_load bash -c 'mariadb --no-defaults --socket="$1" -uroot < "$2"' _ "$TARGET" "$WORK/dump.sql"
+  check_load mariadb-dump
+  rm -f "$WORK/dump.sql"
+
+  # mydumper 0.10 (Debian 12) compresses with gzip only (-c); myloader reads
+  # the .gz files as they are.
+  for k in myd mydc; do
+    out=$WORK/$k name=mydumper compress=()
+    [ "$k" = myd ] || name="mydumper -c" compress=(-c)
+    rm -rf "$out"
+    run "${k}_dump" durably "$out" mydumper -S "$SRC" -u root -B sbtest -t "$N" "${compress[@]}" -o "$out"
+    S[$k]=$(size_of "$out")
+    target_start
+    run "${k}_load" myloader -S "$TARGET" -u root -t "$N" -d "$out"
+    check_load "$name"
+    rm -rf "$out"
+  done
+done
+
+best() { printf '%s\n' ${T[$1]} | sort -g | head -1; }
+for k in "${keys[@]}"; do
+  B[$k]=$(best "$k"); M[$k]=$(median ${T[$k]})
+done
+
+binlog="without binary log"
+[ "$TARGET_BINLOG" != 1 ] || binlog="with binary log"
+echo
+echo "dataset: sysbench, $TABLES tables, datadir $(human "$datadir_size") (binlogs excluded); N=$N; $(nproc) cores; best (median) of $ROUNDS rounds; loads into a fresh server $binlog"
+echo
+row "pipeline" "dump s" "load s" "output" "dump time vs backstream" "load time vs backstream"
+row "---" "---:" "---:" "---:" "---:" "---:"
+line() { # line NAME KEY
+  local vs_dump=- vs_load=-
+  if [ "$SKIP_BACKSTREAM" != 1 ]; then
+    vs_dump=$(ratio "${B[${2}_dump]}" "${B[bs_dump]}")x
+    vs_load=$(ratio "${B[${2}_load]}" "${B[bs_load]}")x
+  fi
+  row "$1" "${B[${2}_dump]} (${M[${2}_dump]})" "${B[${2}_load]} (${M[${2}_load]})" "$(human "${S[$2]}")" \
+    "$vs_dump" "$vs_load"
+}
+[ "$SKIP_BACKSTREAM" = 1 ] || line "backstream --logical (zstd)" bs
+line "mariadb-dump --single-transaction; mariadb < dump.sql" dump
+line "mydumper -t $N; myloader -t $N" myd
+line "mydumper -c -t $N (gzip); myloader -t $N" mydc
+echo
+echo "all runs (s): $(for k in "${keys[@]}"; do printf '%s:%s; ' "$k" "${T[$k]}"; done)"
+if [ "$SKIP_BACKSTREAM" = 1 ]; then
+  echo "backstream skipped (SKIP_BACKSTREAM=1): no ratios"
+else
+  echo "backstream / mydumper: dump $(ratio "${B[bs_dump]}" "${B[myd_dump]}")x, load $(ratio "${B[bs_load]}" "${B[myd_load]}")x (targets <= 1.0x, <= 0.5x)"
+  echo "backstream / mariadb-dump: dump $(ratio "${B[bs_dump]}" "${B[dump_dump]}")x, load $(ratio "${B[bs_load]}" "${B[dump_load]}")x (targets <= 0.4x, <= 0.2x)"
+fi
