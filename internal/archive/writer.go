@@ -39,6 +39,11 @@ type WriterOptions struct {
 	Hash      string // digest algorithm; "" means DefaultHash
 	FrameSize int    // 0 means DefaultFrameSize
 	Counter   Counter
+	// Group, if set, names the group of a new path: every path of a group
+	// goes to the stream the group's first path went to, so that files
+	// meant to be read one after another (a table's data files) come out
+	// of one stream while other streams carry other groups.
+	Group func(path string) string
 }
 
 // Writer fans an xbstream out into stream objects: chunks are bound to a
@@ -56,6 +61,7 @@ type Writer struct {
 	jobs     chan *frameJob
 	streams  []*streamWriter
 	binding  map[string]int // path -> stream, for the whole life of the path
+	groups   map[string]int // group -> stream (WriterOptions.Group)
 	barriers []Barrier
 	load     []int64 // raw bytes routed to each stream
 	closed   bool
@@ -129,6 +135,7 @@ func NewWriter(ctx context.Context, opt WriterOptions) (*Writer, error) {
 		g:       g,
 		jobs:    make(chan *frameJob, opt.Workers*2),
 		binding: make(map[string]int),
+		groups:  make(map[string]int),
 		load:    make([]int64, opt.Streams),
 	}
 	for range opt.Workers {
@@ -186,7 +193,7 @@ func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
 		}
 	}
 	if !ok {
-		i = w.leastLoaded()
+		i = w.newPathStream(c.Path)
 	}
 	w.binding[c.Path] = i
 	if c.Type == xbstream.TypeRename {
@@ -199,6 +206,21 @@ func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
 		w.binding[c.NewPath] = i
 	}
 	return w.send(i, routed{c: *c, raw: raw})
+}
+
+// newPathStream picks the stream of a path seen for the first time: its
+// group's, or the least loaded.
+func (w *Writer) newPathStream(p string) int {
+	if w.opt.Group == nil {
+		return w.leastLoaded()
+	}
+	g := w.opt.Group(p)
+	i, ok := w.groups[g]
+	if !ok {
+		i = w.leastLoaded()
+		w.groups[g] = i
+	}
+	return i
 }
 
 // send hands r to stream i.

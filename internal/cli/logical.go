@@ -187,11 +187,7 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", m.ID, err)
 	}
-	var total int64
-	for _, d := range m.Databases {
-		total += d.Bytes
-	}
-	t := g.tracker("restore "+m.ID, total)
+	t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
 	job.Input, job.Manifest, job.Progress = r.Input(m.ID), m, t
 	res, err := logical.Load(ctx, job)
 	t.Finish(err)

@@ -101,6 +101,19 @@ func chunkPath(db, table string, n int) string {
 	return fmt.Sprintf("%s/%s.%06d.tsv", pathName(db), pathName(table), n)
 }
 
+// tableOfPath groups a table's data files: "<db>/<table>" for
+// "<db>/<table>.<n>.tsv" (encoded names hold no dot). Any other file is a
+// group of its own, so that the first data file, not the small schema
+// file, picks the table's stream.
+func tableOfPath(p string) string {
+	if strings.HasSuffix(p, ".tsv") {
+		if i := strings.IndexByte(p, '.'); i >= 0 {
+			return p[:i]
+		}
+	}
+	return p
+}
+
 // schemaPath names the CREATE TABLE file of a table in the streams, for
 // people reading a backup with stock tools; loading uses the catalog.
 func schemaPath(db, table string) string {

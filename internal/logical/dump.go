@@ -218,6 +218,12 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
 		Output: job.Dest.Output(header.ID, job.Hash), Streams: job.Parallel,
 		Codec: job.Codec, Hash: job.Hash, Counter: counterOf(job.Progress),
+		// A table's files in one stream, other tables in the others: a load
+		// then works on as many tables at once as there are streams. Loads
+		// into one table do not run in parallel anyway when it has an
+		// AUTO_INCREMENT column (LOAD DATA takes InnoDB's table-level
+		// AUTO-INC lock under the default innodb_autoinc_lock_mode=1).
+		Group: tableOfPath,
 	})
 	if err != nil {
 		return nil, err

@@ -422,17 +422,16 @@ func (l *loader) createTables(ctx context.Context) error {
 // loadData reads every stream (checking all of it) and loads the data
 // files the load wants through Parallel connections.
 func (l *loader) loadData(ctx context.Context) error {
-	var total int64
 	for _, f := range l.byPath {
 		if l.done[f.chunk.ID] {
 			l.res.Skipped++
 		} else {
-			total += f.chunk.Bytes
 			f.t.left.Add(1)
 		}
 	}
 	if tr := l.job.Progress; tr != nil {
-		tr.SetTotal(total)
+		// Every stream is read (and checked) whatever the filters pick.
+		tr.SetTotal(l.job.Manifest.Stats.StoredBytes)
 		tr.SetTables(int64(len(l.tables)))
 		for _, t := range l.tables {
 			if t.left.Load() == 0 {
@@ -463,7 +462,7 @@ func (l *loader) loadData(ctx context.Context) error {
 	g.Go(func() error {
 		defer close(files)
 		return archive.Read(gctx, archive.ReadOptions{
-			Input: l.job.Input, Manifest: l.job.Manifest,
+			Input: l.job.Input, Manifest: l.job.Manifest, Counter: counterOf(l.job.Progress),
 			Sink: &loadSink{l: l, ctx: gctx, files: files},
 		})
 	})
@@ -538,7 +537,6 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	l.res.Bytes += int64(len(data))
 	l.resMu.Unlock()
 	if tr := l.job.Progress; tr != nil {
-		tr.Out(int64(len(data)))
 		tr.AddRows(n)
 		if f.t.left.Add(-1) == 0 {
 			tr.TableDone()

@@ -1,6 +1,7 @@
 package logical
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -14,27 +15,46 @@ func appendField(dst, v []byte, null bool) []byte {
 	if null {
 		return append(dst, '\\', 'N')
 	}
-	start := 0
-	for i, b := range v {
-		var esc byte
-		switch b {
-		case '\\':
-			esc = '\\'
-		case '\t':
-			esc = 't'
-		case '\n':
-			esc = 'n'
-		case 0:
-			esc = '0'
-		default:
-			continue
+	for {
+		i := special(v)
+		if i < 0 {
+			return append(dst, v...)
 		}
-		dst = append(dst, v[start:i]...)
-		dst = append(dst, '\\', esc)
-		start = i + 1
+		dst = append(dst, v[:i]...)
+		dst = append(dst, '\\', escapes[v[i]])
+		v = v[i+1:]
 	}
-	return append(dst, v[start:]...)
 }
+
+// escapes maps the bytes appendField escapes to the letter after the backslash.
+var escapes = [256]byte{'\\': '\\', '\t': 't', '\n': 'n', 0: '0'}
+
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special returns the index of the first byte of v that needs escaping,
+// or -1. It tests eight bytes at a time: a word holds a byte equal to b
+// exactly when (x^b*lows) has a zero byte, which the classic
+// (y-lows) & ^y & highs test finds; rows are mostly plain text.
+func special(v []byte) int {
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x := binary.LittleEndian.Uint64(v[i:])
+		if hasZero(x) || hasZero(x^('\t'*lows)) || hasZero(x^('\n'*lows)) || hasZero(x^('\\'*lows)) {
+			break
+		}
+	}
+	for ; i < len(v); i++ {
+		if c := v[i]; c == '\\' || c == '\t' || c == '\n' || c == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+func hasZero(x uint64) bool { return (x-lows)&^x&highs != 0 }
 
 // parseLine splits one line of a data file back into its fields, undoing
 // appendField (nil with null set for \N). It exists so that the format is

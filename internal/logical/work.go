@@ -264,9 +264,6 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 		err := f.write(ctx, buf)
 		fBytes += int64(len(buf))
 		made += int64(len(buf))
-		if tr != nil {
-			tr.In(int64(len(buf)))
-		}
 		buf = buf[:0]
 		return err
 	}
