@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,7 @@ type target struct {
 	addForeign string
 	load       string // the LOAD DATA statement, reading from readerName
 	existed    bool
+	serial     bool         // one load at a time (an AUTO_INCREMENT column)
 	left       atomic.Int64 // data files still to load
 }
 
@@ -212,6 +214,7 @@ func (l *loader) plan() error {
 				t.base = schema.RenameDatabases(t.base, l.job.Rename)
 				t.addForeign = schema.RenameDatabases(t.addForeign, l.job.Rename)
 			}
+			t.serial = autoIncColumn.MatchString(st.Create)
 			if t.data != nil {
 				t.load = loadStatement(t.qname(), st, t.data.Columns)
 				for _, ch := range t.data.Chunks {
@@ -226,6 +229,10 @@ func (l *loader) plan() error {
 	}
 	return nil
 }
+
+// autoIncColumn finds a column definition with AUTO_INCREMENT in SHOW
+// CREATE TABLE output (the table option is AUTO_INCREMENT=N).
+var autoIncColumn = regexp.MustCompile("(?m)^  `.* AUTO_INCREMENT(,| COMMENT|$)")
 
 func (l *loader) targetDB(src string) string {
 	if d, ok := l.job.Rename[src]; ok {
@@ -440,7 +447,7 @@ func (l *loader) loadData(ctx context.Context) error {
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	files := make(chan *loadFile, l.job.Parallel)
+	files := newFileQueue(gctx, 2*l.job.Parallel+len(l.job.Manifest.Streams))
 	for range l.job.Parallel {
 		g.Go(func() error {
 			c, err := l.db.Conn(gctx)
@@ -451,19 +458,21 @@ func (l *loader) loadData(ctx context.Context) error {
 			if err := l.session(gctx, c); err != nil {
 				return err
 			}
-			for f := range files {
-				if err := l.loadFile(gctx, c, f); err != nil {
+			for f := files.take(); f != nil; f = files.take() {
+				err := l.loadFile(gctx, c, f)
+				files.done(f.t)
+				if err != nil {
 					return err
 				}
 			}
-			return nil
+			return context.Cause(gctx)
 		})
 	}
 	g.Go(func() error {
-		defer close(files)
+		defer files.close()
 		return archive.Read(gctx, archive.ReadOptions{
 			Input: l.job.Input, Manifest: l.job.Manifest, Counter: counterOf(l.job.Progress),
-			Sink: &loadSink{l: l, ctx: gctx, files: files},
+			Sink: &loadSink{l: l, files: files},
 		})
 	})
 	return g.Wait()
@@ -473,8 +482,7 @@ func (l *loader) loadData(ctx context.Context) error {
 // the loaders once complete.
 type loadSink struct {
 	l     *loader
-	ctx   context.Context
-	files chan<- *loadFile
+	files *fileQueue
 }
 
 func (s *loadSink) Chunk(c *xbstream.Chunk) error {
@@ -489,11 +497,7 @@ func (s *loadSink) Chunk(c *xbstream.Chunk) error {
 		}
 		f.buf = append(f.buf, c.Payload...)
 	case xbstream.TypeEOF:
-		select {
-		case s.files <- f:
-		case <-s.ctx.Done():
-			return context.Cause(s.ctx)
-		}
+		return s.files.put(f)
 	default:
 		return fmt.Errorf("unexpected %s chunk in a logical backup", c.Type)
 	}
