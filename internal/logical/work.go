@@ -26,8 +26,9 @@ type tableWork struct {
 	list string          // the select list
 
 	mu sync.Mutex
-	// An integer key is cut into ranges that any worker may take: one big
-	// table keeps every worker busy. Otherwise one worker scans the table.
+	// A key whose first column is an integer is cut into ranges of that
+	// column that any worker may take: one big table keeps every worker
+	// busy. Otherwise one worker scans the table.
 	ranged   bool
 	planned  bool
 	next     int64
@@ -54,7 +55,10 @@ func newTableWork(db string, t *schema.Table) *tableWork {
 		sel = append(sel, dumpExpr(c))
 	}
 	w.list = strings.Join(sel, ", ")
-	w.ranged = t.IntKey && len(t.Key) == 1
+	// Ranges of the key's leading integer column are disjoint index range
+	// scans that together cover the table, also when the key has more
+	// columns or the table keeps history (versions share their key).
+	w.ranged = t.IntKey
 	return w
 }
 

@@ -233,7 +233,7 @@ func readTable(ctx context.Context, conn *sql.Conn, db string, t *Table, cols []
 		return err
 	}
 	t.Key = chunkKey(ct, cols)
-	if len(t.Key) == 1 {
+	if len(t.Key) > 0 {
 		for _, c := range cols {
 			if strings.EqualFold(c.Name, t.Key[0]) {
 				t.IntKey = isIntegerType(c.DataType)

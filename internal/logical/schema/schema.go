@@ -157,8 +157,8 @@ type Table struct {
 	// first UNIQUE key whose columns are all NOT NULL (long UNIQUE keys,
 	// USING HASH, do not count: they are not ordered); nil if none.
 	Key []string `json:",omitempty"`
-	// IntKey: Key is one column of an integer type (tinyint..bigint,
-	// signed or not).
+	// IntKey: Key's first column is of an integer type (tinyint..bigint,
+	// signed or not), so ranges of it cut the table into index range scans.
 	IntKey    bool  `json:",omitempty"`
 	Rows      int64 // estimate from information_schema.TABLES
 	DataBytes int64 // estimate (DATA_LENGTH)

@@ -246,14 +246,14 @@ func checkCatalog(t *testing.T, cat *Catalog) {
 		}
 	}
 	key("parent", []string{"id"}, true)
-	key("child", []string{"parent_id", "seq"}, false)
+	key("child", []string{"parent_id", "seq"}, true)
 	key("uniq_only", []string{"code"}, false)
 	key("uniq_null", nil, false)
 	key("no_key", nil, false)
 	key("blob_uniq", []string{"id"}, true)
 	key("seq_user", []string{"id"}, true)
 	key("hist", []string{"id"}, true)
-	key("hist_explicit", []string{"id", "ve"}, false)
+	key("hist_explicit", []string{"id", "ve"}, true)
 	key("we.ird/`name é", []string{"col `x"}, true)
 	key("big", []string{"id"}, true)
 
