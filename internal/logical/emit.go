@@ -71,11 +71,10 @@ func (e *emitter) send(ctx context.Context, c *xbstream.Chunk) error {
 		return err
 	}
 	// The writer keeps raw until its frame is written; the chunk it is
-	// given must alias raw, not the caller's buffer.
-	dc, _, err := xbstream.DecodeChunk(raw)
-	if err != nil {
-		return err
-	}
+	// given must alias raw, whose tail is the payload, not the caller's
+	// buffer.
+	dc := *c
+	dc.Payload = raw[len(raw)-len(c.Payload):]
 	select {
 	case e.ch <- emitted{c: dc, raw: raw}:
 		return nil
