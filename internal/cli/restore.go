@@ -106,5 +106,6 @@ and an interrupted load continues with --resume. --database, --table and their
 	}
 	d.register(cmd.Flags())
 	l.register(cmd.Flags())
+	cmd.Flags().Lookup("parallel").Usage = "decoding threads; for a logical backup also loading connections (default: number of CPUs)"
 	return cmd
 }

@@ -152,6 +152,11 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 	if s.catalog, err = schema.Read(ctx, s.coord, job.Filter, job.Skip); err != nil {
 		return nil, explainPrivileges(err)
 	}
+	if job.Progress != nil {
+		for _, a := range s.catalog.IgnoredAccounts {
+			job.Progress.Logf("account %s is in mysql.user but the server ignores it (skip-name-resolve, or an invalid entry): not in the backup", a)
+		}
+	}
 	for _, d := range s.catalog.Databases {
 		for _, t := range d.Tables {
 			if !t.Sequence {
