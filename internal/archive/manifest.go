@@ -21,10 +21,15 @@ const (
 // exists only once its manifest is stored, and the manifest is written after
 // every object it names is durable.
 type Manifest struct {
-	Format    int       `json:"format"`
-	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
-	Parent    string    `json:"parent,omitempty"`
+	Format int    `json:"format"`
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	Parent string `json:"parent,omitempty"`
+	// Chain is the id of the full backup a chain of incrementals starts
+	// from (a full backup's own id); Depth counts the incrementals from it
+	// to this backup (0 for the full).
+	Chain     string    `json:"chain,omitempty"`
+	Depth     int       `json:"depth,omitempty"`
 	Started   time.Time `json:"started"`
 	Finished  time.Time `json:"finished"`
 	Server    Server    `json:"server"`

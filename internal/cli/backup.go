@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -12,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
@@ -71,9 +73,53 @@ func runBackupJob(ctx context.Context, g *globals, title string, job physical.Ba
 	return m, t.Finish(err), err
 }
 
+// incrementalFlags choose the parent of an incremental backup.
+type incrementalFlags struct {
+	on        bool
+	parent    string
+	maxChain  int
+	fullEvery string
+}
+
+func (i *incrementalFlags) register(f *pflag.FlagSet) {
+	f.BoolVar(&i.on, "incremental", false, "take an incremental backup on the newest backup of this server (a full one if there is none)")
+	f.StringVar(&i.parent, "parent", "", "with --incremental: build on this backup instead of the newest")
+	f.IntVar(&i.maxChain, "max-chain", 0, "with --incremental: take a full backup instead once a chain has this many incrementals")
+	f.StringVar(&i.fullEvery, "full-every", "", "with --incremental: take a full backup instead once the chain's full is this old, e.g. 7d")
+}
+
+// parentFunc is the job's Parent: the explicit --parent, or the newest
+// backup of the server unless the chain policy calls for a full.
+func (i *incrementalFlags) parentFunc(ctx context.Context, g *globals, r *repo.Repo) (func(*mariadb.Server) (*archive.Manifest, error), error) {
+	var policy physical.ChainPolicy
+	policy.MaxChain = i.maxChain
+	if i.fullEvery != "" {
+		d, err := repo.ParseRetention(i.fullEvery)
+		if err != nil {
+			return nil, usagef("--full-every: %v", err)
+		}
+		policy.FullEvery = d
+	}
+	return func(server *mariadb.Server) (*archive.Manifest, error) {
+		if i.parent != "" {
+			return r.Resolve(ctx, i.parent)
+		}
+		ms, err := r.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		parent, why := physical.ChooseParent(ms, server, policy, time.Now())
+		if parent == nil {
+			fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why)
+		}
+		return parent, nil
+	}, nil
+}
+
 func newBackupCmd(g *globals, version string) *cobra.Command {
 	var b backupFlags
 	var l logicalBackupFlags
+	var inc incrementalFlags
 	cmd := &cobra.Command{
 		Use:   "backup",
 		Short: "Take a hot physical backup, or with --logical a consistent dump, into a repository",
@@ -102,6 +148,14 @@ DDL on a dumped table during the dump fails the backup unless --block-ddl holds 
 			} else if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
 				return usagef("--%s needs --logical", f)
 			}
+			if l.on && inc.on {
+				return usagef("--incremental is for physical backups; a logical backup is always whole")
+			}
+			if !inc.on {
+				if f := firstChanged(cmd.Flags(), []string{"parent", "max-chain", "full-every"}); f != "" {
+					return usagef("--%s needs --incremental", f)
+				}
+			}
 			r, err := g.openRepo(cmd.Context(), true)
 			if err != nil {
 				return err
@@ -115,16 +169,26 @@ DDL on a dumped table during the dump fails the backup unless --block-ddl holds 
 				return runDump(ctx, g, r, dump)
 			}
 			job.Dest = r
+			if inc.on {
+				if job.Parent, err = inc.parentFunc(ctx, g, r); err != nil {
+					return err
+				}
+			}
 			m, _, err := runBackupJob(ctx, g, "backup", job)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "backup %s complete: %d streams, %d files, %s stored\n", m.ID, len(m.Streams), len(m.Files), humanRatio(m))
+			kind := "full"
+			if m.Parent != "" {
+				kind = fmt.Sprintf("incremental on %s (depth %d of chain %s)", m.Parent, m.Depth, m.Chain)
+			}
+			fmt.Fprintf(g.stdout, "backup %s complete: %s, %d streams, %d files, %s stored\n", m.ID, kind, len(m.Streams), len(m.Files), humanRatio(m))
 			return nil
 		},
 	}
 	b.register(cmd.Flags())
 	l.register(cmd.Flags())
+	inc.register(cmd.Flags())
 	return cmd
 }
 

@@ -17,6 +17,8 @@ type listEntry struct {
 	ID          string            `json:"id"`
 	Kind        string            `json:"kind"`
 	Parent      string            `json:"parent,omitempty"`
+	Chain       string            `json:"chain,omitempty"`
+	Depth       int               `json:"depth,omitempty"`
 	Started     time.Time         `json:"started"`
 	Finished    time.Time         `json:"finished"`
 	Server      archive.Server    `json:"server"`
@@ -48,7 +50,7 @@ func newListCmd(g *globals) *cobra.Command {
 			if asJSON {
 				out := make([]listEntry, 0, len(ms))
 				for _, m := range ms {
-					out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Started: m.Started, Finished: m.Finished,
+					out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, Started: m.Started, Finished: m.Finished,
 						Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
 						RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases})
 				}
@@ -67,7 +69,11 @@ func newListCmd(g *globals) *cobra.Command {
 				if m.Positions.BinlogFile != "" {
 					pos = fmt.Sprintf("%s:%d", m.Positions.BinlogFile, m.Positions.BinlogPosition)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Kind, m.Started.UTC().Format("2006-01-02 15:04:05"),
+				kind := m.Kind
+				if m.Parent != "" {
+					kind = fmt.Sprintf("%s +%d", m.Kind, m.Depth)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, kind, m.Started.UTC().Format("2006-01-02 15:04:05"),
 					m.Finished.Sub(m.Started).Round(100*time.Millisecond), progress.HumanBytes(m.Stats.RawBytes),
 					progress.HumanBytes(m.Stats.StoredBytes), ratio, m.Server.Version, pos)
 			}

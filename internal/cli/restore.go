@@ -89,6 +89,12 @@ and an interrupted load continues with --resume. --database, --table and their
 				return usagef("--target-dir is required")
 			}
 			job := d.job(g, cmd.Flags())
+			if m.Parent != "" {
+				if job.Chain, err = r.Chain(ctx, m); err != nil {
+					return err
+				}
+				job.InputOf = r.Input
+			}
 			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
 			job.Input, job.Manifest, job.Progress = r.Input(m.ID), m, t
 			err = physical.RunRestore(ctx, job)

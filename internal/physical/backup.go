@@ -282,9 +282,11 @@ func (s *stderrSink) completedOK() bool {
 }
 
 // Prepare runs mariabackup --prepare --target-dir=dir [--use-memory=X],
-// which applies the copied redo log so the files form a consistent datadir.
-// Output goes to log line by line. Success needs exit 0 and "completed OK!".
-func Prepare(ctx context.Context, bin *Binary, dir, useMemory string, log io.Writer) error {
+// which applies the copied redo log so the files form a consistent datadir;
+// with incDir it applies that extracted incremental backup to dir instead
+// (--incremental-dir). Output goes to log line by line. Success needs exit
+// 0 and "completed OK!".
+func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory string, log io.Writer) error {
 	if bin == nil || bin.Path == "" {
 		return errors.New("prepare: no mariabackup binary (use FindBinary)")
 	}
@@ -293,6 +295,13 @@ func Prepare(ctx context.Context, bin *Binary, dir, useMemory string, log io.Wri
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
 	args := []string{"--prepare", "--target-dir=" + abs}
+	if incDir != "" {
+		inc, err := filepath.Abs(incDir)
+		if err != nil {
+			return fmt.Errorf("prepare %s: %w", incDir, err)
+		}
+		args = append(args, "--incremental-dir="+inc)
+	}
 	if useMemory != "" {
 		args = append(args, "--use-memory="+useMemory)
 	}

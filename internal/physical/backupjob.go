@@ -38,6 +38,9 @@ type BackupJob struct {
 	Log         io.Writer // optional live copy of mariabackup's stderr
 	Progress    Progress  // optional
 	Version     string    // backstream's version, for the manifest
+	// Parent, if set, names the backup an incremental builds on, given the
+	// server being backed up; it returns nil for a full backup.
+	Parent func(server *mariadb.Server) (*archive.Manifest, error)
 }
 
 // maxMetadataFile bounds the copies of small metadata files kept from the
@@ -76,6 +79,17 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	var parent *archive.Manifest
+	if job.Parent != nil {
+		if parent, err = job.Parent(server); err != nil {
+			return nil, err
+		}
+		if parent != nil {
+			if err := CheckParent(parent, server); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if job.Progress != nil {
 		job.Progress.SetTotal(DatadirSize(server.Datadir))
 		job.Progress.Stage("streaming")
@@ -87,6 +101,13 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
 		Tools:  archive.Tools{Backstream: job.Version, Mariabackup: bin.Version},
 		Codec:  job.Codec.String(), Hash: job.Hash,
+	}
+	header.Chain = id
+	if parent != nil {
+		header.Parent, header.Chain, header.Depth = parent.ID, parent.Chain, parent.Depth+1
+		if header.Chain == "" {
+			header.Chain = parent.ID
+		}
 	}
 	for i := range job.Parallel {
 		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
@@ -105,7 +126,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
 	}
 
-	m, err := runBackup(ctx, job, header, server, bin, log, logFile)
+	m, err := runBackup(ctx, job, header, parent, server, bin, log, logFile)
 	if err != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -117,7 +138,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	return m, nil
 }
 
-func runBackup(ctx context.Context, job BackupJob, header *archive.Manifest, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
+func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
 	id := header.ID
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
@@ -128,9 +149,15 @@ func runBackup(ctx context.Context, job BackupJob, header *archive.Manifest, ser
 	if err != nil {
 		return nil, err
 	}
+	args := job.ExtraArgs
+	if parent != nil {
+		// The parent's end LSN comes from its manifest, never from a file
+		// the user keeps.
+		args = append([]string{fmt.Sprintf("--incremental-lsn=%d", parent.Positions.ToLSN)}, args...)
+	}
 	mb, err := StartBackup(childCtx, BackupOptions{
 		Binary: bin, Conn: job.Conn, Datadir: server.Datadir, Parallel: job.Parallel,
-		ExtraArgs: job.ExtraArgs, Log: log,
+		ExtraArgs: args, Log: log,
 	})
 	if err != nil {
 		w.Abort(err)
@@ -162,6 +189,10 @@ func runBackup(ctx context.Context, job BackupJob, header *archive.Manifest, ser
 
 	m := *header
 	m.Positions = archive.Positions{FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN}
+	if parent != nil && (res.Checkpoints.BackupType != "incremental" || m.Positions.FromLSN != parent.Positions.ToLSN) {
+		return nil, fmt.Errorf("mariabackup made a %q backup from LSN %d, not an incremental from LSN %d (the end of %s)",
+			res.Checkpoints.BackupType, m.Positions.FromLSN, parent.Positions.ToLSN, parent.ID)
+	}
 	m.Streams, m.Files, m.Barriers = written.Streams, written.Files, written.Barriers
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {

@@ -9,6 +9,8 @@ import (
 	"os/user"
 	"path/filepath"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 )
@@ -23,6 +25,11 @@ type RestoreJob struct {
 	// Ready, when set, is called once the target is claimed, before any data
 	// is read: a receiver tells its sender to start.
 	Ready func() error
+
+	// Chain holds the backups an incremental Manifest builds on, base
+	// first; InputOf gives their streams. Restoring a chain needs Prepare.
+	Chain   []*archive.Manifest
+	InputOf func(id string) archive.Input
 
 	TargetDir   string
 	Prepare     bool
@@ -72,6 +79,14 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 			}
 		}
 	}()
+	if len(job.Chain) > 0 {
+		if !job.Prepare {
+			return fmt.Errorf("backup %s is an incremental (depth %d): it restores only with --prepare, which applies each increment to its base", m.ID, m.Depth)
+		}
+		if err := CheckChain(append(append([]*archive.Manifest{}, job.Chain...), m)); err != nil {
+			return err
+		}
+	}
 	var bin *Binary
 	if job.Prepare {
 		// Find mariabackup first: a missing one should fail before the copy, not after.
@@ -88,33 +103,74 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 			return err
 		}
 	}
+	// The base goes into the target, each increment into a directory of
+	// its own beside it (same filesystem), all read at once.
+	type link struct {
+		m     *archive.Manifest
+		input archive.Input
+		dir   string
+	}
+	links := []link{{m: m, input: job.Input, dir: target}}
+	if len(job.Chain) > 0 {
+		links = nil
+		for i, c := range append(append([]*archive.Manifest{}, job.Chain...), m) {
+			l := link{m: c, input: job.InputOf(c.ID), dir: target}
+			if i > 0 {
+				l.dir = target + ".increment-" + c.ID
+				if err := os.Mkdir(l.dir, 0o700); err != nil {
+					return fmt.Errorf("increment %s: %w", c.ID, err)
+				}
+				defer os.RemoveAll(l.dir)
+			}
+			links = append(links, l)
+		}
+	}
+	var total int64
+	for _, l := range links {
+		total += l.m.Stats.StoredBytes
+	}
 	if job.Progress != nil {
-		job.Progress.SetTotal(m.Stats.StoredBytes)
+		job.Progress.SetTotal(total)
 		job.Progress.Stage("restoring")
 	}
-	w, err := NewDatadirWriter(target)
-	if err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, l := range links {
+		g.Go(func() error {
+			w, err := NewDatadirWriter(l.dir)
+			if err != nil {
+				return err
+			}
+			err = archive.Read(gctx, archive.ReadOptions{
+				Input: l.input, Manifest: l.m, Final: job.Final, Workers: job.Workers, Sink: w, Counter: job.Progress,
+			})
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("backup %s: %w", l.m.ID, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return err
 	}
-	err = archive.Read(ctx, archive.ReadOptions{
-		Input: job.Input, Manifest: m, Final: job.Final, Workers: job.Workers, Sink: w, Counter: job.Progress,
-	})
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("backup %s: %w", m.ID, err)
-	}
 	if job.Prepare {
-		if job.Progress != nil {
-			job.Progress.Stage("prepare")
-		}
 		log := job.Log
 		if log == nil {
 			log = io.Discard
 		}
-		if err := Prepare(ctx, bin, target, job.UseMemory, log); err != nil {
-			return fmt.Errorf("backup %s: %w", m.ID, err)
+		for i, l := range links {
+			if job.Progress != nil {
+				job.Progress.Stage(fmt.Sprintf("prepare %d of %d", i+1, len(links)))
+			}
+			incDir := ""
+			if i > 0 {
+				incDir = l.dir
+			}
+			if err := Prepare(ctx, bin, target, incDir, job.UseMemory, log); err != nil {
+				return fmt.Errorf("backup %s: %w", l.m.ID, err)
+			}
 		}
 	}
 	return SetOwnership(target, job.Owner)

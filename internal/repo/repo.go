@@ -381,3 +381,27 @@ func (r *Repo) ReadMeta(ctx context.Context, m *archive.Manifest, name string) (
 	}
 	return nil, fmt.Errorf("backup %s: the manifest names no %s", m.ID, name)
 }
+
+// Chain returns the backups an incremental m builds on, its full base
+// first and its parent last (none for a full backup). A link that is not a
+// complete backup of the repository is an error naming it.
+func (r *Repo) Chain(ctx context.Context, m *archive.Manifest) ([]*archive.Manifest, error) {
+	var links []*archive.Manifest
+	seen := map[string]bool{m.ID: true}
+	for child, p := m.ID, m.Parent; p != ""; {
+		if seen[p] {
+			return nil, fmt.Errorf("backup %s: its chain loops back to %s", m.ID, p)
+		}
+		seen[p] = true
+		pm, err := r.readManifest(ctx, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("backup %s: its chain is broken: %s, the parent of %s, is not a complete backup in %s", m.ID, p, child, r.Backend.Location())
+		}
+		if err != nil {
+			return nil, err
+		}
+		links = append([]*archive.Manifest{pm}, links...)
+		child, p = p, pm.Parent
+	}
+	return links, nil
+}
