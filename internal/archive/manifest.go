@@ -15,6 +15,8 @@ const FormatVersion = 1
 const (
 	KindPhysical = "physical"
 	KindLogical  = "logical"
+	// KindBinlog is one archived binary log file, under binlogs/, not a backup.
+	KindBinlog = "binlog"
 )
 
 // Manifest describes one complete backup. It is the commit marker: a backup
@@ -45,6 +47,23 @@ type Manifest struct {
 	// Databases summarises a logical backup's content for listings; the
 	// full catalog is a meta object.
 	Databases []DatabaseStats `json:"databases,omitempty"`
+	// Binlog describes an archived binary log file (kind binlog).
+	Binlog *BinlogFile `json:"binlog,omitempty"`
+}
+
+// BinlogFile is one archived binary log file: what a point-in-time
+// restore needs to know without reading it.
+type BinlogFile struct {
+	Source    string    `json:"source"` // the server it came from, hostname-server_id
+	Name      string    `json:"name"`   // as on the server, e.g. mariadb-bin.000042
+	Size      int64     `json:"size"`
+	Events    int       `json:"events"`
+	FirstTime time.Time `json:"first_time"`
+	LastTime  time.Time `json:"last_time"`
+	FirstGTID string    `json:"first_gtid,omitempty"`
+	LastGTID  string    `json:"last_gtid,omitempty"`
+	Previous  string    `json:"previous,omitempty"` // GTID list event: the last GTIDs before this file
+	Closed    bool      `json:"closed"`             // ends with a rotate or stop event
 }
 
 // DatabaseStats is one database of a logical backup.
@@ -155,7 +174,7 @@ func (m *Manifest) validate() error {
 	if m.ID == "" {
 		return fmt.Errorf("no backup id")
 	}
-	if m.Kind != KindPhysical && m.Kind != KindLogical {
+	if m.Kind != KindPhysical && m.Kind != KindLogical && m.Kind != KindBinlog {
 		return fmt.Errorf("unknown kind %q", m.Kind)
 	}
 	if _, err := NewHash(m.Hash); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"runtime"
 	"sort"
 	"strings"
@@ -357,6 +358,51 @@ func (w *Writer) removeObjects(cause error) {
 			s.out.Abort(cause)
 		}
 	}
+}
+
+// Encode encodes c into a buffer of the Writer's and returns the chunk to
+// pass to Add with its encoding: the returned chunk's payload aliases the
+// encoding, not c's. It is safe for concurrent use, so producers can encode
+// in parallel and leave only Add to one goroutine.
+func (w *Writer) Encode(c *xbstream.Chunk) (xbstream.Chunk, []byte, error) {
+	raw, err := xbstream.AppendChunk(getBuf(len(c.Payload)+len(c.Path)+64), c)
+	if err != nil {
+		return xbstream.Chunk{}, nil, err
+	}
+	out := *c
+	out.Payload = raw[len(raw)-len(c.Payload):]
+	return out, raw, nil
+}
+
+// AddFile adds the whole content of r as the file path, in payload chunks
+// of chunkSize, then its end.
+func (w *Writer) AddFile(path string, r io.Reader, chunkSize int) error {
+	buf := make([]byte, chunkSize)
+	var off uint64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			c, raw, eerr := w.Encode(&xbstream.Chunk{Type: xbstream.TypePayload, Path: path, Offset: off, Payload: buf[:n]})
+			if eerr != nil {
+				return eerr
+			}
+			if aerr := w.Add(&c, raw); aerr != nil {
+				return aerr
+			}
+			off += uint64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c, raw, err := w.Encode(&xbstream.Chunk{Type: xbstream.TypeEOF, Path: path})
+	if err != nil {
+		return err
+	}
+	return w.Add(&c, raw)
 }
 
 // Buffer returns a buffer with capacity of at least n for a chunk that will

@@ -33,7 +33,7 @@ type listEntry struct {
 }
 
 func newListCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, binlogs bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the complete backups of a repository",
@@ -42,6 +42,22 @@ func newListCmd(g *globals) *cobra.Command {
 			r, err := g.openRepo(cmd.Context(), false)
 			if err != nil {
 				return err
+			}
+			if binlogs {
+				ms, err := r.Binlogs(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					out := make([]*archive.BinlogFile, 0, len(ms))
+					for _, m := range ms {
+						out = append(out, m.Binlog)
+					}
+					enc := json.NewEncoder(g.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(out)
+				}
+				return printBinlogs(g, ms)
 			}
 			ms, err := r.List(cmd.Context())
 			if err != nil {
@@ -84,6 +100,7 @@ func newListCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&binlogs, "binlogs", false, "list the archived binary logs instead, with the gaps between them")
 	return cmd
 }
 

@@ -66,15 +66,10 @@ func (e *emitter) nextID() int { return int(e.ids.Add(1)) }
 var errWriterStopped = errors.New("the stream writer stopped")
 
 func (e *emitter) send(ctx context.Context, c *xbstream.Chunk) error {
-	raw, err := xbstream.AppendChunk(e.w.Buffer(len(c.Payload)+len(c.Path)+64), c)
+	dc, raw, err := e.w.Encode(c)
 	if err != nil {
 		return err
 	}
-	// The writer keeps raw until its frame is written; the chunk it is
-	// given must alias raw, whose tail is the payload, not the caller's
-	// buffer.
-	dc := *c
-	dc.Payload = raw[len(raw)-len(c.Payload):]
 	select {
 	case e.ch <- emitted{c: dc, raw: raw}:
 		return nil
