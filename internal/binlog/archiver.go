@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -35,13 +34,6 @@ type Archiver struct {
 	Version string           // backstream's, for manifests
 	Log     func(msg string) // hears of each file archived, and of restarts
 	Poll    time.Duration    // how often --follow looks for finished files; 0 means 500ms
-}
-
-// source names a server in the repository: hostname-server_id, reduced to
-// characters every backend takes.
-func source(s *mariadb.Server) string {
-	clean := regexp.MustCompile(`[^A-Za-z0-9._-]`).ReplaceAllString(s.Hostname, "_")
-	return fmt.Sprintf("%s-%d", clean, s.ServerID)
 }
 
 // serverFile is one binary log the server lists.
@@ -111,7 +103,7 @@ func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
 	if err != nil {
 		return err
 	}
-	src := source(server)
+	src := SourceKey(server.Hostname, server.ServerID)
 	done, err := a.archived(ctx, src)
 	if err != nil {
 		return err

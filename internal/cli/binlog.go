@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -75,7 +73,7 @@ func printBinlogs(g *globals, ms []*archive.Manifest) error {
 		b := m.Binlog
 		if i > 0 {
 			if prev := ms[i-1].Binlog; prev.Source == b.Source {
-				if missing := numberGap(prev.Name, b.Name); missing != "" {
+				if missing := binlog.NumberGap(prev.Name, b.Name); missing != "" {
 					fmt.Fprintf(tw, "%s\tGAP: %s not archived\t\t\t\t\t\t\n", b.Source, missing)
 				}
 			}
@@ -91,29 +89,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// numberGap names the files missing between two binary log names of one
-// series (base.000007 then base.000010: "base.000008 .. base.000009").
-func numberGap(a, b string) string {
-	baseA, numA, okA := splitBinlogName(a)
-	baseB, numB, okB := splitBinlogName(b)
-	if !okA || !okB || baseA != baseB || numB <= numA+1 {
-		return ""
-	}
-	width := len(a) - len(baseA) - 1
-	name := func(n int) string { return fmt.Sprintf("%s.%0*d", baseA, width, n) }
-	if numB == numA+2 {
-		return name(numA + 1)
-	}
-	return name(numA+1) + " .. " + name(numB-1)
-}
-
-func splitBinlogName(s string) (string, int, bool) {
-	i := strings.LastIndexByte(s, '.')
-	if i < 0 {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(s[i+1:])
-	return s[:i], n, err == nil
 }

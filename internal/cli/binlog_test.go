@@ -175,16 +175,3 @@ func TestBinlogFollow(t *testing.T) {
 		t.Errorf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
 	}
 }
-
-func TestNumberGap(t *testing.T) {
-	for _, c := range []struct{ a, b, want string }{
-		{"mariadb-bin.000007", "mariadb-bin.000008", ""},
-		{"mariadb-bin.000007", "mariadb-bin.000009", "mariadb-bin.000008"},
-		{"mariadb-bin.000007", "mariadb-bin.000010", "mariadb-bin.000008 .. mariadb-bin.000009"},
-		{"a.000001", "b.000005", ""},
-	} {
-		if got := numberGap(c.a, c.b); got != c.want {
-			t.Errorf("numberGap(%s, %s) = %q, want %q", c.a, c.b, got, c.want)
-		}
-	}
-}

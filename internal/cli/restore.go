@@ -3,12 +3,15 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -51,6 +54,7 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) physical.RestoreJob {
 func newRestoreCmd(g *globals) *cobra.Command {
 	var d datadirFlags
 	var l logicalRestoreFlags
+	var until, untilGTID string
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
 		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
@@ -67,6 +71,9 @@ events and accounts follow. Tables the target already has are refused (--drop-ex
 and an interrupted load continues with --resume. --database, --table and their
 --exclude- forms pick what to load; --rename-database a:b loads a as b.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if until != "" || untilGTID != "" {
+				return runPITR(cmd, g, &d, args, until, untilGTID)
+			}
 			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
 			if err != nil {
 				return err
@@ -112,6 +119,61 @@ and an interrupted load continues with --resume. --database, --table and their
 	}
 	d.register(cmd.Flags())
 	l.register(cmd.Flags())
+	cmd.Flags().StringVar(&until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339)`)
+	cmd.Flags().StringVar(&untilGTID, "until-gtid", "", "point-in-time restore up to and including this GTID's transaction, e.g. 0-1-4711")
 	cmd.Flags().Lookup("parallel").Usage = "decoding threads; for a logical backup also loading connections (default: number of CPUs)"
 	return cmd
+}
+
+// runPITR restores to a point in time: the backup is chosen, not named.
+func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, args []string, until, untilGTID string) error {
+	var t pitr.Target
+	switch {
+	case len(args) > 0:
+		return usagef("--until and --until-gtid choose the backup themselves; give no backup id")
+	case until != "" && untilGTID != "":
+		return usagef("give --until or --until-gtid, not both")
+	case d.target == "":
+		return usagef("--target-dir is required")
+	case until != "":
+		tm, err := parseUntil(until)
+		if err != nil {
+			return usageError{err}
+		}
+		t.Time = tm
+	default:
+		t.GTID = untilGTID
+	}
+	r, err := g.openRepo(cmd.Context(), false)
+	if err != nil {
+		return err
+	}
+	ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpRestore, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	job := d.job(g, cmd.Flags())
+	tr := g.tracker("restore --until "+t.String(), 0)
+	res, err := pitr.Run(ctx, pitr.Job{Repo: r, Target: t, TargetDir: d.target, UseMemory: job.UseMemory, Owner: job.Owner,
+		Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: tr})
+	tr.Finish(err)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "restored backup %s and replayed %s up to %s: %s is ready\n", res.Backup.ID, strings.Join(res.Binlogs, ", "), res.Replayed, d.target)
+	return nil
+}
+
+// parseUntil reads a point in time: "2006-01-02 15:04:05" (UTC) or RFC 3339.
+func parseUntil(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), nil
+	}
+	for _, layout := range []string{time.DateTime, "2006-01-02T15:04:05", "2006-01-02 15:04"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC) or 2026-11-21T10:15:00+01:00", s)
 }
