@@ -88,3 +88,10 @@ run() {
   t=$(timed "${@:2}")
   T[$1]="${T[$1]:-} $t"
 }
+
+# sbtest_checksums SOCKET TABLES: one "table<TAB>checksum" line per sbtest
+# table, the fingerprint two servers must share to hold the same rows.
+sbtest_checksums() {
+  mariadb --no-defaults --socket="$1" -uroot -N -B \
+    -e "CHECKSUM TABLE $(seq -f 'sbtest.sbtest%g' -s, 1 "$2")"
+}
