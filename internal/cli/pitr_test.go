@@ -109,4 +109,31 @@ func TestPointInTimeRestore(t *testing.T) {
 			t.Errorf("%s: a refused restore left a datadir", c.name)
 		}
 	}
+
+	// A corrupted binary log object: caught while fetching it (exit 3),
+	// and the restored datadir is emptied again.
+	files := archivedBinlogs(t, repoDir)
+	second := filepath.Join(repoDir, "binlogs", files[1].Source, files[1].Name, "streams", "00000.xbs.zst")
+	data, err := os.ReadFile(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := os.WriteFile(second, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target = filepath.Join(t.TempDir(), "corrupt")
+	r := run(t, "restore", "--repo", repoDir, "--until-gtid", gtids[5], "--target-dir", target)
+	if r.code != ExitCorrupt || !strings.Contains(r.err.Error(), files[1].Name) {
+		t.Errorf("a corrupted binary log: exit %d, %v; want exit %d naming %s", r.code, r.err, ExitCorrupt, files[1].Name)
+	}
+	if _, err := os.Stat(filepath.Join(target, "ibdata1")); err == nil {
+		t.Error("a failed point-in-time restore left a datadir that looks ready")
+	}
+	// A gap: the file is no longer archived at all.
+	os.Remove(filepath.Join(repoDir, "binlogs", files[1].Source, files[1].Name, "manifest.json"))
+	r = run(t, "restore", "--repo", repoDir, "--until-gtid", gtids[5], "--target-dir", filepath.Join(t.TempDir(), "gap"))
+	if r.code == ExitOK || !strings.Contains(r.err.Error(), "gap") || !strings.Contains(r.err.Error(), files[1].Name) {
+		t.Errorf("a gap in the archive: exit %d, %v; want an error naming the gap", r.code, r.err)
+	}
 }
