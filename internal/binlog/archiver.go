@@ -108,16 +108,16 @@ func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
 	if err != nil {
 		return err
 	}
-	// The first file the repository lacks; files before it that the
-	// server no longer has were purged before being archived: a gap.
-	first := -1
+	// Resume after the newest file the repository holds: older files it
+	// lacks were expired (or purged before they were archived, a gap that
+	// list --binlogs shows), and must not come back.
+	first := 0
 	for i, f := range files {
-		if !done[f.name] {
-			first = i
-			break
+		if done[f.name] {
+			first = i + 1
 		}
 	}
-	if first < 0 {
+	if first >= len(files) {
 		return nil
 	}
 	spool, err := os.MkdirTemp("", "backstream-binlog-*")
@@ -127,9 +127,6 @@ func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
 	defer os.RemoveAll(spool)
 	if !follow {
 		for _, f := range files[first : len(files)-1] {
-			if done[f.name] {
-				continue
-			}
 			if err := a.fetch(ctx, bin, spool, f.name); err != nil {
 				return err
 			}

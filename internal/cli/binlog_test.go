@@ -175,3 +175,39 @@ func TestBinlogFollow(t *testing.T) {
 		t.Errorf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
 	}
 }
+
+// expire --keep-pitr deletes the archived binary logs before the oldest
+// kept backup's position and keeps the rest; binlog does not bring the
+// deleted ones back while the server still has them.
+func TestExpireKeepPITR(t *testing.T) {
+	src := binlogSource(t, 2) // files 1 and 2 closed before the backup
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	backupFile := backupListing(t, repoDir)[0].Positions.BinlogFile
+	src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
+	src.DB().Exec("FLUSH BINARY LOGS")
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	before := archivedBinlogs(t, repoDir)
+
+	out := run(t, "expire", "--repo", repoDir, "--keep-pitr", "1h", "--confirm").mustSucceed(t).stdout
+	after := archivedBinlogs(t, repoDir)
+	var deleted int
+	for _, f := range before {
+		if f.Name < backupFile {
+			deleted++
+		}
+	}
+	if deleted == 0 {
+		t.Fatalf("no archived file before the backup's %s: the test proves nothing (%v)", backupFile, before)
+	}
+	if len(after) != len(before)-deleted || after[0].Name != backupFile {
+		t.Errorf("after expire --keep-pitr: %d files starting at %s, want %d starting at %s\n%s", len(after), after[0].Name, len(before)-deleted, backupFile, out)
+	}
+	if n := len(backupListing(t, repoDir)); n != 1 {
+		t.Errorf("%d backups after expire, want 1", n)
+	}
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	if again := archivedBinlogs(t, repoDir); len(again) != len(after) {
+		t.Errorf("binlog re-archived expired files: %d files, want %d", len(again), len(after))
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -16,7 +17,8 @@ import (
 
 // expireEntry is one backup in `expire --json`.
 type expireEntry struct {
-	ID       string    `json:"id"`
+	ID       string    `json:"id"`             // a backup id, or source/file for a binary log
+	Kind     string    `json:"kind,omitempty"` // "binlog" for an archived binary log file
 	Started  time.Time `json:"started"`
 	Complete bool      `json:"complete"`
 	Size     int64     `json:"size"`
@@ -30,6 +32,7 @@ func newExpireCmd(g *globals) *cobra.Command {
 		p               repo.Policy
 		within          string
 		pruneIncomplete bool
+		pitrWindow      string
 		confirm         bool
 		asJSON          bool
 	)
@@ -54,6 +57,13 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 					return usagef("--keep-within: %v", err)
 				}
 				p.KeepWithin = d
+			}
+			if pitrWindow != "" {
+				d, err := repo.ParseRetention(pitrWindow)
+				if err != nil {
+					return usagef("--keep-pitr: %v", err)
+				}
+				p.KeepPITR = d
 			}
 			if p.Empty() && !pruneIncomplete {
 				return usagef("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly, or only --prune-incomplete (expire never deletes everything)")
@@ -110,13 +120,37 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 				}
 				out = append(out, x)
 			}
+			if p.KeepPITR > 0 {
+				var kept []*archive.Manifest
+				for _, d := range plan {
+					if d.Keep {
+						kept = append(kept, d.Manifest)
+					}
+				}
+				files, err := r.Binlogs(ctx)
+				if err != nil {
+					return err
+				}
+				for _, d := range repo.PlanBinlogs(kept, files) {
+					b := d.Manifest.Binlog
+					out = append(out, expireEntry{ID: b.Source + "/" + b.Name, Kind: archive.KindBinlog, Started: b.FirstTime, Complete: true,
+						Size: d.Manifest.Stats.StoredBytes, Keep: d.Keep, Reasons: []string{d.Reason}})
+				}
+			}
 			var failed error
 			if confirm {
 				for i := range out {
 					if out[i].Keep {
 						continue
 					}
-					if err := r.Remove(ctx, out[i].ID); err != nil {
+					remove := r.Remove
+					if out[i].Kind == archive.KindBinlog {
+						remove = func(ctx context.Context, id string) error {
+							src, name, _ := strings.Cut(id, "/")
+							return r.RemoveBinlog(ctx, src, name)
+						}
+					}
+					if err := remove(ctx, out[i].ID); err != nil {
 						failed = fmt.Errorf("expire: %w", err)
 						break
 					}
@@ -140,6 +174,7 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 	f.StringVar(&within, "keep-within", "", "keep backups started within this long, e.g. 14d, 36h, 2w")
 	f.IntVar(&p.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days (UTC) that have one")
 	f.IntVar(&p.KeepWeekly, "keep-weekly", 0, "keep the newest backup of each of the last N ISO weeks (UTC) that have one")
+	f.StringVar(&pitrWindow, "keep-pitr", "", "keep what a point-in-time restore to any moment of this window needs (the backup before it, and binary logs from there); older archived binary logs are deleted")
 	f.BoolVar(&pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest), incomplete uploads included")
 	f.BoolVar(&confirm, "confirm", false, "delete; without it expire only prints the plan")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")
@@ -154,7 +189,10 @@ func printExpirePlan(g *globals, out []expireEntry, confirm bool, p repo.Policy)
 		action, why := "KEEP", strings.Join(e.Reasons, ", ")
 		if !e.Keep {
 			action, why = "DELETE", "not kept by "+p.String()
-			if !e.Complete {
+			switch {
+			case e.Kind == archive.KindBinlog:
+				why = strings.Join(e.Reasons, ", ")
+			case !e.Complete:
 				why = "incomplete (--prune-incomplete)"
 			}
 			if e.Deleted {
@@ -172,8 +210,8 @@ func printExpirePlan(g *globals, out []expireEntry, confirm bool, p repo.Policy)
 	case dels == 0:
 		fmt.Fprintln(g.stdout, "nothing to delete")
 	case confirm:
-		fmt.Fprintf(g.stdout, "deleted %d backups, %s\n", dels, progress.HumanBytes(freed))
+		fmt.Fprintf(g.stdout, "deleted %d backups or binary log files, %s\n", dels, progress.HumanBytes(freed))
 	default:
-		fmt.Fprintf(g.stdout, "dry run: would delete %d backups, %s; run again with --confirm to delete\n", dels, progress.HumanBytes(freed))
+		fmt.Fprintf(g.stdout, "dry run: would delete %d backups or binary log files, %s; run again with --confirm to delete\n", dels, progress.HumanBytes(freed))
 	}
 }

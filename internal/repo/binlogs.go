@@ -84,3 +84,21 @@ func (r *Repo) Binlogs(ctx context.Context) ([]*archive.Manifest, error) {
 	})
 	return out, nil
 }
+
+// RemoveBinlog deletes an archived binary log file, its manifest first.
+func (r *Repo) RemoveBinlog(ctx context.Context, source, name string) error {
+	dir := BinlogDir(source, name)
+	if err := r.Backend.Delete(ctx, dir+"/"+ManifestName); err != nil {
+		return fmt.Errorf("binlog %s/%s: %w", source, name, err)
+	}
+	objs, err := r.Backend.List(ctx, dir+"/")
+	if err != nil {
+		return fmt.Errorf("binlog %s/%s: %w", source, name, err)
+	}
+	for _, o := range objs {
+		if err := r.Backend.Delete(ctx, o.Name); err != nil {
+			return fmt.Errorf("binlog %s/%s: %w", source, name, err)
+		}
+	}
+	return nil
+}

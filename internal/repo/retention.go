@@ -18,11 +18,16 @@ type Policy struct {
 	KeepWithin time.Duration // backups started within this long before now
 	KeepDaily  int           // the newest backup of each of the last N UTC days that have one
 	KeepWeekly int           // the newest backup of each of the last N ISO weeks (UTC) that have one
+	// KeepPITR keeps what a point-in-time restore to any moment of this
+	// window needs: the newest physical backup finished before its start
+	// (with its chain) and the archived binary logs from that backup's
+	// position on. Without it binary logs are never deleted.
+	KeepPITR time.Duration
 }
 
 // Empty reports whether no rule is set.
 func (p Policy) Empty() bool {
-	return p.KeepLast == 0 && p.KeepWithin == 0 && p.KeepDaily == 0 && p.KeepWeekly == 0
+	return p.KeepLast == 0 && p.KeepWithin == 0 && p.KeepDaily == 0 && p.KeepWeekly == 0 && p.KeepPITR == 0
 }
 
 // String lists the rules as flags, e.g. "--keep-last 3 --keep-daily 7".
@@ -39,6 +44,9 @@ func (p Policy) String() string {
 	}
 	if p.KeepWeekly > 0 {
 		parts = append(parts, fmt.Sprintf("--keep-weekly %d", p.KeepWeekly))
+	}
+	if p.KeepPITR > 0 {
+		parts = append(parts, "--keep-pitr "+FormatRetention(p.KeepPITR))
 	}
 	return strings.Join(parts, " ")
 }
@@ -108,6 +116,16 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 		y, w := t.ISOWeek()
 		return fmt.Sprintf("%04d-W%02d", y, w)
 	})
+	if p.KeepPITR > 0 {
+		edge := now.Add(-p.KeepPITR)
+		for i := n - 1; i >= 0; i-- {
+			m := out[i].Manifest
+			if m.Kind == archive.KindPhysical && m.Positions.BinlogFile != "" && !m.Finished.After(edge) {
+				keep(i, "base of the --keep-pitr "+FormatRetention(p.KeepPITR)+" window")
+				break
+			}
+		}
+	}
 	if !out[n-1].Keep {
 		keep(n-1, "newest")
 	}
@@ -192,4 +210,43 @@ func FormatRetention(d time.Duration) string {
 		return fmt.Sprintf("%dh", d/time.Hour)
 	}
 	return d.String()
+}
+
+// BinlogDecision is the plan for one archived binary log file.
+type BinlogDecision struct {
+	Manifest *archive.Manifest
+	Keep     bool
+	Reason   string
+}
+
+// PlanBinlogs decides which archived binary log files the kept backups
+// still need: of each server, every file from the position of its oldest
+// kept physical backup on. Files before it serve no restore that the kept
+// backups can start; files of a server with no kept backup are all kept
+// (nothing says what they are for).
+func PlanBinlogs(kept []*archive.Manifest, files []*archive.Manifest) []BinlogDecision {
+	oldest := map[string]string{} // source -> binlog file of its oldest kept backup
+	for _, m := range kept {
+		if m.Kind != archive.KindPhysical || m.Positions.BinlogFile == "" {
+			continue
+		}
+		src := m.Server.Hostname + "\x00" + strconv.FormatUint(uint64(m.Server.ServerID), 10)
+		if f, ok := oldest[src]; !ok || m.Positions.BinlogFile < f {
+			oldest[src] = m.Positions.BinlogFile
+		}
+	}
+	out := make([]BinlogDecision, 0, len(files))
+	for _, f := range files {
+		src := f.Server.Hostname + "\x00" + strconv.FormatUint(uint64(f.Server.ServerID), 10)
+		first, ok := oldest[src]
+		switch {
+		case !ok:
+			out = append(out, BinlogDecision{Manifest: f, Keep: true, Reason: "no kept backup of its server"})
+		case f.Binlog.Name < first:
+			out = append(out, BinlogDecision{Manifest: f, Reason: "before the oldest kept backup's position (" + first + ")"})
+		default:
+			out = append(out, BinlogDecision{Manifest: f, Keep: true, Reason: "needed from the oldest kept backup (" + first + ") on"})
+		}
+	}
+	return out
 }

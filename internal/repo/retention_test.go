@@ -207,3 +207,43 @@ func FuzzPlan(f *testing.F) {
 		}
 	})
 }
+
+// --keep-pitr keeps the newest backup finished before the window (its
+// chain with it), and the binary logs from the oldest kept backup's
+// position on; files of a server without kept backups stay.
+func TestKeepPITR(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	ms := backupsAt("2026-11-10 00:00", "2026-11-14 00:00", "2026-11-18 00:00", "2026-11-21 00:00")
+	for i, m := range ms {
+		m.Kind, m.Finished = archive.KindPhysical, m.Started.Add(time.Hour)
+		m.Server = archive.Server{Hostname: "db1", ServerID: 1}
+		m.Positions.BinlogFile = fmt.Sprintf("bin.%06d", 10*(i+1))
+	}
+	ds, err := Plan(ms, now, Policy{KeepPITR: 5 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := kept(ds)
+	if _, ok := k["2026-11-14 00:00"]; !ok || len(k) != 2 {
+		t.Fatalf("kept %v, want the base of the window (2026-11-14) and the newest", k)
+	}
+	var keptMs []*archive.Manifest
+	for _, d := range ds {
+		if d.Keep {
+			keptMs = append(keptMs, d.Manifest)
+		}
+	}
+	var files []*archive.Manifest
+	for _, name := range []string{"bin.000009", "bin.000019", "bin.000020", "bin.000041"} {
+		files = append(files, &archive.Manifest{Server: archive.Server{Hostname: "db1", ServerID: 1}, Binlog: &archive.BinlogFile{Source: "db1-1", Name: name}})
+	}
+	files = append(files, &archive.Manifest{Server: archive.Server{Hostname: "db2", ServerID: 2}, Binlog: &archive.BinlogFile{Source: "db2-2", Name: "bin.000001"}})
+	got := map[string]bool{}
+	for _, d := range PlanBinlogs(keptMs, files) {
+		got[d.Manifest.Binlog.Source+"/"+d.Manifest.Binlog.Name] = d.Keep
+	}
+	want := map[string]bool{"db1-1/bin.000009": false, "db1-1/bin.000019": false, "db1-1/bin.000020": true, "db1-1/bin.000041": true, "db2-2/bin.000001": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("binlog plan %v, want %v", got, want)
+	}
+}
