@@ -126,7 +126,7 @@ func wait(ctx context.Context, ch chan struct{}) error {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 }
 
@@ -199,12 +199,12 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		select {
 		case r.jobs <- job:
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		select {
 		case r.order <- job:
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 	}
 	want, _, err := r.expected(ctx)
@@ -261,7 +261,7 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		select {
 		case <-job.done:
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		if job.err != nil {
 			return Corruptf("%s: frame %d at offset %d: decode: %v", r.where(), job.num, job.frame.Offset, job.err)
@@ -288,10 +288,10 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		select {
 		case out <- checkedFrame{num: job.num, buf: b, chunks: chunks, stored: int64(job.frame.Stored)}:
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	if err := context.Cause(ctx); err != nil {
 		return err
 	}
 	forget(frames)
@@ -345,7 +345,7 @@ func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) erro
 		}
 		if r.opt.Sink != nil {
 			for i := range f.chunks {
-				if err := ctx.Err(); err != nil {
+				if err := context.Cause(ctx); err != nil {
 					return err
 				}
 				if err := r.opt.Sink.Chunk(&f.chunks[i]); err != nil {
@@ -362,7 +362,7 @@ func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) erro
 		}
 		putBuf(f.buf)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := context.Cause(ctx); err != nil {
 		return err
 	}
 	// Barriers after this stream's last frame.
