@@ -3,6 +3,7 @@ module github.com/backstream/backstream
 go 1.26.8
 
 require (
+	filippo.io/age v1.2.1
 	github.com/DataDog/zstd v1.5.7
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/klauspost/compress v1.20.3

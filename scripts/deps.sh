@@ -16,6 +16,7 @@ want mbstream mariadb-backup
 want zstd zstd
 want lz4 lz4
 want gzip gzip
+want age age          # the stock-tool way out of an encrypted backup (tests)
 want gcc gcc          # cgo: zstd is the reference C library, built in
 [ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
 for pkg in "$@"; do

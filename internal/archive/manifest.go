@@ -49,6 +49,16 @@ type Manifest struct {
 	Databases []DatabaseStats `json:"databases,omitempty"`
 	// Binlog describes an archived binary log file (kind binlog).
 	Binlog *BinlogFile `json:"binlog,omitempty"`
+	// Encryption says how the backup's data objects are encrypted; nil
+	// when they are not.
+	Encryption *Encryption `json:"encryption,omitempty"`
+}
+
+// Encryption names the scheme and who can open a backup: age public keys,
+// or "scrypt passphrase". No key material is stored.
+type Encryption struct {
+	Scheme     string   `json:"scheme"` // "age"
+	Recipients []string `json:"recipients"`
 }
 
 // BinlogFile is one archived binary log file: what a point-in-time

@@ -17,6 +17,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
 // backupFlags are the options of taking a physical backup, shared by
@@ -140,6 +141,11 @@ DDL on a dumped table during the dump fails the backup unless --block-ddl holds 
 			if err != nil {
 				return err
 			}
+			enc, err := g.encryption()
+			if err != nil {
+				return err
+			}
+			job.Encryption = enc
 			var dump logical.DumpJob
 			if l.on {
 				if dump, err = l.job(job); err != nil {
@@ -189,6 +195,8 @@ DDL on a dumped table during the dump fails the backup unless --block-ddl holds 
 	b.register(cmd.Flags())
 	l.register(cmd.Flags())
 	inc.register(cmd.Flags())
+	cmd.Flags().BoolVar(&g.encrypt, "encrypt", false, "encrypt every data object with age, to --recipient-file or a passphrase (--passphrase-file or $"+crypt.PassphraseEnv+")")
+	cmd.Flags().StringVar(&g.recipientFile, "recipient-file", "", "age recipients (public keys, one per line) to encrypt to")
 	return cmd
 }
 

@@ -68,7 +68,7 @@ func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) 
 		}
 	}
 	return logical.DumpJob{
-		Conn: b.Conn, Parallel: b.Parallel, Codec: b.Codec, Hash: b.Hash, Version: b.Version,
+		Conn: b.Conn, Parallel: b.Parallel, Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
 		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
 		Skip:     skip,
 		BlockDDL: l.blockDDL, ChunkBytes: chunk,

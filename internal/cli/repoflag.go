@@ -6,8 +6,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/storage/s3"
 )
@@ -49,13 +51,40 @@ func (g *globals) openBackend(ctx context.Context, location string, create bool)
 
 // openRepo opens the repository named by --repo; create makes it if the
 // location is empty.
+//
+// The backend reads encrypted objects with the identities given (and
+// plain ones as they are); it encrypts what it writes only for a backup
+// with --encrypt.
 func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error) {
-	b, err := g.openBackend(ctx, g.repo, create)
+	keys, err := crypt.LoadKeys(g.recipientFile, g.identityFile, g.passphraseFile)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	inner, err := g.openBackend(ctx, g.repo, create)
 	if err != nil {
 		return nil, err
+	}
+	b := &crypt.Backend{Backend: inner, Identities: keys.Identities}
+	if g.encrypt {
+		b.Recipients = keys.Recipients
 	}
 	if create {
 		return repo.OpenOrInit(ctx, b)
 	}
 	return repo.Open(ctx, b)
+}
+
+// encryption is what a backup's manifest records of its keys.
+func (g *globals) encryption() (*archive.Encryption, error) {
+	if !g.encrypt {
+		return nil, nil
+	}
+	keys, err := crypt.LoadKeys(g.recipientFile, g.identityFile, g.passphraseFile)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if len(keys.Recipients) == 0 {
+		return nil, usagef("--encrypt needs --recipient-file, --passphrase-file or $%s", crypt.PassphraseEnv)
+	}
+	return &archive.Encryption{Scheme: "age", Recipients: keys.Public}, nil
 }

@@ -79,6 +79,9 @@ and an interrupted load continues with --resume. --database, --table and their
 				return err
 			}
 			defer release()
+			if err := r.CheckReadable(ctx, m); err != nil {
+				return err
+			}
 			if m.Kind == archive.KindLogical {
 				if d.target != "" || d.prepare {
 					return usagef("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir", m.ID)

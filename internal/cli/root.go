@@ -17,6 +17,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
 // Exit codes, documented in docs/guide.md.
@@ -60,8 +61,12 @@ type globals struct {
 	s3Endpoint string
 	s3Retry    time.Duration
 	lockWait   time.Duration
-	stdout     io.Writer
-	stderr     io.Writer
+	// Keys: age recipients (to encrypt, with backup --encrypt) and
+	// identities (to read encrypted backups).
+	recipientFile, identityFile, passphraseFile string
+	encrypt                                     bool
+	stdout                                      io.Writer
+	stderr                                      io.Writer
 }
 
 func (g *globals) tracker(title string, total int64) *progress.Tracker {
@@ -110,6 +115,8 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.DurationVar(&g.s3Retry, "s3-retry-window", 0, "how long S3 requests are retried through outages before failing (default 2m)")
 	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
+	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")
+	pf.StringVar(&g.passphraseFile, "passphrase-file", "", "file holding the passphrase of backups encrypted with one (or set $"+crypt.PassphraseEnv+")")
 	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	pf.MarkHidden("cpuprofile")
 	root.AddCommand(

@@ -38,7 +38,8 @@ type DumpJob struct {
 	BlockDDL   bool  // hold a metadata lock on every table for the whole dump
 	ChunkBytes int64 // 0 means DefaultChunkBytes
 	Progress   *progress.Tracker
-	Version    string // backstream's, for the manifest
+	Version    string              // backstream's, for the manifest
+	Encryption *archive.Encryption // recorded in the manifest when the destination encrypts
 
 	// afterSnapshot, in tests, runs once every snapshot is open.
 	afterSnapshot func(ctx context.Context) error
@@ -85,7 +86,7 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindLogical, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID},
 		Tools:  archive.Tools{Backstream: job.Version},
-		Codec:  job.Codec.String(), Hash: job.Hash,
+		Codec:  job.Codec.String(), Hash: job.Hash, Encryption: job.Encryption,
 	}
 	for i := range job.Parallel {
 		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})

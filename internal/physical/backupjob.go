@@ -38,6 +38,8 @@ type BackupJob struct {
 	Log         io.Writer // optional live copy of mariabackup's stderr
 	Progress    Progress  // optional
 	Version     string    // backstream's version, for the manifest
+	// Encryption, when the destination encrypts, is recorded in the manifest.
+	Encryption *archive.Encryption
 	// Parent, if set, names the backup an incremental builds on, given the
 	// server being backed up; it returns nil for a full backup.
 	Parent func(server *mariadb.Server) (*archive.Manifest, error)
@@ -100,7 +102,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
 		Tools:  archive.Tools{Backstream: job.Version, Mariabackup: bin.Version},
-		Codec:  job.Codec.String(), Hash: job.Hash,
+		Codec:  job.Codec.String(), Hash: job.Hash, Encryption: job.Encryption,
 	}
 	header.Chain = id
 	if parent != nil {

@@ -405,3 +405,16 @@ func (r *Repo) Chain(ctx context.Context, m *archive.Manifest) ([]*archive.Manif
 	}
 	return links, nil
 }
+
+// CheckReadable reads one small object of an encrypted backup (its first
+// stream's index), so that a missing or wrong key fails before a restore
+// writes anything.
+func (r *Repo) CheckReadable(ctx context.Context, m *archive.Manifest) error {
+	if m.Encryption == nil || len(m.Streams) == 0 || m.Streams[0].Index.Name == "" {
+		return nil
+	}
+	if _, err := archive.GetSmall(ctx, r.Backend, Dir(m.ID), m.Streams[0].Index); err != nil {
+		return fmt.Errorf("backup %s is encrypted (%s, for %s): %w", m.ID, m.Encryption.Scheme, strings.Join(m.Encryption.Recipients, ", "), err)
+	}
+	return nil
+}
