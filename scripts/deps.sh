@@ -11,6 +11,7 @@ want() { # want BINARY PACKAGE
 want mariadbd mariadb-server-core
 want mariadb-install-db mariadb-server-core
 want mariadb mariadb-client-core
+want mariadb-binlog mariadb-client   # binlog archiving and point-in-time replay
 want mariabackup mariadb-backup
 want mbstream mariadb-backup
 want zstd zstd

@@ -83,7 +83,7 @@ func (a *Archiver) findBinary() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("mariadb-binlog not found in PATH (Debian: apt-get install mariadb-client-core)")
+	return "", errors.New("mariadb-binlog not found in PATH (Debian: apt-get install mariadb-client)")
 }
 
 // pass connects once, archives what is closed and, following, streams on
