@@ -1,6 +1,10 @@
 package archive
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // Destination is where a backup goes: a repository, or receivers on other
 // hosts. A backup exists only once Commit returned nil.
@@ -17,4 +21,24 @@ type Destination interface {
 	Commit(ctx context.Context, m *Manifest) error
 	// Discard removes what a failed backup left.
 	Discard(ctx context.Context, id string) error
+}
+
+// WriteTo takes a backup into dest: it announces the header, runs write,
+// and when write fails removes what it left, so that a failed backup never
+// leaves anything that could pass for complete. write commits the backup
+// itself (Commit is its last step).
+func WriteTo(ctx context.Context, dest Destination, header *Manifest, write func() (*Manifest, error)) (*Manifest, error) {
+	if err := dest.Begin(ctx, header); err != nil {
+		return nil, fmt.Errorf("backup %s: %w", header.ID, err)
+	}
+	m, err := write()
+	if err != nil {
+		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if rerr := dest.Discard(cleanup, header.ID); rerr != nil {
+			err = fmt.Errorf("%w (and removing its partial objects failed: %v)", err, rerr)
+		}
+		return nil, fmt.Errorf("backup %s failed, nothing was committed: %w", header.ID, err)
+	}
+	return m, nil
 }

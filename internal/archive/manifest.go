@@ -154,6 +154,20 @@ type Stats struct {
 	Seconds     float64 `json:"seconds"`
 }
 
+// Complete fills in what a writer made (streams, files, barriers and the
+// sizes they add up to) and the finishing time: the last step before the
+// manifest is committed.
+func (m *Manifest) Complete(written Result) {
+	m.Streams, m.Files, m.Barriers = written.Streams, written.Files, written.Barriers
+	m.Stats.RawBytes, m.Stats.StoredBytes = 0, 0
+	for _, s := range written.Streams {
+		m.Stats.RawBytes += s.RawSize
+		m.Stats.StoredBytes += s.Size
+	}
+	m.Finished = time.Now().UTC()
+	m.Stats.Seconds = m.Finished.Sub(m.Started).Seconds()
+}
+
 // Marshal encodes the manifest as indented JSON.
 func (m *Manifest) Marshal() ([]byte, error) {
 	return json.MarshalIndent(m, "", "  ")

@@ -328,15 +328,11 @@ func (a *Archiver) store(ctx context.Context, server *mariadb.Server, src, path 
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	m := &archive.Manifest{
-		Format: archive.FormatVersion, ID: name, Kind: archive.KindBinlog, Started: started, Finished: time.Now().UTC(),
+		Format: archive.FormatVersion, ID: name, Kind: archive.KindBinlog, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID},
-		Tools:  archive.Tools{Backstream: a.Version}, Codec: a.Codec.String(), Hash: a.Hash,
-		Streams: res.Streams, Files: res.Files, Binlog: &ix,
+		Tools:  archive.Tools{Backstream: a.Version}, Codec: a.Codec.String(), Hash: a.Hash, Binlog: &ix,
 	}
-	for _, s := range res.Streams {
-		m.Stats.RawBytes += s.RawSize
-		m.Stats.StoredBytes += s.Size
-	}
+	m.Complete(res)
 	if err := a.Repo.CommitBinlog(ctx, m); err != nil {
 		return err
 	}

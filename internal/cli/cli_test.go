@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/sandbox"
 )
 
 // result is what one in-process run of the CLI produced.
@@ -113,4 +120,126 @@ func stockExtract(t *testing.T, object, dir string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s | mbstream -x: %v\n%s", decode, err, out)
 	}
+}
+
+// serverOn starts a server on a restored datadir for the rest of the test.
+func serverOn(t *testing.T, datadir string) *sandbox.Server {
+	t.Helper()
+	s, err := sandbox.Start(context.Background(), sandbox.Options{Dir: t.TempDir(), Datadir: datadir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// checksums is CHECKSUM TABLE of every table of the server.
+func checksums(t *testing.T, s *sandbox.Server) map[string]string {
+	t.Helper()
+	sums, err := sandbox.ChecksumTables(context.Background(), s.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+// compareChecksums fails for every table whose checksum differs or is missing.
+func compareChecksums(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("table %s: checksum %q, want %q", name, got[name], w)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("table %s restored but not in the source", name)
+		}
+	}
+}
+
+// writeLoad runs transactions in the background while a test backs up.
+type writeLoad struct {
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	committed atomic.Int64
+	mu        sync.Mutex
+	err       error
+}
+
+// startLoad runs step in workers goroutines, each with its own random
+// source, until finish; every step that returns nil is one commit.
+func startLoad(workers int, step func(rng *rand.Rand) error) *writeLoad {
+	l := &writeLoad{stop: make(chan struct{})}
+	for w := range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w)+1, 7))
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				if err := step(rng); err != nil {
+					l.mu.Lock()
+					l.err = err
+					l.mu.Unlock()
+					return
+				}
+				l.committed.Add(1)
+			}
+		}()
+	}
+	return l
+}
+
+// more waits until n more transactions have committed, so that the load
+// runs before, during and after what a test does however slow the machine;
+// a load that failed or stalled for a minute fails the test.
+func (l *writeLoad) more(t *testing.T, n int64) {
+	t.Helper()
+	target := l.committed.Load() + n
+	for deadline := time.Now().Add(time.Minute); l.committed.Load() < target; time.Sleep(10 * time.Millisecond) {
+		l.mu.Lock()
+		err := l.err
+		l.mu.Unlock()
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the write load stopped at %d transactions: %v", l.committed.Load(), err)
+		}
+	}
+}
+
+// finish stops the load and fails the test if a transaction failed.
+func (l *writeLoad) finish(t *testing.T) {
+	t.Helper()
+	close(l.stop)
+	l.wg.Wait()
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+}
+
+// transfer moves amount from row a of one table to row b of another (or
+// the same) in one transaction, and logs it in bank.transfers.
+func transfer(ctx context.Context, db *sql.DB, from, to string, a, b, amount int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"UPDATE " + from + " SET balance = balance - ? WHERE id = ?", []any{amount, a}},
+		{"UPDATE " + to + " SET balance = balance + ? WHERE id = ?", []any{amount, b}},
+		{"INSERT INTO bank.transfers (src, dst, amount) VALUES (?, ?, ?)", []any{a, b, amount}},
+	} {
+		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }

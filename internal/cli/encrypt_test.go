@@ -102,16 +102,7 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 
 		target = filepath.Join(t.TempDir(), "datadir")
 		run(t, "restore", "--repo", tr.location, "--identity-file", key, "--target-dir", target, "--prepare").mustSucceed(t)
-		dst, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer dst.Close()
-		got, err := sandbox.ChecksumTables(ctx, dst.DB())
-		if err != nil {
-			t.Fatal(err)
-		}
-		compareChecksums(t, got, want)
+		compareChecksums(t, checksums(t, serverOn(t, target)), want)
 	})
 }
 

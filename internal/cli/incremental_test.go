@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,53 +46,23 @@ func TestIncrementalChain(t *testing.T) {
 			break
 		}
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var committed atomic.Int64
-	var loadErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(3, 4))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := transfer(ctx, db, rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1); err != nil {
-				loadErr = err
-				return
-			}
-			committed.Add(1)
-		}
-	}()
-	waitFor := func(n int64) {
-		for deadline := time.Now().Add(time.Minute); committed.Load() < n && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	load := startLoad(1, func(rng *rand.Rand) error {
+		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
+	})
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	backup := func() result {
 		return run(t, append([]string{"backup", "--repo", repoDir, "--incremental", "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	}
-	waitFor(50)
+	load.more(t, 50)
 	if r := backup(); !strings.Contains(r.stderr, "taking a full backup") || !strings.Contains(r.stdout, "full") {
 		t.Errorf("first --incremental backup: stdout %q stderr %q; want a full backup and the reason", r.stdout, r.stderr)
 	}
 	for range 2 {
-		waitFor(committed.Load() + 100)
+		load.more(t, 100)
 		backup()
 	}
-	close(stop)
-	wg.Wait()
-	if loadErr != nil {
-		t.Fatal(loadErr)
-	}
-	want, err := sandbox.ChecksumTables(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	load.finish(t)
+	want := checksums(t, src)
 	if r := backup(); !strings.Contains(r.stdout, "depth 3") {
 		t.Errorf("fourth backup printed %q, want depth 3", r.stdout)
 	}
@@ -126,16 +94,7 @@ func TestIncrementalChain(t *testing.T) {
 	if left, _ := filepath.Glob(target + ".increment-*"); len(left) != 0 {
 		t.Errorf("increment directories left: %v", left)
 	}
-	dst, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
-	got, err := sandbox.ChecksumTables(ctx, dst.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareChecksums(t, got, want)
+	compareChecksums(t, checksums(t, serverOn(t, target)), want)
 
 	// A missing link: the chain is refused, naming it, and nothing is left.
 	os.Remove(filepath.Join(repoDir, "backups", entries[1].ID, "manifest.json"))

@@ -3,14 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,21 +48,6 @@ func TestLogicalRoundTrip(t *testing.T) {
 	})
 }
 
-// compareChecksums fails for every table whose checksum differs or is missing.
-func compareChecksums(t *testing.T, got, want map[string]string) {
-	t.Helper()
-	for name, w := range want {
-		if got[name] != w {
-			t.Errorf("table %s: checksum %q, want %q", name, got[name], w)
-		}
-	}
-	for name := range got {
-		if _, ok := want[name]; !ok {
-			t.Errorf("table %s restored but not in the source", name)
-		}
-	}
-}
-
 // Transfers between rows of two different tables run before, during and
 // after the dump, each keeping the sum over both tables; the restored sum
 // is exact, and the restored transfer log is exactly as long as the GTID
@@ -91,50 +73,20 @@ func TestLogicalConsistencyUnderWrites(t *testing.T) {
 		}
 	}
 	startSeq := gtidSeq(t, db)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var committed atomic.Int64
-	var loadErr error
-	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				from, to := "bank.checking", "bank.savings"
-				if rng.IntN(2) == 0 {
-					from, to = to, from
-				}
-				a, b, amount := rng.IntN(rows)+1, rng.IntN(rows)+1, rng.IntN(50)+1
-				if err := crossTransfer(ctx, db, from, to, a, b, amount); err != nil {
-					loadErr = err
-					return
-				}
-				committed.Add(1)
-			}
-		}()
-	}
-	waitFor := func(n int64) {
-		for deadline := time.Now().Add(time.Minute); committed.Load() < n && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
+	load := startLoad(2, func(rng *rand.Rand) error {
+		from, to := "bank.checking", "bank.savings"
+		if rng.IntN(2) == 0 {
+			from, to = to, from
 		}
-	}
-	waitFor(50)
+		return transfer(ctx, db, from, to, rng.IntN(rows)+1, rng.IntN(rows)+1, rng.IntN(50)+1)
+	})
+	load.more(t, 50)
 	repoDir := filepath.Join(t.TempDir(), "repo")
-	before := committed.Load()
+	before := load.committed.Load()
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "256KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-	during := committed.Load() - before
-	waitFor(committed.Load() + 50)
-	close(stop)
-	wg.Wait()
-	if loadErr != nil {
-		t.Fatal(loadErr)
-	}
+	during := load.committed.Load() - before
+	load.more(t, 50)
+	load.finish(t)
 	if during == 0 {
 		t.Fatal("no transfer committed while the dump ran: the test proves nothing")
 	}
@@ -154,29 +106,6 @@ func TestLogicalConsistencyUnderWrites(t *testing.T) {
 		t.Errorf("restored %d transfers, the manifest's GTID says %d", n, wantTransfers)
 	}
 	t.Logf("%d transfers committed while the dump ran; %d in the backup", during, n)
-}
-
-// crossTransfer moves amount from row a of one table to row b of another
-// in one transaction, and logs it.
-func crossTransfer(ctx context.Context, db *sql.DB, from, to string, a, b, amount int) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{"UPDATE " + from + " SET balance = balance - ? WHERE id = ?", []any{amount, a}},
-		{"UPDATE " + to + " SET balance = balance + ? WHERE id = ?", []any{amount, b}},
-		{"INSERT INTO bank.transfers (src, dst, amount) VALUES (?, ?, ?)", []any{a, b, amount}},
-	} {
-		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
 }
 
 // Filters and renaming load exactly what was asked for.

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,34 +91,10 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var committed atomic.Int64
-	var loadErr atomic.Value
-	wg.Go(func() {
-		rng := rand.New(rand.NewPCG(3, 4))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := transfer(ctx, db, rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1); err != nil {
-				loadErr.Store(err)
-				return
-			}
-			committed.Add(1)
-		}
+	load := startLoad(1, func(rng *rand.Rand) error {
+		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1)
 	})
-	waitFor := func(n int64) {
-		t.Helper()
-		for deadline := time.Now().Add(time.Minute); committed.Load() < n; time.Sleep(10 * time.Millisecond) {
-			if err := loadErr.Load(); err != nil || time.Now().After(deadline) {
-				t.Fatalf("the write load stopped at %d transfers: %v", committed.Load(), err)
-			}
-		}
-	}
-	waitFor(20)
+	load.more(t, 20)
 
 	tok := tokenFile(t)
 	var targets []string
@@ -144,20 +118,15 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	t.Setenv("BACKSTREAM_PRIMARY_PASSWORD", "repl-Pa55 word")
 	var replicas []*sandbox.Server
 	for i, target := range targets {
-		r, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
+		r := serverOn(t, target)
 		replicas = append(replicas, r)
 		run(t, "replicate", "--no-defaults", "--socket", r.Socket, "--user", "root",
 			"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl").mustSucceed(t)
 		t.Logf("replica %d replicating", i)
 	}
 	// More writes after replication started, then stop and compare.
-	waitFor(committed.Load() + 50)
-	close(stop)
-	wg.Wait()
+	load.more(t, 50)
+	load.finish(t)
 	want, err := sandbox.ChecksumTables(ctx, db)
 	if err != nil {
 		t.Fatal(err)

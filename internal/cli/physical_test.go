@@ -10,10 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
 )
@@ -96,15 +93,7 @@ func TestPhysicalRoundTrip(t *testing.T) {
 		if err != nil || info.Mode().Perm() != 0o750 {
 			t.Errorf("target mode %v, %v; want 0750", info.Mode(), err)
 		}
-		dst, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer dst.Close()
-		got, err := sandbox.ChecksumTables(ctx, dst.DB())
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := checksums(t, serverOn(t, target))
 		if len(got) != len(want) || len(want) < 5 {
 			t.Errorf("restored %d tables, source has %d", len(got), len(want))
 		}
@@ -140,58 +129,25 @@ func TestPhysicalConsistencyUnderWrites(t *testing.T) {
 	}
 	startSeq := gtidSeq(t, db)
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var committed atomic.Int64
-	var loadErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rng := rand.New(rand.NewPCG(1, 2))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			a, b := rng.IntN(accounts)+1, rng.IntN(accounts)+1
-			amount := rng.IntN(50) + 1
-			if err := transfer(ctx, db, a, b, amount); err != nil {
-				loadErr = err
-				return
-			}
-			committed.Add(1)
-		}
-	}()
-	// Let the load run before, during and after the backup, however slow
-	// the machine is.
-	waitFor := func(n int64) {
-		for deadline := time.Now().Add(time.Minute); committed.Load() < n && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitFor(50)
+	load := startLoad(1, func(rng *rand.Rand) error {
+		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
+	})
+	// The load runs before, during and after the backup.
+	load.more(t, 50)
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-	waitFor(committed.Load() + 50)
-	close(stop)
-	wg.Wait()
-	if loadErr != nil {
-		t.Fatal(loadErr)
-	}
+	load.more(t, 50)
+	load.finish(t)
+	committed := load.committed.Load()
 	e := backupListing(t, repoDir)[0]
 	backupSeq := seqOf(t, e.Positions.GTID)
-	if backupSeq <= startSeq || backupSeq >= startSeq+committed.Load() {
-		t.Fatalf("backup GTID %s is not inside the load (load from seq %d, %d transfers); the test proves nothing", e.Positions.GTID, startSeq, committed.Load())
+	if backupSeq <= startSeq || backupSeq >= startSeq+committed {
+		t.Fatalf("backup GTID %s is not inside the load (load from seq %d, %d transfers); the test proves nothing", e.Positions.GTID, startSeq, committed)
 	}
 
 	target := filepath.Join(t.TempDir(), "datadir")
 	run(t, "restore", e.ID, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
-	dst, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := serverOn(t, target)
 	var total, rows, transfers int64
 	if err := dst.DB().QueryRowContext(ctx, "SELECT SUM(balance), COUNT(*) FROM bank.accounts").Scan(&total, &rows); err != nil {
 		t.Fatal(err)
@@ -212,27 +168,6 @@ func TestPhysicalConsistencyUnderWrites(t *testing.T) {
 	if maxID != transfers {
 		t.Errorf("transfers have gaps: max id %d, count %d", maxID, transfers)
 	}
-}
-
-func transfer(ctx context.Context, db *sql.DB, a, b, amount int) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{"UPDATE bank.accounts SET balance = balance - ? WHERE id = ?", []any{amount, a}},
-		{"UPDATE bank.accounts SET balance = balance + ? WHERE id = ?", []any{amount, b}},
-		{"INSERT INTO bank.transfers (src, dst, amount) VALUES (?, ?, ?)", []any{a, b, amount}},
-	} {
-		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
 }
 
 func gtidSeq(t *testing.T, db *sql.DB) int64 {

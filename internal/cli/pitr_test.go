@@ -71,11 +71,7 @@ func TestPointInTimeRestore(t *testing.T) {
 
 	markers := func(target string) []string {
 		t.Helper()
-		dst, err := sandbox.Start(ctx, sandbox.Options{Dir: t.TempDir(), Datadir: target})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer dst.Close()
+		dst := serverOn(t, target)
 		var ids string
 		if err := dst.DB().QueryRow("SELECT COALESCE(GROUP_CONCAT(id ORDER BY id), '') FROM m.marks").Scan(&ids); err != nil {
 			t.Fatal(err)

@@ -91,19 +91,7 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 	for i := range job.Parallel {
 		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
 	}
-	if err := job.Dest.Begin(ctx, header); err != nil {
-		return nil, fmt.Errorf("backup %s: %w", id, err)
-	}
-	m, err := s.run(ctx, header)
-	if err != nil {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if rerr := job.Dest.Discard(cleanup, id); rerr != nil {
-			err = fmt.Errorf("%w (and removing its partial objects failed: %v)", err, rerr)
-		}
-		return nil, fmt.Errorf("backup %s failed, nothing was committed: %w", id, err)
-	}
-	return m, nil
+	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) { return s.run(ctx, header) })
 }
 
 // session is one dump in progress: the coordinator connection, the
@@ -286,15 +274,9 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	}
 	m := *header
 	m.Positions = pos
-	m.Streams, m.Files = written.Streams, written.Files
 	m.Meta = append(m.Meta, o)
 	m.Databases = summarise(cat)
-	for _, st := range written.Streams {
-		m.Stats.RawBytes += st.RawSize
-		m.Stats.StoredBytes += st.Size
-	}
-	m.Finished = time.Now().UTC()
-	m.Stats.Seconds = m.Finished.Sub(m.Started).Seconds()
+	m.Complete(written)
 	if err := job.Dest.Commit(ctx, &m); err != nil {
 		return nil, err
 	}

@@ -119,36 +119,24 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
-	stage := func(s string) {
+	for _, phase := range []struct {
+		stage string
+		run   func(context.Context) error
+	}{
+		{"checking the target", l.openJournal},
+		{"checking the target", l.checkTarget},
+		{"creating tables", l.createTables},
+		{"loading", l.loadData},
+		{"building indexes", l.addKeys},
+		{"creating views, triggers, routines, events and accounts", l.createObjects},
+		{"finishing", l.closeJournal},
+	} {
 		if job.Progress != nil {
-			job.Progress.Stage(s)
+			job.Progress.Stage(phase.stage)
 		}
-	}
-	stage("checking the target")
-	if err := l.openJournal(ctx); err != nil {
-		return nil, err
-	}
-	if err := l.checkTarget(ctx); err != nil {
-		return nil, err
-	}
-	stage("creating tables")
-	if err := l.createTables(ctx); err != nil {
-		return nil, err
-	}
-	stage("loading")
-	if err := l.loadData(ctx); err != nil {
-		return nil, err
-	}
-	stage("building indexes")
-	if err := l.addKeys(ctx); err != nil {
-		return nil, err
-	}
-	stage("creating views, triggers, routines, events and accounts")
-	if err := l.createObjects(ctx); err != nil {
-		return nil, err
-	}
-	if err := l.closeJournal(ctx); err != nil {
-		return nil, err
+		if err := phase.run(ctx); err != nil {
+			return nil, err
+		}
 	}
 	l.res.Tables = len(l.tables)
 	return &l.res, nil

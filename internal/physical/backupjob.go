@@ -124,20 +124,9 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	if job.Log != nil {
 		log = io.MultiWriter(logFile, job.Log)
 	}
-	if err := job.Dest.Begin(ctx, header); err != nil {
-		return nil, fmt.Errorf("backup %s: %w", id, err)
-	}
-
-	m, err := runBackup(ctx, job, header, parent, server, bin, log, logFile)
-	if err != nil {
-		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if rerr := job.Dest.Discard(cleanup, id); rerr != nil {
-			err = fmt.Errorf("%w (and removing its partial objects failed: %v)", err, rerr)
-		}
-		return nil, fmt.Errorf("backup %s failed, nothing was committed: %w", id, err)
-	}
-	return m, nil
+	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) {
+		return runBackup(ctx, job, header, parent, server, bin, log, logFile)
+	})
 }
 
 func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
@@ -195,7 +184,6 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		return nil, fmt.Errorf("mariabackup made a %q backup from LSN %d, not an incremental from LSN %d (the end of %s)",
 			res.Checkpoints.BackupType, m.Positions.FromLSN, parent.Positions.ToLSN, parent.ID)
 	}
-	m.Streams, m.Files, m.Barriers = written.Streams, written.Files, written.Barriers
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
 			bi, err := ParseBinlogInfo(b)
@@ -230,12 +218,7 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		return nil, err
 	}
 	m.Meta = append(m.Meta, o)
-	for _, s := range written.Streams {
-		m.Stats.RawBytes += s.RawSize
-		m.Stats.StoredBytes += s.Size
-	}
-	m.Finished = time.Now().UTC()
-	m.Stats.Seconds = m.Finished.Sub(m.Started).Seconds()
+	m.Complete(written)
 	if err := job.Dest.Commit(ctx, &m); err != nil {
 		return nil, err
 	}

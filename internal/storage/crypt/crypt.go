@@ -53,7 +53,9 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 	}
 	pr, pw := io.Pipe()
 	var plain int64
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		w, err := age.Encrypt(pw, b.Recipients...)
 		if err == nil {
 			plain, err = io.Copy(w, r)
@@ -64,10 +66,14 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 		pw.CloseWithError(err)
 	}()
 	_, err := b.Backend.Put(ctx, name+Suffix, pr)
-	pr.CloseWithError(err) // stop the encrypting goroutine if Put gave up early
 	if err != nil {
+		// Stops the encrypting goroutine at its next write. It is not
+		// waited for: it may be blocked reading r, whose writer learns of
+		// the failure only once Put has returned.
+		pr.CloseWithError(err)
 		return 0, err
 	}
+	<-done // Put read to the end, so the goroutine has finished
 	return plain, nil
 }
 
