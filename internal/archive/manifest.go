@@ -54,11 +54,15 @@ type Manifest struct {
 	Encryption *Encryption `json:"encryption,omitempty"`
 }
 
-// Encryption names the scheme and who can open a backup: age public keys,
-// or "scrypt passphrase". No key material is stored.
+// Encryption names the scheme and who can open a backup: age public keys
+// (or "scrypt passphrase" in backups made before passphrase keys). No
+// secret is stored here.
 type Encryption struct {
 	Scheme     string   `json:"scheme"` // "age"
 	Recipients []string `json:"recipients"`
+	// PassphraseKey names the repository object holding the private key of
+	// one of the recipients, encrypted with a passphrase (keys/<key>.age).
+	PassphraseKey string `json:"passphrase_key,omitempty"`
 }
 
 // BinlogFile is one archived binary log file: what a point-in-time

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/repo"
@@ -34,6 +35,9 @@ type Archiver struct {
 	Version string           // backstream's, for manifests
 	Log     func(msg string) // hears of each file archived, and of restarts
 	Poll    time.Duration    // how often --follow looks for finished files; 0 means 500ms
+	// Encryption, when the repository encrypts what it stores, is recorded
+	// in each file's manifest.
+	Encryption *archive.Encryption
 }
 
 // serverFile is one binary log the server lists.
@@ -199,7 +203,7 @@ func (a *Archiver) command(ctx context.Context, bin, spool, first string, stopNe
 	}
 	args = append(args, first)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "HOME="+spool) // no ~/.my.cnf over our file
+	cmd.Env = childenv.Env("HOME=" + spool) // no ~/.my.cnf over our file, no secrets it has no use for
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, func() { os.Remove(cnf) }, nil
 }
@@ -331,6 +335,7 @@ func (a *Archiver) store(ctx context.Context, server *mariadb.Server, src, path 
 		Format: archive.FormatVersion, ID: name, Kind: archive.KindBinlog, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID},
 		Tools:  archive.Tools{Backstream: a.Version}, Codec: a.Codec.String(), Hash: a.Hash, Binlog: &ix,
+		Encryption: a.Encryption,
 	}
 	m.Complete(res)
 	if err := a.Repo.CommitBinlog(ctx, m); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,7 +18,6 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
 // backupFlags are the options of taking a physical backup, shared by
@@ -30,6 +30,8 @@ type backupFlags struct {
 	mariabackup string
 	extra       []string
 	verbose     bool
+	maxRate     string
+	maxIO       int
 }
 
 func (b *backupFlags) register(f *pflag.FlagSet) {
@@ -40,6 +42,32 @@ func (b *backupFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.mariabackup, "mariabackup", "", "mariabackup binary (default: mariabackup or mariadb-backup in PATH)")
 	f.StringArrayVar(&b.extra, "mariabackup-option", nil, "extra option passed to mariabackup as given, e.g. --mariabackup-option=--databases=app (repeatable)")
 	f.BoolVarP(&b.verbose, "verbose", "v", false, "copy mariabackup's log to stderr as it runs")
+	f.StringVar(&b.maxRate, "max-rate", "", "read at most this many bytes per second from the source, e.g. 200MiB/s: mariabackup's stream, or with --logical the table data of all connections together (default: no limit)")
+	f.IntVar(&b.maxIO, "max-io", 0, "physical: mariabackup's --throttle, at most this many I/O operations per second (one reads up to 10 MiB of a data file, or a piece of the redo log, and writes it to the stream; default: no limit)")
+}
+
+// minRate is the smallest --max-rate taken: below it the number was most
+// likely meant in other units, and a backup would take days.
+const minRate = 64 << 10
+
+// parseRate reads a --max-rate: a size with an optional "/s", e.g.
+// 200MiB/s or 50MB; "" and 0 mean no limit.
+func parseRate(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	t := strings.TrimSpace(s)
+	if strings.HasSuffix(strings.ToLower(t), "/s") {
+		t = t[:len(t)-2]
+	}
+	v, err := progress.ParseBytes(t)
+	if err != nil {
+		return 0, usagef("--max-rate %q: want bytes per second with a unit, like 200MiB/s or 50MB/s", s)
+	}
+	if v > 0 && v < minRate {
+		return 0, usagef("--max-rate %q is %d bytes per second, below the least taken (64KiB/s); give a unit, like 200MiB/s", s, v)
+	}
+	return v, nil
 }
 
 // job checks the flags and builds the job, less its destination.
@@ -54,6 +82,13 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 	if _, err := archive.NewHash(b.hash); err != nil {
 		return physical.BackupJob{}, usageError{err}
 	}
+	rate, err := parseRate(b.maxRate)
+	if err != nil {
+		return physical.BackupJob{}, err
+	}
+	if b.maxIO < 0 {
+		return physical.BackupJob{}, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", b.maxIO)
+	}
 	cfg, err := b.conn.resolve(cmd.Flags())
 	if err != nil {
 		return physical.BackupJob{}, err
@@ -63,7 +98,7 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 		log = g.stderr
 	}
 	return physical.BackupJob{Conn: cfg, Mariabackup: b.mariabackup, Parallel: b.parallel, Codec: c, Hash: b.hash,
-		ExtraArgs: b.extra, Log: log, Version: version}, nil
+		ExtraArgs: b.extra, Log: log, Version: version, MaxRate: rate, MaxIO: b.maxIO}, nil
 }
 
 // run runs the job with a progress display.
@@ -134,19 +169,20 @@ With --logical it dumps tables instead, through --parallel connections that all 
 snapshot (opened while commits are blocked for a moment), cutting big tables into
 key ranges so that every connection stays busy, plus every view, trigger, routine,
 event, sequence and (for a whole-server dump, or with --users) account and grant.
-DDL on a dumped table during the dump fails the backup unless --block-ddl holds it off.`,
+DDL on a dumped table during the dump fails the backup unless --block-ddl holds it off.
+
+--max-rate bounds the bytes per second taken from the source, and --max-io (physical)
+mariabackup's I/O operations per second, so that a backup leaves the server room.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			job, err := b.job(g, cmd, version)
 			if err != nil {
 				return err
 			}
-			enc, err := g.encryption()
-			if err != nil {
-				return err
-			}
-			job.Encryption = enc
 			var dump logical.DumpJob
+			if l.on && cmd.Flags().Changed("max-io") {
+				return usagef("--max-io is mariabackup's I/O limit, for physical backups; bound a logical backup with --max-rate")
+			}
 			if l.on {
 				if dump, err = l.job(job); err != nil {
 					return err
@@ -166,6 +202,10 @@ DDL on a dumped table during the dump fails the backup unless --block-ddl holds 
 			if err != nil {
 				return err
 			}
+			if job.Encryption, err = g.encryption(cmd.Context(), r); err != nil {
+				return err
+			}
+			dump.Encryption = job.Encryption
 			ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpBackup, true)
 			if err != nil {
 				return err
@@ -195,8 +235,7 @@ DDL on a dumped table during the dump fails the backup unless --block-ddl holds 
 	b.register(cmd.Flags())
 	l.register(cmd.Flags())
 	inc.register(cmd.Flags())
-	cmd.Flags().BoolVar(&g.encrypt, "encrypt", false, "encrypt every data object with age, to --recipient-file or a passphrase (--passphrase-file or $"+crypt.PassphraseEnv+")")
-	cmd.Flags().StringVar(&g.recipientFile, "recipient-file", "", "age recipients (public keys, one per line) to encrypt to")
+	g.registerEncrypt(cmd.Flags())
 	return cmd
 }
 

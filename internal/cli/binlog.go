@@ -31,6 +31,10 @@ Every closed file the repository lacks is stored compressed and checksummed unde
 binlogs/<host>-<server_id>/<file>/, with an index of its first and last GTID and event
 time; list --binlogs shows what is covered. It resumes where the repository stops.
 
+With --encrypt (to --recipient-file, or a passphrase from --passphrase-file or
+$BACKSTREAM_PASSPHRASE) each file's stream object and index are stored encrypted with
+age, as a backup's are; a point-in-time restore then needs the key.
+
 With --follow it keeps streaming the active file, archives each file once the server
 moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.`,
 		Args: cobra.NoArgs,
@@ -50,7 +54,11 @@ moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.
 			if err != nil {
 				return err
 			}
-			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, Version: version,
+			enc, err := g.encryption(cmd.Context(), r)
+			if err != nil {
+				return err
+			}
+			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, Version: version, Encryption: enc,
 				Log: func(msg string) { fmt.Fprintln(g.stderr, msg) }}
 			return a.Run(cmd.Context(), follow)
 		},
@@ -61,6 +69,7 @@ moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.
 	f.StringVar(&compress, "compress", codec.Default, "compression: zstd, lz4, gzip or none, with an optional :level")
 	f.StringVar(&hash, "hash", archive.DefaultHash, "digest algorithm: blake3 or sha256")
 	f.StringVar(&binary, "mariadb-binlog", "", "mariadb-binlog binary (default: from PATH)")
+	g.registerEncrypt(f)
 	return cmd
 }
 

@@ -95,6 +95,9 @@ func TestIncrementalChain(t *testing.T) {
 		t.Errorf("increment directories left: %v", left)
 	}
 	compareChecksums(t, checksums(t, serverOn(t, target)), want)
+	if rep, res := restoreTestReport(t, repoDir, "latest"); res.code != ExitOK || !rep.Passed || len(rep.Chain) != 3 {
+		t.Errorf("restore test of the chain: exit %d, passed %v, chain %v, problems %q", res.code, rep.Passed, rep.Chain, rep.Problems)
+	}
 
 	// A missing link: the chain is refused, naming it, and nothing is left.
 	os.Remove(filepath.Join(repoDir, "backups", entries[1].ID, "manifest.json"))

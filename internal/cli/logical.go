@@ -71,7 +71,7 @@ func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) 
 		Conn: b.Conn, Parallel: b.Parallel, Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
 		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
 		Skip:     skip,
-		BlockDDL: l.blockDDL, ChunkBytes: chunk,
+		BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate,
 	}, nil
 }
 

@@ -104,6 +104,8 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 				return usagef("give --target-dir DIR (restore) or --repo DIR (store)")
 			case keep && d.target != "":
 				return usagef("--keep-listening needs --repo: a target directory takes one backup")
+			case g.encrypt && d.target != "":
+				return usagef("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
 			case (certFile == "") != (keyFile == ""):
 				return usagef("--tls-cert and --tls-key go together")
 			}
@@ -119,6 +121,9 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 				rv.Datadir = &job
 			} else {
 				if rv.Repo, err = g.openRepo(ctx, true); err != nil {
+					return err
+				}
+				if rv.Encryption, err = g.encryption(ctx, rv.Repo); err != nil {
 					return err
 				}
 				where = rv.Repo.Backend.Location()
@@ -154,6 +159,7 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
 	f.StringVar(&keyFile, "tls-key", "", "key of --tls-cert (PEM)")
 	f.BoolVar(&keep, "keep-listening", false, "serve transfers one after another (with --repo)")
+	g.registerEncrypt(f)
 	return cmd
 }
 

@@ -322,6 +322,44 @@ func TestReceiveIntoRepository(t *testing.T) {
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
 	target := filepath.Join(t.TempDir(), "datadir")
 	run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+	compareServer(t, src, target)
+}
+
+// receive --repo --encrypt: the backup travels over TLS and is stored
+// encrypted at rest; it restores with the key only.
+func TestReceiveIntoEncryptedRepository(t *testing.T) {
+	src, _, _ := smallBackup(t)
+	tok := tokenFile(t)
+	addr := freeAddr(t)
+	pub, key := ageKeys(t)
+	repoDir := filepath.Join(t.TempDir(), "central")
+	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok, "--encrypt", "--recipient-file", pub)
+	run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	if r := waitResult(t, "receiver", recv); r.err != nil {
+		t.Fatalf("receiver: %v", r.err)
+	}
+	id := backupListing(t, repoDir)[0].ID
+	objects, _ := filepath.Glob(filepath.Join(repoDir, "backups", id, "streams", "*"))
+	for _, o := range objects {
+		if !strings.HasSuffix(o, ".age") {
+			t.Errorf("stored plainly: %s", o)
+		}
+	}
+	if len(objects) != 4 { // two stream objects, two indexes
+		t.Errorf("objects %v", objects)
+	}
+	if r := run(t, "verify", "--repo", repoDir); r.code == ExitOK || !strings.Contains(r.err.Error(), "no key was given") {
+		t.Fatalf("verify without the key: exit %d, %v", r.code, r.err)
+	}
+	target := filepath.Join(t.TempDir(), "datadir")
+	run(t, "restore", "--repo", repoDir, "--identity-file", key, "--target-dir", target, "--prepare").mustSucceed(t)
+	compareServer(t, src, target)
+}
+
+// compareServer starts a server on datadir and compares its tables'
+// checksums with src's.
+func compareServer(t *testing.T, src *sandbox.Server, target string) {
+	t.Helper()
 	dst, err := sandbox.Start(context.Background(), sandbox.Options{Dir: t.TempDir(), Datadir: target})
 	if err != nil {
 		t.Fatal(err)

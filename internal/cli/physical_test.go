@@ -90,8 +90,8 @@ func TestPhysicalRoundTrip(t *testing.T) {
 			t.Errorf("restore printed %q", r.stdout)
 		}
 		info, err := os.Stat(target)
-		if err != nil || info.Mode().Perm() != 0o750 {
-			t.Errorf("target mode %v, %v; want 0750", info.Mode(), err)
+		if err != nil || info.Mode().Perm() != 0o700 {
+			t.Errorf("target mode %v, %v; want 0700", info.Mode(), err)
 		}
 		got := checksums(t, serverOn(t, target))
 		if len(got) != len(want) || len(want) < 5 {

@@ -91,6 +91,10 @@ func TestPointInTimeRestore(t *testing.T) {
 	if got := markers(target); strings.Join(got, ",") != "1,2,3,4,5" {
 		t.Errorf("--until-gtid %s (marker 5): markers %v, want 1..5", gtids[5], got)
 	}
+	res := run(t, "verify", "--repo", repoDir, "--restore-test", "--until-gtid", gtids[5], "--progress", "none")
+	if res.code != ExitOK || !strings.Contains(res.stdout, "replayed to GTID "+gtids[5]) || !strings.Contains(res.stdout, "restore test passed") {
+		t.Errorf("restore test of --until-gtid %s: exit %d, %v\n%s", gtids[5], res.code, res.err, res.stdout)
+	}
 
 	for _, c := range []struct{ name, until, want string }{
 		{"before the backup", "2001-01-01 00:00:00", "before the first usable backup"},

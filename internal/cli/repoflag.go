@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage"
@@ -64,18 +66,24 @@ func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error)
 	if err != nil {
 		return nil, err
 	}
-	b := &crypt.Backend{Backend: inner, Identities: keys.Identities}
-	if g.encrypt {
-		b.Recipients = keys.Recipients
-	}
+	b := &crypt.Backend{Backend: inner, Identities: keys.Identities, Passphrase: keys.Passphrase}
 	if create {
 		return repo.OpenOrInit(ctx, b)
 	}
 	return repo.Open(ctx, b)
 }
 
-// encryption is what a backup's manifest records of its keys.
-func (g *globals) encryption() (*archive.Encryption, error) {
+// registerEncrypt adds the flags of the commands that store encrypted.
+func (g *globals) registerEncrypt(f *pflag.FlagSet) {
+	f.BoolVar(&g.encrypt, "encrypt", false, "encrypt every stored data object with age, to --recipient-file or a passphrase (--passphrase-file or $"+crypt.PassphraseEnv+")")
+	f.StringVar(&g.recipientFile, "recipient-file", "", "age recipients (public keys, one per line) to encrypt to")
+}
+
+// encryption makes r encrypt what it stores from now on, when --encrypt
+// asks for it, and returns what the manifests record of the keys. With a
+// passphrase, objects are encrypted to the repository's key for that
+// passphrase (made now if there is none; see crypt.KeysDir).
+func (g *globals) encryption(ctx context.Context, r *repo.Repo) (*archive.Encryption, error) {
 	if !g.encrypt {
 		return nil, nil
 	}
@@ -83,8 +91,19 @@ func (g *globals) encryption() (*archive.Encryption, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	if len(keys.Recipients) == 0 {
+	if len(keys.Recipients) == 0 && keys.Passphrase == "" {
 		return nil, usagef("--encrypt needs --recipient-file, --passphrase-file or $%s", crypt.PassphraseEnv)
 	}
-	return &archive.Encryption{Scheme: "age", Recipients: keys.Public}, nil
+	b := r.Backend.(*crypt.Backend)
+	b.Recipients = keys.Recipients
+	enc := &archive.Encryption{Scheme: "age", Recipients: keys.Public}
+	if keys.Passphrase != "" {
+		public, object, err := b.UsePassphraseKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		enc.Recipients = append(enc.Recipients, public)
+		enc.PassphraseKey = object
+	}
+	return enc, nil
 }

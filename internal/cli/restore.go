@@ -61,7 +61,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		Long: `restore reads every stream of a backup in parallel, verifies every checksum and writes
 the files into --target-dir, which must be empty or absent. With --prepare it then runs
 mariabackup --prepare, so that a server starts on the result. Ownership and modes
-(directories 0750, files 0640) are set at the end. A failed restore leaves the target empty.
+(directories 0700, files 0660, as the server makes them) are set at the end. A failed restore leaves the target empty.
 
 A logical backup is loaded into the server that --host/--socket (and option files) name:
 tables are created without their secondary indexes, their data files load in parallel
@@ -130,22 +130,12 @@ and an interrupted load continues with --resume. --database, --table and their
 
 // runPITR restores to a point in time: the backup is chosen, not named.
 func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, args []string, until, untilGTID string) error {
-	var t pitr.Target
-	switch {
-	case len(args) > 0:
-		return usagef("--until and --until-gtid choose the backup themselves; give no backup id")
-	case until != "" && untilGTID != "":
-		return usagef("give --until or --until-gtid, not both")
-	case d.target == "":
+	t, err := pitrTarget(args, until, untilGTID)
+	if err != nil {
+		return err
+	}
+	if d.target == "" {
 		return usagef("--target-dir is required")
-	case until != "":
-		tm, err := parseUntil(until)
-		if err != nil {
-			return usageError{err}
-		}
-		t.Time = tm
-	default:
-		t.GTID = untilGTID
 	}
 	r, err := g.openRepo(cmd.Context(), false)
 	if err != nil {
@@ -166,6 +156,27 @@ func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, args []string, unt
 	}
 	fmt.Fprintf(g.stdout, "restored backup %s and replayed %s up to %s: %s is ready\n", res.Backup.ID, strings.Join(res.Binlogs, ", "), res.Replayed, d.target)
 	return nil
+}
+
+// pitrTarget reads --until or --until-gtid, which choose the backup
+// themselves.
+func pitrTarget(args []string, until, untilGTID string) (pitr.Target, error) {
+	var t pitr.Target
+	switch {
+	case len(args) > 0:
+		return t, usagef("--until and --until-gtid choose the backup themselves; give no backup id")
+	case until != "" && untilGTID != "":
+		return t, usagef("give --until or --until-gtid, not both")
+	case until != "":
+		tm, err := parseUntil(until)
+		if err != nil {
+			return t, usageError{err}
+		}
+		t.Time = tm
+	default:
+		t.GTID = untilGTID
+	}
+	return t, nil
 }
 
 // parseUntil reads a point in time: "2006-01-02 15:04:05" (UTC) or RFC 3339.

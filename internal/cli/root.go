@@ -20,7 +20,7 @@ import (
 	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
-// Exit codes, documented in docs/guide.md.
+// Exit codes, documented in docs/troubleshooting.md.
 const (
 	ExitOK          = 0
 	ExitFailure     = 1   // the operation failed

@@ -1,45 +1,69 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restoretest"
 )
+
+// restoreTestFlags are verify's options for --restore-test.
+type restoreTestFlags struct {
+	enabled     bool
+	json        bool
+	workDir     string
+	keep        bool
+	useMemory   string
+	mariabackup string
+	until       string
+	untilGTID   string
+}
 
 func newVerifyCmd(g *globals) *cobra.Command {
 	var parallel int
+	var rt restoreTestFlags
 	cmd := &cobra.Command{
 		Use:   "verify [ID|latest]",
-		Short: "Read a whole backup and check every checksum, writing nothing",
+		Short: "Check every checksum of a backup, or restore it into a sandbox and check every table",
 		Long: `verify reads every stream object of a backup in parallel and checks the CRC of each
 stored frame, the CRC of each xbstream chunk, the stream structure, the digest of each
 object and the size and digest of each file against the manifest, and every metadata
-object (for a logical backup also that its catalog and its data files agree). Exit
-code 3 means the backup is corrupt.`,
+object (for a logical backup also that its catalog and its data files agree), writing
+nothing.
+
+With --restore-test it proves the backup restores: it restores it (an incremental with
+its chain, with prepare; a logical backup by loading it) into a throwaway sandbox server
+in a temporary directory, starts the server, runs CHECK TABLE on every table, compares
+the row counts and row sums a logical backup recorded with the loaded tables, and
+removes the sandbox. The restore checks every checksum on the way. --until or
+--until-gtid tests a point-in-time restore instead of a named backup. --json prints
+the report as JSON for monitoring.
+
+Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore test;
+1 that the check could not run.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rt.enabled {
+				return runRestoreTest(cmd, g, args, parallel, rt)
+			}
+			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "until", "until-gtid"} {
+				if cmd.Flags().Changed(f) {
+					return usagef("--%s goes with --restore-test", f)
+				}
+			}
 			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpVerify)
 			if err != nil {
 				return err
 			}
 			defer release()
-			for _, o := range m.Meta {
-				data, err := r.ReadMeta(ctx, m, o.Name)
-				if err != nil {
-					return err
-				}
-				if o.Name == logical.CatalogName {
-					c, err := logical.ParseCatalog(data)
-					if err == nil {
-						err = c.Check(m)
-					}
-					if err != nil {
-						return archive.Corruptf("backup %s: %v", m.ID, err)
-					}
-				}
+			if err := verifyMeta(ctx, r, m); err != nil {
+				return err
 			}
 			t := g.tracker("verify "+m.ID, m.Stats.StoredBytes)
 			err = archive.Read(ctx, archive.ReadOptions{
@@ -53,6 +77,127 @@ code 3 means the backup is corrupt.`,
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
+	f := cmd.Flags()
+	f.IntVar(&parallel, "parallel", 0, "decoding threads; with --restore-test also loading and checking connections (default: number of CPUs)")
+	f.BoolVar(&rt.enabled, "restore-test", false, "restore into a throwaway sandbox server and check every table")
+	f.BoolVar(&rt.json, "json", false, "print the restore test's report as JSON")
+	f.StringVar(&rt.workDir, "work-dir", "", "where the restore test's sandbox goes; needs room for the restored data (default: the temporary directory)")
+	f.BoolVar(&rt.keep, "keep", false, "leave the restore test's sandbox directory (its path is printed)")
+	f.StringVar(&rt.useMemory, "use-memory", "", "memory for prepare and the sandbox's buffer pool, e.g. 1G")
+	f.StringVar(&rt.mariabackup, "mariabackup", "", "mariabackup binary for prepare")
+	f.StringVar(&rt.until, "until", "", "restore-test a point-in-time restore to this time (as restore --until)")
+	f.StringVar(&rt.untilGTID, "until-gtid", "", "restore-test a point-in-time restore up to this GTID (as restore --until-gtid)")
 	return cmd
+}
+
+// verifyMeta checks every metadata object, and a logical backup's catalog
+// against its files.
+func verifyMeta(ctx context.Context, r *repo.Repo, m *archive.Manifest) error {
+	for _, o := range m.Meta {
+		data, err := r.ReadMeta(ctx, m, o.Name)
+		if err != nil {
+			return err
+		}
+		if o.Name == logical.CatalogName {
+			c, err := logical.ParseCatalog(data)
+			if err == nil {
+				err = c.Check(m)
+			}
+			if err != nil {
+				return archive.Corruptf("backup %s: %v", m.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int, rt restoreTestFlags) error {
+	if parallel <= 0 {
+		parallel = defaultParallel()
+	}
+	job := restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, Mariabackup: rt.mariabackup,
+		Workers: parallel, Keep: rt.keep}
+	var release func()
+	ctx := cmd.Context()
+	title := ""
+	if rt.until != "" || rt.untilGTID != "" {
+		t, err := pitrTarget(args, rt.until, rt.untilGTID)
+		if err != nil {
+			return err
+		}
+		if job.Repo, err = g.openRepo(ctx, false); err != nil {
+			return err
+		}
+		if ctx, release, err = g.lockRepo(ctx, job.Repo, repo.OpRestore, false); err != nil {
+			return err
+		}
+		job.Until, title = &t, "restore test --until "+t.String()
+	} else {
+		var err error
+		if job.Repo, job.Backup, ctx, release, err = g.resolveLocked(ctx, args, repo.OpRestore); err != nil {
+			return err
+		}
+		if err := job.Repo.CheckReadable(ctx, job.Backup); err != nil {
+			release()
+			return err
+		}
+		title = "restore test " + job.Backup.ID
+	}
+	defer release()
+	if job.Backup != nil {
+		if err := verifyMeta(ctx, job.Repo, job.Backup); err != nil {
+			return err
+		}
+	}
+	t := g.tracker(title, 0)
+	job.Progress = t
+	rep, err := restoretest.Run(ctx, job)
+	t.Finish(err)
+	if err != nil {
+		return err
+	}
+	if rt.json {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printRestoreTest(g, rep)
+	}
+	if !rep.Passed {
+		return archive.Corruptf("backup %s: restore test failed: %s", rep.Backup, rep.Problems[0])
+	}
+	return nil
+}
+
+func printRestoreTest(g *globals, rep *restoretest.Report) {
+	what := "backup " + rep.Backup
+	if len(rep.Chain) > 0 {
+		what += " (on " + strings.Join(rep.Chain, ", ") + ")"
+	}
+	if rep.Until != "" {
+		what += " replayed to " + rep.Until
+	}
+	if rep.Dir != "" {
+		fmt.Fprintf(g.stdout, "sandbox kept in %s\n", rep.Dir)
+	}
+	if !rep.Passed {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(g.stdout, "FAIL %s\n", p)
+		}
+		fmt.Fprintf(g.stdout, "%s: restore test FAILED (%d problems, %d tables)\n", what, len(rep.Problems), len(rep.Tables))
+		return
+	}
+	compared := 0
+	for _, t := range rep.Tables {
+		if t.RowSum != "" {
+			compared++
+		}
+	}
+	fmt.Fprintf(g.stdout, "%s: restore test passed: the server started, CHECK TABLE passed on %d tables", what, len(rep.Tables))
+	if compared > 0 {
+		fmt.Fprintf(g.stdout, ", rows and row sums match the backup's record for %d", compared)
+	}
+	fmt.Fprintf(g.stdout, " (%.1f s)\n", rep.Seconds)
 }

@@ -41,6 +41,7 @@ type Chunk struct {
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`
 	Bytes int64  `json:"bytes"`
+	Sum   RowSum `json:"row_sum,omitzero"`
 }
 
 // ParseCatalog decodes and checks a catalog.

@@ -19,6 +19,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/throttle"
 )
 
 // DefaultChunkBytes is the size a data file is cut at: big enough that
@@ -37,6 +38,7 @@ type DumpJob struct {
 	Skip       schema.Skip
 	BlockDDL   bool  // hold a metadata lock on every table for the whole dump
 	ChunkBytes int64 // 0 means DefaultChunkBytes
+	MaxRate    int64 // bytes of table data per second over all connections; 0 is no bound
 	Progress   *progress.Tracker
 	Version    string              // backstream's, for the manifest
 	Encryption *archive.Encryption // recorded in the manifest when the destination encrypts
@@ -105,6 +107,23 @@ type session struct {
 	sqlMode string
 }
 
+// setReadSession sets up a connection that reads rows the way data files
+// hold them: exact bytes, times in UTC, no statement or write timeouts.
+func setReadSession(ctx context.Context, c *sql.Conn) error {
+	for _, q := range []string{
+		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+		"SET SESSION character_set_results = binary",
+		"SET SESSION time_zone = '+00:00'",
+		"SET SESSION max_statement_time = 0",
+		"SET SESSION net_write_timeout = 3600",
+	} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
 func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err error) {
 	s := &session{job: job}
 	defer func() {
@@ -124,16 +143,8 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 			return nil, err
 		}
 		s.workers = append(s.workers, c)
-		for _, q := range []string{
-			"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
-			"SET SESSION character_set_results = binary",
-			"SET SESSION time_zone = '+00:00'",
-			"SET SESSION max_statement_time = 0",
-			"SET SESSION net_write_timeout = 3600",
-		} {
-			if _, err := c.ExecContext(ctx, q); err != nil {
-				return nil, fmt.Errorf("%s: %w", q, err)
-			}
+		if err := setReadSession(ctx, c); err != nil {
+			return nil, err
 		}
 	}
 	// The catalog is read before the snapshot opens: any DDL from here to
@@ -223,6 +234,7 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 		return nil, err
 	}
 	em := newEmitter(w)
+	em.limit = throttle.NewLimiter(job.MaxRate)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return em.run(gctx) })
 	sched := newScheduler(s.tables)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/throttle"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -19,6 +20,9 @@ type emitter struct {
 	ids   atomic.Int64
 	ended atomic.Bool
 	err   error // why run stopped; set before done closes
+	// limit, shared by every worker, bounds the bytes of data files made
+	// per second (--max-rate); nil is no bound.
+	limit *throttle.Limiter
 }
 
 type emitted struct {
@@ -93,6 +97,11 @@ type fileOut struct {
 func (e *emitter) create(path string) *fileOut { return &fileOut{e: e, path: path} }
 
 func (f *fileOut) write(ctx context.Context, p []byte) error {
+	// Waiting here holds the worker, and so its query, back: the server
+	// reads no faster than the budget allows.
+	if err := f.e.limit.Wait(ctx, len(p)); err != nil {
+		return err
+	}
 	err := f.e.send(ctx, &xbstream.Chunk{Type: xbstream.TypePayload, Path: f.path, Offset: f.off, Payload: p})
 	f.off += uint64(len(p))
 	return err

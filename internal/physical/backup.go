@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
@@ -34,6 +35,9 @@ type BackupOptions struct {
 	Datadir string
 	// Parallel is mariabackup's --parallel (copy threads); 0 means 1.
 	Parallel int
+	// Throttle, if positive, is mariabackup's --throttle: at most this many
+	// I/O operations (a read and a write of its copy buffer) per second.
+	Throttle int
 	// ExtraArgs are appended to mariabackup's arguments as given (e.g.
 	// --use-memory=1G). They must not carry credentials: argv is public.
 	ExtraArgs []string
@@ -81,7 +85,7 @@ type Result struct {
 // StartBackup starts
 //
 //	mariabackup --defaults-extra-file=F --backup --stream=xbstream --parallel=N
-//	  --extra-lsndir=D --target-dir=T [--datadir=...] [ExtraArgs...]
+//	  --extra-lsndir=D --target-dir=T [--datadir=...] [--throttle=...] [ExtraArgs...]
 //
 // with the credentials in F, a 0600 file in a private 0700 temporary
 // directory that Wait removes. --defaults-extra-file must come first or
@@ -132,6 +136,9 @@ func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
 	if opt.Datadir != "" {
 		args = append(args, "--datadir="+opt.Datadir)
 	}
+	if opt.Throttle > 0 {
+		args = append(args, "--throttle="+strconv.Itoa(opt.Throttle))
+	}
 	args = append(args, opt.ExtraArgs...)
 
 	sink := &stderrSink{log: opt.Log, onProgress: opt.OnProgress}
@@ -142,7 +149,7 @@ func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
 	// mariabackup reads ~/.my.cnf after --defaults-extra-file, and its
 	// [client] user or password would override the credentials we resolved
 	// (from that same file among others). An empty private HOME stops it.
-	cmd.Env = append(os.Environ(), "HOME="+tmp)
+	cmd.Env = append(cmd.Env, "HOME="+tmp)
 	cmd.Stderr = sink
 
 	// Our own pipe rather than StdoutPipe: exec's Wait closes a StdoutPipe,
@@ -236,6 +243,13 @@ func readFirst(dir string, names []string) ([]byte, string, error) {
 	return nil, "", fmt.Errorf("extra-lsndir %s has none of %v", dir, names)
 }
 
+// stdoutEnded reports whether the stream was read to the end of the pipe:
+// mariabackup closed its stdout, as it does when it exits.
+func (b *Backup) stdoutEnded() bool {
+	p, ok := b.Stdout.(*pipeReader)
+	return ok && p.eof
+}
+
 // pipeReader closes the pipe at EOF so that a caller who reads to the end
 // leaves no descriptor behind, and keeps returning io.EOF afterwards.
 type pipeReader struct {
@@ -261,6 +275,9 @@ func (p *pipeReader) Read(b []byte) (int, error) {
 // die without cleaning up, so no orphan keeps the server's backup locks.
 func newCommand(ctx context.Context, path string, args []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, path, args...)
+	// mariabackup has no use for the object store's credentials or the
+	// encryption passphrase; it gets the server's from its option file.
+	cmd.Env = childenv.Env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error {
 		// The negative pid addresses the group: mariabackup may have

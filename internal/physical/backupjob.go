@@ -15,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/throttle"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -40,6 +41,13 @@ type BackupJob struct {
 	Version     string    // backstream's version, for the manifest
 	// Encryption, when the destination encrypts, is recorded in the manifest.
 	Encryption *archive.Encryption
+	// MaxRate bounds the bytes per second read from mariabackup's stream;
+	// 0 is no bound. Reading slower makes mariabackup, blocked on its full
+	// pipe, read the datadir slower too.
+	MaxRate int64
+	// MaxIO is mariabackup's --throttle (I/O operations per second); 0 is
+	// none.
+	MaxIO int
 	// Parent, if set, names the backup an incremental builds on, given the
 	// server being backed up; it returns nil for a full backup.
 	Parent func(server *mariadb.Server) (*archive.Manifest, error)
@@ -148,16 +156,20 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	}
 	mb, err := StartBackup(childCtx, BackupOptions{
 		Binary: bin, Conn: job.Conn, Datadir: server.Datadir, Parallel: job.Parallel,
-		ExtraArgs: args, Log: log,
+		Throttle: job.MaxIO, ExtraArgs: args, Log: log,
 	})
 	if err != nil {
 		w.Abort(err)
 		return nil, err
 	}
-	xr := xbstream.NewReader(mb.Stdout)
+	xr := xbstream.NewReader(throttle.NewReader(childCtx, mb.Stdout, throttle.NewLimiter(job.MaxRate)))
 	xr.Alloc = w.Buffer
 	meta, streamErr := pump(xr, w)
-	if streamErr != nil {
+	if streamErr != nil && !mb.stdoutEnded() {
+		// mariabackup may still be writing: stop it, or it blocks on the
+		// full pipe. One that closed its stdout is ending by itself (it
+		// was killed, or failed), and its exit status says why; stopping
+		// it would only report that we did.
 		stopChild()
 	}
 	res, waitErr := mb.Wait()

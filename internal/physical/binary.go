@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
@@ -100,6 +101,7 @@ func binaryVersion(ctx context.Context, path string) (*Binary, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = childenv.Env()
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

@@ -12,7 +12,7 @@ import (
 
 // SetOwnership makes dir usable by the server running as user: it chowns
 // everything under dir (and dir itself) to the user and its primary group,
-// and sets directories to 0750 and regular files to 0640. With user "" only
+// and sets directories to 0700 and regular files to 0660. With user "" only
 // the modes are set. Symbolic links are re-owned but not followed, so a link
 // inside the datadir cannot make us chown something outside it.
 func SetOwnership(dir, userName string) error {

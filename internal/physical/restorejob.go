@@ -191,7 +191,7 @@ func claimTarget(target string) (bool, error) {
 	entries, err := os.ReadDir(target)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.MkdirAll(target, 0o750); err != nil {
+		if err := os.MkdirAll(target, dirMode); err != nil {
 			return false, fmt.Errorf("target %s: %w", target, err)
 		}
 		return true, nil

@@ -14,11 +14,14 @@ import (
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
-// Modes of what the writer creates: the server's user needs read and write,
-// its group read; nobody else has business in a datadir.
+// Modes of what the writer creates: those the server gives the files and
+// directories it creates itself (its UMASK and UMASK_DIR defaults, 0660 and
+// 0700; mariadb-install-db makes the datadir 0700 too), so that a restored
+// datadir looks like one the server made. Nobody but the server's user and
+// group has business in a datadir.
 const (
-	fileMode fs.FileMode = 0o640
-	dirMode  fs.FileMode = 0o750
+	fileMode fs.FileMode = 0o660
+	dirMode  fs.FileMode = 0o700
 )
 
 // DatadirWriter applies xbstream chunks to a directory the way `mbstream -x`
@@ -65,7 +68,7 @@ type openFile struct {
 	offset uint64
 }
 
-// NewDatadirWriter opens (creating it if needed, mode 0750) the directory
+// NewDatadirWriter opens (creating it if needed, mode 0700) the directory
 // the stream is extracted into.
 func NewDatadirWriter(dir string) (*DatadirWriter, error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
+	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
@@ -80,6 +81,18 @@ func Run(ctx context.Context, job Job) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// A missing or wrong key must fail before the datadir is written,
+	// naming what it cannot open.
+	for _, b := range append(append([]*archive.Manifest{}, chain...), base) {
+		if err := job.Repo.CheckReadable(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range needed {
+		if err := binlogReadable(ctx, job.Repo, m); err != nil {
+			return nil, err
+		}
+	}
 	target, err := filepath.Abs(job.TargetDir)
 	if err != nil {
 		return nil, err
@@ -141,6 +154,20 @@ func Run(ctx context.Context, job Job) (_ *Result, err error) {
 		res.Binlogs = append(res.Binlogs, m.Binlog.Name)
 	}
 	return res, nil
+}
+
+// binlogReadable reads one small object of an encrypted archived binary
+// log (its index), as repo.CheckReadable does for a backup.
+func binlogReadable(ctx context.Context, r *repo.Repo, m *archive.Manifest) error {
+	if m.Encryption == nil || len(m.Streams) == 0 || m.Streams[0].Index.Name == "" {
+		return nil
+	}
+	dir := repo.BinlogDir(m.Binlog.Source, m.Binlog.Name)
+	if _, err := archive.GetSmall(ctx, r.Backend, dir, m.Streams[0].Index); err != nil {
+		return fmt.Errorf("binary log %s of %s is encrypted (%s, for %s): %w", m.Binlog.Name, m.Binlog.Source,
+			m.Encryption.Scheme, strings.Join(m.Encryption.Recipients, ", "), err)
+	}
+	return nil
 }
 
 // chooseBackup picks the newest physical backup whose position is before
@@ -268,8 +295,9 @@ func replay(ctx context.Context, work, datadir string, base *archive.Manifest, f
 	}
 	args = append(args, files...)
 	dump := exec.CommandContext(ctx, "mariadb-binlog", args...)
-	dump.Env = append(os.Environ(), "TZ=UTC")
+	dump.Env = childenv.Env("TZ=UTC")
 	load := exec.CommandContext(ctx, "mariadb", "--no-defaults", "--socket="+srv.Socket, "--user=root", "--binary-mode")
+	load.Env = childenv.Env()
 	pipe, err := dump.StdoutPipe()
 	if err != nil {
 		return err

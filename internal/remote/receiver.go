@@ -26,6 +26,9 @@ type Receiver struct {
 	Datadir *physical.RestoreJob
 	// Into a repository: stored and verified, then committed.
 	Repo *repo.Repo
+	// Encryption, when Repo's backend encrypts what it stores, is recorded
+	// in the manifests of the backups stored.
+	Encryption *archive.Encryption
 	// LockRepo, if set, locks the repository for one transfer, once a
 	// sender has announced a backup (so that an idle receiver holds no
 	// lock). The returned context ends if the lock is lost.
@@ -333,6 +336,7 @@ func (s *session) intoRepo(ctx context.Context, cancel context.CancelCauseFunc) 
 			return nil, fmt.Errorf("metadata object %s: digest %s, manifest says %s", o.Name, got.Digest, o.Digest)
 		}
 	}
+	m.Encryption = s.rv.Encryption
 	if err := r.Commit(ctx, m); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/backstream/backstream/internal/childenv"
 )
 
 // Defaults chosen for a 2-core test machine; Options.Args overrides them
@@ -330,7 +332,7 @@ func runInstallDB(ctx context.Context, script, mariadbd, datadir, tmpdir string,
 	cmd.Dir = tmpdir
 	// mariadb-install-db runs mariadbd --bootstrap from the script's
 	// basedir; tell it which server to use when ours is not the default.
-	cmd.Env = append(os.Environ(), "MYSQLD_BOOTSTRAP="+mariadbd)
+	cmd.Env = childenv.Env("MYSQLD_BOOTSTRAP=" + mariadbd)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()
@@ -392,6 +394,9 @@ func (s *Server) launch(ctx context.Context, mariadbd string, port int) error {
 
 	cmd := exec.Command(mariadbd, s.serverArgs(port)...)
 	cmd.Dir = s.Dir
+	// A point-in-time restore starts a server from a process that holds
+	// the repository's credentials and keys; the server needs none of them.
+	cmd.Env = childenv.Env()
 	// Whatever mariadbd writes before it opens --log-error lands in the same file.
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile

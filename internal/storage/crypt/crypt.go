@@ -7,6 +7,7 @@
 package crypt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"filippo.io/age"
 
@@ -32,7 +34,27 @@ type Backend struct {
 	storage.Backend
 	Recipients []age.Recipient
 	Identities []age.Identity
+	// Passphrase, if set, opens the repository's passphrase keys (see
+	// KeysDir) at the first read of an encrypted object.
+	Passphrase string
+
+	unlock    sync.Once
+	unlockErr error
 }
+
+// KeysDir holds the repository's passphrase keys: each an age X25519
+// identity, stored as keys/<its public key>.age encrypted with a
+// passphrase (scrypt). A backup "encrypted with a passphrase" is encrypted
+// to such a key, so that the costly scrypt derivation runs once per
+// command, not once per object in each direction. By hand:
+//
+//	age -d keys/age1....age > key.txt    # asks for the passphrase
+//	age -d -i key.txt streams/00000.xbs.zst.age | zstd -dc | mbstream -x
+const KeysDir = "keys/"
+
+// scryptWorkFactor is age's default (about a second to open a key); tests
+// lower it.
+var scryptWorkFactor = 18
 
 // Encrypted reports whether an object of that name is stored encrypted.
 func Encrypted(name string) bool {
@@ -87,6 +109,10 @@ func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.
 		return b.Backend.Open(ctx, name, off, length)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := b.unlockKeys(ctx); err != nil {
+		rc.Close()
 		return nil, err
 	}
 	if len(b.Identities) == 0 {
@@ -151,13 +177,145 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 	return b.Backend.Delete(ctx, name)
 }
 
+// AbortUploads aborts the incomplete uploads of the object, encrypted or
+// not, when the inner backend keeps such uploads. Without it the wrapper
+// would hide the inner backend's AbortUploads from repo.Remove, and
+// pruning a killed backup would leave its S3 multipart uploads behind.
+func (b *Backend) AbortUploads(ctx context.Context, name string) (int, error) {
+	ab, ok := b.Backend.(storage.UploadAborter)
+	if !ok {
+		return 0, nil
+	}
+	n, err := ab.AbortUploads(ctx, name)
+	if err != nil || !Encrypted(name) {
+		return n, err
+	}
+	m, err := ab.AbortUploads(ctx, name+Suffix)
+	return n + m, err
+}
+
+// unlockKeys adds the passphrase keys the passphrase opens to Identities,
+// once. Keys of other passphrases are passed over: a repository may hold
+// backups made with several.
+func (b *Backend) unlockKeys(ctx context.Context) error {
+	if b.Passphrase == "" {
+		return nil
+	}
+	b.unlock.Do(func() {
+		ids, err := b.passphraseKeys(ctx)
+		b.Identities = append(ids, b.Identities...)
+		b.unlockErr = err
+	})
+	return b.unlockErr
+}
+
+// passphraseKeys reads every key under KeysDir that the passphrase opens.
+func (b *Backend) passphraseKeys(ctx context.Context) ([]age.Identity, error) {
+	scrypt, err := age.NewScryptIdentity(b.Passphrase)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := b.Backend.List(ctx, KeysDir)
+	if err != nil {
+		return nil, fmt.Errorf("list the repository's keys: %w", err)
+	}
+	var ids []age.Identity
+	for _, info := range infos {
+		if !strings.HasSuffix(info.Name, Suffix) {
+			continue
+		}
+		id, err := b.openKey(ctx, info.Name, scrypt)
+		var wrong *age.NoIdentityMatchError
+		if errors.As(err, &wrong) {
+			continue // another passphrase's key
+		}
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (b *Backend) openKey(ctx context.Context, name string, scrypt age.Identity) (age.Identity, error) {
+	rc, err := b.Backend.Open(ctx, name, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	dr, err := age.Decrypt(rc, scrypt)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(dr, 64<<10))
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", name, err)
+	}
+	ids, err := age.ParseIdentities(bytes.NewReader(data))
+	if err != nil || len(ids) != 1 {
+		return nil, fmt.Errorf("key %s: not one age identity (%v)", name, err)
+	}
+	return ids[0], nil
+}
+
+// UsePassphraseKey makes what Put writes readable with the passphrase: it
+// encrypts to the repository's key for the passphrase, made (and stored
+// under KeysDir) if there is none yet, besides any Recipients. It returns
+// the key's public key and object name, for the manifest.
+func (b *Backend) UsePassphraseKey(ctx context.Context) (public, object string, err error) {
+	if err := b.unlockKeys(ctx); err != nil {
+		return "", "", err
+	}
+	for _, id := range b.Identities {
+		if x, ok := id.(*age.X25519Identity); ok && b.isPassphraseKey(ctx, x) {
+			b.Recipients = append(b.Recipients, x.Recipient())
+			return x.Recipient().String(), keyObject(x), nil
+		}
+	}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return "", "", err
+	}
+	scrypt, err := age.NewScryptRecipient(b.Passphrase)
+	if err != nil {
+		return "", "", err
+	}
+	scrypt.SetWorkFactor(scryptWorkFactor)
+	var buf bytes.Buffer
+	w, err := age.Encrypt(&buf, scrypt)
+	if err != nil {
+		return "", "", err
+	}
+	fmt.Fprintf(w, "# backstream repository key, opened with the repository's passphrase\n%s\n", id)
+	if err := w.Close(); err != nil {
+		return "", "", err
+	}
+	if _, err := b.Backend.Put(ctx, keyObject(id), &buf); err != nil {
+		return "", "", fmt.Errorf("store the passphrase key: %w", err)
+	}
+	b.Identities = append([]age.Identity{id}, b.Identities...)
+	b.Recipients = append(b.Recipients, id.Recipient())
+	return id.Recipient().String(), keyObject(id), nil
+}
+
+// isPassphraseKey tells a key read from KeysDir from one of --identity-file.
+func (b *Backend) isPassphraseKey(ctx context.Context, id *age.X25519Identity) bool {
+	_, err := b.Backend.Stat(ctx, keyObject(id))
+	return err == nil
+}
+
+func keyObject(id *age.X25519Identity) string {
+	return KeysDir + id.Recipient().String() + Suffix
+}
+
 // Keys are what a command was given to encrypt or decrypt with.
 type Keys struct {
 	Recipients []age.Recipient
 	Identities []age.Identity
-	// Public lists the recipients for the manifest: age public keys, or
-	// "scrypt passphrase".
+	// Public lists the recipients' age public keys, for the manifest.
 	Public []string
+	// Passphrase opens the repository's passphrase keys (see KeysDir).
+	Passphrase string
 }
 
 // PassphraseEnv holds a passphrase when no file is given.
@@ -203,19 +361,14 @@ func LoadKeys(recipientFile, identityFile, passphraseFile string) (Keys, error) 
 		pass = strings.TrimRight(string(data), "\r\n")
 	}
 	if pass != "" {
-		if len(k.Recipients) > 0 {
-			return k, errors.New("a passphrase cannot be combined with --recipient-file (age encrypts to one or the other)")
-		}
-		r, err := age.NewScryptRecipient(pass)
-		if err != nil {
-			return k, err
-		}
+		// Objects encrypted to the passphrase itself (by backstream
+		// before passphrase keys) stay readable.
 		id, err := age.NewScryptIdentity(pass)
 		if err != nil {
 			return k, err
 		}
-		k.Recipients, k.Public = []age.Recipient{r}, []string{"scrypt passphrase"}
 		k.Identities = append(k.Identities, id)
+		k.Passphrase = pass
 	}
 	return k, nil
 }

@@ -70,3 +70,80 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("left after Delete: %+v", infos)
 	}
 }
+
+// A passphrase encrypts to the repository's key for that passphrase: made
+// once, found again by later commands, opened with one scrypt derivation;
+// another passphrase gets a key of its own and cannot read the first's
+// objects.
+func TestPassphraseKeys(t *testing.T) {
+	ctx := context.Background()
+	defer func(f int) { scryptWorkFactor = f }(scryptWorkFactor)
+	scryptWorkFactor = 10
+	inner, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(pass, name string) (public, object string) {
+		t.Helper()
+		w := &Backend{Backend: inner, Passphrase: pass}
+		public, object, err := w.UsePassphraseKey(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Put(ctx, name, strings.NewReader("rows of "+name)); err != nil {
+			t.Fatal(err)
+		}
+		return public, object
+	}
+	read := func(pass, name string) (string, error) {
+		r := &Backend{Backend: inner, Passphrase: pass}
+		rc, err := r.Open(ctx, name, 0, -1)
+		if err != nil {
+			return "", err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		return string(b), err
+	}
+	pub1, obj1 := put("first passphrase", "backups/a/streams/00000.xbs")
+	if obj1 != KeysDir+pub1+Suffix || !strings.HasPrefix(pub1, "age1") {
+		t.Fatalf("key %s stored as %s", pub1, obj1)
+	}
+	again, obj := put("first passphrase", "backups/b/streams/00000.xbs")
+	if again != pub1 || obj != obj1 {
+		t.Fatalf("the same passphrase made a second key: %s, then %s", pub1, again)
+	}
+	pub2, _ := put("second passphrase", "backups/c/streams/00000.xbs")
+	if pub2 == pub1 {
+		t.Fatal("two passphrases share a key")
+	}
+	keys, err := inner.List(ctx, KeysDir)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys: %v, %v; want 2", keys, err)
+	}
+	// The key is stored encrypted with the passphrase, not in the clear.
+	stored, _ := inner.Open(ctx, obj1, 0, -1)
+	raw, _ := io.ReadAll(stored)
+	stored.Close()
+	if bytes.Contains(raw, []byte("AGE-SECRET-KEY")) || !bytes.HasPrefix(raw, []byte("age-encryption.org/v1\n-> scrypt ")) {
+		t.Fatalf("key object is not a passphrase-encrypted age file: %.80q", raw)
+	}
+	for _, c := range []struct{ pass, name, want string }{
+		{"first passphrase", "backups/a/streams/00000.xbs", "rows of backups/a/streams/00000.xbs"},
+		{"first passphrase", "backups/b/streams/00000.xbs", "rows of backups/b/streams/00000.xbs"},
+		{"second passphrase", "backups/c/streams/00000.xbs", "rows of backups/c/streams/00000.xbs"},
+	} {
+		if got, err := read(c.pass, c.name); err != nil || got != c.want {
+			t.Errorf("%s with %q: %q, %v", c.name, c.pass, got, err)
+		}
+	}
+	for _, c := range []struct{ pass, name string }{
+		{"second passphrase", "backups/a/streams/00000.xbs"},
+		{"wrong passphrase", "backups/a/streams/00000.xbs"},
+		{"", "backups/a/streams/00000.xbs"},
+	} {
+		if got, err := read(c.pass, c.name); err == nil {
+			t.Errorf("%s read with %q: %q", c.name, c.pass, got)
+		}
+	}
+}
