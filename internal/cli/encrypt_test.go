@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -108,8 +109,10 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 	})
 }
 
-// An encrypted logical backup with a passphrase from the environment:
-// loaded with it, refused without it.
+// An encrypted logical backup with a passphrase from the environment, on
+// every backend: loaded with it, refused without it or with another one;
+// the passphrase opens one repository key, made by the first backup and
+// used by the next, and with that key the stock tools read the objects.
 func TestEncryptedLogicalRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	src := sandbox.Testing(t, sandbox.Options{})
@@ -120,85 +123,85 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
-	t.Setenv("BACKSTREAM_PASSPHRASE", "correct horse battery staple")
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--encrypt", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-	dst := sandbox.Testing(t, sandbox.Options{})
-	t.Setenv("BACKSTREAM_PASSPHRASE", "")
-	r := run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...)
-	if r.code == ExitOK || !strings.Contains(r.err.Error(), "no key was given") {
-		t.Fatalf("load without the passphrase: exit %d, %v", r.code, r.err)
-	}
-	t.Setenv("BACKSTREAM_PASSPHRASE", "wrong horse battery staple")
-	r = run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...)
-	if r.code == ExitOK || !strings.Contains(r.err.Error(), "cannot decrypt") {
-		t.Fatalf("load with a wrong passphrase: exit %d, %v", r.code, r.err)
-	}
-	t.Setenv("BACKSTREAM_PASSPHRASE", "correct horse battery staple")
-	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
-	got, err := sandbox.ChecksumTables(ctx, dst.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareChecksums(t, got, want)
-	res := run(t, "verify", "latest", "--repo", repoDir, "--restore-test", "--progress", "none").mustSucceed(t)
-	if !strings.Contains(res.stdout, "rows and row sums match") {
-		t.Errorf("restore test of the encrypted backup: %s", res.stdout)
-	}
-
-	// The passphrase opens the repository's key, made by the first
-	// backup and used by the next; the data objects are encrypted to it.
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--encrypt", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-	keys, err := filepath.Glob(filepath.Join(repoDir, "keys", "age1*.age"))
-	if err != nil || len(keys) != 1 {
-		t.Fatalf("passphrase keys: %v, %v; want one", keys, err)
-	}
-	entries := backupListing(t, repoDir)
-	data, err := os.ReadFile(filepath.Join(repoDir, "backups", entries[0].ID, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := archive.ParseManifest(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Encryption == nil || m.Encryption.PassphraseKey != "keys/"+filepath.Base(keys[0]) || len(m.Encryption.Recipients) != 1 ||
-		m.Encryption.Recipients[0]+".age" != filepath.Base(keys[0]) {
-		t.Fatalf("manifest encryption %+v, key %s", m.Encryption, keys[0])
-	}
-	// By hand: age -d on the key (it asks for the passphrase on a
-	// terminal, so here the library stands in), then the stock tools.
-	scrypt, err := age.NewScryptIdentity("correct horse battery staple")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kf, err := os.Open(keys[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kf.Close()
-	kr, err := age.Decrypt(kf, scrypt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "key.txt")
-	kw, err := os.OpenFile(keyFile, os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(kw, kr); err != nil {
-		t.Fatal(err)
-	}
-	kw.Close()
-	objects, _ := filepath.Glob(filepath.Join(repoDir, "backups", entries[0].ID, "streams", "*.xbs.zst.age"))
-	out := t.TempDir()
-	for _, o := range objects {
-		cmd := exec.Command("sh", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "sh", keyFile, o, out)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("age -d -i key | zstd -dc | mbstream -x of %s: %v\n%s", o, err, b)
+	const passphrase = "correct horse battery staple"
+	forEachBackend(t, func(t *testing.T, tr testRepo) {
+		t.Setenv("BACKSTREAM_PASSPHRASE", passphrase)
+		backup := append([]string{"backup", "--logical", "--repo", tr.location, "--encrypt", "--skip-users"}, sandboxConn(src)...)
+		run(t, backup...).mustSucceed(t)
+		dst := sandbox.Testing(t, sandbox.Options{})
+		load := append([]string{"restore", "--repo", tr.location}, sandboxConn(dst)...)
+		for _, c := range []struct{ passphrase, want string }{{"", "no key was given"}, {"wrong horse battery staple", "cannot decrypt"}} {
+			t.Setenv("BACKSTREAM_PASSPHRASE", c.passphrase)
+			if r := run(t, load...); r.code == ExitOK || !strings.Contains(r.err.Error(), c.want) {
+				t.Fatalf("load with passphrase %q: exit %d, %v; want %q", c.passphrase, r.code, r.err, c.want)
+			}
 		}
-	}
-	if tsv, _ := filepath.Glob(filepath.Join(out, "sample", "small_01.*.tsv")); len(objects) == 0 || len(tsv) == 0 {
-		t.Fatalf("stock tools extracted no data file of sample.small_01 from %v", objects)
-	}
+		t.Setenv("BACKSTREAM_PASSPHRASE", passphrase)
+		run(t, load...).mustSucceed(t)
+		got, err := sandbox.ChecksumTables(ctx, dst.DB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareChecksums(t, got, want)
+		res := run(t, "verify", "latest", "--repo", tr.location, "--restore-test", "--progress", "none").mustSucceed(t)
+		if !strings.Contains(res.stdout, "rows and row sums match") {
+			t.Errorf("restore test of the encrypted backup: %s", res.stdout)
+		}
+
+		run(t, backup...).mustSucceed(t)
+		keys, err := tr.backend.List(ctx, "keys/")
+		if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0].Name, "keys/age1") {
+			t.Fatalf("passphrase keys: %v, %v; want one", keys, err)
+		}
+		for _, e := range backupListing(t, tr.location) {
+			m, err := archive.ParseManifest(tr.read(t, "backups/"+e.ID+"/manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Encryption == nil || m.Encryption.PassphraseKey != keys[0].Name || len(m.Encryption.Recipients) != 1 ||
+				"keys/"+m.Encryption.Recipients[0]+".age" != keys[0].Name {
+				t.Fatalf("backup %s: encryption %+v, key %s", e.ID, m.Encryption, keys[0].Name)
+			}
+		}
+		// By hand: age -d on the key (it asks for the passphrase on a
+		// terminal, so here the library stands in), then the stock tools.
+		scrypt, err := age.NewScryptIdentity(passphrase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kr, err := age.Decrypt(bytes.NewReader(tr.read(t, keys[0].Name)), scrypt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := io.ReadAll(kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		keyFile := filepath.Join(dir, "key.txt")
+		if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		id := backupListing(t, tr.location)[0].ID
+		var objects []string
+		for _, o := range tr.streamObjects(t, id) {
+			if strings.HasSuffix(o, ".xbs.zst.age") {
+				objects = append(objects, o)
+			}
+		}
+		for _, o := range objects {
+			stored := filepath.Join(dir, filepath.Base(o))
+			if err := os.WriteFile(stored, tr.read(t, o), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "sh", keyFile, stored, out)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("age -d -i key | zstd -dc | mbstream -x of %s: %v\n%s", o, err, b)
+			}
+		}
+		if tsv, _ := filepath.Glob(filepath.Join(out, "sample", "small_01.*.tsv")); len(objects) == 0 || len(tsv) == 0 {
+			t.Fatalf("stock tools extracted no data file of sample.small_01 from %v", objects)
+		}
+	})
 }
