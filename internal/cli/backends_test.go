@@ -19,6 +19,7 @@ import (
 type testRepo struct {
 	location string
 	backend  storage.Backend
+	s3       *s3test.Server // the MinIO behind an s3 repository (its incomplete uploads); nil for local
 }
 
 // backendKinds are the backends every repository test runs on. None may
@@ -51,8 +52,20 @@ var backendKinds = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return testRepo{location: location, backend: b}
+		return testRepo{location: location, backend: b, s3: srv}
 	}},
+}
+
+// newTestRepo makes an empty repository on the backend of that kind.
+func newTestRepo(t *testing.T, kind string) testRepo {
+	t.Helper()
+	for _, k := range backendKinds {
+		if k.name == kind {
+			return k.make(t)
+		}
+	}
+	t.Fatalf("unknown backend kind %q", kind)
+	return testRepo{}
 }
 
 // forEachBackend runs fn as a subtest on every backend.

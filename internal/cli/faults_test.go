@@ -39,44 +39,10 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/storage/faulty"
 	"github.com/backstream/backstream/internal/storage/local"
-	"github.com/backstream/backstream/internal/storage/s3"
-	"github.com/backstream/backstream/internal/storage/s3/s3test"
 )
-
-// faultRepo is an empty repository on one kind of backend, with the MinIO
-// behind it for an s3 one (to see its incomplete multipart uploads).
-type faultRepo struct {
-	testRepo
-	s3 *s3test.Server
-}
 
 // repoKinds are the backends the kill tests run on; neither may be skipped.
 var repoKinds = []string{"local", "s3"}
-
-func newFaultRepo(t *testing.T, kind string) faultRepo {
-	t.Helper()
-	switch kind {
-	case "local":
-		dir := filepath.Join(t.TempDir(), "repo")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		return faultRepo{testRepo: testRepo{location: dir, backend: mustLocal(t, dir)}}
-	case "s3":
-		srv, location := s3Repo(t)
-		cfg, err := s3.ConfigFromEnv(location)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := s3.New(t.Context(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return faultRepo{testRepo: testRepo{location: location, backend: b}, s3: srv}
-	}
-	t.Fatalf("unknown backend kind %q", kind)
-	return faultRepo{}
-}
 
 // mustLocal opens a local backend on dir for the rest of the test.
 func mustLocal(t *testing.T, dir string) *local.Backend {
@@ -91,7 +57,7 @@ func mustLocal(t *testing.T, dir string) *local.Backend {
 
 // begunStreams reads the names of the stream objects a backup announced
 // in its begun marker (nil if it has none).
-func (r faultRepo) begunStreams(t *testing.T, id string) []string {
+func (r testRepo) begunStreams(t *testing.T, id string) []string {
 	t.Helper()
 	rc, err := r.backend.Open(context.Background(), "backups/"+id+"/"+repo.BegunName, 0, -1)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -115,26 +81,21 @@ func (r faultRepo) begunStreams(t *testing.T, id string) []string {
 // uploads counts the incomplete multipart uploads of the named stream
 // objects of backup id (always 0 in a local repository). MinIO lists
 // uploads only by whole object name.
-func (r faultRepo) uploads(t *testing.T, id string, streams []string) int {
+func (r testRepo) uploads(t *testing.T, id string, streams []string) int {
 	t.Helper()
 	if r.s3 == nil {
 		return 0
 	}
-	n := 0
-	for _, s := range streams {
-		for u := range r.s3.Client(t).ListIncompleteUploads(context.Background(), r.s3.Bucket, "repo/backups/"+id+"/"+s, true) {
-			if u.Err != nil {
-				t.Fatal(u.Err)
-			}
-			n++
-		}
+	keys := make([]string, len(streams))
+	for i, s := range streams {
+		keys[i] = "repo/backups/" + id + "/" + s
 	}
-	return n
+	return incompleteUploads(t, r.s3, keys)
 }
 
 // streaming reports whether backup data is reaching the repository: more
 // than a MiB of (partial) objects on disk, or a multipart upload begun.
-func (r faultRepo) streaming(t *testing.T) bool {
+func (r testRepo) streaming(t *testing.T) bool {
 	if r.s3 == nil {
 		return dirBytes(filepath.Join(r.location, "backups")) > 1<<20
 	}
@@ -148,7 +109,7 @@ func (r faultRepo) streaming(t *testing.T) bool {
 
 // backupDirs maps every backup directory of the repository to the names
 // of its objects, relative to it.
-func (r faultRepo) backupDirs(t *testing.T) map[string][]string {
+func (r testRepo) backupDirs(t *testing.T) map[string][]string {
 	t.Helper()
 	objs, err := r.backend.List(context.Background(), "backups/")
 	if err != nil {
@@ -166,7 +127,7 @@ func (r faultRepo) backupDirs(t *testing.T) map[string][]string {
 // directory, with its begun marker and without a manifest, that list does
 // not show and expire shows as incomplete. It returns the backup's id and
 // the stream objects it announced.
-func (r faultRepo) checkKilled(t *testing.T) (string, []string) {
+func (r testRepo) checkKilled(t *testing.T) (string, []string) {
 	t.Helper()
 	dirs := r.backupDirs(t)
 	if len(dirs) != 1 {
@@ -195,7 +156,7 @@ func (r faultRepo) checkKilled(t *testing.T) (string, []string) {
 
 // prune runs expire --prune-incomplete --confirm and checks that nothing
 // of backup id is left, not even an invisible upload of its streams.
-func (r faultRepo) prune(t *testing.T, id string, streams []string) {
+func (r testRepo) prune(t *testing.T, id string, streams []string) {
 	t.Helper()
 	run(t, "expire", "--repo", r.location, "--prune-incomplete", "--confirm").mustSucceed(t)
 	if objs := r.backupDirs(t)[id]; len(objs) != 0 {
@@ -508,7 +469,7 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 		}
 	}
 	// plain is the same repository without the faults, as the commands see it.
-	plain := faultRepo{testRepo: testRepo{location: dir, backend: inner}}
+	plain := testRepo{location: dir, backend: inner}
 	backupFails := func(t *testing.T, want ...string) {
 		t.Helper()
 		m, err := physical.RunBackup(ctx, job)
@@ -685,7 +646,7 @@ func TestKilled(t *testing.T) {
 	}
 	for _, kind := range repoKinds {
 		t.Run("physical backup/"+kind, func(t *testing.T) {
-			r := newFaultRepo(t, kind)
+			r := newTestRepo(t, kind)
 			backup := append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)
 			// Uncompressed, each stream is past the size at which an S3
 			// multipart upload begins long before the throttled backup ends.
@@ -702,7 +663,7 @@ func TestKilled(t *testing.T) {
 	}
 	for _, kind := range repoKinds {
 		t.Run("logical backup/"+kind, func(t *testing.T) {
-			r := newFaultRepo(t, kind)
+			r := newTestRepo(t, kind)
 			backup := []string{"backup", "--logical", "--databases", "sample", "--repo", r.location, "--parallel", "2"}
 			// Through a gate that holds the server's answers after 24 MB
 			// of them, out of some 40 MB of table data: the dump is mid-way
@@ -718,7 +679,7 @@ func TestKilled(t *testing.T) {
 	}
 
 	t.Run("restore", func(t *testing.T) {
-		r := newFaultRepo(t, "s3")
+		r := newTestRepo(t, "s3")
 		run(t, append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 		listing := backupListing(t, r.location)
 		id := listing[0].ID
@@ -758,7 +719,7 @@ func TestKilled(t *testing.T) {
 	// mariabackup killed under a running backup: the backup fails naming
 	// mariabackup and the signal, and leaves nothing.
 	t.Run("mariabackup", func(t *testing.T) {
-		r := newFaultRepo(t, "local")
+		r := newTestRepo(t, "local")
 		backup := append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)
 		p := startProc(t, bin, append(backup, "--mariabackup-option=--throttle=20")...)
 		waitUntil(t, "backup data in the repository", p, func() bool { return r.streaming(t) })
@@ -795,7 +756,7 @@ func TestKilled(t *testing.T) {
 
 // afterKill checks the repository a backup was killed in, takes the next
 // backup and prunes the killed one.
-func afterKill(t *testing.T, r faultRepo, killed *proc, backup []string) {
+func afterKill(t *testing.T, r testRepo, killed *proc, backup []string) {
 	t.Helper()
 	id, streams := r.checkKilled(t)
 	if r.s3 != nil && r.uploads(t, id, streams) == 0 {
@@ -885,7 +846,7 @@ func TestFullDisk(t *testing.T) {
 				t.Errorf("error %v does not say %q", r.err, want)
 			}
 		}
-		left := faultRepo{testRepo: testRepo{location: repoDir, backend: mustLocal(t, repoDir)}}
+		left := testRepo{location: repoDir, backend: mustLocal(t, repoDir)}
 		if dirs := left.backupDirs(t); len(dirs) != 0 {
 			t.Errorf("left after the failed backup: %v", dirs)
 		}
@@ -904,7 +865,7 @@ func TestServerShutdownMidDump(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
-	r := newFaultRepo(t, "local")
+	r := newTestRepo(t, "local")
 	backup := []string{"backup", "--logical", "--databases", "sample", "--repo", r.location, "--parallel", "2"}
 	// The gate holds the dump after 8 MB of some 40 MB of table data
 	// while the server shuts down under it.

@@ -82,7 +82,10 @@ func TestS3OutageForGood(t *testing.T) {
 	if n := len(backupListing(t, location)); n != 0 {
 		t.Errorf("%d backups listed after a failed backup", n)
 	}
-	if n := incompleteUploads(t, srv); n == 0 {
+	// The stream keys are taken now: the prune deletes the begun marker
+	// that names them, and MinIO lists uploads only by whole key.
+	keys := begunStreamKeys(t, srv)
+	if n := incompleteUploads(t, srv, keys); n == 0 {
 		t.Fatal("no incomplete uploads after MinIO went away mid-backup: the test did not hit the case it is about")
 	}
 	// The failed backup could not delete its lock either. It ran inside
@@ -91,7 +94,7 @@ func TestS3OutageForGood(t *testing.T) {
 	// who knows the backup is gone would.
 	run(t, "unlock", "--repo", location, "--all").mustSucceed(t)
 	run(t, "expire", "--repo", location, "--prune-incomplete", "--confirm").mustSucceed(t)
-	if n := incompleteUploads(t, srv); n != 0 {
+	if n := incompleteUploads(t, srv, keys); n != 0 {
 		t.Errorf("%d incomplete uploads left after expire --prune-incomplete", n)
 	}
 	for obj := range srv.Client(t).ListObjects(context.Background(), srv.Bucket, minio.ListObjectsOptions{Prefix: "repo/backups/", Recursive: true}) {
@@ -99,25 +102,32 @@ func TestS3OutageForGood(t *testing.T) {
 	}
 }
 
-// incompleteUploads counts the incomplete multipart uploads of the stream
-// objects of every backup directory in the test repository.
-func incompleteUploads(t *testing.T, srv *s3test.Server) int {
+// begunStreamKeys names the stream objects of every backup directory in
+// the test repository that has a begun marker.
+func begunStreamKeys(t *testing.T, srv *s3test.Server) []string {
 	t.Helper()
-	ctx := context.Background()
+	var keys []string
+	for obj := range srv.Client(t).ListObjects(context.Background(), srv.Bucket, minio.ListObjectsOptions{Prefix: "repo/backups/", Recursive: true}) {
+		if dir, ok := strings.CutSuffix(obj.Key, "/"+repo.BegunName); ok {
+			for i := range 2 {
+				keys = append(keys, fmt.Sprintf("%s/streams/%05d.xbs.zst", dir, i))
+			}
+		}
+	}
+	return keys
+}
+
+// incompleteUploads counts the incomplete multipart uploads of the keys.
+func incompleteUploads(t *testing.T, srv *s3test.Server, keys []string) int {
+	t.Helper()
 	c := srv.Client(t)
 	n := 0
-	for obj := range c.ListObjects(ctx, srv.Bucket, minio.ListObjectsOptions{Prefix: "repo/backups/", Recursive: true}) {
-		dir, ok := strings.CutSuffix(obj.Key, "/"+repo.BegunName)
-		if !ok {
-			continue
-		}
-		for i := range 2 {
-			for u := range c.ListIncompleteUploads(ctx, srv.Bucket, fmt.Sprintf("%s/streams/%05d.xbs.zst", dir, i), true) {
-				if u.Err != nil {
-					t.Fatal(u.Err)
-				}
-				n++
+	for _, k := range keys {
+		for u := range c.ListIncompleteUploads(context.Background(), srv.Bucket, k, true) {
+			if u.Err != nil {
+				t.Fatal(u.Err)
 			}
+			n++
 		}
 	}
 	return n
