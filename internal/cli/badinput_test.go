@@ -147,3 +147,26 @@ func TestBackupFailingMariabackupLeavesNothing(t *testing.T) {
 		t.Errorf("objects left behind: %v", left)
 	}
 }
+
+// Mistakes in how backstream is called exit 2, whoever finds them: an
+// unknown command (with a suggestion when one is close), a stray argument,
+// an unknown flag. Without arguments the help is printed.
+func TestUsageMistakesExit2(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuch"}, `unknown command "nosuch" for "backstream"`},
+		{[]string{"backp"}, "did you mean backup?"},
+		{[]string{"token", "extra"}, `unknown command "extra" for "backstream token"`},
+		{[]string{"list", "--bogus"}, "unknown flag: --bogus"},
+	} {
+		r := run(t, c.args...)
+		if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), c.want) {
+			t.Errorf("%v: exit %d, %v; want %d and %q", c.args, r.code, r.err, ExitUsage, c.want)
+		}
+	}
+	if r := run(t); r.code != ExitOK || !strings.Contains(r.stdout, "Available Commands") {
+		t.Errorf("no arguments: exit %d, %v, output %.80q", r.code, r.err, r.stdout)
+	}
+}

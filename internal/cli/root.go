@@ -134,6 +134,30 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newExpireCmd(g),
 		newUnlockCmd(g),
 	)
+	// Arguments cobra refuses are mistakes in how backstream was called,
+	// like bad flags: exit code 2.
+	for _, c := range root.Commands() {
+		if check := c.Args; check != nil {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if err := check(cmd, args); err != nil {
+					return usageError{err}
+				}
+				return nil
+			}
+		}
+	}
+	root.Args = cobra.ArbitraryArgs
+	root.SuggestionsMinimumDistance = 2
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError{errors.New(msg)}
+	}
 	return root
 }
 

@@ -12,6 +12,7 @@ package restoretest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -148,6 +149,15 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		restoreErr = err
 	} else {
 		m := job.Backup
+		// A host without the matching mariabackup cannot run the test;
+		// that says nothing of the backup.
+		major, minor, _, err := mariadb.ParseVersion(m.Server.Version)
+		if err != nil {
+			return fmt.Errorf("backup %s: server version %q: %w", m.ID, m.Server.Version, err)
+		}
+		if _, err := physical.FindBinary(ctx, job.Mariabackup, major, minor); err != nil {
+			return fmt.Errorf("restore test: %w", err)
+		}
 		rjob := physical.RestoreJob{Input: job.Repo.Input(m.ID), Manifest: m, TargetDir: datadir, Prepare: true,
 			UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: job.Progress}
 		if m.Parent != "" {
@@ -177,8 +187,8 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		Args: append(bufferPool(job.UseMemory), "--skip-grant-tables", "--skip-slave-start"),
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
+		if ctx.Err() != nil || errors.Is(err, sandbox.ErrNotInstalled) {
+			return fmt.Errorf("restore test: %w", err)
 		}
 		rep.fail("the server did not start on the restored datadir: %v", err)
 		return nil

@@ -686,7 +686,7 @@ func Testing(t testing.TB, opt Options) *Server {
 func findBinary(explicit, name string, dirs ...string) (string, error) {
 	if explicit != "" {
 		if _, err := os.Stat(explicit); err != nil {
-			return "", fmt.Errorf("sandbox: %s: %w", name, err)
+			return "", fmt.Errorf("sandbox: %s: %w (%w)", name, err, ErrNotInstalled)
 		}
 		return explicit, nil
 	}
@@ -699,8 +699,12 @@ func findBinary(explicit, name string, dirs ...string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("sandbox: %s not found in PATH or %s", name, strings.Join(dirs, ", "))
+	return "", fmt.Errorf("sandbox: %s not found in PATH or %s: %w", name, strings.Join(dirs, ", "), ErrNotInstalled)
 }
+
+// ErrNotInstalled is what Start fails with when this host lacks the
+// server's programs (the package mariadb-server-core installs them).
+var ErrNotInstalled = errors.New("the MariaDB server is not installed on this host")
 
 func fileSize(path string) int64 {
 	fi, err := os.Stat(path)
