@@ -697,11 +697,12 @@ func TestKilled(t *testing.T) {
 		if len(written) == 0 || len(written) >= listing[0].Files {
 			t.Errorf("the killed restore left %d files of %d", len(written), listing[0].Files)
 		}
-		// Restoring again into it is refused, naming the directory, and
-		// touches nothing: what is there is for the user to look at.
+		// Restoring again into it is refused, naming the directory and the
+		// interrupted restore, and touches nothing: what is there is for
+		// the user to look at.
 		again := run(t, "restore", id, "--repo", r.location, "--target-dir", target)
-		if again.code != ExitFailure || !strings.Contains(fmt.Sprint(again.err), "target "+target+" is not empty") {
-			t.Errorf("a second restore into the killed one's target: exit %d, %v; want a refusal naming %s", again.code, again.err, target)
+		if want := "target " + target + " holds an interrupted restore (backup " + id; again.code != ExitFailure || !strings.Contains(fmt.Sprint(again.err), want) {
+			t.Errorf("a second restore into the killed one's target: exit %d, %v; want a refusal saying %q", again.code, again.err, want)
 		}
 		compareTrees(t, "the killed restore's target after a second restore", treeDigests(t, target), written)
 		// No server starts on it.

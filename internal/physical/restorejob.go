@@ -9,6 +9,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -69,7 +71,7 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 	if err != nil {
 		return err
 	}
-	created, err := claimTarget(target)
+	created, err := claimTarget(target, m.ID)
 	if err != nil {
 		return err
 	}
@@ -182,25 +184,45 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 			}
 		}
 	}
-	return SetOwnership(target, job.Owner)
+	if err := SetOwnership(target, job.Owner); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(target, restoringMarker))
 }
 
+// restoringMarker is in a target while a restore writes it: a restore that
+// was killed, and so could not empty the target, leaves it behind, and the
+// next restore into that directory says what happened there.
+const restoringMarker = ".backstream-restoring"
+
 // claimTarget checks that target is an empty directory or absent (then
-// creates it) and reports whether it created it.
-func claimTarget(target string) (bool, error) {
+// creates it), marks it as being restored from backup id, and reports
+// whether it created it.
+func claimTarget(target, id string) (created bool, err error) {
 	entries, err := os.ReadDir(target)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if err := os.MkdirAll(target, dirMode); err != nil {
 			return false, fmt.Errorf("target %s: %w", target, err)
 		}
-		return true, nil
+		created = true
 	case err != nil:
 		return false, fmt.Errorf("target %s: %w", target, err)
 	case len(entries) > 0:
+		if what, err := os.ReadFile(filepath.Join(target, restoringMarker)); err == nil {
+			return false, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed before it finished or cleaned up; empty the directory and restore again",
+				target, strings.TrimSpace(string(what)))
+		}
 		return false, fmt.Errorf("target %s is not empty (%d entries, e.g. %s); restore only into an empty or new directory", target, len(entries), entries[0].Name())
 	}
-	return false, nil
+	mark := fmt.Sprintf("backup %s, begun %s by pid %d", id, time.Now().UTC().Format(time.DateTime), os.Getpid())
+	if err := os.WriteFile(filepath.Join(target, restoringMarker), []byte(mark+"\n"), fileMode); err != nil {
+		if created {
+			os.Remove(target)
+		}
+		return false, fmt.Errorf("target %s: %w", target, err)
+	}
+	return created, nil
 }
 
 // emptyTarget undoes a failed restore: it removes what was written, and the
