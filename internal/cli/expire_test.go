@@ -134,7 +134,7 @@ func TestConcurrentOperations(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slow = run(t, append(backup, "--mariabackup-option=--throttle=30")...)
+			slow = run(t, append(backup, "--max-io", "30")...)
 		}()
 		deadline := time.Now().Add(60 * time.Second)
 		for {

@@ -650,7 +650,7 @@ func TestKilled(t *testing.T) {
 			backup := append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)
 			// Uncompressed, each stream is past the size at which an S3
 			// multipart upload begins long before the throttled backup ends.
-			p := startProc(t, bin, append(backup, "--compress", "none", "--mariabackup-option=--throttle=20")...)
+			p := startProc(t, bin, append(backup, "--compress", "none", "--max-io", "20")...)
 			waitUntil(t, "backup data in the repository", p, func() bool { return r.streaming(t) })
 			children := mariabackupChildren(t, p.cmd.Process.Pid, src.Datadir)
 			if len(children) != 1 {
@@ -722,7 +722,7 @@ func TestKilled(t *testing.T) {
 	t.Run("mariabackup", func(t *testing.T) {
 		r := newTestRepo(t, "local")
 		backup := append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)
-		p := startProc(t, bin, append(backup, "--mariabackup-option=--throttle=20")...)
+		p := startProc(t, bin, append(backup, "--max-io", "20")...)
 		waitUntil(t, "backup data in the repository", p, func() bool { return r.streaming(t) })
 		children := mariabackupChildren(t, p.cmd.Process.Pid, src.Datadir)
 		if len(children) != 1 {

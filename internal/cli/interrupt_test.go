@@ -38,7 +38,7 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--progress", "none",
-		"--mariabackup-option=--throttle=20"}, sandboxConn(src)...)...)
+		"--max-io", "20"}, sandboxConn(src)...)...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -203,7 +203,7 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "target")
 		recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok)
 		cmd := exec.Command(bin, append([]string{"send", "--to", addr, "--token-file", tok, "--progress", "none",
-			"--mariabackup-option=--throttle=10"}, sandboxConn(src)...)...)
+			"--max-io", "10"}, sandboxConn(src)...)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

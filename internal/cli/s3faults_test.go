@@ -47,7 +47,7 @@ func throttledS3Backup(t *testing.T, retryWindow string) (*s3test.Server, string
 	done := make(chan result, 1)
 	go func() {
 		done <- runQuiet(append([]string{"backup", "--repo", location, "--parallel", "2", "--s3-retry-window", retryWindow,
-			"--mariabackup-option=--throttle=40"}, sandboxConn(src)...)...)
+			"--max-io", "40"}, sandboxConn(src)...)...)
 	}()
 	midway(t, done)
 	return srv, location, done
