@@ -59,22 +59,8 @@ stop_all() {
 }
 trap stop_all EXIT
 
-rows=$(( SIZE_MB * 1000 / TABLES * 1000 / 240 ))   # ~240 bytes per sysbench row on disk, as lib.sh
-if (( SIZE_MB % 1000 == 0 )); then
-  DATA=$BENCH_OUT/dataset-$((SIZE_MB / 1000))g
-  dataset_start "$DATA" $((SIZE_MB / 1000)) "$TABLES"
-else
-  # A smaller dataset than any other benchmark uses, by the same recipe.
-  DATA=$BENCH_OUT/dataset-${SIZE_MB}m
-  sandbox_start "$DATA"
-  if ! mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'SELECT 1 FROM sbtest.sbtest1 LIMIT 1' >/dev/null 2>&1; then
-    echo "building the sysbench dataset: $TABLES tables x $rows rows" >&2
-    mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
-    sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SANDBOX_SOCKET" --mysql-user=root \
-      --tables="$TABLES" --table-size="$rows" --threads=2 prepare >/dev/null
-    mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'RESET MASTER'
-  fi
-fi
+DATA=$(dataset_dir "$SIZE_MB")
+dataset_start "$DATA" "$SIZE_MB" "$TABLES"
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 # Every setting starts from the same state: the datadir in the page cache.
 find "$DATA/data" -type f -exec cat {} + >/dev/null
@@ -104,7 +90,7 @@ window() {
 
 SOCK=$SANDBOX_SOCKET
 SB=(sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root
-  --tables="$TABLES" --table-size="$rows" --threads="$THREADS" --report-interval=1)
+  --tables="$TABLES" --table-size="$(dataset_rows "$SIZE_MB" "$TABLES")" --threads="$THREADS" --report-interval=1)
 IFS=';' read -r -a settings <<<"$SETTINGS"
 declare -a lines
 for i in "${!settings[@]}"; do

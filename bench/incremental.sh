@@ -53,7 +53,7 @@ trap stop_all EXIT
 
 # The cache is built if needed, then shut down cleanly, so that what the
 # rounds copy is a consistent datadir.
-dataset_start "$DATA" "$SIZE_GB" "$TABLES"
+dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 sandbox_stop
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 

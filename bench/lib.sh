@@ -54,13 +54,15 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1
 # Row printing: a Markdown table, so the output pastes into docs/benchmarks.md.
 row() { printf '| %s ' "$@"; printf '|\n'; }
 
-# dataset_start DIR SIZE_GB TABLES: starts a sandbox on DIR holding the
-# sysbench dataset the benchmarks share (TABLES tables, SIZE_GB of datadir),
-# building it on first use; the recipe is bench/physical.sh's, so either
-# script may build the cache the other reads.
+# dataset_start DIR SIZE_MB TABLES: starts a sandbox on DIR holding the
+# sysbench dataset the benchmarks share (TABLES tables, SIZE_MB of datadir),
+# building it on first use. The benchmarks keep it in
+# $BENCH_OUT/dataset-<n>g (see dataset_dir), so one script may build the
+# cache another reads.
 dataset_start() {
-  local dir=$1 size_gb=$2 tables=$3
-  local rows=$(( size_gb * 1000000 / tables * 1000 / 240 ))   # ~240 bytes per sysbench row on disk
+  local dir=$1 size_mb=$2 tables=$3
+  local rows
+  rows=$(dataset_rows "$size_mb" "$tables")
   sandbox_start "$dir"
   if ! mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'SELECT 1 FROM sbtest.sbtest1 LIMIT 1' >/dev/null 2>&1; then
     echo "building the sysbench dataset: $tables tables x $rows rows" >&2
@@ -70,6 +72,14 @@ dataset_start() {
     # The load's binary logs are not part of a backup; drop them.
     mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'RESET MASTER'
   fi
+}
+
+# dataset_rows SIZE_MB TABLES: rows per table (~240 bytes per sysbench row on disk).
+dataset_rows() { echo $(( $1 * 1000 / $2 * 1000 / 240 )); }
+
+# dataset_dir SIZE_MB: where the dataset of that size is kept.
+dataset_dir() {
+  if (( $1 % 1000 == 0 )); then echo "$BENCH_OUT/dataset-$(( $1 / 1000 ))g"; else echo "$BENCH_OUT/dataset-$1m"; fi
 }
 
 # timed COMMAND...: prints the wall seconds; fails (naming the command) when

@@ -41,7 +41,7 @@ SRC_PID=
 stop_all() { sandbox_stop; SANDBOX_PID=$SRC_PID sandbox_stop; }
 trap stop_all EXIT
 
-dataset_start "$DATA" "$SIZE_GB" "$TABLES"
+dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 SRC=$SANDBOX_SOCKET SRC_PID=$SANDBOX_PID SANDBOX_PID=
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 

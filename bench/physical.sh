@@ -26,16 +26,7 @@ DATA=$BENCH_OUT/dataset-${SIZE_GB}g
 mkdir -p "$WORK"
 trap 'sandbox_stop' EXIT
 
-rows=$(( SIZE_GB * 1000000 / TABLES * 1000 / 240 ))   # ~240 bytes per sysbench row on disk
-sandbox_start "$DATA"
-if ! mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'SELECT 1 FROM sbtest.sbtest1 LIMIT 1' >/dev/null 2>&1; then
-  echo "building the sysbench dataset: $TABLES tables x $rows rows"
-  mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
-  sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SANDBOX_SOCKET" --mysql-user=root \
-    --tables="$TABLES" --table-size="$rows" --threads=2 prepare >/dev/null
-  # The load's binary logs are not part of a physical backup; drop them.
-  mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'RESET MASTER'
-fi
+dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 # Everyone reads the datadir from the page cache.
 find "$DATA/data" -type f -exec cat {} + >/dev/null
