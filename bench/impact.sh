@@ -45,7 +45,7 @@ WARMUP=${WARMUP:-10}
 DURATION=${DURATION:-30}
 SETTINGS=${SETTINGS:-unlimited;--max-rate 100MiB/s;--max-rate 40MiB/s;--max-io 20}
 TIMEOUT=${TIMEOUT:-900}
-./scripts/deps.sh sysbench bc >/dev/null
+./scripts/deps.sh sysbench bc jq >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
 BS=$BENCH_OUT/backstream
@@ -59,11 +59,17 @@ stop_all() {
 }
 trap stop_all EXIT
 
+# sysbench writes, so the run works on a copy of the shared dataset cache
+# (built if needed, then shut down cleanly so that the copy is consistent),
+# never on the cache itself.
 DATA=$(dataset_dir "$SIZE_MB")
 dataset_start "$DATA" "$SIZE_MB" "$TABLES"
+sandbox_stop
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
+dataset_copy "$DATA" "$WORK/src"
+sandbox_start "$WORK/src"
 # Every setting starts from the same state: the datadir in the page cache.
-find "$DATA/data" -type f -exec cat {} + >/dev/null
+find "$WORK/src/data" -type f -exec cat {} + >/dev/null
 
 # window LOG FROM TO: "TPS p95 seconds" over the report lines of LOG whose
 # second's middle lies in [FROM, TO) (seconds since sysbench started), plus
@@ -124,15 +130,15 @@ for i in "${!settings[@]}"; do
     exit 1
   fi
   secs=$(echo "$t1 - $t0" | bc -l | xargs printf '%.1f')
-  raw=$("$BS" list --repo "$WORK/repo" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["raw_bytes"])')
+  raw=$("$BS" list --repo "$WORK/repo" --json | jq -r '.[0].raw_bytes')
   mibs=$(echo "$raw / 1048576 / ($t1 - $t0)" | bc -l | xargs printf '%.0f')
   p1ratio=n/a
   [ "$(echo "$p0 == 0" | bc)" = 1 ] || p1ratio=$(ratio "$p1" "$p0")x
   lines+=("$(row "${setting//|/\\|}" "$secs" "$mibs" "$tps0" "$tps1 ($(ratio "$tps1" "$tps0")x)" "$p0" "$p1 ($p1ratio)")")
   rm -rf "$WORK/repo"
 done
-# sysbench's writes are not part of the dataset the other benchmarks share.
-mariadb --no-defaults --socket="$SOCK" -uroot -e 'RESET MASTER'
+sandbox_stop
+rm -rf "$WORK/src"
 
 echo
 echo "dataset: sysbench, $TABLES tables, datadir $(human "$datadir_size") (binlogs excluded); sysbench oltp_read_write, $THREADS threads;"

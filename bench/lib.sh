@@ -8,7 +8,7 @@ now() { date +%s.%N; }
 elapsed() { echo "$(now) - $1" | bc -l | xargs printf '%.2f'; }
 ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
 size_of() { du -sb "$@" | awk '{s += $1} END {print s}'; }
-human() { numfmt --to=iec-i --suffix=B --format='%.1f' "$1"; }
+human() { numfmt --to=iec-i --suffix=B --round=nearest --format='%.1f' "$1"; }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -50,6 +50,9 @@ sandbox_stop() {
 
 # median of the arguments
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# best KEY: the shortest of the times recorded under KEY in the caller's T
+# (a shared VM's noise only ever adds time).
+best() { printf '%s\n' ${T[$1]} | sort -g | head -1; }
 
 # Row printing: a Markdown table, so the output pastes into docs/benchmarks.md.
 row() { printf '| %s ' "$@"; printf '|\n'; }
@@ -58,20 +61,43 @@ row() { printf '| %s ' "$@"; printf '|\n'; }
 # sysbench dataset the benchmarks share (TABLES tables, SIZE_MB of datadir),
 # building it on first use. The benchmarks keep it in
 # $BENCH_OUT/dataset-<n>g (see dataset_dir), so one script may build the
-# cache another reads.
+# cache another reads. DIR/dataset.ok, written once the build is complete,
+# holds "tables rows": a cache of another shape, or one without that file
+# (an interrupted build, or one from an older script), is refused rather than
+# measured as if it were the dataset asked for.
 dataset_start() {
   local dir=$1 size_mb=$2 tables=$3
-  local rows
+  local rows have
   rows=$(dataset_rows "$size_mb" "$tables")
-  sandbox_start "$dir"
-  if ! mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'SELECT 1 FROM sbtest.sbtest1 LIMIT 1' >/dev/null 2>&1; then
-    echo "building the sysbench dataset: $tables tables x $rows rows" >&2
-    mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
-    sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SANDBOX_SOCKET" --mysql-user=root \
-      --tables="$tables" --table-size="$rows" --threads=2 prepare >/dev/null
-    # The load's binary logs are not part of a backup; drop them.
-    mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'RESET MASTER'
+  if [ -f "$dir/dataset.ok" ]; then
+    have=$(cat "$dir/dataset.ok")
+    if [ "$have" != "$tables $rows" ]; then
+      echo "dataset cache $dir holds ${have/ / tables x } rows, not the $tables tables x $rows rows asked for: remove $dir, or pick another size or TABLES" >&2
+      return 1
+    fi
+    sandbox_start "$dir"
+    return
   fi
+  if [ -e "$dir/data" ]; then
+    echo "dataset cache $dir has no dataset.ok (its build was interrupted, or an older script built it): remove $dir to rebuild it" >&2
+    return 1
+  fi
+  sandbox_start "$dir"
+  echo "building the sysbench dataset in $dir: $tables tables x $rows rows" >&2
+  mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+  sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SANDBOX_SOCKET" --mysql-user=root \
+    --tables="$tables" --table-size="$rows" --threads=2 prepare >/dev/null
+  # The load's binary logs are not part of a backup; drop them.
+  mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'RESET MASTER'
+  echo "$tables $rows" >"$dir/dataset.ok"
+}
+
+# dataset_copy DIR DEST: a fresh DEST/data copied from the cache in DIR, for
+# a benchmark that writes. The cache's server must be stopped (sandbox_stop),
+# so that the copy is a cleanly shut down, consistent datadir.
+dataset_copy() {
+  rm -rf "$2"; mkdir -p "$2"
+  cp -a "$1/data" "$2/data"
 }
 
 # dataset_rows SIZE_MB TABLES: rows per table (~240 bytes per sysbench row on disk).
@@ -104,4 +130,18 @@ run() {
 sbtest_checksums() {
   mariadb --no-defaults --socket="$1" -uroot -N -B \
     -e "CHECKSUM TABLE $(seq -f 'sbtest.sbtest%g' -s, 1 "$2")"
+}
+
+# sbtest_source_checksums SOCKET TABLES NAME: sbtest_checksums of a source
+# server, failing (naming NAME) when a table is missing or unreadable: a
+# comparison against an incomplete source would prove nothing.
+sbtest_source_checksums() {
+  local sums
+  sums=$(sbtest_checksums "$1" "$2") || return 1
+  if grep -q NULL <<<"$sums" || [ "$(wc -l <<<"$sums")" -ne "$2" ]; then
+    echo "source $3: the sbtest tables are incomplete (NULL or wrong line count):" >&2
+    echo "$sums" >&2
+    return 1
+  fi
+  echo "$sums"
 }

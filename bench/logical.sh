@@ -32,7 +32,7 @@ TARGET_BINLOG=${TARGET_BINLOG:-0}
 BS=$BENCH_OUT/backstream
 [ "$SKIP_BACKSTREAM" = 1 ] || go build -o "$BS" ./cmd/backstream
 WORK=$BENCH_OUT/logical
-DATA=$BENCH_OUT/dataset-${SIZE_GB}g
+DATA=$(dataset_dir $((SIZE_GB * 1000)))
 mkdir -p "$WORK"
 
 # Two servers run at once: the source for the whole run, and one load target
@@ -45,19 +45,10 @@ dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 SRC=$SANDBOX_SOCKET SRC_PID=$SANDBOX_PID SANDBOX_PID=
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 
-checksums() { # checksums SOCKET: one "table<TAB>checksum" line per sbtest table
-  mariadb --no-defaults --socket="$1" -uroot -N -B \
-    -e "CHECKSUM TABLE $(seq -f 'sbtest.sbtest%g' -s, 1 "$TABLES")"
-}
 # Everyone reads the source from memory: the files from the page cache, and
 # as much as fits from the buffer pool, which the checksum pass fills.
 find "$DATA/data" -type f -exec cat {} + >/dev/null
-SRC_SUMS=$(checksums "$SRC")
-if grep -q NULL <<<"$SRC_SUMS" || [ "$(wc -l <<<"$SRC_SUMS")" -ne "$TABLES" ]; then
-  echo "source $DATA: the sbtest tables are incomplete:" >&2
-  echo "$SRC_SUMS" >&2
-  exit 1
-fi
+SRC_SUMS=$(sbtest_source_checksums "$SRC" "$TABLES" "$DATA")
 
 target_start() { # a fresh, empty server to load into; sets TARGET
   rm -rf "$WORK/target"
@@ -68,7 +59,7 @@ target_start() { # a fresh, empty server to load into; sets TARGET
 }
 check_load() { # check_load PIPELINE: the target must hold the source's rows, then goes
   local got
-  got=$(checksums "$TARGET" 2>&1) || true
+  got=$(sbtest_checksums "$TARGET" "$TABLES" 2>&1) || true
   if [ "$got" != "$SRC_SUMS" ]; then
     echo "$1: the loaded sbtest tables differ from the source (CHECKSUM TABLE, source < > loaded):" >&2
     diff <(echo "$SRC_SUMS") <(echo "$got") >&2 || true
@@ -124,7 +115,6 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-best() { printf '%s\n' ${T[$1]} | sort -g | head -1; }
 for k in "${keys[@]}"; do
   B[$k]=$(best "$k"); M[$k]=$(median ${T[$k]})
 done

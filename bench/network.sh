@@ -3,7 +3,7 @@
 # against the pipelines built with socat, on two network namespaces joined
 # by a veth pair shaped to 1 Gbit/s, with the same N, in one run.
 #
-#   bench/network.sh                      # ~1 GB sysbench dataset (built by bench/physical.sh's recipe), N=2, 3 rounds
+#   bench/network.sh                      # ~1 GB sysbench dataset (the cache the other benchmarks share), N=2, 3 rounds
 #   RATE=10gbit ROUNDS=5 bench/network.sh
 #
 # The source server's socket is shared (a file); only the backup crosses the
@@ -22,7 +22,7 @@ TABLES=${TABLES:-4}
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
 BS=$BENCH_OUT/backstream
 WORK=$BENCH_OUT/network
-DATA=$BENCH_OUT/dataset-${SIZE_GB}g
+DATA=$(dataset_dir $((SIZE_GB * 1000)))
 NS_SRC=bs_bench_src NS_DST=bs_bench_dst
 SRC_IP=10.77.0.1 DST_IP=10.77.0.2
 mkdir -p "$WORK"
@@ -46,11 +46,7 @@ in_src() { ip netns exec "$NS_SRC" "$@"; }
 in_dst() { ip netns exec "$NS_DST" "$@"; }
 wire_bytes() { ip netns exec "$NS_SRC" cat /sys/class/net/bsb_src/statistics/tx_bytes; }
 
-sandbox_start "$DATA"
-if ! mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'SELECT 1 FROM sbtest.sbtest1 LIMIT 1' >/dev/null 2>&1; then
-  echo "no dataset: run bench/physical.sh once first (it builds $DATA)" >&2
-  exit 1
-fi
+dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 find "$DATA/data" -type f -exec cat {} + >/dev/null
 MB="mariabackup --no-defaults --user=root --socket=$SANDBOX_SOCKET --datadir=$DATA/data --backup --stream=xbstream --parallel=$N --target-dir=$WORK/mbtmp"
 TOKEN=$WORK/token
@@ -66,12 +62,21 @@ run_pair() {
   local name=$1 recv=$2 send=$3
   rm -rf "$WORK/mbtmp"; mkdir -p "$WORK/mbtmp"
   sync
+  # The receiver runs in a process group of its own (set -m), so that a
+  # failed sender can stop all of it rather than leave a listener behind.
+  set -m
   in_dst bash -o pipefail -c "$recv" >"$WORK/$name.recv.log" 2>&1 &
   local rpid=$!
+  set +m
   sleep 0.5
   local before start; before=$(wire_bytes); start=$(now)
-  in_src bash -o pipefail -c "$send" >"$WORK/$name.send.log" 2>&1 || { echo "$name: sender failed:"; tail -5 "$WORK/$name.send.log"; }
-  wait "$rpid" || { echo "$name: receiver failed:"; tail -5 "$WORK/$name.recv.log"; }
+  # A failed run stops the script: its time would measure nothing.
+  if ! in_src bash -o pipefail -c "$send" >"$WORK/$name.send.log" 2>&1; then
+    echo "failed: $name sender: $send" >&2; tail -5 "$WORK/$name.send.log" >&2
+    kill -- -"$rpid" 2>/dev/null || true
+    exit 1
+  fi
+  wait "$rpid" || { echo "failed: $name receiver: $recv" >&2; tail -5 "$WORK/$name.recv.log" >&2; exit 1; }
   add "$name" "$(elapsed "$start")" $(( $(wire_bytes) - before ))
 }
 
@@ -96,7 +101,6 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 rm -rf "$WORK/bs" "$WORK/pigz" "$WORK/zstd" "$WORK/plain"
 
-best() { printf '%s\n' ${T[$1]} | sort -g | head -1; }
 echo
 echo "dataset: sysbench, $TABLES tables, $(human "$(size_of "$DATA/data" --exclude='mariadb-bin*')"); N=$N; link $RATE (tbf) over veth between two namespaces; $(nproc) cores; best (median) of $ROUNDS rounds"
 echo

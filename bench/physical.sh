@@ -22,7 +22,7 @@ ROUNDS=${ROUNDS:-5}
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
 BS=$BENCH_OUT/backstream
 WORK=$BENCH_OUT/physical
-DATA=$BENCH_OUT/dataset-${SIZE_GB}g
+DATA=$(dataset_dir $((SIZE_GB * 1000)))
 mkdir -p "$WORK"
 trap 'sandbox_stop' EXIT
 
@@ -60,7 +60,6 @@ for round in $(seq 1 "$ROUNDS"); do
   rm -rf "$WORK/backup.zst" "$WORK/restore"
 done
 
-best() { printf '%s\n' ${T[$1]} | sort -g | head -1; }
 for k in bs_backup bs_restore pigz_backup pigz_restore zstd_backup zstd_restore; do
   B[$k]=$(best "$k"); M[$k]=$(median ${T[$k]})
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Backup to and restore from an object store: backstream against the pipeline
-# DBAs build by hand with rclone, on the sysbench dataset of bench/physical.sh,
+# DBAs build by hand with rclone, on the sysbench dataset the benchmarks share,
 # against a local MinIO reached through a latency proxy, in one run.
 #
 #   bench/s3.sh                           # ~1 GB dataset, 10 ms each way, 3 rounds
@@ -16,7 +16,6 @@
 # or counted. The CPU time of the timed command (with all its children), of
 # MinIO and of toxiproxy is read from /proc around each run: on 2 cores they
 # all compete for the same CPUs. Restore is timed to an extracted, not yet prepared datadir.
-# Needs the dataset built by bench/physical.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -29,16 +28,12 @@ BUCKET=bench
 NS=(1 4)             # backstream --parallel values
 PIPE_N=2             # the hand-built pipeline: mariabackup --parallel, zstd -T, mbstream -p
 TOXIPROXY_MODULE=github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0
-./scripts/deps.sh rclone bc curl >/dev/null
+./scripts/deps.sh rclone sysbench bc curl >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
 BS=$BENCH_OUT/backstream
 WORK=$BENCH_OUT/s3
-DATA=$BENCH_OUT/dataset-${SIZE_GB}g
-if [ ! -d "$DATA/data/sbtest" ]; then
-  echo "no dataset in $DATA: run  SIZE_GB=$SIZE_GB bench/physical.sh  once first (it builds it)" >&2
-  exit 1
-fi
+DATA=$(dataset_dir $((SIZE_GB * 1000)))
 
 # toxiproxy v2.5.0 keeps its server in cmd/server (the binary is named
 # "server"); build it into bench/out unless a toxiproxy-server is on PATH.
@@ -124,8 +119,7 @@ delta() {
     awk '$3 != $2 { d = $3 - $2; t += d; printf "%s %d, ", $1, d } END { printf "total %d\n", t }'
 }
 
-sandbox_start "$DATA"
-mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'SELECT 1 FROM sbtest.sbtest1 LIMIT 1' >/dev/null
+dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 # Everyone reads the datadir from the page cache.
 find "$DATA/data" -type f -exec cat {} + >/dev/null
@@ -192,7 +186,6 @@ for round in $(seq 1 "$ROUNDS"); do
   rm -rf "$WORK/restore"
 done
 
-best() { printf '%s\n' ${T[$1]} | sort -g | head -1; }
 med() { median ${T[$1]}; }
 reqs() { median ${R[$1]}; }
 

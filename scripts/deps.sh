@@ -25,7 +25,7 @@ for pkg in "$@"; do
 done
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "deps: Go is not installed (backstream needs Go 1.24 or newer on PATH)" >&2
+  echo "deps: Go is not installed (backstream needs Go 1.26.8 or newer on PATH, as go.mod says)" >&2
   exit 1
 fi
 

@@ -13,7 +13,7 @@
 # environment, or random ones; they are never shown on a terminal.
 set -euo pipefail
 
-# The MinIO release the project is tested with (see DEVELOPERS.md).
+# The MinIO release the project is tested with.
 MINIO_MODULE=github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 
 say() { echo "minio.sh: $*" >&2; }
