@@ -137,6 +137,7 @@ func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
 			if err := a.store(ctx, server, src, filepath.Join(spool, f.name)); err != nil {
 				return err
 			}
+			os.Remove(filepath.Join(spool, f.name)) // a backlog must not pile up in the temp directory
 		}
 		return nil
 	}
@@ -225,6 +226,10 @@ func (a *Archiver) fetch(ctx context.Context, bin, spool, name string) error {
 // follow streams from first on, archiving each file once a newer one
 // appears, until mariadb-binlog ends (the server went away) or ctx does.
 func (a *Archiver) follow(ctx context.Context, bin string, server *mariadb.Server, src, spool, first string) error {
+	// The child lives only as long as this call: a failure to store must
+	// not leave it running (Run reconnects, and would start another).
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	cmd, cleanup, err := a.command(ctx, bin, spool, first, true)
 	if err != nil {
 		return err
@@ -237,6 +242,10 @@ func (a *Archiver) follow(ctx context.Context, bin string, server *mariadb.Serve
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		stop()
+		<-exited
+	}()
 	poll := a.Poll
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
@@ -246,9 +255,9 @@ func (a *Archiver) follow(ctx context.Context, bin string, server *mariadb.Serve
 		ended := false
 		select {
 		case <-ctx.Done():
-			<-exited
 			return ctx.Err()
 		case waitErr = <-exited:
+			exited <- waitErr // for the deferred wait
 			ended = true
 		case <-time.After(poll):
 		}

@@ -166,6 +166,25 @@ func TestUsageMistakesExit2(t *testing.T) {
 			t.Errorf("%v: exit %d, %v; want %d and %q", c.args, r.code, r.err, ExitUsage, c.want)
 		}
 	}
+	// Encryption flags that cannot work are refused before the repository
+	// is created.
+	pub, _ := ageKeys(t)
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--encrypt"}, "--encrypt needs --recipient-file"},
+		{[]string{"--recipient-file", pub}, "--recipient-file needs --encrypt"},
+	} {
+		r := run(t, append([]string{"backup", "--repo", repoDir, "--socket", "/nonexistent.sock"}, c.args...)...)
+		if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), c.want) {
+			t.Errorf("backup %v: exit %d, %v; want %d and %q", c.args, r.code, r.err, ExitUsage, c.want)
+		}
+		if _, err := os.Stat(repoDir); err == nil {
+			t.Errorf("backup %v created the repository %s", c.args, repoDir)
+		}
+	}
 	if r := run(t); r.code != ExitOK || !strings.Contains(r.stdout, "Available Commands") {
 		t.Errorf("no arguments: exit %d, %v, output %.80q", r.code, r.err, r.stdout)
 	}

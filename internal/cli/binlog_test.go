@@ -79,7 +79,10 @@ func TestBinlogArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, _ := r.Binlogs(context.Background())
+	ms, err := r.Binlogs(context.Background())
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("archived binary logs: %d, %v", len(ms), err)
+	}
 	for i, m := range ms {
 		f := m.Binlog
 		c := collect{}

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -218,6 +219,26 @@ func (l *writeLoad) finish(t *testing.T) {
 	l.wg.Wait()
 	if l.err != nil {
 		t.Fatal(l.err)
+	}
+}
+
+// createBank makes the schema the transfer loads run on: bank.accounts
+// with accounts rows holding initial each, bank.transfers, and
+// bank.filler with fillerRows rows of pad (an expression of seq) as bulk;
+// then runs the extra statements.
+func createBank(t *testing.T, db *sql.DB, accounts, initial, fillerRows int, pad string, extra ...string) {
+	t.Helper()
+	for _, q := range append([]string{
+		"CREATE DATABASE bank",
+		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB",
+		fmt.Sprintf("INSERT INTO bank.accounts SELECT seq, %d FROM bank.seq_1_to_%d", initial, accounts),
+		"CREATE TABLE bank.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, src INT, dst INT, amount INT) ENGINE=InnoDB",
+		"CREATE TABLE bank.filler (id INT PRIMARY KEY, pad VARCHAR(200)) ENGINE=InnoDB",
+		fmt.Sprintf("INSERT INTO bank.filler SELECT seq, %s FROM bank.seq_1_to_%d", pad, fillerRows),
+	}, extra...) {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }
 

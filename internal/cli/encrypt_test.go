@@ -195,7 +195,7 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 			if err := os.WriteFile(stored, tr.read(t, o), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command("sh", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "sh", keyFile, stored, out)
+			cmd := exec.Command("bash", "-o", "pipefail", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "bash", keyFile, stored, out)
 			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("age -d -i key | zstd -dc | mbstream -x of %s: %v\n%s", o, err, b)
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,23 +21,12 @@ func TestIncrementalChain(t *testing.T) {
 	src := sandbox.Testing(t, sandbox.Options{})
 	db := src.DB()
 	const accounts, initial = 1000, 1000
-	for _, q := range []string{
-		"CREATE DATABASE bank",
-		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB",
-		fmt.Sprintf("INSERT INTO bank.accounts SELECT seq, %d FROM bank.seq_1_to_%d", initial, accounts),
-		"CREATE TABLE bank.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, src INT, dst INT, amount INT) ENGINE=InnoDB",
-		"CREATE TABLE bank.filler (id INT PRIMARY KEY, pad VARCHAR(200)) ENGINE=InnoDB",
-		// Bulk that does not compress away, so that a full backup is
-		// mostly data, as in life.
-		"INSERT INTO bank.filler SELECT seq, CONCAT(SHA2(seq, 512), SHA2(-seq, 256)) FROM bank.seq_1_to_200000",
-		// Flush it, so that the redo log a backup copies (from the last
-		// checkpoint) does not carry the whole load again in every link.
-		"SET GLOBAL innodb_max_dirty_pages_pct = 0",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	// Bulk that does not compress away, so that a full backup is mostly
+	// data, as in life; then flushed, so that the redo log a backup copies
+	// (from the last checkpoint) does not carry the whole load again in
+	// every link.
+	createBank(t, db, accounts, initial, 200000, "CONCAT(SHA2(seq, 512), SHA2(-seq, 256))",
+		"SET GLOBAL innodb_max_dirty_pages_pct = 0")
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		var name string
 		var age int64

@@ -55,6 +55,10 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("no stream data after 60 s; stderr: %s", stderr.String())
 	}
+	children := mariabackupChildren(t, cmd.Process.Pid, src.Datadir)
+	if len(children) != 1 {
+		t.Fatalf("%d mariabackup children of backstream mid-backup, want 1", len(children))
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -72,9 +76,8 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	if left := dirBytes(filepath.Join(repoDir, "backups")); left != 0 {
 		t.Errorf("%d bytes left under backups/ after the interrupt", left)
 	}
-	out, _ := exec.Command("pgrep", "-f", "mariabackup.*"+src.Socket).Output()
-	if len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("mariabackup still running: %s", out)
+	if !processGone(children[0]) {
+		t.Errorf("mariabackup (pid %d) still running after backstream exited", children[0])
 	}
 	if !strings.Contains(stderr.String(), "nothing was committed") {
 		t.Errorf("stderr does not say nothing was committed: %s", stderr.String())

@@ -77,20 +77,9 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	ctx := context.Background()
 	src := sandbox.Testing(t, sandbox.Options{})
 	db := src.DB()
-	for _, q := range []string{
-		"CREATE DATABASE bank",
-		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
-		"INSERT INTO bank.accounts SELECT seq, 1000 FROM bank.seq_1_to_1000",
-		"CREATE TABLE bank.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, src INT, dst INT, amount INT)",
-		"CREATE TABLE bank.filler (id INT PRIMARY KEY, pad VARCHAR(200))",
-		"INSERT INTO bank.filler SELECT seq, REPEAT(MD5(seq), 6) FROM bank.seq_1_to_100000",
+	createBank(t, db, 1000, 1000, 100000, "REPEAT(MD5(seq), 6)",
 		"CREATE USER repl@'%' IDENTIFIED BY 'repl-Pa55 word'",
-		"GRANT REPLICATION SLAVE ON *.* TO repl@'%'",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"GRANT REPLICATION SLAVE ON *.* TO repl@'%'")
 	load := startLoad(1, func(rng *rand.Rand) error {
 		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1)
 	})

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -114,19 +113,8 @@ func TestPhysicalConsistencyUnderWrites(t *testing.T) {
 	src := sandbox.Testing(t, sandbox.Options{})
 	db := src.DB()
 	const accounts, initial = 1000, 1000
-	for _, q := range []string{
-		"CREATE DATABASE bank",
-		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB",
-		fmt.Sprintf("INSERT INTO bank.accounts SELECT seq, %d FROM bank.seq_1_to_%d", initial, accounts),
-		"CREATE TABLE bank.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, src INT, dst INT, amount INT) ENGINE=InnoDB",
-		// Some bulk so that the backup takes a while.
-		"CREATE TABLE bank.filler (id INT PRIMARY KEY, pad VARCHAR(200)) ENGINE=InnoDB",
-		"INSERT INTO bank.filler SELECT seq, REPEAT(MD5(seq), 6) FROM bank.seq_1_to_150000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	// Some bulk so that the backup takes a while.
+	createBank(t, db, accounts, initial, 150000, "REPEAT(MD5(seq), 6)")
 	startSeq := gtidSeq(t, db)
 
 	load := startLoad(1, func(rng *rand.Rand) error {

@@ -62,6 +62,14 @@ func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error)
 	if err != nil {
 		return nil, usageError{err}
 	}
+	// Checked before the repository is opened, which may create it.
+	switch {
+	case g.encrypt && len(keys.Recipients) == 0 && keys.Passphrase == "":
+		return nil, usagef("--encrypt needs --recipient-file, --passphrase-file or $%s", crypt.PassphraseEnv)
+	case !g.encrypt && g.recipientFile != "":
+		return nil, usagef("--recipient-file needs --encrypt")
+	}
+	g.keys = keys
 	inner, err := g.openBackend(ctx, g.repo, create)
 	if err != nil {
 		return nil, err
@@ -87,14 +95,11 @@ func (g *globals) encryption(ctx context.Context, r *repo.Repo) (*archive.Encryp
 	if !g.encrypt {
 		return nil, nil
 	}
-	keys, err := crypt.LoadKeys(g.recipientFile, g.identityFile, g.passphraseFile)
-	if err != nil {
-		return nil, usageError{err}
+	b, ok := r.Backend.(*crypt.Backend)
+	if !ok {
+		return nil, fmt.Errorf("repository %s was not opened for encryption", r.Backend.Location())
 	}
-	if len(keys.Recipients) == 0 && keys.Passphrase == "" {
-		return nil, usagef("--encrypt needs --recipient-file, --passphrase-file or $%s", crypt.PassphraseEnv)
-	}
-	b := r.Backend.(*crypt.Backend)
+	keys := g.keys
 	b.Recipients = keys.Recipients
 	enc := &archive.Encryption{Scheme: "age", Recipients: keys.Public}
 	if keys.Passphrase != "" {

@@ -174,6 +174,9 @@ func pitrTarget(args []string, until, untilGTID string) (pitr.Target, error) {
 		}
 		t.Time = tm
 	default:
+		if _, _, _, err := pitr.ParseGTID(untilGTID); err != nil {
+			return t, usagef("--until-gtid %q: %v", untilGTID, err)
+		}
 		t.GTID = untilGTID
 	}
 	return t, nil

@@ -65,6 +65,7 @@ type globals struct {
 	// identities (to read encrypted backups).
 	recipientFile, identityFile, passphraseFile string
 	encrypt                                     bool
+	keys                                        crypt.Keys // loaded by openRepo
 	stdout                                      io.Writer
 	stderr                                      io.Writer
 }

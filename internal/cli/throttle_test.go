@@ -184,6 +184,13 @@ func TestInterruptedThrottledBackup(t *testing.T) {
 					t.Fatalf("no stream data after a minute; stderr: %s", stderr.String())
 				}
 			}
+			var children []int
+			if kind.name == "physical" {
+				if children = mariabackupChildren(t, cmd.Process.Pid, src.Datadir); len(children) != 1 {
+					cmd.Process.Kill()
+					t.Fatalf("%d mariabackup children of backstream mid-backup, want 1", len(children))
+				}
+			}
 			cmd.Process.Signal(syscall.SIGINT)
 			interrupted := time.Now()
 			done := make(chan error, 1)
@@ -203,8 +210,10 @@ func TestInterruptedThrottledBackup(t *testing.T) {
 			if left := dirBytes(filepath.Join(repoDir, "backups")); left != 0 {
 				t.Errorf("%d bytes left under backups/ after the interrupt", left)
 			}
-			if out, _ := exec.Command("pgrep", "-f", "mariabackup.*"+src.Socket).Output(); len(bytes.TrimSpace(out)) > 0 {
-				t.Errorf("mariabackup still running: %s", out)
+			for _, pid := range children {
+				if !processGone(pid) {
+					t.Errorf("mariabackup (pid %d) still running after backstream exited", pid)
+				}
 			}
 		})
 	}

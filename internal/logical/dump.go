@@ -253,11 +253,11 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 		w.Abort(err)
 		return nil, err
 	}
-	if !job.BlockDDL {
-		if err := s.checkNoDDL(ctx); err != nil {
-			w.Abort(err)
-			return nil, err
-		}
+	// Also with --block-ddl: DDL between reading the catalog and taking
+	// the metadata locks is not held off, only seen.
+	if err := s.checkNoDDL(ctx); err != nil {
+		w.Abort(err)
+		return nil, err
 	}
 	for _, c := range s.workers {
 		if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {

@@ -63,7 +63,7 @@ type target struct {
 	base       string // CREATE TABLE without secondary keys and foreign keys
 	addIndexes string
 	addForeign string
-	load       string // the LOAD DATA statement, reading from readerName
+	load       string // the LOAD DATA statement after its file name (see loadTx)
 	existed    bool
 	serial     bool         // one load at a time (an AUTO_INCREMENT column)
 	left       atomic.Int64 // data files still to load
@@ -229,7 +229,8 @@ func (l *loader) targetDB(src string) string {
 	return src
 }
 
-// loadStatement is the LOAD DATA of one data file of the table: the
+// loadStatement is the LOAD DATA of one data file of the table, from the
+// end of its file name on (loadTx puts the name in front): the
 // defaults spelled out, the exact bytes (CHARACTER SET binary), the
 // dumped columns by name; BIT values, and the text forms of UUID and INET
 // values, through a variable.
@@ -254,8 +255,10 @@ func loadStatement(qname string, t *schema.Table, cols []string) string {
 			list = append(list, quoteIdent(c))
 		}
 	}
-	q := "LOAD DATA LOCAL INFILE 'Reader::%s' INTO TABLE " + qname +
-		" CHARACTER SET binary FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (" + strings.Join(list, ", ") + ")"
+	// The separators in hex: their escaped forms would be read literally
+	// under the source's sql_mode if it has NO_BACKSLASH_ESCAPES.
+	q := "' INTO TABLE " + qname +
+		" CHARACTER SET binary FIELDS TERMINATED BY X'09' ESCAPED BY X'5C' LINES TERMINATED BY X'0A' (" + strings.Join(list, ", ") + ")"
 	if len(set) > 0 {
 		q += " SET " + strings.Join(set, ", ")
 	}
@@ -545,7 +548,8 @@ func (l *loader) loadTx(ctx context.Context, c *sql.Conn, f *loadFile, name, whe
 		return 0, err
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, fmt.Sprintf(f.t.load, name))
+	// Concatenated, not formatted: names in f.t.load may hold a %.
+	res, err := tx.ExecContext(ctx, "LOAD DATA LOCAL INFILE 'Reader::"+name+f.t.load)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", where, err)
 	}

@@ -65,11 +65,18 @@ func newTableWork(db string, t *schema.Table) *tableWork {
 }
 
 // dumpExpr selects a column so that LOAD DATA can take the value back: BIT
-// values travel as numbers (LOAD DATA would store their digits' bytes),
-// everything else as its exact bytes.
+// values travel as numbers (LOAD DATA would store their digits' bytes);
+// YEAR as its text (the driver makes 0000 the number 0, which loads as
+// 2000); FLOAT as a double (the server's text of a FLOAT keeps only six
+// digits); everything else as its exact bytes.
 func dumpExpr(c schema.Column) string {
-	if c.DataType == "bit" {
+	switch c.DataType {
+	case "bit":
 		return "CAST(" + quoteIdent(c.Name) + " AS UNSIGNED)"
+	case "year":
+		return "CAST(" + quoteIdent(c.Name) + " AS CHAR)"
+	case "float":
+		return "CAST(" + quoteIdent(c.Name) + " AS DOUBLE)"
 	}
 	return quoteIdent(c.Name)
 }

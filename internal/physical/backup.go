@@ -298,6 +298,14 @@ func (s *stderrSink) completedOK() bool {
 	return s.completed
 }
 
+// PrepareError is mariabackup --prepare failing on a backup's files, as
+// opposed to not starting at all: a restore test counts it against the
+// backup.
+type PrepareError struct{ Err error }
+
+func (e *PrepareError) Error() string { return e.Err.Error() }
+func (e *PrepareError) Unwrap() error { return e.Err }
+
 // Prepare runs mariabackup --prepare --target-dir=dir [--use-memory=X],
 // which applies the copied redo log so the files form a consistent datadir;
 // with incDir it applies that extracted incremental backup to dir instead
@@ -333,10 +341,10 @@ func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory string, lo
 		return fmt.Errorf("mariabackup --prepare of %s stopped: %w", abs, ctxErr)
 	}
 	if err != nil {
-		return sink.failure(fmt.Sprintf("mariabackup --prepare of %s failed", abs), err)
+		return &PrepareError{sink.failure(fmt.Sprintf("mariabackup --prepare of %s failed", abs), err)}
 	}
 	if !sink.completedOK() {
-		return sink.failure(fmt.Sprintf(`mariabackup --prepare of %s exited 0 but never said "completed OK!"`, abs), nil)
+		return &PrepareError{sink.failure(fmt.Sprintf(`mariabackup --prepare of %s exited 0 but never said "completed OK!"`, abs), nil)}
 	}
 	return nil
 }

@@ -34,6 +34,12 @@ type RestoreJob struct {
 	Chain   []*archive.Manifest
 	InputOf func(id string) archive.Input
 
+	// Finish, when set, runs on the prepared target before ownership is
+	// set and the target marked complete (a point-in-time restore replays
+	// binary logs there); its failure fails the restore and empties the
+	// target like any other.
+	Finish func(ctx context.Context, target string) error
+
 	TargetDir   string
 	Prepare     bool
 	UseMemory   string // --use-memory for prepare, e.g. "1G"
@@ -182,6 +188,11 @@ func RunRestore(ctx context.Context, job RestoreJob) (err error) {
 			if err := Prepare(ctx, bin, target, incDir, job.UseMemory, log); err != nil {
 				return fmt.Errorf("backup %s: %w", l.m.ID, err)
 			}
+		}
+	}
+	if job.Finish != nil {
+		if err := job.Finish(ctx, target); err != nil {
+			return err
 		}
 	}
 	if err := SetOwnership(target, job.Owner); err != nil {

@@ -60,7 +60,7 @@ type Result struct {
 
 // Run restores the backup before the target and replays up to it. On any
 // failure the target directory is left empty (or absent, if Run made it).
-func Run(ctx context.Context, job Job) (_ *Result, err error) {
+func Run(ctx context.Context, job Job) (*Result, error) {
 	ms, err := job.Repo.List(ctx)
 	if err != nil {
 		return nil, err
@@ -98,8 +98,13 @@ func Run(ctx context.Context, job Job) (_ *Result, err error) {
 		return nil, err
 	}
 	rjob := physical.RestoreJob{
-		Input: job.Repo.Input(base.ID), Manifest: base, TargetDir: target, Prepare: true,
+		Input: job.Repo.Input(base.ID), Manifest: base, TargetDir: target, Prepare: true, Owner: job.Owner,
 		UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: job.Progress,
+		// The replay runs inside the restore: a datadir replayed half way
+		// is emptied, or keeps the restore's marker if the process dies.
+		Finish: func(ctx context.Context, target string) error {
+			return replayInto(ctx, job, base, needed, target)
+		},
 	}
 	if len(chain) > 0 {
 		rjob.Chain, rjob.InputOf = chain, job.Repo.Input
@@ -107,18 +112,19 @@ func Run(ctx context.Context, job Job) (_ *Result, err error) {
 	if err := physical.RunRestore(ctx, rjob); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			// A datadir replayed half way must not look ready.
-			entries, _ := os.ReadDir(target)
-			for _, e := range entries {
-				os.RemoveAll(filepath.Join(target, e.Name()))
-			}
-		}
-	}()
+	res := &Result{Backup: base, Replayed: job.Target.String()}
+	for _, m := range needed {
+		res.Binlogs = append(res.Binlogs, m.Binlog.Name)
+	}
+	return res, nil
+}
+
+// replayInto fetches the needed binary logs and replays them on the
+// prepared datadir target.
+func replayInto(ctx context.Context, job Job, base *archive.Manifest, needed []*archive.Manifest, target string) error {
 	work, err := os.MkdirTemp("", "backstream-pitr-*")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(work)
 	if job.Progress != nil {
@@ -129,31 +135,21 @@ func Run(ctx context.Context, job Job) (_ *Result, err error) {
 		dir := filepath.Join(work, "binlogs")
 		w, err := physical.NewDatadirWriter(dir)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		err = archive.Read(ctx, archive.ReadOptions{Input: job.Repo.BinlogInput(m.Binlog.Source, m.Binlog.Name), Manifest: m, Sink: w})
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("binary log %s: %w", m.Binlog.Name, err)
+			return fmt.Errorf("binary log %s: %w", m.Binlog.Name, err)
 		}
 		paths = append(paths, filepath.Join(dir, m.Binlog.Name))
 	}
 	if job.Progress != nil {
 		job.Progress.Stage("replaying binary logs")
 	}
-	if err := replay(ctx, work, target, base, paths, job.Target, job.Log); err != nil {
-		return nil, err
-	}
-	if err := physical.SetOwnership(target, job.Owner); err != nil {
-		return nil, err
-	}
-	res := &Result{Backup: base, Replayed: job.Target.String()}
-	for _, m := range needed {
-		res.Binlogs = append(res.Binlogs, m.Binlog.Name)
-	}
-	return res, nil
+	return replay(ctx, work, target, base, paths, job.Target, job.UseMemory, job.Log)
 }
 
 // binlogReadable reads one small object of an encrypted archived binary
@@ -204,12 +200,12 @@ func chooseBackup(ms []*archive.Manifest, t Target) (*archive.Manifest, error) {
 // gtidNotAfter reports whether the position list pos (domain-server-seq,
 // comma-separated) is at or before target in target's domain.
 func gtidNotAfter(pos, target string) (bool, error) {
-	td, _, ts, err := parseGTID(target)
+	td, _, ts, err := ParseGTID(target)
 	if err != nil {
 		return false, fmt.Errorf("--until-gtid %q: %w", target, err)
 	}
 	for _, p := range strings.Split(pos, ",") {
-		d, _, s, err := parseGTID(strings.TrimSpace(p))
+		d, _, s, err := ParseGTID(strings.TrimSpace(p))
 		if err == nil && d == td {
 			return s <= ts, nil
 		}
@@ -217,7 +213,8 @@ func gtidNotAfter(pos, target string) (bool, error) {
 	return true, nil // the domain has no transactions before the backup
 }
 
-func parseGTID(s string) (domain, server uint32, seq uint64, err error) {
+// ParseGTID reads one GTID, domain-server-sequence.
+func ParseGTID(s string) (domain, server uint32, seq uint64, err error) {
 	parts := strings.Split(s, "-")
 	if len(parts) != 3 {
 		return 0, 0, 0, fmt.Errorf("want domain-server-sequence, e.g. 0-1-4711")
@@ -248,7 +245,7 @@ func coveringFiles(base *archive.Manifest, files []*archive.Manifest, t Target) 
 	var tDomain uint32
 	var tSeq uint64
 	if t.GTID != "" {
-		tDomain, _, tSeq, _ = parseGTID(t.GTID)
+		tDomain, _, tSeq, _ = ParseGTID(t.GTID)
 	}
 	for i, m := range mine {
 		if i > 0 {
@@ -258,7 +255,7 @@ func coveringFiles(base *archive.Manifest, files []*archive.Manifest, t Target) 
 		}
 		var reached bool
 		if t.GTID != "" {
-			d, _, s, err := parseGTID(m.Binlog.LastGTID)
+			d, _, s, err := ParseGTID(m.Binlog.LastGTID)
 			reached = err == nil && d == tDomain && s >= tSeq
 		} else {
 			reached = !m.Binlog.LastTime.Before(t.Time)
@@ -275,12 +272,13 @@ func coveringFiles(base *archive.Manifest, files []*archive.Manifest, t Target) 
 // replay starts a throwaway server on the restored datadir and pipes
 // mariadb-binlog's output for the files, from the backup's position to the
 // target, into it; then stops it cleanly.
-func replay(ctx context.Context, work, datadir string, base *archive.Manifest, files []string, t Target, log io.Writer) error {
+func replay(ctx context.Context, work, datadir string, base *archive.Manifest, files []string, t Target, useMemory string, log io.Writer) error {
 	srv, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: filepath.Join(work, "server"), Datadir: datadir, NoBinlog: true,
+		Dir: filepath.Join(work, "server"), Datadir: datadir, NoBinlog: true, BufferPool: useMemory,
 		// The restored grant tables hold the source's accounts, whose
-		// passwords backstream does not know.
-		Args: []string{"--skip-grant-tables", "--skip-slave-start"},
+		// passwords backstream does not know. A row event of many rows
+		// is one BINLOG statement, which may be far above the defaults.
+		Args: []string{"--skip-grant-tables", "--skip-slave-start", "--max-allowed-packet=1G"},
 	})
 	if err != nil {
 		return fmt.Errorf("start a server on the restored datadir: %w", err)
@@ -296,7 +294,7 @@ func replay(ctx context.Context, work, datadir string, base *archive.Manifest, f
 	args = append(args, files...)
 	dump := exec.CommandContext(ctx, "mariadb-binlog", args...)
 	dump.Env = childenv.Env("TZ=UTC")
-	load := exec.CommandContext(ctx, "mariadb", "--no-defaults", "--socket="+srv.Socket, "--user=root", "--binary-mode")
+	load := exec.CommandContext(ctx, "mariadb", "--no-defaults", "--socket="+srv.Socket, "--user=root", "--binary-mode", "--max-allowed-packet=1G")
 	load.Env = childenv.Env()
 	pipe, err := dump.StdoutPipe()
 	if err != nil {
@@ -318,11 +316,13 @@ func replay(ctx context.Context, work, datadir string, base *archive.Manifest, f
 	}
 	derr := dump.Wait()
 	lerr := load.Wait()
+	// The client first: when it stops on an error, mariadb-binlog dies of
+	// the broken pipe, which says nothing.
 	switch {
-	case derr != nil:
-		return fmt.Errorf("mariadb-binlog failed: %v: %s", derr, strings.TrimSpace(dumpErr.String()))
 	case lerr != nil:
 		return fmt.Errorf("replaying the binary logs failed: %v: %s", lerr, strings.TrimSpace(loadErr.String()))
+	case derr != nil:
+		return fmt.Errorf("mariadb-binlog failed: %v: %s", derr, strings.TrimSpace(dumpErr.String()))
 	}
 	if err := srv.Stop(ctx); err != nil {
 		return fmt.Errorf("stop the server after the replay: %w", err)

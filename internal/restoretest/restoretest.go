@@ -19,9 +19,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical"
@@ -122,6 +123,9 @@ func Run(ctx context.Context, job Job) (*Report, error) {
 		}
 	}
 	if err != nil {
+		if job.Keep {
+			err = fmt.Errorf("%w (the work directory is kept: %s)", err, work)
+		}
 		return nil, err
 	}
 	rep.Passed = len(rep.Problems) == 0
@@ -149,15 +153,6 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		restoreErr = err
 	} else {
 		m := job.Backup
-		// A host without the matching mariabackup cannot run the test;
-		// that says nothing of the backup.
-		major, minor, _, err := mariadb.ParseVersion(m.Server.Version)
-		if err != nil {
-			return fmt.Errorf("backup %s: server version %q: %w", m.ID, m.Server.Version, err)
-		}
-		if _, err := physical.FindBinary(ctx, job.Mariabackup, major, minor); err != nil {
-			return fmt.Errorf("restore test: %w", err)
-		}
 		rjob := physical.RestoreJob{Input: job.Repo.Input(m.ID), Manifest: m, TargetDir: datadir, Prepare: true,
 			UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: job.Progress}
 		if m.Parent != "" {
@@ -173,8 +168,8 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		restoreErr = physical.RunRestore(ctx, rjob)
 	}
 	if restoreErr != nil {
-		if ctx.Err() != nil {
-			return restoreErr
+		if !againstBackup(restoreErr) {
+			return fmt.Errorf("restore test: %w", restoreErr)
 		}
 		rep.fail("restore: %v", restoreErr)
 		return nil
@@ -184,7 +179,8 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		Dir: filepath.Join(work, "server"), Datadir: datadir, NoBinlog: true,
 		// The restored grant tables hold the source's accounts, whose
 		// passwords backstream does not know.
-		Args: append(bufferPool(job.UseMemory), "--skip-grant-tables", "--skip-slave-start"),
+		BufferPool: job.UseMemory,
+		Args:       []string{"--skip-grant-tables", "--skip-slave-start"},
 	})
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, sandbox.ErrNotInstalled) {
@@ -220,7 +216,7 @@ func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 		return archive.Corruptf("backup %s: %v", m.ID, err)
 	}
 	job.stage("starting a sandbox server")
-	srv, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(work, "server"), NoBinlog: true, Args: bufferPool(job.UseMemory)})
+	srv, err := sandbox.Start(ctx, sandbox.Options{Dir: filepath.Join(work, "server"), NoBinlog: true, BufferPool: job.UseMemory})
 	if err != nil {
 		return fmt.Errorf("restore test: %w", err)
 	}
@@ -230,8 +226,8 @@ func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 		Input: job.Repo.Input(m.ID), Manifest: m, Catalog: cat, Parallel: max(job.Workers, 1), NoBinlog: true, Progress: job.Progress,
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
+		if !againstBackup(err) {
+			return fmt.Errorf("restore test: %w", err)
 		}
 		rep.fail("load: %v", err)
 		return nil
@@ -275,6 +271,17 @@ func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 	return serverStopped(ctx, srv, rep)
 }
 
+// againstBackup tells a restore or load that failed because of the backup
+// (damaged data, a prepare that fails on its files, statements the server
+// refuses) from one that could not run here (the repository unreachable,
+// no room, a missing program): the first fails the test, the second ends
+// it without a verdict.
+func againstBackup(err error) bool {
+	var prepare *physical.PrepareError
+	var refused *mysql.MySQLError
+	return archive.IsCorrupt(err) || errors.As(err, &prepare) || errors.As(err, &refused)
+}
+
 // tableRef names a table, with its definition when the backup has one.
 type tableRef struct {
 	db string
@@ -296,14 +303,6 @@ func connect(ctx context.Context, srv *sandbox.Server, workers int) (*sql.DB, er
 	}
 	db.SetMaxIdleConns(max(workers, 1))
 	return db, nil
-}
-
-// bufferPool sizes the sandbox's buffer pool like prepare's memory.
-func bufferPool(useMemory string) []string {
-	if useMemory == "" {
-		return nil
-	}
-	return []string{"--innodb-buffer-pool-size=" + useMemory}
 }
 
 // serverTables lists every base table the server knows, system schemas
@@ -336,21 +335,14 @@ type compare func(ctx context.Context, c *sql.Conn, ref tableRef, res *Table) er
 func checkTables(ctx context.Context, job Job, db *sql.DB, tables []tableRef, cmp compare) []Table {
 	job.stage(fmt.Sprintf("checking %d tables", len(tables)))
 	results := make([]Table, len(tables))
-	next := make(chan int)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(next)
-		for i := range tables {
-			select {
-			case next <- i:
-			case <-gctx.Done():
-				return nil
-			}
-		}
-		return nil
-	})
+	next := make(chan int, len(tables))
+	for i := range tables {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
 	for range max(job.Workers, 1) {
-		g.Go(func() error {
+		wg.Go(func() {
 			// A connection that failed is dropped and the next table gets
 			// a new one: if the server died, every later table says so.
 			var c *sql.Conn
@@ -364,13 +356,13 @@ func checkTables(ctx context.Context, job Job, db *sql.DB, tables []tableRef, cm
 				res.Name = tables[i].name()
 				var err error
 				if c == nil {
-					if c, err = db.Conn(gctx); err != nil {
+					if c, err = db.Conn(ctx); err != nil {
 						c, res.Error = nil, "not checked: "+err.Error()
 						continue
 					}
 				}
-				if res.Check, err = checkTable(gctx, c, tables[i]); err == nil && cmp != nil {
-					err = cmp(gctx, c, tables[i], res)
+				if res.Check, err = checkTable(ctx, c, tables[i]); err == nil && cmp != nil {
+					err = cmp(ctx, c, tables[i], res)
 				}
 				if err != nil {
 					res.Error = err.Error()
@@ -378,10 +370,9 @@ func checkTables(ctx context.Context, job Job, db *sql.DB, tables []tableRef, cm
 					c = nil
 				}
 			}
-			return nil
 		})
 	}
-	g.Wait()
+	wg.Wait()
 	return results
 }
 

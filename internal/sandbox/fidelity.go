@@ -321,6 +321,12 @@ END`),
 				'123e4567-e89b-12d3-a456-426655440000', '2001:db8::ff00:42:8329')`, allBytes),
 		st("rows types (nulls)", `INSERT INTO types (id, g, ts_upd) VALUES (2, ST_GeomFromText('POINT(0 0)'), '2000-01-01 00:00:00')`),
 		st("rows types (backslash N)", `INSERT INTO types (id, g, ts_upd, vb, txt, emoji, b) VALUES (3, ST_GeomFromText('LINESTRING(0 0,1 1)'), '2000-01-01 00:00:00', '', '\\N', 'NULL', '')`),
+		// YEAR 0000 (not 2000) and a FLOAT with more digits than the
+		// server prints for it.
+		st("rows types (year 0, float)", `INSERT INTO types (id, g, ts_upd, y, f) VALUES (4, ST_GeomFromText('POINT(1 1)'), '2000-01-01 00:00:00', 0, 1.2345678)`),
+		// A name with a % (statements must not be format strings).
+		st("table percent", "CREATE TABLE `p%d` (id INT NOT NULL PRIMARY KEY, `v%s` VARCHAR(10) NULL)"),
+		st("rows percent", "INSERT INTO `p%d` VALUES (1, '100%'), (2, NULL)"),
 		st("rows gen", "INSERT INTO gen (id, a) VALUES (1, 10), (2, 20)"),
 		st("rows gen hidden", "INSERT INTO gen (id, a, hidden) VALUES (3, 30, 7)"),
 		st("rows part", "INSERT INTO part (y, v) VALUES (2020, 'a'), (2021, 'b'), (2030, 'c')"),

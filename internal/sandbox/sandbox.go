@@ -67,6 +67,8 @@ type Options struct {
 	// InnoDB format options (page size, log file size, ...) are also passed
 	// to mariadb-install-db, because they must match from the first start.
 	Args []string
+	// BufferPool sizes the InnoDB buffer pool, e.g. "2G"; empty means 128M.
+	BufferPool string
 	// NoBinlog turns off the default log-bin (files mariadb-bin.* in the
 	// datadir), server-id (the port) and binlog-format=ROW, which exist so
 	// that backups have binlog positions and GTIDs.
@@ -367,6 +369,9 @@ func (s *Server) serverArgs(port int) []string {
 		defaultMaxPacket,
 		defaultCharset,
 		defaultCollation,
+	}
+	if s.opt.BufferPool != "" {
+		args = append(args, "--innodb-buffer-pool-size="+s.opt.BufferPool)
 	}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")

@@ -16,10 +16,7 @@ const minBurst = 64 << 10
 
 // Limiter is a byte budget per second, shared by every reader and writer
 // given it. A nil *Limiter is no limit and costs nothing.
-type Limiter struct {
-	l     *rate.Limiter
-	burst int
-}
+type Limiter struct{ l *rate.Limiter }
 
 // NewLimiter allows bytesPerSecond on average; 0 or less returns nil, no
 // limit. The bucket holds a tenth of a second of bytes (at least 64 KiB):
@@ -30,15 +27,7 @@ func NewLimiter(bytesPerSecond int64) *Limiter {
 		return nil
 	}
 	burst := int(min(max(bytesPerSecond/10, minBurst), 1<<40))
-	return &Limiter{l: rate.NewLimiter(rate.Limit(bytesPerSecond), burst), burst: burst}
-}
-
-// Rate is the limit in bytes per second; 0 for a nil Limiter.
-func (l *Limiter) Rate() int64 {
-	if l == nil {
-		return 0
-	}
-	return int64(l.l.Limit())
+	return &Limiter{l: rate.NewLimiter(rate.Limit(bytesPerSecond), burst)}
 }
 
 // Wait blocks until n more bytes fit in the budget, in burst-sized steps so
@@ -49,7 +38,7 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 		return nil
 	}
 	for n > 0 {
-		step := min(n, l.burst)
+		step := min(n, l.l.Burst())
 		if err := l.l.WaitN(ctx, step); err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
@@ -82,8 +71,8 @@ func (t *reader) Read(p []byte) (int, error) {
 	if err := t.ctx.Err(); err != nil {
 		return 0, context.Cause(t.ctx)
 	}
-	if len(p) > t.l.burst {
-		p = p[:t.l.burst]
+	if burst := t.l.l.Burst(); len(p) > burst {
+		p = p[:burst]
 	}
 	n, err := t.r.Read(p)
 	if n > 0 {

@@ -75,6 +75,7 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 	}
 	pr, pw := io.Pipe()
 	var plain int64
+	var encErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -85,6 +86,7 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 				err = cerr
 			}
 		}
+		encErr = err
 		pw.CloseWithError(err)
 	}()
 	_, err := b.Backend.Put(ctx, name+Suffix, pr)
@@ -95,9 +97,18 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 		pr.CloseWithError(err)
 		return 0, err
 	}
-	<-done // Put read to the end, so the goroutine has finished
+	// A Put that returned before the end of its data must not leave the
+	// goroutine blocked writing into the pipe.
+	pr.CloseWithError(errShortPut)
+	<-done
+	if encErr != nil {
+		return 0, fmt.Errorf("%s: %w", name+Suffix, encErr)
+	}
 	return plain, nil
 }
+
+// errShortPut ends the pipe to a Put that returned before its data did.
+var errShortPut = errors.New("backend stopped reading before the end of the object")
 
 // Open decrypts name.age and returns length plain bytes from off.
 func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
@@ -324,7 +335,7 @@ const PassphraseEnv = "BACKSTREAM_PASSPHRASE"
 // LoadKeys reads a recipients file (age public keys, one per line, # for
 // comments), an identities file (age secret keys) and a passphrase (from
 // a file, or the environment); any may be absent. A passphrase serves both
-// ways and cannot be mixed with public keys (age's rule).
+// ways.
 func LoadKeys(recipientFile, identityFile, passphraseFile string) (Keys, error) {
 	var k Keys
 	if recipientFile != "" {

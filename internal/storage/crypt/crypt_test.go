@@ -6,9 +6,11 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 
+	"github.com/backstream/backstream/internal/storage/faulty"
 	"github.com/backstream/backstream/internal/storage/local"
 )
 
@@ -145,5 +147,32 @@ func TestPassphraseKeys(t *testing.T) {
 		if got, err := read(c.pass, c.name); err == nil {
 			t.Errorf("%s read with %q: %q", c.name, c.pass, got)
 		}
+	}
+}
+
+// A backend that stops reading before the end without an error (a write
+// cut short) makes Put fail, not hang.
+func TestPutCutShort(t *testing.T) {
+	ctx := context.Background()
+	inner, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := faulty.New(inner)
+	cut.Add(faulty.Fault{Op: faulty.OpPut, After: 4096, Truncate: true})
+	id, _ := age.GenerateX25519Identity()
+	w := &Backend{Backend: cut, Recipients: []age.Recipient{id.Recipient()}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Put(ctx, "backups/x/streams/00000.xbs", bytes.NewReader(bytes.Repeat([]byte("x"), 1<<20)))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "stopped reading before the end") {
+			t.Fatalf("Put into a backend that stopped reading: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Put hangs when the backend stops reading early")
 	}
 }
