@@ -46,7 +46,9 @@ func findMinio() (string, error) {
 	}
 	var dirs []string
 	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		// One line each; GOBIN's is empty when unset, so trim only the
+		// end: trimming the front too would lose the line.
+		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 		if len(lines) == 2 {
 			if lines[0] != "" {
 				dirs = append(dirs, strings.TrimSpace(lines[0]))
