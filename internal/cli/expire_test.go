@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 )
@@ -52,7 +53,7 @@ func TestExpire(t *testing.T) {
 		}
 		// A crashed backup from long ago, and one that may still be running.
 		crashed := "20200101T000000Z-dead"
-		fresh := repo.NewID(time.Now())
+		fresh := backupid.New(time.Now())
 		tr.write(t, "backups/"+crashed+"/streams/00000.xbs.zst", []byte("partial"))
 		tr.write(t, "backups/"+fresh+"/streams/00000.xbs.zst", []byte("partial"))
 

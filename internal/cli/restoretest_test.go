@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restoretest"
@@ -51,7 +52,7 @@ func forgeBackup(t *testing.T, repoDir, id string, tamper func(path string, data
 		t.Fatal(err)
 	}
 	forged := *m
-	forged.ID = repo.NewID(time.Now().Add(time.Second))
+	forged.ID = backupid.New(time.Now().Add(time.Second))
 	forged.Streams, forged.Files, forged.Meta = nil, nil, nil
 	header := forged
 	_, err = archive.WriteTo(ctx, r, &header, func() (*archive.Manifest, error) {

@@ -14,11 +14,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/throttle"
 )
 
@@ -83,7 +83,7 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 	}
 	defer s.close()
 
-	id := repo.NewID(started)
+	id := backupid.New(started)
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindLogical, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID},

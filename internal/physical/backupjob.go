@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/throttle"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -105,7 +105,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		job.Progress.Stage("streaming")
 	}
 
-	id := repo.NewID(started)
+	id := backupid.New(started)
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},

@@ -14,13 +14,13 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/storage"
 )
 
@@ -108,17 +108,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-var idPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{4}$`)
-
-// NewID returns a fresh backup id: sortable UTC time plus a random suffix,
-// e.g. 20261121T190512Z-7f3a.
-func NewID(now time.Time) string {
-	return now.UTC().Format("20060102T150405Z") + "-" + randomHex(2)
-}
-
-// ValidID reports whether s has the form of a backup id.
-func ValidID(s string) bool { return idPattern.MatchString(s) }
-
 // Dir is the directory of backup id in the repository.
 func Dir(id string) string { return backupsDir + "/" + id }
 
@@ -140,7 +129,7 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	var ids []string
 	for _, o := range objs {
 		id, rest, ok := strings.Cut(strings.TrimPrefix(o.Name, backupsDir+"/"), "/")
-		if !ok || !ValidID(id) {
+		if !ok || !backupid.Valid(id) {
 			continue
 		}
 		e := byID[id]
@@ -206,7 +195,7 @@ func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, erro
 	if ref == "" {
 		ref = "latest"
 	}
-	if ValidID(ref) {
+	if backupid.Valid(ref) {
 		m, err := r.readManifest(ctx, ref)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("backup %s: no such complete backup in %s", ref, r.Backend.Location())
@@ -259,7 +248,7 @@ func (r *Repo) Commit(ctx context.Context, m *archive.Manifest) error {
 // backend that can keep incomplete uploads (S3 multipart), those of the
 // stream objects the backup announced are aborted too.
 func (r *Repo) Remove(ctx context.Context, id string) error {
-	if !ValidID(id) {
+	if !backupid.Valid(id) {
 		return fmt.Errorf("backup %s: not a backup id", id)
 	}
 	dir := Dir(id)
