@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/retention"
 )
 
 // backupFlags are the options of taking a physical backup, shared by
@@ -130,7 +131,7 @@ func (i *incrementalFlags) parentFunc(ctx context.Context, g *globals, r *repo.R
 	var policy physical.ChainPolicy
 	policy.MaxChain = i.maxChain
 	if i.fullEvery != "" {
-		d, err := repo.ParseRetention(i.fullEvery)
+		d, err := retention.ParseDuration(i.fullEvery)
 		if err != nil {
 			return nil, usagef("--full-every: %v", err)
 		}

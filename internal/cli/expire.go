@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,23 +12,12 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/retention"
 )
-
-// expireEntry is one backup in `expire --json`.
-type expireEntry struct {
-	ID       string    `json:"id"`             // a backup id, or source/file for a binary log
-	Kind     string    `json:"kind,omitempty"` // "binlog" for an archived binary log file
-	Started  time.Time `json:"started"`
-	Complete bool      `json:"complete"`
-	Size     int64     `json:"size"`
-	Keep     bool      `json:"keep"`
-	Reasons  []string  `json:"reasons,omitempty"`
-	Deleted  bool      `json:"deleted"`
-}
 
 func newExpireCmd(g *globals) *cobra.Command {
 	var (
-		p               repo.Policy
+		p               retention.Policy
 		within          string
 		pruneIncomplete bool
 		pitrWindow      string
@@ -52,14 +40,14 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if within != "" {
-				d, err := repo.ParseRetention(within)
+				d, err := retention.ParseDuration(within)
 				if err != nil {
 					return usagef("--keep-within: %v", err)
 				}
 				p.KeepWithin = d
 			}
 			if pitrWindow != "" {
-				d, err := repo.ParseRetention(pitrWindow)
+				d, err := retention.ParseDuration(pitrWindow)
 				if err != nil {
 					return usagef("--keep-pitr: %v", err)
 				}
@@ -80,81 +68,13 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 				return err
 			}
 			defer release()
-			entries, err := r.Scan(ctx)
-			if err != nil {
-				return err
+			out, failed := retention.Run(ctx, r, retention.Request{Policy: p, PruneIncomplete: pruneIncomplete, Confirm: confirm, Now: time.Now()})
+			if failed != nil && out == nil {
+				return failed // nothing was planned
 			}
-			now := time.Now()
-			var complete []*archive.Manifest
-			sizes := map[string]int64{}
-			for _, e := range entries {
-				sizes[e.ID] = e.Size
-				if e.Manifest != nil {
-					complete = append(complete, e.Manifest)
-				}
-			}
-			var plan []repo.Decision
-			if p.Empty() {
-				// --prune-incomplete alone: every complete backup stays.
-				for _, m := range complete {
-					plan = append(plan, repo.Decision{Manifest: m, Keep: true, Reasons: []string{"no retention rule given"}})
-				}
-			} else if plan, err = repo.Plan(complete, now, p); err != nil {
-				return usageError{err}
-			}
-			var out []expireEntry
-			for _, d := range plan {
-				out = append(out, expireEntry{ID: d.Manifest.ID, Started: d.Manifest.Started, Complete: true,
-					Size: sizes[d.Manifest.ID], Keep: d.Keep, Reasons: d.Reasons})
-			}
-			for _, e := range entries {
-				if e.Manifest != nil {
-					continue
-				}
-				started, _ := time.Parse("20060102T150405Z", e.ID[:16])
-				x := expireEntry{ID: e.ID, Started: started, Size: e.Size, Keep: true}
-				if pruneIncomplete {
-					x.Keep = false
-				} else {
-					x.Reasons = []string{"incomplete (--prune-incomplete removes it)"}
-				}
-				out = append(out, x)
-			}
-			if p.KeepPITR > 0 {
-				var kept []*archive.Manifest
-				for _, d := range plan {
-					if d.Keep {
-						kept = append(kept, d.Manifest)
-					}
-				}
-				files, err := r.Binlogs(ctx)
-				if err != nil {
-					return err
-				}
-				for _, d := range repo.PlanBinlogs(kept, files) {
-					b := d.Manifest.Binlog
-					out = append(out, expireEntry{ID: b.Source + "/" + b.Name, Kind: archive.KindBinlog, Started: b.FirstTime, Complete: true,
-						Size: d.Manifest.Stats.StoredBytes, Keep: d.Keep, Reasons: []string{d.Reason}})
-				}
-			}
-			var failed error
-			if confirm {
-				for i := range out {
-					if out[i].Keep {
-						continue
-					}
-					remove := r.Remove
-					if out[i].Kind == archive.KindBinlog {
-						remove = func(ctx context.Context, id string) error {
-							src, name, _ := strings.Cut(id, "/")
-							return r.RemoveBinlog(ctx, src, name)
-						}
-					}
-					if err := remove(ctx, out[i].ID); err != nil {
-						failed = fmt.Errorf("expire: %w", err)
-						break
-					}
-					out[i].Deleted = true
+			for i := range out {
+				if !out[i].Complete && out[i].Kind == "" && out[i].Keep {
+					out[i].Reasons = []string{"incomplete (--prune-incomplete removes it)"}
 				}
 			}
 			if asJSON {
@@ -181,14 +101,36 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 	return cmd
 }
 
-func printExpirePlan(g *globals, out []expireEntry, confirm bool, p repo.Policy) {
+// policyFlags names the rules of p as the flags that set them, e.g.
+// "--keep-last 3 --keep-daily 7".
+func policyFlags(p retention.Policy) string {
+	var parts []string
+	if p.KeepLast > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-last %d", p.KeepLast))
+	}
+	if p.KeepWithin > 0 {
+		parts = append(parts, "--keep-within "+retention.FormatDuration(p.KeepWithin))
+	}
+	if p.KeepDaily > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-daily %d", p.KeepDaily))
+	}
+	if p.KeepWeekly > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-weekly %d", p.KeepWeekly))
+	}
+	if p.KeepPITR > 0 {
+		parts = append(parts, "--keep-pitr "+retention.FormatDuration(p.KeepPITR))
+	}
+	return strings.Join(parts, " ")
+}
+
+func printExpirePlan(g *globals, out []retention.Entry, confirm bool, p retention.Policy) {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTARTED (UTC)\tSIZE\tACTION\tWHY")
 	var dels, freed int64
 	for _, e := range out {
 		action, why := "KEEP", strings.Join(e.Reasons, ", ")
 		if !e.Keep {
-			action, why = "DELETE", "not kept by "+p.String()
+			action, why = "DELETE", "not kept by "+policyFlags(p)
 			switch {
 			case e.Kind == archive.KindBinlog:
 				why = strings.Join(e.Reasons, ", ")

@@ -10,17 +10,18 @@ import (
 
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/retention"
 	"github.com/backstream/backstream/internal/sandbox"
 )
 
 // expirePlan parses `expire --json`.
-func expirePlan(t *testing.T, r result) map[string]expireEntry {
+func expirePlan(t *testing.T, r result) map[string]retention.Entry {
 	t.Helper()
-	var es []expireEntry
+	var es []retention.Entry
 	if err := json.Unmarshal([]byte(r.stdout), &es); err != nil {
 		t.Fatalf("expire --json: %v\n%s", err, r.stdout)
 	}
-	out := map[string]expireEntry{}
+	out := map[string]retention.Entry{}
 	for _, e := range es {
 		out[e.ID] = e
 	}

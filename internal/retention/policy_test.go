@@ -1,4 +1,4 @@
-package repo
+package retention
 
 import (
 	"fmt"
@@ -121,7 +121,7 @@ func TestPlanRefuses(t *testing.T) {
 	}
 }
 
-func TestParseRetention(t *testing.T) {
+func TestParseDuration(t *testing.T) {
 	tests := []struct {
 		in   string
 		want time.Duration
@@ -141,15 +141,15 @@ func TestParseRetention(t *testing.T) {
 		{"99999999999d", 0, false},
 	}
 	for _, tt := range tests {
-		got, err := ParseRetention(tt.in)
+		got, err := ParseDuration(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseRetention(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 	for _, d := range []time.Duration{14 * 24 * time.Hour, 36 * time.Hour, 3 * 24 * time.Hour, 90 * time.Minute} {
-		back, err := ParseRetention(FormatRetention(d))
+		back, err := ParseDuration(FormatDuration(d))
 		if err != nil || back != d {
-			t.Errorf("FormatRetention(%v) = %q reads back as %v, %v", d, FormatRetention(d), back, err)
+			t.Errorf("FormatDuration(%v) = %q reads back as %v, %v", d, FormatDuration(d), back, err)
 		}
 	}
 }

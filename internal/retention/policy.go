@@ -1,4 +1,9 @@
-package repo
+// Package retention decides which backups and archived binary logs a
+// retention policy keeps, and carries out the plan on a repository: the
+// use case behind expire. It knows backups by their manifests and the
+// repository by its API; it knows nothing of flags or of how a plan is
+// printed.
+package retention
 
 import (
 	"errors"
@@ -30,27 +35,6 @@ func (p Policy) Empty() bool {
 	return p.KeepLast == 0 && p.KeepWithin == 0 && p.KeepDaily == 0 && p.KeepWeekly == 0 && p.KeepPITR == 0
 }
 
-// String lists the rules as flags, e.g. "--keep-last 3 --keep-daily 7".
-func (p Policy) String() string {
-	var parts []string
-	if p.KeepLast > 0 {
-		parts = append(parts, fmt.Sprintf("--keep-last %d", p.KeepLast))
-	}
-	if p.KeepWithin > 0 {
-		parts = append(parts, "--keep-within "+FormatRetention(p.KeepWithin))
-	}
-	if p.KeepDaily > 0 {
-		parts = append(parts, fmt.Sprintf("--keep-daily %d", p.KeepDaily))
-	}
-	if p.KeepWeekly > 0 {
-		parts = append(parts, fmt.Sprintf("--keep-weekly %d", p.KeepWeekly))
-	}
-	if p.KeepPITR > 0 {
-		parts = append(parts, "--keep-pitr "+FormatRetention(p.KeepPITR))
-	}
-	return strings.Join(parts, " ")
-}
-
 // Decision is the plan for one backup.
 type Decision struct {
 	Manifest *archive.Manifest
@@ -65,7 +49,7 @@ type Decision struct {
 // for incremental backups). At least one rule must be set.
 func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 	if p.Empty() {
-		return nil, errors.New("no retention rule given: pass at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly")
+		return nil, errors.New("no retention rule given")
 	}
 	if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 || p.KeepWithin < 0 {
 		return nil, fmt.Errorf("retention counts and durations must not be negative (%+v)", p)
@@ -97,7 +81,7 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 			keep(i, fmt.Sprintf("keep-last %d", p.KeepLast))
 		}
 		if p.KeepWithin > 0 && now.Sub(out[i].Manifest.Started) <= p.KeepWithin {
-			keep(i, "within "+FormatRetention(p.KeepWithin))
+			keep(i, "within "+FormatDuration(p.KeepWithin))
 		}
 	}
 	periods := func(count int, label string, key func(time.Time) string) {
@@ -121,7 +105,7 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 		for i := n - 1; i >= 0; i-- {
 			m := out[i].Manifest
 			if m.Kind == archive.KindPhysical && m.Positions.BinlogFile != "" && !m.Finished.After(edge) {
-				keep(i, "base of the --keep-pitr "+FormatRetention(p.KeepPITR)+" window")
+				keep(i, "base of the keep-pitr "+FormatDuration(p.KeepPITR)+" window")
 				break
 			}
 		}
@@ -150,10 +134,10 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 	return out, nil
 }
 
-// ParseRetention reads a --keep-within duration: a number with the unit d
+// ParseDuration reads a retention duration: a number with the unit d
 // (days), w (weeks) or h (hours), several of them together ("1w3d"), or any
 // Go duration ("90m").
-func ParseRetention(s string) (time.Duration, error) {
+func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, errors.New("empty duration")
@@ -198,9 +182,9 @@ func ParseRetention(s string) (time.Duration, error) {
 	return total, nil
 }
 
-// FormatRetention shows a duration the way ParseRetention reads it, in
+// FormatDuration shows a duration the way ParseDuration reads it, in
 // whole days or hours where it can.
-func FormatRetention(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	switch day := 24 * time.Hour; {
 	case d%(7*day) == 0:
 		return fmt.Sprintf("%dw", d/(7*day))
