@@ -6,15 +6,14 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/logical"
-	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
@@ -125,32 +124,17 @@ func (i *incrementalFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&i.fullEvery, "full-every", "", "with --incremental: take a full backup instead once the chain's full is this old, e.g. 7d")
 }
 
-// parentFunc is the job's Parent: the explicit --parent, or the newest
-// backup of the server unless the chain policy calls for a full.
-func (i *incrementalFlags) parentFunc(ctx context.Context, g *globals, r *repo.Repo) (func(*mariadb.Server) (*archive.Manifest, error), error) {
-	var policy physical.ChainPolicy
-	policy.MaxChain = i.maxChain
+// policy reads the chain policy: --max-chain and --full-every.
+func (i *incrementalFlags) policy() (physical.ChainPolicy, error) {
+	p := physical.ChainPolicy{MaxChain: i.maxChain}
 	if i.fullEvery != "" {
 		d, err := retention.ParseDuration(i.fullEvery)
 		if err != nil {
-			return nil, usagef("--full-every: %v", err)
+			return p, usagef("--full-every: %v", err)
 		}
-		policy.FullEvery = d
+		p.FullEvery = d
 	}
-	return func(server *mariadb.Server) (*archive.Manifest, error) {
-		if i.parent != "" {
-			return r.Resolve(ctx, i.parent)
-		}
-		ms, err := r.List(ctx)
-		if err != nil {
-			return nil, err
-		}
-		parent, why := physical.ChooseParent(ms, server, policy, time.Now())
-		if parent == nil {
-			fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why)
-		}
-		return parent, nil
-	}, nil
+	return p, nil
 }
 
 func newBackupCmd(g *globals, version string) *cobra.Command {
@@ -199,6 +183,10 @@ mariabackup's I/O operations per second, so that a backup leaves the server room
 					return usagef("--%s needs --incremental", f)
 				}
 			}
+			policy, err := inc.policy()
+			if err != nil {
+				return err
+			}
 			r, err := g.openRepo(cmd.Context(), true)
 			if err != nil {
 				return err
@@ -217,9 +205,8 @@ mariabackup's I/O operations per second, so that a backup leaves the server room
 			}
 			job.Dest = r
 			if inc.on {
-				if job.Parent, err = inc.parentFunc(ctx, g, r); err != nil {
-					return err
-				}
+				job.Parent = backup.Parent{Repo: r, Explicit: inc.parent, Policy: policy,
+					FullBecause: func(why string) { fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why) }}.For
 			}
 			m, _, err := runBackupJob(ctx, g, "backup", job)
 			if err != nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/storage/faulty"
 	"github.com/backstream/backstream/internal/storage/local"
@@ -543,9 +544,9 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 		}
 		return nil
 	}
-	restore := func(t *testing.T, m *archive.Manifest) (string, error) {
+	restoreInto := func(t *testing.T, m *archive.Manifest) (string, error) {
 		target := filepath.Join(t.TempDir(), "datadir")
-		return target, physical.RunRestore(ctx, physical.RestoreJob{Input: r.Input(m.ID), Manifest: m, TargetDir: target})
+		return target, restore.Datadir(ctx, restore.Job{Links: []restore.Link{{Manifest: m, Input: r.Input(m.ID)}}, TargetDir: target})
 	}
 
 	t.Run("write corrupted silently", func(t *testing.T) {
@@ -594,7 +595,7 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 				if what == "verify" {
 					err = verify(m)
 				} else {
-					target, err = restore(t, m)
+					target, err = restoreInto(t, m)
 				}
 				if fb.Fired() == before {
 					t.Fatalf("%s: no fault fired", what)

@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 )
 
 // skipFlags leave kinds of objects out, of a dump or of a load.
@@ -179,17 +180,9 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 }
 
 func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest, job logical.LoadJob) error {
-	data, err := r.ReadMeta(ctx, m, logical.CatalogName)
-	if err != nil {
-		return err
-	}
-	job.Catalog, err = logical.ParseCatalog(data)
-	if err != nil {
-		return fmt.Errorf("backup %s: %w", m.ID, err)
-	}
 	t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
-	job.Input, job.Manifest, job.Progress = r.Input(m.ID), m, t
-	res, err := logical.Load(ctx, job)
+	job.Progress = t
+	res, err := restore.Load(ctx, r, m, job)
 	t.Finish(err)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 )
 
 // datadirFlags are the options of writing a datadir, shared by restore and
@@ -37,8 +38,8 @@ func (d *datadirFlags) register(f *pflag.FlagSet) {
 	f.BoolVarP(&d.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
 }
 
-// job is the restore job these flags describe, less its input.
-func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) physical.RestoreJob {
+// job is the restore job these flags describe, less what it restores.
+func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) restore.Job {
 	owner := d.owner
 	if !f.Changed("owner") {
 		owner = physical.DefaultOwner()
@@ -47,8 +48,8 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) physical.RestoreJob {
 	if d.verbose {
 		log = g.stderr
 	}
-	return physical.RestoreJob{TargetDir: d.target, Prepare: d.prepare, UseMemory: d.useMemory, Owner: owner,
-		Mariabackup: d.mariabackup, Workers: d.parallel, Log: log}
+	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log}}
 }
 
 func newRestoreCmd(g *globals) *cobra.Command {
@@ -99,15 +100,12 @@ and an interrupted load continues with --resume. --database, --table and their
 				return usagef("--target-dir is required")
 			}
 			job := d.job(g, cmd.Flags())
-			if m.Parent != "" {
-				if job.Chain, err = r.Chain(ctx, m); err != nil {
-					return err
-				}
-				job.InputOf = r.Input
+			if job.Links, err = restore.Links(ctx, r, m); err != nil {
+				return err
 			}
 			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
-			job.Input, job.Manifest, job.Progress = r.Input(m.ID), m, t
-			err = physical.RunRestore(ctx, job)
+			job.Progress = t
+			err = restore.Datadir(ctx, job)
 			t.Finish(err)
 			if err != nil {
 				return err
@@ -148,8 +146,8 @@ func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, args []string, unt
 	defer release()
 	job := d.job(g, cmd.Flags())
 	tr := g.tracker("restore --until "+t.String(), 0)
-	res, err := pitr.Run(ctx, pitr.Job{Repo: r, Target: t, TargetDir: d.target, UseMemory: job.UseMemory, Owner: job.Owner,
-		Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: tr})
+	job.Progress = tr
+	res, err := pitr.Run(ctx, r, t, job)
 	tr.Finish(err)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
@@ -162,24 +160,14 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	return root
 }
 
-// resolveBackup opens the repository and finds the backup named by the
-// optional argument: an id, a unique prefix of one, or latest (the default).
-func (g *globals) resolveBackup(ctx context.Context, args []string) (*repo.Repo, *archive.Manifest, error) {
-	ref := "latest"
+// backupRef reads the optional backup argument: an id, a unique prefix of
+// one, or latest (the default).
+func backupRef(args []string) (string, error) {
 	switch len(args) {
 	case 0:
+		return "latest", nil
 	case 1:
-		ref = strings.TrimSpace(args[0])
-	default:
-		return nil, nil, usagef("expected at most one backup id, got %d arguments", len(args))
+		return strings.TrimSpace(args[0]), nil
 	}
-	r, err := g.openRepo(ctx, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := r.Resolve(ctx, ref)
-	if err != nil {
-		return nil, nil, err
-	}
-	return r, m, nil
+	return "", usagef("expected at most one backup id, got %d arguments", len(args))
 }

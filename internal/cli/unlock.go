@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,31 +11,16 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 )
 
-// lockRepo takes the repository lock an operation needs, waiting up to
-// --lock-wait, and returns the context the operation must run under (it ends
-// if the lock is lost) and the function that releases the lock.
+// lockOptions describe the lock op takes, waiting up to --lock-wait, with
+// what the lock has to say reported on stderr.
+func (g *globals) lockOptions(op string, exclusive bool) repo.LockOptions {
+	return repo.LockOptions{Operation: op, Exclusive: exclusive, Wait: g.lockWait,
+		Report: func(msg string) { fmt.Fprintf(g.stderr, "%s: %s\n", op, msg) }}
+}
+
+// lockRepo takes the repository lock an operation needs (see repo.Acquire).
 func (g *globals) lockRepo(ctx context.Context, r *repo.Repo, op string, exclusive bool) (context.Context, func(), error) {
-	l, lctx, err := r.Lock(ctx, repo.LockOptions{Operation: op, Exclusive: exclusive, Wait: g.lockWait,
-		Report: func(msg string) { fmt.Fprintf(g.stderr, "%s: %s\n", op, msg) }})
-	var locked *repo.LockedError
-	if err != nil && !exclusive && !errors.As(err, &locked) && ctx.Err() == nil {
-		// Reading must work with read-only access (a restore from a
-		// bucket with read-only credentials): a shared lock only protects
-		// against a concurrent expire.
-		fmt.Fprintf(g.stderr, "%s: cannot take a shared lock (%v); going on without one: a concurrent expire could remove this backup meanwhile\n", op, err)
-		return ctx, func() {}, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	release := func() {
-		cleanup, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer stop()
-		if err := l.Release(cleanup); err != nil {
-			fmt.Fprintf(g.stderr, "%s: %v (backstream unlock removes it once it is stale)\n", op, err)
-		}
-	}
-	return lctx, release, nil
+	return r.Acquire(ctx, g.lockOptions(op, exclusive))
 }
 
 func newUnlockCmd(g *globals) *cobra.Command {
@@ -74,20 +57,19 @@ stale: others ignore it and unlock removes it.
 	return cmd
 }
 
-// resolveLocked is resolveBackup under a shared lock: the backup is looked
-// up again once the lock is held, so that an expire that ran in between
-// cannot leave us reading a deleted backup.
+// resolveLocked opens the repository and resolves the optional backup
+// argument under a shared lock (see repo.ResolveLocked).
 func (g *globals) resolveLocked(ctx context.Context, args []string, op string) (*repo.Repo, *archive.Manifest, context.Context, func(), error) {
-	r, m, err := g.resolveBackup(ctx, args)
+	ref, err := backupRef(args)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	lctx, release, err := g.lockRepo(ctx, r, op, false)
+	r, err := g.openRepo(ctx, false)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if m, err = r.Resolve(lctx, m.ID); err != nil {
-		release()
+	m, lctx, release, err := r.ResolveLocked(ctx, ref, g.lockOptions(op, false))
+	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	return r, m, lctx, release, nil

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restoretest"
+	"github.com/backstream/backstream/internal/verify"
 )
 
 // restoreTestFlags are verify's options for --restore-test.
@@ -62,16 +61,11 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 				return err
 			}
 			defer release()
-			if err := verifyMeta(ctx, r, m); err != nil {
-				return err
-			}
 			t := g.tracker("verify "+m.ID, m.Stats.StoredBytes)
-			err = archive.Read(ctx, archive.ReadOptions{
-				Input: r.Input(m.ID), Manifest: m, Workers: parallel, Counter: t,
-			})
+			err = verify.Backup(ctx, r, m, parallel, t)
 			t.Finish(err)
 			if err != nil {
-				return fmt.Errorf("backup %s: %w", m.ID, err)
+				return err
 			}
 			fmt.Fprintf(g.stdout, "backup %s: OK (%d streams, %d files, every checksum matches)\n", m.ID, len(m.Streams), len(m.Files))
 			return nil
@@ -88,27 +82,6 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 	f.StringVar(&rt.until, "until", "", "restore-test a point-in-time restore to this time (as restore --until)")
 	f.StringVar(&rt.untilGTID, "until-gtid", "", "restore-test a point-in-time restore up to this GTID (as restore --until-gtid)")
 	return cmd
-}
-
-// verifyMeta checks every metadata object, and a logical backup's catalog
-// against its files.
-func verifyMeta(ctx context.Context, r *repo.Repo, m *archive.Manifest) error {
-	for _, o := range m.Meta {
-		data, err := r.ReadMeta(ctx, m, o.Name)
-		if err != nil {
-			return err
-		}
-		if o.Name == logical.CatalogName {
-			c, err := logical.ParseCatalog(data)
-			if err == nil {
-				err = c.Check(m)
-			}
-			if err != nil {
-				return archive.Corruptf("backup %s: %v", m.ID, err)
-			}
-		}
-	}
-	return nil
 }
 
 func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int, rt restoreTestFlags) error {
@@ -144,11 +117,6 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 		title = "restore test " + job.Backup.ID
 	}
 	defer release()
-	if job.Backup != nil {
-		if err := verifyMeta(ctx, job.Repo, job.Backup); err != nil {
-			return err
-		}
-	}
 	t := g.tracker(title, 0)
 	job.Progress = t
 	rep, err := restoretest.Run(ctx, job)

@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/storage/local"
 )
@@ -89,8 +90,9 @@ func Run(ctx context.Context, opt Options) error {
 
 	target := filepath.Join(dir, "restored")
 	done = step("backstream restore %s --target-dir %s --prepare", m.ID, target)
-	if err := physical.RunRestore(ctx, physical.RestoreJob{
-		Input: r.Input(m.ID), Manifest: m, TargetDir: target, Prepare: true, Owner: physical.DefaultOwner(),
+	if err := restore.Datadir(ctx, restore.Job{
+		Links: []restore.Link{{Manifest: m, Input: r.Input(m.ID)}}, TargetDir: target, Owner: physical.DefaultOwner(),
+		Options: restore.Options{Prepare: true},
 	}); err != nil {
 		return err
 	}

@@ -292,9 +292,9 @@ func checkOwnership(t *testing.T, dir string, u *user.User, minEntries int) {
 		if int(st.Uid) != uid || int(st.Gid) != gid {
 			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
 		}
-		want := fileMode
+		want := FileMode
 		if d.IsDir() {
-			want = dirMode
+			want = DirMode
 		}
 		if info.Mode().Perm() != want {
 			t.Errorf("%s has mode %v, want %v", p, info.Mode().Perm(), want)

@@ -50,7 +50,7 @@ type BackupJob struct {
 	MaxIO int
 	// Parent, if set, names the backup an incremental builds on, given the
 	// server being backed up; it returns nil for a full backup.
-	Parent func(server *mariadb.Server) (*archive.Manifest, error)
+	Parent func(ctx context.Context, server *mariadb.Server) (*archive.Manifest, error)
 }
 
 // maxMetadataFile bounds the copies of small metadata files kept from the
@@ -91,7 +91,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	}
 	var parent *archive.Manifest
 	if job.Parent != nil {
-		if parent, err = job.Parent(server); err != nil {
+		if parent, err = job.Parent(ctx, server); err != nil {
 			return nil, err
 		}
 		if parent != nil {

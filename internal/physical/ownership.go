@@ -45,9 +45,9 @@ func SetOwnership(dir, userName string) error {
 		var mode fs.FileMode
 		switch {
 		case d.IsDir():
-			mode = dirMode
+			mode = DirMode
 		case d.Type().IsRegular():
-			mode = fileMode
+			mode = FileMode
 		default:
 			return nil // symlinks and the like: chmod would follow a link
 		}
@@ -76,4 +76,17 @@ func DatadirSize(dir string) int64 {
 		return nil
 	})
 	return total
+}
+
+// DefaultOwner is the owner a restored datadir gets when none is asked for:
+// "mysql" when running as root on a host that has that user, otherwise
+// nobody (the files stay with the invoking user).
+func DefaultOwner() string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	if _, err := user.Lookup("mysql"); err != nil {
+		return ""
+	}
+	return "mysql"
 }

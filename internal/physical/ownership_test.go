@@ -43,7 +43,7 @@ func TestSetOwnershipModesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]os.FileMode{
-		"": dirMode, "db1": dirMode, "db2/sub": dirMode, "ibdata1": fileMode, "db1/t.frm": fileMode, "db2/sub/x": fileMode,
+		"": DirMode, "db1": DirMode, "db2/sub": DirMode, "ibdata1": FileMode, "db1/t.frm": FileMode, "db2/sub/x": FileMode,
 	} {
 		fi, err := os.Stat(filepath.Join(dir, p))
 		if err != nil {

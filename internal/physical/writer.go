@@ -20,8 +20,8 @@ import (
 // datadir looks like one the server made. Nobody but the server's user and
 // group has business in a datadir.
 const (
-	fileMode fs.FileMode = 0o660
-	dirMode  fs.FileMode = 0o700
+	FileMode fs.FileMode = 0o660
+	DirMode  fs.FileMode = 0o700
 )
 
 // DatadirWriter applies xbstream chunks to a directory the way `mbstream -x`
@@ -71,7 +71,7 @@ type openFile struct {
 // NewDatadirWriter opens (creating it if needed, mode 0700) the directory
 // the stream is extracted into.
 func NewDatadirWriter(dir string) (*DatadirWriter, error) {
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("datadir writer: %w", err)
 	}
 	root, err := os.OpenRoot(dir)
@@ -149,7 +149,7 @@ func (w *DatadirWriter) file(name string, rewrite bool) (*openFile, error) {
 		return of, nil
 	}
 	if d := path.Dir(name); d != "." {
-		if err := w.root.MkdirAll(d, dirMode); err != nil {
+		if err := w.root.MkdirAll(d, DirMode); err != nil {
 			return nil, fmt.Errorf("create directory for %s: %w", name, err)
 		}
 	}
@@ -159,7 +159,7 @@ func (w *DatadirWriter) file(name string, rewrite bool) (*openFile, error) {
 	} else {
 		flags |= os.O_EXCL
 	}
-	f, err := w.root.OpenFile(name, flags, fileMode)
+	f, err := w.root.OpenFile(name, flags, FileMode)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("create %s: file exists and the chunk does not have the rewrite flag: %w", name, err)

@@ -193,7 +193,7 @@ func TestDatadirWriterModes(t *testing.T) {
 	if err := applyAll(t, dir, []xbstream.Chunk{pc("db/t.ibd", 0, "x"), ec("db/t.ibd")}); err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]os.FileMode{dir: dirMode, filepath.Join(dir, "db"): dirMode, filepath.Join(dir, "db/t.ibd"): fileMode} {
+	for p, want := range map[string]os.FileMode{dir: DirMode, filepath.Join(dir, "db"): DirMode, filepath.Join(dir, "db/t.ibd"): FileMode} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

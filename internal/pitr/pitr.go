@@ -21,6 +21,7 @@ import (
 	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
 )
 
@@ -38,19 +39,6 @@ func (t Target) String() string {
 	return t.Time.UTC().Format(time.DateTime) + " UTC"
 }
 
-// Job is one point-in-time restore.
-type Job struct {
-	Repo        *repo.Repo
-	Target      Target
-	TargetDir   string
-	UseMemory   string
-	Owner       string
-	Mariabackup string
-	Workers     int
-	Log         io.Writer
-	Progress    physical.Progress
-}
-
 // Result says what was restored and replayed.
 type Result struct {
 	Backup   *archive.Manifest
@@ -58,61 +46,66 @@ type Result struct {
 	Replayed string // the position replay stopped at, as asked
 }
 
-// Run restores the backup before the target and replays up to it. On any
-// failure the target directory is left empty (or absent, if Run made it).
-func Run(ctx context.Context, job Job) (*Result, error) {
-	ms, err := job.Repo.List(ctx)
+// Run restores into job.TargetDir the newest backup of r before target t
+// (its chain included) and replays the archived binary logs up to t;
+// job.Links is chosen here and prepare is implied. On any failure the
+// target directory is left empty (or absent, if Run made it).
+func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job) (res *Result, err error) {
+	ms, err := r.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	base, err := chooseBackup(ms, job.Target)
+	base, err := chooseBackup(ms, t)
 	if err != nil {
 		return nil, err
 	}
-	files, err := job.Repo.Binlogs(ctx)
+	files, err := r.Binlogs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	needed, err := coveringFiles(base, files, job.Target)
+	needed, err := coveringFiles(base, files, t)
 	if err != nil {
 		return nil, err
 	}
-	chain, err := job.Repo.Chain(ctx, base)
+	links, err := restore.Links(ctx, r, base)
 	if err != nil {
 		return nil, err
 	}
 	// A missing or wrong key must fail before the datadir is written,
 	// naming what it cannot open.
-	for _, b := range append(append([]*archive.Manifest{}, chain...), base) {
-		if err := job.Repo.CheckReadable(ctx, b); err != nil {
+	for _, l := range links {
+		if err := r.CheckReadable(ctx, l.Manifest); err != nil {
 			return nil, err
 		}
 	}
 	for _, m := range needed {
-		if err := binlogReadable(ctx, job.Repo, m); err != nil {
+		if err := r.CheckBinlogReadable(ctx, m); err != nil {
 			return nil, err
 		}
 	}
-	target, err := filepath.Abs(job.TargetDir)
+	target, err := restore.Claim(job.TargetDir, base.ID)
 	if err != nil {
 		return nil, err
 	}
-	rjob := physical.RestoreJob{
-		Input: job.Repo.Input(base.ID), Manifest: base, TargetDir: target, Prepare: true, Owner: job.Owner,
-		UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: job.Progress,
-		// The replay runs inside the restore: a datadir replayed half way
-		// is emptied, or keeps the restore's marker if the process dies.
-		Finish: func(ctx context.Context, target string) error {
-			return replayInto(ctx, job, base, needed, target)
-		},
-	}
-	if len(chain) > 0 {
-		rjob.Chain, rjob.InputOf = chain, job.Repo.Input
-	}
-	if err := physical.RunRestore(ctx, rjob); err != nil {
+	// The replay runs inside the restore, before Finish: a datadir
+	// replayed half way is emptied, or keeps the restore's marker if the
+	// process dies.
+	defer func() {
+		if err != nil {
+			err = target.Abandon(err)
+		}
+	}()
+	job.Prepare = true
+	if err := target.Write(ctx, links, job.Options); err != nil {
 		return nil, err
 	}
-	res := &Result{Backup: base, Replayed: job.Target.String()}
+	if err := replayInto(ctx, r, job.Options, base, needed, t, target.Dir()); err != nil {
+		return nil, err
+	}
+	if err := target.Finish(job.Owner); err != nil {
+		return nil, err
+	}
+	res = &Result{Backup: base, Replayed: t.String()}
 	for _, m := range needed {
 		res.Binlogs = append(res.Binlogs, m.Binlog.Name)
 	}
@@ -121,14 +114,14 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 
 // replayInto fetches the needed binary logs and replays them on the
 // prepared datadir target.
-func replayInto(ctx context.Context, job Job, base *archive.Manifest, needed []*archive.Manifest, target string) error {
+func replayInto(ctx context.Context, r *repo.Repo, opt restore.Options, base *archive.Manifest, needed []*archive.Manifest, t Target, target string) error {
 	work, err := os.MkdirTemp("", "backstream-pitr-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	if job.Progress != nil {
-		job.Progress.Stage("fetching binary logs")
+	if opt.Progress != nil {
+		opt.Progress.Stage("fetching binary logs")
 	}
 	var paths []string
 	for _, m := range needed {
@@ -137,7 +130,7 @@ func replayInto(ctx context.Context, job Job, base *archive.Manifest, needed []*
 		if err != nil {
 			return err
 		}
-		err = archive.Read(ctx, archive.ReadOptions{Input: job.Repo.BinlogInput(m.Binlog.Source, m.Binlog.Name), Manifest: m, Sink: w})
+		err = archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m.Binlog.Source, m.Binlog.Name), Manifest: m, Sink: w})
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
@@ -146,24 +139,10 @@ func replayInto(ctx context.Context, job Job, base *archive.Manifest, needed []*
 		}
 		paths = append(paths, filepath.Join(dir, m.Binlog.Name))
 	}
-	if job.Progress != nil {
-		job.Progress.Stage("replaying binary logs")
+	if opt.Progress != nil {
+		opt.Progress.Stage("replaying binary logs")
 	}
-	return replay(ctx, work, target, base, paths, job.Target, job.UseMemory, job.Log)
-}
-
-// binlogReadable reads one small object of an encrypted archived binary
-// log (its index), as repo.CheckReadable does for a backup.
-func binlogReadable(ctx context.Context, r *repo.Repo, m *archive.Manifest) error {
-	if m.Encryption == nil || len(m.Streams) == 0 || m.Streams[0].Index.Name == "" {
-		return nil
-	}
-	dir := repo.BinlogDir(m.Binlog.Source, m.Binlog.Name)
-	if _, err := archive.GetSmall(ctx, r.Backend, dir, m.Streams[0].Index); err != nil {
-		return fmt.Errorf("binary log %s of %s is encrypted (%s, for %s): %w", m.Binlog.Name, m.Binlog.Source,
-			m.Encryption.Scheme, strings.Join(m.Encryption.Recipients, ", "), err)
-	}
-	return nil
+	return replay(ctx, work, target, base, paths, t, opt.UseMemory, opt.Log)
 }
 
 // chooseBackup picks the newest physical backup whose position is before

@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -22,8 +23,8 @@ type Receiver struct {
 
 	// Into a datadir: restored as it arrives, like restore, with these
 	// settings (target, prepare, owner, ...); the receiver provides the
-	// input, the manifest and the progress.
-	Datadir *physical.RestoreJob
+	// links and the progress.
+	Datadir *restore.Job
 	// Into a repository: stored and verified, then committed.
 	Repo *repo.Repo
 	// Encryption, when Repo's backend encrypts what it stores, is recorded
@@ -46,6 +47,10 @@ type session struct {
 	rv      *Receiver
 	control *transport.Conn
 	header  *archive.Manifest
+	cancel  context.CancelCauseFunc
+
+	readyOnce sync.Once
+	readyErr  error
 
 	slots []chan *transport.Conn
 
@@ -53,7 +58,6 @@ type session struct {
 	manifest  *archive.Manifest
 	finalErr  error
 	meta      map[string][]byte
-	accepted  bool
 	trailerMu sync.Mutex
 	trailers  []archive.Stream
 }
@@ -85,7 +89,8 @@ func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	m, err := s.run(ctx, cancel)
+	s.cancel = cancel
+	m, err := s.run(ctx)
 	if err != nil {
 		if !strings.Contains(err.Error(), h.ID) {
 			err = fmt.Errorf("backup %s: %w", h.ID, err)
@@ -124,22 +129,26 @@ func (rv *Receiver) accept(ctx context.Context, want func(*transport.Conn) bool)
 	}
 }
 
-func (s *session) run(ctx context.Context, cancel context.CancelCauseFunc) (*archive.Manifest, error) {
-	go s.acceptStreams(ctx, cancel)
+func (s *session) run(ctx context.Context) (*archive.Manifest, error) {
+	go s.acceptStreams(ctx, s.cancel)
 	if s.rv.Datadir != nil {
-		return s.intoDatadir(ctx, cancel)
+		return s.intoDatadir(ctx)
 	}
-	return s.intoRepo(ctx, cancel)
+	return s.intoRepo(ctx)
 }
 
-// ready tells the sender to go, and starts reading the control connection.
-func (s *session) ready(cancel context.CancelCauseFunc) error {
-	if err := s.control.WriteMessage(msgAccept, nil); err != nil {
-		return err
-	}
-	s.accepted = true
-	go s.readControl(cancel)
-	return nil
+// ready tells the sender to go, once, and starts reading the control
+// connection. Reading a stream calls it: a restore reads only once its
+// target is claimed and checked, so the sender starts mariabackup only for
+// a receiver that can take the backup.
+func (s *session) ready() error {
+	s.readyOnce.Do(func() {
+		if s.readyErr = s.control.WriteMessage(msgAccept, nil); s.readyErr != nil {
+			return
+		}
+		go s.readControl(s.cancel)
+	})
+	return s.readyErr
 }
 
 // readControl takes the metadata objects and, last, the manifest.
@@ -207,8 +216,12 @@ func (s *session) acceptStreams(ctx context.Context, cancel context.CancelCauseF
 	}
 }
 
-// OpenStream waits for stream i's connection (archive.Input).
+// OpenStream waits for stream i's connection (archive.Input); the first
+// call tells the sender to go.
 func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (archive.FrameSource, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
 	select {
 	case c := <-s.slots[i]:
 		return &netFrames{s: s, num: i, c: c}, nil
@@ -269,11 +282,11 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 func (f *netFrames) Close() error { return f.c.Close() }
 
 // intoDatadir restores the backup as it arrives.
-func (s *session) intoDatadir(ctx context.Context, cancel context.CancelCauseFunc) (*archive.Manifest, error) {
+func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {
 	job := *s.rv.Datadir
-	job.Input, job.Manifest, job.Final, job.Progress = s, s.header, s.finalManifest, s.rv.Progress
-	job.Ready = func() error { return s.ready(cancel) }
-	err := physical.RunRestore(ctx, job)
+	job.Links = []restore.Link{{Manifest: s.header, Input: s, Final: s.finalManifest}}
+	job.Progress = s.rv.Progress
+	err := restore.Datadir(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +295,7 @@ func (s *session) intoDatadir(ctx context.Context, cancel context.CancelCauseFun
 
 // intoRepo stores the backup in a repository as it arrives, checking every
 // frame on the way, and commits it once the manifest agrees.
-func (s *session) intoRepo(ctx context.Context, cancel context.CancelCauseFunc) (m *archive.Manifest, err error) {
+func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error) {
 	r, h := s.rv.Repo, s.header
 	if s.rv.LockRepo != nil {
 		lctx, release, err := s.rv.LockRepo(ctx)
@@ -302,7 +315,7 @@ func (s *session) intoRepo(ctx context.Context, cancel context.CancelCauseFunc) 
 			r.Discard(cleanup, h.ID)
 		}
 	}()
-	if err := s.ready(cancel); err != nil {
+	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	tee := &teeInput{in: s, out: r.Output(h.ID, h.Hash), results: make([]archive.Stream, len(h.Streams))}

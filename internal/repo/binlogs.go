@@ -102,3 +102,13 @@ func (r *Repo) RemoveBinlog(ctx context.Context, source, name string) error {
 	}
 	return nil
 }
+
+// CheckBinlogReadable does for an archived binary log file what
+// CheckReadable does for a backup.
+func (r *Repo) CheckBinlogReadable(ctx context.Context, m *archive.Manifest) error {
+	if err := r.checkReadable(ctx, BinlogDir(m.Binlog.Source, m.Binlog.Name), m); err != nil {
+		return fmt.Errorf("binary log %s of %s is encrypted (%s, for %s): %w", m.Binlog.Name, m.Binlog.Source,
+			m.Encryption.Scheme, strings.Join(m.Encryption.Recipients, ", "), err)
+	}
+	return nil
+}

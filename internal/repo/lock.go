@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/storage"
 )
 
@@ -465,4 +466,59 @@ func currentUser() string {
 		return u.Username
 	}
 	return fmt.Sprint(os.Getuid())
+}
+
+// Acquire takes the lock opt describes and returns the context the
+// operation must run under (it ends if the lock is lost) and the function
+// that releases the lock; a release that fails is told to opt.Report.
+//
+// Reading must work with read-only access (a restore from a bucket with
+// read-only credentials): when a shared lock cannot be taken for any
+// reason but a conflicting lock, Acquire says so through opt.Report and
+// goes on without one, since a shared lock only protects against a
+// concurrent expire.
+func (r *Repo) Acquire(ctx context.Context, opt LockOptions) (context.Context, func(), error) {
+	report := func(msg string) {
+		if opt.Report != nil {
+			opt.Report(msg)
+		}
+	}
+	l, lctx, err := r.Lock(ctx, opt)
+	var locked *LockedError
+	if err != nil && !opt.Exclusive && !errors.As(err, &locked) && ctx.Err() == nil {
+		report(fmt.Sprintf("cannot take a shared lock (%v); going on without one: a concurrent expire could remove this backup meanwhile", err))
+		return ctx, func() {}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	release := func() {
+		cleanup, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer stop()
+		if err := l.Release(cleanup); err != nil {
+			report(fmt.Sprintf("%v (backstream unlock removes it once it is stale)", err))
+		}
+	}
+	return lctx, release, nil
+}
+
+// ResolveLocked resolves ref (see Resolve) under the shared lock opt
+// describes: the backup is looked up again once the lock is held, so that
+// an expire that ran in between cannot leave the caller reading a deleted
+// backup.
+func (r *Repo) ResolveLocked(ctx context.Context, ref string, opt LockOptions) (*archive.Manifest, context.Context, func(), error) {
+	m, err := r.Resolve(ctx, ref)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lctx, release, err := r.Acquire(ctx, opt)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err = r.Resolve(lctx, m.ID)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return m, lctx, release, nil
 }

@@ -399,11 +399,18 @@ func (r *Repo) Chain(ctx context.Context, m *archive.Manifest) ([]*archive.Manif
 // stream's index), so that a missing or wrong key fails before a restore
 // writes anything.
 func (r *Repo) CheckReadable(ctx context.Context, m *archive.Manifest) error {
-	if m.Encryption == nil || len(m.Streams) == 0 || m.Streams[0].Index.Name == "" {
-		return nil
-	}
-	if _, err := archive.GetSmall(ctx, r.Backend, Dir(m.ID), m.Streams[0].Index); err != nil {
+	if err := r.checkReadable(ctx, Dir(m.ID), m); err != nil {
 		return fmt.Errorf("backup %s is encrypted (%s, for %s): %w", m.ID, m.Encryption.Scheme, strings.Join(m.Encryption.Recipients, ", "), err)
 	}
 	return nil
+}
+
+// checkReadable reads the first stream's index of the encrypted backup or
+// archived binary log m stored under dir.
+func (r *Repo) checkReadable(ctx context.Context, dir string, m *archive.Manifest) error {
+	if m.Encryption == nil || len(m.Streams) == 0 || m.Streams[0].Index.Name == "" {
+		return nil
+	}
+	_, err := archive.GetSmall(ctx, r.Backend, dir, m.Streams[0].Index)
+	return err
 }

@@ -32,7 +32,9 @@ import (
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/verify"
 )
 
 // Job is one restore test.
@@ -98,6 +100,12 @@ func (r *Report) fail(format string, a ...any) {
 // directory, a repository that cannot be read).
 func Run(ctx context.Context, job Job) (*Report, error) {
 	start := time.Now()
+	if job.Until == nil {
+		// Damaged metadata is damage whatever the restore would do.
+		if err := verify.Meta(ctx, job.Repo, job.Backup); err != nil {
+			return nil, err
+		}
+	}
 	work, err := os.MkdirTemp(job.WorkDir, "backstream-restore-test-*")
 	if err != nil {
 		return nil, fmt.Errorf("restore test: work directory: %w", err)
@@ -143,29 +151,26 @@ func (job *Job) stage(name string) {
 // with prepare, and starts a server on the result.
 func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 	datadir := filepath.Join(work, "data")
+	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log}
+	if job.Progress != nil {
+		opt.Progress = job.Progress
+	}
 	var restoreErr error
 	if job.Until != nil {
-		res, err := pitr.Run(ctx, pitr.Job{Repo: job.Repo, Target: *job.Until, TargetDir: datadir, UseMemory: job.UseMemory,
-			Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: job.Progress})
+		res, err := pitr.Run(ctx, job.Repo, *job.Until, restore.Job{TargetDir: datadir, Options: opt})
 		if res != nil {
 			rep.Backup, rep.Binlogs = res.Backup.ID, res.Binlogs
 		}
 		restoreErr = err
 	} else {
-		m := job.Backup
-		rjob := physical.RestoreJob{Input: job.Repo.Input(m.ID), Manifest: m, TargetDir: datadir, Prepare: true,
-			UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log, Progress: job.Progress}
-		if m.Parent != "" {
-			chain, err := job.Repo.Chain(ctx, m)
-			if err != nil {
-				return err
-			}
-			rjob.Chain, rjob.InputOf = chain, job.Repo.Input
-			for _, c := range chain {
-				rep.Chain = append(rep.Chain, c.ID)
-			}
+		links, err := restore.Links(ctx, job.Repo, job.Backup)
+		if err != nil {
+			return err
 		}
-		restoreErr = physical.RunRestore(ctx, rjob)
+		for _, l := range links[:len(links)-1] {
+			rep.Chain = append(rep.Chain, l.Manifest.ID)
+		}
+		restoreErr = restore.Datadir(ctx, restore.Job{Links: links, TargetDir: datadir, Options: opt})
 	}
 	if restoreErr != nil {
 		if !againstBackup(restoreErr) {

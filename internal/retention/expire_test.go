@@ -5,31 +5,12 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/repo/repotest"
 )
-
-// fakeBackup stores a complete backup with one stream object (contents
-// are not read by expire) started at the given time.
-func fakeBackup(t *testing.T, r *repo.Repo, id string, started time.Time) {
-	t.Helper()
-	ctx := context.Background()
-	stream := repo.Dir(id) + "/streams/00000.xbs"
-	if _, err := r.Backend.Put(ctx, stream, strings.NewReader("stream of "+id)); err != nil {
-		t.Fatal(err)
-	}
-	m := &archive.Manifest{Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Hash: archive.DefaultHash,
-		Started: started, Finished: started.Add(time.Minute),
-		Streams: []archive.Stream{{Object: archive.Object{Name: "streams/00000.xbs", Size: 1, Digest: archive.DefaultHash + ":00"}}}}
-	if err := r.Commit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func exists(t *testing.T, r *repo.Repo, name string) bool {
 	t.Helper()
@@ -42,19 +23,14 @@ func exists(t *testing.T, r *repo.Repo, name string) bool {
 
 func TestRun(t *testing.T) {
 	ctx := context.Background()
-	b, err := local.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.OpenOrInit(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := repotest.New(t)
+	b := r.Backend
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	ids := []string{"20261118T030000Z-0001", "20261119T030000Z-0002", "20261120T030000Z-0003", "20261121T030000Z-0004"}
+	stream := map[string]string{} // id -> its first stream object
 	for _, id := range ids {
-		started, _ := time.Parse("20060102T150405Z", id[:16])
-		fakeBackup(t, r, id, started)
+		m := repotest.Store(t, r, repotest.Backup{ID: id, Files: map[string]string{"f": id}})
+		stream[id] = repo.Dir(id) + "/" + m.Streams[0].Name
 	}
 	crashed := "20261101T000000Z-dead"
 	if _, err := b.Put(ctx, repo.Dir(crashed)+"/streams/00000.xbs", bytes.NewReader([]byte("partial"))); err != nil {
@@ -107,7 +83,7 @@ func TestRun(t *testing.T) {
 		if got[id].Deleted != gone {
 			t.Errorf("confirmed: %s deleted=%v, want %v", id, got[id].Deleted, gone)
 		}
-		if exists(t, r, repo.Dir(id)+"/streams/00000.xbs") == gone || exists(t, r, repo.Dir(id)+"/"+repo.ManifestName) == gone {
+		if exists(t, r, stream[id]) == gone || exists(t, r, repo.Dir(id)+"/"+repo.ManifestName) == gone {
 			t.Errorf("confirmed: objects of %s still there=%v, want %v", id, !gone, !gone)
 		}
 	}

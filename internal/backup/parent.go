@@ -1,0 +1,43 @@
+// Package backup holds what a backup decides about the repository it goes
+// into before mariabackup runs: which backup an incremental builds on. It
+// knows backups through the repository's API and the chain policy; it
+// knows nothing of flags or of how it is reported.
+package backup
+
+import (
+	"context"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/repo"
+)
+
+// Parent chooses what an incremental backup of a server builds on.
+type Parent struct {
+	Repo *repo.Repo
+	// Explicit, if set, names the parent (an id, a prefix of one, or
+	// latest); the policy is then not consulted.
+	Explicit string
+	Policy   physical.ChainPolicy
+	// FullBecause, if set, hears why a full backup is taken instead.
+	FullBecause func(why string)
+}
+
+// For returns the parent of an incremental backup of server, or nil when
+// the backup should be a full one (physical.BackupJob's Parent).
+func (p Parent) For(ctx context.Context, server *mariadb.Server) (*archive.Manifest, error) {
+	if p.Explicit != "" {
+		return p.Repo.Resolve(ctx, p.Explicit)
+	}
+	ms, err := p.Repo.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parent, why := physical.ChooseParent(ms, server, p.Policy, time.Now())
+	if parent == nil && p.FullBecause != nil {
+		p.FullBecause(why)
+	}
+	return parent, nil
+}

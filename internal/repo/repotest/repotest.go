@@ -1,0 +1,102 @@
+// Package repotest makes repositories and backups for tests: a repository
+// on a local directory, and backups stored through the real archive
+// writer, so that use cases can be tested without a server. Only _test.go
+// files import it; it never reaches the binary.
+package repotest
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backupid"
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// New makes a repository in a new temporary directory.
+func New(t testing.TB) *repo.Repo {
+	t.Helper()
+	b, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.OpenOrInit(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Backup describes a physical backup to store.
+type Backup struct {
+	ID     string            // required; its time is the backup's start
+	Parent *archive.Manifest // the backup an incremental builds on
+	Files  map[string]string // path -> content
+	// Server is the manifest's server; Version defaults to 10.11.6.
+	Server archive.Server
+}
+
+// Store commits b to r through the archive writer (two zstd streams) and
+// returns its manifest. An incremental gets its chain, depth and LSNs
+// from Parent, so that the chain checks pass.
+func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
+	t.Helper()
+	ctx := context.Background()
+	c, err := codec.Parse("zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: r.Output(b.ID, archive.DefaultHash), Streams: 2, Codec: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range slices.Sorted(maps.Keys(b.Files)) {
+		for _, ch := range []xbstream.Chunk{
+			{Type: xbstream.TypePayload, Path: p, Payload: []byte(b.Files[p])},
+			{Type: xbstream.TypeEOF, Path: p},
+		} {
+			raw, err := xbstream.AppendChunk(nil, &ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Add(&ch, raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	res, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, ok := backupid.Time(b.ID)
+	if !ok {
+		t.Fatalf("repotest: %q is not a backup id", b.ID)
+	}
+	m := &archive.Manifest{Format: archive.FormatVersion, ID: b.ID, Kind: archive.KindPhysical, Codec: c.String(),
+		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files, Barriers: res.Barriers,
+		Started: started, Finished: started.Add(time.Minute), Server: b.Server, Chain: b.ID}
+	if m.Server.Version == "" {
+		m.Server.Version = "10.11.6-MariaDB"
+	}
+	m.Positions.ToLSN = 1000 * uint64(started.Unix()%1000+1)
+	if p := b.Parent; p != nil {
+		m.Parent, m.Chain, m.Depth = p.ID, p.Chain, p.Depth+1
+		m.Positions.FromLSN, m.Positions.ToLSN = p.Positions.ToLSN, p.Positions.ToLSN+1000
+		if m.Server.Hostname == "" {
+			m.Server = p.Server
+		}
+	}
+	for _, s := range res.Streams {
+		m.Stats.StoredBytes += s.Size
+	}
+	if err := r.Commit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,271 @@
+// Package restore turns stored backups back into what a server runs on: a
+// physical backup, or an incremental with its chain, into a datadir that
+// is claimed before anything is written, verified as it is written,
+// prepared, owned and marked finished, or emptied again on failure; a
+// logical backup loaded into a running server.
+//
+// What varies between restores is a value, not a hook: the links to write
+// (from a repository, or one arriving over the network, whose input starts
+// the transfer when first read) and the steps a caller composes between
+// Claim and Finish (a point-in-time restore replays binary logs there).
+// The package knows backups, inputs and target directories; it knows
+// nothing of flags, of how progress is shown, or of where the bytes are
+// stored beyond archive.Input.
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/physical"
+)
+
+// Link is one backup a restore writes: a full backup, or one link of an
+// incremental chain.
+type Link struct {
+	Manifest *archive.Manifest // the backup, or its header while it is still arriving
+	Input    archive.Input     // where its streams come from
+	// Final, for a backup still arriving, provides its complete manifest
+	// once the sender commits it (see archive.ReadOptions).
+	Final func(ctx context.Context) (*archive.Manifest, error)
+}
+
+// Options say how a datadir is written and prepared.
+type Options struct {
+	Prepare     bool   // run mariabackup --prepare on the result (a chain needs it)
+	UseMemory   string // --use-memory for prepare, e.g. "1G"
+	Mariabackup string // explicit mariabackup binary; "" searches PATH
+	Workers     int    // decoding goroutines shared by all links; 0 means GOMAXPROCS
+	Log         io.Writer
+	Progress    physical.Progress
+}
+
+// Job is one restore of Links (base first) into TargetDir, owned by Owner
+// at the end (see physical.DefaultOwner; "" leaves the invoking user).
+type Job struct {
+	Links     []Link
+	TargetDir string
+	Owner     string
+	Options
+}
+
+// Datadir restores the job's links into its target directory, which must
+// be empty or absent: Claim, Write, Finish. On failure the target is
+// emptied again: a failed restore never leaves a directory that looks like
+// a datadir.
+func Datadir(ctx context.Context, job Job) (err error) {
+	if len(job.Links) == 0 {
+		return errors.New("nothing to restore")
+	}
+	t, err := Claim(job.TargetDir, job.Links[len(job.Links)-1].Manifest.ID)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = t.Abandon(err)
+		}
+	}()
+	if err := t.Write(ctx, job.Links, job.Options); err != nil {
+		return err
+	}
+	return t.Finish(job.Owner)
+}
+
+// Target is a directory claimed by one restore: marked as being restored
+// until Finish, emptied by Abandon.
+type Target struct {
+	dir     string
+	created bool
+}
+
+// Dir is the target's absolute path.
+func (t *Target) Dir() string { return t.dir }
+
+// markerName is in a target while a restore writes it: a restore that was
+// killed, and so could not empty the target, leaves it behind, and the
+// next restore into that directory says what happened there.
+const markerName = ".backstream-restoring"
+
+// Claim checks that dir is an empty directory or absent (then creates it)
+// and marks it as being restored from backup id.
+func Claim(dir, id string) (*Target, error) {
+	target, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &Target{dir: target}
+	entries, err := os.ReadDir(target)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(target, physical.DirMode); err != nil {
+			return nil, fmt.Errorf("target %s: %w", target, err)
+		}
+		t.created = true
+	case err != nil:
+		return nil, fmt.Errorf("target %s: %w", target, err)
+	case len(entries) > 0:
+		if what, err := os.ReadFile(filepath.Join(target, markerName)); err == nil {
+			return nil, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed before it finished or cleaned up; empty the directory and restore again",
+				target, strings.TrimSpace(string(what)))
+		}
+		return nil, fmt.Errorf("target %s is not empty (%d entries, e.g. %s); restore only into an empty or new directory", target, len(entries), entries[0].Name())
+	}
+	mark := fmt.Sprintf("backup %s, begun %s by pid %d", id, time.Now().UTC().Format(time.DateTime), os.Getpid())
+	if err := os.WriteFile(filepath.Join(target, markerName), []byte(mark+"\n"), physical.FileMode); err != nil {
+		if t.created {
+			os.Remove(target)
+		}
+		return nil, fmt.Errorf("target %s: %w", target, err)
+	}
+	return t, nil
+}
+
+// Abandon undoes a failed restore: it removes what was written, and the
+// directory itself if Claim created it. It returns cause, with the
+// cleanup's failure added if there was one.
+func (t *Target) Abandon(cause error) error {
+	var err error
+	if t.created {
+		err = os.RemoveAll(t.dir)
+	} else {
+		var entries []os.DirEntry
+		if entries, err = os.ReadDir(t.dir); err == nil {
+			var errs []error
+			for _, e := range entries {
+				errs = append(errs, os.RemoveAll(filepath.Join(t.dir, e.Name())))
+			}
+			err = errors.Join(errs...)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w (cleaning the target failed too: %v)", cause, err)
+	}
+	return cause
+}
+
+// Finish sets ownership and modes (see physical.SetOwnership) and removes
+// the marker: from now on the target is a finished restore.
+func (t *Target) Finish(owner string) error {
+	if err := physical.SetOwnership(t.dir, owner); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(t.dir, markerName))
+}
+
+// Write writes links, base first, into the target, verifying every
+// checksum on the way: the base into the target, each increment into a
+// directory of its own beside it (same filesystem), all read at once;
+// then, with Prepare, prepares the base and applies each increment in
+// order. A missing mariabackup fails before anything is read.
+func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
+	if len(links) == 0 {
+		return errors.New("nothing to restore")
+	}
+	m := links[len(links)-1].Manifest
+	for _, l := range links {
+		if l.Manifest.Kind != archive.KindPhysical {
+			return fmt.Errorf("backup %s is a %s backup; restore it into a server, not a directory", l.Manifest.ID, l.Manifest.Kind)
+		}
+	}
+	if len(links) > 1 {
+		if !opt.Prepare {
+			return fmt.Errorf("backup %s is an incremental (depth %d): it restores only with --prepare, which applies each increment to its base", m.ID, m.Depth)
+		}
+		chain := make([]*archive.Manifest, len(links))
+		for i, l := range links {
+			chain[i] = l.Manifest
+		}
+		if err := physical.CheckChain(chain); err != nil {
+			return err
+		}
+	}
+	var bin *physical.Binary
+	if opt.Prepare {
+		major, minor, _, err := mariadb.ParseVersion(m.Server.Version)
+		if err != nil {
+			return fmt.Errorf("backup %s: server version %q: %w", m.ID, m.Server.Version, err)
+		}
+		if bin, err = physical.FindBinary(ctx, opt.Mariabackup, major, minor); err != nil {
+			return err
+		}
+	}
+	dirs := make([]string, len(links))
+	var total int64
+	for i, l := range links {
+		dirs[i] = t.dir
+		if i > 0 {
+			dirs[i] = t.dir + ".increment-" + l.Manifest.ID
+			if err := os.Mkdir(dirs[i], 0o700); err != nil {
+				return fmt.Errorf("increment %s: %w", l.Manifest.ID, err)
+			}
+			defer os.RemoveAll(dirs[i])
+		}
+		total += l.Manifest.Stats.StoredBytes
+	}
+	if opt.Progress != nil {
+		opt.Progress.SetTotal(total)
+		opt.Progress.Stage("restoring")
+	}
+	// The links are read at once; they share the decoders rather than
+	// each taking all of them (which oversubscribed the CPUs: a chain of
+	// four restored 1.45x faster with one decoder per link on two cores).
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, workers/len(links))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, l := range links {
+		g.Go(func() error {
+			w, err := physical.NewDatadirWriter(dirs[i])
+			if err != nil {
+				return err
+			}
+			err = archive.Read(gctx, archive.ReadOptions{
+				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers, Sink: w, Counter: opt.Progress,
+			})
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("backup %s: %w", l.Manifest.ID, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if !opt.Prepare {
+		return nil
+	}
+	log := opt.Log
+	if log == nil {
+		log = io.Discard
+	}
+	for i, l := range links {
+		if opt.Progress != nil {
+			opt.Progress.Stage(fmt.Sprintf("prepare %d of %d", i+1, len(links)))
+		}
+		incDir := ""
+		if i > 0 {
+			incDir = dirs[i]
+		}
+		if err := physical.Prepare(ctx, bin, t.dir, incDir, opt.UseMemory, log); err != nil {
+			return fmt.Errorf("backup %s: %w", l.Manifest.ID, err)
+		}
+	}
+	return nil
+}

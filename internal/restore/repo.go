@@ -1,0 +1,43 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/repo"
+)
+
+// Links returns what restoring backup m of r writes: m alone for a full
+// backup, or m's chain, base first, for an incremental.
+func Links(ctx context.Context, r *repo.Repo, m *archive.Manifest) ([]Link, error) {
+	chain := []*archive.Manifest{m}
+	if m.Parent != "" {
+		below, err := r.Chain(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(below, m)
+	}
+	links := make([]Link, len(chain))
+	for i, c := range chain {
+		links[i] = Link{Manifest: c, Input: r.Input(c.ID)}
+	}
+	return links, nil
+}
+
+// Load loads logical backup m of r into the server job.Conn names: its
+// catalog is read and checked first, then the data as job describes.
+func Load(ctx context.Context, r *repo.Repo, m *archive.Manifest, job logical.LoadJob) (*logical.LoadResult, error) {
+	data, err := r.ReadMeta(ctx, m, logical.CatalogName)
+	if err != nil {
+		return nil, err
+	}
+	job.Catalog, err = logical.ParseCatalog(data)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: %w", m.ID, err)
+	}
+	job.Input, job.Manifest = r.Input(m.ID), m
+	return logical.Load(ctx, job)
+}
