@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // smallBackup backs up a sandbox with a little data into a local repo.
@@ -23,7 +24,7 @@ func smallBackup(t *testing.T) (src *sandbox.Server, repoDir, id string) {
 // smallBackupInto backs up a sandbox with a little data into location.
 func smallBackupInto(t *testing.T, location string) (*sandbox.Server, string) {
 	t.Helper()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
 }
 
 func TestBackupRefusesWrongMariabackup(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	fake := filepath.Join(t.TempDir(), "mariabackup")
 	os.WriteFile(fake, []byte("#!/bin/sh\necho 'mariabackup based on MariaDB server 10.6.20-MariaDB debian-linux-gnu (x86_64)' >&2\n"), 0o755)
 	cases := []struct {
@@ -125,7 +126,7 @@ func TestBackupRefusesWrongMariabackup(t *testing.T) {
 // A mariabackup that streams and then fails must not leave a committed
 // backup, nor any stream objects.
 func TestBackupFailingMariabackupLeavesNothing(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	real, err := exec.LookPath("mariabackup")
 	if err != nil {
 		t.Fatal(err)

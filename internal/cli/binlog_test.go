@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -23,7 +24,7 @@ import (
 // binlogSource is a sandbox with a table and a few binary log files.
 func binlogSource(t *testing.T, files int) *sandbox.Server {
 	t.Helper()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	exec := func(q string) {
 		if _, err := src.DB().Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // ageKeys writes a fresh X25519 key pair: a recipients file and an
@@ -42,7 +43,7 @@ func ageKeys(t *testing.T) (recipients, identities string) {
 // same files as backstream does.
 func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 // used by the next, and with that key the stock tools read the objects.
 func TestEncryptedLogicalRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 		t.Setenv("BACKSTREAM_PASSPHRASE", passphrase)
 		backup := append([]string{"backup", "--logical", "--repo", tr.location, "--encrypt", "--skip-users"}, sandboxConn(src)...)
 		run(t, backup...).mustSucceed(t)
-		dst := sandbox.Testing(t, sandbox.Options{})
+		dst := sandboxtest.Start(t, sandbox.Options{})
 		load := append([]string{"restore", "--repo", tr.location}, sandboxConn(dst)...)
 		for _, c := range []struct{ passphrase, want string }{{"", "no key was given"}, {"wrong horse battery staple", "cannot decrypt"}} {
 			t.Setenv("BACKSTREAM_PASSPHRASE", c.passphrase)

@@ -12,6 +12,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/retention"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // expirePlan parses `expire --json`.
@@ -39,7 +40,7 @@ func listIDs(t *testing.T, location string) []string {
 
 // Dry run, confirmed expire, and pruning a crashed backup's leftovers.
 func TestExpire(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestExpire(t *testing.T) {
 // and a verify fail at once naming it; a verify with --lock-wait waits; all
 // succeed afterwards. A stale lock is reported, ignored and unlocked.
 func TestConcurrentOperations(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 15}); err != nil {
 		t.Fatal(err)
 	}

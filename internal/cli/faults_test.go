@@ -38,6 +38,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/faulty"
 	"github.com/backstream/backstream/internal/storage/local"
 )
@@ -436,7 +437,7 @@ var errGone = errors.New("storage went away")
 // is left out is only flag parsing; the other tests here run the binary.
 func TestFaultyBackendEndToEnd(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 24}); err != nil {
 		t.Fatal(err)
 	}
@@ -641,7 +642,7 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 // one.
 func TestKilled(t *testing.T) {
 	bin := buildBinary(t)
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
@@ -804,7 +805,7 @@ func TestFullDisk(t *testing.T) {
 		}
 		t.Skip("mounting a small tmpfs needs root")
 	}
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
@@ -863,7 +864,7 @@ func TestFullDisk(t *testing.T) {
 // committed, and once the server is back the next dump works.
 func TestServerShutdownMidDump(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
@@ -902,7 +903,7 @@ func TestServerShutdownMidDump(t *testing.T) {
 			t.Errorf("backup %s has a manifest after its server shut down mid-dump", id)
 		}
 	}
-	again := sandbox.Testing(t, sandbox.Options{Datadir: src.Datadir})
+	again := sandboxtest.Start(t, sandbox.Options{Datadir: src.Datadir})
 	run(t, "expire", "--repo", r.location, "--prune-incomplete", "--confirm").mustSucceed(t)
 	if dirs := r.backupDirs(t); len(dirs) != 0 {
 		t.Errorf("left after expire --prune-incomplete: %v", dirs)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // A chain of a full and three incrementals taken under a write load
@@ -18,7 +19,7 @@ import (
 // it); an incremental after small changes is a fraction of the full.
 func TestIncrementalChain(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
 	const accounts, initial = 1000, 1000
 	// Bulk that does not compress away, so that a full backup is mostly
@@ -101,8 +102,8 @@ func TestIncrementalChain(t *testing.T) {
 
 // An incremental on a backup of another server is refused, naming both.
 func TestIncrementalParentFromAnotherServer(t *testing.T) {
-	a := sandbox.Testing(t, sandbox.Options{})
-	b := sandbox.Testing(t, sandbox.Options{})
+	a := sandboxtest.Start(t, sandbox.Options{})
+	b := sandboxtest.Start(t, sandbox.Options{})
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(a)...)...).mustSucceed(t)
 	other := backupListing(t, repoDir)[0].ID

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // buildBinary builds backstream once per test binary run, for tests that
@@ -31,7 +32,7 @@ func buildBinary(t *testing.T) string {
 // and no objects left in the repository.
 func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	bin := buildBinary(t)
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 120}); err != nil {
 		t.Fatal(err)
 	}

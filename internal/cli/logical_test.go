@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // A logical round trip on every backend: a dump in small chunks over two
@@ -19,7 +20,7 @@ import (
 // TABLE of every table equal to the source's.
 func TestLogicalRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 8, Blobs: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestLogicalRoundTrip(t *testing.T) {
 		}
 		run(t, "verify", "--repo", tr.location).mustSucceed(t)
 
-		dst := sandbox.Testing(t, sandbox.Options{})
+		dst := sandboxtest.Start(t, sandbox.Options{})
 		run(t, append([]string{"restore", "--repo", tr.location, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
 		got, err := sandbox.ChecksumTables(ctx, dst.DB())
 		if err != nil {
@@ -54,7 +55,7 @@ func TestLogicalRoundTrip(t *testing.T) {
 // position recorded in the manifest says.
 func TestLogicalConsistencyUnderWrites(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
 	const rows, initial = 2000, 1000
 	for _, q := range []string{
@@ -93,7 +94,7 @@ func TestLogicalConsistencyUnderWrites(t *testing.T) {
 	e := backupListing(t, repoDir)[0]
 	wantTransfers := seqOf(t, e.Positions.GTID) - startSeq
 
-	dst := sandbox.Testing(t, sandbox.Options{})
+	dst := sandboxtest.Start(t, sandbox.Options{})
 	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
 	var total, n int64
 	if err := dst.DB().QueryRowContext(ctx, "SELECT (SELECT SUM(balance) FROM bank.checking) + (SELECT SUM(balance) FROM bank.savings), (SELECT COUNT(*) FROM bank.transfers)").Scan(&total, &n); err != nil {
@@ -111,7 +112,7 @@ func TestLogicalConsistencyUnderWrites(t *testing.T) {
 // Filters and renaming load exactly what was asked for.
 func TestLogicalFiltersAndRename(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	for _, q := range []string{
 		"CREATE DATABASE a", "CREATE DATABASE b",
 		"CREATE TABLE a.t1 (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO a.t1 SELECT seq, seq FROM a.seq_1_to_1000",
@@ -143,7 +144,7 @@ func TestLogicalFiltersAndRename(t *testing.T) {
 		{"rename", []string{"--database", "a", "--rename-database", "a:a_copy"}, map[string]string{"a_copy.t1": "a.t1", "a_copy.log": "a.log"}, []string{"a_copy.v1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dst := sandbox.Testing(t, sandbox.Options{})
+			dst := sandboxtest.Start(t, sandbox.Options{})
 			run(t, append(append([]string{"restore", "--repo", repoDir}, c.args...), sandboxConn(dst)...)...).mustSucceed(t)
 			got, err := sandbox.ChecksumTables(ctx, dst.DB())
 			if err != nil {
@@ -181,7 +182,7 @@ func TestLogicalFiltersAndRename(t *testing.T) {
 // with --resume and ends with exact checksums; the journal is gone after.
 func TestLogicalResumeAfterKill(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 40}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--chunk-size", "128KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 
-	dst := sandbox.Testing(t, sandbox.Options{})
+	dst := sandboxtest.Start(t, sandbox.Options{})
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, append([]string{"restore", "--repo", repoDir, "--parallel", "2", "--progress", "none"}, sandboxConn(dst)...)...)
 	if err := cmd.Start(); err != nil {
@@ -238,7 +239,7 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 // the target.
 func TestLogicalBadInput(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestLogicalBadInput(t *testing.T) {
 		if r.code != ExitCorrupt || !strings.Contains(r.err.Error(), e.ID) {
 			t.Errorf("verify of a corrupted data file: exit %d, %v", r.code, r.err)
 		}
-		dst := sandbox.Testing(t, sandbox.Options{})
+		dst := sandboxtest.Start(t, sandbox.Options{})
 		r = run(t, append([]string{"restore", "--repo", tr.location}, sandboxConn(dst)...)...)
 		if r.code != ExitCorrupt || !strings.Contains(r.err.Error(), objs[0][strings.LastIndex(objs[0], "/")+1:]) {
 			t.Errorf("restore of a corrupted data file: exit %d, %v; want exit %d naming the object", r.code, r.err, ExitCorrupt)
@@ -274,7 +275,7 @@ func TestLogicalBadInput(t *testing.T) {
 	t.Run("existing tables", func(t *testing.T) {
 		repoDir := filepath.Join(t.TempDir(), "repo")
 		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-		dst := sandbox.Testing(t, sandbox.Options{})
+		dst := sandboxtest.Start(t, sandbox.Options{})
 		for _, q := range []string{"CREATE DATABASE sample", "CREATE TABLE sample.small_01 (x INT)", "INSERT INTO sample.small_01 VALUES (42)"} {
 			if _, err := dst.DB().ExecContext(ctx, q); err != nil {
 				t.Fatal(err)
@@ -301,8 +302,8 @@ func TestLogicalBadInput(t *testing.T) {
 // rows, users and grants.
 func TestLogicalFidelity(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
-	if err := sandbox.LoadFidelitySchema(ctx, src.DB()); err != nil {
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandboxtest.LoadFidelitySchema(ctx, src.DB()); err != nil {
 		t.Fatal(err)
 	}
 	dbs := []string{"fid_a", "fid_b"}
@@ -310,14 +311,14 @@ func TestLogicalFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantObjs, err := sandbox.DescribeObjects(ctx, src.DB(), dbs...)
+	wantObjs, err := sandboxtest.DescribeObjects(ctx, src.DB(), dbs...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// SHOW GRANTS lists column grants in an in-memory hash order until
 	// the privileges are reloaded.
 	src.DB().ExecContext(ctx, "FLUSH PRIVILEGES")
-	wantAccts, err := sandbox.DescribeAccounts(ctx, src.DB(), sandbox.FidelityUsers()...)
+	wantAccts, err := sandboxtest.DescribeAccounts(ctx, src.DB(), sandboxtest.FidelityUsers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,20 +326,20 @@ func TestLogicalFidelity(t *testing.T) {
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "1MiB"}, sandboxConn(src)...)...).mustSucceed(t)
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
 
-	dst := sandbox.Testing(t, sandbox.Options{})
+	dst := sandboxtest.Start(t, sandbox.Options{})
 	run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
 	gotSums, err := sandbox.ChecksumTables(ctx, dst.DB())
 	if err != nil {
 		t.Fatal(err)
 	}
 	compareChecksums(t, gotSums, wantSums)
-	gotObjs, err := sandbox.DescribeObjects(ctx, dst.DB(), dbs...)
+	gotObjs, err := sandboxtest.DescribeObjects(ctx, dst.DB(), dbs...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	compareDescriptions(t, gotObjs, wantObjs)
 	dst.DB().ExecContext(ctx, "FLUSH PRIVILEGES")
-	gotAccts, err := sandbox.DescribeAccounts(ctx, dst.DB(), sandbox.FidelityUsers()...)
+	gotAccts, err := sandboxtest.DescribeAccounts(ctx, dst.DB(), sandboxtest.FidelityUsers()...)
 	if err != nil {
 		t.Fatal(err)
 	}

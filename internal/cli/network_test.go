@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -75,7 +76,7 @@ func waitResult(t *testing.T, what string, ch <-chan result) result {
 // the source's CHECKSUM TABLE once the load stops.
 func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
 	createBank(t, db, 1000, 1000, 100000, "REPEAT(MD5(seq), 6)",
 		"CREATE USER repl@'%' IDENTIFIED BY 'repl-Pa55 word'",
@@ -139,7 +140,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 // with clear errors and leave the target untouched; the receiver then still
 // takes a proper transfer.
 func TestReceiveRefusesBadPeers(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	tok := tokenFile(t)
 	wrong := tokenFile(t)
 	addr := freeAddr(t)
@@ -181,7 +182,7 @@ func TestReceiveRefusesBadPeers(t *testing.T) {
 // receiver fails with a clear error and leaves no target behind.
 func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 	bin := buildBinary(t)
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func compareServer(t *testing.T, src *sandbox.Server, target string) {
 
 // receive --repo --keep-listening takes one transfer after another.
 func TestReceiveKeepListening(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	tok := tokenFile(t)
 	addr := freeAddr(t)
 	repoDir := filepath.Join(t.TempDir(), "central")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 func sandboxConn(s *sandbox.Server) []string {
@@ -24,7 +25,7 @@ func sandboxConn(s *sandbox.Server) []string {
 // of every table equal to the source's.
 func TestPhysicalRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 55, Blobs: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestPhysicalRoundTrip(t *testing.T) {
 // backup's GTID position, and the total must be unchanged.
 func TestPhysicalConsistencyUnderWrites(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
 	const accounts, initial = 1000, 1000
 	// Some bulk so that the backup takes a while.

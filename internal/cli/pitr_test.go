@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // Marker rows with known times and GTIDs, across several binary log files
@@ -19,7 +20,7 @@ import (
 // those before. Targets outside the archive are refused, naming why.
 func TestPointInTimeRestore(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	var serverID int
 	src.DB().QueryRow("SELECT @@server_id").Scan(&serverID)
 	must := func(db *sql.DB, q string) {

@@ -17,6 +17,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
 )
 
@@ -130,7 +131,7 @@ func tableResult(t *testing.T, rep restoretest.Report, name string) restoretest.
 // verify but fails the restore test naming the table.
 func TestRestoreTestPhysical(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestRestoreTestPhysical(t *testing.T) {
 // row count, every checksum matching) fails naming the table.
 func TestRestoreTestLogical(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, Blobs: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/s3/s3test"
 )
 
@@ -39,7 +40,7 @@ func midway(t *testing.T, done <-chan result) {
 // the given retry window, and returns once it is well under way.
 func throttledS3Backup(t *testing.T, retryWindow string) (*s3test.Server, string, <-chan result) {
 	t.Helper()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func incompleteUploads(t *testing.T, srv *s3test.Server, keys []string) int {
 
 // Wrong credentials: a clear error at once, naming the bucket.
 func TestS3AccessDeniedFailsFast(t *testing.T) {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	_, location := s3Repo(t)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
 	start := time.Now()

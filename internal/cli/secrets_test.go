@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/local"
@@ -37,7 +38,7 @@ const ageHeader = "age-encryption.org/v1"
 // is refused is the binary log.
 func TestEncryptedBinlogPITR(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	must := func(q string) {
 		t.Helper()
 		if _, err := src.DB().ExecContext(ctx, q); err != nil {
@@ -440,7 +441,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 			s3repo = k.make(t)
 		}
 	}
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}

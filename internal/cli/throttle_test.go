@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // atLeast is the least time moving bytes at rate can take: the limiter lets
@@ -31,7 +32,7 @@ func atLeast(n, rate int64) time.Duration {
 // source's.
 func TestPhysicalBackupMaxRate(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 24}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func mariabackupInfo(t *testing.T, tr testRepo, id string) string {
 // loads into a fresh server with every table's checksum equal.
 func TestLogicalBackupMaxRate(t *testing.T) {
 	ctx := context.Background()
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 8, Blobs: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestLogicalBackupMaxRate(t *testing.T) {
 	}
 	t.Logf("%d bytes of table data over 3 connections at 4 MiB/s: %v (at least %v)", data, took, atLeast(data, rate))
 
-	dst := sandbox.Testing(t, sandbox.Options{})
+	dst := sandboxtest.Start(t, sandbox.Options{})
 	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
 	compareChecksums(t, checksums(t, dst), want)
 }
@@ -159,7 +160,7 @@ func TestMaxRateUsageErrors(t *testing.T) {
 // child left and nothing in the repository, physical or logical.
 func TestInterruptedThrottledBackup(t *testing.T) {
 	bin := buildBinary(t)
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 24}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
 )
 
@@ -34,7 +35,7 @@ func testDump(t *testing.T, src *sandbox.Server, blockDDL bool, after func(ctx c
 }
 
 func ddlSource(t *testing.T) *sandbox.Server {
-	src := sandbox.Testing(t, sandbox.Options{})
+	src := sandboxtest.Start(t, sandbox.Options{})
 	for _, q := range []string{
 		"CREATE DATABASE ddl",
 		"CREATE TABLE ddl.t (id INT PRIMARY KEY, v INT)",

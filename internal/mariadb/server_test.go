@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -146,7 +147,7 @@ func TestServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a MariaDB server")
 	}
-	sb := sandbox.Testing(t, sandbox.Options{})
+	sb := sandboxtest.Start(t, sandbox.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // replPassword has every character that quoting must get right: quotes,
@@ -46,7 +47,7 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 // startPrimary starts a sandbox with a replication account "repl".
 func startPrimary(t *testing.T) (*sandbox.Server, Primary) {
 	t.Helper()
-	s := sandbox.Testing(t, sandbox.Options{})
+	s := sandboxtest.Start(t, sandbox.Options{})
 	db := s.DB()
 	// The account is created from the password's hash (SET PASSWORD and
 	// CREATE USER take no parameters), so the odd password reaches the
@@ -118,8 +119,8 @@ func TestSetupReplicatesAndCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The replicas get the same deterministic data, standing in for a restore.
-	gtidReplica := sandbox.Testing(t, sandbox.Options{})
-	fileReplica := sandbox.Testing(t, sandbox.Options{})
+	gtidReplica := sandboxtest.Start(t, sandbox.Options{})
+	fileReplica := sandboxtest.Start(t, sandbox.Options{})
 	for _, r := range []*sandbox.Server{gtidReplica, fileReplica} {
 		if err := sandbox.LoadSample(ctx, r.DB(), sample); err != nil {
 			t.Fatal(err)
@@ -190,7 +191,7 @@ func TestSetupReplicatesAndCatchesUp(t *testing.T) {
 func TestSetupFailures(t *testing.T) {
 	ctx := testContext(t)
 	primary, p := startPrimary(t)
-	replica := sandbox.Testing(t, sandbox.Options{})
+	replica := sandboxtest.Start(t, sandbox.Options{})
 	coords := primaryCoordinates(t, primary.DB(), "xtrabackup_binlog_info", true)
 
 	notConfigured := func(t *testing.T) {

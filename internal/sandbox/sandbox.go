@@ -1,5 +1,9 @@
-// Package sandbox starts throwaway mariadbd servers for tests, the demo and
-// restore tests.
+// Package sandbox starts throwaway mariadbd servers: the runtime behind
+// verify --restore-test, point-in-time replay and the demo, and what tests
+// start their servers with. It knows how to run a server, fill it with
+// sample data and checksum its tables; it knows nothing of backups, and
+// nothing of tests: helpers that take a testing.TB live in sandboxtest,
+// because this package is linked into the binary.
 //
 // A sandbox server never reads an option file (--no-defaults comes first on
 // its argv), listens only on loopback and on its own unix socket, and dies
@@ -26,7 +30,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -665,26 +668,6 @@ func (s *Server) logTailSince(offset int64) string {
 		b = b[offset:]
 	}
 	return tail(b, errorLogTailLines)
-}
-
-// Testing starts a server for a test and closes it in t.Cleanup; if the test
-// failed, the tail of the error log is logged first. It calls t.Fatal when
-// the server does not start.
-func Testing(t testing.TB, opt Options) *Server {
-	t.Helper()
-	s, err := Start(context.Background(), opt)
-	if err != nil {
-		t.Fatalf("start sandbox server: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sandbox error log %s (tail):\n%s", s.ErrorLog, s.ErrorLogTail(errorLogTailLines))
-		}
-		if err := s.Close(); err != nil {
-			t.Errorf("close sandbox server: %v", err)
-		}
-	})
-	return s
 }
 
 // findBinary resolves an explicit path, else name in PATH, else in dirs.

@@ -255,7 +255,15 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 
 	// Start again on the same datadir, from a different working dir.
-	s2 := Testing(t, Options{Datadir: s.Datadir})
+	s2, err := Start(ctx, Options{Datadir: s.Datadir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s2.Close(); err != nil {
+			t.Errorf("close restarted server: %v", err)
+		}
+	})
 	after, err := ChecksumTables(ctx, s2.DB())
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +398,11 @@ func TestLongDirAndPortCollision(t *testing.T) {
 	t.Cleanup(func() { pickPort = freePort })
 
 	var stderr syncBuffer
-	s := Testing(t, Options{Dir: long, NoBinlog: true, Stderr: &stderr})
+	s, err := Start(ctx, Options{Dir: long, NoBinlog: true, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // on failure; the test checks Close itself
 	if len(s.Socket) > maxSocketPath {
 		t.Errorf("socket path is %d bytes: %s", len(s.Socket), s.Socket)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -56,9 +57,9 @@ func readSnapshot(t *testing.T, ctx context.Context, db *sql.DB, f Filter, skip 
 // resumed load must be harmless) and once more under other database names.
 func TestRoundTrip(t *testing.T) {
 	ctx := testContext(t)
-	a := sandbox.Testing(t, sandbox.Options{})
-	b := sandbox.Testing(t, sandbox.Options{})
-	if err := sandbox.LoadFidelitySchema(ctx, a.DB()); err != nil {
+	a := sandboxtest.Start(t, sandbox.Options{})
+	b := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandboxtest.LoadFidelitySchema(ctx, a.DB()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -299,7 +300,7 @@ func checkCatalog(t *testing.T, cat *Catalog) {
 			t.Errorf("types.%s: DataType %q, want %q", name, c.DataType, typ)
 		}
 	}
-	if tb := tables["big"]; tb.Rows < sandbox.FidelityBigRows/2 || tb.DataBytes <= 0 {
+	if tb := tables["big"]; tb.Rows < sandboxtest.FidelityBigRows/2 || tb.DataBytes <= 0 {
 		t.Errorf("big: Rows %d DataBytes %d: estimates missing", tb.Rows, tb.DataBytes)
 	}
 	so := tables["s_order"]
@@ -556,7 +557,7 @@ func compareAccounts(t *testing.T, ctx context.Context, a, b *sql.DB) {
 			t.Fatal(err)
 		}
 	}
-	for _, acc := range sandbox.FidelityUsers() {
+	for _, acc := range sandboxtest.FidelityUsers() {
 		compareRows(t, ctx, ca, cb, "SHOW GRANTS FOR "+acc, "SHOW GRANTS FOR "+acc, nil)
 		if strings.Contains(acc, "@") {
 			compareRows(t, ctx, ca, cb, "SHOW CREATE USER "+acc, "SHOW CREATE USER "+acc, nil)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 func TestSplitCreateTable(t *testing.T) {
@@ -148,7 +149,7 @@ var splitServerTables = []struct{ name, ddl string }{
 // source's SHOW CREATE TABLE byte for byte.
 func TestSplitCreateTableServer(t *testing.T) {
 	ctx := testContext(t)
-	s := sandbox.Testing(t, sandbox.Options{})
+	s := sandboxtest.Start(t, sandbox.Options{})
 	c := conn(t, ctx, s.DB())
 	exec := func(q string) {
 		t.Helper()

@@ -12,6 +12,9 @@
 //     removes nothing. Names where one is a directory of the other ("a" and
 //     "a/b" both objects) are not portable (a file system cannot hold both)
 //     and the suite never creates them.
+//
+// Only _test.go files import it: it imports testing, which must never reach
+// the shipped binary.
 package storagetest
 
 import (

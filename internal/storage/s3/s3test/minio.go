@@ -1,5 +1,8 @@
 // Package s3test runs a real MinIO for tests of anything that stores in S3:
 // the s3 backend's own tests and the end-to-end tests of the commands.
+//
+// Only _test.go files import it: it imports testing, which must never reach
+// the shipped binary.
 package s3test
 
 import (
