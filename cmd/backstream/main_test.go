@@ -1,0 +1,63 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"path"
+	"strings"
+	"testing"
+)
+
+// TestBinaryLinksNoTestCode keeps test code out of the shipped binary: no
+// package the binary is built from may import testing (or testing/...), and
+// none of this module's test kits (sandboxtest, storagetest, s3test, ...)
+// may be among them. Test kits are for _test.go files only.
+func TestBinaryLinksNoTestCode(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test runs in this package's directory, so "." is the binary.
+	cmd := exec.Command(goBin, "list", "-deps", "-f",
+		"{{.ImportPath}}\t{{with .Module}}{{.Main}}{{end}}\t{{join .Imports \" \"}}", ".")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list -deps: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list -deps: %v", err)
+	}
+	sawMain := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, rest, _ := strings.Cut(line, "\t")
+		ours, imports, _ := strings.Cut(rest, "\t")
+		if ours == "true" {
+			if strings.HasSuffix(pkg, "/cmd/backstream") {
+				sawMain = true
+			}
+			if isTestKit(pkg) {
+				t.Errorf("the binary links the test kit %s", pkg)
+			}
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == "testing" || strings.HasPrefix(imp, "testing/") {
+				t.Errorf("%s imports %s, so the binary links test code", pkg, imp)
+			}
+		}
+	}
+	if !sawMain {
+		t.Fatalf("go list -deps did not list cmd/backstream itself:\n%s", out)
+	}
+}
+
+// isTestKit tells a test kit by its name, as Go names them (httptest,
+// iotest): one that ends in "test" or "testkit".
+func isTestKit(importPath string) bool {
+	name := path.Base(importPath)
+	if name == "restoretest" {
+		// The use case behind verify --restore-test, not a test kit.
+		return false
+	}
+	return strings.HasSuffix(name, "test") || strings.HasSuffix(name, "testkit")
+}
