@@ -152,8 +152,13 @@ func TestBackupRestoreEndToEnd(t *testing.T) {
 	if !strings.Contains(log.String(), "completed OK!") {
 		t.Errorf("log lacks completed OK!:\n%s", log.String())
 	}
-	if !hasEvent(events, EventFileStart, "db1/t.ibd") || !hasEvent(events, EventCompleted, "") || !hasEvent(events, EventWaitLog, "") {
-		t.Errorf("events lack file start of db1/t.ibd, wait-log or completed: %+v", events)
+	if !hasEvent(events, EventFileStart, "db1/t.ibd") || !hasEvent(events, EventCompleted, "") {
+		t.Errorf("events lack file start of db1/t.ibd or completed: %+v", events)
+	}
+	// mariabackup says it waits for the redo log copier only when the
+	// copier is behind at the end of the copy, which depends on timing.
+	if strings.Contains(log.String(), "Waiting for log copy thread") && !hasEvent(events, EventWaitLog, "") {
+		t.Errorf("the log waits for the log copy thread, but no wait-log event was seen: %+v", events)
 	}
 
 	compareTrees(t, dirA, dirB)
