@@ -13,21 +13,8 @@ import (
 // none of this module's test kits (sandboxtest, storagetest, s3test, ...)
 // may be among them. Test kits are for _test.go files only.
 func TestBinaryLinksNoTestCode(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The test runs in this package's directory, so "." is the binary.
-	cmd := exec.Command(goBin, "list", "-deps", "-f",
-		"{{.ImportPath}}\t{{with .Module}}{{.Main}}{{end}}\t{{join .Imports \" \"}}", ".")
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("go list -deps: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("go list -deps: %v", err)
-	}
+	out := goList(t, "-deps", "-f", "{{.ImportPath}}\t{{with .Module}}{{.Main}}{{end}}\t{{join .Imports \" \"}}", ".")
 	sawMain := false
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, rest, _ := strings.Cut(line, "\t")
@@ -60,4 +47,22 @@ func isTestKit(importPath string) bool {
 		return false
 	}
 	return strings.HasSuffix(name, "test") || strings.HasSuffix(name, "testkit")
+}
+
+// goList runs go list with args and returns its output.
+func goList(t *testing.T, args ...string) []byte {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(goBin, append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return out
 }

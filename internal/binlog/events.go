@@ -1,6 +1,8 @@
 // Package binlog archives a server's binary logs into a repository and
 // reads back what is archived: which files, which GTIDs and which moments
-// each one covers.
+// each one covers. It runs mariadb-binlog as a child and stores through the
+// repository's API; it knows nothing of flags, and nothing of replaying
+// (that is pitr's job).
 package binlog
 
 import (

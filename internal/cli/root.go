@@ -1,5 +1,9 @@
 // Package cli holds backstream's commands: each file parses and checks its
-// flags into an options struct, then calls the package that does the work.
+// flags into a typed request, calls the one use case that does the work
+// (backup, restore, verify, retention, pitr, binlog, remote, replica, ...)
+// and prints the outcome. It is the only package that knows flag names,
+// exit codes and how results are printed; it knows nothing of bytes,
+// formats or MariaDB beyond building a connection's options.
 package cli
 
 import (

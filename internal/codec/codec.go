@@ -9,6 +9,9 @@
 // Codecs are stateless values safe for concurrent use by many goroutines;
 // the encoders and decoders behind them are shared or pooled so that
 // compressing a frame does not allocate a fresh compressor.
+//
+// It knows bytes and compression formats only: nothing of xbstream,
+// frames' indexes or where the bytes go.
 package codec
 
 import (

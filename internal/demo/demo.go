@@ -1,7 +1,8 @@
 // Package demo shows backstream end to end on this machine: a throwaway
 // server with sample data is backed up, restored and prepared into a second
 // datadir, a second throwaway server starts on it, and every table's
-// checksum is compared with the source's.
+// checksum is compared with the source's. It composes the same use cases
+// the commands do; it knows nothing of flags.
 package demo
 
 import (

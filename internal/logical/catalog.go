@@ -1,6 +1,8 @@
 // Package logical takes and loads logical backups: a consistent, chunked,
 // parallel dump of a MariaDB server's tables into the same stream objects
 // as physical backups, and a parallel load of them through LOAD DATA.
+// Backup ids, destinations and inputs are passed in: it knows nothing of
+// the repository's layout or of flags.
 package logical
 
 import (

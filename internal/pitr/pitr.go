@@ -2,6 +2,8 @@
 // backup before the target (its chain included), then the archived binary
 // logs from the backup's position up to the target, replayed by a
 // throwaway server started on the restored datadir and stopped cleanly.
+// It reads the repository through its API and writes the datadir through
+// package restore; it knows nothing of flags or of how progress is shown.
 package pitr
 
 import (

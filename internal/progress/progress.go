@@ -6,6 +6,8 @@
 // The workers of an operation call In and Out once per frame or buffer from
 // many goroutines; those calls only add to atomic counters. Everything else
 // (rates, ETA, drawing) happens on the Tracker's own goroutine.
+//
+// It knows counts, stages and time; nothing of what is being counted.
 package progress
 
 import (

@@ -7,6 +7,9 @@
 // Setup leaves the replica either replicating or stopped: when replication
 // does not come up it runs STOP SLAVE, so a wrong password does not keep
 // knocking at the primary.
+//
+// It knows a running server and the datadir's metadata files; nothing of
+// repositories, streams or flags.
 package replica
 
 import (

@@ -1,6 +1,9 @@
-// Package repo is a backup repository on a storage backend: its config
-// object, backup ids, the catalog of complete backups, and the commit of a
-// backup by writing its manifest last.
+// Package repo is a backup repository on a storage backend: its layout
+// (config object, backups/, binlogs/, locks/, keys/), the catalog of
+// complete backups, the commit of a backup by writing its manifest last,
+// removal, and locks. It is the one package that knows the repository's
+// layout; it knows nothing of MariaDB, of flags, or of how a backend
+// stores bytes.
 package repo
 
 import (

@@ -7,6 +7,9 @@
 // test proves that the bytes written were a database: it catches what a
 // writer bug, a bad prepare or a version mismatch would make, which no
 // checksum can.
+//
+// It composes restore, pitr and the sandbox; it knows nothing of flags or
+// of how a report is printed.
 package restoretest
 
 import (

@@ -1,5 +1,6 @@
 // Package throttle bounds the rate of byte streams, so that a backup takes
-// no more of a production server's disk and network than it is allowed.
+// no more of a production server's disk and network than it is allowed. It
+// knows bytes and time, nothing of what the bytes are.
 package throttle
 
 import (

@@ -22,6 +22,9 @@
 // Paths are relative, shorter than MaxPathLen, have no "", "." or ".."
 // element and no NUL byte. Payloads are at most maxPayloadLen bytes: that
 // bounds what a forged length can make a reader allocate.
+//
+// It knows the chunk format and nothing else: not what the files mean,
+// not how chunks are framed, compressed or stored.
 package xbstream
 
 import (
