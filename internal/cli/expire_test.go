@@ -3,6 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -119,12 +123,35 @@ func TestExpire(t *testing.T) {
 	})
 }
 
-// A throttled backup holds the exclusive lock: a second backup, an expire
-// and a verify fail at once naming it; a verify with --lock-wait waits; all
+// gatedMariabackup returns a mariabackup for --mariabackup that waits, once
+// it is asked to back up, until open is called: a backup that holds its
+// lock for as long as a test needs, however fast the machine.
+func gatedMariabackup(t *testing.T) (binary string, open func()) {
+	t.Helper()
+	real, err := exec.LookPath("mariabackup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "open")
+	binary = filepath.Join(dir, "mariabackup")
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" --backup \"*) while [ ! -e %q ]; do sleep 0.05; done;; esac\nexec %q \"$@\"\n", gate, real)
+	if err := os.WriteFile(binary, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return binary, func() {
+		if err := os.WriteFile(gate, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A backup holds the exclusive lock: a second backup, an expire and a
+// verify fail at once naming it; a verify with --lock-wait waits; all
 // succeed afterwards. A stale lock is reported, ignored and unlocked.
 func TestConcurrentOperations(t *testing.T) {
 	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 15}); err != nil {
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
@@ -132,12 +159,13 @@ func TestConcurrentOperations(t *testing.T) {
 		run(t, backup...).mustSucceed(t)
 		older := listIDs(t, tr.location)[0]
 
+		gated, open := gatedMariabackup(t)
 		var wg sync.WaitGroup
 		var slow result
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slow = run(t, append(backup, "--max-io", "30")...)
+			slow = run(t, append(backup, "--mariabackup", gated)...)
 		}()
 		deadline := time.Now().Add(60 * time.Second)
 		for {
@@ -145,7 +173,8 @@ func TestConcurrentOperations(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("the throttled backup took no lock within 60 s")
+				open()
+				t.Fatal("the held backup took no lock within 60 s")
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -160,6 +189,9 @@ func TestConcurrentOperations(t *testing.T) {
 				t.Errorf("%s took %v to fail, want at once", args[0], d)
 			}
 		}
+		// The backup goes on a few seconds after the waiting verify has
+		// met its lock.
+		time.AfterFunc(3*time.Second, open)
 		waited := run(t, "verify", older, "--repo", tr.location, "--lock-wait", "5m")
 		wg.Wait()
 		slow.mustSucceed(t)
