@@ -20,6 +20,7 @@ type testRepo struct {
 	location string
 	backend  storage.Backend
 	s3       *s3test.Server // the MinIO behind an s3 repository (its incomplete uploads); nil for local
+	bucket   string         // the s3 repository's bucket
 }
 
 // backendKinds are the backends every repository test runs on. None may
@@ -40,10 +41,8 @@ var backendKinds = []struct {
 		return testRepo{location: dir, backend: b}
 	}},
 	{"s3", func(t *testing.T) testRepo {
-		srv := s3test.Start(t)
-		t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
-		t.Setenv("AWS_REGION", "us-east-1")
-		location := "s3://" + srv.Bucket + "/repo"
+		bucket := sharedS3.NewBucket(t)
+		location := "s3://" + bucket + "/repo"
 		cfg, err := s3.ConfigFromEnv(location)
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +51,7 @@ var backendKinds = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return testRepo{location: location, backend: b, s3: srv}
+		return testRepo{location: location, backend: b, s3: sharedS3, bucket: bucket}
 	}},
 }
 

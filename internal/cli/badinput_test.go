@@ -33,6 +33,7 @@ func smallBackupInto(t *testing.T, location string) (*sandbox.Server, string) {
 }
 
 func TestDamagedBackupIsRefused(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, repo testRepo) {
 		_, id := smallBackupInto(t, repo.location)
 		object := "backups/" + id + "/streams/00001.xbs.zst"
@@ -80,6 +81,7 @@ func TestDamagedBackupIsRefused(t *testing.T) {
 }
 
 func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
+	t.Parallel()
 	_, repoDir, id := smallBackup(t)
 	target := t.TempDir()
 	keep := filepath.Join(target, "precious")
@@ -94,6 +96,7 @@ func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
 }
 
 func TestBackupRefusesWrongMariabackup(t *testing.T) {
+	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	fake := filepath.Join(t.TempDir(), "mariabackup")
 	os.WriteFile(fake, []byte("#!/bin/sh\necho 'mariabackup based on MariaDB server 10.6.20-MariaDB debian-linux-gnu (x86_64)' >&2\n"), 0o755)
@@ -126,6 +129,7 @@ func TestBackupRefusesWrongMariabackup(t *testing.T) {
 // A mariabackup that streams and then fails must not leave a committed
 // backup, nor any stream objects.
 func TestBackupFailingMariabackupLeavesNothing(t *testing.T) {
+	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	real, err := exec.LookPath("mariabackup")
 	if err != nil {
@@ -153,6 +157,7 @@ func TestBackupFailingMariabackupLeavesNothing(t *testing.T) {
 // unknown command (with a suggestion when one is close), a stray argument,
 // an unknown flag. Without arguments the help is printed.
 func TestUsageMistakesExit2(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

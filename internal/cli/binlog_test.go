@@ -66,6 +66,7 @@ func (c collect) Chunk(ch *xbstream.Chunk) error {
 // Closed binary log files are archived byte for byte with their GTID and
 // time ranges; a second run adds only what is new.
 func TestBinlogArchive(t *testing.T) {
+	t.Parallel()
 	src := binlogSource(t, 3)
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
@@ -123,6 +124,7 @@ func TestBinlogArchive(t *testing.T) {
 // --follow archives each file as the server moves on, survives a server
 // restart, and stops cleanly on SIGINT.
 func TestBinlogFollow(t *testing.T) {
+	t.Parallel()
 	src := binlogSource(t, 1)
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	bin := buildBinary(t)
@@ -184,6 +186,7 @@ func TestBinlogFollow(t *testing.T) {
 // kept backup's position and keeps the rest; binlog does not bring the
 // deleted ones back while the server still has them.
 func TestExpireKeepPITR(t *testing.T) {
+	t.Parallel()
 	src := binlogSource(t, 2) // files 1 and 2 closed before the backup
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)

@@ -91,10 +91,10 @@ func compareTrees(t *testing.T, what string, got, want map[string]string) {
 	}
 }
 
-// backupListing parses `list --json`.
-func backupListing(t *testing.T, repoDir string) []listEntry {
+// backupListing parses `list --json`; flags are added to the command.
+func backupListing(t *testing.T, repoDir string, flags ...string) []listEntry {
 	t.Helper()
-	r := run(t, "list", "--repo", repoDir, "--json").mustSucceed(t)
+	r := run(t, append([]string{"list", "--repo", repoDir, "--json"}, flags...)...).mustSucceed(t)
 	var entries []listEntry
 	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil {
 		t.Fatalf("list --json: %v\n%s", err, r.stdout)

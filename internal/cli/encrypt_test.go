@@ -42,6 +42,7 @@ func ageKeys(t *testing.T) (recipients, identities string) {
 // source's checksums, and age -d | zstd -dc | mbstream -x restores the
 // same files as backstream does.
 func TestEncryptedPhysicalRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 8}); err != nil {

@@ -44,6 +44,7 @@ func listIDs(t *testing.T, location string) []string {
 
 // Dry run, confirmed expire, and pruning a crashed backup's leftovers.
 func TestExpire(t *testing.T) {
+	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
@@ -150,6 +151,7 @@ func gatedMariabackup(t *testing.T) (binary string, open func()) {
 // verify fail at once naming it; a verify with --lock-wait waits; all
 // succeed afterwards. A stale lock is reported, ignored and unlocked.
 func TestConcurrentOperations(t *testing.T) {
+	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func (r testRepo) uploads(t *testing.T, id string, streams []string) int {
 	for i, s := range streams {
 		keys[i] = "repo/backups/" + id + "/" + s
 	}
-	return incompleteUploads(t, r.s3, keys)
+	return incompleteUploads(t, r.s3, r.bucket, keys)
 }
 
 // streaming reports whether backup data is reaching the repository: more
@@ -436,6 +436,7 @@ var errGone = errors.New("storage went away")
 // would ship in every binary and be one more way to misconfigure it. What
 // is left out is only flag parsing; the other tests here run the binary.
 func TestFaultyBackendEndToEnd(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 24}); err != nil {
@@ -641,6 +642,7 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 // --prune-incomplete then removes every object and upload of the killed
 // one.
 func TestKilled(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
@@ -799,6 +801,7 @@ func smallDisk(t *testing.T, size string) string {
 // A full disk under a restore's target and under a local repository: a
 // clear error naming the file, nothing that looks complete, no hang.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("mounting a small tmpfs needs root, which CI has")
@@ -863,6 +866,7 @@ func TestFullDisk(t *testing.T) {
 // fails saying the connection to the server was lost, nothing is
 // committed, and once the server is back the next dump works.
 func TestServerShutdownMidDump(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {

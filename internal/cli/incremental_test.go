@@ -18,6 +18,7 @@ import (
 // source's when the last incremental was taken (the load stopped before
 // it); an incremental after small changes is a fraction of the full.
 func TestIncrementalChain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
@@ -102,6 +103,7 @@ func TestIncrementalChain(t *testing.T) {
 
 // An incremental on a backup of another server is refused, naming both.
 func TestIncrementalParentFromAnotherServer(t *testing.T) {
+	t.Parallel()
 	a := sandboxtest.Start(t, sandbox.Options{})
 	b := sandboxtest.Start(t, sandbox.Options{})
 	repoDir := filepath.Join(t.TempDir(), "repo")

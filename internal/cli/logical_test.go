@@ -19,6 +19,7 @@ import (
 // connections, list, verify, a load into a fresh server, and CHECKSUM
 // TABLE of every table equal to the source's.
 func TestLogicalRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 8, Blobs: true}); err != nil {
@@ -54,6 +55,7 @@ func TestLogicalRoundTrip(t *testing.T) {
 // is exact, and the restored transfer log is exactly as long as the GTID
 // position recorded in the manifest says.
 func TestLogicalConsistencyUnderWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
@@ -111,6 +113,7 @@ func TestLogicalConsistencyUnderWrites(t *testing.T) {
 
 // Filters and renaming load exactly what was asked for.
 func TestLogicalFiltersAndRename(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	for _, q := range []string{
@@ -181,6 +184,7 @@ func TestLogicalFiltersAndRename(t *testing.T) {
 // A load killed mid-way refuses to start over by accident, then continues
 // with --resume and ends with exact checksums; the journal is gone after.
 func TestLogicalResumeAfterKill(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 40}); err != nil {
@@ -238,6 +242,7 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 // Bad input: missing privileges, a corrupted data file, tables already on
 // the target.
 func TestLogicalBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
@@ -301,6 +306,7 @@ func TestLogicalBadInput(t *testing.T) {
 // CHECKSUM TABLE results, SHOW CREATE output of every object, sequence
 // rows, users and grants.
 func TestLogicalFidelity(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandboxtest.LoadFidelitySchema(ctx, src.DB()); err != nil {

@@ -140,6 +140,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 // with clear errors and leave the target untouched; the receiver then still
 // takes a proper transfer.
 func TestReceiveRefusesBadPeers(t *testing.T) {
+	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	tok := tokenFile(t)
 	wrong := tokenFile(t)
@@ -181,6 +182,7 @@ func TestReceiveRefusesBadPeers(t *testing.T) {
 // A sender killed mid-transfer, and a byte flipped on the wire: the
 // receiver fails with a clear error and leaves no target behind.
 func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
@@ -296,6 +298,7 @@ func flippingProxy(t *testing.T, addr string, skip int) string {
 // receive --repo: a pushed backup is stored in a repository on the
 // receiving host, committed, and verifies and restores from there.
 func TestReceiveIntoRepository(t *testing.T) {
+	t.Parallel()
 	src, _, _ := smallBackup(t)
 	tok := tokenFile(t)
 	addr := freeAddr(t)
@@ -318,6 +321,7 @@ func TestReceiveIntoRepository(t *testing.T) {
 // receive --repo --encrypt: the backup travels over TLS and is stored
 // encrypted at rest; it restores with the key only.
 func TestReceiveIntoEncryptedRepository(t *testing.T) {
+	t.Parallel()
 	src, _, _ := smallBackup(t)
 	tok := tokenFile(t)
 	addr := freeAddr(t)
@@ -364,6 +368,7 @@ func compareServer(t *testing.T, src *sandbox.Server, target string) {
 
 // receive --repo --keep-listening takes one transfer after another.
 func TestReceiveKeepListening(t *testing.T) {
+	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	tok := tokenFile(t)
 	addr := freeAddr(t)

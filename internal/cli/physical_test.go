@@ -24,6 +24,7 @@ func sandboxConn(s *sandbox.Server) []string {
 // restore with --prepare, a server started on the result, and CHECKSUM TABLE
 // of every table equal to the source's.
 func TestPhysicalRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 55, Blobs: true}); err != nil {
@@ -110,6 +111,7 @@ func TestPhysicalRoundTrip(t *testing.T) {
 // The restored server must hold exactly the transfers committed up to the
 // backup's GTID position, and the total must be unchanged.
 func TestPhysicalConsistencyUnderWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()

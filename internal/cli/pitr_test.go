@@ -19,6 +19,7 @@ import (
 // exactly the markers before it, and one to a marker's GTID has it and
 // those before. Targets outside the archive are refused, naming why.
 func TestPointInTimeRestore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	var serverID int

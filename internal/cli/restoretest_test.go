@@ -130,6 +130,7 @@ func tableResult(t *testing.T, rep restoretest.Report, name string) restoretest.
 // table file has damaged pages, with every checksum made to match, passes
 // verify but fails the restore test naming the table.
 func TestRestoreTestPhysical(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 8}); err != nil {
@@ -201,6 +202,7 @@ func TestRestoreTestPhysical(t *testing.T) {
 // forged copy with one value changed in a data file (same length, same
 // row count, every checksum matching) fails naming the table.
 func TestRestoreTestLogical(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, Blobs: true}); err != nil {

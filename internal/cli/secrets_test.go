@@ -37,6 +37,7 @@ const ageHeader = "age-encryption.org/v1"
 // the key it replays to the target. The base backup is plain, so that what
 // is refused is the binary log.
 func TestEncryptedBinlogPITR(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	must := func(q string) {

@@ -31,6 +31,7 @@ func atLeast(n, rate int64) time.Duration {
 // restores, prepares and starts with every table's checksum equal to the
 // source's.
 func TestPhysicalBackupMaxRate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 24}); err != nil {
@@ -79,6 +80,7 @@ func mariabackupInfo(t *testing.T, tr testRepo, id string) string {
 // the table data takes at least its size over the rate, and the dump
 // loads into a fresh server with every table's checksum equal.
 func TestLogicalBackupMaxRate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 8, Blobs: true}); err != nil {
@@ -105,6 +107,7 @@ func TestLogicalBackupMaxRate(t *testing.T) {
 }
 
 func TestParseRate(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{
 		"": 0, "0": 0, "0/s": 0, "200MiB/s": 200 << 20, "200M": 200 << 20, "50MB/s": 50e6, " 1GiB/S ": 1 << 30, "64KiB/s": 64 << 10,
 	} {
@@ -117,6 +120,7 @@ func TestParseRate(t *testing.T) {
 // Limits given wrongly are usage errors that name the flag, before any
 // server or repository is touched.
 func TestMaxRateUsageErrors(t *testing.T) {
+	t.Parallel()
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	conn := []string{"--socket", filepath.Join(t.TempDir(), "no.sock"), "--user", "root", "--no-defaults"}
 	for _, tc := range []struct {
@@ -159,6 +163,7 @@ func TestMaxRateUsageErrors(t *testing.T) {
 // Ctrl-C while a throttled backup waits on its budget: exit 130 at once, no
 // child left and nothing in the repository, physical or logical.
 func TestInterruptedThrottledBackup(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 24}); err != nil {

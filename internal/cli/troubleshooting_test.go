@@ -214,6 +214,7 @@ func stringConstant(e ast.Expr) (string, ast.Expr, bool) {
 // TestTroubleshootingListsEveryMessage fails when a message in the code
 // has no entry in docs/troubleshooting.md, naming where each one is made.
 func TestTroubleshootingListsEveryMessage(t *testing.T) {
+	t.Parallel()
 	page, err := os.ReadFile(troubleshootingPage)
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +251,7 @@ func TestTroubleshootingListsEveryMessage(t *testing.T) {
 // constructor, so that a change in how the code makes errors that the
 // collector misses fails here rather than leaving messages unchecked.
 func TestCollectMessages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src := `package x
 
@@ -309,6 +311,7 @@ func f(p *peer, s *sink, r *report, c *conn, id string, err error) []error {
 
 // TestMessageKey pins the key rule the page's header explains.
 func TestMessageKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		format, key string
 		message     bool

@@ -40,6 +40,9 @@ type Server struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
+	// removeDir: Stop removes dir (a server of Main, which no test's
+	// temporary directory holds).
+	removeDir bool
 }
 
 // findMinio looks for the minio binary where scripts/minio.sh puts it.
@@ -70,12 +73,20 @@ func findMinio() (string, error) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
+	port, err := freePortErr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+func freePortErr() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomHex(n int) string {
@@ -99,10 +110,9 @@ func Start(t *testing.T) *Server {
 		dir:     t.TempDir(),
 		port:    freePort(t),
 		console: freePort(t),
-		user:    "bs" + randomHex(6),
-		pass:    randomHex(20),
 		Bucket:  "bs-test",
 	}
+	m.user, m.pass = processCredentials()
 	m.Endpoint = "http://127.0.0.1:" + strconv.Itoa(m.port)
 	t.Cleanup(m.Stop)
 	m.Restart()
@@ -164,6 +174,8 @@ func (m *Server) TryRestart() error {
 		"--console-address", "127.0.0.1:"+strconv.Itoa(m.console), "--quiet")
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.user, "MINIO_ROOT_PASSWORD="+m.pass, "MINIO_BROWSER=off")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// A killed test binary takes its servers with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", m.bin, err)
 	}
@@ -200,6 +212,9 @@ func (m *Server) Stop() {
 		return
 	}
 	_ = m.cmd.Process.Kill()
+	if m.removeDir {
+		defer os.RemoveAll(m.dir)
+	}
 	// Wait until the port is closed, so that the test's next step sees
 	// the server gone.
 	for range 100 {

@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/backstream/backstream/internal/storage/s3/s3test"
+)
+
+// sharedS3 is the MinIO that the s3 repositories of this package's tests
+// live in, one bucket each; the AWS environment points at it for the
+// whole run, so tests need no t.Setenv and can run in parallel.
+var sharedS3 *s3test.Server
+
+func TestMain(m *testing.M) {
+	srv, err := s3test.Main()
+	if err != nil {
+		// Every repository test needs it: a missing MinIO is a failure,
+		// never a skip (scripts/test.sh installs it).
+		fmt.Fprintf(os.Stderr, "cli tests: starting MinIO: %v\n", err)
+		os.Exit(1)
+	}
+	sharedS3 = srv
+	code := m.Run()
+	srv.Stop()
+	os.Exit(code)
+}

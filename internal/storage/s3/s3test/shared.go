@@ -1,0 +1,107 @@
+package s3test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// Every MinIO a test binary starts uses the same credentials, so that the
+// AWS environment can be set once, before any test runs: tests that talk
+// to different servers then need no t.Setenv and can run in parallel.
+var (
+	credOnce           sync.Once
+	credUser, credPass string
+)
+
+func processCredentials() (user, pass string) {
+	credOnce.Do(func() {
+		credUser, credPass = "bs"+randomHex(6), randomHex(20)
+	})
+	return credUser, credPass
+}
+
+// Main starts one MinIO for a whole test binary and points the AWS
+// environment (endpoint, region, credentials; the machine's own AWS files
+// hidden) at it. Call it from TestMain before m.Run, and Stop the server
+// after. Tests make their own buckets on it with NewBucket.
+func Main() (*Server, error) {
+	bin, err := findMinio()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "backstream-minio-*")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePortErr()
+	if err != nil {
+		return nil, err
+	}
+	console, err := freePortErr()
+	if err != nil {
+		return nil, err
+	}
+	m := &Server{bin: bin, dir: dir, port: port, console: console, removeDir: true}
+	m.user, m.pass = processCredentials()
+	m.Endpoint = "http://127.0.0.1:" + strconv.Itoa(m.port)
+	if err := m.TryRestart(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL": m.Endpoint, "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": m.user, "AWS_SECRET_ACCESS_KEY": m.pass, "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "no-credentials"), "AWS_CONFIG_FILE": filepath.Join(dir, "no-config"),
+		"AWS_CA_BUNDLE": "",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			m.Stop()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+var buckets atomic.Int64
+
+// NewBucket makes an empty bucket for the test and returns its name.
+func (m *Server) NewBucket(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("bs-%d-%s", buckets.Add(1), strings.ToLower(randomHex(3)))
+	if err := m.Client(t).MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("creating bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// StartPrivate starts a MinIO for one test, with one empty bucket, and
+// stops it when the test ends. Unlike Start it leaves the environment
+// alone: it has the credentials every server of this test binary has (see
+// Main), and the test names its Endpoint explicitly (--s3-endpoint), so
+// that a test that stops and restarts its server can run in parallel with
+// others.
+func StartPrivate(t *testing.T) *Server {
+	t.Helper()
+	bin, err := findMinio()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Server{t: t, bin: bin, dir: t.TempDir(), port: freePort(t), console: freePort(t), Bucket: "bs-test"}
+	m.user, m.pass = processCredentials()
+	m.Endpoint = "http://127.0.0.1:" + strconv.Itoa(m.port)
+	t.Cleanup(m.Stop)
+	m.Restart()
+	if err := m.Client(t).MakeBucket(t.Context(), m.Bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatalf("creating bucket %s: %v", m.Bucket, err)
+	}
+	return m
+}
