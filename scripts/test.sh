@@ -1,12 +1,47 @@
 #!/usr/bin/env bash
-# Runs backstream's whole test suite: formatting, vet, and every test with the
-# race detector, against real sandbox MariaDB servers and the real mariabackup
-# and mbstream (installed first if missing).
+# Runs backstream's whole test suite: formatting, vet, staticcheck, and every
+# test with the race detector, against real sandbox MariaDB servers, the real
+# mariabackup and mbstream, and a real MinIO (all installed first if
+# missing). Extra arguments go to go test. At the end it prints how long each
+# step and each package took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/deps.sh
-./scripts/minio.sh install
 
+start=$SECONDS
+log=$(mktemp -d "${TMPDIR:-/tmp}/backstream-test.XXXXXX")
+trap 'rm -rf "$log"' EXIT
+steps=()
+step() { # step NAME SECONDS
+  steps+=("$(printf '%-28s %5ds' "$1" "$2")")
+}
+
+# The installs are independent, and mostly wait on the network and the
+# package manager, so they run side by side: MinIO's build (minutes on a
+# fresh machine) overlaps the Debian packages and staticcheck.
+bindir=$(go env GOBIN); bindir=${bindir:-$(go env GOPATH)/bin}
+staticcheck=$bindir/staticcheck
+install_staticcheck() {
+  # Pinned, so that a new release cannot fail an unchanged tree.
+  if ! "$staticcheck" -version 2>/dev/null | grep -qF '(0.8.2)'; then
+    go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+  fi
+}
+t=$SECONDS
+./scripts/deps.sh >"$log/deps" 2>&1 & deps=$!
+./scripts/minio.sh install >"$log/minio" 2>&1 & minio=$!
+install_staticcheck >"$log/staticcheck" 2>&1 & sc=$!
+failed=0
+for job in "deps:$deps" "minio:$minio" "staticcheck:$sc"; do
+  if ! wait "${job#*:}"; then
+    echo "test.sh: installing ${job%%:*} failed:" >&2
+    failed=1
+  fi
+  cat "$log/${job%%:*}" >&2
+done
+[ "$failed" -eq 0 ] || exit 1
+step "installs" $((SECONDS - t))
+
+t=$SECONDS
 unformatted=$(gofmt -l cmd internal)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" >&2
@@ -14,11 +49,25 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
-# staticcheck, pinned so that a new release cannot fail an unchanged tree.
-bindir=$(go env GOBIN); bindir=${bindir:-$(go env GOPATH)/bin}
-staticcheck=$bindir/staticcheck
-if ! "$staticcheck" -version 2>/dev/null | grep -qF '(0.8.2)'; then
-  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-fi
 "$staticcheck" ./...
-go test -race -timeout 20m -count=1 ./... "$@"
+step "gofmt, vet, staticcheck" $((SECONDS - t))
+
+# Most tests wait on servers, mariabackup and MinIO rather than compute, so
+# more of them run at once than there are cores: packages (-p) and the
+# parallel tests inside a package (-parallel).
+t=$SECONDS
+set +e
+go test -race -timeout 25m -count=1 -p 4 -parallel 4 ./... "$@" 2>&1 | tee "$log/test"
+status=${PIPESTATUS[0]}
+set -e
+step "go test -race" $((SECONDS - t))
+
+echo
+echo "time per step:"
+printf '  %s\n' "${steps[@]}"
+printf '  %-28s %5ds\n' "total" $((SECONDS - start))
+echo "time per package (slowest first):"
+grep -E '^(ok|FAIL|---)[[:space:]]' "$log/test" | grep -vE '^--- ' |
+  awk '{ t = $NF; sub(/s$/, "", t); if (t ~ /^[0-9.]+$/) printf "  %8.1fs  %s %s\n", t, $1, $2; else printf "  %9s  %s %s\n", "-", $1, $2 }' |
+  sort -rn || true
+exit "$status"
