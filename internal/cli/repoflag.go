@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -51,64 +53,98 @@ func (g *globals) openBackend(ctx context.Context, location string, create bool)
 	return local.New(dir)
 }
 
+// passphraseEnv holds a passphrase when no --passphrase-file is given.
+const passphraseEnv = "BACKSTREAM_PASSPHRASE"
+
+// keyHint is what a read of an encrypted object without a key is told.
+const keyHint = "--identity-file, --passphrase-file or " + passphraseEnv
+
+// loadKeys reads the key flags: a recipients file (age public keys, one
+// per line, # for comments), an identities file (age secret keys) and a
+// passphrase (from a file, or the environment); any may be absent. A
+// passphrase serves both ways.
+func (g *globals) loadKeys() (crypt.Keys, error) {
+	var k crypt.Keys
+	if err := readKeyFile("--recipient-file", g.recipientFile, k.AddRecipients); err != nil {
+		return k, err
+	}
+	if err := readKeyFile("--identity-file", g.identityFile, k.AddIdentities); err != nil {
+		return k, err
+	}
+	pass := os.Getenv(passphraseEnv)
+	if g.passphraseFile != "" {
+		data, err := os.ReadFile(g.passphraseFile)
+		if err != nil {
+			return k, fmt.Errorf("--passphrase-file: %w", err)
+		}
+		pass = strings.TrimRight(string(data), "\r\n")
+	}
+	return k, k.SetPassphrase(pass)
+}
+
+// readKeyFile parses the file a key flag names, if it names one.
+func readKeyFile(flag, file string, parse func(io.Reader) error) error {
+	if file == "" {
+		return nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	if err := parse(f); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, file, err)
+	}
+	return nil
+}
+
 // openRepo opens the repository named by --repo; create makes it if the
 // location is empty.
 //
-// The backend reads encrypted objects with the identities given (and
+// The repository reads encrypted objects with the identities given (and
 // plain ones as they are); it encrypts what it writes only for a backup
-// with --encrypt.
+// with --encrypt (see encryption).
 func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error) {
-	keys, err := crypt.LoadKeys(g.recipientFile, g.identityFile, g.passphraseFile)
+	keys, err := g.loadKeys()
 	if err != nil {
 		return nil, usageError{err}
 	}
 	// Checked before the repository is opened, which may create it.
 	switch {
 	case g.encrypt && len(keys.Recipients) == 0 && keys.Passphrase == "":
-		return nil, usagef("--encrypt needs --recipient-file, --passphrase-file or $%s", crypt.PassphraseEnv)
+		return nil, usagef("--encrypt needs --recipient-file, --passphrase-file or $%s", passphraseEnv)
 	case !g.encrypt && g.recipientFile != "":
 		return nil, usagef("--recipient-file needs --encrypt")
 	}
-	g.keys = keys
-	inner, err := g.openBackend(ctx, g.repo, create)
+	b, err := g.openBackend(ctx, g.repo, create)
 	if err != nil {
 		return nil, err
 	}
-	b := &crypt.Backend{Backend: inner, Identities: keys.Identities, Passphrase: keys.Passphrase}
-	if create {
-		return repo.OpenOrInit(ctx, b)
-	}
-	return repo.Open(ctx, b)
+	return repo.OpenWith(ctx, b, repo.Options{Keys: keys, Init: create})
 }
 
 // registerEncrypt adds the flags of the commands that store encrypted.
 func (g *globals) registerEncrypt(f *pflag.FlagSet) {
-	f.BoolVar(&g.encrypt, "encrypt", false, "encrypt every stored data object with age, to --recipient-file or a passphrase (--passphrase-file or $"+crypt.PassphraseEnv+")")
+	f.BoolVar(&g.encrypt, "encrypt", false, "encrypt every stored data object with age, to --recipient-file or a passphrase (--passphrase-file or $"+passphraseEnv+")")
 	f.StringVar(&g.recipientFile, "recipient-file", "", "age recipients (public keys, one per line) to encrypt to")
 }
 
 // encryption makes r encrypt what it stores from now on, when --encrypt
 // asks for it, and returns what the manifests record of the keys. With a
 // passphrase, objects are encrypted to the repository's key for that
-// passphrase (made now if there is none; see crypt.KeysDir).
+// passphrase (made now if there is none; see repo.KeysDir).
 func (g *globals) encryption(ctx context.Context, r *repo.Repo) (*archive.Encryption, error) {
 	if !g.encrypt {
 		return nil, nil
 	}
-	b, ok := r.Backend.(*crypt.Backend)
-	if !ok {
-		return nil, fmt.Errorf("repository %s was not opened for encryption", r.Backend.Location())
+	return r.Encrypt(ctx)
+}
+
+// withKeyHint tells a user who read an encrypted object without a key
+// which flags give one.
+func withKeyHint(err error) error {
+	if errors.Is(err, crypt.ErrNoIdentity) {
+		return fmt.Errorf("%w (%s)", err, keyHint)
 	}
-	keys := g.keys
-	b.Recipients = keys.Recipients
-	enc := &archive.Encryption{Scheme: "age", Recipients: keys.Public}
-	if keys.Passphrase != "" {
-		public, object, err := b.UsePassphraseKey(ctx)
-		if err != nil {
-			return nil, err
-		}
-		enc.Recipients = append(enc.Recipients, public)
-		enc.PassphraseKey = object
-	}
-	return enc, nil
+	return err
 }

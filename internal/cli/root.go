@@ -19,7 +19,6 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
 // Exit codes, documented in docs/troubleshooting.md.
@@ -67,7 +66,6 @@ type globals struct {
 	// identities (to read encrypted backups).
 	recipientFile, identityFile, passphraseFile string
 	encrypt                                     bool
-	keys                                        crypt.Keys // loaded by openRepo
 	stdout                                      io.Writer
 	stderr                                      io.Writer
 }
@@ -119,7 +117,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")
-	pf.StringVar(&g.passphraseFile, "passphrase-file", "", "file holding the passphrase of backups encrypted with one (or set $"+crypt.PassphraseEnv+")")
+	pf.StringVar(&g.passphraseFile, "passphrase-file", "", "file holding the passphrase of backups encrypted with one (or set $"+passphraseEnv+")")
 	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	pf.MarkHidden("cpuprofile")
 	root.AddCommand(
@@ -146,6 +144,12 @@ repository. Restores read the streams in parallel and verify every byte.`,
 					return usageError{err}
 				}
 				return nil
+			}
+		}
+		// The packages below name no flags: hints that do are added here.
+		if runE := c.RunE; runE != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				return withKeyHint(runE(cmd, args))
 			}
 		}
 	}

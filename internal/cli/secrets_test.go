@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
@@ -348,7 +349,11 @@ func (s *secretsRig) searchTree(what, dir string) int {
 func (s *secretsRig) searchDecrypted(what string, inner storage.Backend, passphrase string) map[string][]byte {
 	s.t.Helper()
 	ctx := context.Background()
-	dec := &crypt.Backend{Backend: inner, Passphrase: passphrase}
+	var keys crypt.Keys
+	if err := keys.SetPassphrase(passphrase); err != nil {
+		s.t.Fatal(err)
+	}
+	dec := crypt.New(inner, keys, crypt.Options{Covers: repo.Encrypted, KeyPrefix: repo.KeysDir})
 	infos, err := inner.List(ctx, "")
 	if err != nil {
 		s.t.Fatal(err)
@@ -356,7 +361,7 @@ func (s *secretsRig) searchDecrypted(what string, inner storage.Backend, passphr
 	out := map[string][]byte{}
 	for _, i := range infos {
 		name, ok := strings.CutSuffix(i.Name, crypt.Suffix)
-		if !ok || !crypt.Encrypted(name) {
+		if !ok || !repo.Encrypted(name) {
 			continue
 		}
 		rc, err := dec.Open(ctx, name, 0, -1)
@@ -456,7 +461,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	if len(s.secrets[1].value) < 16 {
 		t.Fatalf("the S3 secret key %q is too short to search for", s.secrets[1].value)
 	}
-	t.Setenv(crypt.PassphraseEnv, passphrase)
+	t.Setenv(passphraseEnv, passphrase)
 
 	// The account is made with the session's binary log off: the binary
 	// log keeps statements as they were written, and a password the DBA
@@ -546,7 +551,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 		t.Errorf("backup with a wrong password: want an access denied error without the password, got:\n%s", msg)
 	}
 	wrongPassphrase := "wrong phrase " + randomHex(t, 12)
-	_, msg = s.run("restore with a wrong passphrase", false, []string{crypt.PassphraseEnv + "=" + wrongPassphrase},
+	_, msg = s.run("restore with a wrong passphrase", false, []string{passphraseEnv + "=" + wrongPassphrase},
 		"restore", "--repo", localRepo, "--defaults-extra-file", cnf, "--rename-database", "sample:sample_wrong")
 	if !strings.Contains(msg, "cannot decrypt") || strings.Contains(msg, wrongPassphrase) {
 		t.Errorf("restore with a wrong passphrase: want a decryption error without the passphrase, got:\n%s", msg)

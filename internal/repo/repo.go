@@ -1,9 +1,10 @@
 // Package repo is a backup repository on a storage backend: its layout
 // (config object, backups/, binlogs/, locks/, keys/), the catalog of
 // complete backups, the commit of a backup by writing its manifest last,
-// removal, and locks. It is the one package that knows the repository's
-// layout; it knows nothing of MariaDB, of flags, or of how a backend
-// stores bytes.
+// removal, locks, and which of its objects are encrypted (it puts the
+// crypt decorator over the backend it is given). It is the one package
+// that knows the repository's layout; it knows nothing of MariaDB, of
+// flags, or of how a backend stores bytes.
 package repo
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
 // ConfigName is the repository's config object; its presence makes a
@@ -51,15 +53,47 @@ type Config struct {
 
 // Repo is an opened repository.
 type Repo struct {
+	// Backend is the repository's storage as its users see it: objects
+	// that are stored encrypted read back decrypted.
 	Backend storage.Backend
 	Config  Config
+
+	crypt *crypt.Backend
 }
 
 // ErrNotRepository reports a location without a backstream.json.
 var ErrNotRepository = errors.New("not a backstream repository")
 
-// Open opens an existing repository.
+// Open opens an existing repository, without keys: encrypted objects
+// cannot be read.
 func Open(ctx context.Context, b storage.Backend) (*Repo, error) {
+	return OpenWith(ctx, b, Options{})
+}
+
+// OpenOrInit opens the repository, creating it if the location holds no
+// objects at all. A location with other objects but no config is refused,
+// so that a mistyped location never scatters backups into unrelated data.
+func OpenOrInit(ctx context.Context, b storage.Backend) (*Repo, error) {
+	return OpenWith(ctx, b, Options{Init: true})
+}
+
+// OpenWith opens the repository on b as opts say. Its Backend is b under
+// the crypt decorator, which covers the objects Encrypted names and reads
+// them with opts.Keys; it writes them plainly until Encrypt is called.
+func OpenWith(ctx context.Context, b storage.Backend, opts Options) (*Repo, error) {
+	cb := crypt.New(b, opts.Keys, crypt.Options{Covers: Encrypted, KeyPrefix: KeysDir})
+	r, err := open(ctx, cb)
+	if opts.Init && errors.Is(err, ErrNotRepository) {
+		r, err = create(ctx, cb)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.crypt = cb
+	return r, nil
+}
+
+func open(ctx context.Context, b storage.Backend) (*Repo, error) {
 	rc, err := b.Open(ctx, ConfigName, 0, -1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w (no %s)", b.Location(), ErrNotRepository, ConfigName)
@@ -82,14 +116,8 @@ func Open(ctx context.Context, b storage.Backend) (*Repo, error) {
 	return &Repo{Backend: b, Config: c}, nil
 }
 
-// OpenOrInit opens the repository, creating it if the location holds no
-// objects at all. A location with other objects but no config is refused,
-// so that a typo in --repo never scatters backups into unrelated data.
-func OpenOrInit(ctx context.Context, b storage.Backend) (*Repo, error) {
-	r, err := Open(ctx, b)
-	if !errors.Is(err, ErrNotRepository) {
-		return r, err
-	}
+// create makes a repository at an empty location.
+func create(ctx context.Context, b storage.Backend) (*Repo, error) {
 	existing, err := b.List(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Location(), err)

@@ -11,7 +11,10 @@ import (
 
 // Info describes one stored object.
 type Info struct {
-	Name    string // slash-separated, relative to the backend's root
+	Name string // slash-separated, relative to the backend's root
+	// Size is what the object takes in the store: the bytes Put took,
+	// unless a decorator transforms objects on their way (crypt stores
+	// and reports the larger ciphertext).
 	Size    int64
 	ModTime time.Time
 }
@@ -25,7 +28,8 @@ type Backend interface {
 	// whose size need not be known. The object becomes visible under name
 	// only when Put returns nil; after an error (including a cancelled ctx
 	// or an error returned by r) nothing new is visible under name and no
-	// temporary data is left behind. Put returns the number of bytes stored.
+	// temporary data is left behind. Put returns the number of bytes it
+	// took from r.
 	Put(ctx context.Context, name string, r io.Reader) (int64, error)
 
 	// Open reads length bytes of the object from offset off; length < 0

@@ -1,9 +1,12 @@
-// Package crypt encrypts a repository's data objects with age
-// (filippo.io/age, the format of the age command): a storage.Backend
-// wrapper that stores every object under backups/ and binlogs/, except the
-// manifests and begun markers (which hold no row data and must be readable
-// to list and plan), as <name>.age. Callers keep using plain names; `age -d
-// | zstd -dc | mbstream -x` still restores a stream object by hand.
+// Package crypt is a storage decorator that encrypts objects with age
+// (filippo.io/age, the format of the age command): an object the caller's
+// Covers predicate names is stored as <name>.age, encrypted, and read back
+// decrypted under its plain name; every other object passes through. So
+// `age -d | zstd -dc | mbstream -x` still restores a stream object by hand.
+//
+// The package knows objects and keys, nothing else: which objects are
+// encrypted and where passphrase keys are kept are the caller's choice
+// (the repository layer's), and no message names a command-line flag.
 package crypt
 
 import (
@@ -13,8 +16,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,55 +25,75 @@ import (
 	"github.com/backstream/backstream/internal/storage"
 )
 
-// Suffix ends the name of every encrypted object.
+// Suffix ends the stored name of every encrypted object.
 const Suffix = ".age"
 
-// Backend encrypts on Put when it has Recipients (otherwise it stores
-// plainly), and on Open reads name.age, decrypting it with Identities, when
-// that is what the backend holds, else name: one repository can hold
-// encrypted and plain backups.
+// Options say what a Backend encrypts and where it keeps passphrase keys.
+type Options struct {
+	// Covers reports whether the object name is stored encrypted; nil
+	// covers every name. It must not cover both a name and that name
+	// with Suffix appended, or List could not tell them apart.
+	Covers func(name string) bool
+	// KeyPrefix is where passphrase keys are stored (see
+	// Backend.Encrypt): KeyPrefix + <public key> + Suffix.
+	KeyPrefix string
+}
+
+// Backend encrypts the objects its options cover once Encrypt was called
+// (until then it stores them plainly), and reads a covered object from
+// name.age, decrypting it with the keys' identities, when that is what the
+// inner backend holds, else from name: one store can hold encrypted and
+// plain objects.
+//
+// Info.Size from Stat and List is the size stored, which for an
+// encrypted object is age's ciphertext (header, nonce, a tag per 64 KiB);
+// Put returns the plain bytes it took.
 type Backend struct {
-	storage.Backend
-	Recipients []age.Recipient
-	Identities []age.Identity
-	// Passphrase, if set, opens the repository's passphrase keys (see
-	// KeysDir) at the first read of an encrypted object.
-	Passphrase string
+	inner      storage.Backend
+	opts       Options
+	keys       Keys
+	encrypting bool
 
 	unlock    sync.Once
 	unlockErr error
 }
 
-// KeysDir holds the repository's passphrase keys: each an age X25519
-// identity, stored as keys/<its public key>.age encrypted with a
-// passphrase (scrypt). A backup "encrypted with a passphrase" is encrypted
-// to such a key, so that the costly scrypt derivation runs once per
-// command, not once per object in each direction. By hand:
-//
-//	age -d keys/age1....age > key.txt    # asks for the passphrase
-//	age -d -i key.txt streams/00000.xbs.zst.age | zstd -dc | mbstream -x
-const KeysDir = "keys/"
+var _ storage.Backend = (*Backend)(nil)
+
+// New wraps inner. It reads encrypted objects with keys' identities and
+// passphrase; it writes plainly until Encrypt is called.
+func New(inner storage.Backend, keys Keys, opts Options) *Backend {
+	keys.Identities = slices.Clone(keys.Identities)
+	keys.Recipients = slices.Clone(keys.Recipients)
+	return &Backend{inner: inner, keys: keys, opts: opts}
+}
 
 // scryptWorkFactor is age's default (about a second to open a key); tests
 // lower it.
 var scryptWorkFactor = 18
 
-// Encrypted reports whether an object of that name is stored encrypted.
-func Encrypted(name string) bool {
-	switch path.Base(name) {
-	case "manifest.json", "begun.json":
-		return false
-	}
-	return strings.HasPrefix(name, "backups/") || strings.HasPrefix(name, "binlogs/")
+// covers reports whether name is stored encrypted.
+func (b *Backend) covers(name string) bool {
+	return b.opts.Covers == nil || b.opts.Covers(name)
 }
 
 // ErrNoIdentity reports a read of an encrypted object without a key.
-var ErrNoIdentity = errors.New("the object is encrypted and no key was given (--identity-file, --passphrase-file or BACKSTREAM_PASSPHRASE)")
+var ErrNoIdentity = errors.New("the object is encrypted and no key was given")
 
-// Put encrypts r into name.age and returns the plain bytes it took.
+// ErrNoRecipient reports an Encrypt without a recipient or passphrase.
+var ErrNoRecipient = errors.New("no recipient or passphrase to encrypt to")
+
+// Location names the inner backend.
+func (b *Backend) Location() string { return b.inner.Location() }
+
+// Put encrypts r into name.age, if name is covered and Encrypt was
+// called, and returns the plain bytes it took.
 func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
-	if !Encrypted(name) || len(b.Recipients) == 0 {
-		return b.Backend.Put(ctx, name, r)
+	if err := storage.CheckName(name); err != nil {
+		return 0, err
+	}
+	if !b.encrypting || !b.covers(name) {
+		return b.inner.Put(ctx, name, r)
 	}
 	pr, pw := io.Pipe()
 	var plain int64
@@ -79,7 +101,7 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w, err := age.Encrypt(pw, b.Recipients...)
+		w, err := age.Encrypt(pw, b.keys.Recipients...)
 		if err == nil {
 			plain, err = io.Copy(w, r)
 			if cerr := w.Close(); err == nil {
@@ -89,7 +111,7 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 		encErr = err
 		pw.CloseWithError(err)
 	}()
-	_, err := b.Backend.Put(ctx, name+Suffix, pr)
+	_, err := b.inner.Put(ctx, name+Suffix, pr)
 	if err != nil {
 		// Stops the encrypting goroutine at its next write. It is not
 		// waited for: it may be blocked reading r, whose writer learns of
@@ -112,12 +134,18 @@ var errShortPut = errors.New("backend stopped reading before the end of the obje
 
 // Open decrypts name.age and returns length plain bytes from off.
 func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
-	if !Encrypted(name) {
-		return b.Backend.Open(ctx, name, off, length)
+	if err := storage.CheckName(name); err != nil {
+		return nil, err
 	}
-	rc, err := b.Backend.Open(ctx, name+Suffix, 0, -1)
+	if !b.covers(name) {
+		return b.inner.Open(ctx, name, off, length)
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("opening %s/%s: negative offset %d", b.Location(), name, off)
+	}
+	rc, err := b.inner.Open(ctx, name+Suffix, 0, -1)
 	if errors.Is(err, fs.ErrNotExist) {
-		return b.Backend.Open(ctx, name, off, length)
+		return b.inner.Open(ctx, name, off, length)
 	}
 	if err != nil {
 		return nil, err
@@ -126,11 +154,11 @@ func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.
 		rc.Close()
 		return nil, err
 	}
-	if len(b.Identities) == 0 {
+	if len(b.keys.Identities) == 0 {
 		rc.Close()
 		return nil, fmt.Errorf("%s: %w", b.Location()+"/"+name+Suffix, ErrNoIdentity)
 	}
-	dr, err := age.Decrypt(rc, b.Identities...)
+	dr, err := age.Decrypt(rc, b.keys.Identities...)
 	if err != nil {
 		rc.Close()
 		return nil, fmt.Errorf("%s: cannot decrypt: %w (wrong key?)", b.Location()+"/"+name+Suffix, err)
@@ -156,77 +184,95 @@ type readCloser struct {
 // Stat describes name, or name.age under the plain name (its size is the
 // stored one).
 func (b *Backend) Stat(ctx context.Context, name string) (storage.Info, error) {
-	if !Encrypted(name) {
-		return b.Backend.Stat(ctx, name)
+	if err := storage.CheckName(name); err != nil {
+		return storage.Info{}, err
 	}
-	info, err := b.Backend.Stat(ctx, name+Suffix)
+	if !b.covers(name) {
+		return b.inner.Stat(ctx, name)
+	}
+	info, err := b.inner.Stat(ctx, name+Suffix)
 	if errors.Is(err, fs.ErrNotExist) {
-		return b.Backend.Stat(ctx, name)
+		return b.inner.Stat(ctx, name)
 	}
 	info.Name = name
 	return info, err
 }
 
-// List names encrypted objects by their plain names.
+// List names encrypted objects by their plain names, sorted by them, and
+// leaves out those whose plain name does not start with prefix (name.age
+// matches the prefix "name." but name does not).
 func (b *Backend) List(ctx context.Context, prefix string) ([]storage.Info, error) {
-	infos, err := b.Backend.List(ctx, prefix)
-	for i := range infos {
-		if n, ok := strings.CutSuffix(infos[i].Name, Suffix); ok && Encrypted(n) {
-			infos[i].Name = n
+	infos, err := b.inner.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := infos[:0]
+	for _, info := range infos {
+		if n, ok := strings.CutSuffix(info.Name, Suffix); ok && b.covers(n) {
+			info.Name = n
+		}
+		if strings.HasPrefix(info.Name, prefix) {
+			out = append(out, info)
 		}
 	}
-	return infos, err
+	// Cutting the suffix can change the order: "a.age" sorts after
+	// "a-z.age", but "a" before "a-z".
+	slices.SortFunc(out, func(x, y storage.Info) int { return strings.Compare(x.Name, y.Name) })
+	return out, nil
 }
 
 // Delete removes the object, encrypted or not.
 func (b *Backend) Delete(ctx context.Context, name string) error {
-	if Encrypted(name) {
-		if err := b.Backend.Delete(ctx, name+Suffix); err != nil {
+	if err := storage.CheckName(name); err != nil {
+		return err
+	}
+	if b.covers(name) {
+		if err := b.inner.Delete(ctx, name+Suffix); err != nil {
 			return err
 		}
 	}
-	return b.Backend.Delete(ctx, name)
+	return b.inner.Delete(ctx, name)
 }
 
 // AbortUploads aborts the incomplete uploads of the object, encrypted or
 // not, when the inner backend keeps such uploads. Without it the wrapper
-// would hide the inner backend's AbortUploads from repo.Remove, and
-// pruning a killed backup would leave its S3 multipart uploads behind.
+// would hide the inner backend's AbortUploads, and pruning a killed
+// backup would leave its S3 multipart uploads behind.
 func (b *Backend) AbortUploads(ctx context.Context, name string) (int, error) {
-	ab, ok := b.Backend.(storage.UploadAborter)
+	ab, ok := b.inner.(storage.UploadAborter)
 	if !ok {
 		return 0, nil
 	}
 	n, err := ab.AbortUploads(ctx, name)
-	if err != nil || !Encrypted(name) {
+	if err != nil || !b.covers(name) {
 		return n, err
 	}
 	m, err := ab.AbortUploads(ctx, name+Suffix)
 	return n + m, err
 }
 
-// unlockKeys adds the passphrase keys the passphrase opens to Identities,
-// once. Keys of other passphrases are passed over: a repository may hold
-// backups made with several.
+// unlockKeys adds the passphrase keys the passphrase opens to the
+// identities, once. Keys of other passphrases are passed over: a store
+// may hold objects encrypted with several.
 func (b *Backend) unlockKeys(ctx context.Context) error {
-	if b.Passphrase == "" {
+	if b.keys.Passphrase == "" {
 		return nil
 	}
 	b.unlock.Do(func() {
 		ids, err := b.passphraseKeys(ctx)
-		b.Identities = append(ids, b.Identities...)
+		b.keys.Identities = append(ids, b.keys.Identities...)
 		b.unlockErr = err
 	})
 	return b.unlockErr
 }
 
-// passphraseKeys reads every key under KeysDir that the passphrase opens.
+// passphraseKeys reads every key under KeyPrefix that the passphrase opens.
 func (b *Backend) passphraseKeys(ctx context.Context) ([]age.Identity, error) {
-	scrypt, err := age.NewScryptIdentity(b.Passphrase)
+	scrypt, err := age.NewScryptIdentity(b.keys.Passphrase)
 	if err != nil {
 		return nil, err
 	}
-	infos, err := b.Backend.List(ctx, KeysDir)
+	infos, err := b.inner.List(ctx, b.opts.KeyPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("list the repository's keys: %w", err)
 	}
@@ -249,7 +295,7 @@ func (b *Backend) passphraseKeys(ctx context.Context) ([]age.Identity, error) {
 }
 
 func (b *Backend) openKey(ctx context.Context, name string, scrypt age.Identity) (age.Identity, error) {
-	rc, err := b.Backend.Open(ctx, name, 0, -1)
+	rc, err := b.inner.Open(ctx, name, 0, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -269,25 +315,54 @@ func (b *Backend) openKey(ctx context.Context, name string, scrypt age.Identity)
 	return ids[0], nil
 }
 
-// UsePassphraseKey makes what Put writes readable with the passphrase: it
-// encrypts to the repository's key for the passphrase, made (and stored
-// under KeysDir) if there is none yet, besides any Recipients. It returns
-// the key's public key and object name, for the manifest.
-func (b *Backend) UsePassphraseKey(ctx context.Context) (public, object string, err error) {
+// Encrypt makes Put encrypt the covered objects from now on, to the keys'
+// recipients and, with a passphrase, to the passphrase key: an age X25519
+// identity stored under KeyPrefix encrypted with the passphrase (scrypt),
+// made now if the store holds none for this passphrase. Encrypting to
+// such a key rather than to the passphrase itself makes the costly scrypt
+// derivation run once per command, not once per object in each direction.
+// By hand:
+//
+//	age -d keys/age1....age > key.txt    # asks for the passphrase
+//	age -d -i key.txt streams/00000.xbs.zst.age | zstd -dc | mbstream -x
+//
+// It returns the X25519 public keys encrypted to and the name of the
+// passphrase key ("" without a passphrase), for the caller's records. Call
+// it before the Backend is used concurrently.
+func (b *Backend) Encrypt(ctx context.Context) (public []string, passphraseKey string, err error) {
+	if len(b.keys.Recipients) == 0 && b.keys.Passphrase == "" {
+		return nil, "", ErrNoRecipient
+	}
+	public = slices.Clone(b.keys.Public)
+	if b.keys.Passphrase != "" {
+		key, object, err := b.usePassphraseKey(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		public, passphraseKey = append(public, key), object
+	}
+	b.encrypting = true
+	return public, passphraseKey, nil
+}
+
+// usePassphraseKey adds the passphrase key to the recipients, making and
+// storing it first if there is none yet, and returns its public key and
+// object name.
+func (b *Backend) usePassphraseKey(ctx context.Context) (public, object string, err error) {
 	if err := b.unlockKeys(ctx); err != nil {
 		return "", "", err
 	}
-	for _, id := range b.Identities {
+	for _, id := range b.keys.Identities {
 		if x, ok := id.(*age.X25519Identity); ok && b.isPassphraseKey(ctx, x) {
-			b.Recipients = append(b.Recipients, x.Recipient())
-			return x.Recipient().String(), keyObject(x), nil
+			b.keys.Recipients = append(b.keys.Recipients, x.Recipient())
+			return x.Recipient().String(), b.keyObject(x), nil
 		}
 	}
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		return "", "", err
 	}
-	scrypt, err := age.NewScryptRecipient(b.Passphrase)
+	scrypt, err := age.NewScryptRecipient(b.keys.Passphrase)
 	if err != nil {
 		return "", "", err
 	}
@@ -301,85 +376,21 @@ func (b *Backend) UsePassphraseKey(ctx context.Context) (public, object string, 
 	if err := w.Close(); err != nil {
 		return "", "", err
 	}
-	if _, err := b.Backend.Put(ctx, keyObject(id), &buf); err != nil {
+	if _, err := b.inner.Put(ctx, b.keyObject(id), &buf); err != nil {
 		return "", "", fmt.Errorf("store the passphrase key: %w", err)
 	}
-	b.Identities = append([]age.Identity{id}, b.Identities...)
-	b.Recipients = append(b.Recipients, id.Recipient())
-	return id.Recipient().String(), keyObject(id), nil
+	b.keys.Identities = append([]age.Identity{id}, b.keys.Identities...)
+	b.keys.Recipients = append(b.keys.Recipients, id.Recipient())
+	return id.Recipient().String(), b.keyObject(id), nil
 }
 
-// isPassphraseKey tells a key read from KeysDir from one of --identity-file.
+// isPassphraseKey tells a key read from KeyPrefix from one given as an
+// identity.
 func (b *Backend) isPassphraseKey(ctx context.Context, id *age.X25519Identity) bool {
-	_, err := b.Backend.Stat(ctx, keyObject(id))
+	_, err := b.inner.Stat(ctx, b.keyObject(id))
 	return err == nil
 }
 
-func keyObject(id *age.X25519Identity) string {
-	return KeysDir + id.Recipient().String() + Suffix
-}
-
-// Keys are what a command was given to encrypt or decrypt with.
-type Keys struct {
-	Recipients []age.Recipient
-	Identities []age.Identity
-	// Public lists the recipients' age public keys, for the manifest.
-	Public []string
-	// Passphrase opens the repository's passphrase keys (see KeysDir).
-	Passphrase string
-}
-
-// PassphraseEnv holds a passphrase when no file is given.
-const PassphraseEnv = "BACKSTREAM_PASSPHRASE"
-
-// LoadKeys reads a recipients file (age public keys, one per line, # for
-// comments), an identities file (age secret keys) and a passphrase (from
-// a file, or the environment); any may be absent. A passphrase serves both
-// ways.
-func LoadKeys(recipientFile, identityFile, passphraseFile string) (Keys, error) {
-	var k Keys
-	if recipientFile != "" {
-		f, err := os.Open(recipientFile)
-		if err != nil {
-			return k, fmt.Errorf("--recipient-file: %w", err)
-		}
-		defer f.Close()
-		if k.Recipients, err = age.ParseRecipients(f); err != nil {
-			return k, fmt.Errorf("--recipient-file %s: %w", recipientFile, err)
-		}
-		for _, r := range k.Recipients {
-			if x, ok := r.(*age.X25519Recipient); ok {
-				k.Public = append(k.Public, x.String())
-			}
-		}
-	}
-	if identityFile != "" {
-		f, err := os.Open(identityFile)
-		if err != nil {
-			return k, fmt.Errorf("--identity-file: %w", err)
-		}
-		defer f.Close()
-		if k.Identities, err = age.ParseIdentities(f); err != nil {
-			return k, fmt.Errorf("--identity-file %s: %w", identityFile, err)
-		}
-	}
-	pass := os.Getenv(PassphraseEnv)
-	if passphraseFile != "" {
-		data, err := os.ReadFile(passphraseFile)
-		if err != nil {
-			return k, fmt.Errorf("--passphrase-file: %w", err)
-		}
-		pass = strings.TrimRight(string(data), "\r\n")
-	}
-	if pass != "" {
-		// Objects encrypted to the passphrase itself (by backstream
-		// before passphrase keys) stay readable.
-		id, err := age.NewScryptIdentity(pass)
-		if err != nil {
-			return k, err
-		}
-		k.Identities = append(k.Identities, id)
-		k.Passphrase = pass
-	}
-	return k, nil
+func (b *Backend) keyObject(id *age.X25519Identity) string {
+	return b.opts.KeyPrefix + id.Recipient().String() + Suffix
 }

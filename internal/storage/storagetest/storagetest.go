@@ -35,31 +35,51 @@ import (
 	"github.com/backstream/backstream/internal/storage"
 )
 
+// Options adapt the suite to a backend.
+type Options struct {
+	// StoredSize is the Info.Size of an object Put from n bytes: n itself
+	// when nil. A decorator that transforms what it stores (crypt)
+	// reports the size stored, and says here how it follows from n.
+	StoredSize func(n int64) int64
+}
+
+func (o Options) size(n int) int64 {
+	if o.StoredSize == nil {
+		return int64(n)
+	}
+	return o.StoredSize(int64(n))
+}
+
 // Run runs the conformance suite against backends made by newBackend (each
 // call: a fresh, empty backend).
 func Run(t *testing.T, newBackend func(t *testing.T) storage.Backend) {
+	RunWith(t, newBackend, Options{})
+}
+
+// RunWith is Run for a backend that needs Options.
+func RunWith(t *testing.T, newBackend func(t *testing.T) storage.Backend, o Options) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, b storage.Backend)
 	}{
-		{"RoundTrip", testRoundTrip},
-		{"PutReplaces", testPutReplaces},
+		{"RoundTrip", func(t *testing.T, b storage.Backend) { testRoundTrip(t, b, o) }},
+		{"PutReplaces", func(t *testing.T, b storage.Backend) { testPutReplaces(t, b, o) }},
 		{"RangedOpen", testRangedOpen},
 		{"OpenNegativeOffset", testOpenNegativeOffset},
-		{"List", testList},
+		{"List", func(t *testing.T, b storage.Backend) { testList(t, b, o) }},
 		{"ListEmpty", testListEmpty},
 		{"Delete", testDelete},
 		{"DirectoryIsNoObject", testDirectoryIsNoObject},
 		{"Missing", testMissing},
 		{"PutReaderFails", testPutReaderFails},
-		{"PutReaderFailsKeepsOld", testPutReaderFailsKeepsOld},
+		{"PutReaderFailsKeepsOld", func(t *testing.T, b storage.Backend) { testPutReaderFailsKeepsOld(t, b, o) }},
 		{"PutCancelledBefore", testPutCancelledBefore},
 		{"PutCancelledMidway", testPutCancelledMidway},
 		{"CancelledContext", testCancelledContext},
 		{"OddButValidNames", testOddButValidNames},
 		{"BadNames", testBadNames},
 		{"ConcurrentPuts", testConcurrentPuts},
-		{"ConcurrentPutsSameName", testConcurrentPutsSameName},
+		{"ConcurrentPutsSameName", func(t *testing.T, b storage.Backend) { testConcurrentPutsSameName(t, b, o) }},
 		{"ConcurrentPutDelete", testConcurrentPutDelete},
 	}
 	for _, tc := range tests {
@@ -219,7 +239,7 @@ func wantEmpty(t *testing.T, b storage.Backend) {
 	}
 }
 
-func testRoundTrip(t *testing.T, b storage.Backend) {
+func testRoundTrip(t *testing.T, b storage.Backend, o Options) {
 	for i, size := range []int{0, 1, 20 << 20} {
 		name := fmt.Sprintf("rt/size-%d", size)
 		data := pattern(uint64(i), size)
@@ -238,21 +258,21 @@ func testRoundTrip(t *testing.T, b storage.Backend) {
 		if err != nil {
 			t.Fatalf("Stat(%q): %v", name, err)
 		}
-		if info.Name != name || info.Size != int64(size) {
-			t.Errorf("Stat(%q) = %q size %d, want size %d", name, info.Name, info.Size, size)
+		if info.Name != name || info.Size != o.size(size) {
+			t.Errorf("Stat(%q) = %q size %d, want size %d", name, info.Name, info.Size, o.size(size))
 		}
 		// Clocks of a remote store may differ a little from ours.
 		if d := info.ModTime.Sub(start); d < -time.Hour || d > time.Hour {
 			t.Errorf("Stat(%q).ModTime = %v, not close to now (%v)", name, info.ModTime, start)
 		}
 		infos := list(t, b, name)
-		if len(infos) != 1 || infos[0].Name != name || infos[0].Size != int64(size) {
-			t.Errorf("List(%q) = %+v, want just %q of size %d", name, infos, name, size)
+		if len(infos) != 1 || infos[0].Name != name || infos[0].Size != o.size(size) {
+			t.Errorf("List(%q) = %+v, want just %q of size %d", name, infos, name, o.size(size))
 		}
 	}
 }
 
-func testPutReplaces(t *testing.T, b storage.Backend) {
+func testPutReplaces(t *testing.T, b storage.Backend, o Options) {
 	put(t, b, "obj", pattern(1, 5000))
 	short := []byte("short")
 	put(t, b, "obj", short)
@@ -260,11 +280,11 @@ func testPutReplaces(t *testing.T, b storage.Backend) {
 		t.Errorf("after replacement read %q, want %q", got, short)
 	}
 	info, err := b.Stat(t.Context(), "obj")
-	if err != nil || info.Size != int64(len(short)) {
-		t.Errorf("Stat after replacement = %+v, %v; want size %d", info, err, len(short))
+	if err != nil || info.Size != o.size(len(short)) {
+		t.Errorf("Stat after replacement = %+v, %v; want size %d", info, err, o.size(len(short)))
 	}
-	if infos := list(t, b, ""); len(infos) != 1 || infos[0].Size != int64(len(short)) {
-		t.Errorf("List after replacement = %+v, want one object of size %d", infos, len(short))
+	if infos := list(t, b, ""); len(infos) != 1 || infos[0].Size != o.size(len(short)) {
+		t.Errorf("List after replacement = %+v, want one object of size %d", infos, o.size(len(short)))
 	}
 }
 
@@ -309,7 +329,7 @@ func testOpenNegativeOffset(t *testing.T, b storage.Backend) {
 	}
 }
 
-func testList(t *testing.T, b storage.Backend) {
+func testList(t *testing.T, b storage.Backend, o Options) {
 	objects := []string{"a-z", "a.b", "a/b", "a/bc", "a/bd/e", "a/c", "ab", "b/x", "b/y/z"}
 	// Put in an order unlike the sorted one, so that sorting is checked.
 	for i, idx := range []int{5, 0, 8, 2, 7, 4, 1, 6, 3} {
@@ -340,8 +360,8 @@ func testList(t *testing.T, b storage.Backend) {
 		}
 		for _, in := range got {
 			idx := slices.Index(objects, in.Name)
-			if in.Size != int64(10+idx) {
-				t.Errorf("List(%q): %q has size %d, want %d", tc.prefix, in.Name, in.Size, 10+idx)
+			if in.Size != o.size(10+idx) {
+				t.Errorf("List(%q): %q has size %d, want %d", tc.prefix, in.Name, in.Size, o.size(10+idx))
 			}
 		}
 	}
@@ -433,7 +453,7 @@ func testPutReaderFails(t *testing.T, b storage.Backend) {
 	wantEmpty(t, b)
 }
 
-func testPutReaderFailsKeepsOld(t *testing.T, b storage.Backend) {
+func testPutReaderFailsKeepsOld(t *testing.T, b storage.Backend, o Options) {
 	old := pattern(4, 4000)
 	put(t, b, "keep", old)
 	if _, err := b.Put(t.Context(), "keep", &failingReader{data: pattern(5, 2<<20), err: errSource}); !errors.Is(err, errSource) {
@@ -442,7 +462,7 @@ func testPutReaderFailsKeepsOld(t *testing.T, b storage.Backend) {
 	if got := read(t, b, "keep", 0, -1); !bytes.Equal(got, old) {
 		t.Errorf("after a failed replacement the object reads %d bytes, not the old %d", len(got), len(old))
 	}
-	if infos := list(t, b, ""); len(infos) != 1 || infos[0].Size != int64(len(old)) {
+	if infos := list(t, b, ""); len(infos) != 1 || infos[0].Size != o.size(len(old)) {
 		t.Errorf("after a failed replacement List = %+v, want just the old object", infos)
 	}
 }
@@ -583,7 +603,7 @@ func testConcurrentPuts(t *testing.T, b storage.Backend) {
 	}
 }
 
-func testConcurrentPutsSameName(t *testing.T, b storage.Backend) {
+func testConcurrentPutsSameName(t *testing.T, b storage.Backend, o Options) {
 	const n = 8
 	contents := make([][]byte, n)
 	for i := range contents {
@@ -606,8 +626,8 @@ func testConcurrentPutsSameName(t *testing.T, b storage.Backend) {
 	if !slices.ContainsFunc(contents, func(c []byte) bool { return bytes.Equal(c, got) }) {
 		t.Errorf("after concurrent Puts the object holds %d bytes that match none of the puts", len(got))
 	}
-	if infos := list(t, b, ""); len(infos) != 1 || infos[0].Size != int64(len(got)) {
-		t.Errorf("List after concurrent Puts = %+v, want one object of size %d", infos, len(got))
+	if infos := list(t, b, ""); len(infos) != 1 || infos[0].Size != o.size(len(got)) {
+		t.Errorf("List after concurrent Puts = %+v, want one object of size %d", infos, o.size(len(got)))
 	}
 }
 

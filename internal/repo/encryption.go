@@ -1,0 +1,52 @@
+package repo
+
+import (
+	"context"
+	"path"
+	"strings"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/storage/crypt"
+)
+
+// KeysDir holds the repository's passphrase keys, keys/<public key>.age:
+// each an age X25519 identity encrypted with a passphrase. A backup
+// "encrypted with a passphrase" is encrypted to such a key (see
+// crypt.Backend.Encrypt).
+const KeysDir = "keys/"
+
+// Encrypted reports whether the repository stores the object name
+// encrypted, when what wrote it encrypts: every object of a backup or an
+// archived binary log except the manifests and begun markers, which hold
+// no row data and must stay readable to list, plan and clean up without a
+// key. The config, locks and keys are never encrypted this way.
+func Encrypted(name string) bool {
+	switch path.Base(name) {
+	case ManifestName, BegunName:
+		return false
+	}
+	return strings.HasPrefix(name, backupsDir+"/") || strings.HasPrefix(name, binlogsDir+"/")
+}
+
+// Options say how OpenWith opens a repository.
+type Options struct {
+	// Keys decrypt the encrypted objects read, and are what Encrypt
+	// encrypts to.
+	Keys crypt.Keys
+	// Init creates the repository when the location holds no objects at
+	// all (see OpenOrInit).
+	Init bool
+}
+
+// Encrypt makes the repository encrypt what it stores from now on (the
+// objects Encrypted names) to the keys it was opened with, and returns
+// what the manifests record of them. With a passphrase, objects are
+// encrypted to the repository's key for that passphrase, made now if
+// there is none yet.
+func (r *Repo) Encrypt(ctx context.Context) (*archive.Encryption, error) {
+	public, key, err := r.crypt.Encrypt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &archive.Encryption{Scheme: "age", Recipients: public, PassphraseKey: key}, nil
+}
