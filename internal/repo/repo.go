@@ -319,7 +319,7 @@ func cmpBool(a, b bool) int {
 // abortUploads aborts the incomplete uploads of the stream objects named
 // by the backup's begun marker, if the backend keeps such uploads.
 func (r *Repo) abortUploads(ctx context.Context, id string) error {
-	ab, ok := r.Backend.(storage.UploadAborter)
+	ab, ok := storage.Lookup[storage.UploadAborter](r.Backend)
 	if !ok {
 		return nil
 	}

@@ -1,6 +1,8 @@
 // Package storage defines where a repository's objects live. A Backend knows
-// named byte objects and nothing of backups; behaviour such as retries, rate
-// limits or injected faults is added by wrapping a Backend.
+// named byte objects and nothing of backups; behaviour such as encryption,
+// retries, rate limits or injected faults is added by wrapping a Backend in
+// a decorator (crypt, retry, limit, faulty), which implements Wrapper so
+// that Lookup finds the optional interfaces of what it wraps.
 package storage
 
 import (
@@ -23,6 +25,14 @@ type Info struct {
 // ("backups/X/manifest.json"); a name with an empty, "." or ".." element or a
 // leading slash is rejected. Every method honours ctx. A missing object is
 // reported with an error that matches fs.ErrNotExist under errors.Is.
+//
+// An error worth retrying is marked with Transient; every other error is
+// permanent. A backend retries nothing a decorator can retry as well:
+// Stat, List, Delete and Open are retried whole by the retry decorator,
+// and a reader whose Read fails with a transient error stays usable, its
+// next Read resuming at the same offset. Put is not retried from outside,
+// since its reader cannot be read twice: a backend retries the requests
+// of a Put itself, from bytes it buffered, or not at all.
 type Backend interface {
 	// Put creates or replaces the object name with everything read from r,
 	// whose size need not be known. The object becomes visible under name
@@ -54,7 +64,7 @@ type Backend interface {
 // partial data behind when the backend itself became unreachable before
 // the Put could clean up (S3 multipart uploads). AbortUploads removes all
 // such data kept for the object name and returns how many uploads it
-// aborted; a name with none is no error.
+// aborted; a name with none is no error. Find it with Lookup.
 type UploadAborter interface {
 	AbortUploads(ctx context.Context, name string) (int, error)
 }

@@ -58,7 +58,11 @@ type Backend struct {
 	unlockErr error
 }
 
-var _ storage.Backend = (*Backend)(nil)
+var (
+	_ storage.Backend       = (*Backend)(nil)
+	_ storage.Wrapper       = (*Backend)(nil)
+	_ storage.UploadAborter = (*Backend)(nil)
+)
 
 // New wraps inner. It reads encrypted objects with keys' identities and
 // passphrase; it writes plainly until Encrypt is called.
@@ -85,6 +89,9 @@ var ErrNoRecipient = errors.New("no recipient or passphrase to encrypt to")
 
 // Location names the inner backend.
 func (b *Backend) Location() string { return b.inner.Location() }
+
+// Unwrap returns the inner backend.
+func (b *Backend) Unwrap() storage.Backend { return b.inner }
 
 // Put encrypts r into name.age, if name is covered and Encrypt was
 // called, and returns the plain bytes it took.
@@ -235,11 +242,11 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 }
 
 // AbortUploads aborts the incomplete uploads of the object, encrypted or
-// not, when the inner backend keeps such uploads. Without it the wrapper
-// would hide the inner backend's AbortUploads, and pruning a killed
-// backup would leave its S3 multipart uploads behind.
+// not, when the inner backend keeps such uploads (storage.Lookup finds it
+// only then). A plain forward would miss name.age, and pruning a killed
+// encrypted backup would leave its S3 multipart uploads behind.
 func (b *Backend) AbortUploads(ctx context.Context, name string) (int, error) {
-	ab, ok := b.inner.(storage.UploadAborter)
+	ab, ok := storage.Lookup[storage.UploadAborter](b.inner)
 	if !ok {
 		return 0, nil
 	}

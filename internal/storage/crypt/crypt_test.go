@@ -15,21 +15,11 @@ import (
 
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/faulty"
-	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/storage/local/localtest"
 	"github.com/backstream/backstream/internal/storage/s3"
 	"github.com/backstream/backstream/internal/storage/s3/s3test"
 	"github.com/backstream/backstream/internal/storage/storagetest"
 )
-
-func newLocal(t *testing.T) *local.Backend {
-	t.Helper()
-	inner, err := local.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inner.Close() })
-	return inner
-}
 
 // keysFor returns keys that encrypt to and decrypt with id.
 func keysFor(id *age.X25519Identity) Keys {
@@ -75,7 +65,7 @@ func TestConformance(t *testing.T) {
 	size := storedSize(t)
 	t.Run("local", func(t *testing.T) {
 		storagetest.RunWith(t, func(t *testing.T) storage.Backend {
-			return encrypting(t, newLocal(t), id)
+			return encrypting(t, localtest.New(t), id)
 		}, storagetest.Options{StoredSize: size})
 	})
 	t.Run("s3", func(t *testing.T) {
@@ -94,12 +84,12 @@ func TestConformance(t *testing.T) {
 	// invisible.
 	t.Run("plain", func(t *testing.T) {
 		storagetest.Run(t, func(t *testing.T) storage.Backend {
-			return New(newLocal(t), keysFor(id), Options{})
+			return New(localtest.New(t), keysFor(id), Options{})
 		})
 	})
 	t.Run("uncovered", func(t *testing.T) {
 		storagetest.Run(t, func(t *testing.T) storage.Backend {
-			return encryptingCovered(t, newLocal(t), id, func(string) bool { return false })
+			return encryptingCovered(t, localtest.New(t), id, func(string) bool { return false })
 		})
 	})
 }
@@ -115,7 +105,7 @@ func encryptingCovered(t *testing.T, inner storage.Backend, id *age.X25519Identi
 
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	inner := newLocal(t)
+	inner := localtest.New(t)
 	id, _ := age.GenerateX25519Identity()
 	other, _ := age.GenerateX25519Identity()
 	// The caller decides what is covered: here everything but .json.
@@ -177,7 +167,7 @@ func TestRoundTrip(t *testing.T) {
 func TestListPlainNames(t *testing.T) {
 	ctx := t.Context()
 	id, _ := age.GenerateX25519Identity()
-	b := encrypting(t, newLocal(t), id)
+	b := encrypting(t, localtest.New(t), id)
 	for _, name := range []string{"a", "a-z", "a.b", "b"} {
 		if _, err := b.Put(ctx, name, strings.NewReader(name)); err != nil {
 			t.Fatal(err)
@@ -208,7 +198,7 @@ func TestListPlainNames(t *testing.T) {
 func TestInvalidNames(t *testing.T) {
 	ctx := t.Context()
 	id, _ := age.GenerateX25519Identity()
-	inner := newLocal(t)
+	inner := localtest.New(t)
 	b := encrypting(t, inner, id)
 	for _, name := range []string{"", "a/", "a/..", ".x.tmp"} {
 		if _, err := b.Put(ctx, name, strings.NewReader("x")); err == nil {
@@ -228,7 +218,7 @@ func TestPassphraseKeys(t *testing.T) {
 	ctx := context.Background()
 	defer func(f int) { scryptWorkFactor = f }(scryptWorkFactor)
 	scryptWorkFactor = 10
-	inner := newLocal(t)
+	inner := localtest.New(t)
 	const keyPrefix = "keys/"
 	open := func(pass string) *Backend {
 		t.Helper()
@@ -308,7 +298,7 @@ func TestPassphraseKeys(t *testing.T) {
 // Encrypt without anything to encrypt to is refused.
 func TestEncryptWithoutRecipient(t *testing.T) {
 	id, _ := age.GenerateX25519Identity()
-	b := New(newLocal(t), Keys{Identities: []age.Identity{id}}, Options{})
+	b := New(localtest.New(t), Keys{Identities: []age.Identity{id}}, Options{})
 	if _, _, err := b.Encrypt(t.Context()); err != ErrNoRecipient {
 		t.Errorf("Encrypt with identities only = %v, want ErrNoRecipient", err)
 	}
@@ -318,7 +308,7 @@ func TestEncryptWithoutRecipient(t *testing.T) {
 // cut short) makes Put fail, not hang.
 func TestPutCutShort(t *testing.T) {
 	ctx := context.Background()
-	cut := faulty.New(newLocal(t))
+	cut := faulty.New(localtest.New(t))
 	cut.Add(faulty.Fault{Op: faulty.OpPut, After: 4096, Truncate: true})
 	id, _ := age.GenerateX25519Identity()
 	w := encrypting(t, cut, id)
@@ -334,5 +324,42 @@ func TestPutCutShort(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("Put hangs when the backend stops reading early")
+	}
+}
+
+// The decorator hides no optional interface of what it wraps; aborting
+// the uploads of an object aborts those of its encrypted form too.
+func TestForwards(t *testing.T) {
+	storagetest.Forwards(t, localtest.New(t), func(b storage.Backend) storage.Backend { return New(b, Keys{}, Options{}) })
+}
+
+// keeper keeps incomplete uploads as S3 does, recording which names are
+// aborted.
+type keeper struct {
+	storage.Backend
+	aborted []string
+}
+
+func (k *keeper) AbortUploads(_ context.Context, name string) (int, error) {
+	k.aborted = append(k.aborted, name)
+	return 1, nil
+}
+
+// A killed backup may have left uploads under the plain name (written
+// before Encrypt) or the encrypted one: both go.
+func TestAbortUploadsBothForms(t *testing.T) {
+	k := &keeper{Backend: localtest.New(t)}
+	b := New(k, Keys{}, Options{Covers: func(name string) bool { return name != "plain" }})
+	ab, ok := storage.Lookup[storage.UploadAborter](b)
+	if !ok {
+		t.Fatal("no UploadAborter over one that keeps uploads")
+	}
+	for _, name := range []string{"obj", "plain"} {
+		if _, err := ab.AbortUploads(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"obj", "obj" + Suffix, "plain"}; !slices.Equal(k.aborted, want) {
+		t.Errorf("aborted %q, want %q", k.aborted, want)
 	}
 }

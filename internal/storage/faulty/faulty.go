@@ -4,7 +4,14 @@
 //
 // Faults are matched in the order they were added; for each call the first
 // matching fault that has not used up its Times fires. A fault that only
-// delays lets the call proceed afterwards.
+// delays lets the call proceed afterwards. A fault whose Err is marked
+// storage.Transient behaves as the storage contract asks of such errors:
+// after a read fails with it, the stream stays usable and goes on where it
+// stopped.
+//
+// It is a decorator like the others: it hides none of the optional
+// interfaces of what it wraps (see storage.Lookup), and knows nothing of
+// what the objects hold.
 package faulty
 
 import (
@@ -72,7 +79,10 @@ type Backend struct {
 	fired  int
 }
 
-var _ storage.Backend = (*Backend)(nil)
+var (
+	_ storage.Backend = (*Backend)(nil)
+	_ storage.Wrapper = (*Backend)(nil)
+)
 
 // New wraps inner with no faults; add them with Add.
 func New(inner storage.Backend) *Backend {
@@ -225,6 +235,9 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 // Location names the inner backend: faults do not move the data.
 func (b *Backend) Location() string { return b.inner.Location() }
 
+// Unwrap returns the inner backend.
+func (b *Backend) Unwrap() storage.Backend { return b.inner }
+
 // stream applies put or read faults to the bytes flowing through it.
 type stream struct {
 	ctx     context.Context
@@ -233,7 +246,7 @@ type stream struct {
 	r       io.Reader
 	pos     int64
 	pending []*fault // sorted by After; each met at most once per stream
-	err     error    // once set, every Read returns it
+	err     error    // once set, every Read returns it; a transient fault's is not kept
 }
 
 func newStream(ctx context.Context, b *Backend, what string, r io.Reader, fs []*fault) *stream {
@@ -267,8 +280,11 @@ func (s *stream) Read(p []byte) (int, error) {
 			return 0, s.err
 		case f.delayOnly():
 		default:
-			s.err = fmt.Errorf("faulty: %s: at offset %d: %w", s.what, s.pos, f.err())
-			return 0, s.err
+			err := fmt.Errorf("faulty: %s: at offset %d: %w", s.what, s.pos, f.err())
+			if !storage.IsTransient(err) {
+				s.err = err
+			}
+			return 0, err
 		}
 	}
 	// Stop the read at the next ending fault, so that it fires after

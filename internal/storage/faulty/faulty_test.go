@@ -11,18 +11,13 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/storage"
-	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/storage/local/localtest"
 	"github.com/backstream/backstream/internal/storage/storagetest"
 )
 
 func newFaulty(t *testing.T) *Backend {
 	t.Helper()
-	inner, err := local.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inner.Close() })
-	return New(inner)
+	return New(localtest.New(t))
 }
 
 // Without faults the wrapper must be invisible.
@@ -368,4 +363,49 @@ func firstDiff(a, b []byte) int {
 		return -1
 	}
 	return min(len(a), len(b))
+}
+
+// The wrapper hides none of the optional interfaces of what it wraps: a
+// faulty S3 backend must still let a prune abort multipart uploads.
+func TestForwards(t *testing.T) {
+	storagetest.Forwards(t, localtest.New(t), func(b storage.Backend) storage.Backend { return New(b) })
+}
+
+// A read fault marked transient leaves the stream usable, as the storage
+// contract asks of transient errors: the next Read goes on where the
+// fault struck.
+func TestTransientReadFault(t *testing.T) {
+	b := newFaulty(t)
+	data := bytes.Repeat([]byte("x"), 10000)
+	if _, err := b.Put(t.Context(), "obj", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	flaky := errors.New("flaky")
+	b.Add(Fault{Op: OpRead, After: 4000, Err: storage.Transient(flaky)})
+	rc, err := b.Open(t.Context(), "obj", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var got []byte
+	buf := make([]byte, 3000)
+	failures := 0
+	for {
+		n, err := rc.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if !storage.IsTransient(err) || !errors.Is(err, flaky) || len(got) != 4000 {
+				t.Fatalf("after %d bytes: %v, want the transient fault at 4000", len(got), err)
+			}
+			if failures++; failures > 1 {
+				t.Fatal("the fault fired twice in one stream")
+			}
+		}
+	}
+	if failures != 1 || !bytes.Equal(got, data) {
+		t.Errorf("read %d bytes with %d failures, want all %d across one", len(got), failures, len(data))
+	}
 }
