@@ -15,14 +15,26 @@ import (
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/storage/retry"
 	"github.com/backstream/backstream/internal/storage/s3"
 )
 
-// openBackend maps a --repo location to a storage backend. A plain path or
+// openBackend opens the store of a --repo location (see openStore) under
+// the retry decorator (within --s3-retry-window). The repository adds
+// encryption above it (see repo.OpenWith).
+func (g *globals) openBackend(ctx context.Context, location string, create bool) (storage.Backend, error) {
+	b, err := g.openStore(ctx, location, create)
+	if err != nil {
+		return nil, err
+	}
+	return retry.New(b, retry.Policy{Window: g.s3Retry}), nil
+}
+
+// openStore maps a --repo location to a storage backend. A plain path or
 // a file:// URL is a local directory, created only when create is set;
 // s3://bucket/prefix is an S3-compatible bucket (credentials and endpoint
 // from the usual AWS environment variables and files, or --s3-endpoint).
-func (g *globals) openBackend(ctx context.Context, location string, create bool) (storage.Backend, error) {
+func (g *globals) openStore(ctx context.Context, location string, create bool) (storage.Backend, error) {
 	if location == "" {
 		return nil, usagef("no repository: pass --repo or set BACKSTREAM_REPO")
 	}

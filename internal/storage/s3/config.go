@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/storage/retry"
 )
 
 // Config says where a repository lives in an object store and how to talk
@@ -45,8 +46,10 @@ type Config struct {
 	// parts being uploaded; 0 means 256 MiB. See Backend.Put for the
 	// whole memory formula.
 	UploadMemory int64
-	// RetryWindow is how long transient failures of one request are
-	// retried before the operation fails; 0 means 2 minutes.
+	// RetryWindow is how long transient failures of one request of a Put
+	// (or of AbortUploads, or of New's check of the bucket) are retried
+	// before the operation fails; 0 means 2 minutes. The retry decorator
+	// has its own window, for the calls it retries.
 	RetryWindow time.Duration
 	// StallTimeout cancels and retries a request that moves no byte for
 	// this long; 0 means 60 seconds.
@@ -58,7 +61,7 @@ const (
 	DefaultPartSize        = 16 << 20
 	DefaultPartConcurrency = 4
 	DefaultUploadMemory    = 256 << 20
-	DefaultRetryWindow     = 2 * time.Minute
+	DefaultRetryWindow     = retry.DefaultWindow
 	DefaultStallTimeout    = 60 * time.Second
 
 	// MinPartSize and MaxPartSize are S3's limits for every part but the

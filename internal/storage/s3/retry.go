@@ -6,33 +6,18 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/storage/retry"
 )
 
 // errStalled is the cause of a request the watchdog cancelled because no
 // byte moved for StallTimeout; such a request is retried.
 var errStalled = errors.New("no progress")
-
-// Backoff bounds: the first retry waits about backoffBase, each further
-// one twice as long, never more than backoffMax; every wait is jittered
-// (half fixed, half random) so that many streams failing together do not
-// come back in lockstep.
-const (
-	backoffBase = 250 * time.Millisecond
-	backoffMax  = 8 * time.Second
-)
-
-func backoff(attempt int) time.Duration {
-	d := backoffMax
-	if attempt < 10 {
-		d = min(backoffMax, backoffBase<<attempt)
-	}
-	return d/2 + rand.N(d/2+1)
-}
 
 // transientS3Codes are error codes S3 documents as "try again".
 var transientS3Codes = map[string]bool{
@@ -122,45 +107,68 @@ func (b *Backend) attempt(ctx context.Context, stall time.Duration, fn func(ctx 
 	return err
 }
 
-// retry runs fn until it succeeds, fails permanently, ctx ends, or
-// transient failures have gone on for the retry window. what names the
-// operation and object for the error message. fn must be repeatable: a
-// request body is rebuilt from the same buffered bytes on every call.
+// retry runs the request fn until it succeeds, fails permanently, ctx
+// ends, or transient failures have gone on for the retry window (the
+// rule of package retry). what names the operation and object for the
+// error message. fn must be repeatable: a request body is rebuilt from
+// the same buffered bytes on every call. Only what the retry decorator
+// cannot repeat goes through here (the requests of a Put, and of
+// AbortUploads and New); Stat, List, Delete and Open make one attempt
+// (see once) and the decorator retries them whole.
 func (b *Backend) retry(ctx context.Context, what string, fn func(ctx context.Context, kick func()) error) error {
 	return b.retryWith(ctx, b.window, b.stall, what, fn)
 }
 
 // retryWith is retry with its own window and stall timeout.
 func (b *Backend) retryWith(ctx context.Context, window, stall time.Duration, what string, fn func(ctx context.Context, kick func()) error) error {
-	start := time.Now()
-	for try := 0; ; try++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
+	try := 0
+	policy := retry.Policy{Window: window, OnRetry: func(error, time.Duration) { b.retries.Add(1) }}
+	err := policy.Do(ctx, func(ctx context.Context) error {
 		err := b.attempt(ctx, stall, fn)
-		if err == nil {
-			return nil
+		if err != nil && (transient(err) || racyDenial(err) && try < racyDenialRetries) {
+			err = storage.Transient(err)
 		}
-		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("%s: %w", what, cerr)
-		}
-		if !transient(err) && !(racyDenial(err) && try < racyDenialRetries) {
-			return b.permanent(what, err)
-		}
-		wait := backoff(try)
-		if elapsed := time.Since(start); elapsed+wait > window {
-			return fmt.Errorf("%s: still failing after %d attempts in %v (retry window %v; endpoint %s): %w",
-				what, try+1, elapsed.Round(time.Millisecond), window, b.endpoint, err)
-		}
-		b.retries.Add(1)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%s: %w (while retrying after: %v)", what, ctx.Err(), err)
-		case <-t.C:
-		}
+		try++
+		return err
+	})
+	var ex *retry.ExhaustedError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("%s: %w", what, err)
+	case errors.As(err, &ex):
+		return storage.Permanent(fmt.Errorf("%s: still failing after %d attempts in %v (retry window %v; endpoint %s): %w",
+			what, ex.Attempts, ex.Elapsed.Round(time.Millisecond), ex.Window, b.endpoint, ex.Err))
 	}
+	return b.permanent(what, err)
+}
+
+// once makes one attempt of a request the retry decorator retries whole,
+// under the stall watchdog, and marks what went wrong: a transient
+// failure Transient, naming the endpoint, and a permanent one explained
+// (see permanent).
+func (b *Backend) once(ctx context.Context, what string, fn func(ctx context.Context, kick func()) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	err := b.attempt(ctx, b.stall, fn)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+	return b.explain(what, err)
+}
+
+// explain marks err, the failure of one request, Transient when it is,
+// and explains it otherwise.
+func (b *Backend) explain(what string, err error) error {
+	if transient(err) {
+		return storage.Transient(fmt.Errorf("%s (endpoint %s): %w", what, b.endpoint, err))
+	}
+	return b.permanent(what, err)
 }
 
 // permanent explains the S3 errors a user can act on; the original error

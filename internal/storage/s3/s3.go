@@ -1,12 +1,22 @@
 // Package s3 stores a repository's objects in an S3-compatible object
 // store (AWS S3, MinIO, ...) through minio-go.
 //
-// minio-go's own retries are switched off: every request goes through
-// this package's retry loop instead, so that one rule (transient errors
-// retried with jittered exponential backoff for a bounded window,
-// permanent ones reported at once naming bucket and key) and one stall
-// watchdog apply to every request, and so that an upload retry re-sends
-// bytes this package buffered rather than relying on the caller's reader.
+// minio-go's own retries are switched off, so that one rule, package
+// retry's (transient errors retried with jittered exponential backoff for
+// a bounded window, permanent ones reported at once), and one stall
+// watchdog apply to every request. The package marks which failures are
+// transient (5xx, 408, 429, S3's "try again" codes, stalls, network
+// errors) and explains permanent ones naming bucket and endpoint.
+//
+// Where the retries happen: Stat, List, Delete and Open make one attempt
+// and a failed read returns a transient error after which the reader
+// resumes (on the same version of the object), so that the retry
+// decorator (package retry) retries them like any store's. What only this
+// package can repeat it retries itself with retry.Policy: the requests of
+// a Put, which re-send bytes this package buffered rather than relying on
+// the caller's reader, and those of AbortUploads and New. Used without the
+// decorator, a Backend therefore reports a failed Stat, List, Delete, Open
+// or read at once.
 //
 // Integrity in transit: over http minio-go signs each chunk of a body
 // with SHA-256 (streaming SigV4), over https TLS protects it; the layers
@@ -232,7 +242,7 @@ func (b *Backend) Stat(ctx context.Context, name string) (storage.Info, error) {
 func (b *Backend) stat(ctx context.Context, name string) (minio.ObjectInfo, error) {
 	var info minio.ObjectInfo
 	missing := false
-	err := b.retry(ctx, "stat "+b.desc(name), func(ctx context.Context, _ func()) error {
+	err := b.once(ctx, "stat "+b.desc(name), func(ctx context.Context, _ func()) error {
 		var err error
 		info, err = b.core.StatObject(ctx, b.bucket, b.key(name), minio.StatObjectOptions{})
 		if isNotFound(err) {
@@ -259,7 +269,7 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]storage.Info, erro
 		return nil, err
 	}
 	var out []storage.Info
-	err := b.retry(ctx, "listing "+b.desc(prefix), func(ctx context.Context, kick func()) error {
+	err := b.once(ctx, "listing "+b.desc(prefix), func(ctx context.Context, kick func()) error {
 		out = out[:0]
 		for obj := range b.core.ListObjectsIter(ctx, b.bucket, minio.ListObjectsOptions{Prefix: b.key(prefix), Recursive: true}) {
 			kick()
@@ -272,7 +282,9 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]storage.Info, erro
 			}
 			out = append(out, storage.Info{Name: name, Size: obj.Size, ModTime: obj.LastModified})
 		}
-		return nil
+		// The iterator ends silently when ctx does, between pages: a
+		// cancelled or stalled listing is not a complete one.
+		return ctx.Err()
 	})
 	if err != nil {
 		return nil, err
@@ -286,7 +298,7 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 	if err := storage.CheckName(name); err != nil {
 		return err
 	}
-	return b.retry(ctx, "deleting "+b.desc(name), func(ctx context.Context, _ func()) error {
+	return b.once(ctx, "deleting "+b.desc(name), func(ctx context.Context, _ func()) error {
 		err := b.core.RemoveObject(ctx, b.bucket, b.key(name), minio.RemoveObjectOptions{})
 		if isNotFound(err) {
 			return nil
@@ -297,9 +309,10 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 
 // Open reads length bytes of the object from off (length < 0: to the end)
 // with a ranged GET. The first request is made here, so a missing object
-// is reported by Open. A read that fails or stalls midway is resumed
-// where it stopped, on the same version of the object (If-Match on its
-// ETag), within the retry window.
+// is reported by Open. A read that fails or stalls midway returns a
+// Transient error, and the next Read resumes where it stopped, on the
+// same version of the object (If-Match on its ETag); the retry decorator
+// makes that next Read.
 func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
 	if err := storage.CheckName(name); err != nil {
 		return nil, err
@@ -345,12 +358,12 @@ type objectReader struct {
 	err    error
 }
 
-// open starts (or resumes) the GET at r.pos, retrying transient failures.
+// open starts (or resumes) the GET at r.pos, in one attempt.
 func (r *objectReader) open() error {
 	b := r.b
 	what := fmt.Sprintf("reading %s at offset %d", b.desc(r.name), r.pos)
 	missing, beyond := false, false
-	err := b.retry(r.ctx, what, func(ctx context.Context, kick func()) error {
+	err := b.once(r.ctx, what, func(ctx context.Context, kick func()) error {
 		opts := minio.GetObjectOptions{}
 		if r.etag != "" {
 			if err := opts.SetMatchETag(r.etag); err != nil {
@@ -426,8 +439,10 @@ func (r *objectReader) closeBody() {
 	}
 }
 
-// Read reads from the current GET; when that fails for a transient
-// reason it is replaced by a new GET from the current position.
+// Read reads from the current GET, or starts one at the current position
+// after a transient failure. Such a failure is returned once (after the
+// bytes read before it, if any) and leaves the reader usable; any other
+// error ends it.
 func (r *objectReader) Read(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
@@ -447,7 +462,9 @@ func (r *objectReader) Read(p []byte) (int, error) {
 		}
 		if r.body == nil {
 			if err := r.open(); err != nil {
-				r.err = err
+				if !storage.IsTransient(err) {
+					r.err = err
+				}
 				return 0, err
 			}
 			continue
@@ -467,23 +484,24 @@ func (r *objectReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if err != nil {
-			stalled := errors.Is(context.Cause(r.bctx), errStalled)
+			if errors.Is(context.Cause(r.bctx), errStalled) {
+				err = fmt.Errorf("%w for %v: %w", errStalled, r.b.stall, err)
+			}
 			r.closeBody()
 			if cerr := r.ctx.Err(); cerr != nil {
-				r.err = fmt.Errorf("reading %s at offset %d: %w", r.b.desc(r.name), r.pos, cerr)
-				if n > 0 {
-					return n, nil
-				}
-				return 0, r.err
+				err = fmt.Errorf("reading %s at offset %d: %w", r.b.desc(r.name), r.pos, cerr)
+			} else {
+				err = r.b.explain(fmt.Sprintf("reading %s at offset %d", r.b.desc(r.name), r.pos), err)
 			}
-			if !stalled && !transient(err) {
-				r.err = r.b.permanent(fmt.Sprintf("reading %s at offset %d", r.b.desc(r.name), r.pos), err)
-				if n > 0 {
-					return n, nil
-				}
-				return 0, r.err
+			if !storage.IsTransient(err) {
+				r.err = err
 			}
-			// Transient: the next Read (or this loop) resumes at r.pos.
+			if n > 0 {
+				// The bytes first: the next Read reports a permanent
+				// error, or resumes after a transient one.
+				return n, nil
+			}
+			return 0, err
 		}
 		if n > 0 {
 			return n, nil

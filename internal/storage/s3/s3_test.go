@@ -18,6 +18,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/storage/retry"
 	"github.com/backstream/backstream/internal/storage/storagetest"
 )
 
@@ -27,6 +28,17 @@ func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Backend {
 		n++
 		return srv.newBackend(t, Config{Prefix: fmt.Sprintf("conformance/%d", n)})
+	})
+}
+
+// TestConformanceRetried runs the suite on the backend as the commands
+// use it, under the retry decorator.
+func TestConformanceRetried(t *testing.T) {
+	srv := minioForTest(t)
+	n := 0
+	storagetest.Run(t, func(t *testing.T) storage.Backend {
+		n++
+		return retry.New(srv.newBackend(t, Config{Prefix: fmt.Sprintf("retried/%d", n)}), retry.Policy{})
 	})
 }
 
@@ -80,9 +92,11 @@ func (d *dribble) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readObject reads an object back as the commands do, under the retry
+// decorator: a server that was just restarted may still ask to try again.
 func readObject(t *testing.T, b *Backend, name string) []byte {
 	t.Helper()
-	rc, err := b.Open(t.Context(), name, 0, -1)
+	rc, err := retry.New(b, retry.Policy{}).Open(t.Context(), name, 0, -1)
 	if err != nil {
 		t.Fatalf("Open(%q): %v", name, err)
 	}
@@ -94,10 +108,11 @@ func readObject(t *testing.T, b *Backend, name string) []byte {
 	return got
 }
 
-// wantMissing fails unless name is absent from the backend.
+// wantMissing fails unless name is absent from the backend (asked under
+// the retry decorator, as readObject does).
 func wantMissing(t *testing.T, b *Backend, name string) {
 	t.Helper()
-	if _, err := b.Stat(t.Context(), name); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := retry.New(b, retry.Policy{}).Stat(t.Context(), name); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Stat(%q) = %v, want the object missing", name, err)
 	}
 }
@@ -304,10 +319,22 @@ func TestServerGone(t *testing.T) {
 		t.Errorf("Put failed after %v, want about the retry window %v", took, window)
 	}
 
-	// Reads fail the same way, naming the object.
+	// Reads fail the same way, naming the object: the backend makes one
+	// attempt and marks the failure transient, the retry decorator gives
+	// up after its window.
 	_, err = b.Stat(t.Context(), "anything")
-	if err == nil || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "anything") {
-		t.Errorf("Stat with the server gone = %v, want a failure naming the object", err)
+	if err == nil || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "anything") || !storage.IsTransient(err) {
+		t.Errorf("Stat with the server gone = %v, want a transient failure naming the object", err)
+	}
+	start = time.Now()
+	_, err = retry.New(b, retry.Policy{Window: window}).Stat(t.Context(), "anything")
+	for _, want := range []string{"anything", "retry window", srv.Endpoint} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("retried Stat with the server gone = %v, want a failure mentioning %q", err, want)
+		}
+	}
+	if took := time.Since(start); took < window/3 || took > 2*window {
+		t.Errorf("retried Stat gave up after %v, want about the retry window %v", took, window)
 	}
 
 	srv.Start()
@@ -344,8 +371,10 @@ func TestStallWatchdog(t *testing.T) {
 	}
 	stallsBefore := b.stalls.Load()
 
-	// Download: read a little, freeze, read the rest.
-	rc, err := b.Open(t.Context(), "frozen", 0, -1)
+	// Download: read a little, freeze, read the rest. The backend cancels
+	// the stalled GET and resumes when read again, which the retry
+	// decorator does.
+	rc, err := retry.New(b, retry.Policy{Window: time.Minute}).Open(t.Context(), "frozen", 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

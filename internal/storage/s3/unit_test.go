@@ -244,19 +244,6 @@ func TestTransient(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	for attempt := range 40 {
-		d := backoff(attempt)
-		ceiling := backoffMax
-		if attempt < 5 {
-			ceiling = backoffBase << attempt
-		}
-		if d < ceiling/2 || d > ceiling {
-			t.Errorf("backoff(%d) = %v, want within [%v, %v]", attempt, d, ceiling/2, ceiling)
-		}
-	}
-}
-
 func TestFill(t *testing.T) {
 	src := strings.Repeat("x", 100)
 	buf := make([]byte, 40)
