@@ -46,13 +46,14 @@ func (b *backupFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&b.maxIO, "max-io", 0, "physical: mariabackup's --throttle, at most this many I/O operations per second (one reads up to 10 MiB of a data file, or a piece of the redo log, and writes it to the stream; default: no limit)")
 }
 
-// minRate is the smallest --max-rate taken: below it the number was most
-// likely meant in other units, and a backup would take days.
+// minRate is the smallest rate taken (--max-rate, --limit-upload,
+// --limit-download): below it the number was most likely meant in other
+// units, and a backup would take days.
 const minRate = 64 << 10
 
-// parseRate reads a --max-rate: a size with an optional "/s", e.g.
-// 200MiB/s or 50MB; "" and 0 mean no limit.
-func parseRate(s string) (int64, error) {
+// parseRate reads the value of a rate flag such as --max-rate: a size with
+// an optional "/s", e.g. 200MiB/s or 50MB; "" and 0 mean no limit.
+func parseRate(flag, s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
@@ -62,10 +63,10 @@ func parseRate(s string) (int64, error) {
 	}
 	v, err := progress.ParseBytes(t)
 	if err != nil {
-		return 0, usagef("--max-rate %q: want bytes per second with a unit, like 200MiB/s or 50MB/s", s)
+		return 0, usagef("%s %q: want bytes per second with a unit, like 200MiB/s or 50MB/s", flag, s)
 	}
 	if v > 0 && v < minRate {
-		return 0, usagef("--max-rate %q is %d bytes per second, below the least taken (64KiB/s); give a unit, like 200MiB/s", s, v)
+		return 0, usagef("%s %q is %d bytes per second, below the least taken (64KiB/s); give a unit, like 200MiB/s", flag, s, v)
 	}
 	return v, nil
 }
@@ -82,7 +83,7 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 	if _, err := archive.NewHash(b.hash); err != nil {
 		return physical.BackupJob{}, usageError{err}
 	}
-	rate, err := parseRate(b.maxRate)
+	rate, err := parseRate("--max-rate", b.maxRate)
 	if err != nil {
 		return physical.BackupJob{}, err
 	}

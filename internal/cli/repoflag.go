@@ -14,20 +14,27 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
+	"github.com/backstream/backstream/internal/storage/limit"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/storage/retry"
 	"github.com/backstream/backstream/internal/storage/s3"
 )
 
 // openBackend opens the store of a --repo location (see openStore) under
-// the retry decorator (within --s3-retry-window). The repository adds
-// encryption above it (see repo.OpenWith).
+// the decorators the global flags ask for: retries of transient failures
+// (within --s3-retry-window) and the --limit-upload and --limit-download
+// rates. The repository adds encryption above them (see repo.OpenWith), so
+// the limits count the bytes stored.
 func (g *globals) openBackend(ctx context.Context, location string, create bool) (storage.Backend, error) {
 	b, err := g.openStore(ctx, location, create)
 	if err != nil {
 		return nil, err
 	}
-	return retry.New(b, retry.Policy{Window: g.s3Retry}), nil
+	b = retry.New(b, retry.Policy{Window: g.s3Retry})
+	if g.uploadLimit != nil || g.downloadLimit != nil {
+		b = limit.New(b, g.uploadLimit, g.downloadLimit)
+	}
+	return b, nil
 }
 
 // openStore maps a --repo location to a storage backend. A plain path or

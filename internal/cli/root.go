@@ -19,6 +19,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/throttle"
 )
 
 // Exit codes, documented in docs/troubleshooting.md.
@@ -62,12 +63,30 @@ type globals struct {
 	s3Endpoint string
 	s3Retry    time.Duration
 	lockWait   time.Duration
+	// Rates of the repository's storage, as given and as limiters
+	// (nil: no limit) shared by everything the command stores or reads.
+	limitUpload, limitDownload string
+	uploadLimit, downloadLimit *throttle.Limiter
 	// Keys: age recipients (to encrypt, with backup --encrypt) and
 	// identities (to read encrypted backups).
 	recipientFile, identityFile, passphraseFile string
 	encrypt                                     bool
 	stdout                                      io.Writer
 	stderr                                      io.Writer
+}
+
+// parseLimits makes the limiters of --limit-upload and --limit-download.
+func (g *globals) parseLimits() error {
+	up, err := parseRate("--limit-upload", g.limitUpload)
+	if err != nil {
+		return err
+	}
+	down, err := parseRate("--limit-download", g.limitDownload)
+	if err != nil {
+		return err
+	}
+	g.uploadLimit, g.downloadLimit = throttle.NewLimiter(up), throttle.NewLimiter(down)
+	return nil
 }
 
 func (g *globals) tracker(title string, total int64) *progress.Tracker {
@@ -89,6 +108,9 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := g.parseLimits(); err != nil {
+				return err
+			}
 			if g.cpuprofile != "" {
 				f, err := os.Create(g.cpuprofile)
 				if err != nil {
@@ -114,6 +136,8 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.StringVar(&g.repo, "repo", os.Getenv("BACKSTREAM_REPO"), "repository: a directory or s3://bucket/prefix (env BACKSTREAM_REPO)")
 	pf.StringVar(&g.s3Endpoint, "s3-endpoint", "", "S3 endpoint for s3:// repositories, e.g. https://minio.example:9000 (default: $AWS_ENDPOINT_URL, else AWS)")
 	pf.DurationVar(&g.s3Retry, "s3-retry-window", 0, "how long S3 requests are retried through outages before failing (default 2m)")
+	pf.StringVar(&g.limitUpload, "limit-upload", "", "store into the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
+	pf.StringVar(&g.limitDownload, "limit-download", "", "read from the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
 	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")

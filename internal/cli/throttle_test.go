@@ -111,7 +111,7 @@ func TestParseRate(t *testing.T) {
 	for in, want := range map[string]int64{
 		"": 0, "0": 0, "0/s": 0, "200MiB/s": 200 << 20, "200M": 200 << 20, "50MB/s": 50e6, " 1GiB/S ": 1 << 30, "64KiB/s": 64 << 10,
 	} {
-		if got, err := parseRate(in); err != nil || got != want {
+		if got, err := parseRate("--max-rate", in); err != nil || got != want {
 			t.Errorf("parseRate(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
