@@ -3,8 +3,8 @@
 // complete backups, the commit of a backup by writing its manifest last,
 // removal, locks, and which of its objects are encrypted (it puts the
 // crypt decorator over the backend it is given). It is the one package
-// that knows the repository's layout; it knows nothing of MariaDB, of
-// flags, or of how a backend stores bytes.
+// that knows the repository's layout; it knows nothing of MariaDB or of
+// how a backend stores bytes.
 package repo
 
 import (
