@@ -1,5 +1,6 @@
 // Package s3 stores a repository's objects in an S3-compatible object
-// store (AWS S3, MinIO, ...) through minio-go.
+// store (AWS S3, MinIO, ...) through minio-go. It knows objects, a bucket
+// and its endpoint, nothing of what the objects hold or of flags.
 //
 // minio-go's own retries are switched off, so that one rule, package
 // retry's (transient errors retried with jittered exponential backoff for
