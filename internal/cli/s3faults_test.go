@@ -23,20 +23,27 @@ func s3Repo(t *testing.T) (srv *s3test.Server, location string, flags []string) 
 	return srv, "s3://" + srv.Bucket + "/repo", []string{"--s3-endpoint", srv.Endpoint}
 }
 
-// midway waits until a throttled backup is well under way (mariabackup
-// has been streaming for a few seconds; the whole takes about 20 s), and
-// fails the test if it ended already, so that a fault hits it in the middle.
-func midway(t *testing.T, done <-chan result) {
+// midway waits until a throttled backup is streaming into srv (a multipart
+// upload of one of its stream objects has begun), and fails the test if
+// the backup ended first, so that a fault hits it in the middle however
+// slow the machine.
+func midway(t *testing.T, srv *s3test.Server, done <-chan result) {
 	t.Helper()
-	select {
-	case r := <-done:
-		t.Fatalf("the backup ended before the fault: %v", r.err)
-	case <-time.After(4 * time.Second):
+	deadline := time.Now().Add(2 * time.Minute)
+	for incompleteUploads(t, srv, srv.Bucket, begunStreamKeys(t, srv)) == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("the backup ended before the fault: %v", r.err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the backup began no upload in 2 minutes")
+		}
 	}
 }
 
 // throttledS3Backup starts a backup of about 20 s into a fresh MinIO with
-// the given retry window, and returns once it is well under way.
+// the given retry window, and returns once it is streaming.
 func throttledS3Backup(t *testing.T, retryWindow string) (*s3test.Server, string, []string, <-chan result) {
 	t.Helper()
 	src := sandboxtest.Start(t, sandbox.Options{})
@@ -49,7 +56,7 @@ func throttledS3Backup(t *testing.T, retryWindow string) (*s3test.Server, string
 		done <- runQuiet(append(append([]string{"backup", "--repo", location, "--parallel", "2", "--s3-retry-window", retryWindow,
 			"--max-io", "40"}, flags...), sandboxConn(src)...)...)
 	}()
-	midway(t, done)
+	midway(t, srv, done)
 	return srv, location, flags, done
 }
 
