@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/s3/s3test"
 )
 
@@ -14,6 +15,9 @@ import (
 var sharedS3 *s3test.Server
 
 func TestMain(m *testing.M) {
+	// Passphrase keys cost a second each at age's work factor, and many
+	// more under -race; what the tests check does not depend on it.
+	crypt.SetScryptWorkFactor(12)
 	srv, err := s3test.Main()
 	if err != nil {
 		// Every repository test needs it: a missing MinIO is a failure,

@@ -76,6 +76,13 @@ func New(inner storage.Backend, keys Keys, opts Options) *Backend {
 // lower it.
 var scryptWorkFactor = 18
 
+// SetScryptWorkFactor sets the scrypt work factor (log2 of N) of the
+// passphrase keys made from now on, for tests only: age's default, 18,
+// costs about a second per key opened, and many times that under the race
+// detector. Call it before any key is made; a key records its own factor,
+// so keys made either way open either way.
+func SetScryptWorkFactor(logN int) { scryptWorkFactor = logN }
+
 // covers reports whether name is stored encrypted.
 func (b *Backend) covers(name string) bool {
 	return b.opts.Covers == nil || b.opts.Covers(name)
