@@ -1,16 +1,20 @@
 package repo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/local"
 )
 
@@ -188,41 +192,197 @@ func TestLockRefreshAndLoss(t *testing.T) {
 	}
 }
 
-// Many candidates at once: never two exclusive holders at a time.
-func TestLockRace(t *testing.T) {
-	ctx := context.Background()
-	r := testRepo(t)
-	var holders, maxHolders, wins atomic.Int32
-	var wg sync.WaitGroup
-	for range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l, _, err := r.Lock(ctx, LockOptions{Operation: OpBackup, Exclusive: true, Settle: 100 * time.Millisecond})
-			if err != nil {
-				var le *LockedError
-				if !errors.As(err, &le) {
-					t.Errorf("unexpected error %v", err)
+// rendezvousBackend stages the closest race the lock must settle among n
+// candidates: it holds back the first n writers of lock objects until all n
+// have written, and every removal of a lock object until each candidate has
+// read all n, so every candidate sees every other when it first looks.
+type rendezvousBackend struct {
+	storage.Backend
+	n int
+
+	mu            sync.Mutex
+	written, read int
+	allWritten    chan struct{}
+	allRead       chan struct{}
+}
+
+func newRendezvous(b storage.Backend, n int) *rendezvousBackend {
+	return &rendezvousBackend{Backend: b, n: n, allWritten: make(chan struct{}), allRead: make(chan struct{})}
+}
+
+// note counts one more event and closes all at the want-th.
+func (b *rendezvousBackend) note(count *int, want int, all chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	*count++
+	if *count == want {
+		close(all)
+	}
+}
+
+// await waits for all to close. The timeout lets a test whose candidates
+// did not all get this far fail on its assertions rather than hang.
+func await(all chan struct{}) {
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func (b *rendezvousBackend) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	n, err := b.Backend.Put(ctx, name, r)
+	if err == nil && strings.HasPrefix(name, LocksDir+"/") {
+		b.note(&b.written, b.n, b.allWritten)
+		await(b.allWritten)
+	}
+	return n, err
+}
+
+func (b *rendezvousBackend) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	rc, err := b.Backend.Open(ctx, name, off, length)
+	if err == nil && strings.HasPrefix(name, LocksDir+"/") {
+		b.note(&b.read, b.n*b.n, b.allRead)
+	}
+	return rc, err
+}
+
+func (b *rendezvousBackend) Delete(ctx context.Context, name string) error {
+	if strings.HasPrefix(name, LocksDir+"/") {
+		await(b.allRead)
+	}
+	return b.Backend.Delete(ctx, name)
+}
+
+// lateBackend makes the first n lock objects visible in the reverse order
+// of their created times, 150 ms apart: the earliest candidate's object
+// appears last, after later candidates have looked and one of them took
+// the lock, which the earlier ones must not take from it.
+type lateBackend struct {
+	storage.Backend
+	n       int
+	mu      sync.Mutex
+	pending []*lateWrite
+}
+
+type lateWrite struct {
+	info    LockInfo
+	name    string
+	release chan struct{}
+}
+
+func (b *lateBackend) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	if !strings.HasPrefix(name, LocksDir+"/") {
+		return b.Backend.Put(ctx, name, r)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	info, err := ParseLock(data)
+	if err != nil {
+		return 0, err
+	}
+	w := &lateWrite{info: info, name: name, release: make(chan struct{})}
+	b.mu.Lock()
+	if len(b.pending) < b.n {
+		b.pending = append(b.pending, w)
+		if len(b.pending) == b.n {
+			ws := slices.Clone(b.pending)
+			slices.SortFunc(ws, func(x, y *lateWrite) int {
+				if precedes(StoredLock{Name: x.name, LockInfo: x.info}, StoredLock{Name: y.name, LockInfo: y.info}) {
+					return 1
 				}
-				return
+				return -1
+			})
+			go func() {
+				for _, w := range ws {
+					close(w.release)
+					time.Sleep(150 * time.Millisecond)
+				}
+			}()
+		}
+	} else {
+		close(w.release)
+	}
+	b.mu.Unlock()
+	select {
+	case <-w.release:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return b.Backend.Put(ctx, name, bytes.NewReader(data))
+}
+
+// Many candidates for an exclusive lock at once: exactly one wins, and the
+// others fail with a LockedError. A winner holds its lock until every
+// candidate has given up, so a second winner can only be a broken lock.
+func TestLockRace(t *testing.T) {
+	const candidates = 6
+	for _, tt := range []struct {
+		name string
+		// wrap stages an interleaving; without it the candidates only
+		// start at once.
+		wrap func(storage.Backend) storage.Backend
+		// wait lets losers retry, so a round that every candidate backs off
+		// from (allowed by the algorithm) is followed by another.
+		wait time.Duration
+	}{
+		{name: "each sees all", wrap: func(b storage.Backend) storage.Backend { return newRendezvous(b, candidates) }},
+		{name: "earliest seen last", wrap: func(b storage.Backend) storage.Backend { return &lateBackend{Backend: b, n: candidates} }},
+		{name: "candidates that wait", wait: 3 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// A candidate that waits for a holder forever fails here.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r := testRepo(t)
+			if tt.wrap != nil {
+				r = &Repo{Backend: tt.wrap(r.Backend), Config: r.Config}
 			}
-			wins.Add(1)
-			n := holders.Add(1)
-			for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
+			var wins, holders, maxHolders, lost atomic.Int32
+			var tried, done sync.WaitGroup
+			tried.Add(candidates)
+			start := make(chan struct{})
+			for range candidates {
+				done.Go(func() {
+					<-start
+					l, _, err := r.Lock(ctx, LockOptions{Operation: OpBackup, Exclusive: true, Wait: tt.wait})
+					tried.Done()
+					if err != nil {
+						if le := (*LockedError)(nil); errors.As(err, &le) {
+							lost.Add(1)
+						} else {
+							t.Errorf("unexpected error %v", err)
+						}
+						return
+					}
+					wins.Add(1)
+					n := holders.Add(1)
+					for m := maxHolders.Load(); n > m && !maxHolders.CompareAndSwap(m, n); m = maxHolders.Load() {
+					}
+					tried.Wait()
+					holders.Add(-1)
+					if err := l.Release(ctx); err != nil {
+						t.Errorf("release: %v", err)
+					}
+				})
 			}
-			time.Sleep(300 * time.Millisecond)
-			holders.Add(-1)
-			l.Release(ctx)
-		}()
+			close(start)
+			done.Wait()
+			if w := wins.Load(); w != 1 {
+				t.Errorf("%d of %d candidates won the exclusive lock, want exactly 1", w, candidates)
+			}
+			if m := maxHolders.Load(); m > 1 {
+				t.Errorf("%d exclusive holders at once", m)
+			}
+			if l := lost.Load(); l != candidates-1 {
+				t.Errorf("%d candidates lost, want %d", l, candidates-1)
+			}
+			if n := len(lockObjects(t, r)); n != 0 {
+				t.Errorf("%d lock objects left", n)
+			}
+		})
 	}
-	wg.Wait()
-	if maxHolders.Load() > 1 {
-		t.Errorf("%d exclusive holders at once", maxHolders.Load())
-	}
-	if n := len(lockObjects(t, r)); n != 0 {
-		t.Errorf("%d lock objects left", n)
-	}
-	t.Logf("%d of 6 candidates won", wins.Load())
 }
 
 func FuzzParseLock(f *testing.F) {
