@@ -73,9 +73,14 @@ func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
 		return nil, err
 	}
 	defer control.Close()
-	_, data, err := control.ReadMessage(nil)
+	typ, data, err := control.ReadMessage(nil)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the backup header: %w", err)
+	}
+	if typ != msgHeader {
+		err := fmt.Errorf("control connection: unexpected message %q instead of the backup header", typ)
+		control.Abort(err.Error())
+		return nil, err
 	}
 	h, err := checkHeader(data)
 	if err != nil {
@@ -198,12 +203,15 @@ func (s *session) finalManifest(ctx context.Context) (*archive.Manifest, error) 
 	}
 }
 
-// acceptStreams places each stream connection in its slot.
+// acceptStreams places each stream connection in its slot. A second
+// connection for a stream is refused, also after the first has left its
+// slot.
 func (s *session) acceptStreams(ctx context.Context, cancel context.CancelCauseFunc) {
+	taken := make([]bool, len(s.slots))
 	for got := 0; got < len(s.slots); got++ {
 		c, err := s.rv.accept(ctx, func(c *transport.Conn) bool {
 			i, id, ok := parseStreamPurpose(c.Purpose())
-			return ok && id == s.header.ID && i < len(s.slots) && len(s.slots[i]) == 0
+			return ok && id == s.header.ID && i < len(s.slots) && !taken[i]
 		})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -212,6 +220,7 @@ func (s *session) acceptStreams(ctx context.Context, cancel context.CancelCauseF
 			return
 		}
 		i, _, _ := parseStreamPurpose(c.Purpose())
+		taken[i] = true
 		s.slots[i] <- c
 	}
 }
@@ -230,17 +239,29 @@ func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (arch
 	}
 }
 
+// messageReader is the side of a connection netFrames uses: a
+// *transport.Conn, or in tests a script of messages.
+type messageReader interface {
+	ReadMessage(buf []byte) (byte, []byte, error)
+	Close() error
+}
+
 // netFrames reads one stream's frames from its connection.
 type netFrames struct {
 	s   *session
 	num int
-	c   *transport.Conn
+	c   messageReader
 	off int64
 	n   int
 }
 
 func (f *netFrames) Next() (archive.Frame, []byte, error) {
 	typ, data, err := f.c.ReadMessage(nil)
+	if err == io.EOF {
+		// Only the trailer ends a stream: without it the receiver has no
+		// record of the stream to store.
+		return archive.Frame{}, nil, fmt.Errorf("the stream ended after %d frames without its trailer", f.n)
+	}
 	if err != nil {
 		return archive.Frame{}, nil, err
 	}
@@ -250,7 +271,10 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 		if err := json.Unmarshal(data, &st); err != nil {
 			return archive.Frame{}, nil, fmt.Errorf("stream trailer: %w", err)
 		}
-		if _, _, err := f.c.ReadMessage(nil); err != io.EOF {
+		if typ, _, err := f.c.ReadMessage(nil); err != io.EOF {
+			if err == nil {
+				err = fmt.Errorf("message %q", typ)
+			}
 			return archive.Frame{}, nil, fmt.Errorf("data after the stream trailer: %v", err)
 		}
 		f.s.trailerMu.Lock()
@@ -268,6 +292,11 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 	fr.Offset = f.off
 	buf := archive.Buffer(int(fr.Stored))
 	typ, data, err = f.c.ReadMessage(buf[:cap(buf)])
+	if err == io.EOF {
+		// An end between a frame's record and its data is a truncation,
+		// never the end of the stream.
+		err = io.ErrUnexpectedEOF
+	}
 	if err != nil {
 		return fr, nil, fmt.Errorf("frame %d: %w", f.n, err)
 	}

@@ -1,0 +1,201 @@
+package remote
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/archive"
+)
+
+// The parsers of what a sender puts on the wire, each fuzzed from valid
+// messages: none may panic, and what one accepts must be what its encoder
+// makes, or pass the checks its callers rely on.
+
+func FuzzParseStreamPurpose(f *testing.F) {
+	f.Add(streamPurpose(0, testID))
+	f.Add(streamPurpose(1023, testID))
+	f.Add(controlPurpose)
+	f.Add("stream -1 x")
+	f.Fuzz(func(t *testing.T, p string) {
+		i, id, ok := parseStreamPurpose(p)
+		if !ok {
+			return
+		}
+		if i < 0 || id == "" || strings.ContainsAny(id, " \t\n") {
+			t.Fatalf("parseStreamPurpose(%q) accepted stream %d of %q", p, i, id)
+		}
+		if i2, id2, ok := parseStreamPurpose(streamPurpose(i, id)); !ok || i2 != i || id2 != id {
+			t.Fatalf("stream %d of %q does not survive a round trip: %d, %q, %v", i, id, i2, id2, ok)
+		}
+	})
+}
+
+func FuzzParseFrameRecord(f *testing.F) {
+	f.Add(frameRecord(archive.Frame{Stored: 1000, Raw: 4 << 20, CRC: 0x12345678}))
+	f.Add(frameRecord(archive.Frame{Stored: maxFrame, Raw: maxFrame}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := parseFrameRecord(b)
+		if err != nil {
+			return
+		}
+		if fr.Stored == 0 || fr.Stored > maxFrame || fr.Raw == 0 || fr.Raw > maxFrame {
+			t.Fatalf("accepted implausible sizes %+v", fr)
+		}
+		if !bytes.Equal(frameRecord(fr), b) {
+			t.Fatalf("%x parsed as %+v, which encodes as %x", b, fr, frameRecord(fr))
+		}
+	})
+}
+
+func FuzzParseMeta(f *testing.F) {
+	f.Add(metaMessage(metaName, metaData))
+	f.Add(metaMessage("backup-my.cnf", nil))
+	f.Add([]byte{0xff, 0xff, 'x'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		name, data, err := parseMeta(b)
+		if err != nil {
+			return
+		}
+		if name == "" {
+			t.Fatal("accepted an empty name")
+		}
+		if !bytes.Equal(metaMessage(name, data), b) {
+			t.Fatalf("%q parsed as %q, %q, which does not encode back", b, name, data)
+		}
+	})
+}
+
+func FuzzCheckHeader(f *testing.F) {
+	f.Add(mustJSON(f, testHeader(1)))
+	f.Add(mustJSON(f, testHeader(3)))
+	f.Add([]byte(`{"format":1,"id":"x","kind":"physical","hash":"sha256","streams":[{}]}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := checkHeader(b)
+		if err != nil {
+			if h != nil {
+				t.Fatal("a header with an error")
+			}
+			return
+		}
+		if h.Format != archive.FormatVersion || h.ID == "" || strings.ContainsAny(h.ID, " /\\") ||
+			h.Kind != archive.KindPhysical || len(h.Streams) < 1 || len(h.Streams) > 1024 {
+			t.Fatalf("accepted header %+v", h)
+		}
+		if _, err := archive.NewHash(h.Hash); err != nil {
+			t.Fatalf("accepted hash %q: %v", h.Hash, err)
+		}
+	})
+}
+
+func FuzzCheckFinal(f *testing.F) {
+	h := testHeader(2)
+	final, err := testFinal(h).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(final)
+	f.Add(mustJSON(f, testFinal(testHeader(1))))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := checkFinal(h, b)
+		if err != nil {
+			if m != nil {
+				t.Fatal("a manifest with an error")
+			}
+			return
+		}
+		if m.ID != h.ID || m.Codec != h.Codec || m.Hash != h.Hash || len(m.Streams) != len(h.Streams) {
+			t.Fatalf("accepted a manifest unlike its header: %+v", m)
+		}
+	})
+}
+
+// script is a connection that delivers messages cut from fuzz input: a
+// type byte, a length (u32 little endian) and that many bytes, or what is
+// left; then a clean end of stream. It fills the caller's buffer when the
+// payload fits, as transport.Conn does.
+type script struct {
+	in   []byte
+	last byte // type of the last message delivered
+}
+
+func (s *script) ReadMessage(buf []byte) (byte, []byte, error) {
+	if len(s.in) < 5 {
+		s.in = nil
+		return 0, nil, io.EOF
+	}
+	typ, n := s.in[0], int(binary.LittleEndian.Uint32(s.in[1:5]))
+	s.in = s.in[5:]
+	n = min(n, len(s.in))
+	p := s.in[:n]
+	s.in = s.in[n:]
+	if cap(buf) >= n {
+		p = append(buf[:0], p...)
+	} else {
+		p = bytes.Clone(p)
+	}
+	s.last = typ
+	return typ, p, nil
+}
+
+func (s *script) Close() error { return nil }
+
+// message encodes one message of a script.
+func message(typ byte, payload []byte) []byte {
+	b := append([]byte{typ}, binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))...)
+	return append(b, payload...)
+}
+
+// FuzzStreamMessages reads a stream's messages as the receiver does: every
+// frame it returns is whole and where its record says, io.EOF comes only
+// after the trailer, and what it allocates is bounded by what the format
+// allows for one frame plus what was sent.
+func FuzzStreamMessages(f *testing.F) {
+	frame := []byte("stored frame bytes")
+	rec := frameRecord(archive.Frame{Stored: uint32(len(frame)), Raw: 100, CRC: 7})
+	trailer := mustJSON(f, archive.Stream{Object: archive.Object{Name: streamName(0), Size: int64(len(frame))}, Frames: 1, RawSize: 100})
+	var whole []byte
+	for _, m := range [][]byte{message(msgFrame, rec), message(msgData, frame), message(msgTrailer, trailer)} {
+		whole = append(whole, m...)
+	}
+	f.Add(whole)
+	f.Add(whole[:len(whole)-len(trailer)-5])
+	f.Add(append(bytes.Clone(whole), message(msgFrame, rec)...))
+	f.Add(append(message(msgFrame, frameRecord(archive.Frame{Stored: 200 << 20, Raw: 1, CRC: 1})), message(msgData, frame)...))
+	f.Add(message('X', nil))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s := &session{trailers: make([]archive.Stream, 1)}
+		sc := &script{in: in}
+		nf := &netFrames{s: s, c: sc}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var off int64
+		for n := 0; ; n++ {
+			fr, data, err := nf.Next()
+			if errors.Is(err, io.EOF) {
+				if err != io.EOF || sc.last != msgTrailer {
+					t.Fatalf("end of stream (%v) after message %q, not after a trailer", err, sc.last)
+				}
+				break
+			}
+			if err != nil {
+				break
+			}
+			if len(data) != int(fr.Stored) || fr.Offset != off || fr.Stored == 0 || fr.Stored > maxFrame || fr.Raw == 0 || fr.Raw > maxFrame {
+				t.Fatalf("frame %d: %+v with %d bytes, want them at offset %d", n, fr, len(data), off)
+			}
+			off += int64(fr.Stored)
+		}
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > maxFrame+16*uint64(len(in))+1<<20 {
+			t.Fatalf("allocated %d bytes reading %d bytes of messages", grew, len(in))
+		}
+	})
+}
