@@ -41,6 +41,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/faulty"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // repoKinds are the backends the kill tests run on; neither may be skipped.
@@ -169,28 +170,10 @@ func (r testRepo) prune(t *testing.T, id string, streams []string) {
 	}
 }
 
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // proc is a backstream process started by a test.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr lockedBuffer
+	stdout, stderr testkit.SyncBuffer
 	done           chan struct{}
 	err            error // valid once done is closed
 }

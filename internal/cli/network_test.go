@@ -16,6 +16,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -241,58 +242,43 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 // client-to-server bytes of each connection after skip bytes.
 func flippingProxy(t *testing.T, addr string, skip int) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("tcp", addr)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go func() {
-					buf := make([]byte, 64<<10)
-					seen := 0
-					for {
-						n, err := c.Read(buf)
-						if n > 0 {
-							if seen <= skip && seen+n > skip {
-								buf[skip-seen] ^= 0x10
-							}
-							seen += n
-							if _, werr := u.Write(buf[:n]); werr != nil {
-								return
-							}
-						}
-						if err != nil {
-							u.(*net.TCPConn).CloseWrite()
-							return
-						}
+	return testkit.ServeTCP(t, func(c net.Conn) {
+		u, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		defer u.Close()
+		go func() {
+			buf := make([]byte, 64<<10)
+			seen := 0
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if seen <= skip && seen+n > skip {
+						buf[skip-seen] ^= 0x10
 					}
-				}()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := u.Read(buf)
-					if n > 0 {
-						c.Write(buf[:n])
-					}
-					if err != nil {
+					seen += n
+					if _, werr := u.Write(buf[:n]); werr != nil {
 						return
 					}
 				}
-			}()
+				if err != nil {
+					u.(*net.TCPConn).CloseWrite()
+					return
+				}
+			}
+		}()
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := u.Read(buf)
+			if n > 0 {
+				c.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
 		}
-	}()
-	return l.Addr().String()
+	})
 }
 
 // receive --repo: a pushed backup is stored in a repository on the

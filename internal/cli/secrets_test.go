@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -26,6 +24,7 @@ import (
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // ageHeader starts every file in age's format.
@@ -321,26 +320,13 @@ func (s *secretsRig) run(what string, wantOK bool, env []string, args ...string)
 // searchTree looks for the secrets in every file under dir, as stored.
 func (s *secretsRig) searchTree(what, dir string) int {
 	s.t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
+	files := testkit.ReadTree(s.t, dir)
+	for rel, data := range files {
 		for _, l := range leaks(s.secrets, what+" "+rel, data) {
 			s.t.Error(l)
 		}
-		n++
-		return nil
-	})
-	if err != nil {
-		s.t.Fatal(err)
 	}
-	return n
+	return len(files)
 }
 
 // searchDecrypted looks for the secrets in what every encrypted object of
@@ -381,51 +367,6 @@ func (s *secretsRig) searchDecrypted(what string, inner storage.Backend, passphr
 	return out
 }
 
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// checkModes fails for every directory under dir (and dir) whose mode is
-// not dirMode and every file whose mode is not fileMode; with uid >= 0 also
-// for everything not owned by uid and gid.
-func checkModes(t *testing.T, what, dir string, dirMode, fileMode fs.FileMode, uid, gid int) int {
-	t.Helper()
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		want := fileMode
-		switch {
-		case d.IsDir():
-			want = dirMode
-		case !d.Type().IsRegular():
-			return nil
-		}
-		n++
-		if info.Mode().Perm() != want {
-			t.Errorf("%s: %s has mode %04o, want %04o", what, p, info.Mode().Perm(), want)
-		}
-		if st := info.Sys().(*syscall.Stat_t); uid >= 0 && (int(st.Uid) != uid || int(st.Gid) != gid) {
-			t.Errorf("%s: %s is owned by %d:%d, want %d:%d", what, p, st.Uid, st.Gid, uid, gid)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // Secrets never leave where they were given. A backup account's password
 // (in an option file), the object store's secret key (in the environment)
 // and the encryption passphrase (in the environment) are looked for while
@@ -451,8 +392,8 @@ func TestSecretsNeverExposed(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	password := "Pw-" + randomHex(t, 12)
-	passphrase := "pass phrase " + randomHex(t, 12)
+	password := "Pw-" + testkit.RandomHex(12)
+	passphrase := "pass phrase " + testkit.RandomHex(12)
 	s := &secretsRig{t: t, bin: bin, tmp: t.TempDir(), outputs: map[string][]byte{}, secrets: []secret{
 		{"database password", password},
 		{"S3 secret key", os.Getenv("AWS_SECRET_ACCESS_KEY")},
@@ -545,12 +486,12 @@ func TestSecretsNeverExposed(t *testing.T) {
 	s.run("list", true, nil, "list", "--repo", localRepo)
 
 	// Wrong credentials: refused, without the wrong value in the message.
-	wrongPassword := "Wrong-" + randomHex(t, 12)
+	wrongPassword := "Wrong-" + testkit.RandomHex(12)
 	_, msg := s.run("backup with a wrong password", false, nil, "backup", "--repo", localRepo, "--defaults-extra-file", optionFile(wrongPassword))
 	if !strings.Contains(msg, "Access denied") || strings.Contains(msg, wrongPassword) {
 		t.Errorf("backup with a wrong password: want an access denied error without the password, got:\n%s", msg)
 	}
-	wrongPassphrase := "wrong phrase " + randomHex(t, 12)
+	wrongPassphrase := "wrong phrase " + testkit.RandomHex(12)
 	_, msg = s.run("restore with a wrong passphrase", false, []string{passphraseEnv + "=" + wrongPassphrase},
 		"restore", "--repo", localRepo, "--defaults-extra-file", cnf, "--rename-database", "sample:sample_wrong")
 	if !strings.Contains(msg, "cannot decrypt") || strings.Contains(msg, wrongPassphrase) {
@@ -606,7 +547,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 
 	// Modes: the repository is private to its user; the restored datadir
 	// belongs to the server's user, with the server's own modes.
-	checkModes(t, "local repository", localRepo, 0o700, 0o600, -1, -1)
+	testkit.CheckTree(t, "local repository", localRepo, 0o700, 0o600, -1, -1)
 	uid, gid := os.Getuid(), os.Getgid()
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("mysql")
@@ -616,7 +557,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 		uid, _ = strconv.Atoi(u.Uid)
 		gid, _ = strconv.Atoi(u.Gid)
 	}
-	if n := checkModes(t, "restored datadir", target, 0o700, 0o660, uid, gid); n < 10 {
+	if n := testkit.CheckTree(t, "restored datadir", target, 0o700, 0o660, uid, gid); n < 10 {
 		t.Errorf("only %d entries in the restored datadir", n)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -54,7 +55,7 @@ func TestBackupRestoreEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var log syncBuffer
+	var log testkit.SyncBuffer
 	var events []Event
 	b, err := StartBackup(ctx, BackupOptions{
 		Binary: bin, Conn: testConn(srv), Datadir: srv.Datadir, Parallel: 2,
@@ -284,33 +285,7 @@ func checkOwnership(t *testing.T, dir string, u *user.User, minEntries int) {
 	t.Helper()
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		st := info.Sys().(*syscall.Stat_t)
-		if int(st.Uid) != uid || int(st.Gid) != gid {
-			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
-		}
-		want := FileMode
-		if d.IsDir() {
-			want = DirMode
-		}
-		if info.Mode().Perm() != want {
-			t.Errorf("%s has mode %v, want %v", p, info.Mode().Perm(), want)
-		}
-		n++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < minEntries {
+	if n := testkit.CheckTree(t, "restored datadir", dir, DirMode, FileMode, uid, gid); n < minEntries {
 		t.Errorf("only %d entries checked in %s, want at least %d", n, dir, minEntries)
 	}
 }
@@ -324,7 +299,7 @@ func TestBackupWrongPassword(t *testing.T) {
 	defer cancel()
 	conn := testConn(srv)
 	conn.Password = "wrong-password"
-	var log syncBuffer
+	var log testkit.SyncBuffer
 	b, err := StartBackup(ctx, BackupOptions{Binary: bin, Conn: conn, Datadir: srv.Datadir, Log: &log})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // fakeScript is a stand-in mariabackup: it finds --extra-lsndir among its
@@ -101,7 +102,7 @@ echo 'completed OK!' >&2
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			var log syncBuffer
+			var log testkit.SyncBuffer
 			b, err := StartBackup(ctx, BackupOptions{Binary: fakeBinary(t, tc.body), Conn: mariadb.Config{User: "u"}, Log: &log})
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -170,20 +171,8 @@ func TestDatadirWriterMatchesMbstream(t *testing.T) {
 func readTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	m := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		m[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for p, b := range testkit.ReadTree(t, dir) {
+		m[p] = string(b)
 	}
 	return m
 }

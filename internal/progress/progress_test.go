@@ -10,25 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/backstream/backstream/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer safe for the tracker's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // waitFor polls until cond holds or a generous deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -85,7 +69,7 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestPlainLines(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	tr := Start(Options{Mode: ModePlain, Out: &out, Title: "backup", Total: 4 << 20, Interval: 10 * time.Millisecond})
 	tr.Stage("streaming")
 	tr.In(1 << 20)
@@ -115,7 +99,7 @@ func TestPlainLines(t *testing.T) {
 }
 
 func TestJSONEvents(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	tr := Start(Options{Mode: ModeJSON, Out: &out, Title: "restore", Interval: 10 * time.Millisecond})
 	tr.In(2048)
 	tr.Out(8192)
@@ -166,7 +150,7 @@ func TestJSONEvents(t *testing.T) {
 }
 
 func TestJSONFailure(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	tr := Start(Options{Mode: ModeJSON, Out: &out, Title: "verify", Interval: time.Hour})
 	tr.Finish(errors.New("stream 00003: frame 17: checksum mismatch"))
 	var e Event
@@ -180,7 +164,7 @@ func TestJSONFailure(t *testing.T) {
 
 func TestFailureLine(t *testing.T) {
 	for _, mode := range []Mode{ModePlain, ModeQuiet, ModeBar} {
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		tr := Start(Options{Mode: mode, Out: &out, Title: "backup 20261121T190512Z-7f3a"})
 		tr.In(5 << 30)
 		tr.Out(1 << 30)
@@ -198,7 +182,7 @@ func TestFailureLine(t *testing.T) {
 }
 
 func TestQuietWritesOnlySummary(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	tr := Start(Options{Mode: ModeQuiet, Out: &out, Title: "list", Interval: time.Millisecond})
 	tr.In(10)
 	tr.Stage("x")
@@ -214,7 +198,7 @@ func TestQuietWritesOnlySummary(t *testing.T) {
 
 func TestBarModeOnBuffer(t *testing.T) {
 	before := runtime.NumGoroutine()
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	tr := Start(Options{Mode: ModeBar, Out: &out, Title: "backup", Total: 100 << 20})
 	tr.Stage("streaming")
 	var wg sync.WaitGroup
@@ -254,7 +238,7 @@ func TestAutoModeOnPipeIsPlain(t *testing.T) {
 }
 
 func TestConcurrentCounters(t *testing.T) {
-	tr := Start(Options{Mode: ModeQuiet, Out: &syncBuffer{}})
+	tr := Start(Options{Mode: ModeQuiet, Out: &testkit.SyncBuffer{}})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -284,7 +268,7 @@ func TestSummaryString(t *testing.T) {
 }
 
 func BenchmarkIn(b *testing.B) {
-	tr := Start(Options{Mode: ModeQuiet, Out: &syncBuffer{}})
+	tr := Start(Options{Mode: ModeQuiet, Out: &testkit.SyncBuffer{}})
 	defer tr.Finish(nil)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -296,7 +280,7 @@ func BenchmarkIn(b *testing.B) {
 
 func TestLogf(t *testing.T) {
 	for _, mode := range []Mode{ModePlain, ModeJSON, ModeBar, ModeQuiet} {
-		var out syncBuffer
+		var out testkit.SyncBuffer
 		tr := Start(Options{Mode: mode, Out: &out, Title: "backup"})
 		tr.Logf("warning: %s", "table t1 has no primary key")
 		tr.Finish(nil)
@@ -336,7 +320,7 @@ func FuzzParseBytes(f *testing.F) {
 
 // Lines of an operation that moves tables show tables done and rows.
 func TestTablesAndRowsInLines(t *testing.T) {
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	tr := Start(Options{Mode: ModePlain, Out: &buf, Title: "backup --logical", Interval: time.Hour})
 	tr.SetTables(3)
 	tr.TableDone()

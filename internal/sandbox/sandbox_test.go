@@ -14,12 +14,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -397,7 +398,7 @@ func TestLongDirAndPortCollision(t *testing.T) {
 	}
 	t.Cleanup(func() { pickPort = freePort })
 
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	s, err := Start(ctx, Options{Dir: long, NoBinlog: true, Stderr: &stderr})
 	if err != nil {
 		t.Fatal(err)
@@ -485,22 +486,4 @@ func TestIsFormatOption(t *testing.T) {
 			t.Errorf("isFormatOption(%q) = %v", arg, got)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the log follower and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // testCA is a certificate authority made for one test.
@@ -180,7 +182,7 @@ func tlsRelay(t *testing.T, upstream string) string {
 		t.Fatal(err)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
-	return fakeServer(t, func(c net.Conn) {
+	return testkit.ServeTCP(t, func(c net.Conn) {
 		down := tls.Server(c, cfg)
 		up, err := tls.Dial("tcp", upstream, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
 		if err != nil {

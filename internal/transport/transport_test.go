@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/testkit"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -374,32 +375,9 @@ func TestSilentClient(t *testing.T) {
 	}
 }
 
-// fakeServer accepts TCP connections and hands each to serve.
-func fakeServer(t *testing.T, serve func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 func TestPlainTextServer(t *testing.T) {
 	ctx := testContext(t)
-	addr := fakeServer(t, func(c net.Conn) {
+	addr := testkit.ServeTCP(t, func(c net.Conn) {
 		_, _ = c.Write([]byte("220 smtp.example.com ESMTP ready\r\n"))
 		_, _ = io.Copy(io.Discard, c)
 	})
@@ -408,7 +386,7 @@ func TestPlainTextServer(t *testing.T) {
 
 	opt := testOptions()
 	opt.HandshakeTimeout = 300 * time.Millisecond
-	addr = fakeServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	addr = testkit.ServeTCP(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	_, err = Dial(ctx, addr, "control", opt)
 	mustContain(t, err, "handshake timed out after 300ms")
 }
@@ -615,7 +593,7 @@ func TestListenerClose(t *testing.T) {
 }
 
 func TestDialCancel(t *testing.T) {
-	addr := fakeServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	addr := testkit.ServeTCP(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()

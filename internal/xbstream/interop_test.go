@@ -3,7 +3,6 @@ package xbstream
 import (
 	"bytes"
 	"io"
-	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // model applies chunks to an in-memory tree the way mbstream -x applies them
@@ -65,28 +66,6 @@ func (m *model) apply(c *Chunk) {
 	}
 }
 
-// readTree returns every regular file under dir by slash-separated path.
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(path string, de fs.DirEntry, err error) error {
-		if err != nil || !de.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		out[filepath.ToSlash(rel)] = data
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func sameTree(t *testing.T, got, want map[string][]byte) {
 	t.Helper()
 	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
@@ -121,7 +100,7 @@ func extract(t *testing.T, stream []byte) map[string][]byte {
 	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
 		t.Fatalf("mbstream -x: %v: %s", err, stderr.String())
 	}
-	return readTree(t, dir)
+	return testkit.ReadTree(t, dir)
 }
 
 // randomTree is a small datadir-like tree. mbstream -x creates only the last

@@ -2,12 +2,11 @@ package s3
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
 	"github.com/backstream/backstream/internal/storage/s3/s3test"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // minioServer is a real MinIO for one test (see s3test) plus the checks
@@ -19,18 +18,12 @@ func minioForTest(t *testing.T) *minioServer { return &minioServer{s3test.Start(
 // Start starts the server again after Stop.
 func (m *minioServer) Start() { m.Restart() }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // newBackend opens a backend on a fresh prefix of the server's bucket.
 func (m *minioServer) newBackend(t *testing.T, cfg Config) *Backend {
 	t.Helper()
 	cfg.Bucket = m.Bucket
 	if cfg.Prefix == "" {
-		cfg.Prefix = "t/" + randomHex(4)
+		cfg.Prefix = "t/" + testkit.RandomHex(4)
 	}
 	cfg.Endpoint = m.Endpoint
 	cfg.Region = "us-east-1"

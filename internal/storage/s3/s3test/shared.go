@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // Every MinIO a test binary starts uses the same credentials, so that the
@@ -24,7 +26,7 @@ var (
 
 func processCredentials() (user, pass string) {
 	credOnce.Do(func() {
-		credUser, credPass = "bs"+randomHex(6), randomHex(20)
+		credUser, credPass = "bs"+testkit.RandomHex(6), testkit.RandomHex(20)
 	})
 	return credUser, credPass
 }
@@ -76,7 +78,7 @@ var buckets atomic.Int64
 // NewBucket makes an empty bucket for the test and returns its name.
 func (m *Server) NewBucket(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("bs-%d-%s", buckets.Add(1), strings.ToLower(randomHex(3)))
+	name := fmt.Sprintf("bs-%d-%s", buckets.Add(1), strings.ToLower(testkit.RandomHex(3)))
 	if err := m.Client(t).MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
 		t.Fatalf("creating bucket %s: %v", name, err)
 	}

@@ -1,0 +1,135 @@
+// Package testkit holds helpers that tests of several packages share. It
+// is imported only by _test.go files and by test-support packages (such as
+// s3test), never by the binary: TestNotInBinary checks that.
+package testkit
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// SyncBuffer is a bytes.Buffer that a writer goroutine (a child's output,
+// a log follower, a progress tracker) and the test may use at once.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// ServeTCP listens on a loopback port until the test ends and hands each
+// connection to serve in a goroutine of its own, closing the connection
+// when serve returns. It returns the address.
+func ServeTCP(t testing.TB, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// RandomHex returns n random bytes from crypto/rand, hex-encoded: names and
+// secrets that no other test run uses.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	// crypto/rand.Read never fails since Go 1.24: it aborts the program
+	// rather than return fewer random bytes.
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ReadTree returns the content of every regular file under dir, by path
+// relative to dir with slashes.
+func ReadTree(t testing.TB, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// CheckTree fails t for every directory under dir (dir included) whose
+// permissions are not dirMode, every regular file whose permissions are
+// not fileMode, anything else (a link, a socket), and with uid >= 0 for
+// everything not owned by uid:gid; what names the tree in the messages.
+// It returns the number of entries it checked.
+func CheckTree(t testing.TB, what, dir string, dirMode, fileMode fs.FileMode, uid, gid int) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		n++
+		if st := info.Sys().(*syscall.Stat_t); uid >= 0 && (int(st.Uid) != uid || int(st.Gid) != gid) {
+			t.Errorf("%s: %s is owned by %d:%d, want %d:%d", what, p, st.Uid, st.Gid, uid, gid)
+		}
+		want := fileMode
+		switch {
+		case d.IsDir():
+			want = dirMode
+		case !d.Type().IsRegular():
+			t.Errorf("%s: %s is a %v, want only directories and regular files", what, p, d.Type())
+			return nil
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: %s has mode %04o, want %04o", what, p, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
