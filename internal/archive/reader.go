@@ -258,10 +258,8 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		}
 	}
 	for job := range r.order {
-		select {
-		case <-job.done:
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		if err := wait(ctx, job.done); err != nil {
+			return err
 		}
 		if job.err != nil {
 			return Corruptf("%s: frame %d at offset %d: decode: %v", r.where(), job.num, job.frame.Offset, job.err)

@@ -510,10 +510,8 @@ func (s *streamWriter) write() error {
 	var stored, raw int64
 	frames := 0
 	for job := range s.order {
-		select {
-		case <-job.done:
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		if err := wait(ctx, job.done); err != nil {
+			return err
 		}
 		if job.err != nil {
 			return fmt.Errorf("stream %05d: frame %d: compress: %w", s.num, frames, job.err)

@@ -109,13 +109,10 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 	db.SetMaxOpenConns(job.Parallel + 1)
 	db.SetMaxIdleConns(job.Parallel + 1)
 	l := &loader{job: job, db: db, byPath: map[string]*loadFile{}, done: map[int]bool{}}
-	if l.ddl, err = db.Conn(ctx); err != nil {
+	if l.ddl, err = l.conn(ctx); err != nil {
 		return nil, err
 	}
 	defer l.ddl.Close()
-	if err := l.session(ctx, l.ddl); err != nil {
-		return nil, err
-	}
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
@@ -140,6 +137,19 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 	}
 	l.res.Tables = len(l.tables)
 	return &l.res, nil
+}
+
+// conn takes a connection from the pool, prepared for bulk loading.
+func (l *loader) conn(ctx context.Context) (*sql.Conn, error) {
+	c, err := l.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.session(ctx, c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // session prepares a connection for bulk loading.
@@ -441,14 +451,11 @@ func (l *loader) loadData(ctx context.Context) error {
 	files := newFileQueue(gctx, 2*l.job.Parallel+len(l.job.Manifest.Streams))
 	for range l.job.Parallel {
 		g.Go(func() error {
-			c, err := l.db.Conn(gctx)
+			c, err := l.conn(gctx)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			if err := l.session(gctx, c); err != nil {
-				return err
-			}
 			for f := files.take(); f != nil; f = files.take() {
 				err := l.loadFile(gctx, c, f)
 				files.done(f.t)
@@ -585,14 +592,11 @@ func (l *loader) addKeys(ctx context.Context) error {
 				continue
 			}
 			g.Go(func() error {
-				c, err := l.db.Conn(gctx)
+				c, err := l.conn(gctx)
 				if err != nil {
 					return err
 				}
 				defer c.Close()
-				if err := l.session(gctx, c); err != nil {
-					return err
-				}
 				return schema.AlterTable(gctx, c, t.db, t.src, q)
 			})
 		}

@@ -200,6 +200,23 @@ func TestServer(t *testing.T) {
 		t.Fatalf("binlog facts: log_bin %v server_id %d gtid_binlog_pos %q", s2.LogBin, s2.ServerID, s2.GTIDBinlogPos)
 	}
 
+	// ShowRow reads a SHOW statement's row by column name, nil when there
+	// is none, and passes errors on.
+	row, err := ShowRow(ctx, db, "SHOW MASTER STATUS")
+	if err != nil || row["File"].String == "" || row["Position"].String == "" || len(row) < 4 {
+		t.Fatalf("ShowRow(SHOW MASTER STATUS) = %v, %v", row, err)
+	}
+	row, err = ShowRow(ctx, db, "SHOW CREATE DATABASE mysql")
+	if err != nil || row["Database"].String != "mysql" || !strings.HasPrefix(row["Create Database"].String, "CREATE DATABASE `mysql`") {
+		t.Fatalf("ShowRow(SHOW CREATE DATABASE mysql) = %v, %v", row, err)
+	}
+	if row, err := ShowRow(ctx, db, "SHOW SLAVE STATUS"); row != nil || err != nil {
+		t.Fatalf("ShowRow of a statement without rows = %v, %v; want nil, nil", row, err)
+	}
+	if row, err := ShowRow(ctx, db, "SHOW CREATE DATABASE no_such_db"); row != nil || err == nil || !strings.Contains(err.Error(), "no_such_db") {
+		t.Fatalf("ShowRow of a failing statement = %v, %v; want its error", row, err)
+	}
+
 	// TCP, with a password full of option-file specials.
 	reader := Config{User: "reader", Password: "p#w \"x\"", PasswordSet: true, Host: "127.0.0.1", Port: sb.Port}
 	rdb, err := Open(ctx, reader, "mysql")

@@ -423,37 +423,20 @@ func primaryPosition(ctx context.Context, p Primary, useGTID bool) (physical.Bin
 		}
 		return bi, nil
 	}
-	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
+	row, err := mariadb.ShowRow(ctx, db, "SHOW MASTER STATUS")
 	if err != nil {
 		return bi, fmt.Errorf("catch-up: SHOW MASTER STATUS on primary %s (needs BINLOG MONITOR): %w", p, err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return bi, fmt.Errorf("catch-up: SHOW MASTER STATUS on primary %s: %w", p, err)
-	}
-	if !rows.Next() {
+	if row == nil {
 		return bi, fmt.Errorf("catch-up: SHOW MASTER STATUS on primary %s returned nothing: binary logging is off there", p)
 	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return bi, fmt.Errorf("catch-up: SHOW MASTER STATUS on primary %s: %w", p, err)
-	}
-	for i, c := range cols {
-		switch c {
-		case "File":
-			bi.File = vals[i].String
-		case "Position":
-			n, err := strconv.ParseUint(vals[i].String, 10, 64)
-			if err != nil {
-				return bi, fmt.Errorf("catch-up: SHOW MASTER STATUS on primary %s: Position %q: %w", p, vals[i].String, err)
-			}
-			bi.Position = n
+	bi.File = row["File"].String
+	if pos, ok := row["Position"]; ok {
+		n, err := strconv.ParseUint(pos.String, 10, 64)
+		if err != nil {
+			return bi, fmt.Errorf("catch-up: SHOW MASTER STATUS on primary %s: Position %q: %w", p, pos.String, err)
 		}
+		bi.Position = n
 	}
 	return bi, nil
 }

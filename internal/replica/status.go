@@ -8,12 +8,12 @@ import (
 	"strconv"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // Querier is what ReadStatus needs: a *sql.DB, *sql.Conn or *sql.Tx.
-type Querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
+type Querier = mariadb.Querier
 
 // Status is one replication connection's state, from SHOW SLAVE STATUS.
 type Status struct {
@@ -74,7 +74,7 @@ func ReadStatus(ctx context.Context, db Querier, connection string) (*Status, er
 	// checkConnectionName allows no quote or backslash, so the literal is
 	// the same whatever the sql_mode.
 	q := "SHOW SLAVE " + quoteString(connection, true) + " STATUS"
-	rows, err := db.QueryContext(ctx, q)
+	row, err := mariadb.ShowRow(ctx, db, q)
 	if err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && me.Number == erNoMasterConnection {
@@ -82,33 +82,10 @@ func ReadStatus(ctx context.Context, db Querier, connection string) (*Status, er
 		}
 		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
-	}
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
-		}
+	if row == nil {
 		return st, nil
 	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
-	}
-	m := make(map[string]sql.NullString, len(cols))
-	for i, c := range cols {
-		m[c] = vals[i]
-	}
-	if err := st.fill(m); err != nil {
+	if err := st.fill(row); err != nil {
 		return nil, fmt.Errorf("SHOW SLAVE STATUS for connection %q: %w", connection, err)
 	}
 	return st, nil

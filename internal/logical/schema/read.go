@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // readSettings are the session settings Read works under. sql_mode ” makes
@@ -489,34 +491,11 @@ type showRow map[string]sql.NullString
 
 // showCreate runs a SHOW statement that returns one row.
 func showCreate(ctx context.Context, conn *sql.Conn, q string) (showRow, error) {
-	rows, err := conn.QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
+	row, err := mariadb.ShowRow(ctx, conn, q)
+	if err == nil && row == nil {
+		err = fmt.Errorf("%s: no row", q)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%s: no row", q)
-	}
-	vals := make([]sql.NullString, len(cols))
-	dest := make([]any, len(cols))
-	for i := range vals {
-		dest[i] = &vals[i]
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return nil, err
-	}
-	row := showRow{}
-	for i, c := range cols {
-		row[c] = vals[i]
-	}
-	return row, rows.Close()
+	return row, err
 }
 
 // get returns a column that must be there and not NULL. SHOW CREATE returns

@@ -1,0 +1,42 @@
+package mariadb
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Querier runs a query: a *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// ShowRow runs query, a SHOW statement of one row, and returns that row by
+// column name, or nil when the statement returned no row. Columns are read
+// by name because their set and order change between server versions.
+func ShowRow(ctx context.Context, db Querier, query string) (map[string]sql.NullString, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	vals := make([]sql.NullString, len(cols))
+	dest := make([]any, len(cols))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
+	}
+	row := make(map[string]sql.NullString, len(cols))
+	for i, c := range cols {
+		row[c] = vals[i]
+	}
+	return row, rows.Close()
+}
