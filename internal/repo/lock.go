@@ -387,6 +387,11 @@ func (l *Lock) refresh(staleAfter time.Duration) {
 	}
 }
 
+// refreshOnce checks that the lock object is still there and writes it
+// with a new refresh time. A removal that falls between the check and the
+// write is undone by the write (object stores offer no portable "write
+// only if present"): the holder then keeps a lock it still holds, which
+// errs on the safe side, and unlock --all has to be run again.
 func (l *Lock) refreshOnce(ctx context.Context) error {
 	if _, err := l.backend.Stat(ctx, l.name); err != nil {
 		return err

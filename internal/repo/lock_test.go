@@ -166,16 +166,29 @@ func TestStaleLockIgnoredAndUnlocked(t *testing.T) {
 func TestLockRefreshAndLoss(t *testing.T) {
 	ctx := context.Background()
 	r := testRepo(t)
-	l, lctx, err := r.Lock(ctx, LockOptions{Operation: OpBackup, Exclusive: true, StaleAfter: 600 * time.Millisecond})
+	// Refreshes come every StaleAfter/3 = 1 s.
+	l, lctx, err := r.Lock(ctx, LockOptions{Operation: OpBackup, Exclusive: true, StaleAfter: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := lockObjects(t, r)[0].Refreshed
-	time.Sleep(450 * time.Millisecond)
-	if ls := lockObjects(t, r); len(ls) != 1 || !ls[0].Refreshed.After(created) {
-		t.Fatalf("lock not refreshed: %+v (created refreshed %v)", ls, created)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ls := lockObjects(t, r)
+		if len(ls) != 1 {
+			t.Fatalf("%d lock objects, want 1: %+v", len(ls), ls)
+		}
+		if ls[0].Refreshed.After(created) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lock not refreshed in 10 s: %+v (created refreshed %v)", ls, created)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	// Someone removes it: the holder's context ends.
+	// Someone removes it, right after a refresh (a refresh that has
+	// already checked the object would write it again: see the note on
+	// refreshOnce): the holder's context ends at the next refresh.
 	if err := r.Backend.Delete(ctx, l.Name()); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +197,7 @@ func TestLockRefreshAndLoss(t *testing.T) {
 		if !errors.Is(context.Cause(lctx), ErrLockLost) {
 			t.Errorf("cause %v, want ErrLockLost", context.Cause(lctx))
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(5 * time.Second):
 		t.Fatal("holder's context still live after its lock was removed")
 	}
 	if err := l.Release(ctx); err != nil {
