@@ -59,11 +59,7 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 			if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 {
 				return usagef("retention counts must not be negative")
 			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpExpire, true)
+			r, ctx, release, err := g.openLocked(cmd.Context(), repo.OpExpire, true)
 			if err != nil {
 				return err
 			}

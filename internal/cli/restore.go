@@ -135,11 +135,7 @@ func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, args []string, unt
 	if d.target == "" {
 		return usagef("--target-dir is required")
 	}
-	r, err := g.openRepo(cmd.Context(), false)
-	if err != nil {
-		return err
-	}
-	ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpRestore, false)
+	r, ctx, release, err := g.openLocked(cmd.Context(), repo.OpRestore, false)
 	if err != nil {
 		return err
 	}

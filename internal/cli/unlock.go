@@ -18,6 +18,20 @@ func (g *globals) lockOptions(op string, exclusive bool) repo.LockOptions {
 		Report: func(msg string) { fmt.Fprintf(g.stderr, "%s: %s\n", op, msg) }}
 }
 
+// openLocked opens the existing repository and takes the lock op needs;
+// it returns the repository, the context to run under and the release.
+func (g *globals) openLocked(ctx context.Context, op string, exclusive bool) (*repo.Repo, context.Context, func(), error) {
+	r, err := g.openRepo(ctx, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lctx, release, err := g.lockRepo(ctx, r, op, exclusive)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r, lctx, release, nil
+}
+
 // lockRepo takes the repository lock an operation needs (see repo.Acquire).
 func (g *globals) lockRepo(ctx context.Context, r *repo.Repo, op string, exclusive bool) (context.Context, func(), error) {
 	return r.Acquire(ctx, g.lockOptions(op, exclusive))

@@ -98,10 +98,7 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 		if err != nil {
 			return err
 		}
-		if job.Repo, err = g.openRepo(ctx, false); err != nil {
-			return err
-		}
-		if ctx, release, err = g.lockRepo(ctx, job.Repo, repo.OpRestore, false); err != nil {
+		if job.Repo, ctx, release, err = g.openLocked(ctx, repo.OpRestore, false); err != nil {
 			return err
 		}
 		job.Until, title = &t, "restore test --until "+t.String()

@@ -17,7 +17,7 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/repo/repotest"
 	"github.com/backstream/backstream/internal/transport"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -44,19 +44,6 @@ func listen(t *testing.T) *transport.Listener {
 	return l
 }
 
-func testRepo(t *testing.T) *repo.Repo {
-	t.Helper()
-	b, err := local.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.OpenOrInit(context.Background(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // served is what Receiver.Serve returned.
 type served struct {
 	m   *archive.Manifest
@@ -70,7 +57,7 @@ func serve(t *testing.T, rv *Receiver) (string, <-chan served) {
 	t.Helper()
 	rv.Listener = listen(t)
 	if rv.Repo == nil {
-		rv.Repo = testRepo(t)
+		rv.Repo = repotest.New(t)
 	}
 	rv.Workers = 2
 	done := make(chan served, 1)
@@ -325,7 +312,7 @@ func TestReceiverLocksRepository(t *testing.T) {
 // stays as it was.
 func TestReceiverKeepsExistingBackup(t *testing.T) {
 	ctx := testContext(t)
-	r := testRepo(t)
+	r := repotest.New(t)
 	files := testFiles(3)
 	for round := range 2 {
 		addr, done := serve(t, &Receiver{Repo: r})

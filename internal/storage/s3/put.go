@@ -309,12 +309,7 @@ func (b *Backend) abort(ctx context.Context, desc, key, uploadID string, cause e
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortWindow)
 	defer cancel()
 	err := b.retryWith(actx, min(b.window, abortWindow), b.stall, "aborting multipart upload of "+desc, func(ctx context.Context, _ func()) error {
-		err := b.core.AbortMultipartUpload(ctx, b.bucket, key, uploadID)
-		var er minio.ErrorResponse
-		if errors.As(err, &er) && er.Code == "NoSuchUpload" {
-			return nil
-		}
-		return err
+		return b.abortUpload(ctx, key, uploadID)
 	})
 	if err != nil {
 		return fmt.Errorf("%w (and the incomplete upload %s could not be aborted: %v)", cause, uploadID, err)

@@ -42,16 +42,21 @@ func (b *Backend) AbortUploads(ctx context.Context, name string) (int, error) {
 	}
 	for i, id := range ids {
 		err := b.retry(ctx, "aborting multipart upload of "+b.desc(name), func(ctx context.Context, _ func()) error {
-			err := b.core.AbortMultipartUpload(ctx, b.bucket, key, id)
-			var er minio.ErrorResponse
-			if errors.As(err, &er) && er.Code == "NoSuchUpload" {
-				return nil
-			}
-			return err
+			return b.abortUpload(ctx, key, id)
 		})
 		if err != nil {
 			return i, err
 		}
 	}
 	return len(ids), nil
+}
+
+// abortUpload aborts one multipart upload; one already gone is no error.
+func (b *Backend) abortUpload(ctx context.Context, key, uploadID string) error {
+	err := b.core.AbortMultipartUpload(ctx, b.bucket, key, uploadID)
+	var er minio.ErrorResponse
+	if errors.As(err, &er) && er.Code == "NoSuchUpload" {
+		return nil
+	}
+	return err
 }
