@@ -40,13 +40,50 @@ func freeAddr(t *testing.T) string {
 }
 
 // startReceive runs `backstream receive` in the background and returns a
-// channel with its result.
+// channel with its result, once the receiver listens on its --listen
+// address (or has ended).
 func startReceive(t *testing.T, args ...string) <-chan result {
 	t.Helper()
 	done := make(chan result, 1)
 	go func() { done <- runQuiet(args...) }()
-	time.Sleep(200 * time.Millisecond) // let it listen
+	addr := ""
+	for i, a := range args {
+		if a == "--listen" && i+1 < len(args) {
+			addr = args[i+1]
+		}
+	}
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("startReceive needs --listen HOST:PORT: %v", err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !listening(t, port); time.Sleep(20 * time.Millisecond) {
+		if len(done) > 0 || time.Now().After(deadline) {
+			break // the test learns why from the result
+		}
+	}
 	return done
+}
+
+// listening reports whether a TCP socket listens on port, from
+// /proc/net/tcp, so that no connection disturbs the listener.
+func listening(t *testing.T, port int) bool {
+	t.Helper()
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf(":%04X", port)
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.HasSuffix(f[1], local) && f[3] == "0A" {
+			return true
+		}
+	}
+	return false
 }
 
 // runQuiet is run without a *testing.T, for goroutines.
