@@ -113,6 +113,7 @@ func waitResult(t *testing.T, what string, ch <-chan result) result {
 // servers start on both results, replicate from the source, and end with
 // the source's CHECKSUM TABLE once the load stops.
 func TestSendToTwoReceiversThenReplicate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
@@ -143,12 +144,18 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	}
 	send.mustSucceed(t)
 
-	t.Setenv("BACKSTREAM_PRIMARY_PASSWORD", "repl-Pa55 word")
+	// The primary's password in an option file, as a DBA would keep it
+	// (the environment's BACKSTREAM_PRIMARY_PASSWORD is replica's unit
+	// tests' business; setting it here would keep this test serial).
+	primaryCnf := filepath.Join(t.TempDir(), "primary.cnf")
+	if err := os.WriteFile(primaryCnf, []byte("[backstream-primary]\npassword=\"repl-Pa55 word\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var replicas []*sandbox.Server
 	for i, target := range targets {
 		r := serverOn(t, target)
 		replicas = append(replicas, r)
-		run(t, "replicate", "--no-defaults", "--socket", r.Socket, "--user", "root",
+		run(t, "replicate", "--no-defaults", "--socket", r.Socket, "--user", "root", "--primary-defaults-file", primaryCnf,
 			"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl").mustSucceed(t)
 		t.Logf("replica %d replicating", i)
 	}

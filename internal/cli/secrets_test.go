@@ -262,7 +262,8 @@ func saw(seen map[string][]string, arg string, programs ...string) bool {
 type secretsRig struct {
 	t       *testing.T
 	bin     string
-	tmp     string // TMPDIR of every run, searched at the end
+	tmp     string   // TMPDIR of every run, searched at the end
+	env     []string // added to every run's environment, before its own
 	secrets []secret
 	outputs map[string][]byte
 	started time.Time // of the current run, for the log
@@ -272,7 +273,7 @@ type secretsRig struct {
 func (s *secretsRig) start(env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, *procWatch) {
 	s.t.Helper()
 	cmd := exec.Command(s.bin, args...)
-	cmd.Env = append(append(os.Environ(), "TMPDIR="+s.tmp), env...)
+	cmd.Env = append(append(append(os.Environ(), "TMPDIR="+s.tmp), s.env...), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	s.started = time.Now()
@@ -380,6 +381,7 @@ func (s *secretsRig) searchDecrypted(what string, inner storage.Backend, passphr
 // and directories 0700; a restored datadir belongs to the server's user
 // with the modes the server gives its own files.
 func TestSecretsNeverExposed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	bin := buildBinary(t)
 	var s3repo testRepo
@@ -402,7 +404,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	if len(s.secrets[1].value) < 16 {
 		t.Fatalf("the S3 secret key %q is too short to search for", s.secrets[1].value)
 	}
-	t.Setenv(passphraseEnv, passphrase)
+	s.env = []string{passphraseEnv + "=" + passphrase}
 
 	// The account is made with the session's binary log off: the binary
 	// log keeps statements as they were written, and a password the DBA
