@@ -31,7 +31,7 @@ func buildBinary(t *testing.T) string {
 // Ctrl-C in the middle of a backup: exit 130, mariabackup gone, no manifest
 // and no objects left in the repository.
 func TestInterruptedBackupLeavesNothing(t *testing.T) {
-	t.Parallel()
+	// Serial: it bounds how long backstream takes to exit after SIGINT, which the parallel tests' load would distort.
 	bin := buildBinary(t)
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 120}); err != nil {
