@@ -124,10 +124,11 @@ func TestExpire(t *testing.T) {
 	})
 }
 
-// gatedMariabackup returns a mariabackup for --mariabackup that waits, once
-// it is asked to back up, until open is called: a backup that holds its
-// lock for as long as a test needs, however fast the machine.
-func gatedMariabackup(t *testing.T) (binary string, open func()) {
+// gatedMariabackup returns a mariabackup for --mariabackup that waits, when
+// its arguments hold mode (--backup, --prepare), until open is called: a
+// backup that holds its lock, or a prepare that stays visible, for as long
+// as a test needs, however fast or loaded the machine.
+func gatedMariabackup(t *testing.T, mode string) (binary string, open func()) {
 	t.Helper()
 	real, err := exec.LookPath("mariabackup")
 	if err != nil {
@@ -136,7 +137,7 @@ func gatedMariabackup(t *testing.T) (binary string, open func()) {
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "open")
 	binary = filepath.Join(dir, "mariabackup")
-	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" --backup \"*) while [ ! -e %q ]; do sleep 0.05; done;; esac\nexec %q \"$@\"\n", gate, real)
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" %s \"*) while [ ! -e %q ]; do sleep 0.05; done;; esac\nexec %q \"$@\"\n", mode, gate, real)
 	if err := os.WriteFile(binary, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestConcurrentOperations(t *testing.T) {
 		run(t, backup...).mustSucceed(t)
 		older := listIDs(t, tr.location)[0]
 
-		gated, open := gatedMariabackup(t)
+		gated, open := gatedMariabackup(t, "--backup")
 		var wg sync.WaitGroup
 		var slow result
 		wg.Add(1)
