@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/storage/local"
@@ -527,4 +529,58 @@ func (s *eventSink) Chunk(c *xbstream.Chunk) error {
 	defer s.mu.Unlock()
 	s.events = append(s.events, string(rune(c.Type))+" "+c.Path)
 	return nil
+}
+
+// stuckOutput's streams accept no frame until their context ends: a
+// destination that stalls.
+type stuckOutput struct{}
+
+func (stuckOutput) OpenStream(ctx context.Context, _ int, _ string) (StreamOutput, error) {
+	return stuckStream{ctx}, nil
+}
+
+type stuckStream struct{ ctx context.Context }
+
+func (s stuckStream) WriteFrame(Frame, []byte) error  { <-s.ctx.Done(); return s.ctx.Err() }
+func (s stuckStream) Close(st Stream) (Stream, error) { return st, s.ctx.Err() }
+func (stuckStream) Abort(error)                       {}
+
+// A backup cancelled from outside (Ctrl-C) while every queue of the writer
+// is full returns at once from Add, with the cancellation as its error,
+// instead of waiting for goroutines that wait for more input.
+func TestWriterCancelledWhileFull(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, _ := codec.Parse("zstd")
+	w, err := NewWriter(ctx, WriterOptions{Output: stuckOutput{}, Streams: 2, Workers: 1, Codec: c, FrameSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		for {
+			for _, raw := range streamChunks(t, testFiles(4), 64<<10) {
+				ch, _, _ := xbstream.DecodeChunk(raw)
+				if err := w.Add(&ch, raw); err != nil {
+					done <- err
+					return
+				}
+				added.Add(1)
+			}
+		}
+	}()
+	// Wait until Add blocks: every queue is full.
+	for last := int64(-1); added.Load() != last; time.Sleep(300 * time.Millisecond) {
+		last = added.Load()
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Add after the cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Add still blocked 20 s after the backup was cancelled")
+	}
+	w.Abort(context.Canceled)
 }

@@ -293,14 +293,11 @@ func (w *Writer) leastLoaded() int {
 	return best
 }
 
-// err reports why the pipeline stopped.
+// err reports why the pipeline stopped: the first error of its goroutines,
+// the cause given to Abort, or the caller's cancellation. It must not wait
+// for the goroutines: the builders end only when their input is closed,
+// and the caller that would close it is the one asking.
 func (w *Writer) err() error {
-	if err := context.Cause(w.ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	if err := w.g.Wait(); err != nil {
-		return err
-	}
 	return context.Cause(w.ctx)
 }
 

@@ -68,8 +68,16 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("backstream did not exit within 60 s of SIGINT")
+		// SIGQUIT makes the Go runtime print every goroutine's stack:
+		// where it hangs is the first thing to know.
+		cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		t.Fatalf("backstream did not exit within 60 s of SIGINT; stderr (with its goroutines):\n%s", stderr.String())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
