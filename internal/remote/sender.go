@@ -33,6 +33,12 @@ func (p *peer) errorf(format string, a ...any) error {
 	return fmt.Errorf("receiver %s: %w", p.addr, fmt.Errorf(format, a...))
 }
 
+// reasonWait bounds how long a failed write waits for the receiver's
+// reason. A receiver that died ends the control connection at once, so the
+// wait is this long only for one that is alive and silent; a loaded
+// receiver can take seconds to say why it gave up.
+const reasonWait = 10 * time.Second
+
 // failed explains a failed write to the receiver: a receiver that gives up
 // says why on the control connection before it closes, and that reason
 // beats "broken pipe".
@@ -49,7 +55,7 @@ func (p *peer) failed(err error) error {
 			if errors.As(rerr, &pe) {
 				p.reason = pe.Reason
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(reasonWait):
 		}
 	})
 	if p.reason != "" {
