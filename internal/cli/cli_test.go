@@ -44,6 +44,39 @@ func run(t *testing.T, args ...string) result {
 	return r
 }
 
+// catExtract runs `backstream cat` in-process with its output piped into
+// the real `mbstream -x -C dir`, as `cat | mbstream -x` with pipefail
+// would: both must succeed. The stream is never held in memory whole.
+func catExtract(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mbOut bytes.Buffer
+	mb := exec.Command("mbstream", "-x", "-C", dir)
+	mb.Stdin, mb.Stdout, mb.Stderr = pr, &mbOut, &mbOut
+	if err := mb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	var errOut bytes.Buffer
+	root := NewRoot("test")
+	root.SetArgs(append(append([]string{"cat"}, args...), "--progress=none"))
+	root.SetOut(pw)
+	root.SetErr(&errOut)
+	catErr := root.ExecuteContext(context.Background())
+	pw.Close()
+	mbErr := mb.Wait()
+	t.Logf("backstream cat %s | mbstream -x -> %v, %v", strings.Join(args, " "), catErr, mbErr)
+	if catErr != nil {
+		t.Fatalf("cat: %v\nstderr: %s", catErr, errOut.String())
+	}
+	if mbErr != nil {
+		t.Fatalf("cat | mbstream -x: %v\n%s", mbErr, mbOut.String())
+	}
+}
+
 func (r result) mustSucceed(t *testing.T) result {
 	t.Helper()
 	if r.err != nil {

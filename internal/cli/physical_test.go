@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,13 +74,8 @@ func TestPhysicalRoundTrip(t *testing.T) {
 		compareTrees(t, "zstd -dc | mbstream -x vs restore", treeDigests(t, stock), treeDigests(t, plain))
 
 		// cat: the whole backup as one xbstream, for mbstream -x.
-		catOut := run(t, "cat", e.ID, "--repo", repoDir).mustSucceed(t).stdout
 		catDir := t.TempDir()
-		mb := exec.Command("mbstream", "-x", "-C", catDir)
-		mb.Stdin = strings.NewReader(catOut)
-		if out, err := mb.CombinedOutput(); err != nil {
-			t.Fatalf("cat | mbstream -x: %v\n%s", err, out)
-		}
+		catExtract(t, catDir, e.ID, "--repo", repoDir)
 		compareTrees(t, "cat | mbstream -x vs restore", treeDigests(t, catDir), treeDigests(t, plain))
 
 		// Restore with prepare; a server starts on it with the same data.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,12 +28,7 @@ func forgeBackup(t *testing.T, repoDir, id string, tamper func(path string, data
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	stream := run(t, "cat", id, "--repo", repoDir, "--progress", "none").mustSucceed(t).stdout
-	extract := exec.Command("mbstream", "-x", "-C", dir)
-	extract.Stdin = strings.NewReader(stream)
-	if out, err := extract.CombinedOutput(); err != nil {
-		t.Fatalf("mbstream -x: %v\n%s", err, out)
-	}
+	catExtract(t, dir, id, "--repo", repoDir)
 
 	b, err := local.New(repoDir)
 	if err != nil {
