@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,16 +18,33 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
+// built is the backstream binary that buildBinary made, in a directory
+// TestMain removes.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
 // buildBinary builds backstream once per test binary run, for tests that
 // need a real process (signals, exit codes).
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "backstream")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/backstream/backstream/cmd/backstream")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "backstream-cli-test-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "backstream")
+		cmd := exec.Command("go", "build", "-o", built.bin, "github.com/backstream/backstream/cmd/backstream")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
 }
 
 // Ctrl-C in the middle of a backup: exit 130, mariabackup gone, no manifest

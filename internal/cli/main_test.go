@@ -28,5 +28,8 @@ func TestMain(m *testing.M) {
 	sharedS3 = srv
 	code := m.Run()
 	srv.Stop()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 	os.Exit(code)
 }
