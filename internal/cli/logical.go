@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -27,6 +28,20 @@ func (k *skipFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&k.s.Users, "skip-users", false, "leave users, roles and grants out")
 }
 
+// filterAliases makes the plural names of the filter flags (--databases,
+// --exclude-databases, --tables, --exclude-tables) hidden aliases of the
+// singular ones, so that backup and restore take the same names and old
+// command lines keep working.
+func filterAliases(f *pflag.FlagSet) {
+	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		switch name {
+		case "databases", "exclude-databases", "tables", "exclude-tables":
+			return pflag.NormalizedName(strings.TrimSuffix(name, "s"))
+		}
+		return pflag.NormalizedName(name)
+	})
+}
+
 // logicalBackupFlags are backup's options for --logical.
 type logicalBackupFlags struct {
 	on         bool
@@ -42,10 +57,11 @@ type logicalBackupFlags struct {
 
 func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&l.on, "logical", false, "take a logical backup (a consistent parallel dump) instead of a physical one")
-	f.StringSliceVar(&l.databases, "databases", nil, "--logical: only these databases (comma-separated)")
-	f.StringSliceVar(&l.excludeDBs, "exclude-databases", nil, "--logical: leave these databases out")
-	f.StringSliceVar(&l.tables, "tables", nil, "--logical: only these tables, as db.table (comma-separated)")
-	f.StringSliceVar(&l.excludeTbl, "exclude-tables", nil, "--logical: leave these tables out, as db.table")
+	f.StringSliceVar(&l.databases, "database", nil, "--logical: only these databases (repeatable, comma-separated)")
+	f.StringSliceVar(&l.excludeDBs, "exclude-database", nil, "--logical: leave these databases out")
+	f.StringSliceVar(&l.tables, "table", nil, "--logical: only these tables, as db.table (repeatable, comma-separated)")
+	f.StringSliceVar(&l.excludeTbl, "exclude-table", nil, "--logical: leave these tables out, as db.table")
+	filterAliases(f)
 	f.BoolVar(&l.users, "users", false, "--logical: include users, roles and grants in a dump limited to some databases (a whole-server dump has them by default)")
 	f.BoolVar(&l.blockDDL, "block-ddl", false, "--logical: block DDL on the dumped tables while the dump runs, instead of failing when it happens")
 	f.StringVar(&l.chunkSize, "chunk-size", "16MiB", "--logical: size at which table data is cut into files")
@@ -107,6 +123,9 @@ type logicalRestoreFlags struct {
 	dropExisting bool
 	resume       bool
 	noBinlog     bool
+	users        bool
+	replaceUsers bool
+	asJSON       bool
 	skip         skipFlags
 }
 
@@ -114,8 +133,12 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 	l.conn.register(f)
 	f.StringSliceVar(&l.databases, "database", nil, "logical: load only these databases (repeatable, comma-separated)")
 	f.StringSliceVar(&l.excludeDBs, "exclude-database", nil, "logical: leave these databases out")
-	f.StringSliceVar(&l.tables, "table", nil, "logical: load only these tables, as db.table")
+	f.StringSliceVar(&l.tables, "table", nil, "logical: load only these tables, as db.table (repeatable, comma-separated)")
 	f.StringSliceVar(&l.excludeTbl, "exclude-table", nil, "logical: leave these tables out, as db.table")
+	filterAliases(f)
+	f.BoolVar(&l.users, "users", false, "logical: create the backup's users, roles and grants (accounts the target has are kept)")
+	f.BoolVar(&l.replaceUsers, "replace-users", false, "logical, with --users: replace accounts the target already has")
+	f.BoolVar(&l.asJSON, "json", false, "logical: print the result (target server, accounts, what was left out) as JSON")
 	f.StringArrayVar(&l.rename, "rename-database", nil, "logical: load database a as b, given as a:b (repeatable)")
 	f.StringVar(&l.definer, "definer", "", "logical: make views, triggers, routines and events run as this account (user@host)")
 	f.BoolVar(&l.dropExisting, "drop-existing", false, "logical: drop tables the target already has instead of refusing")
@@ -127,13 +150,13 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 // onlyLogical names the flags that mean something only for a logical load.
 func (l *logicalRestoreFlags) onlyLogical() []string {
 	return []string{"host", "port", "socket", "user", "password", "database", "exclude-database", "table", "exclude-table",
-		"rename-database", "definer", "drop-existing", "resume", "no-binlog", "skip-views", "skip-triggers",
+		"rename-database", "definer", "drop-existing", "resume", "no-binlog", "users", "replace-users", "json", "skip-views", "skip-triggers",
 		"skip-routines", "skip-events", "skip-users"}
 }
 
 // onlyLogical names the flags that mean something only with --logical.
 func (l *logicalBackupFlags) onlyLogical() []string {
-	return []string{"databases", "exclude-databases", "tables", "exclude-tables", "users", "block-ddl", "chunk-size",
+	return []string{"database", "exclude-database", "table", "exclude-table", "users", "block-ddl", "chunk-size",
 		"skip-views", "skip-triggers", "skip-routines", "skip-events", "skip-users"}
 }
 
@@ -168,6 +191,12 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 	if l.resume && l.dropExisting {
 		return logical.LoadJob{}, usagef("--resume and --drop-existing contradict each other")
 	}
+	if l.replaceUsers && !l.users {
+		return logical.LoadJob{}, usagef("--replace-users needs --users")
+	}
+	if l.users && l.skip.s.Users {
+		return logical.LoadJob{}, usagef("--users and --skip-users contradict each other")
+	}
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
@@ -176,24 +205,78 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 		Filter:       schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
 		Skip:         l.skip.s,
 		DropExisting: l.dropExisting, Resume: l.resume, NoBinlog: l.noBinlog,
+		Users: l.users, ReplaceUsers: l.replaceUsers,
 	}, nil
 }
 
-func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest, job logical.LoadJob) error {
+// loadReport is what `restore --json` prints for a logical backup.
+type loadReport struct {
+	Backup           string         `json:"backup"`
+	Target           logical.Target `json:"target"`
+	Tables           int            `json:"tables"`
+	DataFiles        int            `json:"data_files"`
+	LoadedBefore     int            `json:"data_files_loaded_before"`
+	Rows             int64          `json:"rows"`
+	CreatedAccounts  []string       `json:"created_accounts"`
+	ReplacedAccounts []string       `json:"replaced_accounts"`
+	KeptAccounts     []string       `json:"kept_accounts"`
+	Passwordless     []string       `json:"passwordless_accounts"`
+	LeftOut          []string       `json:"left_out"`
+}
+
+func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest, job logical.LoadJob, asJSON bool) error {
 	t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
 	job.Progress = t
+	job.OnTarget = func(tg logical.Target) {
+		// On stderr, with the progress, so that stdout stays the result.
+		fmt.Fprintf(g.stderr, "restore %s: loading into %s\n", m.ID, tg)
+	}
 	res, err := restore.Load(ctx, r, m, job)
 	t.Finish(err)
 	if err != nil {
 		return err
+	}
+	for _, a := range res.Passwordless {
+		fmt.Fprintf(g.stderr, "warning: account %s has no password: anyone who reaches the server can log in as it\n", a)
+	}
+	if asJSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(loadReport{
+			Backup: m.ID, Target: res.Target, Tables: res.Tables, DataFiles: res.Chunks, LoadedBefore: res.Skipped, Rows: res.Rows,
+			CreatedAccounts: orEmpty(res.CreatedAccounts), ReplacedAccounts: orEmpty(res.ReplacedAccounts),
+			KeptAccounts: orEmpty(res.KeptAccounts), Passwordless: orEmpty(res.Passwordless), LeftOut: orEmpty(res.LeftOut),
+		})
 	}
 	fmt.Fprintf(g.stdout, "backup %s loaded: %d tables, %d data files, %d rows", m.ID, res.Tables, res.Chunks, res.Rows)
 	if res.Skipped > 0 {
 		fmt.Fprintf(g.stdout, " (%d data files were loaded before)", res.Skipped)
 	}
 	fmt.Fprintln(g.stdout)
-	for _, a := range res.KeptAccounts {
-		fmt.Fprintf(g.stdout, "account %s already exists on the target: kept as it was\n", a)
+	if !job.Users {
+		fmt.Fprintln(g.stdout, "accounts: none created or changed (--users restores them)")
+	}
+	if len(res.CreatedAccounts) > 0 {
+		fmt.Fprintf(g.stdout, "accounts created: %s\n", strings.Join(res.CreatedAccounts, ", "))
+	}
+	if len(res.ReplacedAccounts) > 0 {
+		fmt.Fprintf(g.stdout, "accounts replaced: %s\n", strings.Join(res.ReplacedAccounts, ", "))
+	}
+	if len(res.KeptAccounts) > 0 {
+		fmt.Fprintf(g.stdout, "accounts already on the target, kept as they were (--replace-users replaces them): %s\n", strings.Join(res.KeptAccounts, ", "))
+	}
+	if len(res.LeftOut) > 0 {
+		fmt.Fprintf(g.stdout, "left out %d objects and grants that refer to what this restore does not load:\n", len(res.LeftOut))
+		for _, s := range res.LeftOut {
+			fmt.Fprintf(g.stdout, "  %s\n", s)
+		}
 	}
 	return nil
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

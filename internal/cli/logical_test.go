@@ -3,10 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +148,13 @@ func TestLogicalFiltersAndRename(t *testing.T) {
 		{"exclude-table", []string{"--exclude-table", "a.log", "--database", "a"}, map[string]string{"a.t1": "a.t1"}, []string{"a.v1"}},
 		{"table", []string{"--table", "a.log"}, map[string]string{"a.log": "a.log"}, nil},
 		{"exclude-database", []string{"--exclude-database", "a"}, map[string]string{"b.t2": "b.t2"}, nil},
+		// Every filter narrows what the others pick: --table inside
+		// --database, exclusions last.
+		{"database and table", []string{"--database", "a", "--table", "a.log"}, map[string]string{"a.log": "a.log"}, nil},
+		{"table and exclude-table", []string{"--table", "a.t1,a.log", "--exclude-table", "a.log"}, map[string]string{"a.t1": "a.t1"}, nil},
+		{"database and exclude-database", []string{"--database", "a,b", "--exclude-database", "a"}, map[string]string{"b.t2": "b.t2"}, nil},
+		// The plural names of backup's old flags still work.
+		{"old names", []string{"--tables", "a.log"}, map[string]string{"a.log": "a.log"}, nil},
 		{"rename", []string{"--database", "a", "--rename-database", "a:a_copy"}, map[string]string{"a_copy.t1": "a.t1", "a_copy.log": "a.log"}, []string{"a_copy.v1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -333,7 +344,7 @@ func TestLogicalFidelity(t *testing.T) {
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
 
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
+	run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2", "--users"}, sandboxConn(dst)...)...).mustSucceed(t)
 	gotSums, err := sandbox.ChecksumTables(ctx, dst.DB())
 	if err != nil {
 		t.Fatal(err)
@@ -369,4 +380,209 @@ func compareDescriptions(t *testing.T, got, want map[string]string) {
 			t.Errorf("%s: restored but not in the source", k)
 		}
 	}
+}
+
+// accountList is every user@host of the server, sorted.
+func accountList(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT CONCAT(User, '@', Host) FROM mysql.user ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func showOne(t *testing.T, db *sql.DB, q string) string {
+	t.Helper()
+	rows, err := db.Query(q)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// Accounts are opt-in on a logical restore, and a partial restore is
+// whole: without --users the target's accounts do not change; with it the
+// backup's are created, the target's kept (or replaced with
+// --replace-users) and passwordless ones named; with --table only the
+// grants and objects that refer to restored tables are restored, the rest
+// listed, exit 0. The target server is named before the load.
+func TestLogicalRestoreAccounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	for _, q := range []string{
+		"CREATE DATABASE shop",
+		"CREATE TABLE shop.items (id INT PRIMARY KEY, v INT)", "INSERT INTO shop.items SELECT seq, seq FROM shop.seq_1_to_100",
+		"CREATE TABLE shop.secret (id INT PRIMARY KEY, v INT)", "INSERT INTO shop.secret SELECT seq, seq FROM shop.seq_1_to_10",
+		"CREATE VIEW shop.v_items AS SELECT id FROM shop.items",
+		"CREATE VIEW shop.v_secret AS SELECT id FROM shop.secret",
+		"CREATE TRIGGER shop.secret_ins BEFORE INSERT ON shop.secret FOR EACH ROW SET NEW.v = NEW.v + 1",
+		"CREATE PROCEDURE shop.p() SELECT COUNT(*) FROM shop.items",
+		"CREATE USER withpw@'%' IDENTIFIED BY 'source-pw'", "GRANT SELECT ON shop.* TO withpw@'%'",
+		"CREATE USER nopw@localhost", "GRANT SELECT ON shop.items TO nopw@localhost",
+		"CREATE USER tabled@'%' IDENTIFIED BY 'tabled-pw'",
+		"GRANT SELECT ON shop.items TO tabled@'%'", "GRANT SELECT, INSERT ON shop.secret TO tabled@'%'",
+		"GRANT SELECT (id) ON shop.v_secret TO tabled@'%'", "GRANT EXECUTE ON PROCEDURE shop.p TO tabled@'%'",
+	} {
+		if _, err := src.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	src.DB().ExecContext(ctx, "FLUSH PRIVILEGES")
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--logical", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	srcCreate := showOne(t, src.DB(), "SHOW CREATE USER withpw@'%'")
+	srcGrants := showOne(t, src.DB(), "SHOW GRANTS FOR withpw@'%'")
+
+	// newTarget is a server that has its own withpw@'%'.
+	newTarget := func(t *testing.T) *sandbox.Server {
+		dst := sandboxtest.Start(t, sandbox.Options{})
+		if _, err := dst.DB().ExecContext(ctx, "CREATE USER withpw@'%' IDENTIFIED BY 'target-pw'"); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	targetNamed := func(t *testing.T, r result, dst *sandbox.Server) {
+		t.Helper()
+		if !strings.Contains(r.stderr, "loading into socket "+dst.Socket) || !strings.Contains(r.stderr, "@@hostname ") || !strings.Contains(r.stderr, "MariaDB ") {
+			t.Errorf("stderr %q: want the target named (socket, version, @@hostname)", r.stderr)
+		}
+	}
+
+	t.Run("without --users", func(t *testing.T) {
+		dst := newTarget(t)
+		before := accountList(t, dst.DB())
+		theirs := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'")
+		r := run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
+		targetNamed(t, r, dst)
+		if after := accountList(t, dst.DB()); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("accounts changed without --users:\nbefore %v\nafter  %v", before, after)
+		}
+		if got := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'"); got != theirs {
+			t.Errorf("withpw changed without --users: %s, was %s", got, theirs)
+		}
+		if got := showOne(t, dst.DB(), "SHOW GRANTS FOR withpw@'%'"); strings.Contains(got, "shop") {
+			t.Errorf("withpw was granted without --users: %s", got)
+		}
+		var n int
+		if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM shop.items").Scan(&n); err != nil || n != 100 {
+			t.Errorf("shop.items: %d rows, %v", n, err)
+		}
+	})
+
+	t.Run("with --users", func(t *testing.T) {
+		dst := newTarget(t)
+		theirs := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'")
+		r := run(t, append([]string{"restore", "--repo", repoDir, "--users"}, sandboxConn(dst)...)...).mustSucceed(t)
+		targetNamed(t, r, dst)
+		accts := accountList(t, dst.DB())
+		for _, a := range []string{"nopw@localhost", "tabled@%"} {
+			if !slices.Contains(accts, a) {
+				t.Errorf("%s not created (accounts %v)", a, accts)
+			}
+		}
+		if got := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'"); got != theirs {
+			t.Errorf("the target's withpw changed: %s, was %s", got, theirs)
+		}
+		if got := showOne(t, dst.DB(), "SHOW GRANTS FOR withpw@'%'"); strings.Contains(got, "shop") {
+			t.Errorf("the target's withpw was granted: %s", got)
+		}
+		if strings.Count(r.stdout, "`withpw`@`%`") != 1 || !strings.Contains(r.stdout, "kept") {
+			t.Errorf("stdout %q: want withpw reported once as kept", r.stdout)
+		}
+		if !strings.Contains(r.stderr, "warning: account `nopw`@`localhost` has no password") {
+			t.Errorf("stderr %q: want a warning naming nopw@localhost", r.stderr)
+		}
+		if strings.Contains(r.stderr, "`tabled`@`%` has no password") {
+			t.Errorf("stderr %q: tabled has a password", r.stderr)
+		}
+		if got, want := showOne(t, dst.DB(), "SHOW GRANTS FOR tabled@'%'"), showOne(t, src.DB(), "SHOW GRANTS FOR tabled@'%'"); got != want {
+			t.Errorf("tabled's grants:\n%s\nwant\n%s", got, want)
+		}
+	})
+
+	t.Run("with --users --replace-users", func(t *testing.T) {
+		dst := newTarget(t)
+		r := run(t, append([]string{"restore", "--repo", repoDir, "--users", "--replace-users"}, sandboxConn(dst)...)...).mustSucceed(t)
+		if got := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'"); got != srcCreate {
+			t.Errorf("withpw not replaced: %s, want %s", got, srcCreate)
+		}
+		if got := showOne(t, dst.DB(), "SHOW GRANTS FOR withpw@'%'"); got != srcGrants {
+			t.Errorf("withpw's grants: %s, want %s", got, srcGrants)
+		}
+		if !strings.Contains(r.stdout, "accounts replaced: ") || !strings.Contains(r.stdout, "`withpw`@`%`") {
+			t.Errorf("stdout %q: want withpw reported as replaced", r.stdout)
+		}
+		// The restoring account itself is never replaced.
+		if _, err := dst.DB().ExecContext(ctx, "SELECT 1"); err != nil {
+			t.Errorf("the restoring account no longer works: %v", err)
+		}
+	})
+
+	t.Run("--table with --users", func(t *testing.T) {
+		dst := newTarget(t)
+		r := run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.items,shop.v_items", "--users", "--json"}, sandboxConn(dst)...)...).mustSucceed(t)
+		targetNamed(t, r, dst)
+		var rep struct {
+			Target struct {
+				Socket, Version, Hostname string
+				Port                      int
+			}
+			LeftOut []string `json:"left_out"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("--json output %q: %v", r.stdout, err)
+		}
+		if rep.Target.Socket != dst.Socket || rep.Target.Version == "" || rep.Target.Hostname == "" || rep.Target.Port == 0 {
+			t.Errorf("--json target %+v, want socket %s, version, hostname and port", rep.Target, dst.Socket)
+		}
+		got := showOne(t, dst.DB(), "SHOW GRANTS FOR tabled@'%'")
+		if !strings.Contains(got, "GRANT SELECT ON `shop`.`items` TO `tabled`@`%`") {
+			t.Errorf("tabled's grant on shop.items not restored: %s", got)
+		}
+		if strings.Contains(got, "secret") || strings.Contains(got, "EXECUTE") {
+			t.Errorf("tabled got grants on objects not restored: %s", got)
+		}
+		left := strings.Join(rep.LeftOut, "\n")
+		for _, w := range []string{"`shop`.`secret`", "`shop`.`v_secret`", "procedure `shop`.`p`", "view shop.v_secret", "trigger shop.secret_ins", "procedure shop.p"} {
+			if !strings.Contains(left, w) {
+				t.Errorf("left out:\n%s\nwant it to name %s", left, w)
+			}
+		}
+		if strings.Contains(left, "v_items") || strings.Contains(left, "`shop`.`items`") {
+			t.Errorf("left out:\n%s\nnames restored objects", left)
+		}
+		var n int
+		dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('shop', 'backstream_load')").Scan(&n)
+		if n != 2 {
+			t.Errorf("%d tables in shop and the journal, want shop.items and shop.v_items alone", n)
+		}
+		// A second run over the same target is refused for the tables,
+		// and does not change the accounts.
+		before := accountList(t, dst.DB())
+		run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.items", "--users"}, sandboxConn(dst)...)...)
+		if after := accountList(t, dst.DB()); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("a refused rerun changed the accounts: %v, then %v", before, after)
+		}
+	})
 }

@@ -68,9 +68,13 @@ A logical backup is loaded into the server that --host/--socket (and option file
 tables are created without their secondary indexes, their data files load in parallel
 through LOAD DATA, each checked against the manifest and recorded in a journal on the
 target in the same transaction, then indexes, foreign keys, views, triggers, routines,
-events and accounts follow. Tables the target already has are refused (--drop-existing),
-and an interrupted load continues with --resume. --database, --table and their
---exclude- forms pick what to load; --rename-database a:b loads a as b.`,
+events follow. Before anything changes, the target server is named on stderr (host or
+socket, port, version, @@hostname). Accounts are created only with --users (accounts the
+target has are kept unless --replace-users). Tables the target already has are refused
+(--drop-existing), and an interrupted load continues with --resume. --database, --table
+and their --exclude- forms pick what to load (each filter narrows: see the guide); views,
+triggers, routines, events and grants that refer to what is not loaded are left out and
+listed; --rename-database a:b loads a as b.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if until != "" || untilGTID != "" {
 				return runPITR(cmd, g, &d, args, until, untilGTID)
@@ -91,7 +95,7 @@ and an interrupted load continues with --resume. --database, --table and their
 				if err != nil {
 					return err
 				}
-				return runLoad(ctx, g, r, m, job)
+				return runLoad(ctx, g, r, m, job, l.asJSON)
 			}
 			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
 				return usagef("--%s is for logical backups; backup %s is physical", f, m.ID)

@@ -45,19 +45,55 @@ type LoadJob struct {
 	Resume bool
 	// NoBinlog loads with sql_log_bin=0.
 	NoBinlog bool
+	// Users creates the backup's accounts (users, roles and their grants)
+	// on the target. Without it no account is created or changed.
+	Users bool
+	// ReplaceUsers, with Users, replaces the accounts the target already
+	// has (their grants too) instead of keeping them as they are. The
+	// account the load connects as is always kept.
+	ReplaceUsers bool
+	// OnTarget hears which server the load reached, before it changes
+	// anything there.
+	OnTarget func(Target)
 	Progress *progress.Tracker
+}
+
+// Target names the server a load reached.
+type Target struct {
+	Host     string `json:"host,omitempty"`   // TCP connections
+	Socket   string `json:"socket,omitempty"` // Unix socket connections
+	Port     int    `json:"port"`             // the server's @@port
+	Version  string `json:"version"`          // @@version
+	Hostname string `json:"hostname"`         // @@hostname
+}
+
+func (t Target) String() string {
+	where := "socket " + t.Socket
+	if t.Socket == "" {
+		where = "host " + t.Host
+	}
+	return fmt.Sprintf("%s, port %d, MariaDB %s, @@hostname %s", where, t.Port, t.Version, t.Hostname)
 }
 
 // LoadResult says what a load did.
 type LoadResult struct {
+	Target                  Target
 	Tables, Chunks, Skipped int   // Skipped: chunks a resumed load found done
 	Rows, Bytes             int64 // loaded by this run
-	KeptAccounts            []string
+	// Accounts (as `user`@`host`, or `role`): created, replaced, and kept
+	// as the target had them. Passwordless lists the created or replaced
+	// ones that log in without any password or other credential.
+	CreatedAccounts, ReplacedAccounts, KeptAccounts, Passwordless []string
+	// LeftOut lists, one sentence each, the views, triggers, routines,
+	// events and grants of the restored databases that were not restored
+	// because they refer to objects the load does not restore.
+	LeftOut []string
 }
 
 // target is one table to load, with its statements.
 type target struct {
 	db, name   string // in the target server
+	srcDB      string // in the backup
 	src        *schema.Table
 	data       *TableData
 	base       string // CREATE TABLE without secondary keys and foreign keys
@@ -113,6 +149,9 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 		return nil, err
 	}
 	defer l.ddl.Close()
+	if err := l.describeTarget(ctx); err != nil {
+		return nil, err
+	}
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
@@ -137,6 +176,24 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 	}
 	l.res.Tables = len(l.tables)
 	return &l.res, nil
+}
+
+// describeTarget finds out which server the load reached and tells
+// OnTarget.
+func (l *loader) describeTarget(ctx context.Context) error {
+	t := &l.res.Target
+	if err := l.ddl.QueryRowContext(ctx, "SELECT @@version, @@hostname, @@port").Scan(&t.Version, &t.Hostname, &t.Port); err != nil {
+		return fmt.Errorf("target server: %w", err)
+	}
+	if l.job.Conn.UsesSocket() {
+		t.Socket = l.job.Conn.SocketPath()
+	} else {
+		t.Host = l.job.Conn.Host
+	}
+	if l.job.OnTarget != nil {
+		l.job.OnTarget(*t)
+	}
+	return nil
 }
 
 // conn takes a connection from the pool, prepared for bulk loading.
@@ -198,7 +255,7 @@ func (l *loader) plan() error {
 			if !l.job.Filter.Table(d.Name, st.Name) {
 				continue
 			}
-			t := &target{db: l.targetDB(d.Name), name: st.Name, src: st, data: data[d.Name+"\x00"+st.Name]}
+			t := &target{db: l.targetDB(d.Name), srcDB: d.Name, name: st.Name, src: st, data: data[d.Name+"\x00"+st.Name]}
 			if st.Sequence {
 				t.base = st.Create
 			} else {
@@ -610,7 +667,10 @@ func (l *loader) addKeys(ctx context.Context) error {
 // createObjects restores sequence values and creates the objects that
 // read tables: routines first (a view may call a function; a routine's body
 // is not resolved when it is created), then views in dependency order,
-// triggers and events, then accounts.
+// triggers and events, then accounts when asked for. An object that refers
+// to something the load does not restore is left out and reported; so is
+// every routine and event when tables are picked one by one (what their
+// bodies read is not known).
 func (l *loader) createObjects(ctx context.Context) error {
 	for _, t := range l.tables {
 		if t.src.Sequence {
@@ -620,65 +680,163 @@ func (l *loader) createObjects(ctx context.Context) error {
 		}
 	}
 	tableFiltered := len(l.job.Filter.Tables) > 0
-	create := func(db string, objs ...*schema.Object) error {
-		for _, o := range objs {
-			if err := schema.CreateObject(ctx, l.ddl, l.targetDB(db), o, l.job.Rename, l.job.Definer); err != nil {
-				return err
-			}
+	r := restored{dbs: map[string]bool{}, objects: map[string]bool{}, catalogDBs: map[string]bool{}}
+	for _, d := range l.job.Catalog.Schema.Databases {
+		r.catalogDBs[d.Name] = true
+	}
+	for _, d := range l.dbs {
+		r.dbs[d.Name] = true
+	}
+	for _, t := range l.tables {
+		r.objects[objectKey("table", t.src.Name, t.srcDB)] = true
+	}
+	create := func(db string, o *schema.Object) error {
+		if err := schema.CreateObject(ctx, l.ddl, l.targetDB(db), o, l.job.Rename, l.job.Definer); err != nil {
+			return err
 		}
+		kind := o.Kind
+		if kind == schema.KindView {
+			kind = "table" // grants name views as tables
+		}
+		r.objects[objectKey(kind, o.Name, db)] = true
 		return nil
 	}
-	if !l.job.Skip.Routines && !tableFiltered {
-		for _, d := range l.dbs {
-			if err := create(d.Name, d.Routines...); err != nil {
-				return err
-			}
-		}
+	leave := func(db string, o *schema.Object, why string) {
+		l.res.LeftOut = append(l.res.LeftOut, fmt.Sprintf("%s %s.%s: %s", o.Kind, db, o.Name, why))
 	}
-	if !l.job.Skip.Views && !tableFiltered {
-		for _, v := range l.job.Catalog.Schema.OrderedViews() {
-			if l.job.Filter.Database(v.Database.Name) {
-				if err := create(v.Database.Name, v.Object); err != nil {
+	if !l.job.Skip.Routines {
+		for _, d := range l.dbs {
+			for _, o := range d.Routines {
+				if tableFiltered {
+					leave(d.Name, o, "tables are picked one by one (--table), and what a routine reads is not known")
+					continue
+				}
+				if err := create(d.Name, o); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	selected := map[string]bool{}
-	for _, t := range l.tables {
-		selected[t.db+"\x00"+t.name] = true
-	}
-	for _, d := range l.dbs {
-		if !l.job.Skip.Triggers {
-			for _, o := range d.Triggers {
-				if selected[l.targetDB(d.Name)+"\x00"+o.Table] {
-					if err := create(d.Name, o); err != nil {
-						return err
-					}
+	if !l.job.Skip.Views {
+		for _, v := range l.job.Catalog.Schema.OrderedViews() {
+			db, o := v.Database.Name, v.Object
+			if !r.dbs[db] {
+				continue
+			}
+			if !l.job.Filter.Table(db, o.Name) {
+				leave(db, o, "not picked by the filters")
+				continue
+			}
+			var missing []string
+			for _, ref := range l.job.Catalog.Schema.ViewReads(db, o) {
+				if !r.objects[objectKey("table", ref[1], ref[0])] {
+					missing = append(missing, ref[0]+"."+ref[1])
 				}
 			}
-		}
-		if !l.job.Skip.Events && !tableFiltered {
-			if err := create(d.Name, d.Events...); err != nil {
+			if len(missing) > 0 {
+				leave(db, o, "reads "+strings.Join(missing, ", ")+", which this restore leaves out")
+				continue
+			}
+			if err := create(db, o); err != nil {
 				return err
 			}
 		}
 	}
-	if l.job.Skip.Users {
+	for _, d := range l.dbs {
+		if !l.job.Skip.Triggers {
+			for _, o := range d.Triggers {
+				if !r.objects[objectKey("table", o.Table, d.Name)] {
+					leave(d.Name, o, "its table "+d.Name+"."+o.Table+" is left out")
+					continue
+				}
+				if err := create(d.Name, o); err != nil {
+					return err
+				}
+			}
+		}
+		if !l.job.Skip.Events {
+			for _, o := range d.Events {
+				if tableFiltered {
+					leave(d.Name, o, "tables are picked one by one (--table), and what an event runs is not known")
+					continue
+				}
+				if err := create(d.Name, o); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if !l.job.Users || l.job.Skip.Users {
 		return nil
 	}
+	return l.createAccounts(ctx, &r)
+}
+
+// restored is what a load restores, under source names, for deciding
+// which grants and objects refer only to restored things.
+type restored struct {
+	dbs, catalogDBs map[string]bool
+	objects         map[string]bool // objectKey: tables, sequences and views as "table"; routines by kind
+}
+
+func objectKey(kind, name, db string) string { return kind + "\x00" + db + "\x00" + name }
+
+// grantRestorable reports whether a grant refers only to restored
+// objects: a table, view or routine grant to one this load creates, a
+// database grant to a database the backup holds only if the load restores
+// it (other names, patterns included, are kept). Global grants, role grants
+// and proxies name no object.
+func (r *restored) grantRestorable(g string) (string, bool) {
+	o, ok := schema.ParseGrant(g)
+	if !ok {
+		return "", true // the server will say what is wrong with it
+	}
+	switch o.Level {
+	case schema.GrantDatabase:
+		return o.String(), !r.catalogDBs[o.Database] || r.dbs[o.Database]
+	case schema.GrantTable:
+		return o.String(), r.objects[objectKey("table", o.Name, o.Database)]
+	case schema.GrantRoutine:
+		return o.String(), r.objects[objectKey(o.Kind, o.Name, o.Database)]
+	}
+	return "", true
+}
+
+// createAccounts creates the backup's accounts and the grants that refer
+// only to restored objects.
+func (l *loader) createAccounts(ctx context.Context, r *restored) error {
 	ours, err := l.journaledAccounts(ctx)
 	if err != nil {
 		return err
 	}
-	kept, err := schema.ApplyAccounts(ctx, l.ddl, l.job.Catalog.Schema.Users, l.job.Rename,
-		func(a *schema.Account) bool { return ours[a.String()] },
-		func(a *schema.Account) error {
-			_, err := l.ddl.ExecContext(ctx, "INSERT INTO "+qualified(journalDB, "accounts")+" (backup, account) VALUES (?, ?)", l.job.Manifest.ID, a.String())
+	res, err := schema.ApplyAccounts(ctx, l.ddl, l.job.Catalog.Schema.Users, schema.AccountOptions{
+		Rename:  l.job.Rename,
+		Replace: l.job.ReplaceUsers,
+		Ours:    func(a *schema.Account) bool { return ours[a.String()] },
+		Created: func(a *schema.Account) error {
+			_, err := l.ddl.ExecContext(ctx, "INSERT IGNORE INTO "+qualified(journalDB, "accounts")+" (backup, account) VALUES (?, ?)", l.job.Manifest.ID, a.String())
 			return err
-		})
-	for _, a := range kept {
-		l.res.KeptAccounts = append(l.res.KeptAccounts, a.String())
+		},
+		Grant: func(a *schema.Account, g string) bool {
+			what, ok := r.grantRestorable(g)
+			if !ok {
+				l.res.LeftOut = append(l.res.LeftOut, fmt.Sprintf("grant on %s to %s: %s is left out", what, a, what))
+			}
+			return ok
+		},
+	})
+	names := func(as []*schema.Account) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, a.String())
+		}
+		return out
+	}
+	l.res.CreatedAccounts, l.res.ReplacedAccounts, l.res.KeptAccounts = names(res.Created), names(res.Replaced), names(res.Kept)
+	for _, a := range append(append([]*schema.Account{}, res.Created...), res.Replaced...) {
+		if a.Passwordless() {
+			l.res.Passwordless = append(l.res.Passwordless, a.String())
+		}
 	}
 	return err
 }

@@ -281,12 +281,24 @@ func isPlainName(s string) bool {
 // (CREATE ROLE's WITH ADMIN CURRENT_USER), as on the source for the role's
 // creator; on the target that is the restoring account.
 func CreateAccount(ctx context.Context, conn *sql.Conn, a *Account) error {
-	var n int
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.global_priv WHERE User = ? AND Host = ?", a.User, a.Host).Scan(&n); err != nil {
-		return fmt.Errorf("account %s: %w", a, err)
-	}
-	if n > 0 {
-		return fmt.Errorf("account %s: %w", a, ErrExists)
+	return createAccount(ctx, conn, a, false)
+}
+
+// ReplaceAccount is CreateAccount for an account that may exist: CREATE OR
+// REPLACE drops it first, its grants with it.
+func ReplaceAccount(ctx context.Context, conn *sql.Conn, a *Account) error {
+	return createAccount(ctx, conn, a, true)
+}
+
+func createAccount(ctx context.Context, conn *sql.Conn, a *Account, replace bool) error {
+	if !replace {
+		var n int
+		if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.global_priv WHERE User = ? AND Host = ?", a.User, a.Host).Scan(&n); err != nil {
+			return fmt.Errorf("account %s: %w", a, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("account %s: %w", a, ErrExists)
+		}
 	}
 	stmt := a.Create
 	if a.Role {
@@ -294,6 +306,12 @@ func CreateAccount(ctx context.Context, conn *sql.Conn, a *Account) error {
 	}
 	if stmt == "" {
 		return fmt.Errorf("account %s: no CREATE USER statement", a)
+	}
+	if replace {
+		var err error
+		if stmt, err = orReplace(stmt); err != nil {
+			return fmt.Errorf("account %s: %w", a, err)
+		}
 	}
 	if _, err := conn.ExecContext(ctx, stmt); err != nil {
 		if serverError(err) == errCannotUser {
@@ -331,34 +349,68 @@ func SetDefaultRole(ctx context.Context, conn *sql.Conn, a *Account) error {
 	return nil
 }
 
+// AccountOptions say how ApplyAccounts treats the target.
+type AccountOptions struct {
+	Rename map[string]string // source -> target database, for grants
+	// Replace replaces accounts the target already has (CREATE OR REPLACE:
+	// their old grants go), except the session's own account, which is
+	// always kept: replacing it could lock the restore out.
+	Replace bool
+	// Ours reports the accounts an earlier, interrupted run of the same
+	// load created or replaced: they get their grants again.
+	Ours func(*Account) bool
+	// Created hears of each account as soon as it is created or replaced,
+	// so that the caller can record it before anything else happens.
+	Created func(*Account) error
+	// Grant picks the grants to run; nil runs all of them.
+	Grant func(a *Account, grant string) bool
+}
+
+// AccountsResult says what ApplyAccounts did with each account.
+type AccountsResult struct {
+	Created, Replaced, Kept []*Account
+}
+
 // ApplyAccounts creates the accounts (roles before users, as Read orders
-// them), then grants to those it created, then sets their default roles. It
-// returns the accounts that already existed and were left alone, except
-// those ours reports an earlier, interrupted run of the same load created:
-// they get their grants again. created hears of each account as soon as it
-// exists, so that the caller can record it before anything else happens.
-// Grants are all tried; their errors come back together after the default
-// roles.
-func ApplyAccounts(ctx context.Context, conn *sql.Conn, accounts []*Account, rename map[string]string,
-	ours func(*Account) bool, created func(*Account) error) (kept []*Account, err error) {
+// them), then grants to those it created or replaced, then sets their
+// default roles. Accounts the target has are kept as they are (reported in
+// Kept) unless o.Replace. Grants are all tried; their errors come back
+// together after the default roles.
+func ApplyAccounts(ctx context.Context, conn *sql.Conn, accounts []*Account, o AccountOptions) (res AccountsResult, err error) {
+	var self string
+	if o.Replace {
+		if err := conn.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&self); err != nil {
+			return res, fmt.Errorf("current user: %w", err)
+		}
+	}
 	var mine []*Account
 	for _, roles := range []bool{true, false} {
 		for _, a := range accounts {
 			if a.Role != roles {
 				continue
 			}
-			switch err := CreateAccount(ctx, conn, a); {
-			case errors.Is(err, ErrExists) && ours != nil && ours(a):
+			err := CreateAccount(ctx, conn, a)
+			replaced := false
+			if errors.Is(err, ErrExists) && o.Replace && !(o.Ours != nil && o.Ours(a)) && a.User+"@"+a.Host != self {
+				replaced, err = true, ReplaceAccount(ctx, conn, a)
+			}
+			switch {
+			case errors.Is(err, ErrExists) && o.Ours != nil && o.Ours(a):
 				mine = append(mine, a)
 			case errors.Is(err, ErrExists):
-				kept = append(kept, a)
+				res.Kept = append(res.Kept, a)
 			case err != nil:
-				return kept, err
+				return res, err
 			default:
-				if created != nil {
-					if err := created(a); err != nil {
-						return kept, err
+				if o.Created != nil {
+					if err := o.Created(a); err != nil {
+						return res, err
 					}
+				}
+				if replaced {
+					res.Replaced = append(res.Replaced, a)
+				} else {
+					res.Created = append(res.Created, a)
 				}
 				mine = append(mine, a)
 			}
@@ -366,7 +418,16 @@ func ApplyAccounts(ctx context.Context, conn *sql.Conn, accounts []*Account, ren
 	}
 	var errs []error
 	for _, a := range mine {
-		if err := GrantAccount(ctx, conn, a, rename); err != nil {
+		b := *a
+		if o.Grant != nil {
+			b.Grants = nil
+			for _, g := range a.Grants {
+				if o.Grant(a, g) {
+					b.Grants = append(b.Grants, g)
+				}
+			}
+		}
+		if err := GrantAccount(ctx, conn, &b, o.Rename); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -375,5 +436,5 @@ func ApplyAccounts(ctx context.Context, conn *sql.Conn, accounts []*Account, ren
 			errs = append(errs, err)
 		}
 	}
-	return kept, errors.Join(errs...)
+	return res, errors.Join(errs...)
 }

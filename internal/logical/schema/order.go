@@ -103,3 +103,28 @@ func sortViews(dbs []*Database) {
 		o.Database.Views = append(o.Database.Views, o.Object)
 	}
 }
+
+// ViewReads returns the tables, sequences and views of the catalog that
+// view v of database db may read, as {database, name} pairs (see
+// OrderedViews for how they are found; a name that is not an object of the
+// catalog is left out).
+func (c *Catalog) ViewReads(db string, v *Object) [][2]string {
+	known := map[viewKey]bool{}
+	for _, d := range c.Databases {
+		for _, t := range d.Tables {
+			known[viewKey{d.Name, t.Name}] = true
+		}
+		for _, o := range d.Views {
+			known[viewKey{d.Name, o.Name}] = true
+		}
+	}
+	var out [][2]string
+	seen := map[viewKey]bool{}
+	for _, r := range viewReferences(db, v) {
+		if known[r] && !seen[r] && r != (viewKey{db, v.Name}) {
+			seen[r] = true
+			out = append(out, [2]string{r.db, r.name})
+		}
+	}
+	return out
+}

@@ -463,9 +463,9 @@ func applyCatalog(t *testing.T, ctx context.Context, target *sql.Conn, cat *Cata
 	if rename != nil {
 		return nil
 	}
-	kept, err := ApplyAccounts(ctx, target, cat.Users, rename, nil, nil)
+	res, err := ApplyAccounts(ctx, target, cat.Users, AccountOptions{Rename: rename})
 	must("accounts", err)
-	return kept
+	return res.Kept
 }
 
 // compareDatabase compares database srcDB of server a with dstDB of server b
