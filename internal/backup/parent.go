@@ -35,9 +35,26 @@ func (p Parent) For(ctx context.Context, server *mariadb.Server) (*archive.Manif
 	if err != nil {
 		return nil, err
 	}
+	ms = wholeChains(ms)
 	parent, why := physical.ChooseParent(ms, server, p.Policy, time.Now())
 	if parent == nil && p.FullBecause != nil {
 		p.FullBecause(why)
 	}
 	return parent, nil
+}
+
+// wholeChains leaves out of ms, complete backups oldest first, those
+// whose chain is not whole: an incremental whose parent is not among them
+// (damaged, or gone), and so on down its chain. An incremental built on
+// one of those could not be restored.
+func wholeChains(ms []*archive.Manifest) []*archive.Manifest {
+	whole := map[string]bool{}
+	var out []*archive.Manifest
+	for _, m := range ms {
+		if m.Parent == "" || whole[m.Parent] {
+			whole[m.ID] = true
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -53,3 +53,24 @@ func TestParent(t *testing.T) {
 		t.Fatalf("a server with no backup got parent %s", got.ID)
 	}
 }
+
+// Parent choice skips a backup whose manifest is damaged, and the backups
+// whose chain goes through it: an incremental built on them could not be
+// restored.
+func TestParentSkipsDamaged(t *testing.T) {
+	ctx := context.Background()
+	r := repotest.New(t)
+	db1 := archive.Server{Hostname: "db1", ServerID: 1}
+	full := repotest.Store(t, r, repotest.Backup{ID: "20261120T030000Z-0001", Server: db1, Files: map[string]string{"f": "x"}})
+	inc := repotest.Store(t, r, repotest.Backup{ID: "20261121T030000Z-0002", Parent: full, Files: map[string]string{"f.delta": "y"}})
+	repotest.Store(t, r, repotest.Backup{ID: "20261122T030000Z-0003", Parent: inc, Files: map[string]string{"f.delta": "z"}})
+	repotest.DamageManifest(t, r, inc.ID)
+	server := &mariadb.Server{Hostname: "db1", ServerID: 1, Major: 10, Minor: 11}
+	got, err := Parent{Repo: r}.For(ctx, server)
+	if err != nil || got == nil || got.ID != full.ID {
+		t.Fatalf("parent: %v, %v; want %s (the newer ones are damaged or built on it)", got, err, full.ID)
+	}
+	if _, err := (Parent{Repo: r, Explicit: inc.ID}).For(ctx, server); !archive.IsCorrupt(err) {
+		t.Fatalf("explicit damaged parent: %v; want damage", err)
+	}
+}

@@ -69,7 +69,7 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 				return failed // nothing was planned
 			}
 			for i := range out {
-				if !out[i].Complete && out[i].Kind == "" && out[i].Keep {
+				if !out[i].Complete && out[i].Kind == "" && out[i].Keep && out[i].Damaged == "" {
 					out[i].Reasons = []string{"incomplete (--prune-incomplete removes it)"}
 				}
 			}
@@ -125,6 +125,9 @@ func printExpirePlan(g *globals, out []retention.Entry, confirm bool, p retentio
 	var dels, freed int64
 	for _, e := range out {
 		action, why := "KEEP", strings.Join(e.Reasons, ", ")
+		if e.Damaged != "" {
+			why += " (" + e.Damaged + ")"
+		}
 		if !e.Keep {
 			action, why = "DELETE", "not kept by "+policyFlags(p)
 			switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/progress"
 )
 
@@ -30,6 +31,10 @@ type listEntry struct {
 	StoredBytes int64             `json:"stored_bytes"`
 	// Databases of a logical backup, with their tables, rows and bytes.
 	Databases []archive.DatabaseStats `json:"databases,omitempty"`
+	// Damaged marks a backup whose manifest is stored but cannot be
+	// trusted; Damage says why. Only the id (and its time) are known of it.
+	Damaged bool   `json:"damaged,omitempty"`
+	Damage  string `json:"damage,omitempty"`
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -59,16 +64,27 @@ func newListCmd(g *globals) *cobra.Command {
 				}
 				return printBinlogs(g, ms)
 			}
-			ms, err := r.List(cmd.Context())
+			entries, err := r.Scan(cmd.Context())
 			if err != nil {
 				return err
 			}
+			var ms []*archive.Manifest
+			for _, e := range entries {
+				if e.Manifest != nil {
+					ms = append(ms, e.Manifest)
+				}
+			}
 			if asJSON {
-				out := make([]listEntry, 0, len(ms))
-				for _, m := range ms {
-					out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, Started: m.Started, Finished: m.Finished,
-						Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
-						RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases})
+				out := make([]listEntry, 0, len(entries))
+				for _, e := range entries {
+					if m := e.Manifest; m != nil {
+						out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, Started: m.Started, Finished: m.Finished,
+							Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
+							RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases})
+					} else if e.Damage != nil {
+						started, _ := backupid.Time(e.ID)
+						out = append(out, listEntry{ID: e.ID, Started: started, StoredBytes: e.Size, Damaged: true, Damage: e.Damage.Error()})
+					}
 				}
 				enc := json.NewEncoder(g.stdout)
 				enc.SetIndent("", "  ")
@@ -76,7 +92,16 @@ func newListCmd(g *globals) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tSTARTED (UTC)\tTOOK\tSIZE\tSTORED\tRATIO\tSERVER\tBINLOG POSITION")
-			for _, m := range ms {
+			for _, e := range entries {
+				if e.Damage != nil {
+					started, _ := backupid.Time(e.ID)
+					fmt.Fprintf(tw, "%s\tDAMAGED\t%s\t-\t-\t%s\t-\t-\t-\n", e.ID, started.UTC().Format("2006-01-02 15:04:05"), progress.HumanBytes(e.Size))
+					continue
+				}
+				m := e.Manifest
+				if m == nil {
+					continue
+				}
 				ratio := "-"
 				if m.Stats.StoredBytes > 0 {
 					ratio = fmt.Sprintf("%.2fx", float64(m.Stats.RawBytes)/float64(m.Stats.StoredBytes))
@@ -95,6 +120,11 @@ func newListCmd(g *globals) *cobra.Command {
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			for _, e := range entries {
+				if e.Damage != nil {
+					fmt.Fprintf(g.stderr, "warning: %v; latest and new incrementals skip backup %s\n", e.Damage, e.ID)
+				}
 			}
 			return printDatabases(g, ms)
 		},

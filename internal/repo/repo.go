@@ -145,12 +145,18 @@ func Dir(id string) string { return backupsDir + "/" + id }
 // Entry is a backup directory of the repository.
 type Entry struct {
 	ID       string
-	Manifest *archive.Manifest // nil for an incomplete backup
-	Size     int64             // bytes stored under its directory
+	Manifest *archive.Manifest // nil for an incomplete or damaged backup
+	// Damage, when not nil, says why the backup's manifest, which is
+	// stored, cannot be trusted (truncated, not JSON, not valid, naming
+	// another backup); archive.IsCorrupt holds for it.
+	Damage error
+	Size   int64 // bytes stored under its directory
 }
 
 // Scan lists every backup directory, complete or not, sorted by id. A
-// manifest that cannot be read or parsed is an error naming the backup.
+// damaged manifest marks its own entry (Damage) and nothing else; a
+// manifest that cannot be read at all (the backend fails) is an error
+// naming the backup.
 func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	objs, err := r.Backend.List(ctx, backupsDir+"/")
 	if err != nil {
@@ -172,7 +178,10 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 		e.Size += o.Size
 		if rest == ManifestName {
 			m, err := r.readManifest(ctx, id)
-			if err != nil {
+			switch {
+			case archive.IsCorrupt(err):
+				e.Damage = err
+			case err != nil:
 				return nil, err
 			}
 			e.Manifest = m
@@ -186,7 +195,8 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	return out, nil
 }
 
-// List returns the complete backups, oldest first.
+// List returns the complete backups, oldest first. Backups whose
+// manifest is damaged are left out (Scan names them).
 func (r *Repo) List(ctx context.Context) ([]*archive.Manifest, error) {
 	entries, err := r.Scan(ctx)
 	if err != nil {
@@ -201,25 +211,35 @@ func (r *Repo) List(ctx context.Context) ([]*archive.Manifest, error) {
 	return ms, nil
 }
 
+// readManifest reads and parses the manifest of backup id. A manifest
+// that is stored but cannot be trusted is damage (archive.IsCorrupt)
+// naming the object; a backend failure is returned as it is.
 func (r *Repo) readManifest(ctx context.Context, id string) (*archive.Manifest, error) {
-	rc, err := r.Backend.Open(ctx, Dir(id)+"/"+ManifestName, 0, -1)
+	name := Dir(id) + "/" + ManifestName
+	rc, err := r.Backend.Open(ctx, name, 0, -1)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, 256<<20))
+	data, err := io.ReadAll(io.LimitReader(rc, maxManifest+1))
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: read manifest: %w", id, err)
 	}
+	if len(data) > maxManifest {
+		return nil, archive.Corruptf("backup %s: %s is damaged: larger than %d bytes", id, name, maxManifest)
+	}
 	m, err := archive.ParseManifest(data)
 	if err != nil {
-		return nil, fmt.Errorf("backup %s: %w", id, err)
+		return nil, archive.Corruptf("backup %s: %s is damaged: %v", id, name, err)
 	}
 	if m.ID != id {
-		return nil, fmt.Errorf("backup %s: manifest names backup %s", id, m.ID)
+		return nil, archive.Corruptf("backup %s: %s is damaged: it names backup %s", id, name, m.ID)
 	}
 	return m, nil
 }
+
+// maxManifest is the largest manifest read.
+const maxManifest = 256 << 20
 
 // Resolve finds a complete backup by id, "latest", or a unique prefix of an id.
 func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, error) {
@@ -233,27 +253,31 @@ func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, erro
 		}
 		return m, err
 	}
-	ms, err := r.List(ctx)
+	entries, err := r.Scan(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if ref == "latest" {
-		if len(ms) == 0 {
-			return nil, fmt.Errorf("%s: no complete backups", r.Backend.Location())
+		// The newest backup that is complete and not damaged: a damaged
+		// manifest is skipped (list names it).
+		for i := len(entries) - 1; i >= 0; i-- {
+			if entries[i].Manifest != nil {
+				return entries[i].Manifest, nil
+			}
 		}
-		return ms[len(ms)-1], nil
+		return nil, fmt.Errorf("%s: no complete backups", r.Backend.Location())
 	}
-	var found []*archive.Manifest
-	for _, m := range ms {
-		if strings.HasPrefix(m.ID, ref) {
-			found = append(found, m)
+	var found []Entry
+	for _, e := range entries {
+		if (e.Manifest != nil || e.Damage != nil) && strings.HasPrefix(e.ID, ref) {
+			found = append(found, e)
 		}
 	}
 	switch len(found) {
 	case 0:
 		return nil, fmt.Errorf("backup %s: no such complete backup in %s", ref, r.Backend.Location())
 	case 1:
-		return found[0], nil
+		return found[0].Manifest, found[0].Damage
 	}
 	return nil, fmt.Errorf("backup %s: ambiguous, matches %d backups (%s, %s, ...)", ref, len(found), found[0].ID, found[1].ID)
 }
@@ -416,6 +440,9 @@ func (r *Repo) Chain(ctx context.Context, m *archive.Manifest) ([]*archive.Manif
 		pm, err := r.readManifest(ctx, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("backup %s: its chain is broken: %s, the parent of %s, is not a complete backup in %s", m.ID, p, child, r.Backend.Location())
+		}
+		if archive.IsCorrupt(err) {
+			return nil, archive.Corruptf("backup %s: its chain is broken at %s, the parent of %s: %v", m.ID, p, child, err)
 		}
 		if err != nil {
 			return nil, err

@@ -34,6 +34,9 @@ type Entry struct {
 	Keep     bool      `json:"keep"`
 	Reasons  []string  `json:"reasons,omitempty"` // why it is kept (for a binary log, also why not)
 	Deleted  bool      `json:"deleted"`
+	// Damaged says why the backup's manifest cannot be trusted; such a
+	// backup is always kept (see keepDamaged).
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // Run plans the request over every backup of r, complete or not, and,
@@ -49,6 +52,7 @@ func Run(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	entries, damaged := splitDamaged(entries)
 	var complete []*archive.Manifest
 	sizes := map[string]int64{}
 	for _, e := range entries {
@@ -78,6 +82,7 @@ func Run(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
 		started, _ := backupid.Time(e.ID)
 		out = append(out, Entry{ID: e.ID, Started: started, Size: e.Size, Keep: !req.PruneIncomplete})
 	}
+	out = append(out, damaged...)
 	if req.Policy.KeepPITR > 0 {
 		var kept []*archive.Manifest
 		for _, d := range plan {
@@ -115,4 +120,25 @@ func Run(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
 		out[i].Deleted = true
 	}
 	return out, nil
+}
+
+// keepDamaged is why expire keeps a backup whose manifest is damaged:
+// its kind, time and chain are unknown, so no rule can be applied to it,
+// and its stream objects may still be whole.
+const keepDamaged = "damaged manifest: kept, no rule applies to it"
+
+// splitDamaged takes the backups whose manifest is damaged out of
+// entries, as plan entries that are kept; they take no part in the plan
+// of the others, and are neither complete nor incomplete.
+func splitDamaged(entries []repo.Entry) (rest []repo.Entry, damaged []Entry) {
+	for _, e := range entries {
+		if e.Damage == nil {
+			rest = append(rest, e)
+			continue
+		}
+		started, _ := backupid.Time(e.ID)
+		damaged = append(damaged, Entry{ID: e.ID, Started: started, Size: e.Size, Keep: true,
+			Reasons: []string{keepDamaged}, Damaged: e.Damage.Error()})
+	}
+	return rest, damaged
 }

@@ -5,7 +5,9 @@
 package repotest
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"maps"
 	"slices"
 	"testing"
@@ -99,4 +101,24 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// DamageManifest truncates the stored manifest of backup id to half its
+// length, as a crash of the storage or a torn copy would.
+func DamageManifest(t testing.TB, r *repo.Repo, id string) {
+	t.Helper()
+	ctx := context.Background()
+	name := repo.Dir(id) + "/" + repo.ManifestName
+	rc, err := r.Backend.Open(ctx, name, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Backend.Put(ctx, name, bytes.NewReader(data[:len(data)/2])); err != nil {
+		t.Fatal(err)
+	}
 }

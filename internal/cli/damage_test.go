@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+)
+
+// A truncated manifest affects only its own backup: list names it as
+// damaged, a new incremental builds on the backup before it, verify and
+// restore of it exit 3 naming it, and expire deletes nothing because of
+// it, nor it.
+func TestDamagedManifestIsContained(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+		t.Fatal(err)
+	}
+	forEachBackend(t, func(t *testing.T, repo testRepo) {
+		before := map[string]bool{}
+		backup := func(extra ...string) string {
+			t.Helper()
+			run(t, append(append([]string{"backup", "--repo", repo.location, "--parallel", "2"}, extra...), sandboxConn(src)...)...).mustSucceed(t)
+			for _, e := range backupListing(t, repo.location) {
+				if !before[e.ID] {
+					before[e.ID] = true
+					return e.ID
+				}
+			}
+			t.Fatal("the backup is not listed")
+			return ""
+		}
+		full := backup()
+		damaged := backup("--incremental")
+		manifest := "backups/" + damaged + "/manifest.json"
+		data := repo.read(t, manifest)
+		repo.write(t, manifest, data[:len(data)/2])
+
+		r := run(t, "list", "--repo", repo.location).mustSucceed(t)
+		if !strings.Contains(r.stdout, damaged) || !strings.Contains(r.stdout, "DAMAGED") || !strings.Contains(r.stdout, full) {
+			t.Errorf("list does not show %s as damaged next to %s:\n%s", damaged, full, r.stdout)
+		}
+		if !strings.Contains(r.stderr, manifest) {
+			t.Errorf("list does not name %s: %s", manifest, r.stderr)
+		}
+		var sawDamaged bool
+		for _, e := range backupListing(t, repo.location) {
+			if e.ID == damaged {
+				sawDamaged = e.Damaged && strings.Contains(e.Damage, manifest)
+			} else if e.Damaged {
+				t.Errorf("list --json: %s is marked damaged", e.ID)
+			}
+		}
+		if !sawDamaged {
+			t.Errorf("list --json does not mark %s damaged with the reason", damaged)
+		}
+
+		// A new incremental skips the damaged backup and builds on the full.
+		next := backup("--incremental")
+		for _, e := range backupListing(t, repo.location) {
+			if e.ID == next && e.Parent != full {
+				t.Errorf("the new incremental %s builds on %q, want %s", next, e.Parent, full)
+			}
+		}
+
+		for _, cmd := range [][]string{
+			{"verify", damaged, "--repo", repo.location},
+			{"restore", damaged, "--repo", repo.location, "--target-dir", filepath.Join(t.TempDir(), "target")},
+		} {
+			r := run(t, cmd...)
+			if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), manifest) {
+				t.Errorf("%s of the damaged backup: exit %d (%v); want %d naming %s", cmd[0], r.code, r.err, ExitCorrupt, manifest)
+			}
+		}
+		// latest is the newest undamaged backup.
+		if r := run(t, "verify", "--repo", repo.location).mustSucceed(t); !strings.Contains(r.stdout, next) {
+			t.Errorf("verify latest did not verify %s: %s", next, r.stdout)
+		}
+
+		r = run(t, "expire", "--repo", repo.location, "--keep-last", "1", "--prune-incomplete", "--confirm").mustSucceed(t)
+		if !strings.Contains(r.stdout, damaged) || !strings.Contains(r.stdout, "damaged manifest") {
+			t.Errorf("expire's plan does not say why %s is kept:\n%s", damaged, r.stdout)
+		}
+		if got := repo.read(t, manifest); len(got) != len(data)/2 {
+			t.Errorf("expire changed the damaged manifest")
+		}
+		left := map[string]bool{}
+		for _, e := range backupListing(t, repo.location) {
+			left[e.ID] = true
+		}
+		if len(left) != 3 || !left[full] || !left[damaged] || !left[next] {
+			t.Errorf("after expire: %v; want %s, %s and %s", left, full, damaged, next)
+		}
+	})
+}
