@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"time"
 
 	"github.com/backstream/backstream/internal/storage"
@@ -152,6 +153,9 @@ func (in BackendInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSo
 		return nil, Corruptf("%v", err)
 	}
 	rc, err := in.Backend.Open(ctx, in.Dir+"/"+s.Name, 0, -1)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, missing(in.Dir+"/"+s.Name, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package archive
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/backstream/backstream/internal/storage"
 )
@@ -36,6 +38,9 @@ func GetSmall(ctx context.Context, b storage.Backend, dir string, o Object) ([]b
 		return nil, fmt.Errorf("object %s: %d bytes is too large to read whole", o.Name, o.Size)
 	}
 	rc, err := b.Open(ctx, dir+"/"+o.Name, 0, -1)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, missing(dir+"/"+o.Name, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %w", o.Name, err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,49 @@ func TestDamagedManifestIsContained(t *testing.T) {
 		if len(left) != 3 || !left[full] || !left[damaged] || !left[next] {
 			t.Errorf("after expire: %v; want %s, %s and %s", left, full, damaged, next)
 		}
+	})
+}
+
+// In an encrypted repository a flipped byte in an .age stream object is
+// damage (exit 3) naming the object, not a wrong key; a missing stream
+// object or frame index is exit 3 naming it too.
+func TestEncryptedDamageIsNamed(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pub, key := ageKeys(t)
+	forEachBackend(t, func(t *testing.T, repo testRepo) {
+		run(t, append([]string{"backup", "--repo", repo.location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
+		id := backupListing(t, repo.location)[0].ID
+		stream := "backups/" + id + "/streams/00000.xbs.zst.age"
+		index := "backups/" + id + "/streams/00000.idx.age"
+		original := repo.read(t, stream)
+		originalIndex := repo.read(t, index)
+		verify := func(what, object string) {
+			t.Helper()
+			r := run(t, "verify", id, "--repo", repo.location, "--identity-file", key)
+			if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), object) || strings.Contains(r.err.Error(), "wrong key") {
+				t.Errorf("verify with %s: exit %d (%v); want %d naming %s, not a wrong key", what, r.code, r.err, ExitCorrupt, object)
+			}
+		}
+
+		damaged := bytes.Clone(original)
+		damaged[len(damaged)/2] ^= 1
+		repo.write(t, stream, damaged)
+		verify("a flipped byte in the stream object", stream)
+		if err := repo.backend.Delete(context.Background(), stream); err != nil {
+			t.Fatal(err)
+		}
+		verify("the stream object missing", "streams/00000.xbs.zst")
+		repo.write(t, stream, original)
+
+		if err := repo.backend.Delete(context.Background(), index); err != nil {
+			t.Fatal(err)
+		}
+		verify("the frame index missing", "streams/00000.idx")
+		repo.write(t, index, originalIndex)
+		run(t, "verify", id, "--repo", repo.location, "--identity-file", key).mustSucceed(t)
 	})
 }

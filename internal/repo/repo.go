@@ -407,6 +407,9 @@ func (r *Repo) ReadMeta(ctx context.Context, m *archive.Manifest, name string) (
 			continue
 		}
 		rc, err := r.Backend.Open(ctx, Dir(m.ID)+"/"+name, 0, -1)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, archive.Corruptf("backup %s: %s, named by the manifest, is missing: %v", m.ID, name, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("backup %s: %w", m.ID, err)
 		}

@@ -70,3 +70,9 @@ func CheckPrefix(prefix string) error {
 func IsTempName(elem string) bool {
 	return strings.HasPrefix(elem, ".") && strings.HasSuffix(elem, ".tmp")
 }
+
+// ErrDamaged is matched (errors.Is) by the errors of a decorator that
+// finds an object's stored bytes fail its own checks (an encrypted
+// object whose authentication fails), as opposed to a failure to reach
+// them: the caller treats the object as damaged.
+var ErrDamaged = errors.New("the stored object is damaged")

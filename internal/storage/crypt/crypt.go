@@ -172,22 +172,69 @@ func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.
 		rc.Close()
 		return nil, fmt.Errorf("%s: %w", b.Location()+"/"+name+Suffix, ErrNoIdentity)
 	}
-	dr, err := age.Decrypt(rc, b.keys.Identities...)
-	if err != nil {
+	object := b.Location() + "/" + name + Suffix
+	src := &sourceReader{r: rc}
+	dr, err := age.Decrypt(src, b.keys.Identities...)
+	var wrong *age.NoIdentityMatchError
+	switch {
+	case errors.As(err, &wrong):
 		rc.Close()
-		return nil, fmt.Errorf("%s: cannot decrypt: %w (wrong key?)", b.Location()+"/"+name+Suffix, err)
+		return nil, fmt.Errorf("%s: cannot decrypt: %w (wrong key?)", object, err)
+	case err != nil:
+		rc.Close()
+		return nil, damage(object, src, err)
 	}
+	var r io.Reader = &damageReader{r: dr, src: src, object: object}
 	if off > 0 {
-		if _, err := io.CopyN(io.Discard, dr, off); err != nil && err != io.EOF {
+		if _, err := io.CopyN(io.Discard, r, off); err != nil && err != io.EOF {
 			rc.Close()
-			return nil, fmt.Errorf("%s: %w", name+Suffix, err)
+			return nil, err
 		}
 	}
-	var r io.Reader = dr
 	if length >= 0 {
-		r = io.LimitReader(dr, length)
+		r = io.LimitReader(r, length)
 	}
 	return readCloser{r, rc}, nil
+}
+
+// sourceReader remembers the last error of the stored object's reader, so
+// that a failure to read it is not taken for damage.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
+}
+
+// damage is the error of age decrypting an object whose stored bytes it
+// read: storage.ErrDamaged, unless reading them failed (then that error).
+func damage(object string, src *sourceReader, err error) error {
+	if src.err != nil {
+		return fmt.Errorf("%s: %w", object, err)
+	}
+	return fmt.Errorf("%s: %w: %v", object, storage.ErrDamaged, err)
+}
+
+// damageReader reads the plaintext of object; age's failures to
+// authenticate or parse the bytes it read are damage.
+type damageReader struct {
+	r      io.Reader
+	src    *sourceReader
+	object string
+}
+
+func (d *damageReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = damage(d.object, d.src, err)
+	}
+	return n, err
 }
 
 type readCloser struct {
