@@ -9,6 +9,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/xbstream"
 )
 
 // A truncated manifest affects only its own backup: list names it as
@@ -140,5 +141,39 @@ func TestEncryptedDamageIsNamed(t *testing.T) {
 		verify("the frame index missing", "streams/00000.idx")
 		repo.write(t, index, originalIndex)
 		run(t, "verify", id, "--repo", repo.location, "--identity-file", key).mustSucceed(t)
+	})
+}
+
+// cat of a backup with a flipped byte exits 3 naming the object and frame,
+// and what it wrote before stopping holds only whole chunks that pass
+// their checksums: the damaged chunk is never written.
+func TestCatNeverWritesDamage(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+		t.Fatal(err)
+	}
+	forEachBackend(t, func(t *testing.T, repo testRepo) {
+		run(t, append([]string{"backup", "--repo", repo.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+		id := backupListing(t, repo.location)[0].ID
+		object := "backups/" + id + "/streams/00000.xbs.zst"
+		damaged := repo.read(t, object)
+		damaged[len(damaged)/2] ^= 1
+		repo.write(t, object, damaged)
+		r := run(t, "cat", id, "--repo", repo.location)
+		if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), "00000.xbs.zst") || !strings.Contains(r.err.Error(), "frame") {
+			t.Fatalf("cat of a damaged backup: exit %d (%v); want %d naming the object and frame", r.code, r.err, ExitCorrupt)
+		}
+		out := []byte(r.stdout)
+		for len(out) > 0 {
+			_, n, err := xbstream.DecodeChunk(out)
+			if err != nil {
+				if !strings.Contains(err.Error(), "truncated") {
+					t.Fatalf("cat wrote a chunk that fails its checks: %v", err)
+				}
+				break // the output was cut at a buffer's end, mid-chunk
+			}
+			out = out[n:]
+		}
 	})
 }
