@@ -16,7 +16,9 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := cli.NewRoot(version).ExecuteContext(ctx)
+	root := cli.NewRoot(version)
+	cli.HideSecretArgs(root) // first: a password on the command line is visible until then
+	err := root.ExecuteContext(ctx)
 	interrupted := ctx.Err() != nil
 	stop()
 	if err != nil {
