@@ -55,7 +55,7 @@ var layerRules = []struct {
 	pkgs, forbidden []string
 	why             string
 }{
-	{[]string{"internal/xbstream", "internal/codec", "internal/childenv", "internal/backupid", "internal/throttle", "internal/procargs"}, []string{"internal/"},
+	{[]string{"internal/xbstream", "internal/codec", "internal/childenv", "internal/backupid", "internal/throttle", "internal/procargs", "internal/scratch"}, []string{"internal/"},
 		"a format, a codec, or a small utility knows no other room"},
 	{[]string{"internal/storage/"}, []string{"internal/archive", "internal/repo", "internal/cli", "internal/mariadb", "internal/physical", "internal/logical"},
 		"storage knows objects and bytes, never backups or repository layout"},

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/backstream/backstream/internal/cli"
+	"github.com/backstream/backstream/internal/scratch"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -18,11 +19,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cli.NewRoot(version)
 	cli.HideSecretArgs(root) // first: a password on the command line is visible until then
+	scratch.Sweep()          // temporary directories of a backstream that was killed; best effort
 	err := root.ExecuteContext(ctx)
 	interrupted := ctx.Err() != nil
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "backstream: %v\n", err)
+	}
+	if cerr := scratch.Cleanup(); cerr != nil {
+		fmt.Fprintf(os.Stderr, "backstream: %v\n", cerr)
 	}
 	os.Exit(cli.ExitCode(err, interrupted))
 }

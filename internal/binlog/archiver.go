@@ -19,6 +19,7 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/scratch"
 )
 
 // Archiver copies a server's binary logs into a repository through the
@@ -124,7 +125,7 @@ func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
 	if first >= len(files) {
 		return nil
 	}
-	spool, err := os.MkdirTemp("", "backstream-binlog-*")
+	spool, err := scratch.MkdirTemp("binlog-*")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/backstream/backstream/internal/scratch"
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/s3/s3test"
 )
@@ -27,6 +28,7 @@ func TestMain(m *testing.M) {
 	}
 	sharedS3 = srv
 	code := m.Run()
+	scratch.Cleanup() // what the in-process runs made; main does this for the binary
 	srv.Stop()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

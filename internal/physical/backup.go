@@ -18,6 +18,7 @@ import (
 
 	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/scratch"
 )
 
 // waitDelay bounds how long Wait waits for the child's pipes to close after
@@ -99,7 +100,7 @@ func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
 	if parallel < 1 {
 		parallel = 1
 	}
-	tmp, err := os.MkdirTemp("", "backstream-mariabackup-")
+	tmp, err := scratch.MkdirTemp("mariabackup-")
 	if err != nil {
 		return nil, fmt.Errorf("start backup: temporary directory: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/scratch"
 	"github.com/backstream/backstream/internal/throttle"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -122,7 +123,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	for i := range job.Parallel {
 		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
 	}
-	logFile, err := os.CreateTemp("", "backstream-mariabackup-*.log")
+	logFile, err := scratch.CreateTemp("mariabackup-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
 	}

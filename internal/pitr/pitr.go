@@ -25,6 +25,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/scratch"
 )
 
 // Target is the point to restore to: a time (UTC), or a GTID whose
@@ -117,7 +118,7 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job) (res *Res
 // replayInto fetches the needed binary logs and replays them on the
 // prepared datadir target.
 func replayInto(ctx context.Context, r *repo.Repo, opt restore.Options, base *archive.Manifest, needed []*archive.Manifest, t Target, target string) error {
-	work, err := os.MkdirTemp("", "backstream-pitr-*")
+	work, err := scratch.MkdirTemp("pitr-*")
 	if err != nil {
 		return err
 	}
