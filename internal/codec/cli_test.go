@@ -26,7 +26,7 @@ var cliEncoders = map[string][]string{
 func lookTool(t *testing.T, name string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s not installed: %v", name, err)
+		t.Fatalf("%s not installed (scripts/deps.sh installs it): %v", name, err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/scratch"
 )
 
 // The server tests share one sandbox: starting one costs seconds, and every
@@ -33,6 +34,11 @@ const (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// What the package's code put in its scratch directory (option files,
+	// mariabackup's log) goes with the test process, as with backstream's.
+	if err := scratch.Cleanup(); err != nil {
+		fmt.Fprintf(os.Stderr, "remove scratch directory: %v\n", err)
+	}
 	if shared.srv != nil {
 		if err := shared.srv.Close(); err != nil {
 			fmt.Fprintf(os.Stderr, "close shared sandbox: %v\n", err)
@@ -52,7 +58,7 @@ func sharedServer(t *testing.T) *sandbox.Server {
 		t.Skip("needs a MariaDB server and mariabackup")
 	}
 	if _, err := exec.LookPath("mariabackup"); err != nil {
-		t.Skip("mariabackup not installed")
+		t.Fatalf("mariabackup not installed (scripts/deps.sh installs it): %v", err)
 	}
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -136,7 +136,7 @@ func encodeStream(t *testing.T, chunks []xbstream.Chunk) []byte {
 func TestDatadirWriterMatchesMbstream(t *testing.T) {
 	mbstream, err := exec.LookPath("mbstream")
 	if err != nil {
-		t.Skip("mbstream not installed")
+		t.Fatalf("mbstream not installed (scripts/deps.sh installs it): %v", err)
 	}
 	for _, tc := range writerCases {
 		t.Run(tc.name, func(t *testing.T) {
