@@ -24,8 +24,11 @@ import (
 type deadlineConn struct {
 	net.Conn
 	active bool // false during the handshake, whose deadline is fixed
-	stall  time.Duration
-	idle   time.Duration
+	// pending is the listener's record of a connection not yet
+	// authenticated, told of every byte that arrives.
+	pending *pending
+	stall   time.Duration
+	idle    time.Duration
 
 	readIdle    bool // waiting for the first byte of a message
 	readSet     time.Time
@@ -95,6 +98,9 @@ func (d *deadlineConn) rawRead(p []byte) (int, error) {
 		}
 	}
 	n, err := d.Conn.Read(p)
+	if n > 0 && d.pending != nil {
+		d.pending.touch()
+	}
 	if n > 0 {
 		// Bytes of a message arrived: the rest of it is bounded by the
 		// stall limit, not the idle one.

@@ -43,9 +43,15 @@ func tokenProof(token []byte, role string, ekm []byte) []byte {
 
 // handshake runs TLS, the token proofs and the hello on rawConn, all
 // within opt's handshake timeout, and returns the authenticated Conn. On
-// error rawConn is closed.
-func handshake(ctx context.Context, rawConn net.Conn, server bool, cfg *tls.Config, opt *Options, purpose, peer string) (*Conn, error) {
+// error rawConn is closed. A listener passes the connection's entry in its
+// pre-authentication table: the deadline is then opt's pre-authentication
+// timeout until the dialer's proof verifies, when the entry leaves the
+// table and the rest of the handshake gets the handshake timeout.
+func handshake(ctx context.Context, rawConn net.Conn, server bool, cfg *tls.Config, opt *Options, purpose, peer string, pre *pending) (*Conn, error) {
 	timeout := opt.handshakeTimeout()
+	if pre != nil {
+		timeout = opt.preAuthTimeout()
+	}
 	if err := rawConn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		rawConn.Close()
 		return nil, fmt.Errorf("setting the handshake deadline: %w", err)
@@ -53,7 +59,7 @@ func handshake(ctx context.Context, rawConn net.Conn, server bool, cfg *tls.Conf
 	// Cancelling ctx moves the deadline into the past, which interrupts
 	// whatever read or write the handshake is blocked in.
 	stop := context.AfterFunc(ctx, func() { _ = rawConn.SetDeadline(time.Unix(1, 0)) })
-	dc := &deadlineConn{Conn: rawConn, stall: opt.stallTimeout(), idle: opt.idleTimeout()}
+	dc := &deadlineConn{Conn: rawConn, stall: opt.stallTimeout(), idle: opt.idleTimeout(), pending: pre}
 	var tc *tls.Conn
 	if server {
 		tc = tls.Server(dc, cfg)
@@ -62,6 +68,9 @@ func handshake(ctx context.Context, rawConn net.Conn, server bool, cfg *tls.Conf
 	}
 	c := newConn(tc, dc, peer)
 	err := c.authenticate(server, opt, purpose)
+	if dc.pending == nil {
+		timeout = opt.handshakeTimeout()
+	}
 	if !stop() && err == nil {
 		err = errors.New("handshake interrupted")
 	}
@@ -82,6 +91,25 @@ func handshake(ctx context.Context, rawConn net.Conn, server bool, cfg *tls.Conf
 	}
 	dc.active = true
 	return c, nil
+}
+
+// authenticated is called on the listener once the dialer's proof
+// verified: the connection leaves the pre-authentication table, so it no
+// longer counts against its limits nor can be dropped, and the rest of the
+// handshake gets the full handshake timeout.
+func (c *Conn) authenticated(opt *Options) error {
+	p := c.raw.pending
+	if p == nil {
+		return nil
+	}
+	c.raw.pending = nil
+	if !p.authenticated() {
+		return ErrDropped
+	}
+	if err := c.raw.Conn.SetDeadline(time.Now().Add(opt.handshakeTimeout())); err != nil {
+		return fmt.Errorf("setting the handshake deadline: %w", err)
+	}
+	return nil
 }
 
 // authenticate is the protocol after TCP: TLS 1.3, then the dialer's
@@ -127,6 +155,9 @@ func (c *Conn) authenticate(server bool, opt *Options, purpose string) error {
 		return fmt.Errorf("%w: the peer's proof did not verify (a different token, or a man in the middle)", ErrWrongToken)
 	}
 	if server {
+		if err := c.authenticated(opt); err != nil {
+			return err
+		}
 		if err := c.writeLocked(typeAuth, myProof); err != nil {
 			return fmt.Errorf("sending the token proof: %w", err)
 		}

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// maxPendingHandshakes bounds the connections being authenticated or
-// waiting for Accept at once; beyond it new connections wait in the
-// kernel's backlog.
-const maxPendingHandshakes = 64
+// maxReportsPerSecond bounds the failed handshakes Accept reports one by
+// one, so a flood cannot flood the log too; the others are counted in the
+// next one reported.
+const maxReportsPerSecond = 10
 
 // HandshakeError is the error Accept returns for one incoming connection
 // that failed its handshake: not TLS, a wrong token, a different protocol
@@ -22,27 +22,45 @@ const maxPendingHandshakes = 64
 type HandshakeError struct {
 	Remote net.Addr
 	Err    error
+	// Unreported counts the connections that failed since the last one
+	// reported and were not reported one by one (Accept reports at most
+	// maxReportsPerSecond a second, and none while nobody calls it).
+	Unreported int
 }
 
 // Error names the remote address and what went wrong.
 func (e *HandshakeError) Error() string {
-	return fmt.Sprintf("connection from %s: %v", e.Remote, e.Err)
+	s := fmt.Sprintf("connection from %s: %v", e.Remote, e.Err)
+	if e.Unreported > 0 {
+		s += fmt.Sprintf(" (and %d more refused connections before it, not reported one by one)", e.Unreported)
+	}
+	return s
 }
 
 // Unwrap gives errors.Is access to the cause, such as ErrWrongToken.
 func (e *HandshakeError) Unwrap() error { return e.Err }
 
 // Listener accepts authenticated connections. Handshakes run in the
-// background, several at a time, so a client that connects and says
-// nothing delays nobody else.
+// background, one goroutine each, so a client that connects and says
+// nothing delays nobody else; connections that have not authenticated are
+// bounded in number and time (see DefaultPreAuthTimeout), and the
+// listener never stops accepting, so a flood of them cannot keep an honest
+// sender out.
 type Listener struct {
 	ln      net.Listener
 	cfg     *tls.Config
 	opt     Options
 	ctx     context.Context // cancelled by Close; aborts handshakes
 	cancel  context.CancelFunc
-	results chan acceptResult
+	results chan acceptResult // authenticated connections
+	rejects chan *HandshakeError
+	pre     *preAuthTable
 	wg      sync.WaitGroup
+
+	rmu        sync.Mutex
+	window     time.Time // start of the current second of reports
+	reported   int       // failed handshakes reported in it
+	unreported int       // failed handshakes not reported since the last one
 }
 
 type acceptResult struct {
@@ -79,7 +97,8 @@ func Listen(ctx context.Context, addr string, opt Options) (*Listener, error) {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	l := &Listener{ln: ln, cfg: cfg, opt: opt, ctx: lctx, cancel: cancel, results: make(chan acceptResult)}
+	l := &Listener{ln: ln, cfg: cfg, opt: opt, ctx: lctx, cancel: cancel, results: make(chan acceptResult),
+		rejects: make(chan *HandshakeError, maxReportsPerSecond), pre: newPreAuthTable(maxPreAuth, maxPreAuthPerAddr)}
 	l.wg.Add(1)
 	go l.serve()
 	return l, nil
@@ -106,9 +125,14 @@ func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 //		...
 //	}
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	if l.ctx.Err() != nil {
+		return nil, fmt.Errorf("listener on %s: %w", l.ln.Addr(), net.ErrClosed)
+	}
 	select {
 	case r := <-l.results:
 		return r.c, r.err
+	case he := <-l.rejects:
+		return nil, he
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-l.ctx.Done():
@@ -131,17 +155,10 @@ func (l *Listener) Close() error {
 
 func (l *Listener) serve() {
 	defer l.wg.Done()
-	slots := make(chan struct{}, maxPendingHandshakes)
 	var backoff time.Duration
 	for {
-		select {
-		case slots <- struct{}{}:
-		case <-l.ctx.Done():
-			return
-		}
 		raw, err := l.ln.Accept()
 		if err != nil {
-			<-slots
 			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -156,25 +173,52 @@ func (l *Listener) serve() {
 			continue
 		}
 		backoff = 0
+		remote := raw.RemoteAddr()
+		ctx, cancel := context.WithCancelCause(l.ctx)
+		p := l.pre.add(remote, cancel)
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			defer func() { <-slots }()
-			remote := raw.RemoteAddr()
-			c, err := handshake(l.ctx, raw, true, l.cfg, &l.opt, listenerPurpose, remote.String())
-			r := acceptResult{c: c}
+			defer cancel(nil)
+			c, err := handshake(ctx, raw, true, l.cfg, &l.opt, listenerPurpose, remote.String(), p)
+			l.pre.remove(p)
 			if err != nil {
-				r.err = &HandshakeError{Remote: remote, Err: err}
+				if l.ctx.Err() == nil { // not aborted by Close
+					l.reject(&HandshakeError{Remote: remote, Err: err})
+				}
+				return
 			}
 			select {
-			case l.results <- r:
+			case l.results <- acceptResult{c: c}:
 			case <-l.ctx.Done():
-				if c != nil {
-					c.Close()
-				}
+				c.Close()
 			}
 		}()
 	}
+}
+
+// reject hands a failed handshake to Accept without ever waiting: a
+// handshake that failed holds nothing, so a flood of them must not pile up
+// goroutines while nobody calls Accept (during a transfer). Beyond
+// maxReportsPerSecond, or while Accept is not called, they are counted
+// instead, and the count goes with the next one reported.
+func (l *Listener) reject(he *HandshakeError) {
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if now := time.Now(); now.Sub(l.window) >= time.Second {
+		l.window, l.reported = now, 0
+	}
+	if l.reported < maxReportsPerSecond {
+		he.Unreported = l.unreported
+		select {
+		case l.rejects <- he:
+			l.reported++
+			l.unreported = 0
+			return
+		default:
+		}
+	}
+	l.unreported++
 }
 
 // Dial connects to the listener at addr and authenticates. purpose tells
@@ -198,7 +242,7 @@ func Dial(ctx context.Context, addr, purpose string, opt Options) (*Conn, error)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 	}
-	c, err := handshake(ctx, raw, false, cfg, &opt, purpose, addr)
+	c, err := handshake(ctx, raw, false, cfg, &opt, purpose, addr, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connection to %s: %w", addr, err)
 	}

@@ -40,7 +40,12 @@
 // # Timeouts
 //
 // The handshake (TCP connect, TLS, proofs, hello) is bounded by
-// HandshakeTimeout. After it, every write and every read inside a message
+// HandshakeTimeout. A listener gives a connection only PreAuthTimeout
+// (5 s by default) to prove the token, and holds at most 64 connections
+// that have not, 8 per source address, dropping the one silent longest to
+// make room for a new one (see DefaultPreAuthTimeout for why): a flood of
+// connections that never authenticate cannot keep a sender out. After the
+// handshake, every write and every read inside a message
 // must make progress within StallTimeout: deadlines are refreshed as bytes
 // move, so a large message on a slow link is fine but a peer that stops
 // for StallTimeout is an error. Waiting for the next message is bounded
@@ -95,6 +100,10 @@ type Options struct {
 	// HandshakeTimeout bounds connecting and the whole handshake; zero
 	// means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// PreAuthTimeout bounds, on the listener, the time from accepting a
+	// connection to its verified token proof; zero means
+	// DefaultPreAuthTimeout. It is never longer than HandshakeTimeout.
+	PreAuthTimeout time.Duration
 	// StallTimeout bounds how long a write, or a read inside a message,
 	// may go without progress; zero means DefaultStallTimeout, negative
 	// means no limit.
@@ -112,6 +121,14 @@ func (o *Options) handshakeTimeout() time.Duration {
 		return o.HandshakeTimeout
 	}
 	return DefaultHandshakeTimeout
+}
+
+func (o *Options) preAuthTimeout() time.Duration {
+	d := DefaultPreAuthTimeout
+	if o.PreAuthTimeout > 0 {
+		d = o.PreAuthTimeout
+	}
+	return min(d, o.handshakeTimeout())
 }
 
 func (o *Options) stallTimeout() time.Duration {
