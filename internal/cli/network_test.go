@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,5 +427,93 @@ func TestReceiveKeepListening(t *testing.T) {
 	}
 	if n := len(backupListing(t, repoDir)); n != 2 {
 		t.Fatalf("the central repository lists %d backups, want 2", n)
+	}
+}
+
+// Issue 13 item 9: a flood of connections that never authenticate (500
+// that connect and say nothing, 500 that stop half-way through TLS: some
+// after part of a ClientHello, some after the whole TLS handshake, before
+// the token proof) runs while a real send goes through; the backup
+// arrives and verifies. The flood comes from sixteen other loopback
+// addresses, as an attacker's would, so it also exceeds the global budget
+// (8 a address x 16 = 128 > 64), not only the per-address one.
+func TestReceiveSurvivesConnectionFlood(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenFile(t)
+	addr := freeAddr(t)
+	repoDir := filepath.Join(t.TempDir(), "central")
+	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok)
+
+	const floodConns, floodWorkers = 1000, 4
+	stop := make(chan struct{})
+	opened := make(chan struct{}, floodConns)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var held []net.Conn
+	for w := range floodWorkers {
+		wg.Go(func() {
+			for i := w; i < floodConns; i += floodWorkers {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(10+i%16))}}
+				c, err := d.Dial("tcp", addr)
+				if err != nil {
+					continue // the backlog may be full for a moment: the flood goes on
+				}
+				mu.Lock()
+				held = append(held, c)
+				mu.Unlock()
+				switch {
+				case i%2 == 0: // idle: connect, send nothing
+				case i%4 == 1: // half a ClientHello: a record header claiming 512 bytes, 40 of them
+					_, _ = c.Write(append([]byte{0x16, 0x03, 0x01, 0x02, 0x00}, make([]byte, 40)...))
+				default: // TLS completed, then silence instead of the token proof
+					tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+					_ = tc.HandshakeContext(ctx)
+					cancel()
+				}
+				opened <- struct{}{}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	// The send starts once the flood is well under way, and the flood
+	// goes on while it connects.
+	for range 300 {
+		select {
+		case <-opened:
+		case <-time.After(time.Minute):
+			t.Fatal("the flood never got going")
+		}
+	}
+	run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	r := waitResult(t, "receiver", recv)
+	if r.err != nil {
+		t.Fatalf("receiver: %v\n%s", r.err, r.stderr)
+	}
+	t.Logf("flood connections opened by the end of the send: %d", len(opened)+300)
+	// The flood reached the limits: the receiver dropped connections to
+	// make room, and said so.
+	if !strings.Contains(r.stderr, "dropped before authenticating") {
+		t.Errorf("the receiver never dropped a flood connection; its stderr:\n%s", r.stderr)
+	}
+	run(t, "verify", "--repo", repoDir).mustSucceed(t)
+	if n := len(backupListing(t, repoDir)); n != 1 {
+		t.Fatalf("the repository lists %d backups, want 1", n)
 	}
 }
