@@ -2,8 +2,9 @@
 # Runs backstream's whole test suite: formatting, vet, staticcheck, and every
 # test with the race detector, against real sandbox MariaDB servers, the real
 # mariabackup and mbstream, and a real MinIO (all installed first if
-# missing). Extra arguments go to go test. At the end it prints how long each
-# step and each package took.
+# missing). Extra arguments go to go test. In CI (CI=true) or with FUZZ=1 it
+# then fuzzes the network-facing parsers for FUZZTIME (3s) each. At the end
+# it prints how long each step and each package took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,6 +62,33 @@ go test -race -timeout 25m -count=1 -p 4 -parallel 4 ./... "$@" 2>&1 | tee "$log
 status=${PIPESTATUS[0]}
 set -e
 step "go test -race" $((SECONDS - t))
+
+# Fuzzing of every parser that reads what a network peer sends (the
+# transport's framing and handshake, the remote protocol's messages), a
+# few seconds per target, in CI or when FUZZ=1. go test fuzzes one target
+# per run. A failure leaves its input under the package's testdata/fuzz.
+if [ "${CI:-}" = true ] || [ "${FUZZ:-}" = 1 ]; then
+  t=$SECONDS
+  fuzzed=0
+  for target in \
+    ./internal/transport:FuzzReadFrame \
+    ./internal/transport:FuzzParseHandshake \
+    ./internal/transport:FuzzHandshake \
+    ./internal/remote:FuzzParseStreamPurpose \
+    ./internal/remote:FuzzParseFrameRecord \
+    ./internal/remote:FuzzParseMeta \
+    ./internal/remote:FuzzCheckHeader \
+    ./internal/remote:FuzzCheckFinal \
+    ./internal/remote:FuzzStreamMessages; do
+    if ! go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-3s}" "${target%%:*}" >"$log/fuzz" 2>&1; then
+      cat "$log/fuzz" >&2
+      echo "test.sh: fuzzing ${target#*:} in ${target%%:*} failed" >&2
+      status=1
+    fi
+    fuzzed=$((fuzzed + 1))
+  done
+  step "fuzz ($fuzzed network parsers)" $((SECONDS - t))
+fi
 
 echo
 echo "time per step:"

@@ -170,11 +170,11 @@ func (c *Conn) authenticate(server bool, opt *Options, purpose string) error {
 	if err != nil {
 		return err
 	}
-	if len(p) < 2 {
-		return fmt.Errorf("malformed hello of %d bytes", len(p))
+	theirs, theirPurpose, err := parseHello(p)
+	if err != nil {
+		return err
 	}
-	theirs := binary.BigEndian.Uint16(p)
-	c.purpose = printable(string(p[2:]), maxPurpose)
+	c.purpose = theirPurpose
 	if server {
 		// Always answer with our version, so the dialer can name both.
 		if err := c.writeLocked(typeHello, helloPayload(opt.protocolVersion(), listenerPurpose)); err != nil {
@@ -208,6 +208,15 @@ func (c *Conn) readHandshake(want byte, what string) ([]byte, error) {
 		return nil, parsePeerError(p)
 	}
 	return nil, fmt.Errorf("reading the peer's %s: got a message of type 0x%02x instead: not a backstream peer or a different protocol", what, typ)
+}
+
+// parseHello reads a hello's payload: the peer's protocol version and its
+// purpose, made fit for a log line.
+func parseHello(p []byte) (uint16, string, error) {
+	if len(p) < 2 {
+		return 0, "", fmt.Errorf("malformed hello of %d bytes", len(p))
+	}
+	return binary.BigEndian.Uint16(p), printable(string(p[2:]), maxPurpose), nil
 }
 
 func helloPayload(version uint16, purpose string) []byte {
