@@ -70,22 +70,16 @@ step "go test -race" $((SECONDS - t))
 if [ "${CI:-}" = true ] || [ "${FUZZ:-}" = 1 ]; then
   t=$SECONDS
   fuzzed=0
-  for target in \
-    ./internal/transport:FuzzReadFrame \
-    ./internal/transport:FuzzParseHandshake \
-    ./internal/transport:FuzzHandshake \
-    ./internal/remote:FuzzParseStreamPurpose \
-    ./internal/remote:FuzzParseFrameRecord \
-    ./internal/remote:FuzzParseMeta \
-    ./internal/remote:FuzzCheckHeader \
-    ./internal/remote:FuzzCheckFinal \
-    ./internal/remote:FuzzStreamMessages; do
-    if ! go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-3s}" "${target%%:*}" >"$log/fuzz" 2>&1; then
-      cat "$log/fuzz" >&2
-      echo "test.sh: fuzzing ${target#*:} in ${target%%:*} failed" >&2
-      status=1
-    fi
-    fuzzed=$((fuzzed + 1))
+  for pkg in ./internal/transport ./internal/remote; do
+    # Every fuzz target the package has, so that a new one is fuzzed too.
+    for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
+      if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-3s}" "$pkg" >"$log/fuzz" 2>&1; then
+        cat "$log/fuzz" >&2
+        echo "test.sh: fuzzing $target in $pkg failed" >&2
+        status=1
+      fi
+      fuzzed=$((fuzzed + 1))
+    done
   done
   step "fuzz ($fuzzed network parsers)" $((SECONDS - t))
 fi
