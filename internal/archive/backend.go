@@ -159,10 +159,11 @@ func (in BackendInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSo
 	if err != nil {
 		return nil, err
 	}
-	return &objectFrames{frames: frames, rc: rc, br: bufio.NewReaderSize(rc, 1<<20)}, nil
+	return &objectFrames{ctx: ctx, frames: frames, rc: rc, br: bufio.NewReaderSize(rc, 1<<20)}, nil
 }
 
 type objectFrames struct {
+	ctx    context.Context // the Read's, for FrameBuffer
 	frames []Frame
 	next   int
 	rc     io.ReadCloser
@@ -177,7 +178,11 @@ func (o *objectFrames) Next() (Frame, []byte, error) {
 		return Frame{}, nil, io.EOF
 	}
 	f := o.frames[o.next]
-	buf := getBuf(int(f.Stored))[:f.Stored]
+	buf, err := FrameBuffer(o.ctx, f)
+	if err != nil {
+		return f, nil, err
+	}
+	buf = buf[:f.Stored]
 	if _, err := io.ReadFull(o.br, buf); err != nil {
 		putBuf(buf)
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -28,6 +28,16 @@ func getBuf(n int) []byte {
 	return make([]byte, 0, c*bufClass)
 }
 
+// bufCharge is the capacity getBuf(n) hands out: what a buffer of n bytes
+// takes from a memory budget.
+func bufCharge(n int) int64 {
+	c := classOf(n)
+	if n < minPoolSize || c > bufClasses {
+		return int64(n)
+	}
+	return int64(c) * bufClass
+}
+
 // putBuf gives a buffer back for reuse. The caller must not touch it again.
 func putBuf(b []byte) {
 	n := cap(b)
@@ -38,7 +48,3 @@ func putBuf(b []byte) {
 	b = b[:0]
 	bufPools[c].Put(&b)
 }
-
-// Buffer returns an empty buffer with capacity of at least n from the pool
-// the pipeline recycles, for frame sources outside this package.
-func Buffer(n int) []byte { return getBuf(n) }

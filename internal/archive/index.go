@@ -20,6 +20,21 @@ const indexRecordSize = 12
 // most one whole xbstream chunk.
 const maxFrameBytes = 256 << 20
 
+// maxStored bounds how much larger than its content a stored frame can
+// be: no codec grows incompressible data by more than raw/128 + 64 KiB (zstd's
+// bound, the largest, is raw/256 + 64 KiB at most), and none not at all.
+func maxStored(raw uint32) uint32 { return raw + raw/128 + 64<<10 }
+
+// checkFrameSizes checks a frame's record against what the format allows,
+// before anything is allocated for it: both sizes at most maxFrameBytes,
+// and the stored size no larger than a codec makes of the raw size.
+func checkFrameSizes(f Frame) error {
+	if f.Stored == 0 || f.Stored > maxFrameBytes || f.Raw == 0 || f.Raw > maxFrameBytes || f.Stored > maxStored(f.Raw) {
+		return fmt.Errorf("implausible sizes (stored %d, raw %d; a frame holds at most %d bytes, stored at most raw + raw/128 + 64 KiB)", f.Stored, f.Raw, maxFrameBytes)
+	}
+	return nil
+}
+
 // Frame is one entry of a frame index.
 type Frame struct {
 	Offset int64  // where the frame starts in the stream object
@@ -54,8 +69,8 @@ func ParseIndex(b []byte, objectSize int64) ([]Frame, error) {
 			Raw:    binary.LittleEndian.Uint32(b[4:]),
 			CRC:    binary.LittleEndian.Uint32(b[8:]),
 		}
-		if f.Stored == 0 || f.Stored > maxFrameBytes || f.Raw == 0 || f.Raw > maxFrameBytes {
-			return nil, fmt.Errorf("frame index: frame %d: implausible sizes (stored %d, raw %d)", i, f.Stored, f.Raw)
+		if err := checkFrameSizes(f); err != nil {
+			return nil, fmt.Errorf("frame index: frame %d: %v", i, err)
 		}
 		off += int64(f.Stored)
 		frames = append(frames, f)

@@ -35,6 +35,9 @@ type ReadOptions struct {
 	Workers  int  // decoding goroutines; 0 means GOMAXPROCS
 	Sink     Sink // nil: check everything, deliver nothing
 	Counter  Counter
+	// Memory bounds the frames held at once, across every stream and
+	// worker; nil means the process's budget (SetMemory).
+	Memory *Memory
 }
 
 // Read reads every stream of a backup in parallel, decodes frames in
@@ -55,6 +58,12 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	if final == nil {
 		final = func(context.Context) (*Manifest, error) { return m, nil }
 	}
+	budget := &readBudget{mem: opt.Memory}
+	if budget.mem == nil {
+		budget.mem = defaultMemory()
+	}
+	// Frames dropped on a failure are given back all at once.
+	defer budget.releaseAll()
 	syncs := make([]*barrierSync, len(m.Barriers))
 	for i := range syncs {
 		syncs[i] = &barrierSync{left: int32(len(m.Streams)), all: make(chan struct{}), applied: make(chan struct{})}
@@ -67,6 +76,7 @@ func Read(ctx context.Context, opt ReadOptions) error {
 			for job := range jobs {
 				job.raw, job.err = c.Decompress(getBuf(int(job.frame.Raw)), job.stored, int(job.frame.Raw))
 				putBuf(job.stored)
+				budget.release(job.charge.stored)
 				close(job.done)
 			}
 			return nil
@@ -74,7 +84,8 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	}
 	for i, s := range m.Streams {
 		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
-			order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs}
+			order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs,
+			budget: budget, charge: &streamCharge{budget: budget}}
 		checked := make(chan checkedFrame, 2)
 		g.Go(func() error { return r.fetch(ctx) })
 		g.Go(func() error { return r.check(ctx, checked) })
@@ -93,6 +104,7 @@ type decodeJob struct {
 	raw    []byte
 	err    error
 	done   chan struct{}
+	charge frameCharge // taken from the budget
 }
 
 type streamReader struct {
@@ -106,6 +118,9 @@ type streamReader struct {
 
 	barriers []Barrier // known up front: a repository's backup
 	syncs    []*barrierSync
+
+	budget *readBudget
+	charge *streamCharge // what the source took for its last frame
 }
 
 // barrierSync is one barrier as the streams meet at it.
@@ -173,14 +188,32 @@ func (r *streamReader) fetch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.where(), err)
 	}
-	src, err := r.opt.Input.OpenStream(ctx, r.num, r.s)
+	src, err := r.opt.Input.OpenStream(context.WithValue(ctx, chargeKey{}, r.charge), r.num, r.s)
 	if err != nil {
 		return wrapWhere(r.where(), err)
 	}
 	defer src.Close()
 	var size int64
 	frames := 0
+	gate := 0 // the next barrier fetching may have to wait for
 	for i := 0; ; i++ {
+		// Frames after a barrier are read only once it is applied: the
+		// frames read ahead hold memory that the streams still to reach
+		// the barrier may need.
+		for ; gate < len(r.barriers) && i < r.s.Frames; gate++ {
+			b := r.barriers[gate]
+			first := b.Frames[r.num] // the first frame after the barrier
+			if b.Stream == r.num {
+				first++
+			}
+			if i < first {
+				break
+			}
+			if err := wait(ctx, r.syncs[gate].applied); err != nil {
+				return err
+			}
+		}
+		r.charge.charged = false
 		f, buf, err := src.Next()
 		if err == io.EOF {
 			frames = i
@@ -189,13 +222,21 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		if err != nil {
 			return wrapWhere(r.where(), err)
 		}
+		charge := chargeOf(f, r.budget.mem.size)
+		if !r.charge.charged {
+			// A source that allocated on its own (not with FrameBuffer):
+			// charged late.
+			if err := r.budget.acquire(ctx, charge.total()); err != nil {
+				return err
+			}
+		}
 		if crc := crc32.Checksum(buf, castagnoli); crc != f.CRC {
 			putBuf(buf)
 			return Corruptf("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), i, f.Offset)
 		}
 		h.Write(buf)
 		size += int64(len(buf))
-		job := &decodeJob{num: i, frame: f, stored: buf, done: make(chan struct{})}
+		job := &decodeJob{num: i, frame: f, stored: buf, done: make(chan struct{}), charge: charge}
 		select {
 		case r.jobs <- job:
 		case <-ctx.Done():
@@ -235,8 +276,9 @@ func wrapWhere(where string, err error) error {
 type checkedFrame struct {
 	num    int
 	buf    []byte
-	chunks []xbstream.Chunk
+	chunks []xbstream.Chunk // nil: decode buf again to deliver it
 	stored int64
+	charge int64 // of the budget, given back with buf
 }
 
 // check walks the decoded frames in order and checks every chunk and the
@@ -266,7 +308,10 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		}
 		forget(job.num)
 		b := job.raw
-		var chunks []xbstream.Chunk
+		// Chunk records take at most their share of the frame's charge;
+		// a frame of more chunks is decoded again on delivery.
+		keep := int(int64(job.frame.Raw) / chunkRecordShare / chunkRecordSize)
+		chunks := make([]xbstream.Chunk, 0, min(keep, 64))
 		for pos := 0; pos < len(b); {
 			c, n, err := xbstream.DecodeChunk(b[pos:])
 			if err != nil {
@@ -278,13 +323,17 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 			if err := t.track(&c); err != nil {
 				return err
 			}
-			chunks = append(chunks, c)
+			if chunks != nil && len(chunks) < keep {
+				chunks = append(chunks, c)
+			} else {
+				chunks = nil
+			}
 			pos += n
 		}
 		raw += int64(len(b))
 		frames++
 		select {
-		case out <- checkedFrame{num: job.num, buf: b, chunks: chunks, stored: int64(job.frame.Stored)}:
+		case out <- checkedFrame{num: job.num, buf: b, chunks: chunks, stored: int64(job.frame.Stored), charge: job.charge.raw}:
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -318,7 +367,10 @@ func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) erro
 	next := 0 // the next barrier to meet
 	// meet waits at every barrier placed before frame n of this stream; it
 	// reports whether frame n is this stream's barrier chunk, whose
-	// barrier the caller completes after delivering it.
+	// barrier the caller completes after delivering it. It is called
+	// before frame n arrives: fetch reads no frame past a barrier until it
+	// is applied, so that frames read ahead cannot hold the memory the
+	// other streams need to reach it.
 	meet := func(n int) (*barrierSync, error) {
 		for ; next < len(r.barriers) && r.barriers[next].Frames[r.num] == n; next++ {
 			b, bs := r.barriers[next], r.syncs[next]
@@ -336,19 +388,14 @@ func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) erro
 		}
 		return nil, nil
 	}
+	owned, err := meet(0)
+	if err != nil {
+		return err
+	}
 	for f := range in {
-		owned, err := meet(f.num)
-		if err != nil {
-			return err
-		}
 		if r.opt.Sink != nil {
-			for i := range f.chunks {
-				if err := context.Cause(ctx); err != nil {
-					return err
-				}
-				if err := r.opt.Sink.Chunk(&f.chunks[i]); err != nil {
-					return fmt.Errorf("%s: file %s: %w", r.where(), f.chunks[i].Path, err)
-				}
+			if err := r.sink(ctx, f); err != nil {
+				return err
 			}
 		}
 		if owned != nil {
@@ -359,11 +406,67 @@ func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) erro
 			r.opt.Counter.Out(int64(len(f.buf)))
 		}
 		putBuf(f.buf)
+		r.budget.release(f.charge)
+		if owned, err = meet(f.num + 1); err != nil {
+			return err
+		}
 	}
-	if err := context.Cause(ctx); err != nil {
+	return context.Cause(ctx)
+}
+
+// sink hands a checked frame's chunks to the sink, decoding them again
+// when check did not keep their records.
+func (r *streamReader) sink(ctx context.Context, f checkedFrame) error {
+	deliver := func(c *xbstream.Chunk) error {
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
+		if err := r.opt.Sink.Chunk(c); err != nil {
+			return fmt.Errorf("%s: file %s: %w", r.where(), c.Path, err)
+		}
+		return nil
+	}
+	if f.chunks != nil || len(f.buf) == 0 {
+		for i := range f.chunks {
+			if err := deliver(&f.chunks[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for pos := 0; pos < len(f.buf); {
+		c, n, err := xbstream.DecodeChunk(f.buf[pos:])
+		if err != nil {
+			return Corruptf("%s: frame %d, byte %d of the frame: %v", r.where(), f.num, pos, err)
+		}
+		if err := deliver(&c); err != nil {
+			return err
+		}
+		pos += n
+	}
+	return nil
+}
+
+// readBudget is one Read's share of a Memory: what it holds, so that a
+// Read that fails gives back what its dropped frames held.
+type readBudget struct {
+	mem  *Memory
+	held atomic.Int64
+}
+
+func (b *readBudget) acquire(ctx context.Context, n int64) error {
+	if err := b.mem.acquire(ctx, n); err != nil {
 		return err
 	}
-	// Barriers after this stream's last frame.
-	_, err := meet(r.s.Frames)
-	return err
+	b.held.Add(n)
+	return nil
 }
+
+func (b *readBudget) release(n int64) {
+	b.held.Add(-n)
+	b.mem.release(n)
+}
+
+// releaseAll gives back what is still held, once every goroutine of the
+// Read has ended.
+func (b *readBudget) releaseAll() { b.release(b.held.Load()) }

@@ -233,7 +233,7 @@ func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (arch
 	}
 	select {
 	case c := <-s.slots[i]:
-		return &netFrames{s: s, num: i, c: c}, nil
+		return &netFrames{ctx: ctx, s: s, num: i, c: c}, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -248,6 +248,7 @@ type messageReader interface {
 
 // netFrames reads one stream's frames from its connection.
 type netFrames struct {
+	ctx context.Context // the reader's, whose memory budget frames take
 	s   *session
 	num int
 	c   messageReader
@@ -290,7 +291,10 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 		return archive.Frame{}, nil, err
 	}
 	fr.Offset = f.off
-	buf := archive.Buffer(int(fr.Stored))
+	buf, err := archive.FrameBuffer(f.ctx, fr)
+	if err != nil {
+		return fr, nil, err
+	}
 	typ, data, err = f.c.ReadMessage(buf[:cap(buf)])
 	if err == io.EOF {
 		// An end between a frame's record and its data is a truncation,

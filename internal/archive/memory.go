@@ -1,0 +1,145 @@
+package archive
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// DefaultMemory is the budget of a process that sets none (SetMemory).
+const DefaultMemory = 512 << 20
+
+// MinMemory is the smallest budget taken: below it every frame of a
+// backup would be read alone.
+const MinMemory = 16 << 20
+
+// Memory is a budget of bytes for the frames a Read holds at once: stored
+// frames read but not yet decoded, decoded frames being checked, hashed or
+// written, and the chunk records of each. Every stream and worker of every
+// Read sharing it draws on it, so what a command holds is bounded by the
+// budget, not by streams x queue depth x the largest frame the format
+// allows. A frame's bytes are taken before its buffers are allocated and
+// given back as they are recycled. A frame larger than the whole budget
+// takes all of it and is read alone.
+type Memory struct {
+	size int64
+	sem  *semaphore.Weighted
+
+	held atomic.Int64 // bytes taken now
+	peak atomic.Int64 // the most ever taken at once
+}
+
+// NewMemory returns a budget of size bytes (at least MinMemory).
+func NewMemory(size int64) *Memory {
+	size = max(size, MinMemory)
+	return &Memory{size: size, sem: semaphore.NewWeighted(size)}
+}
+
+// Size is the budget in bytes.
+func (m *Memory) Size() int64 { return m.size }
+
+// Peak is the most the budget ever had out at once.
+func (m *Memory) Peak() int64 { return m.peak.Load() }
+
+// acquire takes n bytes (n <= Size), waiting for them.
+func (m *Memory) acquire(ctx context.Context, n int64) error {
+	if err := m.sem.Acquire(ctx, n); err != nil {
+		return context.Cause(ctx)
+	}
+	held := m.held.Add(n)
+	for p := m.peak.Load(); held > p && !m.peak.CompareAndSwap(p, held); p = m.peak.Load() {
+	}
+	return nil
+}
+
+func (m *Memory) release(n int64) {
+	if n > 0 {
+		m.held.Add(-n)
+		m.sem.Release(n)
+	}
+}
+
+var (
+	processMemoryMu sync.Mutex
+	processMemory   = NewMemory(DefaultMemory)
+)
+
+// SetMemory sets the budget every Read of this process shares unless its
+// options name another: the command-line tool runs one command per
+// process, so this is the command's budget (--memory), whichever package
+// starts the reads.
+func SetMemory(size int64) {
+	processMemoryMu.Lock()
+	defer processMemoryMu.Unlock()
+	processMemory = NewMemory(size)
+}
+
+func defaultMemory() *Memory {
+	processMemoryMu.Lock()
+	defer processMemoryMu.Unlock()
+	return processMemory
+}
+
+// chunkRecordSize is what check keeps per chunk of a decoded frame.
+const chunkRecordSize = int64(unsafe.Sizeof(xbstream.Chunk{}))
+
+// chunkRecordShare is the part of a frame's raw size allowed for its chunk
+// records: a frame with more chunks than fit (thousands of tiny ones) is
+// not kept as records but decoded again as it is delivered.
+const chunkRecordShare = 16
+
+// frameCharge is what one frame takes from a budget: its stored buffer,
+// and its decoded buffer with its chunk records. Both the frame's source
+// (FrameBuffer) and the reader compute it from the frame's record alone.
+type frameCharge struct {
+	stored, raw int64
+}
+
+func chargeOf(f Frame, budget int64) frameCharge {
+	c := frameCharge{stored: bufCharge(int(f.Stored)), raw: bufCharge(int(f.Raw)) + 3*int64(f.Raw)/chunkRecordShare}
+	if c.stored+c.raw > budget {
+		// Alone: the stored part first, as it is given back first.
+		c.stored = min(c.stored, budget)
+		c.raw = budget - c.stored
+	}
+	return c
+}
+
+func (c frameCharge) total() int64 { return c.stored + c.raw }
+
+// chargeKey carries a stream's *streamCharge in the context given to
+// Input.OpenStream.
+type chargeKey struct{}
+
+// streamCharge is the budget of one stream being read, and whether its
+// source took the charge of the frame it returns last.
+type streamCharge struct {
+	budget  *readBudget
+	charged bool
+}
+
+// FrameBuffer returns a buffer with room for the stored bytes of frame f,
+// for a FrameSource opened with ctx: it checks f's sizes against the
+// format's limits and waits until the budget of the Read that opened the
+// source has room for the frame (stored and decoded) before allocating.
+// The Read gives the budget back as it recycles the frame.
+func FrameBuffer(ctx context.Context, f Frame) ([]byte, error) {
+	if err := checkFrameSizes(f); err != nil {
+		return nil, Corruptf("%v", err)
+	}
+	if ctx == nil {
+		ctx = context.Background() // a source used outside a Read
+	}
+	if sc, ok := ctx.Value(chargeKey{}).(*streamCharge); ok && !sc.charged {
+		if err := sc.budget.acquire(ctx, chargeOf(f, sc.budget.mem.size).total()); err != nil {
+			return nil, err
+		}
+		sc.charged = true
+	}
+	return getBuf(int(f.Stored)), nil
+}
