@@ -67,6 +67,8 @@ type globals struct {
 	// (nil: no limit) shared by everything the command stores or reads.
 	limitUpload, limitDownload string
 	uploadLimit, downloadLimit *throttle.Limiter
+	// memory is --memory: the budget of the frames a reading command holds.
+	memory string
 	// Keys: age recipients (to encrypt, with backup --encrypt) and
 	// identities (to read encrypted backups).
 	recipientFile, identityFile, passphraseFile string
@@ -86,6 +88,14 @@ func (g *globals) parseLimits() error {
 		return err
 	}
 	g.uploadLimit, g.downloadLimit = throttle.NewLimiter(up), throttle.NewLimiter(down)
+	mem, err := progress.ParseBytes(g.memory)
+	if err != nil {
+		return usagef("--memory: %v", err)
+	}
+	if mem < archive.MinMemory {
+		return usagef("--memory %q is below the least taken (16MiB); give a unit, like 512MiB or 1G", g.memory)
+	}
+	archive.SetMemory(mem)
 	return nil
 }
 
@@ -138,6 +148,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.DurationVar(&g.s3Retry, "s3-retry-window", 0, "how long S3 requests are retried through outages before failing (default 2m)")
 	pf.StringVar(&g.limitUpload, "limit-upload", "", "store into the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
 	pf.StringVar(&g.limitDownload, "limit-download", "", "read from the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
+	pf.StringVar(&g.memory, "memory", "512MiB", "restore, verify, cat, receive: hold at most this much backup data in memory at once, e.g. 256M or 1G, all streams together (mariabackup --prepare's memory is --use-memory)")
 	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")
