@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// hostileRepo writes a repository holding one backup built to make a
+// reader hold as much as it can: streams streams of frames frames each,
+// every frame as large as the format allows (256 MiB of chunks) yet a few
+// KiB stored. Every byte is valid, so a reader goes through all of it.
+func hostileRepo(t *testing.T, streams, frames int) string {
+	t.Helper()
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.OpenOrInit(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "20261121T190512Z-7f3a"
+	z, _ := codec.Parse("zstd")
+	zeros := make([]byte, 64<<20-64)
+	out := r.Output(id, archive.DefaultHash)
+	m := &archive.Manifest{Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Codec: z.String(), Hash: archive.DefaultHash,
+		Started: time.Now().UTC(), Finished: time.Now().UTC()}
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	raw := make([]byte, 0, 256<<20)
+	for s := range streams {
+		path := "f" + strconv.Itoa(s)
+		so, err := out.OpenStream(ctx, s, archive.StreamName(s, z))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []byte // the stored bytes, a few KiB, for the digest
+		var off uint64
+		var st archive.Stream
+		for range frames {
+			raw = raw[:0]
+			for range 4 {
+				raw = appendPayload(t, raw, path, off, zeros)
+				off += uint64(len(zeros))
+			}
+			stored, err := z.Compress(nil, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := archive.Frame{Offset: st.Size, Stored: uint32(len(stored)), Raw: uint32(len(raw)), CRC: crc32.Checksum(stored, castagnoli)}
+			if err := so.WriteFrame(f, stored); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, stored...)
+			st.Size += int64(len(stored))
+			st.RawSize += int64(len(raw))
+			st.Frames++
+		}
+		end, err := xbstream.AppendChunk(nil, &xbstream.Chunk{Type: xbstream.TypeEOF, Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, _ := z.Compress(nil, end)
+		if err := so.WriteFrame(archive.Frame{Offset: st.Size, Stored: uint32(len(stored)), Raw: uint32(len(end)), CRC: crc32.Checksum(stored, castagnoli)}, stored); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, stored...)
+		st.Size += int64(len(stored))
+		st.RawSize += int64(len(end))
+		st.Frames++
+		obj, err := archive.ObjectOf(archive.StreamName(s, z), all, archive.DefaultHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Object = obj
+		if st, err = so.Close(st); err != nil {
+			t.Fatal(err)
+		}
+		m.Streams = append(m.Streams, st)
+		m.Files = append(m.Files, archive.File{Path: path, Size: int64(off), Stream: s})
+	}
+	if err := r.Commit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func appendPayload(t *testing.T, dst []byte, path string, off uint64, payload []byte) []byte {
+	t.Helper()
+	out, err := xbstream.AppendChunk(dst, &xbstream.Chunk{Type: xbstream.TypePayload, Path: path, Offset: off, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// peakRSS runs backstream with args, its standard output to /dev/null, and
+// returns its exit code and its peak resident set size: VmHWM, read from
+// /proc while it runs (a child's rusage would count the test process,
+// whose memory it starts from at fork).
+func peakRSS(t *testing.T, bin string, args ...string) (int, int64) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	cmd.Stdout = devnull
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	var peak int64
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-tick.C:
+		}
+		data, err := os.ReadFile(status)
+		if err != nil {
+			continue // gone
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				peak = max(peak, kb<<10)
+			}
+		}
+	}
+	code := cmd.ProcessState.ExitCode()
+	if code != 0 {
+		t.Logf("%v: exit %d: %s", args, code, stderr.String())
+	}
+	return code, peak
+}
+
+// The frames a reading command holds are bounded by --memory, not by
+// streams x queues x the largest frame: verify and cat of a backup of
+// many streams of maximal, highly compressed frames stay within the
+// budget plus a fixed overhead.
+//
+// The overhead (150 MiB) is what is not frame data: the Go runtime and
+// the binary (about 30 MiB), a 1 MiB read buffer per stream, cat's 1 MiB
+// output buffer, and the buffers given back that the runtime has not yet
+// returned to the system between collections.
+func TestMemoryBudgetBoundsReaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("decodes 6 GiB")
+	}
+	bin := buildBinary(t)
+	dir := hostileRepo(t, 8, 3)
+	const overhead = 150 << 20
+	for _, c := range []struct {
+		name   string
+		budget int64
+		args   []string
+	}{
+		{"verify", archive.DefaultMemory, []string{"verify", "--repo", dir, "--progress", "none", "latest"}},
+		{"cat", archive.DefaultMemory, []string{"cat", "--repo", dir, "--progress", "none", "latest"}},
+	} {
+		code, rss := peakRSS(t, bin, c.args...)
+		t.Logf("%s: exit %d, peak RSS %d MiB (budget %d MiB)", c.name, code, rss>>20, c.budget>>20)
+		if code != 0 {
+			t.Errorf("%s: exit %d", c.name, code)
+		}
+		if rss > c.budget+overhead {
+			t.Errorf("%s: peak RSS %d MiB, over the budget %d MiB + %d MiB", c.name, rss>>20, c.budget>>20, overhead>>20)
+		}
+	}
+}
