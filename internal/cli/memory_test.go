@@ -21,9 +21,10 @@ import (
 
 // hostileRepo writes a repository holding one backup built to make a
 // reader hold as much as it can: streams streams of frames frames each,
-// every frame as large as the format allows (256 MiB of chunks) yet a few
-// KiB stored. Every byte is valid, so a reader goes through all of it.
-func hostileRepo(t *testing.T, streams, frames int) string {
+// every frame four chunks of chunk bytes of zeros (the format allows 256
+// MiB a frame), yet a few KiB stored. Every byte is valid, so a reader
+// goes through all of it.
+func hostileRepo(t *testing.T, streams, frames, chunk int) string {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -37,12 +38,12 @@ func hostileRepo(t *testing.T, streams, frames int) string {
 	}
 	const id = "20261121T190512Z-7f3a"
 	z, _ := codec.Parse("zstd")
-	zeros := make([]byte, 64<<20-64)
+	zeros := make([]byte, chunk)
 	out := r.Output(id, archive.DefaultHash)
 	m := &archive.Manifest{Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Codec: z.String(), Hash: archive.DefaultHash,
 		Started: time.Now().UTC(), Finished: time.Now().UTC()}
 	castagnoli := crc32.MakeTable(crc32.Castagnoli)
-	raw := make([]byte, 0, 256<<20)
+	raw := make([]byte, 0, 4*(chunk+1<<10))
 	for s := range streams {
 		path := "f" + strconv.Itoa(s)
 		so, err := out.OpenStream(ctx, s, archive.StreamName(s, z))
@@ -162,27 +163,29 @@ func peakRSS(t *testing.T, bin string, args ...string) (int, int64) {
 
 // The frames a reading command holds are bounded by --memory, not by
 // streams x queues x the largest frame: verify and cat of a backup of
-// many streams of maximal, highly compressed frames stay within the
-// budget plus a fixed overhead.
+// many streams of large, highly compressed frames stay within the budget
+// plus a fixed overhead. Eight streams of 64 MiB frames under a budget of
+// 128 MiB: without the budget the eight frames alone are 512 MiB. (With
+// 256 MiB frames and the default budget: 530 MiB where main reached 2-2.6
+// GiB; see the closing note of issue 13. The smaller frames keep the
+// suite's time.)
 //
 // The overhead (150 MiB) is what is not frame data: the Go runtime and
 // the binary (about 30 MiB), a 1 MiB read buffer per stream, cat's 1 MiB
 // output buffer, and the buffers given back that the runtime has not yet
 // returned to the system between collections.
 func TestMemoryBudgetBoundsReaders(t *testing.T) {
-	if testing.Short() {
-		t.Skip("decodes 6 GiB")
-	}
 	bin := buildBinary(t)
-	dir := hostileRepo(t, 8, 3)
+	dir := hostileRepo(t, 8, 1, 16<<20-64)
+	const budget = 128 << 20
 	const overhead = 150 << 20
 	for _, c := range []struct {
 		name   string
 		budget int64
 		args   []string
 	}{
-		{"verify", archive.DefaultMemory, []string{"verify", "--repo", dir, "--progress", "none", "latest"}},
-		{"cat", archive.DefaultMemory, []string{"cat", "--repo", dir, "--progress", "none", "latest"}},
+		{"verify", budget, []string{"verify", "--repo", dir, "--memory", "128MiB", "--progress", "none", "latest"}},
+		{"cat", budget, []string{"cat", "--repo", dir, "--memory", "128MiB", "--progress", "none", "latest"}},
 	} {
 		code, rss := peakRSS(t, bin, c.args...)
 		t.Logf("%s: exit %d, peak RSS %d MiB (budget %d MiB)", c.name, code, rss>>20, c.budget>>20)
@@ -192,5 +195,14 @@ func TestMemoryBudgetBoundsReaders(t *testing.T) {
 		if rss > c.budget+overhead {
 			t.Errorf("%s: peak RSS %d MiB, over the budget %d MiB + %d MiB", c.name, rss>>20, c.budget>>20, overhead>>20)
 		}
+	}
+	// The backup does strain a reader: with a budget that does not bind,
+	// the same verify holds more than the bound above, so the bound is what
+	// the budget does.
+	code, rss := peakRSS(t, bin, "verify", "--repo", dir, "--memory", "8GiB", "--progress", "none", "latest")
+	t.Logf("verify --memory 8GiB: exit %d, peak RSS %d MiB", code, rss>>20)
+	if code != 0 || rss <= budget+overhead {
+		t.Errorf("verify --memory 8GiB: exit %d, peak RSS %d MiB; want exit 0 and more than %d MiB, or the test proves nothing",
+			code, rss>>20, (budget+overhead)>>20)
 	}
 }

@@ -88,6 +88,12 @@ func (g *globals) parseLimits() error {
 		return err
 	}
 	g.uploadLimit, g.downloadLimit = throttle.NewLimiter(up), throttle.NewLimiter(down)
+	return nil
+}
+
+// parseMemory sets the process's budget of backup data held in memory
+// from --memory.
+func (g *globals) parseMemory() error {
 	mem, err := progress.ParseBytes(g.memory)
 	if err != nil {
 		return usagef("--memory: %v", err)
@@ -119,6 +125,9 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if err := g.parseLimits(); err != nil {
+				return err
+			}
+			if err := g.parseMemory(); err != nil {
 				return err
 			}
 			if g.cpuprofile != "" {
