@@ -69,9 +69,9 @@ func bigFiles(n, size int) []testFile {
 func TestReadStaysWithinMemory(t *testing.T) {
 	for _, spec := range []string{"zstd", "none"} {
 		t.Run(spec, func(t *testing.T) {
-			// 6 streams x 8 frames of 2 MiB: the queues alone would hold
-			// 6 x (workers+6) frames, far beyond the 16 MiB budget.
-			f := budgetBackup(t, spec, 6, 2<<20, 512<<10, bigFiles(6, 16<<20))
+			// 6 streams x 4 frames of 2 MiB: the queues could hold all
+			// 24 frames, 48 MiB, three times the 16 MiB budget.
+			f := budgetBackup(t, spec, 6, 2<<20, 512<<10, bigFiles(6, 8<<20))
 			mem := NewMemory(MinMemory)
 			var sink memSink
 			err := Read(context.Background(), ReadOptions{Input: BackendInput{Backend: f.backend, Dir: "backups/x"},
