@@ -112,6 +112,14 @@ type fixture struct {
 
 func writeBackup(t *testing.T, spec string, streams int) *fixture {
 	t.Helper()
+	return writeBackupOf(t, spec, streams, 256<<10, 100<<10, testFiles(7))
+}
+
+// writeBackupOf writes files (one chunk of chunkSize at a time) into a
+// backup of streams streams cut into frames of frameSize, with a manifest
+// that went through Marshal and ParseManifest.
+func writeBackupOf(t *testing.T, spec string, streams, frameSize, chunkSize int, files []testFile) *fixture {
+	t.Helper()
 	root := t.TempDir()
 	b, err := local.New(root)
 	if err != nil {
@@ -121,12 +129,12 @@ func writeBackup(t *testing.T, spec string, streams int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := testFiles(7)
-	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, Streams: streams, Codec: c, FrameSize: 256 << 10})
+	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash},
+		Streams: streams, Codec: c, FrameSize: frameSize})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, raw := range streamChunks(t, files, 100<<10) {
+	for _, raw := range streamChunks(t, files, chunkSize) {
 		ch, _, err := xbstream.DecodeChunk(raw)
 		if err != nil {
 			t.Fatal(err)

@@ -9,44 +9,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/codec"
-	"github.com/backstream/backstream/internal/storage/local"
-	"github.com/backstream/backstream/internal/xbstream"
 )
-
-// budgetBackup writes files (one chunk of chunkSize at a time) into a
-// backup of streams streams cut into frames of frameSize.
-func budgetBackup(t *testing.T, spec string, streams, frameSize, chunkSize int, files []testFile) *fixture {
-	t.Helper()
-	root := t.TempDir()
-	b, err := local.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := codec.Parse(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash},
-		Streams: streams, Codec: c, FrameSize: frameSize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, raw := range streamChunks(t, files, chunkSize) {
-		ch, _, err := xbstream.DecodeChunk(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Add(&ch, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	res, err := w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &Manifest{Format: FormatVersion, ID: "x", Kind: KindPhysical, Codec: c.String(), Hash: DefaultHash, Streams: res.Streams, Files: res.Files}
-	return &fixture{backend: b, root: root, m: m, files: files}
-}
 
 // bigFiles are n files of size bytes each, compressible but not trivially.
 func bigFiles(n, size int) []testFile {
@@ -71,7 +34,7 @@ func TestReadStaysWithinMemory(t *testing.T) {
 		t.Run(spec, func(t *testing.T) {
 			// 6 streams x 4 frames of 2 MiB: the queues could hold all
 			// 24 frames, 48 MiB, three times the 16 MiB budget.
-			f := budgetBackup(t, spec, 6, 2<<20, 512<<10, bigFiles(6, 8<<20))
+			f := writeBackupOf(t, spec, 6, 2<<20, 512<<10, bigFiles(6, 8<<20))
 			mem := NewMemory(MinMemory)
 			var sink memSink
 			err := Read(context.Background(), ReadOptions{Input: BackendInput{Backend: f.backend, Dir: "backups/x"},
@@ -99,7 +62,7 @@ func TestReadStaysWithinMemory(t *testing.T) {
 // rather than waiting for room that can never come.
 func TestFrameLargerThanBudgetIsReadAlone(t *testing.T) {
 	// One 24 MiB chunk is a frame of its own, over the 16 MiB budget.
-	f := budgetBackup(t, "zstd", 2, 1<<20, 24<<20, bigFiles(3, 24<<20))
+	f := writeBackupOf(t, "zstd", 2, 1<<20, 24<<20, bigFiles(3, 24<<20))
 	mem := NewMemory(MinMemory)
 	var sink memSink
 	err := Read(context.Background(), ReadOptions{Input: BackendInput{Backend: f.backend, Dir: "backups/x"},
@@ -120,7 +83,7 @@ func TestFrameLargerThanBudgetIsReadAlone(t *testing.T) {
 // A read that fails gives back what its dropped frames held, so the
 // process's budget is whole for the next one.
 func TestFailedReadGivesMemoryBack(t *testing.T) {
-	f := budgetBackup(t, "zstd", 3, 1<<20, 256<<10, bigFiles(3, 8<<20))
+	f := writeBackupOf(t, "zstd", 3, 1<<20, 256<<10, bigFiles(3, 8<<20))
 	obj := filepath.Join(f.root, "backups/x", f.m.Streams[1].Name)
 	data, err := os.ReadFile(obj)
 	if err != nil {
