@@ -18,6 +18,7 @@ want zstd zstd
 want lz4 lz4
 want gzip gzip
 want age age          # the stock-tool way out of an encrypted backup (tests)
+want openssl openssl  # a key file encrypted as file_key_management reads it (tests)
 want gcc gcc          # cgo: zstd is the reference C library, built in
 [ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
 for pkg in "$@"; do

@@ -368,6 +368,9 @@ func TestParseManifestRejects(t *testing.T) {
 func FuzzParseManifest(f *testing.F) {
 	f.Add([]byte(`{"format":1,"id":"x","kind":"physical","codec":"zstd:1","hash":"blake3","streams":[{"name":"streams/00000.xbs.zst","size":1,"digest":"blake3:00","frames":1,"raw_size":1,"index":{"name":"streams/00000.idx","size":20,"digest":"blake3:00"}}],"files":[{"path":"a","size":1,"stream":0}]}`))
 	f.Add([]byte(`{}`))
+	if sealed, err := positionedManifest().Marshal(); err == nil {
+		f.Add(sealed)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseManifest(b)
 		if err != nil {

@@ -2,9 +2,13 @@ package archive
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
+	"strings"
 	"time"
 )
 
@@ -23,10 +27,14 @@ const (
 // exists only once its manifest is stored, and the manifest is written after
 // every object it names is durable.
 type Manifest struct {
-	Format int    `json:"format"`
-	ID     string `json:"id"`
-	Kind   string `json:"kind"`
-	Parent string `json:"parent,omitempty"`
+	// Checksum covers the manifest's stored bytes (see Marshal); empty in
+	// manifests written before it existed. It comes first so that a
+	// reader finds it at the head of the file without decoding the rest.
+	Checksum string `json:"checksum,omitempty"`
+	Format   int    `json:"format"`
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Parent   string `json:"parent,omitempty"`
 	// Chain is the id of the full backup a chain of incrementals starts
 	// from (a full backup's own id); Depth counts the incrementals from it
 	// to this backup (0 for the full).
@@ -52,6 +60,11 @@ type Manifest struct {
 	// Encryption says how the backup's data objects are encrypted; nil
 	// when they are not.
 	Encryption *Encryption `json:"encryption,omitempty"`
+	// Withheld names the server options whose secret values the backup
+	// does not hold although its files would (physical backups:
+	// file_key_management_filekey of backup-my.cnf): a prepare needs
+	// them given.
+	Withheld []string `json:"withheld,omitempty"`
 }
 
 // Encryption names the scheme and who can open a backup: age public keys
@@ -86,6 +99,9 @@ type DatabaseStats struct {
 	Tables int    `json:"tables"`
 	Rows   int64  `json:"rows"`
 	Bytes  int64  `json:"bytes"` // data bytes as dumped, before compression
+	// NoHistory names the tables versioned by transaction id whose
+	// current rows only are in the backup (backup --versioned-current-only).
+	NoHistory []string `json:"no_history,omitempty"`
 }
 
 // Barrier orders the streams around one chunk whose effect reaches files
@@ -172,14 +188,75 @@ func (m *Manifest) Complete(written Result) {
 	m.Stats.Seconds = m.Finished.Sub(m.Started).Seconds()
 }
 
-// Marshal encodes the manifest as indented JSON.
+// CompareFinished orders complete backups as they became complete: by
+// their finishing time, then their start, then id. Ids alone, whose time
+// is to the second, do not order backups made within one second.
+func CompareFinished(a, b *Manifest) int {
+	if c := a.Finished.Compare(b.Finished); c != 0 {
+		return c
+	}
+	if c := a.Started.Compare(b.Started); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Marshal encodes the manifest as indented JSON, sealed with its
+// checksum: the SHA-256 of these very bytes with the checksum's hex
+// replaced by zeros. Hashing the bytes as stored, rather than a canonical
+// re-encoding, makes any change to the file (a flipped digit of an LSN
+// that still parses) damage, keeps fields a later version adds covered,
+// and lets anyone check it with standard tools. m.Checksum is set to it.
 func (m *Manifest) Marshal() ([]byte, error) {
-	return json.MarshalIndent(m, "", "  ")
+	sealed := *m
+	sealed.Checksum = checksumAlg + ":" + strings.Repeat("0", sha256.Size*2)
+	b, err := json.MarshalIndent(&sealed, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	at := checksumField.FindSubmatchIndex(b)
+	if at == nil {
+		return nil, fmt.Errorf("manifest %s: encoded without its checksum first", m.ID)
+	}
+	sum := sha256.Sum256(b)
+	hex.Encode(b[at[2]:at[3]], sum[:])
+	m.Checksum = checksumAlg + ":" + string(b[at[2]:at[3]])
+	return b, nil
+}
+
+// checksumAlg is the only algorithm of the manifest checksum. SHA-256,
+// not the backup's own hash: the manifest is small, and sha256sum is on
+// every machine.
+const checksumAlg = "sha256"
+
+// checksumField finds the checksum as Marshal writes it: the first member
+// of the object; the submatch is its hex.
+var checksumField = regexp.MustCompile(`^\{\s*"checksum"\s*:\s*"sha256:([0-9a-f]{64})"`)
+
+// verifyChecksum checks b, a manifest whose decoded checksum is sum,
+// against its checksum. A manifest without one (written before
+// checksums) is accepted unchecked.
+func verifyChecksum(b []byte, sum string) error {
+	if sum == "" {
+		return nil
+	}
+	at := checksumField.FindSubmatchIndex(b)
+	if at == nil || checksumAlg+":"+string(b[at[2]:at[3]]) != sum {
+		return fmt.Errorf("checksum %q is not a sha256 digest in the first field", sum)
+	}
+	zeroed := bytes.Clone(b)
+	copy(zeroed[at[2]:at[3]], strings.Repeat("0", sha256.Size*2))
+	got := sha256.Sum256(zeroed)
+	if hex.EncodeToString(got[:]) != string(b[at[2]:at[3]]) {
+		return fmt.Errorf("checksum mismatch: the file hashes to sha256:%x, its checksum field says %s", got, sum)
+	}
+	return nil
 }
 
 // ParseManifest decodes and validates a manifest. Everything a reader later
-// trusts (names, indexes, digests) is checked here, so a damaged or forged
-// manifest fails with a clear message instead of misdirecting a restore.
+// trusts (names, indexes, digests, positions) is checked here, so a damaged
+// or forged manifest fails with a clear message instead of misdirecting a
+// restore.
 func ParseManifest(b []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -188,6 +265,9 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("manifest: trailing data after the JSON object")
+	}
+	if err := verifyChecksum(b, m.Checksum); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", m.ID, err)
 	}
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", m.ID, err)

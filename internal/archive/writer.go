@@ -173,6 +173,19 @@ func StreamName(i int, c codec.Codec) string {
 	return fmt.Sprintf("streams/%05d.xbs%s", i, c.Suffix())
 }
 
+// RenameAcrossStreamsError is a rename chunk onto a path another stream
+// holds: the two streams' histories of that path could interleave wrongly
+// on restore, so the writer refuses it. mariabackup writes such renames
+// only for DDL on non-InnoDB tables during the copy.
+type RenameAcrossStreamsError struct {
+	Path, NewPath string
+	From, To      int // the streams holding Path and NewPath
+}
+
+func (e *RenameAcrossStreamsError) Error() string {
+	return fmt.Sprintf("archive: rename %q -> %q: target path already bound to stream %d, source to stream %d", e.Path, e.NewPath, e.To, e.From)
+}
+
 // IndexName is the object name of stream i's frame index.
 func IndexName(i int) string {
 	return fmt.Sprintf("streams/%05d.idx", i)
@@ -202,7 +215,7 @@ func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
 			// The new name already lives in another stream; streams are
 			// applied independently, so the two histories could interleave
 			// wrongly on restore.
-			return fmt.Errorf("archive: rename %q -> %q: target path already bound to stream %d, source to stream %d", c.Path, c.NewPath, j, i)
+			return &RenameAcrossStreamsError{Path: c.Path, NewPath: c.NewPath, From: i, To: j}
 		}
 		w.binding[c.NewPath] = i
 	}

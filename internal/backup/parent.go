@@ -1,17 +1,20 @@
 // Package backup holds what a backup decides about the repository it goes
-// into before mariabackup runs: which backup an incremental builds on. It
-// knows backups through the repository's API and the chain policy; it
-// knows nothing of flags or of how it is reported.
+// into before mariabackup runs: which backup an incremental builds on, and
+// that its positions hold. It knows backups through the repository's API
+// and the chain policy; it knows nothing of flags or of how it is reported.
 package backup
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/storage/crypt"
 )
 
 // Parent chooses what an incremental backup of a server builds on.
@@ -27,7 +30,24 @@ type Parent struct {
 
 // For returns the parent of an incremental backup of server, or nil when
 // the backup should be a full one (physical.BackupJob's Parent).
+// The parent's positions are checked against its meta objects first: the
+// incremental starts at its to_lsn, and a wrong one would make an
+// incremental that cannot be applied; it is refused as damage instead. An
+// encrypted parent's meta objects need a key that a backup, which only
+// encrypts, is seldom given: then the check is left to restore.
 func (p Parent) For(ctx context.Context, server *mariadb.Server) (*archive.Manifest, error) {
+	parent, err := p.choose(ctx, server)
+	if err != nil || parent == nil {
+		return nil, err
+	}
+	err = physical.CheckStored(ctx, p.Repo.ReadMeta, parent, nil)
+	if err != nil && !errors.Is(err, crypt.ErrNoIdentity) {
+		return nil, fmt.Errorf("%w; no incremental is taken on it", err)
+	}
+	return parent, nil
+}
+
+func (p Parent) choose(ctx context.Context, server *mariadb.Server) (*archive.Manifest, error) {
 	if p.Explicit != "" {
 		return p.Repo.Resolve(ctx, p.Explicit)
 	}

@@ -1,6 +1,11 @@
 // Package binlog archives a server's binary logs into a repository and
 // reads back what is archived: which files, which GTIDs and which moments
-// each one covers. It runs mariadb-binlog as a child and stores through the
+// each one covers. Following a server, it stores the file being written
+// as segments cut at transaction boundaries (Segmenter), in segment
+// objects whose format it defines (Segment, ReadSegment). A server
+// promoted after a failover continues the old primary's archive through
+// a link (and CutBefore trims the first linked file to what follows it).
+// It runs mariadb-binlog as a child and stores through the
 // repository's API; it knows nothing of flags, and nothing of replaying
 // (that is pitr's job).
 package binlog
@@ -78,34 +83,44 @@ func Scan(r io.Reader) (archive.BinlogFile, error) {
 		if _, err := io.ReadFull(br, body); err != nil {
 			return ix, fmt.Errorf("binlog: event at offset %d (type %d, %d bytes): truncated", off, typ, size)
 		}
-		ix.Events++
-		if ts != 0 && typ != eventFormatDescription {
-			t := time.Unix(int64(ts), 0).UTC()
-			if ix.FirstTime.IsZero() {
-				ix.FirstTime = t
-			}
-			ix.LastTime = t
-		}
-		switch typ {
-		case eventGTID:
-			if len(body) < 12 {
-				return ix, fmt.Errorf("binlog: GTID event at offset %d: %d bytes", off, len(body))
-			}
-			g := GTID{Seq: binary.LittleEndian.Uint64(body), Domain: binary.LittleEndian.Uint32(body[8:]), Server: server}
-			if ix.FirstGTID == "" {
-				ix.FirstGTID = g.String()
-			}
-			ix.LastGTID = g.String()
-		case eventGTIDList:
-			if list, err := parseGTIDList(body); err == nil {
-				ix.Previous = list
-			}
+		if err := indexEvent(&ix, off, ts, typ, server, body); err != nil {
+			return ix, err
 		}
 		ix.Closed = typ == eventRotate || typ == eventStop
 		off += int64(size)
 	}
 	ix.Size = off
 	return ix, nil
+}
+
+// indexEvent adds one event (its header's time, type and server, and its
+// body) to ix: the count, the times and the GTIDs. Scan and the Segmenter
+// share it, so a segment's index and its file's agree.
+func indexEvent(ix *archive.BinlogFile, off int64, ts uint32, typ byte, server uint32, body []byte) error {
+	ix.Events++
+	if ts != 0 && typ != eventFormatDescription {
+		t := time.Unix(int64(ts), 0).UTC()
+		if ix.FirstTime.IsZero() {
+			ix.FirstTime = t
+		}
+		ix.LastTime = t
+	}
+	switch typ {
+	case eventGTID:
+		if len(body) < 12 {
+			return fmt.Errorf("binlog: GTID event at offset %d: %d bytes", off, len(body))
+		}
+		g := GTID{Seq: binary.LittleEndian.Uint64(body), Domain: binary.LittleEndian.Uint32(body[8:]), Server: server}
+		if ix.FirstGTID == "" {
+			ix.FirstGTID = g.String()
+		}
+		ix.LastGTID = g.String()
+	case eventGTIDList:
+		if list, err := parseGTIDList(body); err == nil {
+			ix.Previous = list
+		}
+	}
+	return nil
 }
 
 // parseGTIDList reads a GTID list event's body: a count (low 28 bits) and

@@ -31,6 +31,14 @@ func NumberGap(a, b string) string {
 	return name(numA+1) + " .. " + name(numB-1)
 }
 
+// sameSeries reports whether b is the file right after a in one series
+// (base.000007 then base.000008).
+func sameSeries(a, b string) bool {
+	baseA, numA, okA := splitBinlogName(a)
+	baseB, numB, okB := splitBinlogName(b)
+	return okA && okB && baseA == baseB && numB == numA+1
+}
+
 func splitBinlogName(s string) (string, int, bool) {
 	i := strings.LastIndexByte(s, '.')
 	if i < 0 {

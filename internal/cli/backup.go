@@ -32,6 +32,7 @@ type backupFlags struct {
 	verbose     bool
 	maxRate     string
 	maxIO       int
+	checkpoint  bool
 }
 
 func (b *backupFlags) register(f *pflag.FlagSet) {
@@ -43,6 +44,7 @@ func (b *backupFlags) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&b.extra, "mariabackup-option", nil, "extra option passed to mariabackup as given, e.g. --mariabackup-option=--databases=app (repeatable)")
 	f.BoolVarP(&b.verbose, "verbose", "v", false, "copy mariabackup's log to stderr as it runs")
 	f.StringVar(&b.maxRate, "max-rate", "", "read at most this many bytes per second from the source, e.g. 200MiB/s: mariabackup's stream, or with --logical the table data of all connections together (default: no limit)")
+	f.BoolVar(&b.checkpoint, "checkpoint", false, "physical: have the server write back its dirty pages and advance its redo log checkpoint first (SET GLOBAL innodb_log_checkpoint_now), so that the backup copies only the redo log written since; a burst of writes on the server, for quiet times")
 	f.IntVar(&b.maxIO, "max-io", 0, "physical: mariabackup's --throttle, at most this many I/O operations per second (one reads up to 10 MiB of a data file, or a piece of the redo log, and writes it to the stream; default: no limit)")
 }
 
@@ -99,7 +101,7 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 		log = g.stderr
 	}
 	return physical.BackupJob{Conn: cfg, Mariabackup: b.mariabackup, Parallel: b.parallel, Codec: c, Hash: b.hash,
-		ExtraArgs: b.extra, Log: log, Version: version, MaxRate: rate, MaxIO: b.maxIO}, nil
+		ExtraArgs: b.extra, Log: log, Version: version, MaxRate: rate, MaxIO: b.maxIO, Checkpoint: b.checkpoint}, nil
 }
 
 // run runs the job with a progress display.
@@ -168,6 +170,9 @@ mariabackup's I/O operations per second, so that a backup leaves the server room
 			var dump logical.DumpJob
 			if l.on && cmd.Flags().Changed("max-io") {
 				return usagef("--max-io is mariabackup's I/O limit, for physical backups; bound a logical backup with --max-rate")
+			}
+			if l.on && b.checkpoint {
+				return usagef("--checkpoint is for physical backups: a logical backup reads no redo log")
 			}
 			if l.on {
 				if dump, err = l.job(job); err != nil {

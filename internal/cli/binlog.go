@@ -11,6 +11,7 @@ import (
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 func newBinlogCmd(g *globals, version string) *cobra.Command {
@@ -20,6 +21,8 @@ func newBinlogCmd(g *globals, version string) *cobra.Command {
 		compress string
 		hash     string
 		binary   string
+		flush    time.Duration
+		allowGap bool
 	)
 	cmd := &cobra.Command{
 		Use:   "binlog",
@@ -36,7 +39,23 @@ $BACKSTREAM_PASSPHRASE) each file's stream object and index are stored encrypted
 age, as a backup's are; a point-in-time restore then needs the key.
 
 With --follow it keeps streaming the active file, archives each file once the server
-moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.`,
+moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.
+Meanwhile the active file's new transactions are stored as segments at least every
+--flush-interval (default 1s), cut only between transactions, so a restore loses at
+most about that much; a file's segments are removed once it is archived whole.
+
+It checks the server's settings first and refuses what cannot be archived
+(log_bin OFF, a server that is not MariaDB), naming the setting. If files were
+purged on the server before they were archived (or its server_id changed), the
+gap is recorded in the repository (list --binlogs shows it) and binlog exits
+non-zero naming the files; --allow-gap records it and archives on. A server
+whose binary log holds the last archived transaction of another (a replica
+promoted after a failover, with log_slave_updates) continues that archive:
+its first run records the link, with no gap, and a point-in-time restore
+goes on from the one into the other.
+
+With --follow, --progress json (and plain) show its lag: lag_seconds and
+lag_bytes behind the server; list --binlogs shows the last measure.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := codec.Parse(compress)
@@ -45,6 +64,9 @@ moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.
 			}
 			if _, err := archive.NewHash(hash); err != nil {
 				return usageError{err}
+			}
+			if flush <= 0 {
+				return usageError{fmt.Errorf("--flush-interval %s: must be positive", flush)}
 			}
 			cfg, err := conn.resolve(cmd.Flags())
 			if err != nil {
@@ -58,9 +80,13 @@ moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.
 			if err != nil {
 				return err
 			}
-			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, Version: version, Encryption: enc,
-				Log: func(msg string) { fmt.Fprintln(g.stderr, msg) }}
-			return a.Run(cmd.Context(), follow)
+			t := g.tracker("binlog", 0)
+			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, Version: version, Encryption: enc, FlushInterval: flush,
+				AllowGap: allowGap, Log: func(msg string) { t.Logf("%s", msg) },
+				Lag: func(l binlog.Lag) { t.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes}) }}
+			err = a.Run(cmd.Context(), follow)
+			t.Finish(err)
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -68,29 +94,102 @@ moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.
 	f.BoolVar(&follow, "follow", false, "keep archiving as the server writes, until stopped")
 	f.StringVar(&compress, "compress", codec.Default, "compression: zstd, lz4, gzip or none, with an optional :level")
 	f.StringVar(&hash, "hash", archive.DefaultHash, "digest algorithm: blake3 or sha256")
+	f.DurationVar(&flush, "flush-interval", binlog.DefaultFlushInterval, "with --follow, store the active file's new transactions at least this often")
+	f.BoolVar(&allowGap, "allow-gap", false, "archive on past a gap (files purged on the server before they were archived), which is recorded")
 	f.StringVar(&binary, "mariadb-binlog", "", "mariadb-binlog binary (default: from PATH)")
 	g.registerEncrypt(f)
 	return cmd
 }
 
 // printBinlogs lists archived binary logs per source, with the gaps in
-// their numbering (files purged from the server before they were archived).
-func printBinlogs(g *globals, ms []*archive.Manifest) error {
+// their numbering (and the reason, if recorded); a file whose manifest is
+// damaged is listed as such, and named with the reason on stderr. Then,
+// per source, the window a point-in-time restore reaches, the lag and the
+// recorded gaps.
+func printBinlogs(g *globals, files []repo.BinlogEntry, views []binlog.Overview) error {
+	recorded := map[string]repo.BinlogGap{}
+	for _, v := range views {
+		for _, gap := range v.Gaps {
+			recorded[gap.Source+"/"+gap.Before] = gap
+		}
+	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tFILE\tFIRST EVENT (UTC)\tLAST EVENT (UTC)\tFIRST GTID\tLAST GTID\tSIZE\tSTORED")
-	for i, m := range ms {
-		b := m.Binlog
-		if i > 0 {
-			if prev := ms[i-1].Binlog; prev.Source == b.Source {
-				if missing := binlog.NumberGap(prev.Name, b.Name); missing != "" {
-					fmt.Fprintf(tw, "%s\tGAP: %s not archived\t\t\t\t\t\t\n", b.Source, missing)
-				}
+	for i, f := range files {
+		if gap, ok := recorded[f.Source+"/"+f.Name]; ok {
+			fmt.Fprintf(tw, "%s\tGAP: %s %s\t\t\t\t\t\t\n", f.Source, gap.Missing, gap.Reason)
+		} else if i > 0 && files[i-1].Source == f.Source {
+			if missing := binlog.NumberGap(files[i-1].Name, f.Name); missing != "" {
+				fmt.Fprintf(tw, "%s\tGAP: %s not archived\t\t\t\t\t\t\n", f.Source, missing)
 			}
 		}
+		if f.Damage != nil {
+			fmt.Fprintf(tw, "%s\t%s\tDAMAGED\t-\t-\t-\t-\t%s\n", f.Source, f.Name, progress.HumanBytes(f.Size))
+			continue
+		}
+		b := f.Manifest.Binlog
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Source, b.Name, b.FirstTime.Format(time.DateTime), b.LastTime.Format(time.DateTime),
-			dash(b.FirstGTID), dash(b.LastGTID), progress.HumanBytes(b.Size), progress.HumanBytes(m.Stats.StoredBytes))
+			dash(b.FirstGTID), dash(b.LastGTID), progress.HumanBytes(b.Size), progress.HumanBytes(f.Manifest.Stats.StoredBytes))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, v := range views {
+		printOverview(g, v)
+	}
+	for _, f := range files {
+		if f.Damage != nil {
+			fmt.Fprintf(g.stderr, "warning: %v; a point-in-time restore that needs %s fails\n", f.Damage, f.Name)
+		}
+	}
+	return nil
+}
+
+// printOverview prints what a source's archive covers, how far behind
+// its server it is, and its gaps.
+func printOverview(g *globals, v binlog.Overview) {
+	w := g.stdout
+	fmt.Fprintf(w, "\nSERVER %s\n", v.Source)
+	point := func(p binlog.Point) string {
+		if p.Time.IsZero() {
+			return p.File
+		}
+		return fmt.Sprintf("%s UTC (GTID %s, %s)", p.Time.UTC().Format(time.DateTime), dash(p.GTID), p.File)
+	}
+	switch {
+	case v.From.File == "":
+		fmt.Fprintf(w, "  recoverable: nothing archived after the last gap\n")
+	case v.FromBackup != "":
+		fmt.Fprintf(w, "  recoverable: from backup %s, %s, to %s\n", v.FromBackup, point(v.From), point(v.To))
+	default:
+		fmt.Fprintf(w, "  recoverable: archived from %s to %s; no physical backup of this server within it to restore from\n", point(v.From), point(v.To))
+	}
+	switch s := v.Status; {
+	case s == nil:
+		fmt.Fprintf(w, "  lag: unknown (no run of binlog has measured it); newest archived event %s\n", point(v.To))
+	case s.Following:
+		fmt.Fprintf(w, "  lag: %s, %s behind the server (binlog --follow, measured %s UTC; %s:%d archived of %s:%d)\n",
+			(time.Duration(s.LagSeconds * float64(time.Second))).Round(time.Second), progress.HumanBytes(s.LagBytes),
+			s.Updated.UTC().Format(time.DateTime), s.ArchivedFile, s.ArchivedOffset, s.ServerFile, s.ServerSize)
+	default:
+		fmt.Fprintf(w, "  lag: %s behind the server when binlog last ran, %s UTC (without --follow the active file %s is not archived)\n",
+			progress.HumanBytes(s.LagBytes), s.Updated.UTC().Format(time.DateTime), s.ServerFile)
+	}
+	if l := v.Continues; l != nil {
+		fmt.Fprintf(w, "  continues %s after GTID %s (a failover; from %s at offset %d): a restore from %s's backups goes on into this server's files\n",
+			l.Continues, l.GTID, l.File, l.Offset, l.Continues)
+	}
+	for _, f := range v.SegmentOnly {
+		fmt.Fprintf(w, "  segments only: %s, bytes 0..%d in %d segments (not archived whole yet)\n", f.File, f.End, f.Segments)
+	}
+	for _, gap := range v.Gaps {
+		state := "binlog stops on it until run with --allow-gap"
+		if gap.Allowed {
+			state = "archived on past it (--allow-gap)"
+		}
+		fmt.Fprintf(w, "  GAP: %s %s (detected %s UTC; lost: after GTID %s up to %s, GTID list %s; %s)\n",
+			gap.Missing, gap.Reason, gap.Detected.UTC().Format(time.DateTime), dash(gap.AfterGTID), gap.Before, dash(gap.BeforeGTID), state)
+	}
 }
 
 func dash(s string) string {

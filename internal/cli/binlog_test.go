@@ -81,14 +81,21 @@ func TestBinlogArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := r.Binlogs(context.Background())
-	if err != nil || len(ms) == 0 {
-		t.Fatalf("archived binary logs: %d, %v", len(ms), err)
+	entries, err := r.Binlogs(context.Background())
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("archived binary logs: %d, %v", len(entries), err)
+	}
+	var ms []*archive.Manifest
+	for _, e := range entries {
+		if e.Damage != nil {
+			t.Fatalf("%s: %v", e.Name, e.Damage)
+		}
+		ms = append(ms, e.Manifest)
 	}
 	for i, m := range ms {
 		f := m.Binlog
 		c := collect{}
-		if err := archive.Read(context.Background(), archive.ReadOptions{Input: r.BinlogInput(f.Source, f.Name), Manifest: m, Sink: c}); err != nil {
+		if err := archive.Read(context.Background(), archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Sink: c}); err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
 		want, err := os.ReadFile(filepath.Join(datadir, f.Name))
@@ -216,5 +223,149 @@ func TestExpireKeepPITR(t *testing.T) {
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	if again := archivedBinlogs(t, repoDir); len(again) != len(after) {
 		t.Errorf("binlog re-archived expired files: %d files, want %d", len(again), len(after))
+	}
+}
+
+// A damaged manifest of one archived binary log file affects only that
+// file: list --binlogs names it with the reason and lists the rest,
+// binlog archives on after it, expire --keep-pitr keeps it and deletes
+// only what it would without it, and a point-in-time restore exits 3
+// naming it only when its replay needs that file.
+func TestDamagedBinlogManifestIsContained(t *testing.T) {
+	t.Parallel()
+	src := binlogSource(t, 2) // files before the backup, for expire to delete
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	backupFile := backupListing(t, repoDir)[0].Positions.BinlogFile
+	var gtids []string
+	for i := range 3 {
+		if _, err := src.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* %d */", i)); err != nil {
+			t.Fatal(err)
+		}
+		var g string
+		src.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&g)
+		gtids = append(gtids, g)
+		src.DB().Exec("FLUSH BINARY LOGS")
+	}
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	before := archivedBinlogs(t, repoDir)
+	var damaged archive.BinlogFile
+	for i, f := range before {
+		if f.Name == backupFile && i+1 < len(before) {
+			damaged = before[i+1] // the file after the backup's: holds gtids[1]
+		}
+	}
+	if damaged.Name == "" || damaged.LastGTID != gtids[1] {
+		t.Fatalf("no archived file after the backup's %s ending at %s: %+v", backupFile, gtids[1], before)
+	}
+	// A changed GTID: still JSON, still a valid manifest, but not the
+	// bytes its checksum covers.
+	object := "binlogs/" + damaged.Source + "/" + damaged.Name + "/manifest.json"
+	path := filepath.Join(repoDir, filepath.FromSlash(object))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := gtids[1][:len(gtids[1])-1] + string('0'+(gtids[1][len(gtids[1])-1]-'0'+1)%10)
+	bad := bytes.ReplaceAll(data, []byte(`"`+gtids[1]+`"`), []byte(`"`+wrong+`"`))
+	if bytes.Equal(bad, data) {
+		t.Fatalf("%s does not hold %s", object, gtids[1])
+	}
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t)
+	for _, f := range before {
+		if !strings.Contains(r.stdout, f.Name) {
+			t.Errorf("list --binlogs leaves out %s:\n%s", f.Name, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "DAMAGED") || !strings.Contains(r.stderr, object) || !strings.Contains(r.stderr, "checksum mismatch") {
+		t.Errorf("list --binlogs does not show %s as damaged with the reason:\n%s\n%s", object, r.stdout, r.stderr)
+	}
+	var listed []binlogListEntry
+	if err := json.Unmarshal([]byte(run(t, "list", "--repo", repoDir, "--binlogs", "--json").mustSucceed(t).stdout), &listed); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range listed {
+		if (e.Name == damaged.Name) != (e.Damaged && strings.Contains(e.Damage, object)) {
+			t.Errorf("list --binlogs --json: %s damaged %v (%s)", e.Name, e.Damaged, e.Damage)
+		}
+	}
+
+	// binlog goes on after it.
+	src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
+	src.DB().Exec("FLUSH BINARY LOGS")
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	if again := archivedBinlogs(t, repoDir); len(again) != len(before)+1 {
+		t.Errorf("binlog after the damage: %d files, want %d", len(again), len(before)+1)
+	}
+
+	// A restore whose replay ends before the damaged file works; one
+	// that needs it is damage naming it, and writes nothing.
+	run(t, "restore", "--repo", repoDir, "--until-gtid", gtids[0], "--target-dir", filepath.Join(t.TempDir(), "before")).mustSucceed(t)
+	target := filepath.Join(t.TempDir(), "through")
+	r = run(t, "restore", "--repo", repoDir, "--until-gtid", gtids[2], "--target-dir", target)
+	if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), object) {
+		t.Errorf("restore through the damaged file: exit %d (%v); want %d naming %s", r.code, r.err, ExitCorrupt, object)
+	}
+	if _, err := os.Stat(filepath.Join(target, "ibdata1")); err == nil {
+		t.Error("a refused point-in-time restore wrote a datadir")
+	}
+
+	out := run(t, "expire", "--repo", repoDir, "--keep-pitr", "1h", "--confirm").mustSucceed(t).stdout
+	if !strings.Contains(out, damaged.Name) || !strings.Contains(out, "damaged manifest") {
+		t.Errorf("expire's plan does not say why %s is kept:\n%s", damaged.Name, out)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, bad) {
+		t.Error("expire changed the damaged manifest")
+	}
+	after := map[string]bool{}
+	for _, f := range archivedBinlogs(t, repoDir) {
+		after[f.Name] = true
+	}
+	for _, f := range before {
+		if want := f.Name >= backupFile; after[f.Name] != want {
+			t.Errorf("after expire --keep-pitr: %s kept %v, want %v\n%s", f.Name, after[f.Name], want, out)
+		}
+	}
+}
+
+// A file the server never closed (it was killed while writing it) is
+// archived whole once the server has moved on to a newer file, as the
+// server has it, marked not closed; archiving goes on after it.
+func TestBinlogArchivesFileLeftOpenByCrash(t *testing.T) {
+	t.Parallel()
+	src := binlogSource(t, 1)
+	var serverID int
+	src.DB().QueryRow("SELECT @@server_id").Scan(&serverID)
+	if _, err := src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))"); err != nil {
+		t.Fatal(err)
+	}
+	var crashed string
+	src.DB().QueryRow("SHOW MASTER STATUS").Scan(&crashed, new(int64), new(string), new(string))
+	src.Kill()
+	again, err := sandbox.Start(context.Background(), sandbox.Options{Dir: src.Dir, Args: []string{fmt.Sprintf("--server-id=%d", serverID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	again.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
+	again.DB().Exec("FLUSH BINARY LOGS")
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(again)...)...).mustSucceed(t)
+	var found *archive.BinlogFile
+	files := archivedBinlogs(t, repoDir)
+	for i, f := range files {
+		if f.Name == crashed {
+			found = &files[i]
+		}
+	}
+	if found == nil || found.Closed || found.LastGTID == "" {
+		t.Fatalf("the file left open by the crash, %s: %+v; archived: %+v", crashed, found, files)
+	}
+	if last := files[len(files)-1]; last.Name <= crashed || !last.Closed {
+		t.Errorf("nothing closed archived after %s: %+v", crashed, files)
 	}
 }

@@ -3,12 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -174,6 +176,68 @@ func TestCatNeverWritesDamage(t *testing.T) {
 				break // the output was cut at a buffer's end, mid-chunk
 			}
 			out = out[n:]
+		}
+	})
+}
+
+// A flipped byte in the recipient stanza of an .age object's header makes
+// the key that the backup was encrypted to fail to open it, which age
+// alone cannot tell from a wrong key. The manifest names the recipients:
+// with a key among them (an identity file, or the passphrase's key) it is
+// damage, exit 3 naming the object; with another key, a wrong key.
+func TestDamagedRecipientStanzaIsDamage(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pub, key := ageKeys(t)
+	_, otherKey := ageKeys(t)
+	pass, wrongPass := filepath.Join(t.TempDir(), "pass"), filepath.Join(t.TempDir(), "wrong-pass")
+	os.WriteFile(pass, []byte("correct horse battery staple\n"), 0o600)
+	os.WriteFile(wrongPass, []byte("wrong horse battery staple\n"), 0o600)
+	forEachBackend(t, func(t *testing.T, repo testRepo) {
+		seen := map[string]bool{}
+		for _, c := range []struct {
+			name           string
+			encrypt, right []string
+			wrong          []string
+		}{
+			{"identity file", []string{"--recipient-file", pub}, []string{"--identity-file", key}, []string{"--identity-file", otherKey}},
+			{"passphrase", []string{"--passphrase-file", pass}, []string{"--passphrase-file", pass}, []string{"--passphrase-file", wrongPass}},
+		} {
+			run(t, append(append([]string{"backup", "--repo", repo.location, "--encrypt"}, c.encrypt...), sandboxConn(src)...)...).mustSucceed(t)
+			var id string
+			for _, e := range backupListing(t, repo.location) {
+				if !seen[e.ID] {
+					id, seen[e.ID] = e.ID, true
+				}
+			}
+			stream := "backups/" + id + "/streams/00000.xbs.zst.age"
+			index := "backups/" + id + "/streams/00000.idx.age"
+			wantDamage := func(object string, args ...string) {
+				t.Helper()
+				r := run(t, append(append(args, "--repo", repo.location), c.right...)...)
+				if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), object) || strings.Contains(r.err.Error(), "wrong key") {
+					t.Errorf("%s: %s with a flipped byte in the stanza of %s: exit %d (%v); want %d naming it, not a wrong key", c.name, args[0], object, r.code, r.err, ExitCorrupt)
+				}
+			}
+
+			original := repo.read(t, stream)
+			repo.write(t, stream, testkit.FlipInAgeStanza(t, original))
+			wantDamage(stream, "verify", id)
+			wantDamage(stream, "restore", id, "--target-dir", filepath.Join(t.TempDir(), "target"))
+			repo.write(t, stream, original)
+
+			original = repo.read(t, index)
+			repo.write(t, index, testkit.FlipInAgeStanza(t, original))
+			wantDamage(index, "verify", id)
+			r := run(t, append([]string{"verify", id, "--repo", repo.location}, c.wrong...)...)
+			if r.code == ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), "wrong key") {
+				t.Errorf("%s: verify with another key: exit %d (%v); want a wrong key", c.name, r.code, r.err)
+			}
+			repo.write(t, index, original)
+			run(t, append([]string{"verify", id, "--repo", repo.location}, c.right...)...).mustSucceed(t)
 		}
 	})
 }

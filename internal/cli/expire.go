@@ -34,8 +34,9 @@ those started within D (14d, 36h, 2w), --keep-daily N and --keep-weekly N the ne
 backup of each of the last N calendar days or ISO weeks that have one. Nothing is
 deleted without --confirm; each deletion removes the manifest first.
 --prune-incomplete also removes the leftovers of failed or crashed backups (directories
-without a manifest), including the incomplete multipart uploads an S3 server keeps of
-them. expire holds the exclusive repository lock, so no backup that could still commit
+without a manifest), and what writes that never finished left anywhere under backups/:
+the temporary files of a local repository (a backup killed with SIGKILL leaves its
+streams' behind) and the incomplete multipart uploads an S3 server keeps. expire holds the exclusive repository lock, so no backup that could still commit
 is running while it works: a writer whose lock goes stale stops itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -91,7 +92,7 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 	f.IntVar(&p.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days (UTC) that have one")
 	f.IntVar(&p.KeepWeekly, "keep-weekly", 0, "keep the newest backup of each of the last N ISO weeks (UTC) that have one")
 	f.StringVar(&pitrWindow, "keep-pitr", "", "keep what a point-in-time restore to any moment of this window needs (the backup before it, and binary logs from there); older archived binary logs are deleted")
-	f.BoolVar(&pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest), incomplete uploads included")
+	f.BoolVar(&pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest), temporary files and incomplete uploads included")
 	f.BoolVar(&confirm, "confirm", false, "delete; without it expire only prints the plan")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON")
 	return cmd
@@ -123,7 +124,12 @@ func printExpirePlan(g *globals, out []retention.Entry, confirm bool, p retentio
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTARTED (UTC)\tSIZE\tACTION\tWHY")
 	var dels, freed int64
-	for _, e := range out {
+	var left *retention.Entry
+	for i, e := range out {
+		if e.Kind == retention.KindLeftovers {
+			left = &out[i]
+			continue
+		}
 		action, why := "KEEP", strings.Join(e.Reasons, ", ")
 		if e.Damaged != "" {
 			why += " (" + e.Damaged + ")"
@@ -144,10 +150,27 @@ func printExpirePlan(g *globals, out []retention.Entry, confirm bool, p retentio
 				freed += e.Size
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Started.UTC().Format("2006-01-02 15:04:05"), progress.HumanBytes(e.Size), action, why)
+		started := "-" // an archived binary log whose manifest is damaged, or that is held only as segments, has no known time
+		if !e.Started.IsZero() {
+			started = e.Started.UTC().Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, started, progress.HumanBytes(e.Size), action, why)
 	}
 	tw.Flush()
+	if left != nil && left.Leftovers != nil {
+		size := ""
+		if left.Size > 0 {
+			size = " (" + progress.HumanBytes(left.Size) + ")"
+		}
+		verb := "would remove"
+		if left.Deleted {
+			verb = "removed"
+		}
+		fmt.Fprintf(g.stdout, "%s what unfinished writes left under backups/: %s%s\n", verb, left.Leftovers, size)
+	}
 	switch {
+	case dels == 0 && left != nil:
+		fmt.Fprintln(g.stdout, "no backups to delete")
 	case dels == 0:
 		fmt.Fprintln(g.stdout, "nothing to delete")
 	case confirm:

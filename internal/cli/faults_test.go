@@ -524,14 +524,14 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 
 	// verify is the verify command's reading: every stream, every checksum.
 	verify := func(m *archive.Manifest) error {
-		if err := archive.Read(ctx, archive.ReadOptions{Input: r.Input(m.ID), Manifest: m}); err != nil {
+		if err := archive.Read(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m}); err != nil {
 			return fmt.Errorf("backup %s: %w", m.ID, err)
 		}
 		return nil
 	}
 	restoreInto := func(t *testing.T, m *archive.Manifest) (string, error) {
 		target := filepath.Join(t.TempDir(), "datadir")
-		return target, restore.Datadir(ctx, restore.Job{Links: []restore.Link{{Manifest: m, Input: r.Input(m.ID)}}, TargetDir: target})
+		return target, restore.Datadir(ctx, restore.Job{Links: []restore.Link{{Manifest: m, Input: r.Input(m)}}, TargetDir: target})
 	}
 
 	t.Run("write corrupted silently", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
+	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/progress"
 )
 
@@ -37,8 +38,18 @@ type listEntry struct {
 	Damage  string `json:"damage,omitempty"`
 }
 
+// binlogListEntry is one archived binary log file in `list --binlogs
+// --json`.
+type binlogListEntry struct {
+	*archive.BinlogFile
+	// Damaged marks a file whose manifest is stored but cannot be
+	// trusted; Damage says why. Only its source and name are known.
+	Damaged bool   `json:"damaged,omitempty"`
+	Damage  string `json:"damage,omitempty"`
+}
+
 func newListCmd(g *globals) *cobra.Command {
-	var asJSON, binlogs bool
+	var asJSON, binlogs, status bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the complete backups of a repository",
@@ -48,21 +59,44 @@ func newListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if binlogs {
-				ms, err := r.Binlogs(cmd.Context())
+			if binlogs || status {
+				files, err := r.Binlogs(cmd.Context())
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					out := make([]*archive.BinlogFile, 0, len(ms))
-					for _, m := range ms {
-						out = append(out, m.Binlog)
+				if asJSON && !status {
+					out := make([]binlogListEntry, 0, len(files))
+					for _, f := range files {
+						if f.Damage != nil {
+							out = append(out, binlogListEntry{BinlogFile: &archive.BinlogFile{Source: f.Source, Name: f.Name}, Damaged: true, Damage: f.Damage.Error()})
+							continue
+						}
+						out = append(out, binlogListEntry{BinlogFile: f.Manifest.Binlog})
 					}
 					enc := json.NewEncoder(g.stdout)
 					enc.SetIndent("", "  ")
 					return enc.Encode(out)
 				}
-				return printBinlogs(g, ms)
+				ms, err := r.List(cmd.Context())
+				if err != nil {
+					return err
+				}
+				views, err := binlog.Overviews(cmd.Context(), r, ms, files)
+				if err != nil {
+					return err
+				}
+				switch {
+				case status && asJSON:
+					enc := json.NewEncoder(g.stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(append([]binlog.Overview{}, views...))
+				case status:
+					for _, v := range views {
+						printOverview(g, v)
+					}
+					return nil
+				}
+				return printBinlogs(g, files, views)
 			}
 			entries, err := r.Scan(cmd.Context())
 			if err != nil {
@@ -131,6 +165,7 @@ func newListCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&binlogs, "binlogs", false, "list the archived binary logs instead, with the gaps between them")
+	cmd.Flags().BoolVar(&status, "status", false, "print per server only the recoverable window, the lag and the gaps of the archived binary logs (--json: one object per server)")
 	return cmd
 }
 
@@ -148,5 +183,11 @@ func printDatabases(g *globals, ms []*archive.Manifest) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", m.ID, d.Name, d.Tables, d.Rows, progress.HumanBytes(d.Bytes))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		printNoHistory(g, m)
+	}
+	return nil
 }

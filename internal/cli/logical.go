@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -44,15 +45,16 @@ func filterAliases(f *pflag.FlagSet) {
 
 // logicalBackupFlags are backup's options for --logical.
 type logicalBackupFlags struct {
-	on         bool
-	databases  []string
-	excludeDBs []string
-	tables     []string
-	excludeTbl []string
-	users      bool
-	blockDDL   bool
-	chunkSize  string
-	skip       skipFlags
+	on          bool
+	databases   []string
+	excludeDBs  []string
+	tables      []string
+	excludeTbl  []string
+	users       bool
+	blockDDL    bool
+	chunkSize   string
+	currentOnly bool
+	skip        skipFlags
 }
 
 func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
@@ -65,6 +67,7 @@ func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&l.users, "users", false, "--logical: include users, roles and grants in a dump limited to some databases (a whole-server dump has them by default)")
 	f.BoolVar(&l.blockDDL, "block-ddl", false, "--logical: block DDL on the dumped tables while the dump runs, instead of failing when it happens")
 	f.StringVar(&l.chunkSize, "chunk-size", "16MiB", "--logical: size at which table data is cut into files")
+	f.BoolVar(&l.currentOnly, "versioned-current-only", false, "--logical: dump tables system-versioned by transaction id with their current rows only (their history cannot be restored; without this flag they make the backup refuse)")
 	l.skip.register(f)
 }
 
@@ -88,7 +91,7 @@ func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) 
 		Conn: b.Conn, Parallel: b.Parallel, Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
 		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
 		Skip:     skip,
-		BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate,
+		BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate, VersionedCurrentOnly: l.currentOnly,
 	}, nil
 }
 
@@ -108,7 +111,17 @@ func runDump(ctx context.Context, g *globals, r *repo.Repo, job logical.DumpJob)
 	}
 	fmt.Fprintf(g.stdout, "backup %s complete: logical, %d databases, %d tables, %d rows, %d streams, %s stored\n",
 		m.ID, len(m.Databases), tables, rows, len(m.Streams), humanRatio(m))
+	printNoHistory(g, m)
 	return nil
+}
+
+// printNoHistory says which tables of a logical backup have no history in it.
+func printNoHistory(g *globals, m *archive.Manifest) {
+	for _, d := range m.Databases {
+		for _, t := range d.NoHistory {
+			fmt.Fprintf(g.stdout, "backup %s: table %s.%s: history not in the backup (--versioned-current-only)\n", m.ID, d.Name, t)
+		}
+	}
 }
 
 // logicalRestoreFlags are restore's options for a logical backup.
@@ -156,7 +169,7 @@ func (l *logicalRestoreFlags) onlyLogical() []string {
 
 // onlyLogical names the flags that mean something only with --logical.
 func (l *logicalBackupFlags) onlyLogical() []string {
-	return []string{"database", "exclude-database", "table", "exclude-table", "users", "block-ddl", "chunk-size",
+	return []string{"database", "exclude-database", "table", "exclude-table", "users", "block-ddl", "chunk-size", "versioned-current-only",
 		"skip-views", "skip-triggers", "skip-routines", "skip-events", "skip-users"}
 }
 
@@ -222,6 +235,10 @@ type loadReport struct {
 	KeptAccounts     []string       `json:"kept_accounts"`
 	Passwordless     []string       `json:"passwordless_accounts"`
 	LeftOut          []string       `json:"left_out"`
+	ReloadedTables   []string       `json:"reloaded_tables"`
+	DefinitionOnly   []string       `json:"definition_only"`
+	HistoryLeftOut   []string       `json:"history_left_out"`
+	GTIDPosition     string         `json:"gtid_position,omitempty"` // the backup's, for restore --until --apply-to
 }
 
 func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest, job logical.LoadJob, asJSON bool) error {
@@ -246,6 +263,8 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 			Backup: m.ID, Target: res.Target, Tables: res.Tables, DataFiles: res.Chunks, LoadedBefore: res.Skipped, Rows: res.Rows,
 			CreatedAccounts: orEmpty(res.CreatedAccounts), ReplacedAccounts: orEmpty(res.ReplacedAccounts),
 			KeptAccounts: orEmpty(res.KeptAccounts), Passwordless: orEmpty(res.Passwordless), LeftOut: orEmpty(res.LeftOut),
+			ReloadedTables: orEmpty(res.Reloaded), DefinitionOnly: orEmpty(res.DefinitionOnly), HistoryLeftOut: orEmpty(res.HistoryLeftOut),
+			GTIDPosition: m.Positions.GTID,
 		})
 	}
 	fmt.Fprintf(g.stdout, "backup %s loaded: %d tables, %d data files, %d rows", m.ID, res.Tables, res.Chunks, res.Rows)
@@ -253,6 +272,14 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 		fmt.Fprintf(g.stdout, " (%d data files were loaded before)", res.Skipped)
 	}
 	fmt.Fprintln(g.stdout)
+	if m.Positions.GTID != "" {
+		// What restore --until --apply-to needs to start from; a load
+		// sets no replication position by itself.
+		fmt.Fprintf(g.stdout, "GTID position of the backup: %s (before restore --until ... --apply-to onto this server: SET GLOBAL gtid_slave_pos = '%s')\n", m.Positions.GTID, m.Positions.GTID)
+	}
+	for _, s := range slices.Concat(res.Reloaded, res.DefinitionOnly, res.HistoryLeftOut) {
+		fmt.Fprintln(g.stdout, s)
+	}
 	if !job.Users {
 		fmt.Fprintln(g.stdout, "accounts: none created or changed (--users restores them)")
 	}

@@ -534,8 +534,18 @@ func TestLogicalRestoreAccounts(t *testing.T) {
 			t.Errorf("stdout %q: want withpw reported as replaced", r.stdout)
 		}
 		// The restoring account itself is never replaced.
-		if _, err := dst.DB().ExecContext(ctx, "SELECT 1"); err != nil {
-			t.Errorf("the restoring account no longer works: %v", err)
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(line, "accounts replaced: ") && strings.Contains(line, "`root`@`localhost`") {
+				t.Errorf("the restoring account was replaced: %q", line)
+			}
+		}
+		fresh, err := dst.Open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fresh.Close()
+		if err := fresh.PingContext(ctx); err != nil {
+			t.Errorf("the restoring account no longer logs in: %v", err)
 		}
 	})
 
@@ -573,14 +583,18 @@ func TestLogicalRestoreAccounts(t *testing.T) {
 			t.Errorf("left out:\n%s\nnames restored objects", left)
 		}
 		var n int
-		dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('shop', 'backstream_load')").Scan(&n)
+		if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ('shop', 'backstream_load')").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
 		if n != 2 {
 			t.Errorf("%d tables in shop and the journal, want shop.items and shop.v_items alone", n)
 		}
 		// A second run over the same target is refused for the tables,
 		// and does not change the accounts.
 		before := accountList(t, dst.DB())
-		run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.items", "--users"}, sandboxConn(dst)...)...)
+		if r := run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.items", "--users"}, sandboxConn(dst)...)...); r.code == ExitOK {
+			t.Errorf("a second restore over the restored tables succeeded; want it refused")
+		}
 		if after := accountList(t, dst.DB()); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("a refused rerun changed the accounts: %v, then %v", before, after)
 		}

@@ -102,6 +102,8 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 				return usagef("give either --target-dir or --repo, not both")
 			case d.target == "" && !intoRepo:
 				return usagef("give --target-dir DIR (restore) or --repo DIR (store)")
+			case d.serverDefaults != "" && !d.prepare:
+				return usagef("--server-defaults-file goes with --prepare: it gives what the prepare needs")
 			case keep && d.target != "":
 				return usagef("--keep-listening needs --repo: a target directory takes one backup")
 			case g.encrypt && d.target != "":
@@ -117,7 +119,10 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 				Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
 			where := d.target
 			if d.target != "" {
-				job := d.job(g, cmd.Flags())
+				job, err := d.job(g, cmd.Flags())
+				if err != nil {
+					return err
+				}
 				rv.Datadir = &job
 			} else {
 				if rv.Repo, err = g.openRepo(ctx, true); err != nil {
@@ -139,6 +144,7 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 				t := g.tracker("receive", 0)
 				rv.Progress = t
 				m, err := g.serveLocked(ctx, rv)
+				err = refused(err)
 				t.Finish(err)
 				if err == nil {
 					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -26,6 +27,11 @@ type datadirFlags struct {
 	mariabackup string
 	parallel    int
 	verbose     bool
+	dataDirs    []string
+	// serverDefaults is an option file for what prepares and serves the
+	// result: the key file's password, and a point-in-time replay's
+	// server options.
+	serverDefaults string
 }
 
 func (d *datadirFlags) register(f *pflag.FlagSet) {
@@ -36,10 +42,20 @@ func (d *datadirFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&d.mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
 	f.IntVar(&d.parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
 	f.BoolVarP(&d.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+	f.StringArrayVar(&d.dataDirs, "map-data-directory", nil, "OLD=NEW: place the tablespaces of tables created with DATA DIRECTORY under OLD in NEW (repeatable; needs --prepare); default: in the datadir")
+	f.StringVar(&d.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+"); with --until also options of the replaying server, read after those the backup recorded")
 }
 
 // job is the restore job these flags describe, less what it restores.
-func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) restore.Job {
+func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
+	var maps []restore.DirMap
+	for _, s := range d.dataDirs {
+		m, err := restore.ParseDirMap(s)
+		if err != nil {
+			return restore.Job{}, usagef("--map-data-directory %v", err)
+		}
+		maps = append(maps, m)
+	}
 	owner := d.owner
 	if !f.Changed("owner") {
 		owner = physical.DefaultOwner()
@@ -48,14 +64,30 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) restore.Job {
 	if d.verbose {
 		log = g.stderr
 	}
+	fileKey, err := physical.UserFileKey(d.serverDefaults)
+	if err != nil {
+		return restore.Job{}, err
+	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log}}
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log,
+		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(g.stdout, p) }, FileKey: fileKey}}, nil
+}
+
+// refused makes a restore refused for what it was asked (restore.RefusedError)
+// a usage error.
+func refused(err error) error {
+	var re *restore.RefusedError
+	if errors.As(err, &re) {
+		return usageError{err}
+	}
+	return err
 }
 
 func newRestoreCmd(g *globals) *cobra.Command {
 	var d datadirFlags
 	var l logicalRestoreFlags
-	var until, untilGTID string
+	var until, untilGTID, server, base string
+	var applyTo bool
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
 		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
@@ -63,6 +95,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
 the files into --target-dir, which must be empty or absent. With --prepare it then runs
 mariabackup --prepare, so that a server starts on the result. Ownership and modes
 (directories 0700, files 0660, as the server makes them) are set at the end. A failed restore leaves the target empty.
+Tablespaces of tables created with DATA DIRECTORY stay in the datadir (their .isl links,
+which name the source's paths, are removed) unless --map-data-directory OLD=NEW places
+them elsewhere; a destination a running server uses, or holding such a file, is refused.
 
 A logical backup is loaded into the server that --host/--socket (and option files) name:
 tables are created without their secondary indexes, their data files load in parallel
@@ -77,7 +112,23 @@ triggers, routines, events and grants that refer to what is not loaded are left 
 listed; --rename-database a:b loads a as b.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if until != "" || untilGTID != "" {
-				return runPITR(cmd, g, &d, args, until, untilGTID)
+				t, err := pitrTarget(args, until, untilGTID, server, base)
+				if err != nil {
+					return err
+				}
+				if applyTo {
+					if base != "" {
+						return usagef("--base chooses the backup a point-in-time restore starts from; --apply-to starts from the position of the server it replays onto")
+					}
+					return runApply(cmd, g, &d, &l, t, d.serverDefaults)
+				}
+				return runPITR(cmd, g, &d, t)
+			}
+			if d.serverDefaults != "" && !d.prepare {
+				return usagef("--server-defaults-file goes with --prepare, --until or --until-gtid: only they prepare the backup or start a server")
+			}
+			if applyTo || server != "" || base != "" {
+				return usagef("--apply-to, --server and --base go with --until or --until-gtid")
 			}
 			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
 			if err != nil {
@@ -103,7 +154,10 @@ listed; --rename-database a:b loads a as b.`,
 			if d.target == "" {
 				return usagef("--target-dir is required")
 			}
-			job := d.job(g, cmd.Flags())
+			job, err := d.job(g, cmd.Flags())
+			if err != nil {
+				return err
+			}
 			if job.Links, err = restore.Links(ctx, r, m); err != nil {
 				return err
 			}
@@ -112,7 +166,7 @@ listed; --rename-database a:b loads a as b.`,
 			err = restore.Datadir(ctx, job)
 			t.Finish(err)
 			if err != nil {
-				return err
+				return refused(err)
 			}
 			state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
 			if d.prepare {
@@ -124,18 +178,17 @@ listed; --rename-database a:b loads a as b.`,
 	}
 	d.register(cmd.Flags())
 	l.register(cmd.Flags())
-	cmd.Flags().StringVar(&until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339)`)
-	cmd.Flags().StringVar(&untilGTID, "until-gtid", "", "point-in-time restore up to and including this GTID's transaction, e.g. 0-1-4711")
+	cmd.Flags().StringVar(&until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339: 2026-11-21T10:15:00+01:00); "end" replays everything archived`)
+	cmd.Flags().StringVar(&untilGTID, "until-gtid", "", "point-in-time restore up to and including these GTIDs' transactions, one per domain, e.g. 0-1-4711,1-1-20")
+	cmd.Flags().StringVar(&base, "base", "", "with --until: the kind of backup to start from, physical or logical (default: the newest before the target of either kind; a logical one only if it took the whole server)")
+	cmd.Flags().StringVar(&server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several")
+	cmd.Flags().BoolVar(&applyTo, "apply-to", false, "with --until: replay the archived binary logs onto the running server that --host/--socket name, from the GTID position it has reached, instead of restoring a datadir")
 	cmd.Flags().Lookup("parallel").Usage = "decoding threads; for a logical backup also loading connections (default: number of CPUs)"
 	return cmd
 }
 
 // runPITR restores to a point in time: the backup is chosen, not named.
-func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, args []string, until, untilGTID string) error {
-	t, err := pitrTarget(args, until, untilGTID)
-	if err != nil {
-		return err
-	}
+func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, t pitr.Target) error {
 	if d.target == "" {
 		return usagef("--target-dir is required")
 	}
@@ -144,27 +197,64 @@ func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, args []string, unt
 		return err
 	}
 	defer release()
-	job := d.job(g, cmd.Flags())
-	tr := g.tracker("restore --until "+t.String(), 0)
-	job.Progress = tr
-	res, err := pitr.Run(ctx, r, t, job)
-	tr.Finish(err)
+	job, err := d.job(g, cmd.Flags())
 	if err != nil {
 		return err
+	}
+	tr := g.tracker("restore --until "+t.String(), 0)
+	job.Progress = tr
+	res, err := pitr.Run(ctx, r, t, job, d.serverDefaults)
+	tr.Finish(err)
+	if err != nil {
+		return refused(err)
 	}
 	fmt.Fprintf(g.stdout, "restored backup %s and replayed %s up to %s: %s is ready\n", res.Backup.ID, strings.Join(res.Binlogs, ", "), res.Replayed, d.target)
 	return nil
 }
 
+// runApply replays the archived binary logs onto a running server.
+func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestoreFlags, t pitr.Target, serverDefaults string) error {
+	if d.target != "" || d.prepare || serverDefaults != "" {
+		return usagef("--apply-to replays onto the running server that --host/--socket name: it takes no --target-dir, --prepare or --server-defaults-file")
+	}
+	conn, err := l.conn.resolve(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	r, ctx, release, err := g.openLocked(cmd.Context(), repo.OpRestore, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var log io.Writer
+	if d.verbose {
+		log = g.stderr
+	}
+	res, err := pitr.Apply(ctx, r, t, conn, log)
+	if err != nil {
+		return refused(err)
+	}
+	if len(res.Binlogs) == 0 || res.To.String() == res.From.String() {
+		fmt.Fprintf(g.stdout, "%s is at GTID %s: nothing of %s to apply up to %s\n", conn, res.From, res.Server, t)
+		return nil
+	}
+	fmt.Fprintf(g.stdout, "applied %s of %s onto %s: GTID %s to %s (up to %s)\n", strings.Join(res.Binlogs, ", "), res.Server, conn, res.From, res.To, t)
+	return nil
+}
+
 // pitrTarget reads --until or --until-gtid, which choose the backup
-// themselves.
-func pitrTarget(args []string, until, untilGTID string) (pitr.Target, error) {
-	var t pitr.Target
+// themselves, --server and --base.
+func pitrTarget(args []string, until, untilGTID, server, base string) (pitr.Target, error) {
+	t := pitr.Target{Server: server, Base: base}
 	switch {
+	case base != "" && base != archive.KindPhysical && base != archive.KindLogical:
+		return t, usagef("--base %q: want physical or logical", base)
 	case len(args) > 0:
 		return t, usagef("--until and --until-gtid choose the backup themselves; give no backup id")
 	case until != "" && untilGTID != "":
 		return t, usagef("give --until or --until-gtid, not both")
+	case until == "end":
+		t.End = true
 	case until != "":
 		tm, err := parseUntil(until)
 		if err != nil {
@@ -172,7 +262,7 @@ func pitrTarget(args []string, until, untilGTID string) (pitr.Target, error) {
 		}
 		t.Time = tm
 	default:
-		if _, _, _, err := pitr.ParseGTID(untilGTID); err != nil {
+		if _, err := pitr.ParseTargetGTIDs(untilGTID); err != nil {
 			return t, usagef("--until-gtid %q: %v", untilGTID, err)
 		}
 		t.GTID = untilGTID
@@ -180,15 +270,18 @@ func pitrTarget(args []string, until, untilGTID string) (pitr.Target, error) {
 	return t, nil
 }
 
-// parseUntil reads a point in time: "2006-01-02 15:04:05" (UTC) or RFC 3339.
+// parseUntil reads a point in time: "2006-01-02 15:04:05" (UTC) or RFC 3339
+// (also with a space for the T, as RFC 3339 allows).
 func parseUntil(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
 	}
 	for _, layout := range []string{time.DateTime, "2006-01-02T15:04:05", "2006-01-02 15:04"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC) or 2026-11-21T10:15:00+01:00", s)
+	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC), 2026-11-21T10:15:00+01:00, or end", s)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/verify"
@@ -23,13 +24,19 @@ type restoreTestFlags struct {
 	mariabackup string
 	until       string
 	untilGTID   string
+	server      string
+	base        string
+	// serverDefaults is read by the server started on a physical
+	// backup's restored datadir, after the options the backup recorded.
+	serverDefaults string
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
 	var parallel int
+	var binlogs bool
 	var rt restoreTestFlags
 	cmd := &cobra.Command{
-		Use:   "verify [ID|latest]",
+		Use:   "verify [ID|latest] | --binlogs",
 		Short: "Check every checksum of a backup, or restore it into a sandbox and check every table",
 		Long: `verify reads every stream object of a backup in parallel and checks the CRC of each
 stored frame, the CRC of each xbstream chunk, the stream structure, the digest of each
@@ -41,17 +48,30 @@ With --restore-test it proves the backup restores: it restores it (an incrementa
 its chain, with prepare; a logical backup by loading it) into a throwaway sandbox server
 in a temporary directory, starts the server, runs CHECK TABLE on every table, compares
 the row counts and row sums a logical backup recorded with the loaded tables, and
-removes the sandbox. The restore checks every checksum on the way. --until or
+removes the sandbox. The restore checks every checksum on the way. The server on a
+physical backup starts with the options the backup recorded in backup-my.cnf (InnoDB's
+format; for an encrypted server its encryption plugin and key file, which must be on
+this host at the recorded path), then those of --server-defaults-file. --until or
 --until-gtid tests a point-in-time restore instead of a named backup. --json prints
 the report as JSON for monitoring.
+
+With --binlogs it checks the archived binary logs instead: every file archived whole
+against its manifest, every segment of a file being archived against its header's
+digest, and that those segments leave no hole.
 
 Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore test;
 1 that the check could not run.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if binlogs {
+				if rt.enabled || len(args) > 0 {
+					return usagef("--binlogs checks the archived binary logs: it takes no backup id and no --restore-test")
+				}
+				return runVerifyBinlogs(cmd, g, parallel)
+			}
 			if rt.enabled {
 				return runRestoreTest(cmd, g, args, parallel, rt)
 			}
-			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "until", "until-gtid"} {
+			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "until", "until-gtid", "server", "base", "server-defaults-file"} {
 				if cmd.Flags().Changed(f) {
 					return usagef("--%s goes with --restore-test", f)
 				}
@@ -74,27 +94,55 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 	f := cmd.Flags()
 	f.IntVar(&parallel, "parallel", 0, "decoding threads; with --restore-test also loading and checking connections (default: number of CPUs)")
 	f.BoolVar(&rt.enabled, "restore-test", false, "restore into a throwaway sandbox server and check every table")
+	f.BoolVar(&binlogs, "binlogs", false, "check every archived binary log file and segment instead of a backup")
 	f.BoolVar(&rt.json, "json", false, "print the restore test's report as JSON")
 	f.StringVar(&rt.workDir, "work-dir", "", "where the restore test's sandbox goes; needs room for the restored data (default: the temporary directory)")
 	f.BoolVar(&rt.keep, "keep", false, "leave the restore test's sandbox directory (its path is printed)")
 	f.StringVar(&rt.useMemory, "use-memory", "", "memory for prepare and the sandbox's buffer pool, e.g. 1G")
 	f.StringVar(&rt.mariabackup, "mariabackup", "", "mariabackup binary for prepare")
+	f.StringVar(&rt.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its "+physical.FileKeyVariable+" is also the key file's password that prepare needs (default: $"+physical.FileKeyEnv+")")
 	f.StringVar(&rt.until, "until", "", "restore-test a point-in-time restore to this time (as restore --until)")
 	f.StringVar(&rt.untilGTID, "until-gtid", "", "restore-test a point-in-time restore up to this GTID (as restore --until-gtid)")
+	f.StringVar(&rt.server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several (as restore --server)")
+	f.StringVar(&rt.base, "base", "", "with --until: the kind of backup the point-in-time restore starts from, physical or logical (as restore --base)")
 	return cmd
+}
+
+// runVerifyBinlogs checks every archived binary log.
+func runVerifyBinlogs(cmd *cobra.Command, g *globals, parallel int) error {
+	r, ctx, release, err := g.openLocked(cmd.Context(), repo.OpVerify, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	t := g.tracker("verify --binlogs", 0)
+	files, segments, err := verify.Binlogs(ctx, r, parallel, t)
+	t.Finish(err)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "binary logs: OK (%d files, %d segments, every checksum matches)\n", files, segments)
+	return nil
 }
 
 func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int, rt restoreTestFlags) error {
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
-	job := restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, Mariabackup: rt.mariabackup,
-		Workers: parallel, Keep: rt.keep}
+	fileKey, err := physical.UserFileKey(rt.serverDefaults)
+	if err != nil {
+		return err
+	}
+	job := restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, ServerDefaults: rt.serverDefaults, FileKey: fileKey,
+		Mariabackup: rt.mariabackup, Workers: parallel, Keep: rt.keep}
 	var release func()
 	ctx := cmd.Context()
 	title := ""
+	if (rt.base != "" || rt.server != "") && rt.until == "" && rt.untilGTID == "" {
+		return usagef("--server and --base go with --until or --until-gtid")
+	}
 	if rt.until != "" || rt.untilGTID != "" {
-		t, err := pitrTarget(args, rt.until, rt.untilGTID)
+		t, err := pitrTarget(args, rt.until, rt.untilGTID, rt.server, rt.base)
 		if err != nil {
 			return err
 		}
@@ -131,12 +179,17 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 		printRestoreTest(g, rep)
 	}
 	if !rep.Passed {
-		return archive.Corruptf("backup %s: restore test failed: %s", rep.Backup, rep.Problems[0])
+		return archive.Corruptf("%s: restore test failed: %s", tested(rep), rep.Problems[0])
 	}
 	return nil
 }
 
-func printRestoreTest(g *globals, rep *restoretest.Report) {
+// tested names what a restore test restored: the backup, or, when a
+// point-in-time restore failed before it said which, the target.
+func tested(rep *restoretest.Report) string {
+	if rep.Backup == "" {
+		return "the point-in-time restore to " + rep.Until
+	}
 	what := "backup " + rep.Backup
 	if len(rep.Chain) > 0 {
 		what += " (on " + strings.Join(rep.Chain, ", ") + ")"
@@ -144,6 +197,11 @@ func printRestoreTest(g *globals, rep *restoretest.Report) {
 	if rep.Until != "" {
 		what += " replayed to " + rep.Until
 	}
+	return what
+}
+
+func printRestoreTest(g *globals, rep *restoretest.Report) {
+	what := tested(rep)
 	if rep.Dir != "" {
 		fmt.Fprintf(g.stdout, "sandbox kept in %s\n", rep.Dir)
 	}

@@ -92,7 +92,7 @@ func Run(ctx context.Context, opt Options) error {
 	target := filepath.Join(dir, "restored")
 	done = step("backstream restore %s --target-dir %s --prepare", m.ID, target)
 	if err := restore.Datadir(ctx, restore.Job{
-		Links: []restore.Link{{Manifest: m, Input: r.Input(m.ID)}}, TargetDir: target, Owner: physical.DefaultOwner(),
+		Links: []restore.Link{{Manifest: m, Input: r.Input(m)}}, TargetDir: target, Owner: physical.DefaultOwner(),
 		Options: restore.Options{Prepare: true},
 	}); err != nil {
 		return err

@@ -22,10 +22,36 @@ const CatalogName = "meta/catalog.json"
 // object's definition, and which data files belong to which table.
 type Catalog struct {
 	Schema *schema.Catalog `json:"schema"`
-	// SQLMode is the source's global sql_mode, used for loading.
-	SQLMode string      `json:"sql_mode"`
-	Tables  []TableData `json:"tables"`
+	// SQLMode is the source's global sql_mode, used for loading (see
+	// loadSQLMode).
+	SQLMode string `json:"sql_mode"`
+	// DataFormat says how the data files encode values: DataFormatText
+	// (0, absent) in backups made before it existed, DataFormatNumeric
+	// since.
+	DataFormat int         `json:"data_format,omitempty"`
+	Tables     []TableData `json:"tables"`
+	// Whole says the dump took the whole server: no database or table
+	// filter, no kind of object skipped, so accounts too. Only such a
+	// dump is a base for a point-in-time restore, whose binary logs touch
+	// anything on the server. False in backups made before it existed.
+	Whole bool `json:"whole,omitempty"`
 }
+
+// Data file formats (Catalog.DataFormat). They differ only in ENUM and SET
+// columns.
+const (
+	// DataFormatText writes ENUM and SET values as their text. The text
+	// cannot tell an ENUM's error value (index 0, which a permissive
+	// server stores for an invalid value) from a '' member, nor a SET
+	// holding only its '' member from the empty set: both load as the
+	// member.
+	DataFormatText = 0
+	// DataFormatNumeric writes them as their numbers: an ENUM's index (0
+	// for the error value), a SET's bitmask, which load back exactly.
+	DataFormatNumeric = 1
+	// dataFormat is the format dumps write.
+	dataFormat = DataFormatNumeric
+)
 
 // TableData lists the data files of one table, in the order they were
 // cut. Columns are the dumped columns in file order.
@@ -54,6 +80,9 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 	}
 	if c.Schema == nil {
 		return nil, fmt.Errorf("catalog: no schema")
+	}
+	if c.DataFormat < 0 || c.DataFormat > dataFormat {
+		return nil, fmt.Errorf("catalog: data file format %d is not supported (this backstream reads formats up to %d; a newer one made the backup)", c.DataFormat, dataFormat)
 	}
 	ids, paths := map[int]bool{}, map[string]bool{}
 	for _, t := range c.Tables {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -29,22 +31,30 @@ const DefaultChunkBytes = 16 << 20
 
 // DumpJob is one logical backup.
 type DumpJob struct {
-	Conn       mariadb.Config
-	Dest       archive.Destination
-	Parallel   int // dump connections, and stream objects
-	Codec      codec.Codec
-	Hash       string
-	Filter     schema.Filter
-	Skip       schema.Skip
-	BlockDDL   bool  // hold a metadata lock on every table for the whole dump
-	ChunkBytes int64 // 0 means DefaultChunkBytes
-	MaxRate    int64 // bytes of table data per second over all connections; 0 is no bound
-	Progress   *progress.Tracker
-	Version    string              // backstream's, for the manifest
-	Encryption *archive.Encryption // recorded in the manifest when the destination encrypts
+	Conn     mariadb.Config
+	Dest     archive.Destination
+	Parallel int // dump connections, and stream objects
+	Codec    codec.Codec
+	Hash     string
+	Filter   schema.Filter
+	Skip     schema.Skip
+	BlockDDL bool // hold a metadata lock on every table for the whole dump
+	// VersionedCurrentOnly dumps the current rows only of tables versioned
+	// by transaction id, whose history a restore cannot take back; without
+	// it such a table makes the dump refuse before it writes anything.
+	VersionedCurrentOnly bool
+	ChunkBytes           int64 // 0 means DefaultChunkBytes
+	MaxRate              int64 // bytes of table data per second over all connections; 0 is no bound
+	Progress             *progress.Tracker
+	Version              string              // backstream's, for the manifest
+	Encryption           *archive.Encryption // recorded in the manifest when the destination encrypts
 
-	// afterSnapshot, in tests, runs once every snapshot is open.
-	afterSnapshot func(ctx context.Context) error
+	// In tests: afterCatalog runs once the catalog is read, before any
+	// lock; afterSnapshot once every snapshot is open.
+	afterCatalog, afterSnapshot func(ctx context.Context) error
+	// legacyText, in tests, writes DataFormatText data files, as
+	// backups made before DataFormatNumeric existed.
+	legacyText bool
 }
 
 // Dump takes a consistent logical backup: every table is read in one
@@ -68,8 +78,8 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 		return nil, err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(job.Parallel + 2)
-	db.SetMaxIdleConns(job.Parallel + 2)
+	db.SetMaxOpenConns(job.Parallel + 3) // workers, the coordinator, and one more (holdSequences)
+	db.SetMaxIdleConns(job.Parallel + 3)
 	server, err := mariadb.Inspect(ctx, db)
 	if err != nil {
 		return nil, err
@@ -100,11 +110,13 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 // workers' snapshot connections, and what they share.
 type session struct {
 	job     DumpJob
+	db      *sql.DB
 	coord   *sql.Conn
 	workers []*sql.Conn
 	catalog *schema.Catalog
 	tables  []*tableWork
 	sqlMode string
+	format  int // of the data files (Catalog.DataFormat)
 }
 
 // setReadSession sets up a connection that reads rows the way data files
@@ -125,7 +137,10 @@ func setReadSession(ctx context.Context, c *sql.Conn) error {
 }
 
 func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err error) {
-	s := &session{job: job}
+	s := &session{job: job, db: db, format: dataFormat}
+	if job.legacyText {
+		s.format = DataFormatText
+	}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -157,12 +172,23 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 			job.Progress.Logf("account %s is in mysql.user but the server ignores it (skip-name-resolve, or an invalid entry): not in the backup", a)
 		}
 	}
+	var byTransaction []string
 	for _, d := range s.catalog.Databases {
 		for _, t := range d.Tables {
-			if !t.Sequence {
-				s.tables = append(s.tables, newTableWork(d.Name, t))
+			if t.VersionedByTransaction() {
+				byTransaction = append(byTransaction, d.Name+"."+t.Name)
+				t.HistoryLeftOut = job.VersionedCurrentOnly
+			}
+			// A sequence's state is read with the position; a table whose
+			// rows are other tables' has none to dump.
+			if !t.Sequence && !t.RowsElsewhere() {
+				s.tables = append(s.tables, newTableWork(d.Name, t, s.format))
 			}
 		}
+	}
+	if len(byTransaction) > 0 && !job.VersionedCurrentOnly {
+		return nil, fmt.Errorf("%s: system-versioned by transaction id, whose history a restore cannot take back (every history row would come back as a current row); --versioned-current-only dumps the current rows only, --exclude-table leaves a table out",
+			strings.Join(byTransaction, ", "))
 	}
 	// Biggest tables first: they bound the dump's and the load's length.
 	slices.SortStableFunc(s.tables, func(a, b *tableWork) int { return int64Cmp(b.t.DataBytes, a.t.DataBytes) })
@@ -202,15 +228,6 @@ func explainPrivileges(err error) error {
 
 func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.Manifest, error) {
 	job := s.job
-	pos, err := s.openSnapshots(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if job.afterSnapshot != nil {
-		if err := job.afterSnapshot(ctx); err != nil {
-			return nil, err
-		}
-	}
 	if job.Progress != nil {
 		var total int64
 		for _, t := range s.tables {
@@ -235,19 +252,30 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	}
 	em := newEmitter(w)
 	em.limit = throttle.NewLimiter(job.MaxRate)
+	var pos archive.Positions
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return em.run(gctx) })
-	sched := newScheduler(s.tables)
 	g.Go(func() error {
 		defer em.finish()
 		if err := s.writeSchemaFiles(gctx, em); err != nil {
 			return err
 		}
-		dg, dctx := errgroup.WithContext(gctx)
-		for _, c := range s.workers {
-			dg.Go(func() error { return dumpLoop(dctx, c, sched, em, job.ChunkBytes, job.Progress) })
+		if job.afterCatalog != nil {
+			if err := job.afterCatalog(gctx); err != nil {
+				return err
+			}
 		}
-		return dg.Wait()
+		var rest []*tableWork
+		var err error
+		if pos, rest, err = s.openSnapshots(gctx, em); err != nil {
+			return err
+		}
+		if job.afterSnapshot != nil {
+			if err := job.afterSnapshot(gctx); err != nil {
+				return err
+			}
+		}
+		return s.dumpTables(gctx, em, rest)
 	})
 	if err := g.Wait(); err != nil {
 		w.Abort(err)
@@ -272,7 +300,9 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	if job.Progress != nil {
 		job.Progress.Stage("committing")
 	}
-	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode}
+	f := job.Filter
+	whole := len(f.Databases)+len(f.ExcludeDatabases)+len(f.Tables)+len(f.ExcludeTables) == 0 && job.Skip == schema.Skip{}
+	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode, DataFormat: s.format, Whole: whole}
 	for _, t := range s.tables {
 		cat.Tables = append(cat.Tables, TableData{Database: t.db, Table: t.t.Name, Columns: t.columnNames(), Chunks: t.chunks})
 	}
@@ -306,6 +336,13 @@ func summarise(c *Catalog) []archive.DatabaseStats {
 	for i := range out {
 		byName[out[i].Name] = &out[i]
 	}
+	for _, d := range c.Schema.Databases {
+		for _, t := range d.Tables {
+			if t.HistoryLeftOut {
+				byName[d.Name].NoHistory = append(byName[d.Name].NoHistory, t.Name)
+			}
+		}
+	}
 	for _, t := range c.Tables {
 		d := byName[t.Database]
 		if d == nil {
@@ -327,35 +364,94 @@ func counterOf(t *progress.Tracker) archive.Counter {
 	return t
 }
 
-// openSnapshots opens every worker's snapshot at one moment: commits are
-// blocked (BACKUP STAGE BLOCK_COMMIT, or FLUSH TABLES WITH READ LOCK on a
-// server without backup stages) only while the workers start their
-// transactions and the binary log position is read.
-func (s *session) openSnapshots(ctx context.Context) (archive.Positions, error) {
+// dumpTables dumps tables through every worker connection.
+func (s *session) dumpTables(ctx context.Context, em *emitter, tables []*tableWork) error {
+	sched := newScheduler(tables)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range s.workers {
+		g.Go(func() error { return dumpLoop(gctx, c, sched, em, s.job.ChunkBytes, s.job.Progress) })
+	}
+	return g.Wait()
+}
+
+// openSnapshots makes every table's data stand for one moment, the binary
+// log position it returns with the tables still to dump (in the workers'
+// snapshots):
+//
+//   - Writes to non-transactional tables (MyISAM, Aria, ...) stop
+//     (BACKUP STAGE BLOCK_DDL: running ones finish first; DDL waits too),
+//     while InnoDB commits go on, and those tables are dumped whole: no
+//     snapshot can hold them.
+//   - Then commits stop (BLOCK_COMMIT) only while the workers start their
+//     snapshot transactions and the position and the sequences' state are
+//     read.
+//
+// On a server without backup stages, FLUSH TABLES WITH READ LOCK holds
+// everything for both steps. The sequences are kept open meanwhile (see
+// holdSequences), so that the server keeps their cached values.
+func (s *session) openSnapshots(ctx context.Context, em *emitter) (archive.Positions, []*tableWork, error) {
 	var pos archive.Positions
-	release, err := s.blockCommits(ctx)
+	stage, release, err := s.freezeWrites(ctx)
 	if err != nil {
-		return pos, err
+		return pos, nil, err
 	}
 	defer func() {
 		if release != nil {
 			release()
 		}
 	}()
+	var trans, nontrans []*tableWork
+	engines, err := s.transactionalEngines(ctx)
+	if err != nil {
+		return pos, nil, err
+	}
+	for _, t := range s.tables {
+		if engines[strings.ToLower(t.t.Engine)] {
+			trans = append(trans, t)
+		} else {
+			nontrans = append(nontrans, t)
+		}
+	}
+	if err := s.dumpTables(ctx, em, nontrans); err != nil {
+		return pos, nil, err
+	}
+	if err := stage("BLOCK_COMMIT"); err != nil {
+		return pos, nil, err
+	}
 	for i, c := range s.workers {
 		if _, err := c.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
-			return pos, fmt.Errorf("dump connection %d: start the snapshot: %w", i, err)
+			return pos, nil, fmt.Errorf("dump connection %d: start the snapshot: %w", i, err)
 		}
 	}
 	if s.job.BlockDDL {
 		// A table read in a transaction stays under a shared metadata lock
 		// until the transaction ends: no DDL can change it meanwhile.
-		for _, t := range s.tables {
+		for _, t := range trans {
 			if _, err := s.workers[0].ExecContext(ctx, "SELECT 1 FROM "+t.from+" LIMIT 0"); err != nil {
-				return pos, fmt.Errorf("lock %s: %w", t.name(), err)
+				return pos, nil, fmt.Errorf("lock %s: %w", t.name(), err)
 			}
 		}
 	}
+	if pos, err = s.position(ctx); err != nil {
+		return pos, nil, err
+	}
+	for _, d := range s.catalog.Databases {
+		for _, t := range d.Tables {
+			if t.Sequence {
+				if err := schema.ReadSequenceState(ctx, s.coord, d.Name, t); err != nil {
+					return pos, nil, fmt.Errorf("sequence %s.%s: %w", d.Name, t.Name, err)
+				}
+			}
+		}
+	}
+	r := release
+	release = nil
+	return pos, trans, r()
+}
+
+// position reads the binary log coordinates and GTID position.
+func (s *session) position(ctx context.Context) (archive.Positions, error) {
+	var pos archive.Positions
 	rows, err := s.coord.QueryContext(ctx, "SHOW MASTER STATUS")
 	if err != nil {
 		return pos, err
@@ -378,38 +474,152 @@ func (s *session) openSnapshots(ctx context.Context) (archive.Positions, error) 
 	if err := s.coord.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_binlog_pos").Scan(&pos.GTID); err != nil {
 		return pos, err
 	}
-	r := release
-	release = nil
-	return pos, r()
+	return pos, nil
 }
 
-// blockCommits takes the server-wide lock that stops commits and returns
-// what releases it.
-func (s *session) blockCommits(ctx context.Context) (func() error, error) {
+// transactionalEngines returns the server's engines with transactions, by
+// lower-case name. A table of any other engine is dumped while writes to
+// it are stopped.
+func (s *session) transactionalEngines(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.coord.QueryContext(ctx, "SELECT ENGINE FROM information_schema.ENGINES WHERE TRANSACTIONS = 'YES'")
+	if err != nil {
+		return nil, fmt.Errorf("list engines: %w", err)
+	}
+	defer rows.Close()
+	engines := map[string]bool{}
+	for rows.Next() {
+		var e string
+		if err := rows.Scan(&e); err != nil {
+			return nil, fmt.Errorf("list engines: %w", err)
+		}
+		engines[strings.ToLower(e)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list engines: %w", err)
+	}
+	return engines, nil
+}
+
+// freezeWrites stops writes to non-transactional tables and DDL: BACKUP
+// STAGE START, then, with the sequences held open (holdSequences),
+// BLOCK_DDL. It returns a function that moves to a later backup stage, and
+// what ends the backup stages and the hold. On a server without backup
+// stages it takes FLUSH TABLES WITH READ LOCK, which stops every write at
+// once (and closes every table, so holding sequences would gain nothing
+// and only make it wait); moving to a later stage then does nothing.
+func (s *session) freezeWrites(ctx context.Context) (stage func(string) error, release func() error, err error) {
 	unlock := func(q string) func() error {
 		return func() error {
 			_, err := s.coord.ExecContext(context.WithoutCancel(ctx), q)
 			return err
 		}
 	}
-	_, err := s.coord.ExecContext(ctx, "BACKUP STAGE START")
+	_, err = s.coord.ExecContext(ctx, "BACKUP STAGE START")
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == 1064 {
 		// A server older than 10.4.1 has no backup stages.
 		if _, err := s.coord.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
-			return nil, explainPrivileges(fmt.Errorf("FLUSH TABLES WITH READ LOCK: %w", err))
+			return nil, nil, explainPrivileges(fmt.Errorf("FLUSH TABLES WITH READ LOCK: %w", err))
 		}
-		return unlock("UNLOCK TABLES"), nil
+		return func(string) error { return nil }, unlock("UNLOCK TABLES"), nil
 	}
 	if err != nil {
-		return nil, explainPrivileges(fmt.Errorf("BACKUP STAGE START: %w", err))
+		return nil, nil, explainPrivileges(fmt.Errorf("BACKUP STAGE START: %w", err))
 	}
-	if _, err := s.coord.ExecContext(ctx, "BACKUP STAGE BLOCK_COMMIT"); err != nil {
-		unlock("BACKUP STAGE END")()
-		return nil, explainPrivileges(fmt.Errorf("BACKUP STAGE BLOCK_COMMIT: %w", err))
+	end := unlock("BACKUP STAGE END")
+	unhold, err := s.holdSequences(ctx)
+	if err != nil {
+		end()
+		return nil, nil, err
 	}
-	return unlock("BACKUP STAGE END"), nil
+	release = func() error {
+		err := end()
+		unhold()
+		return err
+	}
+	stage = func(name string) error {
+		if _, err := s.coord.ExecContext(ctx, "BACKUP STAGE "+name); err != nil {
+			return explainPrivileges(fmt.Errorf("BACKUP STAGE %s: %w", name, err))
+		}
+		return nil
+	}
+	if err := stage("BLOCK_DDL"); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return stage, release, nil
 }
+
+// holdSequences keeps every sequence of the catalog open on a connection
+// of its own until the returned function ends it. The backup stages close
+// the tables no statement is using, and a sequence closed loses the values
+// it had cached: the next NEXTVAL would skip them, a change to the source
+// the backup must not make. A statement that reads every sequence and then
+// sleeps keeps them in use without a lock that would stop NEXTVAL; the
+// returned function kills that statement (and a server ends it by itself
+// within seconds when the connection goes).
+func (s *session) holdSequences(ctx context.Context) (func(), error) {
+	var reads []string
+	for _, d := range s.catalog.Databases {
+		for _, t := range d.Tables {
+			if t.Sequence {
+				reads = append(reads, "SELECT 1 FROM "+qualified(d.Name, t.Name))
+			}
+		}
+	}
+	if len(reads) == 0 {
+		return func() {}, nil
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var id int64
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		c.Close()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Ends with "query execution was interrupted" once killed.
+		c.ExecContext(ctx, "SELECT SLEEP("+strconv.Itoa(int(sequenceHold/time.Second))+") FROM ("+strings.Join(reads, " UNION ALL ")+") AS held LIMIT 1")
+	}()
+	stop := func() {
+		s.coord.ExecContext(context.WithoutCancel(ctx), "KILL QUERY "+strconv.FormatInt(id, 10))
+		<-done
+		c.Close()
+	}
+	// Only a statement that has opened the sequences holds them: wait until
+	// it sleeps.
+	deadline := time.Now().Add(sequenceHoldWait)
+	for {
+		var state string
+		err := s.coord.QueryRowContext(ctx, "SELECT IFNULL(STATE, '') FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&state)
+		if err == nil && state == "User sleep" {
+			return stop, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			stop()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if s.job.Progress != nil {
+				s.job.Progress.Logf("the sequences could not be kept open (state %q): the source may skip the values they had cached", state)
+			}
+			return func() {}, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sequenceHold bounds how long the statement that holds the sequences open
+// runs if backstream cannot kill it; sequenceHoldWait, how long the dump
+// waits for it to start holding.
+const (
+	sequenceHold     = 24 * time.Hour
+	sequenceHoldWait = 10 * time.Second
+)
 
 // writeSchemaFiles puts each table's CREATE statement into the streams, so
 // that a backup extracted with stock tools is a usable dump directory.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
@@ -16,7 +17,8 @@ import (
 	"github.com/backstream/backstream/internal/storage/local"
 )
 
-func testDump(t *testing.T, src *sandbox.Server, blockDDL bool, after func(ctx context.Context) error) (*repo.Repo, error) {
+// testRepo is a new local repository.
+func testRepo(t *testing.T) *repo.Repo {
 	t.Helper()
 	b, err := local.New(filepath.Join(t.TempDir(), "repo"))
 	if err != nil {
@@ -26,8 +28,28 @@ func testDump(t *testing.T, src *sandbox.Server, blockDDL bool, after func(ctx c
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// catalogOf reads the catalog of logical backup m, and its bytes.
+func catalogOf(t *testing.T, r *repo.Repo, m *archive.Manifest) (*Catalog, []byte) {
+	t.Helper()
+	data, err := r.ReadMeta(context.Background(), m, CatalogName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := ParseCatalog(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat, data
+}
+
+func testDump(t *testing.T, src *sandbox.Server, blockDDL bool, after func(ctx context.Context) error) (*repo.Repo, error) {
+	t.Helper()
+	r := testRepo(t)
 	c, _ := codec.Parse("zstd")
-	_, err = Dump(context.Background(), DumpJob{
+	_, err := Dump(context.Background(), DumpJob{
 		Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Dest: r, Parallel: 2, Codec: c,
 		Filter: schemaFilter("ddl"), BlockDDL: blockDDL, afterSnapshot: after,
 	})
@@ -94,3 +116,94 @@ func TestDumpBlocksDDL(t *testing.T) {
 }
 
 func schemaFilter(databases ...string) schema.Filter { return schema.Filter{Databases: databases} }
+
+// MyISAM and Aria tables hold what they held at the backup's binary log
+// position, not what they held when the dump reached them, so that a
+// point-in-time replay from the position applies every later write to
+// them exactly once. Sequences are recorded at that position too (above
+// every value handed out before it), and the source's sequences keep the
+// values they had cached: the backup changes nothing on the source.
+func TestDumpEveryEngineAtPosition(t *testing.T) {
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	db := src.DB()
+	exec := func(q string) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	nextval := func(seq string) int64 {
+		t.Helper()
+		var v int64
+		if err := db.QueryRowContext(ctx, "SELECT NEXTVAL("+seq+")").Scan(&v); err != nil {
+			t.Fatalf("NEXTVAL(%s): %v", seq, err)
+		}
+		return v
+	}
+	exec("CREATE DATABASE nt")
+	engines := []string{"InnoDB", "MyISAM", "Aria"}
+	for _, e := range engines {
+		exec("CREATE TABLE nt." + e + " (id INT PRIMARY KEY, v INT) ENGINE=" + e)
+		exec("INSERT INTO nt." + e + " SELECT seq, seq FROM nt.seq_1_to_100")
+	}
+	exec("CREATE SEQUENCE nt.s CACHE 10")
+	exec("CREATE SEQUENCE nt.sa CACHE 10 ENGINE=Aria")
+	nextval("nt.s")
+	nextval("nt.sa")
+	var lastBefore int64
+	r := testRepo(t)
+	c, _ := codec.Parse("zstd")
+	m, err := Dump(ctx, DumpJob{
+		Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Dest: r, Parallel: 2, Codec: c,
+		Filter: schemaFilter("nt"),
+		// Past the cache: the sequence's stored state moves on after the
+		// catalog has read it.
+		afterCatalog: func(context.Context) error {
+			for range 25 {
+				lastBefore = nextval("nt.s")
+			}
+			return nil
+		},
+		// After the position: none of this may be in the backup.
+		afterSnapshot: func(ctx context.Context) error {
+			for _, e := range engines {
+				if _, err := db.ExecContext(ctx, "INSERT INTO nt."+e+" VALUES (1000, 1000)"); err != nil {
+					return err
+				}
+			}
+			nextval("nt.s")
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := catalogOf(t, r, m)
+	rows := map[string]int64{}
+	for _, td := range cat.Tables {
+		for _, ch := range td.Chunks {
+			rows[td.Table] += ch.Rows
+		}
+	}
+	for _, e := range engines {
+		if rows[e] != 100 {
+			t.Errorf("table nt.%s: the backup holds %d rows, want the 100 it had at the backup's position", e, rows[e])
+		}
+	}
+	for _, d := range cat.Schema.Databases {
+		for _, tb := range d.Tables {
+			if tb.Name == "s" && tb.NextValue <= lastBefore {
+				t.Errorf("sequence nt.s recorded at %d, but %d was handed out before the backup's position", tb.NextValue, lastBefore)
+			}
+		}
+	}
+	// The source's caches: s handed out 1..26 and one more after the
+	// snapshot (27), sa only 1.
+	if v := nextval("nt.s"); v != lastBefore+2 {
+		t.Errorf("NEXTVAL(nt.s) after the backup = %d, want %d: the backup made the source drop its cached values", v, lastBefore+2)
+	}
+	if v := nextval("nt.sa"); v != 2 {
+		t.Errorf("NEXTVAL(nt.sa) after the backup = %d, want 2: the backup made the source drop its cached values", v)
+	}
+}

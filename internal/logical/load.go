@@ -25,7 +25,17 @@ import (
 // journalDB holds the load journal on the target: which data files of
 // which backup are loaded. A data file's rows and its journal row commit
 // in one transaction, so a resumed load neither skips nor repeats one.
+// That holds only where the target table is transactional: a MyISAM or
+// Aria table keeps the rows of a LOAD DATA whose transaction (and journal
+// row) a crash or a lost connection rolled back. So for those tables the
+// journal also records each data file as started, committed before its
+// LOAD DATA runs, and a resumed load reloads from scratch every such table
+// that may hold rows of a data file it cannot tell apart (see
+// reloadUnproven).
 const journalDB = "backstream_load"
+
+// journalTables are the journal's tables, each keyed by backup first.
+var journalTables = []string{"journal", "started", "accounts"}
 
 // LoadJob is one load of a logical backup into a running server.
 type LoadJob struct {
@@ -88,6 +98,14 @@ type LoadResult struct {
 	// events and grants of the restored databases that were not restored
 	// because they refer to objects the load does not restore.
 	LeftOut []string
+	// Reloaded says, one sentence each, which non-transactional tables a
+	// resumed load emptied and loaded again, and why.
+	Reloaded []string
+	// DefinitionOnly says, one sentence each, which tables were created
+	// without rows because their rows are other tables' (see
+	// schema.Table.RowsElsewhere); HistoryLeftOut, which versioned tables
+	// got their current rows only because the backup has no more.
+	DefinitionOnly, HistoryLeftOut []string
 }
 
 // target is one table to load, with its statements.
@@ -103,6 +121,10 @@ type target struct {
 	existed    bool
 	serial     bool         // one load at a time (an AUTO_INCREMENT column)
 	left       atomic.Int64 // data files still to load
+	// engine is the target table's storage engine; transactional says
+	// whether the target rolls back its rows with the journal row.
+	engine        string
+	transactional bool
 }
 
 func (t *target) qname() string  { return qualified(t.db, t.name) }
@@ -118,6 +140,9 @@ type loader struct {
 	done   map[int]bool // journaled chunks
 	res    LoadResult
 	resMu  sync.Mutex
+	// started holds the chunks of non-transactional tables whose LOAD
+	// DATA an earlier run began.
+	started map[int]bool
 }
 
 // loadFile is a data file the load wants, and the manifest's word on it.
@@ -144,7 +169,7 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 	defer db.Close()
 	db.SetMaxOpenConns(job.Parallel + 1)
 	db.SetMaxIdleConns(job.Parallel + 1)
-	l := &loader{job: job, db: db, byPath: map[string]*loadFile{}, done: map[int]bool{}}
+	l := &loader{job: job, db: db, byPath: map[string]*loadFile{}, done: map[int]bool{}, started: map[int]bool{}}
 	if l.ddl, err = l.conn(ctx); err != nil {
 		return nil, err
 	}
@@ -162,6 +187,8 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 		{"checking the target", l.openJournal},
 		{"checking the target", l.checkTarget},
 		{"creating tables", l.createTables},
+		{"checking the target", l.findEngines},
+		{"checking the target", l.reloadUnproven},
 		{"loading", l.loadData},
 		{"building indexes", l.addKeys},
 		{"creating views, triggers, routines, events and accounts", l.createObjects},
@@ -211,10 +238,7 @@ func (l *loader) conn(ctx context.Context) (*sql.Conn, error) {
 
 // session prepares a connection for bulk loading.
 func (l *loader) session(ctx context.Context, c *sql.Conn) error {
-	mode := l.job.Catalog.SQLMode
-	if !strings.Contains(mode, "NO_AUTO_VALUE_ON_ZERO") {
-		mode = strings.Trim(mode+",NO_AUTO_VALUE_ON_ZERO", ",")
-	}
+	mode := loadSQLMode(l.job.Catalog.SQLMode)
 	stmts := []string{
 		"SET SESSION sql_mode = '" + strings.ReplaceAll(mode, "'", "''") + "'",
 		"SET SESSION unique_checks = 0",
@@ -233,6 +257,47 @@ func (l *loader) session(ctx context.Context, c *sql.Conn) error {
 		}
 	}
 	return nil
+}
+
+// loadSQLMode is the sql_mode data files load under: the source's global
+// one, less what would change a value the source holds, plus what keeps
+// values as they are.
+//
+//   - NO_ZERO_DATE, NO_ZERO_IN_DATE and TRADITIONAL (which sets both) go:
+//     a permissive session on the source may have stored 0000-00-00 or
+//     2020-00-15 whatever the global mode, and LOAD DATA LOCAL would turn
+//     such a value into 0000-00-00 with a warning, not an error (LOCAL
+//     loads as if IGNORE were given). The rest of TRADITIONAL stays.
+//   - ALLOW_INVALID_DATES comes: a source session with it may have stored
+//     2020-02-31 in a DATE or DATETIME.
+//   - NO_AUTO_VALUE_ON_ZERO comes: a 0 in an AUTO_INCREMENT column is a
+//     row's value, not a request for the next one.
+//
+// The target's global sql_mode plays no part.
+func loadSQLMode(source string) string {
+	var out []string
+	has := map[string]bool{}
+	add := func(m string) {
+		if !has[m] {
+			has[m] = true
+			out = append(out, m)
+		}
+	}
+	for _, m := range strings.Split(source, ",") {
+		m = strings.ToUpper(strings.TrimSpace(m))
+		switch m {
+		case "", "NO_ZERO_DATE", "NO_ZERO_IN_DATE":
+		case "TRADITIONAL":
+			for _, t := range []string{"STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "ERROR_FOR_DIVISION_BY_ZERO", "NO_AUTO_CREATE_USER", "NO_ENGINE_SUBSTITUTION"} {
+				add(t)
+			}
+		default:
+			add(m)
+		}
+	}
+	add("NO_AUTO_VALUE_ON_ZERO")
+	add("ALLOW_INVALID_DATES")
+	return strings.Join(out, ",")
 }
 
 // plan picks the tables the filters select, under their target names.
@@ -256,12 +321,28 @@ func (l *loader) plan() error {
 				continue
 			}
 			t := &target{db: l.targetDB(d.Name), srcDB: d.Name, name: st.Name, src: st, data: data[d.Name+"\x00"+st.Name]}
-			if st.Sequence {
+			switch {
+			case st.Sequence:
 				t.base = st.Create
-			} else {
+			case st.RowsElsewhere():
+				// Whole: there are no rows to load before its keys (and a
+				// MERGE table's keys must match its tables' from the
+				// start). Data files that backups made before this rule
+				// hold for it are other tables' rows: never loaded.
+				t.base, t.data = st.Create, nil
+				l.res.DefinitionOnly = append(l.res.DefinitionOnly, fmt.Sprintf("table %s: definition only (%s: its rows are those of the tables it names)", t, st.Engine))
+			default:
 				var err error
 				if t.base, t.addIndexes, t.addForeign, err = schema.SplitCreateTable(st.Create); err != nil {
 					return fmt.Errorf("table %s.%s: %w", d.Name, st.Name, err)
+				}
+				if strings.EqualFold(st.Engine, "ARCHIVE") {
+					// ARCHIVE refuses a key value below its AUTO_INCREMENT
+					// counter as a duplicate: created with the source's
+					// counter, it would refuse every row. Loaded without
+					// it, the rows set it to their largest key + 1, the
+					// source's unless inserts failed there.
+					t.base = autoIncrement.ReplaceAllString(t.base, "")
 				}
 			}
 			if len(l.job.Rename) > 0 {
@@ -269,9 +350,12 @@ func (l *loader) plan() error {
 				t.base = schema.RenameDatabases(t.base, l.job.Rename)
 				t.addForeign = schema.RenameDatabases(t.addForeign, l.job.Rename)
 			}
+			if st.HistoryLeftOut {
+				l.res.HistoryLeftOut = append(l.res.HistoryLeftOut, fmt.Sprintf("table %s: history not in the backup (--versioned-current-only)", t))
+			}
 			t.serial = autoIncColumn.MatchString(st.Create)
 			if t.data != nil {
-				t.load = loadStatement(t.qname(), st, t.data.Columns)
+				t.load = loadStatement(t.qname(), st, t.data.Columns, l.job.Catalog.DataFormat)
 				for _, ch := range t.data.Chunks {
 					l.byPath[ch.Path] = &loadFile{t: t, chunk: ch, digest: digests[ch.Path]}
 				}
@@ -299,9 +383,10 @@ func (l *loader) targetDB(src string) string {
 // loadStatement is the LOAD DATA of one data file of the table, from the
 // end of its file name on (loadTx puts the name in front): the
 // defaults spelled out, the exact bytes (CHARACTER SET binary), the
-// dumped columns by name; BIT values, and the text forms of UUID and INET
-// values, through a variable.
-func loadStatement(qname string, t *schema.Table, cols []string) string {
+// dumped columns by name; BIT values, the text forms of UUID and INET
+// values, and in DataFormatNumeric the numbers of ENUM and SET values,
+// through a variable.
+func loadStatement(qname string, t *schema.Table, cols []string, format int) string {
 	types := map[string]string{}
 	for _, c := range t.Columns {
 		types[c.Name] = c.DataType
@@ -309,11 +394,16 @@ func loadStatement(qname string, t *schema.Table, cols []string) string {
 	var list, set []string
 	for i, c := range cols {
 		v := fmt.Sprintf("@v%d", i)
-		switch types[c] {
-		case "bit":
+		switch typ := types[c]; {
+		case typ == "bit", (typ == "enum" || typ == "set") && format >= DataFormatNumeric:
+			// A string is taken as a member's name first (an ENUM('0','1')
+			// would read '1' as its member '1', index 2); a number is the
+			// index or bitmask, and an ENUM's 0 its error value (with a
+			// warning, as LOAD DATA LOCAL gives for every bad value).
+			// CAST keeps \N as NULL.
 			list = append(list, v)
 			set = append(set, fmt.Sprintf("%s = CAST(%s AS UNSIGNED)", quoteIdent(c), v))
-		case "uuid", "inet4", "inet6":
+		case typ == "uuid", typ == "inet4", typ == "inet6":
 			// These types read a binary string as their packed form; the
 			// dump holds their text form.
 			list = append(list, v)
@@ -337,6 +427,9 @@ func (l *loader) openJournal(ctx context.Context) error {
 		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(journalDB),
 		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "journal") +
 			" (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, loaded TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (backup, chunk)) ENGINE=InnoDB",
+		// Data files of non-transactional tables whose LOAD DATA began.
+		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "started") +
+			" (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, PRIMARY KEY (backup, chunk)) ENGINE=InnoDB",
 		// Accounts the load created, so that a resumed load grants to
 		// them again rather than keeping them as if they were the target's.
 		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "accounts") +
@@ -346,9 +439,33 @@ func (l *loader) openJournal(ctx context.Context) error {
 			return fmt.Errorf("load journal: %w", err)
 		}
 	}
-	rows, err := l.ddl.QueryContext(ctx, "SELECT chunk FROM "+qualified(journalDB, "journal")+" WHERE backup = ?", l.job.Manifest.ID)
+	for table, into := range map[string]map[int]bool{"journal": l.done, "started": l.started} {
+		if err := l.readJournal(ctx, table, into); err != nil {
+			return fmt.Errorf("load journal: %w", err)
+		}
+	}
+	started := l.done[0]
+	switch {
+	case started && !l.job.Resume && !l.job.DropExisting:
+		return fmt.Errorf("an earlier load of backup %s into this server did not finish; --resume continues it, --drop-existing starts over", l.job.Manifest.ID)
+	case started && !l.job.Resume:
+		for _, table := range journalTables {
+			if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
+				return err
+			}
+		}
+		l.done, l.started = map[int]bool{}, map[int]bool{}
+	case !started && l.job.Resume:
+		return fmt.Errorf("--resume: this server has no unfinished load of backup %s", l.job.Manifest.ID)
+	}
+	return nil
+}
+
+// readJournal adds the chunks one journal table holds for this backup.
+func (l *loader) readJournal(ctx context.Context, table string, into map[int]bool) error {
+	rows, err := l.ddl.QueryContext(ctx, "SELECT chunk FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID)
 	if err != nil {
-		return fmt.Errorf("load journal: %w", err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -356,32 +473,16 @@ func (l *loader) openJournal(ctx context.Context) error {
 		if err := rows.Scan(&n); err != nil {
 			return err
 		}
-		l.done[n] = true
+		into[n] = true
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	started := l.done[0]
-	switch {
-	case started && !l.job.Resume && !l.job.DropExisting:
-		return fmt.Errorf("an earlier load of backup %s into this server did not finish; --resume continues it, --drop-existing starts over", l.job.Manifest.ID)
-	case started && !l.job.Resume:
-		for _, table := range []string{"journal", "accounts"} {
-			if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
-				return err
-			}
-		}
-		l.done = map[int]bool{}
-	case !started && l.job.Resume:
-		return fmt.Errorf("--resume: this server has no unfinished load of backup %s", l.job.Manifest.ID)
-	}
-	return nil
+	return rows.Err()
 }
 
+// journal records chunk in a journal table ("journal" or "started").
 func (l *loader) journal(ctx context.Context, c interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, chunk int) error {
-	_, err := c.ExecContext(ctx, "INSERT INTO "+qualified(journalDB, "journal")+" (backup, chunk) VALUES (?, ?)", l.job.Manifest.ID, chunk)
+}, table string, chunk int) error {
+	_, err := c.ExecContext(ctx, "INSERT INTO "+qualified(journalDB, table)+" (backup, chunk) VALUES (?, ?)", l.job.Manifest.ID, chunk)
 	return err
 }
 
@@ -405,7 +506,7 @@ func (l *loader) journaledAccounts(ctx context.Context) (map[string]bool, error)
 
 // closeJournal forgets a finished load, and the journal when it is empty.
 func (l *loader) closeJournal(ctx context.Context) error {
-	for _, table := range []string{"journal", "accounts"} {
+	for _, table := range journalTables {
 		if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
 			return err
 		}
@@ -460,17 +561,28 @@ func (l *loader) checkTarget(ctx context.Context) error {
 }
 
 // createTables creates the databases, then sequences (tables may default
-// to their next value), then tables without their secondary keys; it then
-// marks the load as started in the journal.
+// to their next value), then tables without their secondary keys, then
+// the tables whose rows are other tables' (a MERGE table's UNION, a
+// FEDERATED table's remote table must exist first); it then marks the
+// load as started in the journal.
 func (l *loader) createTables(ctx context.Context) error {
 	for _, d := range l.dbs {
 		if err := schema.CreateDatabase(ctx, l.ddl, d, l.targetDB(d.Name)); err != nil {
 			return err
 		}
 	}
-	for _, seq := range []bool{true, false} {
+	pass := func(t *schema.Table) int {
+		switch {
+		case t.Sequence:
+			return 0
+		case t.RowsElsewhere():
+			return 2
+		}
+		return 1
+	}
+	for p := range 3 {
 		for _, t := range l.tables {
-			if t.src.Sequence != seq || t.existed {
+			if pass(t.src) != p || t.existed {
 				continue
 			}
 			if err := schema.CreateTable(ctx, l.ddl, t.db, t.src, t.base); err != nil {
@@ -479,10 +591,129 @@ func (l *loader) createTables(ctx context.Context) error {
 		}
 	}
 	if !l.done[0] {
-		return l.journal(ctx, l.ddl, 0)
+		return l.journal(ctx, l.ddl, "journal", 0)
 	}
 	return nil
 }
+
+// findEngines reads which engine each table has on the target (not in the
+// backup: a target may substitute its default engine) and whether that
+// engine is transactional. An engine the server does not list counts as
+// non-transactional, the safe side.
+func (l *loader) findEngines(ctx context.Context) error {
+	for _, t := range l.tables {
+		if t.data == nil {
+			continue
+		}
+		var engine sql.NullString
+		err := l.ddl.QueryRowContext(ctx, `SELECT t.ENGINE, COALESCE(e.TRANSACTIONS = 'YES', FALSE) FROM information_schema.TABLES t
+			LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME = ?`,
+			t.db, t.name).Scan(&engine, &t.transactional)
+		if err != nil {
+			return fmt.Errorf("table %s: engine: %w", t, err)
+		}
+		t.engine = engine.String
+		if !engine.Valid {
+			t.engine = t.src.Engine // the server could not open the table
+		}
+	}
+	return nil
+}
+
+// reloadUnproven, on a resumed load, empties and loads again from scratch
+// every non-transactional table whose rows cannot be proven to be exactly
+// those of its journaled data files: one of its data files was started
+// and not journaled (its rows, all or some, may be in), or its row count
+// differs from its journaled files' (a MEMORY table a restart emptied).
+// Without a started data file the count is proof: no LOAD DATA into the
+// table was under way, so every row came from a journaled file, and
+// journaled files never repeat. With one, the count is not: a server
+// killed mid-statement may keep a MyISAM table's older count until it is
+// repaired, and counts cannot say which rows came from where anyway.
+func (l *loader) reloadUnproven(ctx context.Context) error {
+	if !l.job.Resume {
+		return nil
+	}
+	for _, t := range l.tables {
+		if t.data == nil || t.transactional {
+			continue
+		}
+		why, err := l.unproven(ctx, t)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			continue
+		}
+		// Dropped and created again rather than truncated: that works on a
+		// table the crash left marked as crashed, and on a system-versioned
+		// one. Its keys, triggers and grants come back in later phases, which
+		// a resumed load runs again.
+		if _, err := l.ddl.ExecContext(ctx, "DROP TABLE "+t.qname()); err != nil {
+			return fmt.Errorf("reload %s: %w", t, err)
+		}
+		if err := schema.CreateTable(ctx, l.ddl, t.db, t.src, t.base); err != nil {
+			return fmt.Errorf("reload %s: %w", t, err)
+		}
+		// After the table is emptied: a crash in between leaves journaled
+		// files whose rows are gone, which the count check finds next time.
+		ids := make([]any, 0, len(t.data.Chunks)+1)
+		ids = append(ids, l.job.Manifest.ID)
+		for _, ch := range t.data.Chunks {
+			ids = append(ids, ch.ID)
+			delete(l.done, ch.ID)
+			delete(l.started, ch.ID)
+		}
+		for _, table := range []string{"journal", "started"} {
+			if len(t.data.Chunks) == 0 {
+				break // an empty table: no data file, no journal row
+			}
+			q := "DELETE FROM " + qualified(journalDB, table) + " WHERE backup = ? AND chunk IN (?" + strings.Repeat(", ?", len(t.data.Chunks)-1) + ")"
+			if _, err := l.ddl.ExecContext(ctx, q, ids...); err != nil {
+				return fmt.Errorf("reload %s: load journal: %w", t, err)
+			}
+		}
+		l.res.Reloaded = append(l.res.Reloaded, fmt.Sprintf("table %s (%s) reloaded from scratch: %s", t, t.engine, why))
+	}
+	return nil
+}
+
+// unproven says why the rows of non-transactional table t cannot be
+// proven to be exactly those of its journaled data files, or "".
+func (l *loader) unproven(ctx context.Context, t *target) (string, error) {
+	var want int64
+	for _, ch := range t.data.Chunks {
+		if l.started[ch.ID] && !l.done[ch.ID] {
+			return "rows of an interrupted data file cannot be told apart", nil
+		}
+		if l.done[ch.ID] {
+			want += ch.Rows
+		}
+	}
+	from := t.qname()
+	if t.src.Versioned {
+		from += " FOR SYSTEM_TIME ALL" // the data files hold history rows too
+	}
+	var n int64
+	err := l.ddl.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+from).Scan(&n)
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && crashedTable[me.Number]:
+		return "the server says it is crashed (" + me.Message + ")", nil
+	case err != nil:
+		return "", fmt.Errorf("table %s: count rows: %w", t, err)
+	case n != want:
+		return fmt.Sprintf("it holds %d rows where its loaded data files have %d", n, want), nil
+	}
+	return "", nil
+}
+
+// crashedTable holds the errors for a table that needs a repair: the
+// storage engine's own (HA_ERR_CRASHED, HA_ERR_WRONG_IN_RECORD,
+// HA_ERR_CRASHED_ON_REPAIR, HA_ERR_CRASHED_ON_USAGE), which the server
+// passes on as they are, and the server's (ER_NOT_KEYFILE,
+// ER_CRASHED_ON_USAGE, ER_CRASHED_ON_REPAIR).
+var crashedTable = map[uint16]bool{126: true, 127: true, 144: true, 145: true, 1034: true, 1194: true, 1195: true}
 
 // loadData reads every stream (checking all of it) and loads the data
 // files the load wants through Parallel connections.
@@ -572,23 +803,31 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	if err := archive.CheckDigest(data, f.digest); err != nil {
 		return archive.Corruptf("%s: %v", where, err)
 	}
-	name := fmt.Sprintf("backstream-%s-%d", l.job.Manifest.ID, f.chunk.ID)
+	// The driver's reader names are global to the process, which may run
+	// two loads of one backup at once (into two servers).
+	name := fmt.Sprintf("backstream-%s-%d-%d", l.job.Manifest.ID, f.chunk.ID, readerSeq.Add(1))
 	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
 	defer mysql.DeregisterReaderHandler(name)
+	if !f.t.transactional {
+		if err := l.journal(ctx, c, "started", f.chunk.ID); err != nil {
+			return fmt.Errorf("%s: journal: %w", where, err)
+		}
+	}
 	var n int64
 	var err error
-	// InnoDB may pick the transaction as a deadlock victim; it rolled back
-	// whole, journal row included, so it can run again.
-	for attempt := 1; ; attempt++ {
-		n, err = l.loadTx(ctx, c, f, name, where)
-		var me *mysql.MySQLError
-		if attempt < 4 && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) {
-			continue
-		}
-		if err != nil {
+	if f.t.transactional {
+		// InnoDB may pick the transaction as a deadlock victim; it rolled
+		// back whole, journal row included, so it can run again.
+		err = withRetries(func() error {
+			var err error
+			n, err = l.loadTx(ctx, c, f, name, where)
 			return err
-		}
-		break
+		})
+	} else {
+		n, err = l.loadAlone(ctx, c, f, name, where)
+	}
+	if err != nil {
+		return err
 	}
 	l.resMu.Lock()
 	l.res.Chunks++
@@ -604,6 +843,9 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	return nil
 }
 
+// readerSeq makes LOAD DATA reader names unique in the process.
+var readerSeq atomic.Int64
+
 // loadTx runs the LOAD DATA of one file and its journal row in one
 // transaction and returns the rows loaded.
 func (l *loader) loadTx(ctx context.Context, c *sql.Conn, f *loadFile, name, where string) (int64, error) {
@@ -612,8 +854,46 @@ func (l *loader) loadTx(ctx context.Context, c *sql.Conn, f *loadFile, name, whe
 		return 0, err
 	}
 	defer tx.Rollback()
+	n, err := l.loadRows(ctx, tx, f, name, where)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.journal(ctx, tx, "journal", f.chunk.ID); err != nil {
+		return 0, fmt.Errorf("%s: journal: %w", where, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("%s: commit: %w", where, err)
+	}
+	return n, nil
+}
+
+// loadAlone loads one file of a non-transactional table, whose rows stay
+// whatever happens: the LOAD DATA once (run again it would repeat them; a
+// resumed load reloads such a table instead, see reloadUnproven), then
+// its journal row on its own, retried if InnoDB picks it as a deadlock
+// victim among the loaders' journal rows.
+func (l *loader) loadAlone(ctx context.Context, c *sql.Conn, f *loadFile, name, where string) (int64, error) {
+	n, err := l.loadRows(ctx, c, f, name, where)
+	if err != nil {
+		return 0, err
+	}
+	if err := withRetries(func() error { return l.journal(ctx, c, "journal", f.chunk.ID) }); err != nil {
+		return 0, fmt.Errorf("%s: journal: %w", where, err)
+	}
+	return n, nil
+}
+
+// execQuerier is a connection or a transaction.
+type execQuerier interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
+// loadRows runs the LOAD DATA of one file on q and checks the rows it
+// took against the catalog's count.
+func (l *loader) loadRows(ctx context.Context, q execQuerier, f *loadFile, name, where string) (int64, error) {
 	// Concatenated, not formatted: names in f.t.load may hold a %.
-	res, err := tx.ExecContext(ctx, "LOAD DATA LOCAL INFILE 'Reader::"+name+f.t.load)
+	res, err := q.ExecContext(ctx, "LOAD DATA LOCAL INFILE 'Reader::"+name+f.t.load)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", where, err)
 	}
@@ -622,15 +902,22 @@ func (l *loader) loadTx(ctx context.Context, c *sql.Conn, f *loadFile, name, whe
 		return 0, err
 	}
 	if n != f.chunk.Rows {
-		return 0, fmt.Errorf("%s: loaded %d rows, the backup has %d (SHOW WARNINGS on the target may say why)", where, n, f.chunk.Rows)
-	}
-	if err := l.journal(ctx, tx, f.chunk.ID); err != nil {
-		return 0, fmt.Errorf("%s: journal: %w", where, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("%s: commit: %w", where, err)
+		return 0, fmt.Errorf("%s: loaded %d rows, the backup has %d%s", where, n, f.chunk.Rows, loadWarnings(ctx, q))
 	}
 	return n, nil
+}
+
+// withRetries runs fn up to 4 times while InnoDB rolls it back as a
+// deadlock victim or after a lock wait timeout: the rolled-back statement
+// or transaction can simply run again.
+func withRetries(fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		var me *mysql.MySQLError
+		if err == nil || attempt == 4 || !errors.As(err, &me) || (me.Number != 1213 && me.Number != 1205) {
+			return err
+		}
+	}
 }
 
 // addKeys adds every table's secondary indexes (one ALTER per table, up to
@@ -839,4 +1126,27 @@ func (l *loader) createAccounts(ctx context.Context, r *restored) error {
 		}
 	}
 	return err
+}
+
+// loadWarnings is what the server said about the LOAD DATA just run on q
+// (LOCAL turns its errors into warnings), for an error message: the first
+// few of SHOW WARNINGS, or nothing.
+func loadWarnings(ctx context.Context, q execQuerier) string {
+	rows, err := q.QueryContext(ctx, "SHOW WARNINGS LIMIT 3")
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var said []string
+	for rows.Next() {
+		var level, msg string
+		var code int
+		if rows.Scan(&level, &code, &msg) == nil {
+			said = append(said, fmt.Sprintf("%s %d: %s", level, code, msg))
+		}
+	}
+	if len(said) == 0 {
+		return ""
+	}
+	return " (the server said: " + strings.Join(said, "; ") + ")"
 }

@@ -51,13 +51,14 @@ func (t TableData) Sum() (rows int64, sum RowSum, ok bool) {
 	return rows, sum, true
 }
 
-// SumTable reads table t of database db over c the way a dump does and
-// returns its row count and row sum, to compare with TableData.Sum.
-func SumTable(ctx context.Context, c *sql.Conn, db string, t *schema.Table) (rows int64, sum RowSum, err error) {
+// SumTable reads table t of database db over c the way a dump writing
+// data files of the given format (the backup's Catalog.DataFormat) does
+// and returns its row count and row sum, to compare with TableData.Sum.
+func SumTable(ctx context.Context, c *sql.Conn, db string, t *schema.Table, format int) (rows int64, sum RowSum, err error) {
 	if err := setReadSession(ctx, c); err != nil {
 		return 0, 0, err
 	}
-	w := newTableWork(db, t)
+	w := newTableWork(db, t, format)
 	if len(w.cols) == 0 {
 		return 0, 0, nil
 	}

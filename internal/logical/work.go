@@ -24,7 +24,7 @@ type tableWork struct {
 	db   string
 	t    *schema.Table
 	cols []schema.Column // the dumped columns, in file order
-	from string          // `db`.`t`, with FOR SYSTEM_TIME ALL for versioned tables
+	from string          // `db`.`t`, with FOR SYSTEM_TIME ALL for versioned tables that keep their history
 	list string          // the select list
 
 	mu sync.Mutex
@@ -43,24 +43,31 @@ type tableWork struct {
 	chunks   []Chunk
 }
 
-func newTableWork(db string, t *schema.Table) *tableWork {
+// newTableWork selects table t of database db the way data files of the
+// given format (Catalog.DataFormat) hold it.
+func newTableWork(db string, t *schema.Table, format int) *tableWork {
 	w := &tableWork{db: db, t: t, from: qualified(db, t.Name)}
-	if t.Versioned {
+	if t.Versioned && !t.HistoryLeftOut {
 		w.from += " FOR SYSTEM_TIME ALL"
 	}
 	var sel []string
 	for _, c := range t.Columns {
-		if c.Generated {
+		// Without history the server sets the period columns on load.
+		if c.Generated || t.HistoryLeftOut && (c.RowStart || c.RowEnd) {
 			continue
 		}
 		w.cols = append(w.cols, c)
-		sel = append(sel, dumpExpr(c))
+		sel = append(sel, dumpExpr(c, format))
 	}
 	w.list = strings.Join(sel, ", ")
 	// Ranges of the key's leading integer column are disjoint index range
 	// scans that together cover the table, also when the key has more
-	// columns or the table keeps history (versions share their key).
-	w.ranged = t.IntKey
+	// columns or the table keeps history (versions share their key). Not
+	// for ARCHIVE: it refuses an AUTO_INCREMENT value below the largest it
+	// holds, so its rows must load in key order, which one scan of its
+	// file (rows in the order they were inserted, hence increasing) gives,
+	// and files of ranges dumped side by side do not.
+	w.ranged = t.IntKey && !strings.EqualFold(t.Engine, "ARCHIVE")
 	return w
 }
 
@@ -68,8 +75,14 @@ func newTableWork(db string, t *schema.Table) *tableWork {
 // values travel as numbers (LOAD DATA would store their digits' bytes);
 // YEAR as its text (the driver makes 0000 the number 0, which loads as
 // 2000); FLOAT as a double (the server's text of a FLOAT keeps only six
-// digits); everything else as its exact bytes.
-func dumpExpr(c schema.Column) string {
+// digits); ENUM and SET, in DataFormatNumeric, as their index and bitmask
+// (CAST: a SET's +0 is signed, and a bitmask can use all 64 bits);
+// everything else as its exact bytes. Temporal values are the server's
+// text (the connection never parses dates, see mariadb.Open), so a zero
+// date or one with a zero month or day (2020-00-15, which a permissive
+// sql_mode stores) is written as the server holds it; TIMESTAMPs read in
+// UTC (setReadSession).
+func dumpExpr(c schema.Column, format int) string {
 	switch c.DataType {
 	case "bit":
 		return "CAST(" + quoteIdent(c.Name) + " AS UNSIGNED)"
@@ -77,6 +90,10 @@ func dumpExpr(c schema.Column) string {
 		return "CAST(" + quoteIdent(c.Name) + " AS CHAR)"
 	case "float":
 		return "CAST(" + quoteIdent(c.Name) + " AS DOUBLE)"
+	case "enum", "set":
+		if format >= DataFormatNumeric {
+			return "CAST(" + quoteIdent(c.Name) + " AS UNSIGNED)"
+		}
 	}
 	return quoteIdent(c.Name)
 }

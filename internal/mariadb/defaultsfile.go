@@ -28,13 +28,9 @@ func WriteDefaultsFile(path string, cfg Config) error {
 	var b strings.Builder
 	b.WriteString("[client]\n")
 	add := func(key, value string) error {
-		q, err := quoteOptionValue(value)
+		line, err := optionLine(key, value)
 		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		line := key + "=" + q + "\n"
-		if len(line) > maxOptionLine {
-			return fmt.Errorf("%s: value too long for an option file (%d bytes, limit %d)", key, len(line), maxOptionLine)
+			return err
 		}
 		b.WriteString(line)
 		return nil
@@ -75,6 +71,46 @@ func WriteDefaultsFile(path string, cfg Config) error {
 		return fmt.Errorf("defaults file %s: protocol %q not supported", path, cfg.Protocol)
 	}
 
+	return writePrivateFile(path, b.String())
+}
+
+// WriteOptionFile writes opts as one [group] of an option file, in their
+// order (the last of a repeated key wins, as MariaDB reads it), with the
+// quoting and the exclusive 0600 creation of WriteDefaultsFile: the
+// options may hold a secret, such as a key file's password.
+func WriteOptionFile(path, group string, opts []Option) error {
+	var b strings.Builder
+	b.WriteString("[" + group + "]\n")
+	for _, o := range opts {
+		if o.Bare {
+			b.WriteString(o.Key + "\n")
+			continue
+		}
+		line, err := optionLine(o.Key, o.Value)
+		if err != nil {
+			return fmt.Errorf("option file %s: %w", path, err)
+		}
+		b.WriteString(line)
+	}
+	return writePrivateFile(path, b.String())
+}
+
+// optionLine is key=value, the value quoted, as one line MariaDB reads back.
+func optionLine(key, value string) (string, error) {
+	q, err := quoteOptionValue(value)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	line := key + "=" + q + "\n"
+	if len(line) > maxOptionLine {
+		return "", fmt.Errorf("%s: value too long for an option file (%d bytes, limit %d)", key, len(line), maxOptionLine)
+	}
+	return line, nil
+}
+
+// writePrivateFile creates path, which must not exist, with mode 0600 and
+// content; a failure leaves no file.
+func writePrivateFile(path, content string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("defaults file: %w", err)
@@ -86,7 +122,7 @@ func WriteDefaultsFile(path string, cfg Config) error {
 		os.Remove(path)
 		return fmt.Errorf("defaults file %s: %w", path, err)
 	}
-	if _, err := f.WriteString(b.String()); err != nil {
+	if _, err := f.WriteString(content); err != nil {
 		f.Close()
 		os.Remove(path)
 		return fmt.Errorf("defaults file %s: write: %w", path, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,5 +174,52 @@ func TestWriteDefaultsFileResolves(t *testing.T) {
 			again.User != cfg.User || again.Password != cfg.Password || again.PasswordSet != cfg.PasswordSet {
 			t.Errorf("flags %+v:\nwrote    %+v\nread back %+v", f, cfg, again)
 		}
+	}
+}
+
+// WriteOptionFile writes options, bare ones too, that ParseOptionFile
+// and the real server read back exactly, in a file only its owner reads.
+func TestWriteOptionFileRoundTrip(t *testing.T) {
+	bin, err := exec.LookPath("mariadbd")
+	if err != nil {
+		bin = "/usr/sbin/mariadbd"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skip("mariadbd not installed")
+	}
+	dir := t.TempDir()
+	for i, v := range awkwardPasswords {
+		opts := []Option{{Key: "file-key-management-filekey", Value: v}, {Key: "aria-encrypt-tables", Bare: true}, {Key: "plugin-load", Value: "a=b;c=d"}}
+		p := filepath.Join(dir, "s"+string(rune('a'+i))+".cnf")
+		if err := WriteOptionFile(p, "mysqld", opts); err != nil {
+			t.Fatalf("value %q: %v", v, err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("value %q: mode %v, %v", v, fi.Mode(), err)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseOptionFile("x.cnf", data, "mysqld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 || got[0].Value != v || !got[1].Bare || got[2].Value != "a=b;c=d" || got[0].File != "x.cnf" || got[0].Line != 2 {
+			t.Errorf("value %q: read back %+v", v, got)
+		}
+		cmd := exec.Command(bin, "--defaults-file="+p, "--print-defaults")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("mariadbd --print-defaults: %v", err)
+		}
+		want := "--file-key-management-filekey=" + v + " --aria-encrypt-tables --plugin-load=a=b;c=d \n"
+		if _, args, _ := strings.Cut(string(out), "following arguments:\n"); args != want {
+			t.Errorf("value %q: mariadbd --print-defaults got %q, want %q", v, args, want)
+		}
+	}
+	if err := WriteOptionFile(filepath.Join(dir, "sa.cnf"), "mysqld", nil); err == nil {
+		t.Error("an existing file was overwritten")
 	}
 }

@@ -2,8 +2,10 @@ package mariadb
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -107,7 +109,21 @@ func (r *optionReader) readFile(path string, depth int) error {
 	defer f.Close()
 	r.active[key] = true
 	defer delete(r.active, key)
+	return r.parse(path, f, depth)
+}
 
+// ParseOptionFile is ReadOptionFile for the content of a file read from
+// elsewhere (a backup's backup-my.cnf); name is its name in messages.
+func ParseOptionFile(name string, data []byte, groups ...string) ([]Option, error) {
+	r := optionReader{groups: groups, active: map[string]bool{}}
+	if err := r.parse(name, bytes.NewReader(data), 0); err != nil {
+		return nil, err
+	}
+	return r.opts, nil
+}
+
+// parse reads the lines of the file path from f.
+func (r *optionReader) parse(path string, f io.Reader, depth int) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	var group string

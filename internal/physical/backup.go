@@ -44,6 +44,10 @@ type BackupOptions struct {
 	ExtraArgs []string
 	// Log receives every line mariabackup writes to stderr, as it is written.
 	Log io.Writer
+	// Withhold are secrets mariabackup prints (it logs the encryption
+	// plugin's options, the key file's password among them): they are
+	// replaced in every line before Log, progress or an error sees it.
+	Withhold []string
 	// OnProgress, if set, is called for each Event parsed from stderr, from
 	// a single goroutine; it must not block for long, or mariabackup stalls
 	// on its stderr pipe.
@@ -142,7 +146,7 @@ func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
 	}
 	args = append(args, opt.ExtraArgs...)
 
-	sink := &stderrSink{log: opt.Log, onProgress: opt.OnProgress}
+	sink := &stderrSink{log: opt.Log, onProgress: opt.OnProgress, withhold: opt.Withhold}
 	cmd := newCommand(ctx, opt.Binary.Path, args)
 	// A relative path in mariabackup's defaults would land in our private
 	// directory rather than wherever backstream was started.
@@ -312,7 +316,12 @@ func (e *PrepareError) Unwrap() error { return e.Err }
 // with incDir it applies that extracted incremental backup to dir instead
 // (--incremental-dir). Output goes to log line by line. Success needs exit
 // 0 and "completed OK!".
-func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory string, log io.Writer) error {
+//
+// fileKey, if not "", is the password of the encryption plugin's key file,
+// which the backup withheld from its backup-my.cnf (see WithholdBackupMyCnf):
+// mariabackup gets it through private files (prepareDefaults), never on
+// its command line.
+func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory, fileKey string, log io.Writer) error {
 	if bin == nil || bin.Path == "" {
 		return errors.New("prepare: no mariabackup binary (use FindBinary)")
 	}
@@ -320,7 +329,17 @@ func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory string, lo
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
-	args := []string{"--prepare", "--target-dir=" + abs}
+	var args []string
+	if fileKey != "" {
+		cnf, remove, err := prepareDefaults(abs, fileKey)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		// mariabackup reads --defaults-file only as its first argument.
+		args = append(args, "--defaults-file="+cnf)
+	}
+	args = append(args, "--prepare", "--target-dir="+abs)
 	if incDir != "" {
 		inc, err := filepath.Abs(incDir)
 		if err != nil {
@@ -331,7 +350,7 @@ func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory string, lo
 	if useMemory != "" {
 		args = append(args, "--use-memory="+useMemory)
 	}
-	sink := &stderrSink{log: log}
+	sink := &stderrSink{log: log, withhold: []string{fileKey}}
 	cmd := newCommand(ctx, bin.Path, args)
 	cmd.Dir = abs
 	cmd.Stdout = sink

@@ -168,7 +168,7 @@ func TestBackupRestoreEndToEnd(t *testing.T) {
 	}
 
 	var prepLog bytes.Buffer
-	if err := Prepare(ctx, bin, dirA, "", "256M", &prepLog); err != nil {
+	if err := Prepare(ctx, bin, dirA, "", "256M", "", &prepLog); err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
 	if !strings.Contains(prepLog.String(), "completed OK!") {

@@ -25,6 +25,7 @@ type Progress interface {
 	archive.Counter
 	SetTotal(n int64)
 	Stage(name string)
+	Logf(format string, args ...any)
 }
 
 // BackupJob is one physical backup.
@@ -52,6 +53,16 @@ type BackupJob struct {
 	// Parent, if set, names the backup an incremental builds on, given the
 	// server being backed up; it returns nil for a full backup.
 	Parent func(ctx context.Context, server *mariadb.Server) (*archive.Manifest, error)
+	// Checkpoint has the server advance its redo log checkpoint before
+	// mariabackup starts. mariabackup copies the redo log from the
+	// checkpoint it finds at its start, and on a server whose checkpoint
+	// lags that is everything written since, in every backup, however
+	// little changed. Its own --innodb-log-checkpoint-now asks too late
+	// for the backup it runs (10.11 still copies from the old
+	// checkpoint), and MariaDB turned it off by default (MDEV-36159)
+	// because the flush is a burst of writes: so it is asked for, never
+	// done by default.
+	Checkpoint bool
 }
 
 // maxMetadataFile bounds the copies of small metadata files kept from the
@@ -82,6 +93,16 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	if err == nil {
 		err = mariadb.CheckBackupPrivileges(ctx, db, server)
 	}
+	fileKey := ""
+	if err == nil {
+		fileKey, err = serverFileKey(ctx, db)
+	}
+	if err == nil && job.Checkpoint {
+		// The statement returns once the checkpoint is written.
+		if _, err = db.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now = ON"); err != nil {
+			err = fmt.Errorf("--checkpoint: the server did not advance its checkpoint: %w", err)
+		}
+	}
 	db.Close()
 	if err != nil {
 		return nil, err
@@ -106,6 +127,23 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		job.Progress.Stage("streaming")
 	}
 
+	for attempt := 1; ; attempt++ {
+		m, err := backupOnce(ctx, job, started, parent, server, bin, fileKey)
+		var race *DDLRaceError
+		if !errors.As(err, &race) || attempt == ddlRaceAttempts {
+			return m, err
+		}
+		if job.Progress != nil {
+			job.Progress.Logf("%v; taking the backup again (attempt %d of %d)", err, attempt+1, ddlRaceAttempts)
+		}
+		started = time.Now().UTC()
+	}
+}
+
+// backupOnce takes the backup once, under a new id. fileKey is the
+// password of the server's key file, which the backup withholds ("" for
+// none).
+func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, bin *Binary, fileKey string) (*archive.Manifest, error) {
 	id := backupid.New(started)
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: started,
@@ -114,6 +152,11 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		Codec:  job.Codec.String(), Hash: job.Hash, Encryption: job.Encryption,
 	}
 	header.Chain = id
+	if fileKey != "" {
+		// The header says so from the start: a receiver restoring as the
+		// backup arrives needs the password before it prepares.
+		header.Withheld = []string{FileKeyVariable}
+	}
 	if parent != nil {
 		header.Parent, header.Chain, header.Depth = parent.ID, parent.Chain, parent.Depth+1
 		if header.Chain == "" {
@@ -134,11 +177,11 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		log = io.MultiWriter(logFile, job.Log)
 	}
 	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) {
-		return runBackup(ctx, job, header, parent, server, bin, log, logFile)
+		return runBackup(ctx, job, header, parent, server, bin, fileKey, log, logFile)
 	})
 }
 
-func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, bin *Binary, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
+func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, bin *Binary, fileKey string, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
 	id := header.ID
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
@@ -153,11 +196,12 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	if parent != nil {
 		// The parent's end LSN comes from its manifest, never from a file
 		// the user keeps.
-		args = append([]string{fmt.Sprintf("--incremental-lsn=%d", parent.Positions.ToLSN)}, args...)
+		args = append([]string{fmt.Sprintf("--incremental-lsn=%d", IncrementalLSN(parent))}, args...)
 	}
+	launched := time.Now()
 	mb, err := StartBackup(childCtx, BackupOptions{
 		Binary: bin, Conn: job.Conn, Datadir: server.Datadir, Parallel: job.Parallel,
-		Throttle: job.MaxIO, ExtraArgs: args, Log: log,
+		Throttle: job.MaxIO, ExtraArgs: args, Log: log, Withhold: []string{fileKey},
 	})
 	if err != nil {
 		w.Abort(err)
@@ -165,7 +209,7 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	}
 	xr := xbstream.NewReader(throttle.NewReader(childCtx, mb.Stdout, throttle.NewLimiter(job.MaxRate)))
 	xr.Alloc = w.Buffer
-	meta, streamErr := pump(xr, w)
+	meta, hadFileKey, streamErr := pump(xr, w, fileKey)
 	if streamErr != nil && !mb.stdoutEnded() {
 		// mariabackup may still be writing: stop it, or it blocks on the
 		// full pipe. One that closed its stdout is ending by itself (it
@@ -174,17 +218,42 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		stopChild()
 	}
 	res, waitErr := mb.Wait()
+	var across *archive.RenameAcrossStreamsError
 	switch {
 	case streamErr != nil && waitErr != nil && !errors.Is(streamErr, errSink):
 		// The stream broke because mariabackup failed: its message is the one to read.
 		w.Abort(waitErr)
 		return nil, fmt.Errorf("%w (the stream ended early: %v)", waitErr, streamErr)
+	case errors.As(streamErr, &across):
+		// DDL renamed a non-InnoDB table during the copy: the same race
+		// the DDL log shows, met before the log can be read.
+		err := &DDLRaceError{Tables: []string{fmt.Sprintf("file %s renamed to %s", across.Path, across.NewPath)}}
+		w.Abort(err)
+		return nil, err
 	case streamErr != nil:
 		w.Abort(streamErr)
 		return nil, streamErr
 	case waitErr != nil:
 		w.Abort(waitErr)
 		return nil, waitErr
+	}
+	// mariabackup has ended its backup stages: the server's DDL log holds
+	// what ran during the copy.
+	raced, err := racedDDL(server.Datadir, launched)
+	if err == nil && len(raced) > 0 {
+		err = &DDLRaceError{Tables: raced}
+	}
+	if err != nil {
+		w.Abort(err)
+		return nil, err
+	}
+	if hadFileKey && fileKey == "" {
+		// backup-my.cnf held a password the server did not show: the
+		// stream's copy went without it, but the manifest cannot tell a
+		// restore that it must be given.
+		err := fmt.Errorf("the stream's %s sets %s, which the server did not show: the backup is not committed", BackupMyCnf, FileKeyVariable)
+		w.Abort(err)
+		return nil, err
 	}
 	written, err := w.Close()
 	if err != nil {
@@ -193,10 +262,6 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 
 	m := *header
 	m.Positions = archive.Positions{FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN}
-	if parent != nil && (res.Checkpoints.BackupType != "incremental" || m.Positions.FromLSN != parent.Positions.ToLSN) {
-		return nil, fmt.Errorf("mariabackup made a %q backup from LSN %d, not an incremental from LSN %d (the end of %s)",
-			res.Checkpoints.BackupType, m.Positions.FromLSN, parent.Positions.ToLSN, parent.ID)
-	}
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
 			bi, err := ParseBinlogInfo(b)
@@ -206,11 +271,20 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 			m.Positions.BinlogFile, m.Positions.BinlogPosition, m.Positions.GTID = bi.File, bi.Position, bi.GTID
 		}
 	}
+	// The stream's copies are what --prepare reads in a restored datadir;
+	// the extra-lsndir's replace them as meta objects. The manifest must
+	// agree with both, or it is not committed.
+	if err := CheckPositions(&m, parent, meta); err != nil {
+		return nil, fmt.Errorf("%w (in the stream)", err)
+	}
 	if res.CheckpointsName != "" {
 		meta[res.CheckpointsName] = res.RawCheckpoints
 	}
 	if res.InfoName != "" {
-		meta[res.InfoName] = res.RawInfo
+		meta[res.InfoName] = withholdInfo(res.RawInfo, fileKey)
+	}
+	if err := CheckPositions(&m, parent, meta); err != nil {
+		return nil, err
 	}
 	if job.Progress != nil {
 		job.Progress.Stage("committing")
@@ -242,16 +316,39 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 var errSink = errors.New("archive writer")
 
 // pump moves every chunk from the stream into the archive writer and keeps
-// copies of the small metadata files it passes.
-func pump(r *xbstream.Reader, w *archive.Writer) (map[string][]byte, error) {
-	meta := map[string][]byte{}
+// copies of the small metadata files it passes. The files that may hold
+// the key file's password (see withheld) pass only once they ended, with
+// the password taken out (fileKey is the one the server shows, "" for
+// none); hadFileKey says whether backup-my.cnf set it.
+func pump(r *xbstream.Reader, w *archive.Writer, fileKey string) (meta map[string][]byte, hadFileKey bool, err error) {
+	meta = map[string][]byte{}
+	held := map[string]*heldFile{}
 	for {
 		c, raw, err := r.Next()
 		if err == io.EOF {
-			return meta, nil
+			// The reader refuses a stream that ends with a file open, so no
+			// withheld file is left held here.
+			return meta, hadFileKey, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("mariabackup stream at byte %d: %w", r.Offset(), err)
+			return nil, false, fmt.Errorf("mariabackup stream at byte %d: %w", r.Offset(), err)
+		}
+		if withheld(c.Path) {
+			name := strings.TrimPrefix(c.Path, "./")
+			h, err := hold(held, &c)
+			if err != nil {
+				return nil, false, fmt.Errorf("mariabackup stream at byte %d: %w", r.Offset(), err)
+			}
+			if h == nil {
+				continue
+			}
+			content, had := withhold(name, h.content, fileKey)
+			hadFileKey = hadFileKey || had
+			meta[name] = content
+			if err := addFile(w, h.flags, &c, raw, content); err != nil {
+				return nil, false, fmt.Errorf("%w: %w", errSink, err)
+			}
+			continue
 		}
 		if c.Type == xbstream.TypePayload && IsMetadata(c.Path) {
 			name := strings.TrimPrefix(c.Path, "./")
@@ -265,9 +362,54 @@ func pump(r *xbstream.Reader, w *archive.Writer) (map[string][]byte, error) {
 			}
 		}
 		if err := w.Add(&c, raw); err != nil {
-			return nil, fmt.Errorf("%w: %w", errSink, err)
+			return nil, false, fmt.Errorf("%w: %w", errSink, err)
 		}
 	}
+}
+
+// heldFile is a withheld file's content while its chunks arrive.
+type heldFile struct {
+	flags   xbstream.Flags // of its first chunk (a rewrite flag stays)
+	content []byte
+}
+
+// hold takes chunk c of a withheld file into held; at its end chunk it
+// returns the whole file, before it nil. mariabackup writes these small
+// files front to back in payload chunks, then ends them: anything else is
+// refused, since only a whole file can be rid of the password.
+func hold(held map[string]*heldFile, c *xbstream.Chunk) (*heldFile, error) {
+	h := held[c.Path]
+	if h == nil {
+		h = &heldFile{flags: c.Flags}
+		held[c.Path] = h
+	}
+	switch {
+	case c.Type == xbstream.TypeEOF:
+		delete(held, c.Path)
+		return h, nil
+	case c.Type != xbstream.TypePayload || c.Offset != uint64(len(h.content)):
+		return nil, fmt.Errorf("%s: a %v chunk at offset %d; backstream takes this file only as written front to back", c.Path, c.Type, c.Offset)
+	case len(h.content)+len(c.Payload) > maxMetadataFile:
+		return nil, fmt.Errorf("%s: more than %d bytes", c.Path, maxMetadataFile)
+	}
+	h.content = append(h.content, c.Payload...)
+	return nil, nil
+}
+
+// addFile adds a withheld file to w: its content as one payload chunk
+// with flags (encoded anew, so its length and checksum are the new
+// content's), then its end chunk end (raw its encoding), as before.
+func addFile(w *archive.Writer, flags xbstream.Flags, end *xbstream.Chunk, raw, content []byte) error {
+	if len(content) > 0 {
+		c, craw, err := w.Encode(&xbstream.Chunk{Flags: flags, Type: xbstream.TypePayload, Path: end.Path, Payload: content})
+		if err != nil {
+			return err
+		}
+		if err := w.Add(&c, craw); err != nil {
+			return err
+		}
+	}
+	return w.Add(end, raw)
 }
 
 func readAllFrom(f *os.File) ([]byte, error) {

@@ -96,8 +96,9 @@ func CheckChain(links []*archive.Manifest) error {
 		case m.Server.Hostname != prev.Server.Hostname || m.Server.ServerID != prev.Server.ServerID:
 			return fmt.Errorf("backup %s is of server %s (server_id %d), its parent %s of %s (server_id %d)",
 				m.ID, m.Server.Hostname, m.Server.ServerID, prev.ID, prev.Server.Hostname, prev.Server.ServerID)
-		case m.Positions.FromLSN != prev.Positions.ToLSN:
-			return fmt.Errorf("backup %s starts at LSN %d, but its parent %s ends at LSN %d", m.ID, m.Positions.FromLSN, prev.ID, prev.Positions.ToLSN)
+		}
+		if err := checkFollows(m, prev); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -218,7 +218,7 @@ func TestStartBackupNoBinary(t *testing.T) {
 func TestPrepareFails(t *testing.T) {
 	fake := fakeBinary(t, "echo 'InnoDB: something broke' >&2; exit 3\n")
 	var log bytes.Buffer
-	err := Prepare(context.Background(), fake, t.TempDir(), "", "1G", &log)
+	err := Prepare(context.Background(), fake, t.TempDir(), "", "1G", "", &log)
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "something broke") {
 		t.Errorf("Prepare = %v", err)
 	}
@@ -226,13 +226,13 @@ func TestPrepareFails(t *testing.T) {
 		t.Errorf("log = %q", log.String())
 	}
 	fake = fakeBinary(t, "echo 'done, I think'\n")
-	if err := Prepare(context.Background(), fake, t.TempDir(), "", "", nil); err == nil || !strings.Contains(err.Error(), "completed OK!") {
+	if err := Prepare(context.Background(), fake, t.TempDir(), "", "", "", nil); err == nil || !strings.Contains(err.Error(), "completed OK!") {
 		t.Errorf("Prepare without completed OK = %v", err)
 	}
 	// The arguments mariabackup gets.
 	dir := t.TempDir()
 	fake = fakeBinary(t, "echo \"$@\" > "+filepath.Join(dir, "args")+"; echo 'completed OK!' >&2\n")
-	if err := Prepare(context.Background(), fake, dir, "", "2G", nil); err != nil {
+	if err := Prepare(context.Background(), fake, dir, "", "2G", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	args, _ := os.ReadFile(filepath.Join(dir, "args"))
@@ -252,7 +252,7 @@ func TestPrepareRealFailure(t *testing.T) {
 	}
 	bin := testBinary(t)
 	var log bytes.Buffer
-	err := Prepare(context.Background(), bin, t.TempDir(), "", "", &log)
+	err := Prepare(context.Background(), bin, t.TempDir(), "", "", "", &log)
 	if err == nil {
 		t.Fatalf("Prepare of an empty directory succeeded; log:\n%s", log.String())
 	}

@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // Checkpoints is the content of xtrabackup_checkpoints (mariadb_backup_checkpoints
@@ -162,7 +166,7 @@ var metadataSuffixes = []string{"binlog_info", "galera_info", "checkpoints", "in
 // MetadataNames lists the top-level files of a backup stream worth keeping as
 // metadata copies, under both naming schemes.
 func MetadataNames() []string {
-	names := []string{"backup-my.cnf"}
+	names := []string{BackupMyCnf}
 	for _, prefix := range []string{"xtrabackup_", "mariadb_backup_"} {
 		for _, s := range metadataSuffixes {
 			names = append(names, prefix+s)
@@ -198,4 +202,116 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// BackupMyCnf is the option file mariabackup writes into every backup: the
+// [mysqld] options its datadir needs. Besides InnoDB's format (page size,
+// undo tablespaces, checksum algorithm, ...) it records, for a server with
+// data-at-rest encryption, the encryption plugin and its options, among
+// them the key file's path, never its content. --prepare reads it in the
+// restored datadir.
+const BackupMyCnf = "backup-my.cnf"
+
+// serverGroups are the groups of a user's option file that a server reads.
+var serverGroups = []string{"mysqld", "server", "mariadb", "mariadbd"}
+
+// ServerOptions returns the options a server started on a restored datadir
+// needs: those of each backup-my.cnf in cnfs (a chain's, base first), then
+// those of the option file extra ("" for none) in its [mysqld], [server],
+// [mariadb] and [mariadbd] groups, which override them.
+//
+// It fails when one of them names a file this host lacks, naming the
+// option, the path and where it was read: --prepare loads the encryption
+// plugin from backup-my.cnf, and the server without it would call every
+// encrypted table corrupt. The key file is never in a backup, so it has to
+// be put on the host that restores.
+func ServerOptions(cnfs [][]byte, extra string) ([]mariadb.Option, error) {
+	var opts []mariadb.Option
+	for _, cnf := range cnfs {
+		o, err := mariadb.ParseOptionFile(BackupMyCnf, cnf, "mysqld")
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o...)
+	}
+	if extra != "" {
+		o, err := mariadb.ReadOptionFile(extra, serverGroups...)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o...)
+	}
+	for _, o := range opts {
+		if err := checkHostPath(o); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// hostPaths maps the options whose value names a file or directory the
+// prepare or the server opens to the prefix that comes off the value first
+// (a key file's password may be given as FILE:<path>).
+var hostPaths = map[string]string{
+	"file-key-management-filename": "",
+	"file-key-management-filekey":  "FILE:",
+	"plugin-dir":                   "",
+}
+
+// checkHostPath fails if o names a file that is not on this host. A
+// relative path is the server's to resolve (against the datadir), and
+// goes unchecked.
+func checkHostPath(o mariadb.Option) error {
+	prefix, ok := hostPaths[strings.TrimPrefix(o.Key, "loose-")]
+	if !ok || !strings.HasPrefix(o.Value, prefix) {
+		return nil
+	}
+	path := strings.TrimPrefix(o.Value, prefix)
+	if !filepath.IsAbs(path) {
+		return nil
+	}
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return nil
+	case o.File == BackupMyCnf:
+		return fmt.Errorf("the backup's %s names %s = %s, which this host lacks (%w): mariabackup --prepare and the server need it at that path, and the backup holds no copy of it",
+			BackupMyCnf, o.Key, path, err)
+	default:
+		return fmt.Errorf("%s line %d: %s = %s, which this host lacks: %w", o.File, o.Line, o.Key, path, err)
+	}
+}
+
+// ContinueAt sets to_lsn to lsn in the checkpoints file of dir, a target
+// prepared up to an incremental's parent, before that incremental is
+// applied: mariabackup --prepare --incremental-dir applies an incremental
+// only to a target whose to_lsn equals the incremental's from_lsn, and
+// incrementals continue from their parent's last_lsn (IncrementalLSN), not
+// from the to_lsn mariabackup wrote. The caller has checked that lsn is
+// where the parent ends (CheckChain) and the parent's prepare, which
+// applies its whole redo log, has succeeded: the target then holds every
+// change up to lsn.
+func ContinueAt(dir string, lsn uint64) error {
+	for _, name := range metadataCandidates("checkpoints") {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		lines := strings.SplitAfter(string(b), "\n")
+		for i, l := range lines {
+			if k, _, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "to_lsn" {
+				lines[i] = fmt.Sprintf("to_lsn = %d\n", lsn)
+			}
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte(strings.Join(lines, "")), fi.Mode().Perm())
+	}
+	return fmt.Errorf("%s has no checkpoints file (%s)", dir, strings.Join(metadataCandidates("checkpoints"), " or "))
 }

@@ -113,6 +113,7 @@ const tailLines = 8
 type stderrSink struct {
 	log        io.Writer
 	onProgress func(Event)
+	withhold   []string // secrets replaced in every line ("" is ignored)
 
 	mu        sync.Mutex
 	partial   []byte
@@ -159,20 +160,29 @@ func (s *stderrSink) flush() {
 	}
 }
 
-func (s *stderrSink) lineLocked(line string) {
-	line = strings.TrimRight(line, "\r")
+func (s *stderrSink) lineLocked(raw string) {
+	raw = strings.TrimRight(raw, "\r")
+	// Parsed as mariabackup wrote it (a password such as "OK" or digits
+	// must not hide "completed OK!" or an LSN); kept, logged and shown
+	// only with the secrets withheld.
+	line := raw
+	for _, secret := range s.withhold {
+		if secret != "" {
+			line = strings.ReplaceAll(line, secret, withheldMark)
+		}
+	}
 	if s.log != nil && s.logErr == nil {
 		if _, err := io.WriteString(s.log, line+"\n"); err != nil {
 			s.logErr = err
 		}
 	}
-	if strings.TrimSpace(line) == "" {
+	if strings.TrimSpace(raw) == "" {
 		return
 	}
-	if strings.Contains(line, "completed OK!") {
+	if strings.Contains(raw, "completed OK!") {
 		s.completed = true
 	}
-	if _, ok := knownFailure(line); ok {
+	if _, ok := knownFailure(raw); ok {
 		s.known = append(s.known, line)
 	}
 	s.tail = append(s.tail, line)
@@ -180,7 +190,7 @@ func (s *stderrSink) lineLocked(line string) {
 		s.tail = s.tail[len(s.tail)-tailLines:]
 	}
 	if s.onProgress != nil {
-		if ev, ok := parseEvent(line); ok {
+		if ev, ok := parseEvent(raw); ok {
 			s.onProgress(ev)
 		}
 	}

@@ -143,3 +143,18 @@ func FuzzParseVersionOutput(f *testing.F) {
 		}
 	})
 }
+
+// A withheld secret is kept out of the log and the tail, but the lines are
+// read as mariabackup wrote them: a password such as "OK" must not hide
+// "completed OK!".
+func TestStderrSinkWithholdsAfterParsing(t *testing.T) {
+	var log bytes.Buffer
+	s := &stderrSink{log: &log, withhold: []string{"OK"}}
+	s.Write([]byte("[00] 2026-11-21 19:29:18 completed OK!\n"))
+	if !s.completedOK() {
+		t.Error("completed OK! not seen with the password OK withheld")
+	}
+	if strings.Contains(log.String(), "OK") || !strings.Contains(log.String(), withheldMark) {
+		t.Errorf("log %q: want the secret withheld", log.String())
+	}
+}

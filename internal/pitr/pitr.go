@@ -1,19 +1,27 @@
-// Package pitr restores a server to a point in time: the newest physical
-// backup before the target (its chain included), then the archived binary
-// logs from the backup's position up to the target, replayed by a
-// throwaway server started on the restored datadir and stopped cleanly.
-// It reads the repository through its API and writes the datadir through
-// package restore; it knows nothing of flags or of how progress is shown.
+// Package pitr restores a server to a point in time: the newest backup
+// before the target, then the archived binary logs from the backup's
+// position up to the target, replayed by a throwaway server and stopped
+// cleanly; or, with Apply, onto a running server from the position it has
+// reached. A physical base (its chain included) is restored and prepared,
+// and the server starts on it with the options the backup recorded
+// (StartServer, which a restore test shares); a logical base of the whole
+// server is loaded, accounts too, into a server made in the target
+// directory. It reads the repository through its API and writes the
+// datadir through packages restore and logical; it knows nothing of flags
+// or of how progress is shown.
 package pitr
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +29,8 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/childenv"
+	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
@@ -28,37 +38,37 @@ import (
 	"github.com/backstream/backstream/internal/scratch"
 )
 
-// Target is the point to restore to: a time (UTC), or a GTID whose
-// transaction is the last one replayed.
-type Target struct {
-	Time time.Time
-	GTID string
-}
-
-func (t Target) String() string {
-	if t.GTID != "" {
-		return "GTID " + t.GTID
-	}
-	return t.Time.UTC().Format(time.DateTime) + " UTC"
-}
-
 // Result says what was restored and replayed.
 type Result struct {
 	Backup   *archive.Manifest
 	Binlogs  []string
 	Replayed string // the position replay stopped at, as asked
+	// ServerOptions are what a server on the result starts with (see
+	// ServerOptions).
+	ServerOptions []mariadb.Option
 }
 
 // Run restores into job.TargetDir the newest backup of r before target t
-// (its chain included) and replays the archived binary logs up to t;
-// job.Links is chosen here and prepare is implied. On any failure the
-// target directory is left empty (or absent, if Run made it).
-func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job) (res *Result, err error) {
+// (of the kind t.Base names, if any) and replays the archived binary logs
+// up to t. For a physical base job.Links is chosen here (its chain) and
+// prepare is implied; a logical base is loaded into a server made there
+// (see fromLogical). The replaying server reads the option file
+// serverDefaults ("" for none) after the backup's options. On any failure
+// the target directory is left empty (or absent, if Run made it).
+func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDefaults string) (res *Result, err error) {
 	ms, err := r.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	base, err := chooseBackup(ms, t)
+	catalogs := map[string]*logical.Catalog{}
+	base, err := chooseBackup(ms, t, func(m *archive.Manifest) (bool, error) {
+		cat, err := readCatalog(ctx, r, m)
+		if err != nil {
+			return false, err
+		}
+		catalogs[m.ID] = cat
+		return cat.Whole, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -66,25 +76,41 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job) (res *Res
 	if err != nil {
 		return nil, err
 	}
-	needed, err := coveringFiles(base, files, t)
+	needed, err := covering(ctx, r, base, files, t)
 	if err != nil {
 		return nil, err
+	}
+	start, err := ParsePosition(base.Positions.GTID)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: GTID position %w", base.ID, err)
+	}
+	if err := checkDomainsNamed(t, start, files, needed); err != nil {
+		return nil, err
+	}
+	// A missing or wrong key must fail before the datadir is written,
+	// naming what it cannot open.
+	if err := checkReadable(ctx, r, needed); err != nil {
+		return nil, err
+	}
+	if base.Kind == archive.KindLogical {
+		return fromLogical(ctx, r, t, job, serverDefaults, base, catalogs[base.ID], needed)
 	}
 	links, err := restore.Links(ctx, r, base)
 	if err != nil {
 		return nil, err
 	}
-	// A missing or wrong key must fail before the datadir is written,
-	// naming what it cannot open.
 	for _, l := range links {
 		if err := r.CheckReadable(ctx, l.Manifest); err != nil {
 			return nil, err
 		}
 	}
-	for _, m := range needed {
-		if err := r.CheckBinlogReadable(ctx, m); err != nil {
-			return nil, err
-		}
+	job.Prepare = true
+	if err := restore.CheckFileKey(links, job.Options); err != nil {
+		return nil, err
+	}
+	opts, err := ServerOptions(ctx, r, links, serverDefaults, job.FileKey)
+	if err != nil {
+		return nil, err
 	}
 	target, err := restore.Claim(job.TargetDir, base.ID)
 	if err != nil {
@@ -98,68 +124,180 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job) (res *Res
 			err = target.Abandon(err)
 		}
 	}()
-	job.Prepare = true
 	if err := target.Write(ctx, links, job.Options); err != nil {
 		return nil, err
 	}
-	if err := replayInto(ctx, r, job.Options, base, needed, t, target.Dir()); err != nil {
+	work, paths, err := fetchInto(ctx, r, job.Options, needed)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	if err := replay(ctx, work, target.Dir(), opts, base, paths, t, job.Options); err != nil {
 		return nil, err
 	}
 	if err := target.Finish(job.Owner); err != nil {
 		return nil, err
 	}
-	res = &Result{Backup: base, Replayed: t.String()}
-	for _, m := range needed {
-		res.Binlogs = append(res.Binlogs, m.Binlog.Name)
-	}
-	return res, nil
+	return result(base, t, opts, needed), nil
 }
 
-// replayInto fetches the needed binary logs and replays them on the
-// prepared datadir target.
-func replayInto(ctx context.Context, r *repo.Repo, opt restore.Options, base *archive.Manifest, needed []*archive.Manifest, t Target, target string) error {
-	work, err := scratch.MkdirTemp("pitr-*")
-	if err != nil {
-		return err
+func result(base *archive.Manifest, t Target, opts []mariadb.Option, needed []covered) *Result {
+	res := &Result{Backup: base, Replayed: t.String(), ServerOptions: opts}
+	for _, c := range needed {
+		res.Binlogs = append(res.Binlogs, c.Name)
 	}
-	defer os.RemoveAll(work)
+	return res
+}
+
+// fetchInto makes a work directory, which the caller removes, and fetches
+// the needed binary logs into it, returning their paths.
+func fetchInto(ctx context.Context, r *repo.Repo, opt restore.Options, needed []covered) (work string, paths []string, err error) {
+	work, err = scratch.MkdirTemp("pitr-*")
+	if err != nil {
+		return "", nil, err
+	}
 	if opt.Progress != nil {
 		opt.Progress.Stage("fetching binary logs")
 	}
-	var paths []string
-	for _, m := range needed {
-		dir := filepath.Join(work, "binlogs")
-		w, err := physical.NewDatadirWriter(dir)
-		if err != nil {
-			return err
-		}
-		err = archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m.Binlog.Source, m.Binlog.Name), Manifest: m, Sink: w})
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("binary log %s: %w", m.Binlog.Name, err)
-		}
-		paths = append(paths, filepath.Join(dir, m.Binlog.Name))
+	paths, err = fetchBinlogs(ctx, r, needed, filepath.Join(work, "binlogs"))
+	if err != nil {
+		os.RemoveAll(work)
+		return "", nil, err
 	}
-	if opt.Progress != nil {
-		opt.Progress.Stage("replaying binary logs")
-	}
-	return replay(ctx, work, target, base, paths, t, opt.UseMemory, opt.Log)
+	return work, paths, nil
 }
 
-// chooseBackup picks the newest physical backup whose position is before
-// the target: finished before the time, or with a GTID position not past
-// the target GTID in its domain.
-func chooseBackup(ms []*archive.Manifest, t Target) (*archive.Manifest, error) {
-	var first *archive.Manifest
-	for i := len(ms) - 1; i >= 0; i-- {
-		m := ms[i]
-		if m.Kind != archive.KindPhysical || m.Positions.BinlogFile == "" {
+// fetchBinlogs reads the archived files needed into dir and returns their
+// paths, in order.
+func fetchBinlogs(ctx context.Context, r *repo.Repo, needed []covered, dir string) ([]string, error) {
+	var paths []string
+	for _, c := range needed {
+		// Two servers' files may share a name: one directory each.
+		sub := filepath.Join(dir, c.Source)
+		var err error
+		if c.Whole != nil {
+			err = fetchWhole(ctx, r, c.Whole, sub)
+		} else {
+			err = fetchSegments(ctx, r, c.Segments, filepath.Join(sub, c.Name))
+		}
+		if err == nil && c.From > 0 {
+			err = binlog.CutBefore(filepath.Join(sub, c.Name), c.From)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("binary log %s: %w", c.Name, err)
+		}
+		paths = append(paths, filepath.Join(sub, c.Name))
+	}
+	return paths, nil
+}
+
+// fetchWhole writes the file archived whole as m into dir.
+func fetchWhole(ctx context.Context, r *repo.Repo, m *archive.Manifest, dir string) error {
+	w, err := physical.NewDatadirWriter(dir)
+	if err != nil {
+		return err
+	}
+	err = archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Sink: w})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// fetchSegments joins the segments (a chain from offset 0) into the file
+// path, each checked; of a segment that starts before the previous one
+// ended, only the bytes after that are new.
+func fetchSegments(ctx context.Context, r *repo.Repo, segs []repo.BinlogSegment, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	var at int64
+	for _, s := range segs {
+		rc, err := r.OpenBinlogSegment(ctx, s)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		_, err = binlog.ReadSegment(rc, s.Source, s.Name, s.Start, s.End, &skipWriter{w: f, skip: at - s.Start})
+		rc.Close()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		at = s.End
+	}
+	return f.Close()
+}
+
+// skipWriter drops the first skip bytes written to it.
+type skipWriter struct {
+	w    io.Writer
+	skip int64
+}
+
+func (s *skipWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if s.skip > 0 {
+		k := min(s.skip, int64(len(p)))
+		p, s.skip = p[k:], s.skip-k
+	}
+	if _, err := s.w.Write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// chooseBackup picks the newest backup of the target's server, of the
+// kind t.Base names (either kind if empty), whose position is before the
+// target: finished before the time, or with a GTID position not past the
+// target GTIDs in their domains. A logical backup is a base only if whole
+// says that it took the whole server (its catalog knows); whole is asked,
+// newest first, only of the logical backups in question. A repository
+// holding several servers' backups needs the server named: one server's
+// binary logs never replay onto another's backup.
+func chooseBackup(ms []*archive.Manifest, t Target, whole func(*archive.Manifest) (bool, error)) (*archive.Manifest, error) {
+	var usable []*archive.Manifest
+	var servers []string
+	for _, m := range ms {
+		if m.Positions.BinlogFile == "" || (m.Kind != archive.KindPhysical && m.Kind != archive.KindLogical) || (t.Base != "" && m.Kind != t.Base) {
 			continue
 		}
+		if !slices.Contains(servers, sourceOf(m)) {
+			servers = append(servers, sourceOf(m))
+		}
+		if t.Server == "" || sourceOf(m) == t.Server {
+			usable = append(usable, m)
+		}
+	}
+	switch {
+	case len(servers) == 0:
+		return nil, noBase(t)
+	case len(usable) == 0:
+		return nil, &restore.RefusedError{Err: fmt.Errorf("no %s of server %s with a binary log position; the repository has backups of %s (--server names one as list shows it)", baseNoun(t), t.Server, strings.Join(servers, ", "))}
+	case t.Server == "" && len(servers) > 1:
+		return nil, &restore.RefusedError{Err: fmt.Errorf("the repository holds backups of several servers (%s): name the one to restore with --server", strings.Join(servers, ", "))}
+	}
+	var first *archive.Manifest // the oldest base seen
+	for i := len(usable) - 1; i >= 0; i-- {
+		m := usable[i]
+		if m.Kind == archive.KindLogical {
+			ok, err := whole(m)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
 		first = m
-		if t.GTID != "" {
+		switch {
+		case t.End:
+			return m, nil
+		case t.GTID != "":
 			before, err := gtidNotAfter(m.Positions.GTID, t.GTID)
 			if err != nil {
 				return nil, err
@@ -167,32 +305,56 @@ func chooseBackup(ms []*archive.Manifest, t Target) (*archive.Manifest, error) {
 			if before {
 				return m, nil
 			}
-			continue
-		}
-		if !m.Finished.After(t.Time) {
+		case !m.Finished.After(t.Time):
 			return m, nil
 		}
 	}
 	if first == nil {
-		return nil, errors.New("no physical backup with a binary log position in the repository: a point-in-time restore starts from one")
+		return nil, noBase(t)
 	}
 	return nil, fmt.Errorf("%s is before the first usable backup, %s (finished %s UTC, GTID %s)", t, first.ID, first.Finished.UTC().Format(time.DateTime), first.Positions.GTID)
 }
 
+// baseNoun names the backups t can start from.
+func baseNoun(t Target) string {
+	switch t.Base {
+	case archive.KindPhysical:
+		return "physical backup"
+	case archive.KindLogical:
+		return "logical backup of the whole server"
+	}
+	return "backup"
+}
+
+// noBase says that the repository has no backup t can start from.
+func noBase(t Target) error {
+	what := "no physical backup with a binary log position, nor logical backup of the whole server with one,"
+	if t.Base != "" {
+		what = "no " + baseNoun(t) + " with a binary log position"
+	}
+	err := fmt.Errorf("%s in the repository: a point-in-time restore starts from one", what)
+	if t.Base != archive.KindPhysical {
+		// A logical backup limited to some databases, or skipping some
+		// kind of object, is not a base: the binary logs touch anything.
+		err = fmt.Errorf("%w (a logical backup is one only if it took every database and every kind of object: no --database, --table or --skip-...)", err)
+	}
+	return err
+}
+
 // gtidNotAfter reports whether the position list pos (domain-server-seq,
-// comma-separated) is at or before target in target's domain.
+// comma-separated) is at or before target in each of target's domains.
 func gtidNotAfter(pos, target string) (bool, error) {
-	td, _, ts, err := ParseGTID(target)
+	want, err := ParseTargetGTIDs(target)
 	if err != nil {
 		return false, fmt.Errorf("--until-gtid %q: %w", target, err)
 	}
 	for _, p := range strings.Split(pos, ",") {
 		d, _, s, err := ParseGTID(strings.TrimSpace(p))
-		if err == nil && d == td {
-			return s <= ts, nil
+		if g, ok := want[d]; err == nil && ok && s > g.seq {
+			return false, nil
 		}
 	}
-	return true, nil // the domain has no transactions before the backup
+	return true, nil // a domain with no transactions before the backup is not past the target
 }
 
 // ParseGTID reads one GTID, domain-server-sequence.
@@ -210,104 +372,547 @@ func ParseGTID(s string) (domain, server uint32, seq uint64, err error) {
 	return uint32(d), uint32(sv), sq, nil
 }
 
-// coveringFiles returns the archived files from the backup's binary log
-// file to the first one reaching the target, refusing a gap in the
-// numbering or a target past the archive, naming the files.
-func coveringFiles(base *archive.Manifest, files []*archive.Manifest, t Target) ([]*archive.Manifest, error) {
-	src := binlog.SourceKey(base.Server.Hostname, base.Server.ServerID)
-	var mine []*archive.Manifest
-	for _, m := range files {
-		if m.Binlog.Source == src && m.Binlog.Name >= base.Positions.BinlogFile {
-			mine = append(mine, m)
-		}
-	}
-	if len(mine) == 0 || mine[0].Binlog.Name != base.Positions.BinlogFile {
-		return nil, fmt.Errorf("binary log %s of %s, where backup %s stands, is not archived (run backstream binlog)", base.Positions.BinlogFile, src, base.ID)
-	}
-	var tDomain uint32
-	var tSeq uint64
-	if t.GTID != "" {
-		tDomain, _, tSeq, _ = ParseGTID(t.GTID)
-	}
-	for i, m := range mine {
-		if i > 0 {
-			if gap := binlog.NumberGap(mine[i-1].Binlog.Name, m.Binlog.Name); gap != "" {
-				return nil, fmt.Errorf("the archive has a gap before %s: %s not archived, so %s cannot be reached", m.Binlog.Name, gap, t)
-			}
-		}
-		var reached bool
-		if t.GTID != "" {
-			d, _, s, err := ParseGTID(m.Binlog.LastGTID)
-			reached = err == nil && d == tDomain && s >= tSeq
-		} else {
-			reached = !m.Binlog.LastTime.Before(t.Time)
-		}
-		if reached {
-			return mine[:i+1], nil
-		}
-	}
-	last := mine[len(mine)-1].Binlog
-	return nil, fmt.Errorf("%s is past the archived binary logs of %s: the last archived file, %s, ends at %s UTC (GTID %s); archive more with backstream binlog",
-		t, src, last.Name, last.LastTime.Format(time.DateTime), last.LastGTID)
+// covered is one binary log file a replay reads: archived whole, or,
+// for a file the server was writing when it was last archived, as
+// segments joined in order.
+type covered struct {
+	Source   string // the server's, as binlogs/<source>/ names it
+	Name     string
+	Whole    *archive.Manifest
+	Segments []repo.BinlogSegment // when Whole is nil: the file's bytes from offset 0, in order
+	Index    archive.BinlogFile   // what the file holds: Whole's, or the last segment's header
+	// From, when not 0, is where the replay of the file starts: the first
+	// file of a server that continues another's archive (a link) holds
+	// that server's transactions before it, which the file fetched leaves
+	// out (all but its format description event).
+	From int64
 }
 
-// replay starts a throwaway server on the restored datadir and pipes
-// mariadb-binlog's output for the files, from the backup's position to the
-// target, into it; then stops it cleanly.
-func replay(ctx context.Context, work, datadir string, base *archive.Manifest, files []string, t Target, useMemory string, log io.Writer) error {
-	srv, err := sandbox.Start(ctx, sandbox.Options{
-		Dir: filepath.Join(work, "server"), Datadir: datadir, NoBinlog: true, BufferPool: useMemory,
-		// The restored grant tables hold the source's accounts, whose
-		// passwords backstream does not know. A row event of many rows
-		// is one BINLOG statement, which may be far above the defaults.
-		Args: []string{"--skip-grant-tables", "--skip-slave-start", "--max-allowed-packet=1G"},
+// checkReadable opens the header of every file archived whole among
+// needed (a segment's is read when covering chooses it), so that a
+// missing or wrong key fails before anything is written.
+func checkReadable(ctx context.Context, r *repo.Repo, needed []covered) error {
+	for _, c := range needed {
+		if c.Whole == nil {
+			continue
+		}
+		if err := r.CheckBinlogReadable(ctx, c.Whole); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// covering is coveringFiles over the repository: the segments and links
+// of every server, and the header of a file's last segment read from it. A key
+// that cannot open a segment fails here, before anything is written, as
+// one that cannot open a whole file does at CheckBinlogReadable.
+func covering(ctx context.Context, r *repo.Repo, base *archive.Manifest, files []repo.BinlogEntry, t Target) ([]covered, error) {
+	segs, err := r.BinlogSegments(ctx, "") // every server's: a link may lead to another's
+	if err != nil {
+		return nil, err
+	}
+	links, err := r.BinlogLinks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	needed, err := coveringFiles(base, files, segs, links, t, func(s repo.BinlogSegment) (binlog.Segment, error) {
+		rc, err := r.OpenBinlogSegment(ctx, s)
+		if err != nil {
+			return binlog.Segment{}, err
+		}
+		defer rc.Close()
+		return binlog.ReadSegment(rc, s.Source, s.Name, s.Start, s.End, nil)
 	})
+	if err == nil || archive.IsCorrupt(err) {
+		return needed, err
+	}
+	// A refusal that a recorded gap explains names it: the gap between
+	// two archived files, or one after the backup's file (binlog
+	// archives nothing past a gap without --allow-gap).
+	gaps, gerr := r.BinlogGaps(ctx)
+	if gerr != nil {
+		return nil, gerr
+	}
+	src := binlog.SourceKey(base.Server.Hostname, base.Server.ServerID)
+	var ge *gapError
+	for i, g := range gaps {
+		switch {
+		case g.Source != src:
+		case errors.As(err, &ge):
+			if g.Before == ge.before {
+				ge.recorded = &gaps[i]
+			}
+		case g.Before > base.Positions.BinlogFile:
+			return nil, fmt.Errorf("%w; the archive has a gap recorded as %s: %s %s (detected %s UTC, transactions after GTID %s lost)",
+				err, g.Object(), g.Missing, g.Reason, g.Detected.UTC().Format(time.DateTime), g.AfterGTID)
+		}
+	}
+	return needed, err
+}
+
+// gapError is a gap in the numbering of the archived files on the way to
+// the target; recorded is the gap marker binlog left for it, if any,
+// which says why.
+type gapError struct {
+	source, before, missing string
+	target                  Target
+	recorded                *repo.BinlogGap
+}
+
+func (e *gapError) Error() string {
+	msg := fmt.Sprintf("the archive has a gap before %s: %s not archived, so %s cannot be reached", e.before, e.missing, e.target)
+	if g := e.recorded; g != nil {
+		msg += fmt.Sprintf(" (gap recorded as %s: %s %s, detected %s UTC, transactions after GTID %s lost)",
+			g.Object(), g.Missing, g.Reason, g.Detected.UTC().Format(time.DateTime), g.AfterGTID)
+	}
+	return msg
+}
+
+// lastSegment reads the header of a file's last segment: the time and
+// GTID its bytes reach.
+type lastSegment func(repo.BinlogSegment) (binlog.Segment, error)
+
+// coveringFiles returns the archived files from the backup's binary log
+// file to the first one reaching the target, refusing a gap in the
+// numbering or a target past the archive, naming the files. The files the
+// archive holds whole come from files; a file it holds only as segments
+// (of segs) comes after them, its segments in order, their bytes
+// contiguous from the start of the file; the header of the last one, read
+// by last, says what it reaches. A file whose manifest is damaged, or
+// whose segments have a hole, is damage of this restore only if it is
+// among those needed: one that the target is reached before, or of
+// another server, does not matter. Where the archive of the backup's
+// server ends at the GTID a link of links names (the server failed over
+// to another, which continues it), the files go on with the other
+// server's, from the link's file and offset, and so on.
+func coveringFiles(base *archive.Manifest, files []repo.BinlogEntry, segs []repo.BinlogSegment, links []repo.BinlogLink, t Target, last lastSegment) ([]covered, error) {
+	src, from := binlog.SourceKey(base.Server.Hostname, base.Server.ServerID), base.Positions.BinlogFile
+	var via *repo.BinlogLink // how the archive came to src, nil for the backup's server
+	var needed []covered
+	var ix archive.BinlogFile // of the last file needed
+	lastGTID := ""            // the last transaction of the files needed
+	for {
+		mine := sourceFiles(src, from, files, segs)
+		if len(mine) == 0 || mine[0].name != from {
+			if via != nil {
+				return nil, fmt.Errorf("binary log %s of %s, where it continues %s after GTID %s (%s), is not archived (run backstream binlog on %s)", from, src, via.Continues, via.GTID, via.Object(), src)
+			}
+			return nil, fmt.Errorf("binary log %s of %s, where backup %s stands, is not archived (run backstream binlog)", from, src, base.ID)
+		}
+		// index is the archive's index of each file, as reachedBy reads it:
+		// a whole file's manifest, the last segment's header for the file
+		// archived as segments (filled in when it is reached: the file before
+		// it then knows no exact end, which refuses rather than replays short).
+		index := make([]repo.BinlogEntry, len(mine))
+		for i, e := range mine {
+			if e.whole != nil {
+				index[i] = *e.whole
+			}
+		}
+		first := len(needed)
+		for i, e := range mine {
+			if i > 0 {
+				if gap := binlog.NumberGap(mine[i-1].name, e.name); gap != "" {
+					return nil, &gapError{source: src, before: e.name, missing: gap, target: t}
+				}
+				if prev := needed[first+i-1]; prev.Whole == nil {
+					// Its segments end where archiving last stored; the
+					// transactions after that are in no object.
+					return nil, fmt.Errorf("binary log %s of %s is archived only as segments, up to offset %d, and %s follows it: the rest of it is not archived (run backstream binlog while the server still has it), so %s cannot be reached",
+						prev.Name, src, prev.Segments[len(prev.Segments)-1].End, e.name, t)
+				}
+			}
+			if e.whole != nil {
+				if e.whole.Damage != nil {
+					return nil, fmt.Errorf("%s cannot be reached from backup %s: %w", t, base.ID, e.whole.Damage)
+				}
+				needed = append(needed, covered{Source: src, Name: e.name, Whole: e.whole.Manifest})
+				ix = *e.whole.Manifest.Binlog
+			} else {
+				chain, _, gap := binlog.Chain(e.segs)
+				if gap != "" {
+					return nil, archive.Corruptf("%s cannot be reached from backup %s: the segments of binary log %s of %s have a hole: %s are in no segment (under %s/segments/)",
+						t, base.ID, e.name, src, gap, repo.BinlogDir(src, e.name))
+				}
+				h, err := last(chain[len(chain)-1])
+				if err != nil {
+					return nil, err
+				}
+				needed = append(needed, covered{Source: src, Name: e.name, Segments: chain})
+				ix = h.BinlogFile
+			}
+			needed[len(needed)-1].Index = ix
+			if i == 0 && via != nil {
+				needed[len(needed)-1].From = via.Offset
+			}
+			if ix.LastGTID != "" {
+				lastGTID = ix.LastGTID
+			}
+			if index[i].Manifest == nil {
+				index[i] = repo.BinlogEntry{Source: src, Name: e.name, Manifest: &archive.Manifest{Binlog: &ix}}
+			}
+			if t.reachedBy(index, i) {
+				return needed, nil
+			}
+		}
+		// src's archive ends here: a server that took over from it goes on
+		// from its last transaction, with nothing lost or replayed twice.
+		next := slices.IndexFunc(links, func(l repo.BinlogLink) bool { return l.Continues == src && l.GTID == lastGTID })
+		if next < 0 || slices.ContainsFunc(needed, func(c covered) bool { return c.Source == links[next].Source }) {
+			break
+		}
+		via = &links[next]
+		src, from = via.Source, via.File
+	}
+	if t.End {
+		return needed, nil
+	}
+	return nil, fmt.Errorf("%s is past the archived binary logs of %s: the last archived file, %s, ends at %s UTC (GTID %s); archive more with backstream binlog",
+		t, src, ix.Name, ix.LastTime.Format(time.DateTime), ix.LastGTID)
+}
+
+// sourceFile is one archived file of a source: whole, or as segments.
+type sourceFile struct {
+	name  string
+	whole *repo.BinlogEntry
+	segs  []repo.BinlogSegment
+}
+
+// sourceFiles lists src's archived files from the file named from on, by
+// name: those held whole (of files), then those held only as segments
+// (of segs).
+func sourceFiles(src, from string, files []repo.BinlogEntry, segs []repo.BinlogSegment) []sourceFile {
+	var mine []sourceFile
+	isWhole := map[string]bool{}
+	for i, e := range files {
+		if e.Source == src {
+			isWhole[e.Name] = true
+			if e.Name >= from {
+				mine = append(mine, sourceFile{name: e.Name, whole: &files[i]})
+			}
+		}
+	}
+	for _, s := range segs {
+		if s.Source != src || isWhole[s.Name] || s.Name < from {
+			continue
+		}
+		if n := len(mine); n > 0 && mine[n-1].whole == nil && mine[n-1].name == s.Name {
+			mine[n-1].segs = append(mine[n-1].segs, s)
+		} else {
+			mine = append(mine, sourceFile{name: s.Name, segs: []repo.BinlogSegment{s}})
+		}
+	}
+	slices.SortStableFunc(mine, func(a, b sourceFile) int { return strings.Compare(a.name, b.name) })
+	return mine
+}
+
+// replay starts a throwaway server on the restored datadir and replays
+// the binary logs files on it (replayOn); then stops it cleanly.
+func replay(ctx context.Context, work, datadir string, server []mariadb.Option, base *archive.Manifest, files []string, t Target, opt restore.Options) error {
+	if opt.Progress != nil {
+		opt.Progress.Stage("replaying binary logs")
+	}
+	// A row event of many rows is one BINLOG statement, which may be far
+	// above the defaults.
+	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), datadir, opt.UseMemory, server, false, "--max-allowed-packet=1G")
 	if err != nil {
 		return fmt.Errorf("start a server on the restored datadir: %w", err)
 	}
 	defer srv.Close()
-	args := []string{"--no-defaults"}
-	if t.GTID != "" {
-		args = append(args, "--start-position="+base.Positions.GTID, "--stop-position="+t.GTID)
-	} else {
-		args = append(args, fmt.Sprintf("--start-position=%d", base.Positions.BinlogPosition),
-			"--stop-datetime="+t.Time.UTC().Format(time.DateTime))
+	if err := replayOn(ctx, work, srv, account, base, files, t, opt.Log); err != nil {
+		return err
 	}
-	args = append(args, files...)
-	dump := exec.CommandContext(ctx, "mariadb-binlog", args...)
-	dump.Env = childenv.Env("TZ=UTC")
-	load := exec.CommandContext(ctx, "mariadb", "--no-defaults", "--socket="+srv.Socket, "--user=root", "--binary-mode", "--max-allowed-packet=1G")
-	load.Env = childenv.Env()
-	pipe, err := dump.StdoutPipe()
+	return stopReplay(ctx, srv, account)
+}
+
+// replayOn pipes mariadb-binlog's output for the files, from the backup's
+// position to the target, into srv, connected as account.
+func replayOn(ctx context.Context, work string, srv *sandbox.Server, account *tempAccount, base *archive.Manifest, files []string, t Target, log io.Writer) error {
+	start, _ := ParsePosition(base.Positions.GTID) // Run has read it
+	cnf := filepath.Join(work, "client.cnf")
+	if err := mariadb.WriteDefaultsFile(cnf, account.config(srv)); err != nil {
+		return err
+	}
+	var from []string
+	if t.GTID != "" && len(start) > 0 {
+		from = []string{"--start-position=" + start.String()}
+	} else {
+		from = []string{fmt.Sprintf("--start-position=%d", base.Positions.BinlogPosition)}
+	}
+	applied, err := pipeBinlogs(ctx, cnf, append(from, stopArgs(t)...), files, log)
 	if err != nil {
 		return err
 	}
-	load.Stdin = pipe
+	return checkReached(t, start, applied)
+}
+
+// stopReplay drops the replay's account and stops the server. The account
+// existed only for the replay: the grant tables end as the backup and the
+// binary logs leave them.
+func stopReplay(ctx context.Context, srv *sandbox.Server, account *tempAccount) error {
+	if _, err := srv.DB().ExecContext(ctx, "DROP USER "+account.quoted()); err != nil {
+		return fmt.Errorf("drop the replay's temporary account %s: %w", account.quoted(), err)
+	}
+	if err := srv.Stop(ctx); err != nil {
+		return fmt.Errorf("stop the server after the replay: %w", err)
+	}
+	return nil
+}
+
+// stopArgs are mariadb-binlog's options that end the replay at t.
+func stopArgs(t Target) []string {
+	switch {
+	case t.End:
+		return nil
+	case t.GTID != "":
+		return []string{"--stop-position=" + t.GTID}
+	}
+	return []string{"--stop-datetime=" + t.Time.UTC().Format(time.DateTime)}
+}
+
+// pipeBinlogs pipes mariadb-binlog's output for files, with args, into the
+// mariadb client reading the option file cnf (the server and credentials:
+// never on argv), and returns the last GTID of each domain it passed on.
+func pipeBinlogs(ctx context.Context, cnf string, args, files []string, log io.Writer) (Position, error) {
+	dump := exec.CommandContext(ctx, "mariadb-binlog", append(append([]string{"--no-defaults"}, args...), files...)...)
+	dump.Env = childenv.Env("TZ=UTC")
+	load := exec.CommandContext(ctx, "mariadb", "--defaults-file="+cnf, "--binary-mode", "--max-allowed-packet=1G")
+	load.Env = childenv.Env()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	seen := &gtidScanner{pos: Position{}}
+	dump.Stdout, load.Stdin = io.MultiWriter(pw, seen), pr
 	var dumpErr, loadErr strings.Builder
 	dump.Stderr, load.Stderr = &dumpErr, &loadErr
 	if log != nil {
 		load.Stdout = log
 	}
-	if err := load.Start(); err != nil {
-		return fmt.Errorf("start mariadb: %w", err)
+	err = load.Start()
+	pr.Close() // the client's now: its death must break the pipe
+	if err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("start mariadb: %w", err)
 	}
 	if err := dump.Start(); err != nil {
+		pw.Close()
 		load.Process.Kill()
 		load.Wait()
-		return fmt.Errorf("start mariadb-binlog: %w", err)
+		return nil, fmt.Errorf("start mariadb-binlog: %w", err)
 	}
 	derr := dump.Wait()
+	pw.Close()
 	lerr := load.Wait()
 	// The client first: when it stops on an error, mariadb-binlog dies of
 	// the broken pipe, which says nothing.
 	switch {
 	case lerr != nil:
-		return fmt.Errorf("replaying the binary logs failed: %v: %s", lerr, strings.TrimSpace(loadErr.String()))
+		return nil, fmt.Errorf("replaying the binary logs failed: %v: %s", lerr, strings.TrimSpace(loadErr.String()))
 	case derr != nil:
-		return fmt.Errorf("mariadb-binlog failed: %v: %s", derr, strings.TrimSpace(dumpErr.String()))
+		return nil, fmt.Errorf("mariadb-binlog failed: %v: %s", derr, strings.TrimSpace(dumpErr.String()))
 	}
-	if err := srv.Stop(ctx); err != nil {
-		return fmt.Errorf("stop the server after the replay: %w", err)
+	return seen.pos, nil
+}
+
+// gtidScanner reads mariadb-binlog's output as it passes and keeps the
+// GTID of each transaction header ("#<time> server id N ... GTID d-s-q").
+// Only the start of a comment line is kept: the lines between can be
+// a row event's whole base64 image.
+type gtidScanner struct {
+	pos     Position
+	line    []byte
+	midLine bool // inside a line that is not a comment
+}
+
+func (g *gtidScanner) Write(p []byte) (int, error) {
+	for _, c := range p {
+		switch {
+		case c == '\n':
+			g.header(g.line)
+			g.line, g.midLine = g.line[:0], false
+		case g.midLine:
+		case len(g.line) == 0 && c != '#':
+			g.midLine = true
+		case len(g.line) < 512:
+			g.line = append(g.line, c)
+		}
+	}
+	return len(p), nil
+}
+
+func (g *gtidScanner) header(line []byte) {
+	_, rest, ok := strings.Cut(string(line), "\tGTID ")
+	if !ok {
+		return
+	}
+	id, _, _ := strings.Cut(rest, " ")
+	if d, s, q, err := ParseGTID(id); err == nil {
+		g.pos[d] = gtid{s, q}
+	}
+}
+
+// ServerOptions returns what a server on the restored datadir of links
+// needs: the options each link's backup-my.cnf recorded (base first, so
+// the newest link's win), then those of the option file defaultsFile (""
+// for none), then the key file's password fileKey if the backup withheld
+// it (restore.FileKeyWithheld). It fails before anything is written if
+// they name a file this host lacks (see physical.ServerOptions): prepare
+// needs the same files.
+func ServerOptions(ctx context.Context, r *repo.Repo, links []restore.Link, defaultsFile, fileKey string) ([]mariadb.Option, error) {
+	name := "meta/" + physical.BackupMyCnf
+	var cnfs [][]byte
+	for _, l := range links {
+		if !slices.ContainsFunc(l.Manifest.Meta, func(o archive.Object) bool { return o.Name == name }) {
+			continue
+		}
+		cnf, err := r.ReadMeta(ctx, l.Manifest, name)
+		if err != nil {
+			return nil, err
+		}
+		cnfs = append(cnfs, cnf)
+	}
+	opts, err := physical.ServerOptions(cnfs, defaultsFile)
+	if err != nil || fileKey == "" || !restore.FileKeyWithheld(links) {
+		return opts, err
+	}
+	return append(opts, mariadb.Option{Key: physical.FileKeyOption, Value: fileKey}), nil
+}
+
+// StartError is mariadbd refusing to start on a restored datadir, as
+// opposed to what kept it from being tried or what is this host's fault
+// (no option file written, a key file the encryption plugin cannot read):
+// a restore test counts it against the backup.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// StartServer starts a throwaway server in dir on the prepared datadir
+// with opts (from ServerOptions) and then args. The restored grant tables
+// hold the source's accounts, whose passwords backstream does not know,
+// so grants are off; so are replication and the binary log.
+//
+// The options go to the server in a 0600 option file in dir, not on its
+// argv, and a key file's password among them goes into a file of the
+// private scratch directory, which the option file names: dir may be kept
+// for a look after a restore test.
+func StartServer(ctx context.Context, dir, datadir, useMemory string, opts []mariadb.Option, args ...string) (*sandbox.Server, error) {
+	return startServer(ctx, dir, datadir, useMemory, opts, nil, false, args)
+}
+
+// startReplayServer is StartServer with grants on, as account statements
+// (CREATE USER, GRANT, ALTER USER, DROP USER) need: a server without them
+// refuses those. It connects as a temporary account that its init file
+// creates before it accepts connections, with every privilege and the
+// admin option of every role (granting a role needs it), and that the
+// caller drops after the replay (stopReplay). With install, datadir holds
+// no datadir yet: the system tables are made there first
+// (sandbox.Options.InstallDatadir).
+func startReplayServer(ctx context.Context, dir, datadir, useMemory string, opts []mariadb.Option, install bool, args ...string) (*sandbox.Server, *tempAccount, error) {
+	acct, err := newTempAccount()
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := startServer(ctx, dir, datadir, useMemory, opts, acct, install, args)
+	return srv, acct, err
+}
+
+func startServer(ctx context.Context, dir, datadir, useMemory string, opts []mariadb.Option, acct *tempAccount, install bool, args []string) (*sandbox.Server, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("start a server: %w", err)
+	}
+	opts, removeKey, err := physical.FileKeyInFile(opts)
+	if err != nil {
+		return nil, err
+	}
+	// The plugin reads it once, as the server starts.
+	defer removeKey()
+	cnf := filepath.Join(dir, "server.cnf")
+	if err := mariadb.WriteOptionFile(cnf, "mysqld", opts); err != nil {
+		return nil, err
+	}
+	o := sandbox.Options{Dir: dir, Datadir: datadir, NoBinlog: true, BufferPool: useMemory, OptionFile: cnf, InstallDatadir: install}
+	if acct == nil {
+		o.Args = append([]string{"--skip-grant-tables", "--skip-slave-start"}, args...)
+	} else {
+		init := filepath.Join(dir, "init.sql")
+		if err := os.WriteFile(init, []byte(acct.initSQL()), 0o600); err != nil {
+			return nil, fmt.Errorf("start a server: %w", err)
+		}
+		o.Args = append([]string{"--init-file=" + init, "--skip-slave-start"}, args...)
+		o.User, o.Password = acct.User, acct.Password
+	}
+	srv, err := sandbox.Start(ctx, o)
+	if err != nil {
+		return nil, &StartError{err}
+	}
+	if err := checkEncryption(ctx, srv, opts); err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return srv, nil
+}
+
+// tempAccount is the replay's account: a name no source has, and a random
+// password that lives only in 0600 files of the replay's work directory.
+type tempAccount struct{ User, Password string }
+
+func newTempAccount() (*tempAccount, error) {
+	var b [20]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	h := hex.EncodeToString(b[:])
+	return &tempAccount{User: "backstream_replay_" + h[:8], Password: h[8:]}, nil
+}
+
+func (a *tempAccount) quoted() string { return "'" + a.User + "'@'localhost'" }
+
+// config connects to srv as the account over its socket.
+func (a *tempAccount) config(srv *sandbox.Server) mariadb.Config {
+	return mariadb.Config{Socket: srv.Socket, User: a.User, Password: a.Password, PasswordSet: true, Protocol: "socket"}
+}
+
+// initSQL creates the account (one statement a line, as --init-file
+// reads), with every privilege, PROXY too. Roles are granted through the
+// grant table: the init file takes no compound statement to loop over
+// them.
+func (a *tempAccount) initSQL() string {
+	return "CREATE USER " + a.quoted() + " IDENTIFIED BY '" + a.Password + "';\n" +
+		"GRANT ALL PRIVILEGES ON *.* TO " + a.quoted() + " WITH GRANT OPTION;\n" +
+		// Granting PROXY needs it (root has it from mariadb-install-db);
+		// the init file may not grant it, having no user to grant it as.
+		"INSERT INTO mysql.proxies_priv (Host, User, Proxied_host, Proxied_user, With_grant) VALUES ('localhost', '" + a.User + "', '%', '', 1);\n" +
+		"INSERT INTO mysql.roles_mapping (Host, User, Role, Admin_option) SELECT 'localhost', '" + a.User +
+		"', User, 'Y' FROM mysql.user WHERE is_role = 'Y' AND User <> 'PUBLIC';\n" +
+		"FLUSH PRIVILEGES;\n"
+}
+
+// checkEncryption fails, with the end of the error log, if opts load a plugin from backup-my.cnf (mariabackup records only the
+// encryption plugin there) and no encryption plugin is active: a plugin
+// that fails to load does not stop the server, which would then call
+// every encrypted table corrupt. The key file on this host is then not
+// one the plugin can read: the backup is not at fault.
+func checkEncryption(ctx context.Context, srv *sandbox.Server, opts []mariadb.Option) error {
+	load := ""
+	for _, o := range opts {
+		if o.File == physical.BackupMyCnf && (o.Key == "plugin-load" || o.Key == "plugin-load-add") {
+			load = o.Value
+		}
+	}
+	if load == "" {
+		return nil
+	}
+	var active int
+	err := srv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_TYPE = 'ENCRYPTION' AND PLUGIN_STATUS = 'ACTIVE'").Scan(&active)
+	if err != nil {
+		return fmt.Errorf("list the server's encryption plugins: %w", err)
+	}
+	if active == 0 {
+		return fmt.Errorf("the server started without the encryption plugin that the backup's options load (plugin_load = %s): is the key file on this host the one the backup's server used? The end of its error log %s:\n%s",
+			load, srv.ErrorLog, srv.ErrorLogTail(10))
 	}
 	return nil
 }

@@ -100,6 +100,9 @@ type Tracker struct {
 	rows, tablesDone, tables atomic.Int64
 	stage                    atomic.Pointer[string]
 	stageChanged             chan struct{}
+	// lag is how far a continuous operation (binlog --follow) is behind
+	// its source; nil until SetLag.
+	lag atomic.Pointer[Lag]
 
 	opt   Options
 	mode  Mode
@@ -187,6 +190,16 @@ func (t *Tracker) SetTables(n int64) { t.tables.Store(n) }
 
 // TableDone counts one table finished.
 func (t *Tracker) TableDone() { t.tablesDone.Add(1) }
+
+// Lag is how far a continuous operation is behind its source: the bytes
+// it has not yet stored, and for how long it has not held everything.
+type Lag struct {
+	Seconds float64
+	Bytes   int64
+}
+
+// SetLag records the newest measure of the lag, shown from then on.
+func (t *Tracker) SetLag(l Lag) { t.lag.Store(&l) }
 
 // Stage names the phase the operation is in ("streaming", "prepare",
 // "verifying"); plain and JSON modes report a change at once.
@@ -288,6 +301,7 @@ type snapshot struct {
 	tablesDone     int64
 	tables         int64
 	stage          string
+	lag            *Lag
 	rate           float64 // bytes in per second, smoothed
 	eta            time.Duration
 	etaKnown       bool
@@ -298,7 +312,7 @@ type snapshot struct {
 // a lock, a slow upload) does not swing the ETA wildly.
 func (t *Tracker) take(now time.Time) snapshot {
 	s := snapshot{in: t.in.Load(), out: t.out.Load(), total: t.total.Load(), stage: *t.stage.Load(),
-		rows: t.rows.Load(), tablesDone: t.tablesDone.Load(), tables: t.tables.Load()}
+		rows: t.rows.Load(), tablesDone: t.tablesDone.Load(), tables: t.tables.Load(), lag: t.lag.Load()}
 	if dt := now.Sub(t.lastTime).Seconds(); dt > 0.05 {
 		recent := float64(s.in-t.lastIn) / dt
 		if t.lastIn == 0 && t.rate == 0 {
@@ -331,6 +345,9 @@ func (t *Tracker) writePlain(now time.Time) {
 	if s.tables > 0 {
 		fmt.Fprintf(&b, ", %d/%d tables, %d rows", s.tablesDone, s.tables, s.rows)
 	}
+	if s.lag != nil {
+		fmt.Fprintf(&b, ", lag %s (%s)", (time.Duration(s.lag.Seconds * float64(time.Second))).Round(time.Second), HumanBytes(s.lag.Bytes))
+	}
 	if s.etaKnown {
 		fmt.Fprintf(&b, ", ETA %s", s.eta.Round(time.Second))
 	}
@@ -356,6 +373,11 @@ type Event struct {
 	TablesDone int64 `json:"tables_done,omitempty"`
 	Tables     int64 `json:"tables,omitempty"`
 	Rows       int64 `json:"rows,omitempty"`
+	// LagSeconds and LagBytes, for binlog --follow: how long the archive
+	// has not held all the server wrote (0: caught up), and how many
+	// bytes of binary log it lacks. Absent until first measured.
+	LagSeconds *float64 `json:"lag_seconds,omitempty"`
+	LagBytes   *int64   `json:"lag_bytes,omitempty"`
 	// Summary only.
 	ElapsedSeconds float64 `json:"elapsed_seconds,omitempty"`
 	Ratio          float64 `json:"ratio,omitempty"`
@@ -368,6 +390,9 @@ func (t *Tracker) writeJSONProgress(now time.Time) {
 	e := Event{Time: now.UTC(), Event: "progress", Title: t.opt.Title, Stage: s.stage,
 		BytesIn: s.in, BytesOut: s.out, Total: s.total, Rate: s.rate,
 		TablesDone: s.tablesDone, Tables: s.tables, Rows: s.rows}
+	if s.lag != nil {
+		e.LagSeconds, e.LagBytes = &s.lag.Seconds, &s.lag.Bytes
+	}
 	if s.etaKnown {
 		eta := s.eta.Seconds()
 		e.ETASeconds = &eta

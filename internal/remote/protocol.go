@@ -135,7 +135,7 @@ func checkFinal(h *archive.Manifest, b []byte) (*archive.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.ID != h.ID || m.Codec != h.Codec || m.Hash != h.Hash || len(m.Streams) != len(h.Streams) {
+	if m.ID != h.ID || m.Parent != h.Parent || m.Codec != h.Codec || m.Hash != h.Hash || len(m.Streams) != len(h.Streams) {
 		return nil, fmt.Errorf("backup %s: the manifest does not match the header it follows", h.ID)
 	}
 	return m, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
@@ -316,14 +317,33 @@ func (f *netFrames) Close() error { return f.c.Close() }
 
 // intoDatadir restores the backup as it arrives.
 func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {
+	if h := s.header; h.Parent != "" {
+		// Its parent is not sent with it: refused before the target is
+		// claimed.
+		return nil, fmt.Errorf("backup %s is an incremental on %s: a target directory takes only a full backup (restore the chain from a repository)", h.ID, h.Parent)
+	}
 	job := *s.rv.Datadir
 	job.Links = []restore.Link{{Manifest: s.header, Input: s, Final: s.finalManifest}}
 	job.Progress = s.rv.Progress
 	err := restore.Datadir(ctx, job)
 	if err != nil {
-		return nil, err
+		return nil, causeOf(ctx, err)
 	}
 	return s.manifest, nil
+}
+
+// causeOf is why ctx was cancelled, when it was with a reason (the control
+// connection's: a refused manifest, a failed sender), rather than err,
+// which a store or a read interrupted by that cancellation reports as
+// "context canceled".
+func causeOf(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	return err
 }
 
 // intoRepo stores the backup in a repository as it arrives, checking every
@@ -340,6 +360,18 @@ func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error)
 	}
 	if existing, _ := r.Resolve(ctx, h.ID); existing != nil {
 		return nil, fmt.Errorf("the repository already holds backup %s", h.ID)
+	}
+	// An incremental continues a complete backup of this repository:
+	// checked before anything is stored; that it starts where the parent
+	// ends, once its manifest says where it starts.
+	var parent *archive.Manifest
+	if h.Parent != "" {
+		if !backupid.Valid(h.Parent) {
+			return nil, fmt.Errorf("backup %s: parent %q is not a backup id", h.ID, h.Parent)
+		}
+		if parent, err = r.Resolve(ctx, h.Parent); err != nil {
+			return nil, fmt.Errorf("backup %s is an incremental on %s, which this repository cannot give: %w", h.ID, h.Parent, err)
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -359,11 +391,16 @@ func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error)
 		Input: tee, Manifest: h, Final: s.finalManifest, Workers: s.rv.Workers, Counter: s.rv.Progress,
 	})
 	if err != nil {
-		return nil, err
+		return nil, causeOf(ctx, err)
 	}
 	m, err = s.finalManifest(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if parent != nil {
+		if err := physical.CheckPositions(m, parent, nil); err != nil {
+			return nil, archive.Corruptf("%v", err)
+		}
 	}
 	// The manifest as the repository keeps it: with the indexes written here.
 	for i := range m.Streams {

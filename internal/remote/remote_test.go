@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/repo/repotest"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/transport"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -192,7 +193,7 @@ func checkStored(t *testing.T, r *repo.Repo, id string, files []testFile) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = archive.Read(ctx, archive.ReadOptions{Input: r.Input(id), Manifest: m, Sink: w})
+	err = archive.Read(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Sink: w})
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -885,4 +886,96 @@ func TestDial(t *testing.T) {
 	if _, _, err := c.ReadMessage(nil); err == nil {
 		t.Error("the connection to the live receiver is still open after Dial failed")
 	}
+}
+
+// A backup that names a parent is checked before anything is stored or
+// restored: a target directory refuses it (its parent does not come
+// with it), a repository refuses it unless the parent is one of its
+// complete backups, and refuses one that does not start at the parent's
+// to_lsn as damage naming both values, committing nothing.
+func TestReceiverChecksIncrementalChain(t *testing.T) {
+	rec := record(t, 2)
+	id := rec.header.ID
+	sendAll := func(f *fakeSender, h, final *archive.Manifest) {
+		f.announce(h)
+		write(f.control, msgMeta, metaMessage(metaName, metaData))
+		for i, s := range rec.streams {
+			sendStream(f.t, f.dial(streamPurpose(i, id)), s)
+		}
+		write(f.control, msgCommit, mustJSON(f.t, final))
+	}
+	incremental := func(parent *archive.Manifest, fromLSN uint64) (h, final *archive.Manifest) {
+		h, final = new(archive.Manifest), new(archive.Manifest)
+		*h, *final = *rec.header, *rec.final
+		h.Parent, final.Parent, final.Depth = parent.ID, parent.ID, 1
+		final.Positions.FromLSN, final.Positions.ToLSN = fromLSN, fromLSN+1000
+		return h, final
+	}
+
+	t.Run("target directory", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "target")
+		rv := &Receiver{Listener: listen(t), Datadir: &restore.Job{TargetDir: target}}
+		done := make(chan error, 1)
+		go func() { _, err := rv.Serve(testContext(t)); done <- err }()
+		f := dialFake(t, rv.Listener.Addr().String())
+		h, _ := incremental(&archive.Manifest{ID: "20261120T030000Z-0001"}, 0)
+		write(f.control, msgHeader, mustJSON(t, h))
+		want := "backup " + id + " is an incremental on 20261120T030000Z-0001: a target directory takes only a full backup"
+		wantError(t, "sender", reason(f.control), want)
+		wantError(t, "receiver", <-done, want)
+		if _, err := os.Stat(target); err == nil {
+			t.Errorf("the refused incremental claimed %s", target)
+		}
+	})
+
+	t.Run("repository", func(t *testing.T) {
+		r := repotest.New(t)
+		parent := repotest.Store(t, r, repotest.Backup{ID: "20261120T030000Z-0001", Files: map[string]string{"f": "a"}})
+		held := backupObjects(t, r)
+		for _, tt := range []struct {
+			name    string
+			send    func(f *fakeSender)
+			want    string
+			corrupt bool
+		}{
+			{"parent not in the repository", func(f *fakeSender) {
+				h, _ := incremental(&archive.Manifest{ID: "20261119T030000Z-0009"}, 0)
+				write(f.control, msgHeader, mustJSON(t, h))
+			}, "is an incremental on 20261119T030000Z-0009, which this repository cannot give", false},
+			{"from_lsn not the parent's to_lsn", func(f *fakeSender) {
+				h, final := incremental(parent, parent.Positions.ToLSN+1)
+				sendAll(f, h, final)
+			}, fmt.Sprintf("backup %s starts at from_lsn %d, but its parent %s ends at last_lsn %d (to_lsn %d)", id, parent.Positions.ToLSN+1, parent.ID, parent.Positions.ToLSN, parent.Positions.ToLSN), true},
+			{"manifest naming another parent", func(f *fakeSender) {
+				h, final := incremental(parent, parent.Positions.ToLSN)
+				final.Parent = ""
+				sendAll(f, h, final)
+			}, "the manifest does not match the header it follows", false},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				addr, done := serve(t, &Receiver{Repo: r})
+				f := dialFake(t, addr)
+				f.t = t
+				tt.send(f)
+				got := outcome(t, done)
+				wantError(t, "receiver", got.err, tt.want)
+				if archive.IsCorrupt(got.err) != tt.corrupt {
+					t.Errorf("receiver: %v is damage: %v, want %v", got.err, archive.IsCorrupt(got.err), tt.corrupt)
+				}
+				wantError(t, "the reason the sender got", reason(f.control), tt.want)
+				if objs := backupObjects(t, r); !slices.Equal(objs, held) {
+					t.Errorf("a refused incremental left %q", objs)
+				}
+			})
+		}
+		// One that joins its parent is taken.
+		addr, done := serve(t, &Receiver{Repo: r})
+		f := dialFake(t, addr)
+		h, final := incremental(parent, parent.Positions.ToLSN)
+		sendAll(f, h, final)
+		if got := outcome(t, done); got.err != nil || got.m.Parent != parent.ID {
+			t.Fatalf("an incremental that joins its parent: %+v, %v", got.m, got.err)
+		}
+		checkStored(t, r, id, testFiles(4))
+	})
 }

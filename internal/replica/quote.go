@@ -43,29 +43,6 @@ func checkValue(what, s string, secret bool) error {
 	return nil
 }
 
-// quoteString returns s as a single-quoted SQL string literal for a session
-// whose sql_mode does (noBackslashEscapes false) or does not treat backslash
-// as an escape. Doubling the quote works in both modes; a backslash is
-// doubled only where it escapes. s must have passed checkValue.
-func quoteString(s string, noBackslashEscapes bool) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('\'')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\'':
-			b.WriteString("''")
-		case c == '\\' && !noBackslashEscapes:
-			b.WriteString(`\\`)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('\'')
-	return b.String()
-}
-
 // secretError is a server error from a statement that carried the password.
 // MariaDB quotes statement text back in some errors (1064 "near '...'", 1470
 // "String '...' is too long"), so the message is rebuilt without it.

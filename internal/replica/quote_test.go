@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -81,9 +82,9 @@ func TestQuoteString(t *testing.T) {
 			nb   bool
 			want string
 		}{{false, tt.escapes}, {true, tt.noBackslash}} {
-			got := quoteString(tt.in, mode.nb)
+			got := mariadb.QuoteString(tt.in, mode.nb)
 			if got != mode.want {
-				t.Errorf("quoteString(%q, noBackslash=%v) = %s, want %s", tt.in, mode.nb, got, mode.want)
+				t.Errorf("mariadb.QuoteString(%q, noBackslash=%v) = %s, want %s", tt.in, mode.nb, got, mode.want)
 			}
 			v, rest, err := lexString(got+", MASTER_PORT=1", mode.nb)
 			if err != nil || v != tt.in || rest != ", MASTER_PORT=1" {
@@ -102,10 +103,10 @@ func FuzzQuoteString(f *testing.F) {
 			return
 		}
 		for _, nb := range []bool{false, true} {
-			q := quoteString(s, nb)
+			q := mariadb.QuoteString(s, nb)
 			v, rest, err := lexString(q+" tail", nb)
 			if err != nil || v != s || rest != " tail" {
-				t.Fatalf("quoteString(%q, %v) = %s lexes to %q, rest %q, err %v", s, nb, q, v, rest, err)
+				t.Fatalf("mariadb.QuoteString(%q, %v) = %s lexes to %q, rest %q, err %v", s, nb, q, v, rest, err)
 			}
 		}
 	})

@@ -161,7 +161,7 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 				ErrAlreadyReplicating, name, before.MasterHost, before.MasterPort, before.MasterUser, before.IOState, yesNo(before.SQLRunning))
 		}
 		res.Replaced = true
-		if _, err := conn.ExecContext(ctx, "STOP SLAVE "+quoteString(name, true)); err != nil {
+		if _, err := conn.ExecContext(ctx, "STOP SLAVE "+mariadb.QuoteString(name, true)); err != nil {
 			return nil, fmt.Errorf("stop replication connection %q: %w", name, err)
 		}
 	}
@@ -181,7 +181,7 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 	if _, err := conn.ExecContext(ctx, q); err != nil {
 		return nil, fmt.Errorf("CHANGE MASTER TO primary %s: %w", p, redactError(err, p.Password))
 	}
-	if _, err := conn.ExecContext(ctx, "START SLAVE "+quoteString(name, true)); err != nil {
+	if _, err := conn.ExecContext(ctx, "START SLAVE "+mariadb.QuoteString(name, true)); err != nil {
 		return nil, fmt.Errorf("start replication from %s: %w", p, err)
 	}
 
@@ -194,7 +194,7 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 		// behind the caller's back.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 		defer cancel()
-		if _, serr := conn.ExecContext(sctx, "STOP SLAVE "+quoteString(name, true)); serr != nil {
+		if _, serr := conn.ExecContext(sctx, "STOP SLAVE "+mariadb.QuoteString(name, true)); serr != nil {
 			return nil, fmt.Errorf("%w (and stopping replication failed too: %v)", err, serr)
 		}
 		return nil, fmt.Errorf("%w (replication stopped)", err)
@@ -236,13 +236,13 @@ func changeMaster(name string, p Primary, opt Options, res *Result, noBackslash 
 	retry := int((opt.ConnectRetry + time.Second - 1) / time.Second)
 	var b strings.Builder
 	fmt.Fprintf(&b, "CHANGE MASTER %s TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_CONNECT_RETRY=%d, MASTER_SSL=%d",
-		quoteString(name, true), quoteString(p.Host, noBackslash), port, quoteString(p.User, noBackslash),
-		quoteString(p.Password, noBackslash), retry, boolInt(p.SSL))
+		mariadb.QuoteString(name, true), mariadb.QuoteString(p.Host, noBackslash), port, mariadb.QuoteString(p.User, noBackslash),
+		mariadb.QuoteString(p.Password, noBackslash), retry, boolInt(p.SSL))
 	if res.UsingGTID {
 		b.WriteString(", MASTER_USE_GTID=slave_pos")
 	} else {
 		fmt.Fprintf(&b, ", MASTER_LOG_FILE=%s, MASTER_LOG_POS=%d, MASTER_USE_GTID=no",
-			quoteString(res.Coordinates.File, noBackslash), res.Coordinates.Position)
+			mariadb.QuoteString(res.Coordinates.File, noBackslash), res.Coordinates.Position)
 	}
 	return b.String()
 }

@@ -73,7 +73,7 @@ func ReadStatus(ctx context.Context, db Querier, connection string) (*Status, er
 
 	// checkConnectionName allows no quote or backslash, so the literal is
 	// the same whatever the sql_mode.
-	q := "SHOW SLAVE " + quoteString(connection, true) + " STATUS"
+	q := "SHOW SLAVE " + mariadb.QuoteString(connection, true) + " STATUS"
 	row, err := mariadb.ShowRow(ctx, db, q)
 	if err != nil {
 		var me *mysql.MySQLError

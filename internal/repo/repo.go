@@ -19,7 +19,6 @@ import (
 	"io/fs"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -153,7 +152,9 @@ type Entry struct {
 	Size   int64 // bytes stored under its directory
 }
 
-// Scan lists every backup directory, complete or not, sorted by id. A
+// Scan lists every backup directory, complete or not, oldest first: the
+// complete ones in the order they became complete (see
+// archive.CompareFinished), the others by the time their id records. A
 // damaged manifest marks its own entry (Damage) and nothing else; a
 // manifest that cannot be read at all (the backend fails) is an error
 // naming the backup.
@@ -187,15 +188,32 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 			e.Manifest = m
 		}
 	}
-	sort.Strings(ids)
 	out := make([]Entry, 0, len(ids))
 	for _, id := range ids {
 		out = append(out, *byID[id])
 	}
+	slices.SortFunc(out, compareEntries)
 	return out, nil
 }
 
-// List returns the complete backups, oldest first. Backups whose
+// compareEntries orders backups oldest first. A backup without a (whole)
+// manifest stands at the time its id records, when it started: all that
+// is known of it.
+func compareEntries(a, b Entry) int {
+	return archive.CompareFinished(a.known(), b.known())
+}
+
+// known is e's manifest, or what its id says: its id and start.
+func (e Entry) known() *archive.Manifest {
+	if e.Manifest != nil {
+		return e.Manifest
+	}
+	t, _ := backupid.Time(e.ID)
+	return &archive.Manifest{ID: e.ID, Started: t, Finished: t}
+}
+
+// List returns the complete backups, oldest first (in the order they
+// became complete, see Scan). Backups whose
 // manifest is damaged are left out (Scan names them).
 func (r *Repo) List(ctx context.Context) ([]*archive.Manifest, error) {
 	entries, err := r.Scan(ctx)
@@ -299,35 +317,60 @@ func (r *Repo) Commit(ctx context.Context, m *archive.Manifest) error {
 }
 
 // Remove deletes every object of a backup, the manifest first so that the
-// backup stops counting as complete before anything else goes. On a
-// backend that can keep incomplete uploads (S3 multipart), those of the
-// stream objects the backup announced are aborted too.
+// backup stops counting as complete before anything else goes, and
+// whatever unfinished writes left invisible under its directory: the
+// temporary files of a local repository, the incomplete multipart uploads
+// of S3.
 func (r *Repo) Remove(ctx context.Context, id string) error {
+	_, err := r.RemoveCounted(ctx, id)
+	return err
+}
+
+// RemoveCounted is Remove, and says how many leftovers of unfinished
+// writes it removed with the backup.
+//
+// Order: the manifest goes first; then the leftovers, found by the
+// backup's directory and, for a backup without a manifest, also by the
+// names of the objects it wrote or was writing (its begun marker names
+// its streams, whose indexes are named after them), since MinIO finds
+// incomplete uploads by whole name only; then the objects, the marker
+// last, so that a removal cut short can be repeated and still find them.
+func (r *Repo) RemoveCounted(ctx context.Context, id string) (storage.Leftovers, error) {
+	var left storage.Leftovers
 	if !backupid.Valid(id) {
-		return fmt.Errorf("backup %s: not a backup id", id)
+		return left, fmt.Errorf("backup %s: not a backup id", id)
 	}
 	dir := Dir(id)
-	if err := r.Backend.Delete(ctx, dir+"/"+ManifestName); err != nil {
-		return fmt.Errorf("backup %s: %w", id, err)
-	}
-	if err := r.abortUploads(ctx, id); err != nil {
-		return fmt.Errorf("backup %s: %w", id, err)
-	}
 	objs, err := r.Backend.List(ctx, dir+"/")
 	if err != nil {
-		return fmt.Errorf("backup %s: %w", id, err)
+		return left, fmt.Errorf("backup %s: %w", id, err)
 	}
-	// The marker goes last: while any object is left it still names the
-	// uploads a later prune has to abort.
+	if err := r.Backend.Delete(ctx, dir+"/"+ManifestName); err != nil {
+		return left, fmt.Errorf("backup %s: %w", id, err)
+	}
+	if lr, ok := storage.Lookup[storage.LeftoverRemover](r.Backend); ok {
+		var names []string
+		if !slices.ContainsFunc(objs, func(o storage.Info) bool { return o.Name == dir+"/"+ManifestName }) {
+			if names, err = r.writtenNames(ctx, id, objs); err != nil {
+				return left, fmt.Errorf("backup %s: %w", id, err)
+			}
+		}
+		if left, err = lr.RemoveLeftovers(ctx, dir+"/", storage.LeftoverOptions{Names: names}); err != nil {
+			return left, fmt.Errorf("backup %s: %w", id, err)
+		}
+	}
 	slices.SortStableFunc(objs, func(a, b storage.Info) int {
 		return cmpBool(path.Base(a.Name) == BegunName, path.Base(b.Name) == BegunName)
 	})
 	for _, o := range objs {
+		if o.Name == dir+"/"+ManifestName {
+			continue
+		}
 		if err := r.Backend.Delete(ctx, o.Name); err != nil {
-			return fmt.Errorf("backup %s: %w", id, err)
+			return left, fmt.Errorf("backup %s: %w", id, err)
 		}
 	}
-	return nil
+	return left, nil
 }
 
 func cmpBool(a, b bool) int {
@@ -340,34 +383,78 @@ func cmpBool(a, b bool) int {
 	return -1
 }
 
-// abortUploads aborts the incomplete uploads of the stream objects named
-// by the backup's begun marker, if the backend keeps such uploads.
-func (r *Repo) abortUploads(ctx context.Context, id string) error {
-	ab, ok := storage.Lookup[storage.UploadAborter](r.Backend)
+// RemoveLeftovers removes the leftovers of unfinished writes anywhere
+// under backups/, those of complete backups included (no backup needs
+// them): temporary files a killed writer left in a local repository, even
+// in a directory that holds nothing else, and incomplete S3 multipart
+// uploads. On MinIO, which finds uploads by whole name only, those of
+// the objects the backups ids wrote or were writing are found too (see
+// RemoveCounted); give the incomplete ones. dryRun only counts.
+//
+// The caller holds the exclusive lock, so that no writer is running: a
+// leftover removed under a running write would make it fail.
+func (r *Repo) RemoveLeftovers(ctx context.Context, ids []string, dryRun bool) (storage.Leftovers, error) {
+	lr, ok := storage.Lookup[storage.LeftoverRemover](r.Backend)
 	if !ok {
-		return nil
+		return storage.Leftovers{}, nil
 	}
-	rc, err := r.Backend.Open(ctx, Dir(id)+"/"+BegunName, 0, -1)
+	var names []string
+	for _, id := range ids {
+		if !backupid.Valid(id) {
+			return storage.Leftovers{}, fmt.Errorf("backup %s: not a backup id", id)
+		}
+		objs, err := r.Backend.List(ctx, Dir(id)+"/")
+		if err != nil {
+			return storage.Leftovers{}, fmt.Errorf("backup %s: %w", id, err)
+		}
+		more, err := r.writtenNames(ctx, id, objs)
+		if err != nil {
+			return storage.Leftovers{}, fmt.Errorf("backup %s: %w", id, err)
+		}
+		names = append(names, more...)
+	}
+	left, err := lr.RemoveLeftovers(ctx, backupsDir+"/", storage.LeftoverOptions{Names: names, DryRun: dryRun})
+	if err != nil {
+		return left, fmt.Errorf("%s: leftovers under %s/: %w", r.Backend.Location(), backupsDir, err)
+	}
+	return left, nil
+}
+
+// writtenNames names the objects backup id wrote or may have been writing
+// when it stopped: those stored (objs, its directory's listing), its
+// manifest and begun marker, and the stream objects the marker names with
+// their indexes.
+func (r *Repo) writtenNames(ctx context.Context, id string, objs []storage.Info) ([]string, error) {
+	dir := Dir(id)
+	names := []string{dir + "/" + BegunName, dir + "/" + ManifestName}
+	for _, o := range objs {
+		if !slices.Contains(names, o.Name) {
+			names = append(names, o.Name)
+		}
+	}
+	rc, err := r.Backend.Open(ctx, dir+"/"+BegunName, 0, -1)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return names, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rc.Close()
 	var header archive.Manifest
 	if err := json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(&header); err != nil {
-		return fmt.Errorf("%s: %w", BegunName, err)
+		return nil, fmt.Errorf("%s: %w", BegunName, err)
 	}
-	for _, s := range header.Streams {
+	for i, s := range header.Streams {
 		if err := storage.CheckName(s.Name); err != nil || !strings.HasPrefix(s.Name, "streams/") {
-			return fmt.Errorf("%s: bad stream name %q", BegunName, s.Name)
+			return nil, fmt.Errorf("%s: bad stream name %q", BegunName, s.Name)
 		}
-		if _, err := ab.AbortUploads(ctx, Dir(id)+"/"+s.Name); err != nil {
-			return err
+		for _, n := range []string{dir + "/" + s.Name, dir + "/" + archive.IndexName(i)} {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
 		}
 	}
-	return nil
+	return names, nil
 }
 
 // Begin writes the backup's begun marker, before any stream object.
@@ -394,9 +481,20 @@ func (r *Repo) PutMeta(ctx context.Context, id, name string, data []byte, hash s
 // writers that failed.
 func (r *Repo) Discard(ctx context.Context, id string) error { return r.Remove(ctx, id) }
 
-// Input reads the streams of backup id.
-func (r *Repo) Input(id string) archive.Input {
-	return archive.BackendInput{Backend: r.Backend, Dir: Dir(id)}
+// Input reads the streams of the complete backup m.
+func (r *Repo) Input(m *archive.Manifest) archive.Input {
+	return archive.BackendInput{Backend: r.objects(m), Dir: Dir(m.ID)}
+}
+
+// objects is the backend to read the objects of the backup or archived
+// binary log m through: with m's recipients known to the crypt decorator,
+// so that a header that the key in use, one of them, cannot open is
+// damage, not a wrong key.
+func (r *Repo) objects(m *archive.Manifest) storage.Backend {
+	if m.Encryption == nil || r.crypt == nil {
+		return r.Backend
+	}
+	return r.crypt.EncryptedTo(m.Encryption.Recipients)
 }
 
 // ReadMeta reads meta object name of a complete backup and checks its
@@ -406,7 +504,7 @@ func (r *Repo) ReadMeta(ctx context.Context, m *archive.Manifest, name string) (
 		if o.Name != name {
 			continue
 		}
-		rc, err := r.Backend.Open(ctx, Dir(m.ID)+"/"+name, 0, -1)
+		rc, err := r.objects(m).Open(ctx, Dir(m.ID)+"/"+name, 0, -1)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, archive.Corruptf("backup %s: %s, named by the manifest, is missing: %v", m.ID, name, err)
 		}
@@ -472,6 +570,6 @@ func (r *Repo) checkReadable(ctx context.Context, dir string, m *archive.Manifes
 	if m.Encryption == nil || len(m.Streams) == 0 || m.Streams[0].Index.Name == "" {
 		return nil
 	}
-	_, err := archive.GetSmall(ctx, r.Backend, dir, m.Streams[0].Index)
+	_, err := archive.GetSmall(ctx, r.objects(m), dir, m.Streams[0].Index)
 	return err
 }

@@ -1,8 +1,10 @@
 // Package restore turns stored backups back into what a server runs on: a
 // physical backup, or an incremental with its chain, into a datadir that
 // is claimed before anything is written, verified as it is written,
-// prepared, owned and marked finished, or emptied again on failure; a
-// logical backup loaded into a running server.
+// prepared, its tablespaces of external data directories placed where
+// asked (never left pointing at the source's), owned and marked finished,
+// or emptied again on failure; a logical backup loaded into a running
+// server.
 //
 // What varies between restores is a value, not a hook: the links to write
 // (from a repository, or one arriving over the network, whose input starts
@@ -21,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +52,17 @@ type Options struct {
 	Workers     int    // decoding goroutines shared by all links; 0 means GOMAXPROCS
 	Log         io.Writer
 	Progress    physical.Progress
+	// DataDirs place the tablespaces of tables created with DATA
+	// DIRECTORY in other directories (they need Prepare); those no
+	// mapping names stay in the datadir (see datadirs.go).
+	DataDirs []DirMap
+	// Placed, if set, is told where the tablespaces of each external data
+	// directory the backup recorded went.
+	Placed func(Placement)
+	// FileKey is the password of the encryption plugin's key file (or
+	// FILE:<path>), for backups that withheld it (see CheckFileKey);
+	// "" if none was given.
+	FileKey string
 }
 
 // Job is one restore of Links (base first) into TargetDir, owned by Owner
@@ -67,6 +81,9 @@ type Job struct {
 func Datadir(ctx context.Context, job Job) (err error) {
 	if len(job.Links) == 0 {
 		return errors.New("nothing to restore")
+	}
+	if err := CheckFileKey(job.Links, job.Options); err != nil {
+		return err
 	}
 	t, err := Claim(job.TargetDir, job.Links[len(job.Links)-1].Manifest.ID)
 	if err != nil {
@@ -88,6 +105,7 @@ func Datadir(ctx context.Context, job Job) (err error) {
 type Target struct {
 	dir     string
 	created bool
+	outside []string // what the restore created outside dir (mapped data directories), parents first
 }
 
 // Dir is the target's absolute path.
@@ -136,6 +154,12 @@ func Claim(dir, id string) (*Target, error) {
 // directory itself if Claim created it. It returns cause, with the
 // cleanup's failure added if there was one.
 func (t *Target) Abandon(cause error) error {
+	var errs []error
+	for i := len(t.outside) - 1; i >= 0; i-- {
+		if err := os.Remove(t.outside[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
 	var err error
 	if t.created {
 		err = os.RemoveAll(t.dir)
@@ -149,17 +173,20 @@ func (t *Target) Abandon(cause error) error {
 			err = errors.Join(errs...)
 		}
 	}
-	if err != nil {
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return fmt.Errorf("%w (cleaning the target failed too: %v)", cause, err)
 	}
 	return cause
 }
 
-// Finish sets ownership and modes (see physical.SetOwnership) and removes
-// the marker: from now on the target is a finished restore.
+// Finish sets ownership and modes (see physical.SetOwnership) of the
+// target and of what the restore placed outside it, and removes the
+// marker: from now on the target is a finished restore.
 func (t *Target) Finish(owner string) error {
-	if err := physical.SetOwnership(t.dir, owner); err != nil {
-		return err
+	for _, p := range append([]string{t.dir}, t.outside...) {
+		if err := physical.SetOwnership(p, owner); err != nil {
+			return err
+		}
 	}
 	return os.Remove(filepath.Join(t.dir, markerName))
 }
@@ -168,10 +195,22 @@ func (t *Target) Finish(owner string) error {
 // checksum on the way: the base into the target, each increment into a
 // directory of its own beside it (same filesystem), all read at once;
 // then, with Prepare, prepares the base and applies each increment in
-// order. A missing mariabackup fails before anything is read.
+// order; last, it places the tablespaces of external data directories
+// (see datadirs.go). A missing mariabackup, or a data directory mapping
+// that cannot be honoured, fails before anything is read.
 func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 	if len(links) == 0 {
 		return errors.New("nothing to restore")
+	}
+	if err := checkDirMaps(opt.DataDirs, t.dir, opt.Prepare); err != nil {
+		return err
+	}
+	if err := CheckFileKey(links, opt); err != nil {
+		return err
+	}
+	fileKey := ""
+	if FileKeyWithheld(links) {
+		fileKey = opt.FileKey
 	}
 	m := links[len(links)-1].Manifest
 	for _, l := range links {
@@ -248,8 +287,12 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	recorded, err := takeLinkFiles(dirs)
+	if err != nil {
+		return err
+	}
 	if !opt.Prepare {
-		return nil
+		return t.place(recorded, opt)
 	}
 	log := opt.Log
 	if log == nil {
@@ -263,9 +306,39 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 		if i > 0 {
 			incDir = dirs[i]
 		}
-		if err := physical.Prepare(ctx, bin, t.dir, incDir, opt.UseMemory, log); err != nil {
+		if i > 0 {
+			if prev, from := links[i-1].Manifest, l.Manifest.Positions.FromLSN; from != prev.Positions.ToLSN {
+				if err := physical.ContinueAt(t.dir, from); err != nil {
+					return fmt.Errorf("backup %s: %w", l.Manifest.ID, err)
+				}
+			}
+		}
+		if err := physical.Prepare(ctx, bin, t.dir, incDir, opt.UseMemory, fileKey, log); err != nil {
 			return fmt.Errorf("backup %s: %w", l.Manifest.ID, err)
 		}
 	}
-	return nil
+	return t.place(recorded, opt)
+}
+
+// FileKeyWithheld reports whether a link's backup withheld the password
+// of its server's key file (archive.Manifest.Withheld): its backup-my.cnf
+// lacks it, and mariabackup --prepare and a server need it given.
+func FileKeyWithheld(links []Link) bool {
+	for _, l := range links {
+		if slices.Contains(l.Manifest.Withheld, physical.FileKeyVariable) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckFileKey fails, before anything is written, when a prepare of links
+// needs the key file's password that no one gave.
+func CheckFileKey(links []Link, opt Options) error {
+	if !opt.Prepare || opt.FileKey != "" || !FileKeyWithheld(links) {
+		return nil
+	}
+	id := links[len(links)-1].Manifest.ID
+	return fmt.Errorf("backup %s needs the password of the server's encryption key file to be prepared: backups never hold %s; give it as %s=... in the [mysqld] group of the option file --server-defaults-file FILE (mode 0600), or in $%s",
+		id, physical.FileKeyVariable, physical.FileKeyVariable, physical.FileKeyEnv)
 }

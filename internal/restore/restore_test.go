@@ -2,7 +2,9 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,5 +138,132 @@ func TestChainNeedsPrepare(t *testing.T) {
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Errorf("the refused chain restore left its target: %v", err)
+	}
+}
+
+// A backup's .isl names the source's external path: a restore takes it
+// out (the tablespace stays in the datadir) and says so; a mapping needs
+// prepare and is refused without it before anything is written.
+func TestDatadirTakesLinkFilesOut(t *testing.T) {
+	ctx := context.Background()
+	r := repotest.New(t)
+	withLink := map[string]string{"ibdata1": "i", "db/t.frm": "frm", "db/t.ibd": "table t", "db/t.isl": "/src/ext/db/t.ibd\n"}
+	m := repotest.Store(t, r, repotest.Backup{ID: "20261121T190512Z-0007", Files: withLink})
+	links, err := Links(ctx, r, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "datadir")
+	var placed []Placement
+	err = Datadir(ctx, Job{Links: links, TargetDir: target, Options: Options{Placed: func(p Placement) { placed = append(placed, p) }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readTree(t, target)
+	if _, ok := got["db/t.isl"]; ok || got["db/t.ibd"] != "table t" || len(got) != 3 {
+		t.Errorf("restored %v, want every file but the .isl", got)
+	}
+	if len(placed) != 1 || placed[0].From != "/src/ext" || placed[0].To != target || placed[0].Mapped || len(placed[0].Files) != 1 || placed[0].Files[0] != "db/t.ibd" {
+		t.Errorf("placements %+v, want /src/ext's one tablespace in the datadir", placed)
+	}
+
+	target = filepath.Join(t.TempDir(), "datadir")
+	err = Datadir(ctx, Job{Links: links, TargetDir: target, Options: Options{DataDirs: []DirMap{{Old: "/src/ext", New: t.TempDir()}}}})
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "needs prepare") {
+		t.Fatalf("a mapping without prepare: %v, want refused", err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Errorf("the refused restore left its target: %v", err)
+	}
+}
+
+// A mapped tablespace moves out of the target and its .isl points at it;
+// a file of the same name at the destination is refused, and Abandon
+// removes what was placed outside the target.
+func TestPlaceMapsAndAbandonRemoves(t *testing.T) {
+	setup := func() (*Target, map[string]string) {
+		dir := t.TempDir()
+		for name, data := range map[string]string{"db/a.ibd": "table a", "db/b.ibd": "table b"} {
+			if err := os.MkdirAll(filepath.Join(dir, "db"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return &Target{dir: dir}, map[string]string{"db/a.ibd": "/src/ext/db/a.ibd", "db/b.ibd": "/src/ext/db/b.ibd"}
+	}
+	tg, recorded := setup()
+	dst := filepath.Join(t.TempDir(), "new", "ext")
+	var placed []Placement
+	maps := []DirMap{{Old: "/src/ext", New: dst}, {Old: "/elsewhere", New: t.TempDir()}}
+	if err := tg.place(recorded, Options{DataDirs: maps, Placed: func(p Placement) { placed = append(placed, p) }}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		if b, err := os.ReadFile(filepath.Join(dst, "db", n+".ibd")); err != nil || string(b) != "table "+n {
+			t.Errorf("placed %s: %q, %v", n, b, err)
+		}
+		if isl, err := os.ReadFile(filepath.Join(tg.dir, "db", n+".isl")); err != nil || string(isl) != filepath.Join(dst, "db", n+".ibd") {
+			t.Errorf("%s.isl: %q, %v", n, isl, err)
+		}
+	}
+	if len(placed) != 2 || !placed[0].Mapped || placed[0].To != dst || len(placed[0].Files) != 2 || placed[1].From != "/elsewhere" || len(placed[1].Files) != 0 {
+		t.Errorf("placements %+v", placed)
+	}
+	if err := tg.Abandon(os.ErrClosed); err != os.ErrClosed {
+		t.Fatalf("Abandon: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(dst)); !os.IsNotExist(err) {
+		t.Errorf("Abandon left the directories it created outside the target: %v", err)
+	}
+
+	tg, recorded = setup()
+	dst = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dst, "db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "db", "b.ibd"), []byte("someone's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := tg.place(recorded, Options{DataDirs: []DirMap{{Old: "/src/ext", New: dst}}})
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), filepath.Join(dst, "db", "b.ibd")) {
+		t.Fatalf("placing over an existing file: %v, want refused naming it", err)
+	}
+	tg.Abandon(err)
+	if got := readTree(t, dst); len(got) != 1 || got["db/b.ibd"] != "someone's" {
+		t.Errorf("the refused destination holds %v afterwards, want only its own file", got)
+	}
+}
+
+// A directory that a running process works in is refused, naming it.
+func TestNotInUseSeesARunningProcess(t *testing.T) {
+	dir := t.TempDir()
+	if err := notInUse(dir); err != nil {
+		t.Fatalf("an unused directory: %v", err)
+	}
+	cmd := exec.Command("sleep", "60")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	err := notInUse(filepath.Join(dir))
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "sleep") {
+		t.Fatalf("a directory a process works in: %v, want refused naming it and the process", err)
+	}
+}
+
+func TestParseDirMap(t *testing.T) {
+	if m, err := ParseDirMap("/a/b/=/c"); err != nil || m != (DirMap{Old: "/a/b", New: "/c"}) {
+		t.Errorf("ParseDirMap: %+v, %v", m, err)
+	}
+	for _, bad := range []string{"/a", "a=/b", "/a=b", "=/b"} {
+		if _, err := ParseDirMap(bad); err == nil {
+			t.Errorf("ParseDirMap(%q) accepted", bad)
+		}
 	}
 }

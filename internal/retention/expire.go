@@ -9,13 +9,16 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/storage"
 )
 
 // Request is one expire: the policy, whether the leftovers of backups
 // that never committed go too, and whether to delete or only plan.
 type Request struct {
 	Policy Policy
-	// PruneIncomplete also removes backup directories without a manifest.
+	// PruneIncomplete also removes backup directories without a manifest,
+	// and the leftovers of unfinished writes anywhere under backups/
+	// (repo.RemoveLeftovers).
 	PruneIncomplete bool
 	// Confirm deletes what the plan does not keep; without it Run only
 	// plans.
@@ -28,8 +31,8 @@ type Request struct {
 type Entry struct {
 	ID       string    `json:"id"`             // a backup id, or source/file for a binary log
 	Kind     string    `json:"kind,omitempty"` // archive.KindBinlog for an archived binary log file
-	Started  time.Time `json:"started"`
-	Complete bool      `json:"complete"`
+	Started  time.Time `json:"started"`        // zero for a binary log file held only as segments (no manifest says)
+	Complete bool      `json:"complete"`       // false for a backup without a manifest, or a binary log file held only as segments
 	Size     int64     `json:"size"`
 	Keep     bool      `json:"keep"`
 	Reasons  []string  `json:"reasons,omitempty"` // why it is kept (for a binary log, also why not)
@@ -37,6 +40,21 @@ type Entry struct {
 	// Damaged says why the backup's manifest cannot be trusted; such a
 	// backup is always kept (see keepDamaged).
 	Damaged string `json:"damaged,omitempty"`
+	// Leftovers counts, in the one entry of KindLeftovers, the leftovers
+	// of unfinished writes removed (or, in a dry run, to remove).
+	Leftovers *storage.Leftovers `json:"leftovers,omitempty"`
+}
+
+// KindLeftovers is the Kind of the entry that stands for the leftovers of
+// unfinished writes under backups/ (temporary files, incomplete uploads):
+// ID "backups/", Size what they take where the store says, Leftovers the
+// counts. Run adds it only when there are some.
+const KindLeftovers = "leftovers"
+
+// leftoversEntry is the plan entry of leftovers l.
+func leftoversEntry(l storage.Leftovers, deleted bool) Entry {
+	return Entry{ID: "backups/", Kind: KindLeftovers, Size: l.Bytes, Deleted: deleted,
+		Reasons: []string{"left by writes that never finished: " + l.String()}, Leftovers: &l}
 }
 
 // Run plans the request over every backup of r, complete or not, and,
@@ -94,14 +112,62 @@ func Run(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range PlanBinlogs(kept, files) {
+		var whole []*archive.Manifest
+		for _, f := range files {
+			if f.Damage == nil {
+				whole = append(whole, f.Manifest)
+				continue
+			}
+			out = append(out, Entry{ID: f.Source + "/" + f.Name, Kind: archive.KindBinlog, Size: f.Size, Keep: true,
+				Reasons: []string{keepDamaged}, Damaged: f.Damage.Error()})
+		}
+		links, err := r.BinlogLinks(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range PlanBinlogs(kept, links, whole) {
 			b := d.Manifest.Binlog
 			out = append(out, Entry{ID: b.Source + "/" + b.Name, Kind: archive.KindBinlog, Started: b.FirstTime, Complete: true,
 				Size: d.Manifest.Stats.StoredBytes, Keep: d.Keep, Reasons: []string{d.Reason}})
 		}
+		segmented, err := segmentOnly(ctx, r, files)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range PlanSegments(kept, links, segmented) {
+			f := d.File
+			out = append(out, Entry{ID: f.Source + "/" + f.Name, Kind: archive.KindBinlog, Size: f.Size, Keep: d.Keep,
+				Reasons: []string{fmt.Sprintf("held only as %d segments, never archived whole", f.Segments), d.Reason}})
+		}
 	}
 	if !req.Confirm {
+		if !req.PruneIncomplete {
+			return out, nil
+		}
+		var pruned []string
+		for _, e := range out {
+			if e.Kind == "" && !e.Complete && !e.Keep && e.Damaged == "" {
+				pruned = append(pruned, e.ID)
+			}
+		}
+		left, err := r.RemoveLeftovers(ctx, pruned, true)
+		if err != nil {
+			return out, fmt.Errorf("expire: %w", err)
+		}
+		if left.Count() > 0 {
+			out = append(out, leftoversEntry(left, false))
+		}
 		return out, nil
+	}
+	var left storage.Leftovers
+	withLeftovers := func(err error) ([]Entry, error) {
+		if left.Count() > 0 {
+			out = append(out, leftoversEntry(left, true))
+		}
+		if err != nil {
+			err = fmt.Errorf("expire: %w", err)
+		}
+		return out, err
 	}
 	for i := range out {
 		if out[i].Keep {
@@ -109,22 +175,61 @@ func Run(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
 		}
 		var err error
 		if out[i].Kind == archive.KindBinlog {
+			// also a file held only as segments: its directory goes whole
 			src, name, _ := strings.Cut(out[i].ID, "/")
 			err = r.RemoveBinlog(ctx, src, name)
 		} else {
-			err = r.Remove(ctx, out[i].ID)
+			var l storage.Leftovers
+			l, err = r.RemoveCounted(ctx, out[i].ID)
+			left = left.Add(l)
 		}
 		if err != nil {
-			return out, fmt.Errorf("expire: %w", err)
+			return withLeftovers(err)
 		}
 		out[i].Deleted = true
+	}
+	if req.PruneIncomplete {
+		// What is left now belongs to no backup the plan removed: a
+		// directory that holds only temporary files, a complete backup's
+		// uploads, anything an S3 server lists under backups/.
+		l, err := r.RemoveLeftovers(ctx, nil, false)
+		left = left.Add(l)
+		if err != nil {
+			return withLeftovers(err)
+		}
+	}
+	return withLeftovers(nil)
+}
+
+// segmentOnly finds the binary log files of r held only as segments: those
+// of files, the archived files' entries (damaged ones included), are not.
+func segmentOnly(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry) ([]SegmentFile, error) {
+	whole := map[string]bool{}
+	for _, f := range files {
+		whole[f.Source+"/"+f.Name] = true
+	}
+	segs, err := r.BinlogSegments(ctx, "") // every source's, sorted by source and file
+	if err != nil {
+		return nil, err
+	}
+	var out []SegmentFile
+	for _, s := range segs {
+		if whole[s.Source+"/"+s.Name] {
+			continue // stale segments beside a manifest go with the file, or with the next binlog run
+		}
+		if n := len(out); n == 0 || out[n-1].Source != s.Source || out[n-1].Name != s.Name {
+			out = append(out, SegmentFile{Source: s.Source, Name: s.Name})
+		}
+		out[len(out)-1].Segments++
+		out[len(out)-1].Size += s.Size
 	}
 	return out, nil
 }
 
-// keepDamaged is why expire keeps a backup whose manifest is damaged:
-// its kind, time and chain are unknown, so no rule can be applied to it,
-// and its stream objects may still be whole.
+// keepDamaged is why expire keeps a backup, or an archived binary log
+// file, whose manifest is damaged: its kind, time and chain (or position)
+// are unknown, so no rule can be applied to it, and its stream objects
+// may still be whole.
 const keepDamaged = "damaged manifest: kept, no rule applies to it"
 
 // splitDamaged takes the backups whose manifest is damaged out of

@@ -8,12 +8,14 @@ package retention
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/binlog"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 // Policy says which backups to keep. A backup is kept if any rule keeps it;
@@ -24,9 +26,9 @@ type Policy struct {
 	KeepDaily  int           // the newest backup of each of the last N UTC days that have one
 	KeepWeekly int           // the newest backup of each of the last N ISO weeks (UTC) that have one
 	// KeepPITR keeps what a point-in-time restore to any moment of this
-	// window needs: the newest physical backup finished before its start
-	// (with its chain) and the archived binary logs from that backup's
-	// position on. Without it binary logs are never deleted.
+	// window needs: of each server, the newest physical backup finished
+	// before its start (with its chain) and the archived binary logs from
+	// that backup's position on. Without it binary logs are never deleted.
 	KeepPITR time.Duration
 }
 
@@ -55,13 +57,7 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 		return nil, fmt.Errorf("retention counts and durations must not be negative (%+v)", p)
 	}
 	sorted := append([]*archive.Manifest(nil), ms...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if !a.Started.Equal(b.Started) {
-			return a.Started.Before(b.Started)
-		}
-		return a.ID < b.ID
-	})
+	slices.SortStableFunc(sorted, archive.CompareFinished)
 	out := make([]Decision, len(sorted))
 	for i, m := range sorted {
 		out[i].Manifest = m
@@ -101,12 +97,17 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 		return fmt.Sprintf("%04d-W%02d", y, w)
 	})
 	if p.KeepPITR > 0 {
+		// Per server: a point-in-time restore replays one server's binary
+		// logs from one of its own backups, so another server's newer
+		// backup is no base for it.
 		edge := now.Add(-p.KeepPITR)
+		based := map[string]bool{}
 		for i := n - 1; i >= 0; i-- {
 			m := out[i].Manifest
-			if m.Kind == archive.KindPhysical && m.Positions.BinlogFile != "" && !m.Finished.After(edge) {
-				keep(i, "base of the keep-pitr "+FormatDuration(p.KeepPITR)+" window")
-				break
+			src := binlog.SourceKey(m.Server.Hostname, m.Server.ServerID)
+			if m.Kind == archive.KindPhysical && m.Positions.BinlogFile != "" && !m.Finished.After(edge) && !based[src] {
+				keep(i, "base of the keep-pitr "+FormatDuration(p.KeepPITR)+" window of "+src)
+				based[src] = true
 			}
 		}
 	}
@@ -205,32 +206,99 @@ type BinlogDecision struct {
 
 // PlanBinlogs decides which archived binary log files the kept backups
 // still need: of each server, every file from the position of its oldest
-// kept physical backup on. Files before it serve no restore that the kept
-// backups can start; files of a server with no kept backup are all kept
+// kept physical backup on; of a server that continues another's archive
+// after a failover (links), every file from the link's on as well, if the
+// other's backups are kept, since a restore from them goes on into it.
+// Files before serve no restore that the kept backups can start; files
+// of a server with no kept backup (and none by a link) are all kept
 // (nothing says what they are for).
-func PlanBinlogs(kept []*archive.Manifest, files []*archive.Manifest) []BinlogDecision {
-	oldest := map[string]string{} // source -> binlog file of its oldest kept backup
+func PlanBinlogs(kept []*archive.Manifest, links []repo.BinlogLink, files []*archive.Manifest) []BinlogDecision {
+	oldest := oldestKept(kept, links)
+	out := make([]BinlogDecision, 0, len(files))
+	for _, f := range files {
+		keep, reason := planFile(oldest, f.Binlog.Source, f.Binlog.Name)
+		out = append(out, BinlogDecision{Manifest: f, Keep: keep, Reason: reason})
+	}
+	return out
+}
+
+// SegmentFile is a binary log file archived only as segments: the server
+// was writing it when archiving stopped, and no run archived it whole
+// afterwards (the server crashed, or purged it first).
+type SegmentFile struct {
+	Source, Name string
+	Segments     int
+	Size         int64 // bytes stored
+}
+
+// SegmentDecision is the plan for one SegmentFile.
+type SegmentDecision struct {
+	File   SegmentFile
+	Keep   bool
+	Reason string
+}
+
+// PlanSegments applies PlanBinlogs' rule to files held only as segments:
+// a restore replays them like whole files (the newest file of a server is
+// usually one), so those before the oldest kept backup's position serve
+// no restore either.
+func PlanSegments(kept []*archive.Manifest, links []repo.BinlogLink, files []SegmentFile) []SegmentDecision {
+	oldest := oldestKept(kept, links)
+	out := make([]SegmentDecision, 0, len(files))
+	for _, f := range files {
+		keep, reason := planFile(oldest, f.Source, f.Name)
+		out = append(out, SegmentDecision{File: f, Keep: keep, Reason: reason})
+	}
+	return out
+}
+
+// oldestKept maps each server, by its directory under binlogs/, to the
+// first binary log file a kept backup needs: its oldest kept physical
+// backup's, or, for a server continuing another (links, in chains too),
+// the link's file when that is older and the other server's files are
+// needed.
+func oldestKept(kept []*archive.Manifest, links []repo.BinlogLink) map[string]firstNeeded {
+	oldest := map[string]firstNeeded{}
 	for _, m := range kept {
 		if m.Kind != archive.KindPhysical || m.Positions.BinlogFile == "" {
 			continue
 		}
-		src := m.Server.Hostname + "\x00" + strconv.FormatUint(uint64(m.Server.ServerID), 10)
-		if f, ok := oldest[src]; !ok || m.Positions.BinlogFile < f {
-			oldest[src] = m.Positions.BinlogFile
+		src := binlog.SourceKey(m.Server.Hostname, m.Server.ServerID)
+		if f, ok := oldest[src]; !ok || m.Positions.BinlogFile < f.file {
+			oldest[src] = firstNeeded{file: m.Positions.BinlogFile}
 		}
 	}
-	out := make([]BinlogDecision, 0, len(files))
-	for _, f := range files {
-		src := f.Server.Hostname + "\x00" + strconv.FormatUint(uint64(f.Server.ServerID), 10)
-		first, ok := oldest[src]
-		switch {
-		case !ok:
-			out = append(out, BinlogDecision{Manifest: f, Keep: true, Reason: "no kept backup of its server"})
-		case f.Binlog.Name < first:
-			out = append(out, BinlogDecision{Manifest: f, Reason: "before the oldest kept backup's position (" + first + ")"})
-		default:
-			out = append(out, BinlogDecision{Manifest: f, Keep: true, Reason: "needed from the oldest kept backup (" + first + ") on"})
+	for changed := true; changed; {
+		changed = false
+		for _, l := range links {
+			if _, ok := oldest[l.Continues]; !ok {
+				continue
+			}
+			if f, ok := oldest[l.Source]; !ok || l.File < f.file {
+				oldest[l.Source], changed = firstNeeded{file: l.File, continues: l.Continues}, true
+			}
 		}
 	}
-	return out
+	return oldest
+}
+
+// firstNeeded is the first file of a server that kept backups need: of
+// its own oldest kept backup, or where it continues another server whose
+// kept backups roll forward into it.
+type firstNeeded struct{ file, continues string }
+
+// planFile is the rule for archived file name of source.
+func planFile(oldest map[string]firstNeeded, source, name string) (keep bool, reason string) {
+	first, ok := oldest[source]
+	switch {
+	case !ok:
+		return true, "no kept backup of its server"
+	case first.continues != "" && name < first.file:
+		return false, "before where it continues " + first.continues + " (" + first.file + ")"
+	case first.continues != "":
+		return true, "needed from where it continues " + first.continues + " (" + first.file + "), whose kept backups roll forward into it"
+	case name < first.file:
+		return false, "before the oldest kept backup's position (" + first.file + ")"
+	}
+	return true, "needed from the oldest kept backup (" + first.file + ") on"
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 // backupsAt makes one manifest per start time, ids in the repository's form.
@@ -239,11 +240,83 @@ func TestKeepPITR(t *testing.T) {
 	}
 	files = append(files, &archive.Manifest{Server: archive.Server{Hostname: "db2", ServerID: 2}, Binlog: &archive.BinlogFile{Source: "db2-2", Name: "bin.000001"}})
 	got := map[string]bool{}
-	for _, d := range PlanBinlogs(keptMs, files) {
+	for _, d := range PlanBinlogs(keptMs, nil, files) {
 		got[d.Manifest.Binlog.Source+"/"+d.Manifest.Binlog.Name] = d.Keep
 	}
 	want := map[string]bool{"db1-1/bin.000009": false, "db1-1/bin.000019": false, "db1-1/bin.000020": true, "db1-1/bin.000041": true, "db2-2/bin.000001": true}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("binlog plan %v, want %v", got, want)
+	}
+}
+
+// --keep-pitr keeps a base per server: server db2's newest backup before
+// the window stays even when db1 has a newer one there, and db2's binary
+// logs are planned from db2's backup, not db1's.
+func TestKeepPITRPerServer(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	ms := backupsAt("2026-11-10 00:00", "2026-11-12 00:00", "2026-11-14 00:00")
+	for i, m := range ms {
+		m.Kind, m.Finished = archive.KindPhysical, m.Started.Add(time.Hour)
+		m.Server = archive.Server{Hostname: "db1", ServerID: 1}
+		m.Positions.BinlogFile = fmt.Sprintf("bin.%06d", 10*(i+1))
+	}
+	ms[1].Server = archive.Server{Hostname: "db2", ServerID: 2}
+	ds, err := Plan(ms, now, Policy{KeepPITR: 5 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := kept(ds)
+	if _, ok := k["2026-11-12 00:00"]; !ok || len(k) != 2 {
+		t.Fatalf("kept %v, want db2's base (2026-11-12) and db1's (2026-11-14)", k)
+	}
+	var keptMs []*archive.Manifest
+	for _, d := range ds {
+		if d.Keep {
+			keptMs = append(keptMs, d.Manifest)
+		}
+	}
+	var files []*archive.Manifest
+	for _, f := range []struct{ src, name string }{{"db1-1", "bin.000019"}, {"db1-1", "bin.000030"}, {"db2-2", "bin.000019"}, {"db2-2", "bin.000020"}} {
+		files = append(files, &archive.Manifest{Binlog: &archive.BinlogFile{Source: f.src, Name: f.name}})
+	}
+	got := map[string]bool{}
+	for _, d := range PlanBinlogs(keptMs, nil, files) {
+		got[d.Manifest.Binlog.Source+"/"+d.Manifest.Binlog.Name] = d.Keep
+	}
+	want := map[string]bool{"db1-1/bin.000019": false, "db1-1/bin.000030": true, "db2-2/bin.000019": false, "db2-2/bin.000020": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("binlog plan %v, want %v", got, want)
+	}
+}
+
+// A server that continues another's archive after a failover keeps its
+// files from the link's on while the other server's backups are kept (a
+// restore from them rolls forward into it), even when its own oldest
+// kept backup is newer.
+func TestPlanBinlogsAcrossLink(t *testing.T) {
+	kept := []*archive.Manifest{
+		{Kind: archive.KindPhysical, Server: archive.Server{Hostname: "db1", ServerID: 1}, Positions: archive.Positions{BinlogFile: "bin.000010"}},
+		{Kind: archive.KindPhysical, Server: archive.Server{Hostname: "db2", ServerID: 2}, Positions: archive.Positions{BinlogFile: "bin.000030"}},
+	}
+	links := []repo.BinlogLink{{Source: "db2-2", Continues: "db1-1", GTID: "0-1-99", File: "bin.000020", Offset: 500}}
+	var files []*archive.Manifest
+	for _, f := range []struct{ src, name string }{{"db1-1", "bin.000009"}, {"db1-1", "bin.000011"}, {"db2-2", "bin.000019"}, {"db2-2", "bin.000020"}, {"db2-2", "bin.000025"}, {"db2-2", "bin.000030"}} {
+		files = append(files, &archive.Manifest{Binlog: &archive.BinlogFile{Source: f.src, Name: f.name}})
+	}
+	got := map[string]bool{}
+	for _, d := range PlanBinlogs(kept, links, files) {
+		got[d.Manifest.Binlog.Source+"/"+d.Manifest.Binlog.Name] = d.Keep
+	}
+	want := map[string]bool{"db1-1/bin.000009": false, "db1-1/bin.000011": true, "db2-2/bin.000019": false, "db2-2/bin.000020": true, "db2-2/bin.000025": true, "db2-2/bin.000030": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("binlog plan %v, want %v", got, want)
+	}
+	// Without db1's backups kept, db2's own backup decides.
+	got = map[string]bool{}
+	for _, d := range PlanBinlogs(kept[1:], links, files) {
+		got[d.Manifest.Binlog.Source+"/"+d.Manifest.Binlog.Name] = d.Keep
+	}
+	if got["db2-2/bin.000025"] || !got["db2-2/bin.000030"] {
+		t.Errorf("binlog plan without db1's backups %v: want db2's files from its backup's bin.000030 on", got)
 	}
 }

@@ -5,8 +5,8 @@
 // nothing of tests: helpers that take a testing.TB live in sandboxtest,
 // because this package is linked into the binary.
 //
-// A sandbox server never reads an option file (--no-defaults comes first on
-// its argv), listens only on loopback and on its own unix socket, and dies
+// A sandbox server never reads the system's option files (--no-defaults, or
+// --defaults-file naming Options.OptionFile, comes first on its argv), listens only on loopback and on its own unix socket, and dies
 // with the process that started it, so it can never disturb the system server
 // or outlive a killed test binary.
 //
@@ -70,6 +70,19 @@ type Options struct {
 	// InnoDB format options (page size, log file size, ...) are also passed
 	// to mariadb-install-db, because they must match from the first start.
 	Args []string
+	// OptionFile is an option file the server reads instead of none
+	// (--defaults-file): options that must stay off argv, such as a key
+	// file's password, go there. The sandbox's defaults and Args come
+	// after it on the command line and so override it; mariadb-install-db
+	// reads it only with InstallDatadir.
+	OptionFile string
+	// InstallDatadir lets Start create the system tables in Datadir when
+	// it holds no datadir yet: a point-in-time restore from a logical
+	// backup builds its server there. mariadb-install-db runs for it,
+	// reading OptionFile (the user's format and encryption options must
+	// hold from the first start), never from the template cache, whose
+	// datadirs know only the sandbox's options.
+	InstallDatadir bool
 	// BufferPool sizes the InnoDB buffer pool, e.g. "2G"; empty means 128M.
 	BufferPool string
 	// NoBinlog turns off the default log-bin (files mariadb-bin.* in the
@@ -167,7 +180,7 @@ func Start(ctx context.Context, opt Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if !initialised {
-		if opt.Datadir != "" {
+		if opt.Datadir != "" && !opt.InstallDatadir {
 			return nil, fmt.Errorf("sandbox: datadir %s: not a MariaDB datadir (no mysql/ and no ibdata1)", s.Datadir)
 		}
 		if err := s.installDB(ctx, mariadbd); err != nil {
@@ -280,10 +293,14 @@ func (s *Server) installDB(ctx context.Context, mariadbd string) error {
 			format = append(format, a)
 		}
 	}
-	install := func(datadir, tmpdir string) error {
-		return runInstallDB(ctx, script, mariadbd, datadir, tmpdir, format)
+	defaults := "--no-defaults"
+	if s.opt.InstallDatadir && s.opt.OptionFile != "" {
+		defaults = "--defaults-file=" + s.opt.OptionFile
 	}
-	if s.opt.NoTemplate {
+	install := func(datadir, tmpdir string) error {
+		return runInstallDB(ctx, script, mariadbd, datadir, tmpdir, defaults, format)
+	}
+	if s.opt.NoTemplate || s.opt.InstallDatadir {
 		if err := os.MkdirAll(s.tmpdir(), 0o750); err != nil {
 			return fmt.Errorf("sandbox: create tmpdir: %w", err)
 		}
@@ -314,13 +331,15 @@ func (s *Server) installDB(ctx context.Context, mariadbd string) error {
 	return nil
 }
 
-// runInstallDB creates a datadir with mariadb-install-db.
-func runInstallDB(ctx context.Context, script, mariadbd, datadir, tmpdir string, format []string) error {
+// runInstallDB creates a datadir with mariadb-install-db, which reads the
+// option file defaults names ("--defaults-file=...") or none
+// ("--no-defaults").
+func runInstallDB(ctx context.Context, script, mariadbd, datadir, tmpdir, defaults string, format []string) error {
 	if err := os.MkdirAll(datadir, 0o750); err != nil {
 		return fmt.Errorf("sandbox: create datadir %s: %w", datadir, err)
 	}
 	args := []string{
-		"--no-defaults",
+		defaults,
 		"--datadir=" + datadir,
 		"--tmpdir=" + tmpdir,
 		"--auth-root-authentication-method=normal",
@@ -357,8 +376,13 @@ func (s *Server) tmpdir() string { return filepath.Join(s.Dir, "tmp") }
 
 // serverArgs builds mariadbd's argv (without the program name).
 func (s *Server) serverArgs(port int) []string {
+	// Must be first: never read /etc/mysql.
+	defaults := "--no-defaults"
+	if s.opt.OptionFile != "" {
+		defaults = "--defaults-file=" + s.opt.OptionFile
+	}
 	args := []string{
-		"--no-defaults", // must be first: never read /etc/mysql
+		defaults,
 		"--datadir=" + s.Datadir,
 		"--socket=" + s.Socket,
 		"--port=" + strconv.Itoa(port),
@@ -619,6 +643,24 @@ func (s *Server) stop(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("sandbox: mariadbd on %s: shutdown interrupted, killed; the datadir needs crash recovery: %w", s.Datadir, ctx.Err()))
 	}
 	return errors.Join(errs...)
+}
+
+// Kill ends the server as a crash would: SIGKILL to its process group,
+// nothing flushed, so the next start runs crash recovery. Start with
+// Options{Dir: s.Dir} starts a new server on the same datadir; Close of
+// this one still removes Dir if Start created it, so close the new server
+// first. Later Stop calls return nil: the server is gone on purpose.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	if s.db != nil {
+		s.db.Close()
+	}
+	s.kill()
 }
 
 // Close stops the server and removes Dir if Start created it. A Datadir given

@@ -282,6 +282,49 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 }
 
+// Kill ends the server without a shutdown; a server started on its
+// working dir recovers what was committed, and closing the killed one
+// afterwards is no error and removes the directory it created.
+func TestKillThenRestart(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.DB().ExecContext(ctx, `CREATE DATABASE keep;
+		CREATE TABLE keep.t (id INT PRIMARY KEY) ENGINE=InnoDB;
+		INSERT INTO keep.t VALUES (1), (2)`); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.Pid()
+	s.Kill()
+	if !processGone(pid) {
+		t.Fatalf("mariadbd %d still running after Kill", pid)
+	}
+	s2, err := Start(ctx, Options{Dir: s.Dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s2.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM keep.t").Scan(&n); err != nil || n != 2 {
+		t.Errorf("after the restart keep.t holds %d rows (%v), want 2", n, err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Errorf("close restarted server: %v", err)
+	}
+	if log, err := os.ReadFile(s.ErrorLog); err != nil || !bytes.Contains(log, []byte("crash recovery")) {
+		t.Errorf("no crash recovery in the error log (%v):\n%s", err, tail(log, 20))
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("close killed server: %v", err)
+	}
+	if _, err := os.Stat(s.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed server's working dir is still there: %v", err)
+	}
+}
+
 func TestFailedStartLeavesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)

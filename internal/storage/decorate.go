@@ -8,7 +8,7 @@ type Wrapper interface {
 	Unwrap() Backend
 }
 
-// Lookup finds the optional interface T (such as UploadAborter) of b, a
+// Lookup finds the optional interface T (such as LeftoverRemover) of b, a
 // backend or a chain of decorators over one. Optional interfaces are what
 // the store at the bottom of the chain can do: b has T only if that store
 // implements T. The method called is the outermost T along the chain, so

@@ -13,7 +13,9 @@ type store struct{ Backend }
 
 type keeper struct{ store }
 
-func (keeper) AbortUploads(context.Context, string) (int, error) { return 1, nil }
+func (keeper) RemoveLeftovers(context.Context, string, LeftoverOptions) (Leftovers, error) {
+	return Leftovers{Uploads: 1}, nil
+}
 
 type decorator struct {
 	Backend
@@ -25,23 +27,25 @@ func (d decorator) Unwrap() Backend { return d.inner }
 // renaming is a decorator that implements the optional interface itself.
 type renaming struct{ decorator }
 
-func (renaming) AbortUploads(context.Context, string) (int, error) { return 2, nil }
+func (renaming) RemoveLeftovers(context.Context, string, LeftoverOptions) (Leftovers, error) {
+	return Leftovers{Uploads: 2}, nil
+}
 
 func wrap(b Backend) decorator { return decorator{inner: b} }
 
 func TestLookup(t *testing.T) {
-	aborts := func(b Backend) int {
-		ab, ok := Lookup[UploadAborter](b)
+	removes := func(b Backend) int {
+		lr, ok := Lookup[LeftoverRemover](b)
 		if !ok {
 			return 0
 		}
-		n, _ := ab.AbortUploads(context.Background(), "x")
-		return n
+		n, _ := lr.RemoveLeftovers(context.Background(), "x/", LeftoverOptions{})
+		return n.Count()
 	}
 	for _, c := range []struct {
 		name string
 		b    Backend
-		want int // uploads AbortUploads reports; 0: not found
+		want int // leftovers RemoveLeftovers reports; 0: not found
 	}{
 		{"plain store", store{}, 0},
 		{"keeping store", keeper{}, 1},
@@ -53,8 +57,8 @@ func TestLookup(t *testing.T) {
 		// unless the store does.
 		{"interceptor over a plain store", renaming{wrap(store{})}, 0},
 	} {
-		if got := aborts(c.b); got != c.want {
-			t.Errorf("%s: AbortUploads found reports %d, want %d (0: none found)", c.name, got, c.want)
+		if got := removes(c.b); got != c.want {
+			t.Errorf("%s: RemoveLeftovers found reports %d, want %d (0: none found)", c.name, got, c.want)
 		}
 	}
 }
@@ -83,5 +87,24 @@ func TestTransient(t *testing.T) {
 	}
 	if err := Transient(base); !errors.Is(err, base) || err.Error() != base.Error() {
 		t.Errorf("Transient changed the error: %v", err)
+	}
+}
+
+func TestLeftoversString(t *testing.T) {
+	for _, c := range []struct {
+		l    Leftovers
+		want string
+	}{
+		{Leftovers{}, "no leftovers"},
+		{Leftovers{TempFiles: 1, Bytes: 9}, "1 temporary file"},
+		{Leftovers{Uploads: 2}, "2 incomplete uploads"},
+		{Leftovers{TempFiles: 3}.Add(Leftovers{Uploads: 1, Bytes: 5}), "3 temporary files, 1 incomplete upload"},
+	} {
+		if got := c.l.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.l, got, c.want)
+		}
+	}
+	if got := (Leftovers{TempFiles: 3, Bytes: 4}).Add(Leftovers{TempFiles: 1, Uploads: 2, Bytes: 5}); got != (Leftovers{TempFiles: 4, Uploads: 2, Bytes: 9}) || got.Count() != 6 {
+		t.Errorf("Add: %+v, count %d", got, got.Count())
 	}
 }

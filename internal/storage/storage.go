@@ -8,6 +8,8 @@ package storage
 import (
 	"context"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -60,11 +62,70 @@ type Backend interface {
 	Location() string
 }
 
-// UploadAborter is implemented by backends whose Put can leave invisible
-// partial data behind when the backend itself became unreachable before
-// the Put could clean up (S3 multipart uploads). AbortUploads removes all
-// such data kept for the object name and returns how many uploads it
-// aborted; a name with none is no error. Find it with Lookup.
-type UploadAborter interface {
-	AbortUploads(ctx context.Context, name string) (int, error)
+// LeftoverRemover is implemented by backends that keep data invisible to
+// List for writes that never finished: the temporary files a local Put
+// leaves when its process is killed (SIGKILL, a crash), the incomplete
+// multipart uploads an S3 server keeps when a Put could not abort them.
+// Find it with Lookup.
+//
+// RemoveLeftovers removes every such leftover of objects whose names
+// start with prefix, and also those of each of opts.Names: a server that
+// lists incomplete uploads by whole key only (MinIO) finds no leftover by
+// prefix, so a caller that knows which objects were being written names
+// them. It returns what it removed (with opts.DryRun, what it would
+// remove); none is no error.
+//
+// Call it only while nothing writes under prefix: a leftover removed under
+// a running Put makes that Put fail (it never makes a torn object
+// visible), so a caller makes sure through a lock that no writer runs.
+type LeftoverRemover interface {
+	RemoveLeftovers(ctx context.Context, prefix string, opts LeftoverOptions) (Leftovers, error)
+}
+
+// LeftoverOptions refine RemoveLeftovers.
+type LeftoverOptions struct {
+	// Names are objects whose leftovers go too, whether or not they start
+	// with the prefix; a backend that finds leftovers by prefix may
+	// ignore them.
+	Names []string
+	// DryRun counts the leftovers and removes nothing.
+	DryRun bool
+}
+
+// Leftovers counts the leftovers of unfinished writes.
+type Leftovers struct {
+	TempFiles int   `json:"temp_files,omitempty"` // temporary files of a local directory
+	Uploads   int   `json:"uploads,omitempty"`    // incomplete multipart uploads (S3)
+	Bytes     int64 `json:"bytes,omitempty"`      // what they take, where the backend knows (temporary files)
+}
+
+// Count is the number of leftovers of every kind.
+func (l Leftovers) Count() int { return l.TempFiles + l.Uploads }
+
+// Add returns the sum of l and o.
+func (l Leftovers) Add(o Leftovers) Leftovers {
+	return Leftovers{TempFiles: l.TempFiles + o.TempFiles, Uploads: l.Uploads + o.Uploads, Bytes: l.Bytes + o.Bytes}
+}
+
+// String names the counts for messages: "3 temporary files, 1 incomplete
+// upload"; "no leftovers" when there are none.
+func (l Leftovers) String() string {
+	var parts []string
+	if l.TempFiles > 0 {
+		parts = append(parts, plural(l.TempFiles, "temporary file"))
+	}
+	if l.Uploads > 0 {
+		parts = append(parts, plural(l.Uploads, "incomplete upload"))
+	}
+	if len(parts) == 0 {
+		return "no leftovers"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }

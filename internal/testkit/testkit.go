@@ -133,3 +133,25 @@ func CheckTree(t testing.TB, what, dir string, dirMode, fileMode fs.FileMode, ui
 	}
 	return n
 }
+
+// FlipInAgeStanza returns a copy of the age file stored with one byte of
+// its first X25519 recipient stanza's body (the wrapped file key) changed
+// to another base64 letter: the header still parses, but that stanza no
+// longer opens with its recipient's key.
+func FlipInAgeStanza(t testing.TB, stored []byte) []byte {
+	t.Helper()
+	at := bytes.Index(stored, []byte("\n-> X25519 "))
+	if at < 0 {
+		t.Fatal("no X25519 recipient stanza in the age header")
+	}
+	body := at + 1 + bytes.IndexByte(stored[at+1:], '\n') + 1
+	out := bytes.Clone(stored)
+	for i := body + 10; i < len(out) && out[i] != '\n'; i++ {
+		if c := out[i] | 0x20; c >= 'a' && c <= 'z' {
+			out[i] ^= 0x20 // the other case: still base64
+			return out
+		}
+	}
+	t.Fatal("no letter in the stanza's body")
+	return nil
+}

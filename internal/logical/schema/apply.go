@@ -13,8 +13,10 @@ import (
 // Their SHOW CREATE text (read under sql_mode ”) spells out everything, so
 // no mode is needed to interpret it; NO_ENGINE_SUBSTITUTION makes a missing
 // engine an error instead of a silent InnoDB table, and leaving out the
-// strict modes lets a zero-date DEFAULT through as it did on the source.
-const ddlSQLMode = "NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION"
+// strict modes lets a zero-date DEFAULT through as it did on the source;
+// IGNORE_BAD_TABLE_OPTIONS takes the options the source's engine kept
+// without knowing them (read under the same mode).
+const ddlSQLMode = "NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION,IGNORE_BAD_TABLE_OPTIONS"
 
 // tableSettings: explicit_defaults_for_timestamp=ON takes a TIMESTAMP
 // column exactly as SHOW CREATE TABLE prints it (which spells out the

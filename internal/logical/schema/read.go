@@ -11,13 +11,15 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
-// readSettings are the session settings Read works under. sql_mode ” makes
-// SHOW CREATE print backquoted names and every table option (ANSI_QUOTES,
-// NO_TABLE_OPTIONS, NO_FIELD_OPTIONS or ORACLE in the caller's session
-// would change the text); utf8mb4 results carry every character the
-// server's utf8mb3 metadata and the objects' texts can hold.
+// readSettings are the session settings Read works under. sql_mode
+// IGNORE_BAD_TABLE_OPTIONS alone makes SHOW CREATE print backquoted names
+// and every table option (ANSI_QUOTES, NO_TABLE_OPTIONS, NO_FIELD_OPTIONS
+// or ORACLE in the caller's session would change the text), options the
+// engine does not know included (without the mode they are printed as
+// comments, and a restore would drop them); utf8mb4 results carry every
+// character the server's utf8mb3 metadata and the objects' texts can hold.
 var readSettings = []setting{
-	{"sql_mode", ""},
+	{"sql_mode", "IGNORE_BAD_TABLE_OPTIONS"},
 	{"character_set_client", "utf8mb4"},
 	{"character_set_results", "utf8mb4"},
 	{"collation_connection", "utf8mb4_general_ci"},
@@ -223,12 +225,7 @@ func readTable(ctx context.Context, conn *sql.Conn, db string, t *Table, cols []
 			Column{Name: "row_end", DataType: "timestamp", Invisible: true, RowEnd: true})
 	}
 	if t.Sequence {
-		q := "SELECT next_not_cached_value, cycle_count FROM " + quoteIdent(db) + "." + quoteIdent(t.Name)
-		if err := conn.QueryRowContext(ctx, q).Scan(&t.NextValue, &t.CycleCount); err != nil {
-			return fmt.Errorf("read state: %w", err)
-		}
-		t.SetVal = setValStatement(db, t.Name, t.NextValue, t.CycleCount)
-		return nil
+		return ReadSequenceState(ctx, conn, db, t)
 	}
 	ct, err := parseCreateTable(t.Create)
 	if err != nil {
@@ -281,6 +278,19 @@ func isIntegerType(dataType string) bool {
 // setValStatement restores a sequence: with is_used 0 the next NEXTVAL
 // returns next exactly, and next_not_cached_value and cycle_count read back
 // as on the source.
+// ReadSequenceState reads sequence t's stored state (next_not_cached_value
+// and cycle_count) into it, and SetVal from them. A logical dump reads it
+// again while commits are blocked, so that it matches the binary log
+// position: every value handed out before that position is below it.
+func ReadSequenceState(ctx context.Context, conn *sql.Conn, db string, t *Table) error {
+	q := "SELECT next_not_cached_value, cycle_count FROM " + quoteIdent(db) + "." + quoteIdent(t.Name)
+	if err := conn.QueryRowContext(ctx, q).Scan(&t.NextValue, &t.CycleCount); err != nil {
+		return fmt.Errorf("read state: %w", err)
+	}
+	t.SetVal = setValStatement(db, t.Name, t.NextValue, t.CycleCount)
+	return nil
+}
+
 func setValStatement(db, name string, next, cycle int64) string {
 	return fmt.Sprintf("SELECT SETVAL(%s.%s, %d, 0, %d)", quoteIdent(db), quoteIdent(name), next, cycle)
 }

@@ -149,6 +149,10 @@ type Table struct {
 	// RowEnd column is unique (a PRIMARY KEY of an explicit PERIOD holds
 	// it already: the server adds it).
 	Versioned bool `json:",omitempty"`
+	// HistoryLeftOut marks a table versioned by transaction id (see
+	// VersionedByTransaction) whose current rows only were dumped, without
+	// the period columns (backup --versioned-current-only).
+	HistoryLeftOut bool `json:",omitempty"`
 	// Columns in ordinal order, every column including invisible ones and
 	// the period columns of system versioning (the implicit row_start and
 	// row_end last).
@@ -162,6 +166,83 @@ type Table struct {
 	IntKey    bool  `json:",omitempty"`
 	Rows      int64 // estimate from information_schema.TABLES
 	DataBytes int64 // estimate (DATA_LENGTH)
+}
+
+// VersionedByTransaction reports whether t is system-versioned by
+// transaction id (its period columns are BIGINT UNSIGNED). Its history
+// cannot be restored: the server ignores the period values a load gives
+// such a table (system_versioning_insert_history takes timestamps only),
+// so every history row would come back as a current row.
+func (t *Table) VersionedByTransaction() bool {
+	return t.Versioned && slices.ContainsFunc(t.Columns, func(c Column) bool { return c.RowStart && c.DataType == "bigint" })
+}
+
+// RowsElsewhere reports whether t holds no rows of its own: its engine
+// shows the rows of other tables, on this server or another. Such a table
+// is dumped and restored as its definition only, created after every other
+// table (it names them and may need them to exist): reading it would dump
+// another table's rows a second time (a restore would then write them into
+// that table again) or another server's rows.
+//
+// The engines: MRG_MyISAM (MERGE, over MyISAM tables), FEDERATED (also
+// FederatedX, over a table of a server it connects to), SPIDER (over
+// tables of data nodes), and CONNECT unless its table is a file it keeps
+// itself (see connectOwnsRows). The name is information_schema's, which
+// is empty when the server cannot open the table: such a table fails the
+// dump when its rows are read, loudly.
+func (t *Table) RowsElsewhere() bool {
+	switch strings.ToUpper(t.Engine) {
+	case "MRG_MYISAM", "FEDERATED", "SPIDER":
+		return true
+	case "CONNECT":
+		return !connectOwnsRows(t.Create)
+	}
+	return false
+}
+
+// connectFileTypes are the CONNECT table types whose rows are in a file.
+var connectFileTypes = []string{"DOS", "FIX", "BIN", "CSV", "FMT", "DBF", "XML", "JSON", "BSON", "INI", "VEC", "ZIP"}
+
+// connectOwnsRows reports whether a CONNECT table's CREATE TABLE makes it
+// an "inward" table: a file type without FILE_NAME, whose file CONNECT
+// creates in the database's directory and drops with the table, so the
+// rows are the table's own. Without TABLE_TYPE, CONNECT takes MYSQL when
+// SRCDEF is given, PROXY when TABNAME is, and DOS otherwise.
+func connectOwnsRows(create string) bool {
+	opts := tableOptions(create)
+	typ := strings.ToUpper(opts["TABLE_TYPE"])
+	if typ == "" {
+		switch {
+		case opts["SRCDEF"] != "":
+			typ = "MYSQL"
+		case opts["TABNAME"] != "":
+			typ = "PROXY"
+		default:
+			typ = "DOS"
+		}
+	}
+	_, named := opts["FILE_NAME"]
+	return slices.Contains(connectFileTypes, typ) && !named
+}
+
+// tableOptions returns the NAME=value options after the column list of a
+// SHOW CREATE TABLE text, by upper-case name, values unquoted (engine
+// options print as `NAME`='value'). Nil if the text does not parse.
+func tableOptions(create string) map[string]string {
+	ct, err := parseCreateTable(create)
+	if err != nil {
+		return nil
+	}
+	s := ct.tail
+	toks := significant(lex(s, lexMode{}))
+	opts := map[string]string{}
+	for i := 0; i+2 < len(toks); i++ {
+		name, eq, val := toks[i], toks[i+1], toks[i+2]
+		if (name.kind == tokWord || name.kind == tokIdent) && eq.punct(s, '=') && val.kind != tokPunct {
+			opts[strings.ToUpper(name.name(s))] = val.name(s)
+		}
+	}
+	return opts
 }
 
 // Column is one column of a table.

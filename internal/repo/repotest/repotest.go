@@ -42,6 +42,9 @@ type Backup struct {
 	Files  map[string]string // path -> content
 	// Server is the manifest's server; Version defaults to 10.11.6.
 	Server archive.Server
+	// Finished is when it became complete; by default a minute after
+	// its start.
+	Finished time.Time
 }
 
 // Store commits b to r through the archive writer (two zstd streams) and
@@ -82,7 +85,10 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 	}
 	m := &archive.Manifest{Format: archive.FormatVersion, ID: b.ID, Kind: archive.KindPhysical, Codec: c.String(),
 		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files, Barriers: res.Barriers,
-		Started: started, Finished: started.Add(time.Minute), Server: b.Server, Chain: b.ID}
+		Started: started, Finished: b.Finished, Server: b.Server, Chain: b.ID}
+	if m.Finished.IsZero() {
+		m.Finished = started.Add(time.Minute)
+	}
 	if m.Server.Version == "" {
 		m.Server.Version = "10.11.6-MariaDB"
 	}

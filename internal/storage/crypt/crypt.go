@@ -59,9 +59,9 @@ type Backend struct {
 }
 
 var (
-	_ storage.Backend       = (*Backend)(nil)
-	_ storage.Wrapper       = (*Backend)(nil)
-	_ storage.UploadAborter = (*Backend)(nil)
+	_ storage.Backend         = (*Backend)(nil)
+	_ storage.Wrapper         = (*Backend)(nil)
+	_ storage.LeftoverRemover = (*Backend)(nil)
 )
 
 // New wraps inner. It reads encrypted objects with keys' identities and
@@ -148,6 +148,30 @@ var errShortPut = errors.New("backend stopped reading before the end of the obje
 
 // Open decrypts name.age and returns length plain bytes from off.
 func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	return b.open(ctx, name, off, length, nil)
+}
+
+// EncryptedTo is a view of b for objects known to be encrypted to the
+// recipients, age public keys (what Encrypt returned when they were
+// written). age's recipient stanzas do not say whom they are for, so a
+// header that no key opens reads as a wrong key; but when one of the
+// keys b holds is among these recipients, its stanza is in the header
+// and did not open: the header is damaged (storage.ErrDamaged).
+func (b *Backend) EncryptedTo(recipients []string) storage.Backend {
+	return encryptedTo{b, recipients}
+}
+
+type encryptedTo struct {
+	*Backend
+	recipients []string
+}
+
+func (e encryptedTo) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	return e.Backend.open(ctx, name, off, length, e.recipients)
+}
+
+// open is Open for an object encrypted to recipients (nil: not known).
+func (b *Backend) open(ctx context.Context, name string, off, length int64, recipients []string) (io.ReadCloser, error) {
 	if err := storage.CheckName(name); err != nil {
 		return nil, err
 	}
@@ -179,6 +203,9 @@ func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.
 	switch {
 	case errors.As(err, &wrong):
 		rc.Close()
+		if key := b.recipientHeld(recipients); key != "" && src.err == nil {
+			return nil, fmt.Errorf("%s: %w: the header does not open with the key for %s, one of the recipients it was encrypted to: %v", object, storage.ErrDamaged, key, err)
+		}
 		return nil, fmt.Errorf("%s: cannot decrypt: %w (wrong key?)", object, err)
 	case err != nil:
 		rc.Close()
@@ -195,6 +222,17 @@ func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.
 		r = io.LimitReader(r, length)
 	}
 	return readCloser{r, rc}, nil
+}
+
+// recipientHeld returns the first of recipients whose X25519 identity b
+// holds (a given identity, or a passphrase key it unlocked), or "".
+func (b *Backend) recipientHeld(recipients []string) string {
+	for _, id := range b.keys.Identities {
+		if x, ok := id.(*age.X25519Identity); ok && slices.Contains(recipients, x.Recipient().String()) {
+			return x.Recipient().String()
+		}
+	}
+	return ""
 }
 
 // sourceReader remembers the last error of the stored object's reader, so
@@ -295,21 +333,26 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 	return b.inner.Delete(ctx, name)
 }
 
-// AbortUploads aborts the incomplete uploads of the object, encrypted or
-// not, when the inner backend keeps such uploads (storage.Lookup finds it
-// only then). A plain forward would miss name.age, and pruning a killed
-// encrypted backup would leave its S3 multipart uploads behind.
-func (b *Backend) AbortUploads(ctx context.Context, name string) (int, error) {
-	ab, ok := storage.Lookup[storage.UploadAborter](b.inner)
+// RemoveLeftovers removes the leftovers of unfinished writes of the
+// objects under prefix and of opts.Names, encrypted or not, when the
+// inner backend keeps such leftovers (storage.Lookup finds it only then).
+// A prefix covers both forms of every name under it; a name is forwarded
+// in both forms, since a plain forward would miss name.age and pruning a
+// killed encrypted backup on MinIO would leave its uploads behind.
+func (b *Backend) RemoveLeftovers(ctx context.Context, prefix string, opts storage.LeftoverOptions) (storage.Leftovers, error) {
+	lr, ok := storage.Lookup[storage.LeftoverRemover](b.inner)
 	if !ok {
-		return 0, nil
+		return storage.Leftovers{}, nil
 	}
-	n, err := ab.AbortUploads(ctx, name)
-	if err != nil || !b.covers(name) {
-		return n, err
+	var names []string
+	for _, name := range opts.Names {
+		names = append(names, name)
+		if b.covers(name) {
+			names = append(names, name+Suffix)
+		}
 	}
-	m, err := ab.AbortUploads(ctx, name+Suffix)
-	return n + m, err
+	opts.Names = names
+	return lr.RemoveLeftovers(ctx, prefix, opts)
 }
 
 // unlockKeys adds the passphrase keys the passphrase opens to the

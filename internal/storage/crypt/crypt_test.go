@@ -327,39 +327,43 @@ func TestPutCutShort(t *testing.T) {
 	}
 }
 
-// The decorator hides no optional interface of what it wraps; aborting
-// the uploads of an object aborts those of its encrypted form too.
+// The decorator hides no optional interface of what it wraps; removing
+// the leftovers of an object removes those of its encrypted form too.
 func TestForwards(t *testing.T) {
 	storagetest.Forwards(t, localtest.New(t), func(b storage.Backend) storage.Backend { return New(b, Keys{}, Options{}) })
 }
 
-// keeper keeps incomplete uploads as S3 does, recording which names are
-// aborted.
+// keeper keeps leftovers of unfinished writes as S3 does, recording
+// the prefixes and names it is asked to remove them of.
 type keeper struct {
 	storage.Backend
-	aborted []string
+	prefixes, names []string
 }
 
-func (k *keeper) AbortUploads(_ context.Context, name string) (int, error) {
-	k.aborted = append(k.aborted, name)
-	return 1, nil
+func (k *keeper) RemoveLeftovers(_ context.Context, prefix string, opts storage.LeftoverOptions) (storage.Leftovers, error) {
+	k.prefixes = append(k.prefixes, prefix)
+	k.names = append(k.names, opts.Names...)
+	return storage.Leftovers{Uploads: len(opts.Names)}, nil
 }
 
 // A killed backup may have left uploads under the plain name (written
-// before Encrypt) or the encrypted one: both go.
-func TestAbortUploadsBothForms(t *testing.T) {
+// before Encrypt) or the encrypted one: both forms of a name go, and a
+// prefix, which covers both, goes as it is.
+func TestRemoveLeftoversBothForms(t *testing.T) {
 	k := &keeper{Backend: localtest.New(t)}
-	b := New(k, Keys{}, Options{Covers: func(name string) bool { return name != "plain" }})
-	ab, ok := storage.Lookup[storage.UploadAborter](b)
+	b := New(k, Keys{}, Options{Covers: func(name string) bool { return name != "d/plain" }})
+	lr, ok := storage.Lookup[storage.LeftoverRemover](b)
 	if !ok {
-		t.Fatal("no UploadAborter over one that keeps uploads")
+		t.Fatal("no LeftoverRemover over one that keeps leftovers")
 	}
-	for _, name := range []string{"obj", "plain"} {
-		if _, err := ab.AbortUploads(t.Context(), name); err != nil {
-			t.Fatal(err)
-		}
+	got, err := lr.RemoveLeftovers(t.Context(), "d/", storage.LeftoverOptions{Names: []string{"d/obj", "d/plain"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if want := []string{"obj", "obj" + Suffix, "plain"}; !slices.Equal(k.aborted, want) {
-		t.Errorf("aborted %q, want %q", k.aborted, want)
+	if want := []string{"d/obj", "d/obj" + Suffix, "d/plain"}; !slices.Equal(k.names, want) || got.Uploads != 3 {
+		t.Errorf("names %q (%d removed), want %q", k.names, got.Uploads, want)
+	}
+	if !slices.Equal(k.prefixes, []string{"d/"}) {
+		t.Errorf("prefixes %q, want [d/]", k.prefixes)
 	}
 }

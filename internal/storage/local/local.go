@@ -4,7 +4,8 @@
 // Writes are atomic and durable: a Put writes a hidden temporary file in
 // the target's directory, fsyncs it, renames it over the final name and
 // fsyncs the directory, so a crash leaves either the old object or the new
-// one, never a torn one. All access goes through an os.Root, so neither a
+// one, never a torn one; what it leaves besides, the hidden temporary file,
+// RemoveLeftovers removes. All access goes through an os.Root, so neither a
 // name nor a symbolic link planted in the repository can reach a file
 // outside the root.
 //
@@ -64,7 +65,10 @@ type Backend struct {
 	path string // absolute, for messages
 }
 
-var _ storage.Backend = (*Backend)(nil)
+var (
+	_ storage.Backend         = (*Backend)(nil)
+	_ storage.LeftoverRemover = (*Backend)(nil)
+)
 
 // New opens (creating if needed, mode 0700) a directory as a backend.
 func New(root string) (*Backend, error) {
@@ -341,44 +345,11 @@ func (b *Backend) List(ctx context.Context, prefix string) ([]storage.Info, erro
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: list %q: %w", b.path, prefix, err)
 	}
-	start := "."
-	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
-		start = prefix[:i]
-	}
 	var out []storage.Info
-	err := fs.WalkDir(b.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	_, err := b.walkPrefix(ctx, prefix, func(p string, d fs.DirEntry, fi fs.FileInfo) error {
+		if !storage.IsTempName(d.Name()) && strings.HasPrefix(p, prefix) {
+			out = append(out, storage.Info{Name: p, Size: fi.Size(), ModTime: fi.ModTime()})
 		}
-		if err != nil {
-			// Gone meanwhile (a Delete prunes empty directories), or the
-			// prefix's directory never existed: nothing to list there.
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-				if d != nil && d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() {
-			// Descend only where names can still match the prefix.
-			if p != "." && !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || storage.IsTempName(d.Name()) || !strings.HasPrefix(p, prefix) {
-			return nil
-		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		out = append(out, storage.Info{Name: p, Size: fi.Size(), ModTime: fi.ModTime()})
 		return nil
 	})
 	if err != nil {
@@ -412,6 +383,123 @@ func (b *Backend) Delete(ctx context.Context, name string) error {
 	}
 	b.pruneEmpty(path.Dir(name))
 	return nil
+}
+
+// RemoveLeftovers removes the temporary files of Puts that never finished
+// (their process was killed before it could remove them) below prefix:
+// those of objects whose names start with prefix, as List matches
+// them. It then removes the directories below prefix that this, or
+// anything before, left empty, as Delete does. opts.Names adds nothing: a
+// directory shows every temporary file in it. Bytes counts what the files
+// took.
+//
+// A temporary file is removed whatever its age: the caller guarantees
+// that no Put writes below prefix (see storage.LeftoverRemover), and a
+// Put whose file is removed under it fails at its rename, leaving no
+// object.
+func (b *Backend) RemoveLeftovers(ctx context.Context, prefix string, opts storage.LeftoverOptions) (storage.Leftovers, error) {
+	var found storage.Leftovers
+	if err := storage.CheckPrefix(prefix); err != nil {
+		return found, fmt.Errorf("%s: remove leftovers: %w", b.path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return found, fmt.Errorf("%s: remove leftovers under %q: %w", b.path, prefix, err)
+	}
+	dirs, err := b.walkPrefix(ctx, prefix, func(p string, d fs.DirEntry, fi fs.FileInfo) error {
+		if !storage.IsTempName(d.Name()) || !strings.HasPrefix(path.Join(path.Dir(p), tempTarget(d.Name())), prefix) {
+			return nil
+		}
+		if !opts.DryRun {
+			if err := b.root.Remove(p); errors.Is(err, fs.ErrNotExist) {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("remove temporary file %s: %w", p, err)
+			}
+		}
+		found.TempFiles++
+		found.Bytes += fi.Size()
+		return nil
+	})
+	if err != nil {
+		return found, fmt.Errorf("%s: remove leftovers under %q: %w", b.path, prefix, err)
+	}
+	if opts.DryRun {
+		return found, nil
+	}
+	// Deepest first: a directory sorts after its parent.
+	slices.Sort(dirs)
+	for _, d := range slices.Backward(dirs) {
+		_ = b.root.Remove(d) // fails, as it should, while d holds anything
+	}
+	b.pruneEmpty(walkStart(prefix))
+	return found, nil
+}
+
+// walkStart is the directory a walk for names starting with prefix starts
+// from.
+func walkStart(prefix string) string {
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		return prefix[:i]
+	}
+	return "."
+}
+
+// walkPrefix calls file for every regular file whose directory can hold
+// names starting with prefix (file decides on the name itself), and
+// returns the directories below prefix it went through. What a concurrent
+// Delete removes during the walk (it prunes empty directories), and a
+// prefix whose directory never existed, are simply not there.
+func (b *Backend) walkPrefix(ctx context.Context, prefix string, file func(p string, d fs.DirEntry, fi fs.FileInfo) error) ([]string, error) {
+	var dirs []string
+	err := fs.WalkDir(b.root.FS(), walkStart(prefix), func(p string, d fs.DirEntry, err error) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			// Descend only where names can still match the prefix.
+			if p != "." && !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") {
+				return fs.SkipDir
+			}
+			if p != "." && strings.HasPrefix(p+"/", prefix) {
+				dirs = append(dirs, p)
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return file(p, d, fi)
+	})
+	return dirs, err
+}
+
+// tempTarget returns the name of the object whose temporary file is named
+// elem (".<base>.<16 hex digits>.tmp", see createTemp): base, cut to 200
+// bytes for a long name.
+func tempTarget(elem string) string {
+	s := strings.TrimSuffix(strings.TrimPrefix(elem, "."), ".tmp")
+	if i := strings.LastIndexByte(s, '.'); i >= 0 && len(s)-i == 17 {
+		if _, err := hex.DecodeString(s[i+1:]); err == nil {
+			s = s[:i]
+		}
+	}
+	return s
 }
 
 // pruneEmpty removes dir and its parents while they are empty, never the

@@ -47,7 +47,7 @@ type Config struct {
 	// whole memory formula.
 	UploadMemory int64
 	// RetryWindow is how long transient failures of one request of a Put
-	// (or of AbortUploads, or of New's check of the bucket) are retried
+	// (or of RemoveLeftovers, or of New's check of the bucket) are retried
 	// before the operation fails; 0 means 2 minutes. The retry decorator
 	// has its own window, for the calls it retries.
 	RetryWindow time.Duration

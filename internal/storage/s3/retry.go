@@ -113,7 +113,7 @@ func (b *Backend) attempt(ctx context.Context, stall time.Duration, fn func(ctx 
 // error message. fn must be repeatable: a request body is rebuilt from
 // the same buffered bytes on every call. Only what the retry decorator
 // cannot repeat goes through here (the requests of a Put, and of
-// AbortUploads and New); Stat, List, Delete and Open make one attempt
+// RemoveLeftovers and New); Stat, List, Delete and Open make one attempt
 // (see once) and the decorator retries them whole.
 func (b *Backend) retry(ctx context.Context, what string, fn func(ctx context.Context, kick func()) error) error {
 	return b.retryWith(ctx, b.window, b.stall, what, fn)

@@ -15,7 +15,7 @@
 // decorator (package retry) retries them like any store's. What only this
 // package can repeat it retries itself with retry.Policy: the requests of
 // a Put, which re-send bytes this package buffered rather than relying on
-// the caller's reader, and those of AbortUploads and New. Used without the
+// the caller's reader, and those of RemoveLeftovers and New. Used without the
 // decorator, a Backend therefore reports a failed Stat, List, Delete, Open
 // or read at once.
 //

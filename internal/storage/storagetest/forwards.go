@@ -9,47 +9,51 @@ import (
 	"github.com/backstream/backstream/internal/storage"
 )
 
-// aborter is a backend that keeps incomplete uploads, as S3 does: it
-// records the names AbortUploads is called with and counts one upload
-// aborted per call.
-type aborter struct {
+// remover is a backend that keeps leftovers of unfinished writes, as S3
+// and local directories do: it records the prefixes and names
+// RemoveLeftovers is called with and counts one leftover per call.
+type remover struct {
 	storage.Backend
-	mu    sync.Mutex
-	names []string
+	mu       sync.Mutex
+	prefixes []string
+	names    []string
 }
 
-func (a *aborter) AbortUploads(ctx context.Context, name string) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.names = append(a.names, name)
-	return 1, nil
+func (r *remover) RemoveLeftovers(ctx context.Context, prefix string, opts storage.LeftoverOptions) (storage.Leftovers, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prefixes = append(r.prefixes, prefix)
+	r.names = append(r.names, opts.Names...)
+	return storage.Leftovers{Uploads: 1}, nil
 }
+
+// plain hides every optional interface of the backend it holds: only the
+// methods of storage.Backend are promoted.
+type plain struct{ storage.Backend }
 
 // Forwards checks that a decorator hides none of the optional interfaces
-// of what it wraps and adds none (today UploadAborter; see
-// storage.Lookup): wrap(inner) must have none, since inner, a backend
-// without optional interfaces, has none; wrapped around a backend that
-// keeps uploads, the decorator must let its AbortUploads be found and
-// reach it for the object named.
+// of what it wraps and adds none (today LeftoverRemover; see
+// storage.Lookup): wrapped around a backend without optional interfaces
+// (inner, with its own hidden) it must have none; wrapped around a backend
+// that keeps leftovers, it must let its RemoveLeftovers be found and reach
+// it with the prefix and the names given.
 func Forwards(t *testing.T, inner storage.Backend, wrap func(storage.Backend) storage.Backend) {
 	t.Helper()
-	if _, ok := storage.Lookup[storage.UploadAborter](inner); ok {
-		t.Fatalf("the backend given to wrap, %T, has an UploadAborter of its own", inner)
+	bare := plain{inner}
+	if _, ok := storage.Lookup[storage.LeftoverRemover](wrap(bare)); ok {
+		t.Error("the decorator claims a LeftoverRemover that the backend it wraps does not have")
 	}
-	if _, ok := storage.Lookup[storage.UploadAborter](wrap(inner)); ok {
-		t.Error("the decorator claims an UploadAborter that the backend it wraps does not have")
-	}
-	keeper := &aborter{Backend: inner}
-	ab, ok := storage.Lookup[storage.UploadAborter](wrap(keeper))
+	keeper := &remover{Backend: bare}
+	lr, ok := storage.Lookup[storage.LeftoverRemover](wrap(keeper))
 	if !ok {
-		t.Fatal("the decorator hides the UploadAborter of the backend it wraps")
+		t.Fatal("the decorator hides the LeftoverRemover of the backend it wraps")
 	}
-	const name = "dir/object"
-	n, err := ab.AbortUploads(t.Context(), name)
+	const prefix, name = "dir/", "dir/object"
+	got, err := lr.RemoveLeftovers(t.Context(), prefix, storage.LeftoverOptions{Names: []string{name}})
 	keeper.mu.Lock()
 	defer keeper.mu.Unlock()
-	if err != nil || n < 1 || !slices.Contains(keeper.names, name) {
-		t.Errorf("AbortUploads(%q) through the decorator = %d, %v, reaching the wrapped backend with %q; want it to reach it for %q",
-			name, n, err, keeper.names, name)
+	if err != nil || got.Count() < 1 || !slices.Equal(keeper.prefixes, []string{prefix}) || !slices.Contains(keeper.names, name) {
+		t.Errorf("RemoveLeftovers(%q, names %q) through the decorator = %v, %v, reaching the wrapped backend with prefixes %q, names %q; want it to reach it once with %q and %q",
+			prefix, name, got, err, keeper.prefixes, keeper.names, prefix, name)
 	}
 }

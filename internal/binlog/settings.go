@@ -1,0 +1,55 @@
+package binlog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
+)
+
+// readChecksum reads the server's binlog_checksum: CRC32 or NONE.
+func readChecksum(ctx context.Context, db *sql.DB) (string, error) {
+	var checksum string
+	if err := db.QueryRowContext(ctx, "SELECT @@binlog_checksum").Scan(&checksum); err != nil {
+		return "", fmt.Errorf("read the binary log settings: %w", err)
+	}
+	return checksum, nil
+}
+
+// The versions binary log archiving supports without a warning, as
+// major*100+minor; its tests run on the MariaDB of the build host (10.11).
+const (
+	oldestSupported = 1005
+	newestSupported = 1103
+)
+
+// checkSettings refuses what cannot be archived or replayed, naming the
+// setting and the fix, and returns warnings for what is untested but
+// should work.
+//
+// What works, and needs no check: binlog_format STATEMENT and MIXED
+// (mariadb-binlog replays statements as it does row events), and
+// encrypt_binlog (the server decrypts what it sends to replication
+// clients, so the archive holds plain events: encrypt it with --encrypt).
+func checkSettings(server *mariadb.Server, checksum string) (warnings []string, err error) {
+	switch {
+	case !server.MariaDB:
+		return nil, fmt.Errorf("the server is %s, not MariaDB: its binary logs (MySQL's GTIDs and events) cannot be archived and replayed by backstream", server.Version)
+	case server.Major < 10:
+		return nil, fmt.Errorf("the server is MariaDB %s: binary logs without MariaDB GTIDs (before 10.0) cannot be archived; upgrade the server", server.Version)
+	case !server.LogBin:
+		return nil, fmt.Errorf("the server's binary log is off (log_bin is OFF): there is nothing to archive; start the server with --log-bin (log_bin = <basename> in its option file) and take a new backup")
+	}
+	switch strings.ToUpper(checksum) {
+	case "NONE", "CRC32":
+	default:
+		return nil, fmt.Errorf("binlog_checksum = %s is not one backstream reads (NONE or CRC32): set binlog_checksum = CRC32", checksum)
+	}
+	if v := server.Major*100 + server.Minor; v < oldestSupported || v > newestSupported {
+		warnings = append(warnings, fmt.Sprintf("the server is MariaDB %s, outside the versions binary log archiving supports (%d.%d to %d.%d); the binary log format (v4) is the same, so it goes on: test a point-in-time restore",
+			server.Version, oldestSupported/100, oldestSupported%100, newestSupported/100, newestSupported%100))
+	}
+	return warnings, nil
+}

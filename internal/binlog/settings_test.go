@@ -1,0 +1,44 @@
+package binlog
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/mariadb"
+)
+
+// What cannot be archived or replayed is refused naming the setting; an
+// untested version is a warning naming it; the rest passes quietly.
+func TestSettingsCheck(t *testing.T) {
+	ok := mariadb.Server{Version: "10.11.19-MariaDB", Major: 10, Minor: 11, MariaDB: true, LogBin: true}
+	for _, c := range []struct {
+		name     string
+		edit     func(*mariadb.Server)
+		checksum string
+		refuse   string
+		warning  string
+	}{
+		{"crc32", func(*mariadb.Server) {}, "CRC32", "", ""},
+		{"checksum none", func(*mariadb.Server) {}, "NONE", "", ""},
+		{"log_bin off", func(s *mariadb.Server) { s.LogBin = false }, "CRC32", "log_bin is OFF", ""},
+		{"mysql", func(s *mariadb.Server) { s.Version, s.Major, s.Minor, s.MariaDB = "8.0.36", 8, 0, false }, "CRC32", "8.0.36, not MariaDB", ""},
+		{"unknown checksum", func(*mariadb.Server) {}, "XXH3", "binlog_checksum = XXH3", ""},
+		{"11.3", func(s *mariadb.Server) { s.Version, s.Major, s.Minor = "11.3.2-MariaDB", 11, 3 }, "CRC32", "", ""},
+		{"11.4", func(s *mariadb.Server) { s.Version, s.Major, s.Minor = "11.4.2-MariaDB", 11, 4 }, "CRC32", "", "MariaDB 11.4.2-MariaDB"},
+		{"10.4", func(s *mariadb.Server) { s.Version, s.Major, s.Minor = "10.4.34-MariaDB", 10, 4 }, "CRC32", "", "MariaDB 10.4.34-MariaDB"},
+	} {
+		s := ok
+		c.edit(&s)
+		warnings, err := checkSettings(&s, c.checksum)
+		switch {
+		case c.refuse == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.name, err)
+		case c.refuse != "" && (err == nil || !strings.Contains(err.Error(), c.refuse)):
+			t.Errorf("%s: %v, want a refusal naming %q", c.name, err, c.refuse)
+		case c.warning == "" && len(warnings) > 0:
+			t.Errorf("%s: warnings %q", c.name, warnings)
+		case c.warning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], c.warning) || !strings.Contains(warnings[0], "10.5 to 11.3")):
+			t.Errorf("%s: warnings %q, want one naming %q and the supported range", c.name, warnings, c.warning)
+		}
+	}
+}

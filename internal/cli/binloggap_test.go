@@ -1,0 +1,333 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/sandbox"
+)
+
+// Binary logs purged on the source while binlog was not running: the next
+// run exits non-zero naming the missing files and records a gap marker;
+// list --binlogs shows it; a restore past it fails before writing
+// anything, naming it; --allow-gap archives on past it, and the restore
+// is still refused, naming the recorded gap.
+func TestBinlogGapPurged(t *testing.T) {
+	t.Parallel()
+	src := binlogSource(t, 1)
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	before := archivedBinlogs(t, repoDir)
+	newest := before[len(before)-1].Name
+
+	// Three files written and purged while binlog is not running.
+	for range 3 {
+		src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
+		src.DB().Exec("FLUSH BINARY LOGS")
+	}
+	var current string
+	var pos int64
+	if err := src.DB().QueryRow("SHOW MASTER STATUS").Scan(&current, &pos, new(string), new(string)); err != nil {
+		t.Fatal(err)
+	}
+	// The server keeps a file until its binlog checkpoint passes it:
+	// purge until it has gone.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := src.DB().Exec("PURGE BINARY LOGS TO '" + current + "'"); err != nil {
+			t.Fatal(err)
+		}
+		var oldest string
+		if err := src.DB().QueryRow("SHOW BINARY LOGS").Scan(&oldest, new(int64)); err != nil {
+			t.Fatal(err)
+		}
+		if oldest == current {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PURGE BINARY LOGS TO %s leaves %s", current, oldest)
+		}
+	}
+	base := strings.TrimSuffix(newest, filepath.Ext(newest))
+	var n, cur int
+	fmt.Sscanf(filepath.Ext(newest), ".%d", &n)
+	fmt.Sscanf(filepath.Ext(current), ".%d", &cur)
+	if cur < n+3 {
+		t.Fatalf("the server is at %s, the archive at %s: want at least two files between", current, newest)
+	}
+	missing := fmt.Sprintf("%s.%06d .. %s.%06d", base, n+1, base, cur-1)
+
+	r := run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...)
+	if r.code != ExitFailure || r.err == nil || !strings.Contains(r.err.Error(), missing) || !strings.Contains(r.err.Error(), "--allow-gap") {
+		t.Fatalf("binlog after a purge: exit %d, %v; want exit 1 naming %s and --allow-gap", r.code, r.err, missing)
+	}
+	marker := filepath.Join(repoDir, "binlogs", before[0].Source, "gaps", current+".json")
+	data, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatalf("no gap marker: %v", err)
+	}
+	var g struct{ After, Before, Missing string }
+	if err := json.Unmarshal(data, &g); err != nil || g.After != newest || g.Before != current || g.Missing != missing {
+		t.Errorf("gap marker %s: %+v, %v", data, g, err)
+	}
+	if got := archivedBinlogs(t, repoDir); len(got) != len(before) {
+		t.Errorf("binlog archived past the gap without --allow-gap: %d files, had %d", len(got), len(before))
+	}
+	list := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
+	if !strings.Contains(list, "GAP: "+missing+" were purged on the server before they were archived") {
+		t.Errorf("list --binlogs does not show the gap:\n%s", list)
+	}
+
+	refused := func(what string) {
+		t.Helper()
+		target := filepath.Join(t.TempDir(), "target")
+		r := run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target)
+		if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), marker[len(repoDir)+1:]) || !strings.Contains(r.err.Error(), missing) {
+			t.Errorf("%s: restore --until end: exit %d, %v; want a refusal naming the gap %s", what, r.code, r.err, marker[len(repoDir)+1:])
+		}
+		if entries, _ := os.ReadDir(target); len(entries) > 0 {
+			t.Errorf("%s: the refused restore wrote %d entries into the target", what, len(entries))
+		}
+	}
+	refused("gap not allowed")
+
+	src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
+	src.DB().Exec("FLUSH BINARY LOGS")
+	r = run(t, append([]string{"binlog", "--repo", repoDir, "--allow-gap"}, sandboxConn(src)...)...)
+	if r.code != ExitOK || !strings.Contains(r.stderr, missing) {
+		t.Fatalf("binlog --allow-gap: exit %d, %v; want 0 and a warning naming %s:\n%s", r.code, r.err, missing, r.stderr)
+	}
+	list = run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
+	if !strings.Contains(list, current) || !strings.Contains(list, "GAP: "+missing) || !strings.Contains(list, "archived on past it (--allow-gap)") {
+		t.Errorf("list --binlogs after --allow-gap:\n%s", list)
+	}
+	refused("gap allowed")
+	// The gap was allowed: a later run goes on without --allow-gap.
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+}
+
+// A source killed (SIGKILL) and restarted on the same datadir while
+// binlog --follow runs: it reconnects, reports its lag in --progress json,
+// list --binlogs shows the window and the lag; after it is stopped, a
+// later run archives the rest, and a restore to the end equals the source:
+// no gap, no duplicate.
+func TestBinlogFollowSourceKilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := binlogSource(t, 1)
+	var serverID int
+	src.DB().QueryRow("SELECT @@server_id").Scan(&serverID)
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "json"}, sandboxConn(src)...)...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for i := range 20 {
+		src.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* before %d */", i))
+	}
+	waitFor(t, "a segment or file archived", &stderr, func() bool {
+		segs, _ := filepath.Glob(filepath.Join(repoDir, "binlogs", "*", "*", "segments", "*.seg"))
+		return len(segs) > 0
+	})
+	src.Kill()
+	again, err := sandbox.Start(ctx, sandbox.Options{Dir: src.Dir, Args: []string{fmt.Sprintf("--server-id=%d", serverID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for i := range 20 {
+		if _, err := again.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* after %d */", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A lag measure after the restart, caught up: the follower
+	// reconnected and holds what the restarted server wrote.
+	waitFor(t, "a progress event caught up after the restart", &stderr, func() bool {
+		lines := strings.Split(stderr.String(), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			var e struct {
+				Event      string   `json:"event"`
+				LagSeconds *float64 `json:"lag_seconds"`
+				LagBytes   *int64   `json:"lag_bytes"`
+			}
+			if json.Unmarshal([]byte(lines[i]), &e) == nil && e.Event == "progress" && e.LagBytes != nil && e.LagSeconds != nil {
+				return *e.LagBytes == 0 && *e.LagSeconds == 0 && strings.Contains(stderr.String(), "reconnecting")
+			}
+		}
+		return false
+	})
+	list := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
+	if !strings.Contains(list, "recoverable: from backup ") || !strings.Contains(list, "lag: ") || !strings.Contains(list, "binlog --follow, measured") {
+		t.Errorf("list --binlogs does not show the window and the lag:\n%s", list)
+	}
+	checkStatusJSON(t, repoDir)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
+	}
+	// Stopped, the follower says so: its last lag is not shown as live.
+	if out := run(t, "list", "--repo", repoDir, "--binlogs", "--status", "--json").mustSucceed(t).stdout; !strings.Contains(out, `"following": false`) && !strings.Contains(out, `"following":false`) {
+		t.Errorf("after binlog --follow stopped, list --binlogs --status --json:\n%s\nwant following false", out)
+	}
+	for i := range 5 {
+		again.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* later %d */", i))
+	}
+	again.DB().Exec("FLUSH BINARY LOGS")
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(again)...)...).mustSucceed(t)
+	if list := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout; strings.Contains(list, "GAP") {
+		t.Errorf("a gap after a restart of the source:\n%s", list)
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
+	compareChecksums(t, checksums(t, serverOn(t, target)), checksums(t, again))
+}
+
+// checkStatusJSON checks that list --binlogs --status --json gives, for
+// the one server archived while binlog --follow runs, what the text shows:
+// the window from the backup to the newest segment, with times and GTIDs,
+// the lag measured by the follower, and the file held only as segments.
+func checkStatusJSON(t *testing.T, repoDir string) {
+	t.Helper()
+	out := run(t, "list", "--repo", repoDir, "--binlogs", "--status", "--json").mustSucceed(t).stdout
+	var views []struct {
+		Source     string `json:"source"`
+		FromBackup string `json:"from_backup"`
+		From, To   struct {
+			File string    `json:"file"`
+			Time time.Time `json:"time"`
+			GTID string    `json:"gtid"`
+		}
+		Status *struct {
+			Updated    time.Time `json:"updated"`
+			Following  bool      `json:"following"`
+			LagSeconds *float64  `json:"lag_seconds"`
+			LagBytes   *int64    `json:"lag_bytes"`
+		} `json:"status"`
+		SegmentOnly []struct {
+			File     string `json:"file"`
+			End      int64  `json:"end"`
+			Segments int    `json:"segments"`
+		} `json:"segment_only"`
+	}
+	if err := json.Unmarshal([]byte(out), &views); err != nil {
+		t.Fatalf("list --binlogs --status --json: %v\n%s", err, out)
+	}
+	if len(views) != 1 {
+		t.Fatalf("list --binlogs --status --json: %d servers, want 1:\n%s", len(views), out)
+	}
+	v := views[0]
+	// Event times are whole seconds; the backup's, where the window
+	// starts, is not.
+	if v.FromBackup == "" || v.From.GTID == "" || v.From.Time.IsZero() || v.To.GTID == "" || v.To.Time.Before(v.From.Time.Truncate(time.Second)) || v.To.File < v.From.File {
+		t.Errorf("list --binlogs --status --json: window:\n%s", out)
+	}
+	if s := v.Status; s == nil || !s.Following || s.Updated.IsZero() || s.LagSeconds == nil || s.LagBytes == nil {
+		t.Errorf("list --binlogs --status --json: status:\n%s", out)
+	}
+	if n := len(v.SegmentOnly); n == 0 || v.SegmentOnly[n-1].File != v.To.File || v.SegmentOnly[n-1].End <= 0 || v.SegmentOnly[n-1].Segments == 0 {
+		t.Errorf("list --binlogs --status --json: no file held only as segments up to the window's end:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a child's output and the test share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls cond for up to two minutes.
+func waitFor(t *testing.T, what string, out *syncBuffer, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("no %s after two minutes; binlog --follow said:\n%s", what, out.String())
+}
+
+// A server restarted with another server_id carries on its history under
+// a new source key: the archive cannot be continuous across it, so the
+// next binlog run records the gap and stops unless --allow-gap. Another
+// server that merely shares the host (its own GTIDs) starts a series of
+// its own, with no gap.
+func TestBinlogServerIDChange(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := binlogSource(t, 1)
+	other := binlogSource(t, 1)
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(other)...)...).mustSucceed(t)
+
+	if err := src.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := sandbox.Start(ctx, sandbox.Options{Dir: src.Dir, Args: []string{"--server-id=4242"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { again.Close() })
+	again.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
+	again.DB().Exec("FLUSH BINARY LOGS")
+	// The files the old server_id wrote are gone from the server's list.
+	var current string
+	again.DB().QueryRow("SHOW MASTER STATUS").Scan(&current, new(int64), new(string), new(string))
+	again.DB().Exec("PURGE BINARY LOGS TO '" + current + "'")
+	r := run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(again)...)...)
+	if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), "server_id changed to 4242") || !strings.Contains(r.err.Error(), "--allow-gap") {
+		t.Errorf("binlog after a server_id change: exit %d, %v; want a refusal naming the change and --allow-gap", r.code, r.err)
+	}
+}
+
+// RESET MASTER makes the server number its binary logs from 000001 again:
+// names the archive already holds, with other transactions. The next
+// binlog run refuses (--allow-gap or not) rather than take the new files
+// for archived ones and silently leave them out.
+func TestBinlogNumberingRestarted(t *testing.T) {
+	t.Parallel()
+	src := binlogSource(t, 2)
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	before := archivedBinlogs(t, repoDir)
+	for _, q := range []string{"RESET MASTER", "INSERT INTO m.marks (at) VALUES (NOW(6))", "FLUSH BINARY LOGS"} {
+		if _, err := src.DB().Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, extra := range [][]string{nil, {"--allow-gap"}} {
+		r := run(t, append(append([]string{"binlog", "--repo", repoDir}, extra...), sandboxConn(src)...)...)
+		if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), "numbering went back") {
+			t.Errorf("binlog %v after RESET MASTER: exit %d, %v; want a refusal saying the numbering went back", extra, r.code, r.err)
+		}
+	}
+	if after := archivedBinlogs(t, repoDir); len(after) != len(before) {
+		t.Errorf("%d archived files after the refusals, %d before", len(after), len(before))
+	}
+}

@@ -1,0 +1,300 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/fidelitytest"
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+)
+
+// The fidelity corpus (internal/fidelitytest/corpus, issue 21): every
+// fixture, adapted from MariaDB's own tests and from bug reports against
+// dump tools, goes through every backup path into a fresh server, and the
+// restored database's fingerprint (every object's definition, every value
+// of every row rendered by type, CHECKSUM TABLE) must equal the source's.
+// Logical paths run with both servers strict and both permissive; a
+// fixture that names an object to refuse must make the backup fail,
+// naming it. The fixtures share servers (one source per mode and path,
+// one database each) so that the corpus costs a few backups, not one per
+// fixture.
+func TestFidelityCorpus(t *testing.T) {
+	t.Parallel()
+	fixtures, err := fidelitytest.Corpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"permissive", "strict"} {
+		t.Run("logical-"+mode, func(t *testing.T) {
+			t.Parallel()
+			corpusLogical(t, fixtures, mode)
+		})
+	}
+	t.Run("physical", func(t *testing.T) {
+		t.Parallel()
+		corpusPhysical(t, fixtures)
+	})
+	for _, f := range fixtures {
+		if f.Refuse == "" {
+			continue
+		}
+		t.Run("refuse-"+f.Name, func(t *testing.T) {
+			t.Parallel()
+			corpusRefusal(t, f)
+		})
+	}
+}
+
+// corpusServerArgs are the options of a server of the corpus: its global
+// sql_mode is mode's.
+func corpusServerArgs(mode string) []string {
+	return []string{"--sql-mode=" + fidelitytest.Modes[mode]}
+}
+
+// corpusSource starts a server whose global sql_mode is mode's, loads the
+// fixtures that keep takes, and returns it with their fingerprints.
+func corpusSource(t *testing.T, fixtures []*fidelitytest.Fixture, mode string, keep func(*fidelitytest.Fixture) bool) (*sandbox.Server, []*fidelitytest.Fixture, map[string]map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{Args: corpusServerArgs(mode)})
+	var loaded []*fidelitytest.Fixture
+	for _, f := range fixtures {
+		if !keep(f) {
+			continue
+		}
+		if err := f.Load(ctx, src.Socket, "root"); err != nil {
+			t.Fatal(err)
+		}
+		loaded = append(loaded, f)
+	}
+	if len(loaded) == 0 {
+		t.Fatalf("no fixture of the corpus takes this path: the test would prove nothing")
+	}
+	return src, loaded, corpusFingerprints(t, src, loaded)
+}
+
+// corpusFingerprints fingerprints every fixture's database on s.
+func corpusFingerprints(t *testing.T, s *sandbox.Server, fixtures []*fidelitytest.Fixture) map[string]map[string]string {
+	t.Helper()
+	want := map[string]map[string]string{}
+	for _, f := range fixtures {
+		fp, err := fidelitytest.Fingerprint(context.Background(), s.DB(), f.Database)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[f.Name] = fp
+	}
+	return want
+}
+
+// compareCorpus fingerprints every fixture's database on the restored
+// server and reports each fixture that differs, with where it comes from.
+func compareCorpus(t *testing.T, restored *sandbox.Server, fixtures []*fidelitytest.Fixture, want map[string]map[string]string) {
+	t.Helper()
+	for _, f := range fixtures {
+		got, err := fidelitytest.Fingerprint(context.Background(), restored.DB(), f.Database)
+		if err != nil {
+			t.Errorf("fixture %s (%s): %v", f.Name, f.Source, err)
+			continue
+		}
+		if diffs := fidelitytest.Compare(got, want[f.Name]); len(diffs) > 0 {
+			t.Errorf("fixture %s (%s, from %s): %d differences:\n%s", f.Name, f.Title, f.Source, len(diffs), strings.Join(diffs, "\n"))
+		}
+	}
+}
+
+func databasesOf(fixtures []*fidelitytest.Fixture) string {
+	var names []string
+	for _, f := range fixtures {
+		names = append(names, f.Database)
+	}
+	return strings.Join(names, ",")
+}
+
+// corpusLogical: plain and encrypted logical backups, restored into a
+// server of the same sql_mode.
+func corpusLogical(t *testing.T, fixtures []*fidelitytest.Fixture, mode string) {
+	src, loaded, want := corpusSource(t, fixtures, mode, func(f *fidelitytest.Fixture) bool {
+		return f.Refuse == "" && f.Takes(fidelitytest.Logical, mode)
+	})
+	pub, key := ageKeys(t)
+	for _, c := range []struct {
+		name          string
+		backup, restr []string
+	}{
+		{"plain", nil, nil},
+		{"encrypted", []string{"--encrypt", "--recipient-file", pub}, []string{"--identity-file", key}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			repoDir := filepath.Join(t.TempDir(), "repo")
+			backup := append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", databasesOf(loaded)}, c.backup...)
+			run(t, append(backup, sandboxConn(src)...)...).mustSucceed(t)
+			dst := sandboxtest.Start(t, sandbox.Options{Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
+			restore := append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, c.restr...)
+			run(t, append(restore, sandboxConn(dst)...)...).mustSucceed(t)
+			compareCorpus(t, dst, loaded, want)
+		})
+	}
+}
+
+// corpusPhysical: a full backup restored with --prepare, and a chain (a
+// full taken with half the fixtures, an incremental after the rest).
+func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
+	ctx := context.Background()
+	takes := func(f *fidelitytest.Fixture) bool {
+		return f.Refuse == "" && slices.Contains(f.Paths, fidelitytest.Physical)
+	}
+	src, loaded, want := corpusSource(t, fixtures, "permissive", takes)
+	t.Run("full", func(t *testing.T) {
+		// DML and InnoDB DDL run on another database of the source while
+		// the backup is taken: a restore replayed from the backup's
+		// recorded position to the end of the binary log must equal the
+		// source, fixtures and churn alike, through backstream's restore
+		// and through the stock tools (cat | mbstream -x, then
+		// mariabackup --prepare).
+		rounds, stop := startChurn(t, src)
+		for deadline := time.Now().Add(time.Minute); rounds() == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the writes never started")
+			}
+		}
+		before := rounds()
+		repoDir := filepath.Join(t.TempDir(), "repo")
+		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+		if rounds() == before {
+			t.Fatal("no write ran while the backup was taken: the test would prove nothing")
+		}
+		stop()
+		wantChurn := tableState(t, src.DB(), churnDB)
+		entries := backupListing(t, repoDir)
+		pos := entries[len(entries)-1].Positions
+		restored := filepath.Join(t.TempDir(), "datadir")
+		run(t, "restore", "--repo", repoDir, "--target-dir", restored, "--prepare").mustSucceed(t)
+		stock := t.TempDir()
+		catExtract(t, stock, "--repo", repoDir, "latest")
+		if out, err := exec.Command("mariabackup", "--prepare", "--target-dir="+stock).CombinedOutput(); err != nil {
+			t.Fatalf("mariabackup --prepare of cat | mbstream -x: %v\n%s", err, out)
+		}
+		for _, c := range []struct{ name, datadir string }{{"restore --prepare", restored}, {"cat | mbstream -x, mariabackup --prepare", stock}} {
+			srv := serverOn(t, c.datadir)
+			replayBinlog(t, src, srv, pos.BinlogFile, pos.BinlogPosition)
+			compareCorpus(t, srv, loaded, want)
+			if got := tableState(t, srv.DB(), churnDB); got != wantChurn {
+				t.Errorf("%s, replayed from %s:%d: the database written during the backup differs:\nrestored: %s\n  source: %s", c.name, pos.BinlogFile, pos.BinlogPosition, got, wantChurn)
+			}
+		}
+	})
+	t.Run("incremental", func(t *testing.T) {
+		// A second source, of the same sql_mode as the first (routines,
+		// triggers, views and events record the mode they were created
+		// under): the full backup holds the first half.
+		chain := sandboxtest.Start(t, sandbox.Options{Args: corpusServerArgs("permissive")})
+		half := len(loaded) / 2
+		for _, f := range loaded[:half] {
+			if err := f.Load(ctx, chain.Socket, "root"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		repoDir := filepath.Join(t.TempDir(), "repo")
+		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(chain)...)...).mustSucceed(t)
+		for _, f := range loaded[half:] {
+			if err := f.Load(ctx, chain.Socket, "root"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--incremental"}, sandboxConn(chain)...)...).mustSucceed(t)
+		// The chain's own fingerprints: system-versioned rows carry the
+		// time they were loaded at, which differs from the first source's.
+		chainWant := corpusFingerprints(t, chain, loaded)
+		target := filepath.Join(t.TempDir(), "datadir")
+		run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+		compareCorpus(t, serverOn(t, target), loaded, chainWant)
+	})
+}
+
+// corpusRefusal: the backup of a fixture that names an object to refuse
+// fails, naming it, and commits nothing.
+func corpusRefusal(t *testing.T, f *fidelitytest.Fixture) {
+	ctx := context.Background()
+	for _, path := range f.Paths {
+		src := sandboxtest.Start(t, sandbox.Options{})
+		if err := f.Load(ctx, src.Socket, "root"); err != nil {
+			t.Fatal(err)
+		}
+		repoDir := filepath.Join(t.TempDir(), "repo")
+		args := []string{"backup", "--repo", repoDir, "--database", f.Database}
+		if path == fidelitytest.Logical {
+			args = append(args, "--logical")
+		}
+		r := run(t, append(args, sandboxConn(src)...)...)
+		if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), f.Refuse) {
+			t.Errorf("fixture %s (%s), %s backup: exit %d, %v; want a refusal naming %s", f.Name, f.Source, path, r.code, r.err, f.Refuse)
+		}
+		if entries := backupListing(t, repoDir); len(entries) != 0 {
+			t.Errorf("fixture %s, %s backup: %d backups committed after a refusal", f.Name, path, len(entries))
+		}
+	}
+}
+
+// churnDB is the database startChurn writes to.
+const churnDB = "fx_churn"
+
+// startChurn writes to database churnDB of src until stop is called:
+// inserts, updates and deletes on InnoDB, MyISAM and Aria tables, and
+// InnoDB DDL (mariabackup follows InnoDB DDL in the redo log; DDL on the
+// other engines makes a backup refuse, see
+// TestPhysicalBackupRacingNonTransactionalDDL). rounds says how many
+// rounds of writes have run; stop fails the test if a write failed.
+func startChurn(t *testing.T, src *sandbox.Server) (rounds func() int64, stop func()) {
+	t.Helper()
+	db := src.DB()
+	for _, q := range []string{
+		"CREATE DATABASE " + churnDB,
+		"CREATE TABLE " + churnDB + ".inno (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB",
+		"CREATE TABLE " + churnDB + ".my (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=MyISAM",
+		"CREATE TABLE " + churnDB + ".ar (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=Aria",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var done atomic.Bool
+	var n atomic.Int64
+	failed := make(chan error, 1)
+	go func() {
+		defer close(failed)
+		for i := int64(1); !done.Load(); i++ {
+			for _, q := range []string{
+				fmt.Sprintf("INSERT INTO %s.inno VALUES (%d, MD5(%d))", churnDB, i, i),
+				fmt.Sprintf("INSERT INTO %s.my VALUES (%d, MD5(%d))", churnDB, i, i),
+				fmt.Sprintf("INSERT INTO %s.ar VALUES (%d, MD5(%d))", churnDB, i, i),
+				fmt.Sprintf("UPDATE %s.inno SET v = MD5(v) WHERE id = %d", churnDB, i/2),
+				fmt.Sprintf("DELETE FROM %s.my WHERE id = %d", churnDB, i/3),
+				fmt.Sprintf("CREATE TABLE %s.t%d (id INT PRIMARY KEY) ENGINE=InnoDB", churnDB, i),
+				fmt.Sprintf("ALTER TABLE %s.t%d ADD COLUMN c INT", churnDB, i),
+				fmt.Sprintf("DROP TABLE IF EXISTS %s.t%d", churnDB, i-1),
+			} {
+				if _, err := db.Exec(q); err != nil {
+					failed <- fmt.Errorf("%s: %w", q, err)
+					return
+				}
+			}
+			n.Store(i)
+		}
+	}()
+	return n.Load, func() {
+		done.Store(true)
+		if err := <-failed; err != nil {
+			t.Fatalf("a write during the backup failed: %v", err)
+		}
+	}
+}

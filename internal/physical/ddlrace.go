@@ -1,0 +1,121 @@
+package physical
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ddlLogName is the file a server (MariaDB 10.6 and later) writes in its
+// datadir from BACKUP STAGE START until BLOCK_DDL: one line for each DDL
+// statement that ran meanwhile. It is truncated at the next BACKUP STAGE
+// START, so after a backup it holds exactly the DDL that ran during the
+// copy.
+const ddlLogName = "ddl.log"
+
+// ddlRaceAttempts is how many times a backup is taken when DDL keeps
+// racing the copy of non-InnoDB tables.
+const ddlRaceAttempts = 3
+
+// DDLRaceError is a backup that DDL on tables mariabackup copies as files
+// (every engine but InnoDB: Aria, MyISAM, ...) ran during: their copy may
+// hold a state of theirs other than the one at the recorded position, or
+// none (a table copied under a name it had for a moment). mariabackup
+// means to handle that DDL, but does not always, so such a backup is
+// never committed.
+type DDLRaceError struct {
+	Tables []string // each table, with its engine and the statements, e.g. "r.a (Aria: RENAME, ALTER)"
+}
+
+func (e *DDLRaceError) Error() string {
+	return fmt.Sprintf("DDL on non-InnoDB tables ran while mariabackup copied them, so the copy may not match the backup's position: %s",
+		strings.Join(e.Tables, ", "))
+}
+
+// racedDDL reads the server's DDL log of the backup that started at
+// started and returns the statements that touched tables of other engines
+// than InnoDB. A log older than started belongs to an earlier backup: the
+// server keeps none (before 10.6), and nothing is known.
+func racedDDL(datadir string, started time.Time) ([]string, error) {
+	name := filepath.Join(datadir, ddlLogName)
+	st, err := os.Stat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the server's DDL log: %w", err)
+	}
+	// The file's times have the file system's resolution; a second of
+	// slack only ever counts an older log as this backup's, which errs
+	// towards refusing.
+	if st.ModTime().Before(started.Add(-time.Second)) {
+		return nil, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("the server's DDL log: %w", err)
+	}
+	return parseDDLLog(data), nil
+}
+
+// parseDDLLog names the tables of a DDL log that are not InnoDB, each as
+// "<db>.<table> (<engine>: <statements>)", in the order the log first
+// names them; a rename names both the old and the new name. A line's
+// fields, tab-separated: time, statement, engine, partitioned, database,
+// table, table id, then for a rename the new engine, partitioned,
+// database, table and id. Names are in the server's file name encoding
+// (@0020 for a space, ...).
+func parseDDLLog(data []byte) []string {
+	type table struct {
+		engine string
+		stmts  []string
+	}
+	var order []string
+	tables := map[string]*table{}
+	note := func(name, engine, stmt string) {
+		t := tables[name]
+		if t == nil {
+			t = &table{engine: engine}
+			tables[name] = t
+			order = append(order, name)
+		}
+		if !slices.Contains(t.stmts, stmt) {
+			t.stmts = append(t.stmts, stmt)
+		}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		if len(f) < 6 {
+			continue
+		}
+		field := func(i int) string {
+			if i < len(f) {
+				return f[i]
+			}
+			return ""
+		}
+		stmt, engine, newEngine := field(1), field(2), field(7)
+		if strings.EqualFold(engine, "InnoDB") && (newEngine == "" || strings.EqualFold(newEngine, "InnoDB")) {
+			continue
+		}
+		note(field(4)+"."+field(5), engine, stmt)
+		if field(10) != "" && field(9)+"."+field(10) != field(4)+"."+field(5) {
+			note(field(9)+"."+field(10), newEngine, stmt)
+		}
+	}
+	out := make([]string, len(order))
+	for i, name := range order {
+		t := tables[name]
+		out[i] = fmt.Sprintf("%s (%s: %s)", name, t.engine, strings.Join(t.stmts, ", "))
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package restore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/backstream/backstream/internal/physical"
+)
+
+// Tables created with DATA DIRECTORY keep their tablespace outside the
+// datadir. mariabackup 10.11 streams such a tablespace under its datadir
+// name (<db>/<t>.ibd) together with the datadir's <db>/<t>.isl, a text
+// file holding the external path; MyISAM's DATA and INDEX DIRECTORY
+// symbolic links are streamed as the files they point to (the writer
+// never makes a link). An .isl kept as it is makes the restored server
+// look for the source's path: on the source's host it finds the live
+// source's file there too and will not open the table ("A tablespace has
+// been found in multiple places"), or opens the wrong file. So a restore
+// takes every .isl out of what it extracted (prepare does not need them:
+// it finds tablespaces by their datadir names) and puts each tablespace
+// where it was asked: in the datadir, without .isl (the default), or in a
+// mapped directory with an .isl pointing there. Nothing a restore leaves
+// points outside its target but what a mapping asked for.
+
+// DirMap places the tablespaces a backup recorded under the external data
+// directory Old (and below it) under New instead, keeping the rest of
+// their path.
+type DirMap struct{ Old, New string }
+
+// ParseDirMap reads OLD=NEW, two absolute paths.
+func ParseDirMap(s string) (DirMap, error) {
+	old, dst, ok := strings.Cut(s, "=")
+	if !ok || !filepath.IsAbs(old) || !filepath.IsAbs(dst) {
+		return DirMap{}, fmt.Errorf("%q: want OLD=NEW, two absolute directories, e.g. /data/ext=/restore/ext", s)
+	}
+	return DirMap{Old: filepath.Clean(old), New: filepath.Clean(dst)}, nil
+}
+
+// Placement says where the tablespaces of one external data directory
+// went.
+type Placement struct {
+	From   string   // the data directory the backup recorded
+	To     string   // where they are now: the mapped directory, or the datadir
+	Mapped bool     // To is a mapped directory; the .isl files point there
+	Files  []string // the tablespaces, by their datadir names
+}
+
+func (p Placement) String() string {
+	switch {
+	case p.Mapped && len(p.Files) == 0:
+		return fmt.Sprintf("DATA DIRECTORY %s: the backup has no tablespace there; nothing placed in %s", p.From, p.To)
+	case p.Mapped:
+		return fmt.Sprintf("DATA DIRECTORY %s: %d tablespaces placed in %s (%s)", p.From, len(p.Files), p.To, strings.Join(p.Files, ", "))
+	}
+	return fmt.Sprintf("DATA DIRECTORY %s: %d tablespaces placed in the datadir %s (%s); their tables no longer show DATA DIRECTORY",
+		p.From, len(p.Files), p.To, strings.Join(p.Files, ", "))
+}
+
+// RefusedError is a restore refused for what it was asked: a mapped data
+// directory that a running process uses or that already holds a file the
+// restore would place there, or a mapping without prepare. Nothing was
+// written outside the target.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// checkDirMaps refuses mappings a restore into target cannot honour, before
+// anything is written: a destination inside the target (the server would
+// take its directories for databases), and one a running process uses.
+func checkDirMaps(maps []DirMap, target string, prepare bool) error {
+	if len(maps) == 0 {
+		return nil
+	}
+	if !prepare {
+		return &RefusedError{errors.New("placing DATA DIRECTORY tablespaces elsewhere needs prepare: prepare finds them in the datadir")}
+	}
+	for _, m := range maps {
+		if within(target, m.New) {
+			return &RefusedError{fmt.Errorf("data directory %s is inside the target %s, where the server would take it for a database; map it outside the target", m.New, target)}
+		}
+		if err := notInUse(m.New); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeLinkFiles reads and removes every <db>/<t>.isl under dirs (the base
+// first, then each increment, whose .isl files prepare would copy into the
+// base) and returns the external path each tablespace's .isl recorded, by
+// the tablespace's datadir name; a later directory's .isl wins.
+func takeLinkFiles(dirs []string) (map[string]string, error) {
+	recorded := map[string]string{}
+	for _, dir := range dirs {
+		isls, err := filepath.Glob(filepath.Join(dir, "*", "*.isl"))
+		if err != nil {
+			return nil, err
+		}
+		for _, isl := range isls {
+			data, err := os.ReadFile(isl)
+			if err != nil {
+				return nil, fmt.Errorf("restore: %w", err)
+			}
+			rel, _ := filepath.Rel(dir, isl)
+			// The server trims control characters and spaces at the end.
+			p := strings.TrimRightFunc(string(data), func(r rune) bool { return r <= ' ' })
+			if !filepath.IsAbs(p) {
+				return nil, fmt.Errorf("restore: %s holds %q, not the absolute path of a tablespace", rel, p)
+			}
+			recorded[strings.TrimSuffix(rel, ".isl")+".ibd"] = filepath.Clean(p)
+			if err := os.Remove(isl); err != nil {
+				return nil, fmt.Errorf("restore: %w", err)
+			}
+		}
+	}
+	return recorded, nil
+}
+
+// place puts each tablespace the backup recorded outside the datadir
+// where opt asks (see the comment at the top of this file) and reports
+// each data directory to opt.Placed. A mapped tablespace is moved out of
+// the target into a file created for it (never over an existing one) and
+// its .isl written; what place creates outside the target is recorded in
+// t, for Finish to own and Abandon to remove.
+func (t *Target) place(recorded map[string]string, opt Options) error {
+	names := make([]string, 0, len(recorded))
+	for name := range recorded {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	type key struct {
+		from string
+		m    *DirMap
+	}
+	var order []key
+	groups := map[key][]string{}
+	for _, name := range names {
+		ext := recorded[name]
+		k := key{from: filepath.Dir(filepath.Dir(ext)), m: dirMapFor(opt.DataDirs, ext)}
+		if k.m != nil {
+			// A tablespace dropped while the backup ran has an .isl but no file.
+			if _, err := os.Lstat(filepath.Join(t.dir, name)); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err := t.moveOut(name, ext, k.m); err != nil {
+				return err
+			}
+		}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], name)
+	}
+	if opt.Placed == nil {
+		return nil
+	}
+	used := map[*DirMap]bool{}
+	for _, k := range order {
+		p := Placement{From: k.from, To: t.dir, Files: groups[k]}
+		if k.m != nil {
+			used[k.m] = true
+			p.To, p.Mapped = k.m.New, true
+		}
+		opt.Placed(p)
+	}
+	for i := range opt.DataDirs {
+		if m := &opt.DataDirs[i]; !used[m] {
+			opt.Placed(Placement{From: m.Old, To: m.New, Mapped: true})
+		}
+	}
+	return nil
+}
+
+// dirMapFor returns the mapping of the longest Old that holds path, or nil.
+func dirMapFor(maps []DirMap, path string) *DirMap {
+	var best *DirMap
+	for i := range maps {
+		if m := &maps[i]; within(m.Old, path) && (best == nil || len(m.Old) > len(best.Old)) {
+			best = m
+		}
+	}
+	return best
+}
+
+// moveOut moves tablespace name of the target to its place under m and
+// points its .isl there.
+func (t *Target) moveOut(name, ext string, m *DirMap) error {
+	rel, err := filepath.Rel(m.Old, ext)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(m.New, rel)
+	if err := notInUse(m.New); err != nil {
+		return err
+	}
+	if err := t.mkdirOutside(filepath.Dir(dst)); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, physical.FileMode)
+	if errors.Is(err, fs.ErrExist) {
+		return &RefusedError{fmt.Errorf("data directory %s: %s already exists, and a restore never writes over a file outside its target; map the data directory elsewhere", m.New, dst)}
+	}
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	t.outside = append(t.outside, dst)
+	// The rename replaces the empty file made above, which only reserved
+	// the name; across filesystems the bytes are copied into it.
+	src := filepath.Join(t.dir, name)
+	err = os.Rename(src, dst)
+	if errors.Is(err, syscall.EXDEV) {
+		err = copyInto(f, src)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore: place %s in %s: %w", name, dst, err)
+	}
+	isl := filepath.Join(t.dir, strings.TrimSuffix(name, ".ibd")+".isl")
+	if err := os.WriteFile(isl, []byte(dst), physical.FileMode); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
+}
+
+// copyInto copies src into f (another filesystem, where rename cannot
+// go), syncs it and removes src.
+func copyInto(f *os.File, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if _, err := io.Copy(f, in); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return os.Remove(src)
+}
+
+// mkdirOutside creates dir and its missing parents, recording each one it
+// creates.
+func (t *Target) mkdirOutside(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if err := t.mkdirOutside(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, physical.DirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("restore: %w", err)
+	}
+	t.outside = append(t.outside, dir)
+	return nil
+}
+
+// notInUse refuses dir if a running process has its working directory or
+// an open file there: a server's datadir is its working directory, and it
+// keeps its tablespaces open. It reads /proc, so it sees every process
+// when run as root and the user's own otherwise; the refusal to write over
+// an existing file is what holds everywhere.
+func notInUse(dir string) error {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil || p.Name() == self {
+			continue
+		}
+		base := filepath.Join("/proc", p.Name())
+		links := []string{filepath.Join(base, "cwd")}
+		fds, _ := os.ReadDir(filepath.Join(base, "fd"))
+		for _, fd := range fds {
+			links = append(links, filepath.Join(base, "fd", fd.Name()))
+		}
+		for _, l := range links {
+			if used, err := os.Readlink(l); err == nil && within(dir, used) {
+				comm, _ := os.ReadFile(filepath.Join(base, "comm"))
+				return &RefusedError{fmt.Errorf("data directory %s is in use by a running process (pid %s, %s, has %s open); a restore never places files where a server runs",
+					dir, p.Name(), strings.TrimSpace(string(comm)), used)}
+			}
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or below it.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
