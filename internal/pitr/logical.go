@@ -69,9 +69,9 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if job.Progress != nil {
 		job.Progress.Stage("making a server in the target directory")
 	}
-	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), target.Dir(), job.UseMemory, opts, true, "--max-allowed-packet=1G")
+	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), target.WorkDir(), job.UseMemory, opts, true, "--max-allowed-packet=1G")
 	if err != nil {
-		return nil, fmt.Errorf("start a server in %s: %w", target.Dir(), err)
+		return nil, fmt.Errorf("start a server in %s: %w", target.WorkDir(), err)
 	}
 	defer srv.Close()
 	if err := dropInstalledAccounts(ctx, srv.DB(), account); err != nil {

@@ -132,7 +132,7 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDef
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	if err := replay(ctx, work, target.Dir(), opts, base, paths, t, job.Options); err != nil {
+	if err := replay(ctx, work, target.WorkDir(), opts, base, paths, t, job.Options); err != nil {
 		return nil, err
 	}
 	if err := target.Finish(job.Owner); err != nil {

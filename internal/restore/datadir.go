@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -101,9 +102,14 @@ func Datadir(ctx context.Context, job Job) (err error) {
 }
 
 // Target is a directory claimed by one restore: marked as being restored
-// until Finish, emptied by Abandon.
+// until Finish, emptied by Abandon. What the restore writes goes into a
+// work directory inside it and moves up only at Finish: until then the
+// target holds no datadir a server could start on (mariadbd refuses a
+// directory without the mysql schema), so a restore killed half-way never
+// leaves half a database that runs.
 type Target struct {
 	dir     string
+	work    string
 	created bool
 	outside []string // what the restore created outside dir (mapped data directories), parents first
 }
@@ -111,10 +117,19 @@ type Target struct {
 // Dir is the target's absolute path.
 func (t *Target) Dir() string { return t.dir }
 
+// WorkDir is where the restore writes, and where a caller's steps between
+// Claim and Finish find the datadir (a replay server runs there); Finish
+// moves its contents to Dir.
+func (t *Target) WorkDir() string { return t.work }
+
 // markerName is in a target while a restore writes it: a restore that was
 // killed, and so could not empty the target, leaves it behind, and the
-// next restore into that directory says what happened there.
-const markerName = ".backstream-restoring"
+// next restore into that directory says what happened there. workName is
+// the work directory beside it.
+const (
+	markerName = ".backstream-restoring"
+	workName   = ".backstream-restoring.d"
+)
 
 // Claim checks that dir is an empty directory or absent (then creates it)
 // and marks it as being restored from backup id.
@@ -123,7 +138,7 @@ func Claim(dir, id string) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{dir: target}
+	t := &Target{dir: target, work: filepath.Join(target, workName)}
 	entries, err := os.ReadDir(target)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -135,13 +150,18 @@ func Claim(dir, id string) (*Target, error) {
 		return nil, fmt.Errorf("target %s: %w", target, err)
 	case len(entries) > 0:
 		if what, err := os.ReadFile(filepath.Join(target, markerName)); err == nil {
-			return nil, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed before it finished or cleaned up; empty the directory and restore again",
-				target, strings.TrimSpace(string(what)))
+			return nil, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed before it finished or cleaned up, and left what it wrote in %s; empty the directory and restore again",
+				target, strings.TrimSpace(string(what)), t.work)
 		}
 		return nil, fmt.Errorf("target %s is not empty (%d entries, e.g. %s); restore only into an empty or new directory", target, len(entries), entries[0].Name())
 	}
 	mark := fmt.Sprintf("backup %s, begun %s by pid %d", id, time.Now().UTC().Format(time.DateTime), os.Getpid())
-	if err := os.WriteFile(filepath.Join(target, markerName), []byte(mark+"\n"), physical.FileMode); err != nil {
+	err = os.WriteFile(filepath.Join(target, markerName), []byte(mark+"\n"), physical.FileMode)
+	if err == nil {
+		err = os.Mkdir(t.work, physical.DirMode)
+	}
+	if err != nil {
+		os.Remove(filepath.Join(target, markerName))
 		if t.created {
 			os.Remove(target)
 		}
@@ -179,10 +199,29 @@ func (t *Target) Abandon(cause error) error {
 	return cause
 }
 
-// Finish sets ownership and modes (see physical.SetOwnership) of the
-// target and of what the restore placed outside it, and removes the
-// marker: from now on the target is a finished restore.
+// Finish moves what the restore wrote from the work directory into the
+// target (refusing to replace anything that appeared there meanwhile),
+// sets ownership and modes (see physical.SetOwnership) of the target and
+// of what the restore placed outside it, and removes the marker last:
+// from now on the target is a finished restore. Killed half-way, it
+// leaves the marker, and the next restore says so.
 func (t *Target) Finish(owner string) error {
+	entries, err := os.ReadDir(t.work)
+	if err != nil {
+		return fmt.Errorf("target %s: %w", t.dir, err)
+	}
+	for _, e := range entries {
+		dst := filepath.Join(t.dir, e.Name())
+		if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("target %s: %s appeared there while the restore ran (did something start a server on it?); the restore never writes over it", t.dir, e.Name())
+		}
+		if err := os.Rename(filepath.Join(t.work, e.Name()), dst); err != nil {
+			return fmt.Errorf("target %s: %w", t.dir, err)
+		}
+	}
+	if err := os.Remove(t.work); err != nil {
+		return fmt.Errorf("target %s: %w", t.dir, err)
+	}
 	for _, p := range append([]string{t.dir}, t.outside...) {
 		if err := physical.SetOwnership(p, owner); err != nil {
 			return err
@@ -243,7 +282,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 	dirs := make([]string, len(links))
 	var total int64
 	for i, l := range links {
-		dirs[i] = t.dir
+		dirs[i] = t.work
 		if i > 0 {
 			dirs[i] = t.dir + ".increment-" + l.Manifest.ID
 			if err := os.Mkdir(dirs[i], 0o700); err != nil {
@@ -308,12 +347,12 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 		}
 		if i > 0 {
 			if prev, from := links[i-1].Manifest, l.Manifest.Positions.FromLSN; from != prev.Positions.ToLSN {
-				if err := physical.ContinueAt(t.dir, from); err != nil {
+				if err := physical.ContinueAt(t.work, from); err != nil {
 					return fmt.Errorf("backup %s: %w", l.Manifest.ID, err)
 				}
 			}
 		}
-		if err := physical.Prepare(ctx, bin, t.dir, incDir, opt.UseMemory, fileKey, log); err != nil {
+		if err := physical.Prepare(ctx, bin, t.work, incDir, opt.UseMemory, fileKey, log); err != nil {
 			return fmt.Errorf("backup %s: %w", l.Manifest.ID, err)
 		}
 	}

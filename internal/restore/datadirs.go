@@ -148,7 +148,7 @@ func (t *Target) place(recorded map[string]string, opt Options) error {
 		k := key{from: filepath.Dir(filepath.Dir(ext)), m: dirMapFor(opt.DataDirs, ext)}
 		if k.m != nil {
 			// A tablespace dropped while the backup ran has an .isl but no file.
-			if _, err := os.Lstat(filepath.Join(t.dir, name)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(t.work, name)); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err := t.moveOut(name, ext, k.m); err != nil {
@@ -215,7 +215,7 @@ func (t *Target) moveOut(name, ext string, m *DirMap) error {
 	t.outside = append(t.outside, dst)
 	// The rename replaces the empty file made above, which only reserved
 	// the name; across filesystems the bytes are copied into it.
-	src := filepath.Join(t.dir, name)
+	src := filepath.Join(t.work, name)
 	err = os.Rename(src, dst)
 	if errors.Is(err, syscall.EXDEV) {
 		err = copyInto(f, src)
@@ -226,7 +226,7 @@ func (t *Target) moveOut(name, ext string, m *DirMap) error {
 	if err != nil {
 		return fmt.Errorf("restore: place %s in %s: %w", name, dst, err)
 	}
-	isl := filepath.Join(t.dir, strings.TrimSuffix(name, ".ibd")+".isl")
+	isl := filepath.Join(t.work, strings.TrimSuffix(name, ".ibd")+".isl")
 	if err := os.WriteFile(isl, []byte(dst), physical.FileMode); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,6 +120,59 @@ func TestClaimNamesAnInterruptedRestore(t *testing.T) {
 	}
 }
 
+// What a restore writes stays in the work directory, where no server can
+// start on it, until Finish moves it up; Finish never replaces what
+// something else put in the target meanwhile.
+func TestFinishMovesTheWorkUp(t *testing.T) {
+	dir := t.TempDir()
+	tg, err := Claim(dir, "20261121T190512Z-0003")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(tg.WorkDir(), "mysql"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ibdata1", "mysql/db.frm"} {
+		if err := os.WriteFile(filepath.Join(tg.WorkDir(), name), []byte(name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ibdata1")); !os.IsNotExist(err) {
+		t.Fatalf("ibdata1 in the target before Finish: %v", err)
+	}
+	if err := tg.Finish(""); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			names = append(names, rel)
+		}
+		return err
+	})
+	if want := []string{"ibdata1", "mysql/db.frm"}; !slices.Equal(names, want) {
+		t.Fatalf("the finished target holds %q, want %q (no marker, no work directory)", names, want)
+	}
+
+	other := t.TempDir()
+	tg, err = Claim(other, "20261121T190512Z-0004")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{other, tg.WorkDir()} {
+		if err := os.WriteFile(filepath.Join(d, "ibdata1"), []byte(d), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tg.Finish(""); err == nil || !strings.Contains(err.Error(), "ibdata1 appeared there while the restore ran") {
+		t.Fatalf("Finish over a file that appeared in the target: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(other, "ibdata1")); string(got) != other {
+		t.Fatalf("Finish replaced the file that appeared in the target: it holds %q", got)
+	}
+}
+
 func TestChainNeedsPrepare(t *testing.T) {
 	ctx := context.Background()
 	r := repotest.New(t)
@@ -192,7 +246,7 @@ func TestPlaceMapsAndAbandonRemoves(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return &Target{dir: dir}, map[string]string{"db/a.ibd": "/src/ext/db/a.ibd", "db/b.ibd": "/src/ext/db/b.ibd"}
+		return &Target{dir: dir, work: dir}, map[string]string{"db/a.ibd": "/src/ext/db/a.ibd", "db/b.ibd": "/src/ext/db/b.ibd"}
 	}
 	tg, recorded := setup()
 	dst := filepath.Join(t.TempDir(), "new", "ext")
@@ -205,7 +259,7 @@ func TestPlaceMapsAndAbandonRemoves(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dst, "db", n+".ibd")); err != nil || string(b) != "table "+n {
 			t.Errorf("placed %s: %q, %v", n, b, err)
 		}
-		if isl, err := os.ReadFile(filepath.Join(tg.dir, "db", n+".isl")); err != nil || string(isl) != filepath.Join(dst, "db", n+".ibd") {
+		if isl, err := os.ReadFile(filepath.Join(tg.work, "db", n+".isl")); err != nil || string(isl) != filepath.Join(dst, "db", n+".ibd") {
 			t.Errorf("%s.isl: %q, %v", n, isl, err)
 		}
 	}
