@@ -94,35 +94,32 @@ func checkDirMaps(maps []DirMap, target string, prepare bool) error {
 	return nil
 }
 
-// takeLinkFiles reads and removes every <db>/<t>.isl under dirs (the base
-// first, then each increment, whose .isl files prepare would copy into the
-// base) and returns the external path each tablespace's .isl recorded, by
-// the tablespace's datadir name; a later directory's .isl wins.
-func takeLinkFiles(dirs []string) (map[string]string, error) {
-	recorded := map[string]string{}
-	for _, dir := range dirs {
-		isls, err := filepath.Glob(filepath.Join(dir, "*", "*.isl"))
+// takeLinkFiles reads and removes every <db>/<t>.isl under dir (a link's
+// directory: prepare would copy an increment's .isl into the base) and
+// records in recorded the external path each tablespace's .isl gave, by
+// the tablespace's datadir name, over what an earlier link recorded.
+func takeLinkFiles(dir string, recorded map[string]string) error {
+	isls, err := filepath.Glob(filepath.Join(dir, "*", "*.isl"))
+	if err != nil {
+		return err
+	}
+	for _, isl := range isls {
+		data, err := os.ReadFile(isl)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("restore: %w", err)
 		}
-		for _, isl := range isls {
-			data, err := os.ReadFile(isl)
-			if err != nil {
-				return nil, fmt.Errorf("restore: %w", err)
-			}
-			rel, _ := filepath.Rel(dir, isl)
-			// The server trims control characters and spaces at the end.
-			p := strings.TrimRightFunc(string(data), func(r rune) bool { return r <= ' ' })
-			if !filepath.IsAbs(p) {
-				return nil, fmt.Errorf("restore: %s holds %q, not the absolute path of a tablespace", rel, p)
-			}
-			recorded[strings.TrimSuffix(rel, ".isl")+".ibd"] = filepath.Clean(p)
-			if err := os.Remove(isl); err != nil {
-				return nil, fmt.Errorf("restore: %w", err)
-			}
+		rel, _ := filepath.Rel(dir, isl)
+		// The server trims control characters and spaces at the end.
+		p := strings.TrimRightFunc(string(data), func(r rune) bool { return r <= ' ' })
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("restore: %s holds %q, not the absolute path of a tablespace", rel, p)
+		}
+		recorded[strings.TrimSuffix(rel, ".isl")+".ibd"] = filepath.Clean(p)
+		if err := os.Remove(isl); err != nil {
+			return fmt.Errorf("restore: %w", err)
 		}
 	}
-	return recorded, nil
+	return nil
 }
 
 // place puts each tablespace the backup recorded outside the datadir
