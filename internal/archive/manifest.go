@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -60,6 +61,11 @@ type Manifest struct {
 	// Encryption says how the backup's data objects are encrypted; nil
 	// when they are not.
 	Encryption *Encryption `json:"encryption,omitempty"`
+	// MergedFrom, for a full backup that merge built, names the chain it
+	// was built from, base first: its files are that chain's prepared
+	// datadir (backup_type full-prepared), and its times are those of the
+	// chain's end.
+	MergedFrom []string `json:"merged_from,omitempty"`
 	// Withheld names the server options whose secret values the backup
 	// does not hold although its files would (physical backups:
 	// file_key_management_filekey of backup-my.cnf): a prepare needs
@@ -190,13 +196,22 @@ func (m *Manifest) Complete(written Result) {
 
 // CompareFinished orders complete backups as they became complete: by
 // their finishing time, then their start, then id. Ids alone, whose time
-// is to the second, do not order backups made within one second.
+// is to the second, do not order backups made within one second. A
+// merged backup, which takes the times of the chain it was merged from,
+// comes after that chain's links: it is the newer copy of the same state
+// (latest, new incrementals and retention prefer it).
 func CompareFinished(a, b *Manifest) int {
 	if c := a.Finished.Compare(b.Finished); c != 0 {
 		return c
 	}
 	if c := a.Started.Compare(b.Started); c != 0 {
 		return c
+	}
+	switch {
+	case slices.Contains(a.MergedFrom, b.ID):
+		return 1
+	case slices.Contains(b.MergedFrom, a.ID):
+		return -1
 	}
 	return strings.Compare(a.ID, b.ID)
 }

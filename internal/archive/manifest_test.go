@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func positionedManifest() *Manifest {
@@ -110,5 +111,29 @@ func TestManifestWithoutChecksumReads(t *testing.T) {
 	}
 	if _, err := ParseManifest(data); err != nil || m.Checksum == "" {
 		t.Fatalf("written again: checksum %q, %v", m.Checksum, err)
+	}
+}
+
+// Backups order by finishing time, then start, then id; a merged backup,
+// which has the times of its chain's end, comes after that chain's links.
+func TestCompareFinished(t *testing.T) {
+	at := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	early := &Manifest{ID: "20261125T025900Z-aaaa", Started: at.Add(-time.Minute), Finished: at.Add(-time.Second)}
+	end := &Manifest{ID: "20261125T030000Z-ffff", Started: at, Finished: at.Add(time.Second), Parent: early.ID}
+	merged := &Manifest{ID: "20261125T030000Z-0000", Started: end.Started, Finished: end.Finished, MergedFrom: []string{early.ID, end.ID}}
+	other := &Manifest{ID: "20261125T030000Z-0001", Started: end.Started, Finished: end.Finished}
+	for _, c := range []struct {
+		a, b *Manifest
+		want int
+	}{
+		{early, end, -1},
+		{end, merged, -1}, // by id alone, merged would come first
+		{merged, end, 1},
+		{merged, early, 1},
+		{merged, other, -1}, // not its chain: by id
+	} {
+		if got := CompareFinished(c.a, c.b); got != c.want {
+			t.Errorf("CompareFinished(%s, %s) = %d, want %d", c.a.ID, c.b.ID, got, c.want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ type listEntry struct {
 	Parent      string            `json:"parent,omitempty"`
 	Chain       string            `json:"chain,omitempty"`
 	Depth       int               `json:"depth,omitempty"`
+	MergedFrom  []string          `json:"merged_from,omitempty"` // the chain a merged full backup was built from
 	Started     time.Time         `json:"started"`
 	Finished    time.Time         `json:"finished"`
 	Server      archive.Server    `json:"server"`
@@ -112,7 +113,7 @@ func newListCmd(g *globals) *cobra.Command {
 				out := make([]listEntry, 0, len(entries))
 				for _, e := range entries {
 					if m := e.Manifest; m != nil {
-						out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, Started: m.Started, Finished: m.Finished,
+						out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, MergedFrom: m.MergedFrom, Started: m.Started, Finished: m.Finished,
 							Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
 							RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases})
 					} else if e.Damage != nil {
@@ -145,8 +146,11 @@ func newListCmd(g *globals) *cobra.Command {
 					pos = fmt.Sprintf("%s:%d", m.Positions.BinlogFile, m.Positions.BinlogPosition)
 				}
 				kind := m.Kind
-				if m.Parent != "" {
+				switch {
+				case m.Parent != "":
 					kind = fmt.Sprintf("%s +%d", m.Kind, m.Depth)
+				case len(m.MergedFrom) > 0:
+					kind = m.Kind + " merged"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, kind, m.Started.UTC().Format("2006-01-02 15:04:05"),
 					m.Finished.Sub(m.Started).Round(100*time.Millisecond), progress.HumanBytes(m.Stats.RawBytes),

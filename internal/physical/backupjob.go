@@ -69,8 +69,8 @@ type BackupJob struct {
 // stream (backup-my.cnf, xtrabackup_info, ...).
 const maxMetadataFile = 1 << 20
 
-// logName is the meta object holding mariabackup's stderr.
-const logName = "meta/mariabackup.log"
+// LogName is the meta object holding mariabackup's stderr.
+const LogName = "meta/mariabackup.log"
 
 // RunBackup takes a hot physical backup: mariabackup streams, the archive
 // writer fans the stream out into compressed stream objects, and the
@@ -300,7 +300,7 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	if err != nil {
 		return nil, fmt.Errorf("read mariabackup log: %w", err)
 	}
-	o, err := job.Dest.PutMeta(ctx, id, logName, logData, job.Hash)
+	o, err := job.Dest.PutMeta(ctx, id, LogName, logData, job.Hash)
 	if err != nil {
 		return nil, err
 	}

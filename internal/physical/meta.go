@@ -292,26 +292,37 @@ func checkHostPath(o mariadb.Option) error {
 // applies its whole redo log, has succeeded: the target then holds every
 // change up to lsn.
 func ContinueAt(dir string, lsn uint64) error {
-	for _, name := range metadataCandidates("checkpoints") {
+	_, _, err := SetCheckpoints(dir, map[string]uint64{"to_lsn": lsn})
+	return err
+}
+
+// SetCheckpoints sets the LSNs lsns names (to_lsn, last_lsn, ...) in the
+// checkpoints file of the backup in dir, keeping its other lines, and
+// returns the file's name and new content.
+func SetCheckpoints(dir string, lsns map[string]uint64) (string, []byte, error) {
+	for _, name := range CheckpointsNames {
 		p := filepath.Join(dir, name)
 		b, err := os.ReadFile(p)
 		if os.IsNotExist(err) {
 			continue
 		}
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		lines := strings.SplitAfter(string(b), "\n")
 		for i, l := range lines {
-			if k, _, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "to_lsn" {
-				lines[i] = fmt.Sprintf("to_lsn = %d\n", lsn)
+			if k, _, ok := strings.Cut(l, "="); ok {
+				if v, ok := lsns[strings.TrimSpace(k)]; ok {
+					lines[i] = fmt.Sprintf("%s = %d\n", strings.TrimSpace(k), v)
+				}
 			}
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
-		return os.WriteFile(p, []byte(strings.Join(lines, "")), fi.Mode().Perm())
+		out := []byte(strings.Join(lines, ""))
+		return name, out, os.WriteFile(p, out, fi.Mode().Perm())
 	}
-	return fmt.Errorf("%s has no checkpoints file (%s)", dir, strings.Join(metadataCandidates("checkpoints"), " or "))
+	return "", nil, fmt.Errorf("%s has no checkpoints file (%s)", dir, strings.Join(CheckpointsNames, " or "))
 }

@@ -10,11 +10,23 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 )
 
-// Backup types in a checkpoints file as mariabackup --backup leaves them.
+// Backup types in a checkpoints file as mariabackup --backup leaves them,
+// and as --prepare leaves a backup (a merged backup is stored so).
 const (
 	typeFull        = "full-backuped"
 	typeIncremental = "incremental"
+	typeLogApplied  = "log-applied"
+	typePrepared    = "full-prepared"
 )
+
+// Prepared reports whether a checkpoints file's backup_type says
+// mariabackup --prepare has run on the backup.
+func Prepared(c Checkpoints) bool {
+	return c.BackupType == typeLogApplied || c.BackupType == typePrepared
+}
+
+// CheckpointsNames are the names mariabackup gives its checkpoints file.
+var CheckpointsNames = metadataCandidates("checkpoints")
 
 // PositionMetaNames lists the meta objects a physical backup's positions
 // come from, as the manifest names them: the checkpoints and the binary
@@ -41,7 +53,7 @@ func CheckPositions(m, parent *archive.Manifest, meta map[string][]byte) error {
 	for name, data := range meta {
 		var err error
 		switch base := path.Base(name); {
-		case slices.Contains(metadataCandidates("checkpoints"), base):
+		case slices.Contains(CheckpointsNames, base):
 			err = checkCheckpoints(m, base, data)
 		case slices.Contains(metadataCandidates("binlog_info"), base) && strings.TrimSpace(string(data)) != "":
 			err = checkBinlogInfo(m, base, data)
@@ -89,8 +101,14 @@ func checkCheckpoints(m *archive.Manifest, name string, data []byte) error {
 		return fmt.Errorf("backup %s: %s: %w", m.ID, name, err)
 	}
 	want := typeFull
-	if m.Parent != "" {
+	switch {
+	case m.Parent != "":
 		want = typeIncremental
+	case len(m.MergedFrom) > 0:
+		if !Prepared(c) {
+			return fmt.Errorf("backup %s: %s says backup_type %s, but the manifest says it was merged from a chain, which is prepared", m.ID, name, c.BackupType)
+		}
+		want = c.BackupType
 	}
 	if c.BackupType != want {
 		return fmt.Errorf("backup %s: %s says backup_type %s, the manifest %s (parent %q)", m.ID, name, c.BackupType, want, m.Parent)

@@ -36,6 +36,7 @@ const (
 	OpVerify  = "verify"
 	OpCat     = "cat"
 	OpReceive = "receive"
+	OpMerge   = "merge"
 )
 
 // LockInfo is the content of a lock object.

@@ -60,6 +60,11 @@ type Options struct {
 	// Placed, if set, is told where the tablespaces of each external data
 	// directory the backup recorded went.
 	Placed func(Placement)
+	// KeepLinkFiles leaves the .isl file of every tablespace the backup
+	// recorded outside the datadir as the backup had it, pointing at the
+	// source's path, instead of placing the tablespace (merge stores the
+	// result as a backup again; no server may start on it).
+	KeepLinkFiles bool
 	// FileKey is the password of the encryption plugin's key file (or
 	// FILE:<path>), for backups that withheld it (see CheckFileKey);
 	// "" if none was given.

@@ -129,6 +129,18 @@ func takeLinkFiles(dir string, recorded map[string]string) error {
 // its .isl written; what place creates outside the target is recorded in
 // t, for Finish to own and Abandon to remove.
 func (t *Target) place(recorded map[string]string, opt Options) error {
+	if opt.KeepLinkFiles {
+		for name, ext := range recorded {
+			if _, err := os.Lstat(filepath.Join(t.work, name)); errors.Is(err, fs.ErrNotExist) {
+				continue // dropped while the backup ran
+			}
+			isl := filepath.Join(t.work, strings.TrimSuffix(name, ".ibd")+".isl")
+			if err := os.WriteFile(isl, []byte(ext), physical.FileMode); err != nil {
+				return fmt.Errorf("restore: %w", err)
+			}
+		}
+		return nil
+	}
 	names := make([]string, 0, len(recorded))
 	for name := range recorded {
 		names = append(names, name)

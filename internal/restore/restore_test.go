@@ -292,6 +292,27 @@ func TestPlaceMapsAndAbandonRemoves(t *testing.T) {
 	}
 }
 
+// KeepLinkFiles writes every recorded .isl back as the backup had it and
+// places nothing; a tablespace without its file gets none.
+func TestPlaceKeepsLinkFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "db", "a.ibd"), []byte("table a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := &Target{dir: dir, work: dir}
+	recorded := map[string]string{"db/a.ibd": "/src/ext/db/a.ibd", "db/gone.ibd": "/src/ext/db/gone.ibd"}
+	if err := tg.place(recorded, Options{KeepLinkFiles: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := readTree(t, dir)
+	if len(got) != 2 || got["db/a.ibd"] != "table a" || got["db/a.isl"] != "/src/ext/db/a.ibd" {
+		t.Errorf("kept %v, want db/a.ibd and its .isl as recorded", got)
+	}
+}
+
 // A directory that a running process works in is refused, naming it.
 func TestNotInUseSeesARunningProcess(t *testing.T) {
 	dir := t.TempDir()
