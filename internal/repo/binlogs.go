@@ -331,8 +331,11 @@ func (r *Repo) BinlogGaps(ctx context.Context) ([]BinlogGap, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(data, &g); err != nil || g.Object() != o.Name {
+		if err := json.Unmarshal(data, &g); err != nil {
 			return nil, archive.Corruptf("binlog gap marker %s is damaged: %v", o.Name, err)
+		}
+		if g.Object() != o.Name {
+			return nil, archive.Corruptf("binlog gap marker %s is damaged: it names %s instead", o.Name, g.Object())
 		}
 		out = append(out, g)
 	}
@@ -397,8 +400,11 @@ func (r *Repo) BinlogStatusOf(ctx context.Context, source string) (*BinlogStatus
 		return nil, err
 	}
 	var s BinlogStatus
-	if err := json.Unmarshal(data, &s); err != nil || s.Source != source {
+	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, archive.Corruptf("binlog status %s is damaged: %v", binlogStatusObject(source), err)
+	}
+	if s.Source != source {
+		return nil, archive.Corruptf("binlog status %s is damaged: it names source %q", binlogStatusObject(source), s.Source)
 	}
 	return &s, nil
 }
@@ -470,8 +476,19 @@ func (r *Repo) BinlogLinks(ctx context.Context) ([]BinlogLink, error) {
 			return nil, err
 		}
 		var l BinlogLink
-		if err := json.Unmarshal(data, &l); err != nil || l.Object() != o.Name || l.Continues == "" || l.File == "" || l.Offset < 4 {
+		err = json.Unmarshal(data, &l)
+		switch {
+		case err != nil:
 			return nil, archive.Corruptf("binlog link %s is damaged: %v", o.Name, err)
+		case l.Object() != o.Name:
+			return nil, archive.Corruptf("binlog link %s is damaged: it names %s instead", o.Name, l.Object())
+		case l.Continues == "":
+			return nil, archive.Corruptf("binlog link %s is damaged: it names no source it continues", o.Name)
+		case l.File == "":
+			return nil, archive.Corruptf("binlog link %s is damaged: it names no file to continue from", o.Name)
+		case l.Offset < 4:
+			// A binary log file starts with its 4-byte magic.
+			return nil, archive.Corruptf("binlog link %s is damaged: offset %d of %s is before the first event", o.Name, l.Offset, l.File)
 		}
 		out = append(out, l)
 	}
