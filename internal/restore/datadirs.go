@@ -152,6 +152,15 @@ func (t *Target) place(recorded map[string]string, opt Options) error {
 	}
 	var order []key
 	groups := map[key][]string{}
+	// used holds the mappings a tablespace went to. Each is checked once
+	// more before its first tablespace moves, not once per tablespace:
+	// checkDirMaps checked them all before the restore began, but the
+	// stream and prepare since may have taken hours, in which a server
+	// can have started there; and notInUse reads all of /proc, too slow
+	// to repeat for each of thousands of tablespaces. Against a server
+	// that starts while they move, moveOut's refusal to write over an
+	// existing file holds.
+	used := map[*DirMap]bool{}
 	for _, name := range names {
 		ext := recorded[name]
 		k := key{from: filepath.Dir(filepath.Dir(ext)), m: dirMapFor(opt.DataDirs, ext)}
@@ -159,6 +168,12 @@ func (t *Target) place(recorded map[string]string, opt Options) error {
 			// A tablespace dropped while the backup ran has an .isl but no file.
 			if _, err := os.Lstat(filepath.Join(t.work, name)); errors.Is(err, fs.ErrNotExist) {
 				continue
+			}
+			if !used[k.m] {
+				if err := notInUse(k.m.New); err != nil {
+					return err
+				}
+				used[k.m] = true
 			}
 			if err := t.moveOut(name, ext, k.m); err != nil {
 				return err
@@ -172,11 +187,9 @@ func (t *Target) place(recorded map[string]string, opt Options) error {
 	if opt.Placed == nil {
 		return nil
 	}
-	used := map[*DirMap]bool{}
 	for _, k := range order {
 		p := Placement{From: k.from, To: t.dir, Files: groups[k]}
 		if k.m != nil {
-			used[k.m] = true
 			p.To, p.Mapped = k.m.New, true
 		}
 		opt.Placed(p)
@@ -201,16 +214,13 @@ func dirMapFor(maps []DirMap, path string) *DirMap {
 }
 
 // moveOut moves tablespace name of the target to its place under m and
-// points its .isl there.
+// points its .isl there; place has checked that m is not in use.
 func (t *Target) moveOut(name, ext string, m *DirMap) error {
 	rel, err := filepath.Rel(m.Old, ext)
 	if err != nil {
 		return err
 	}
 	dst := filepath.Join(m.New, rel)
-	if err := notInUse(m.New); err != nil {
-		return err
-	}
 	if err := t.mkdirOutside(filepath.Dir(dst)); err != nil {
 		return err
 	}

@@ -313,6 +313,38 @@ func TestPlaceKeepsLinkFiles(t *testing.T) {
 	}
 }
 
+// A mapped directory that a process started to use after the restore
+// began (checkDirMaps passed) is refused when its tablespaces would move
+// there, and none of them moves.
+func TestPlaceRefusesADirectoryInUse(t *testing.T) {
+	work := t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "db"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "db", "a.ibd"), []byte("table a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	cmd := exec.Command("sleep", "60")
+	cmd.Dir = dst
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	tg := &Target{dir: work, work: work}
+	err := tg.place(map[string]string{"db/a.ibd": "/src/ext/db/a.ibd"}, Options{DataDirs: []DirMap{{Old: "/src/ext", New: dst}}})
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), dst) || !strings.Contains(err.Error(), "sleep") {
+		t.Fatalf("placing into a directory a process works in: %v, want refused naming it and the process", err)
+	}
+	if got, err := os.ReadDir(dst); err != nil || len(got) != 0 {
+		t.Errorf("the refused directory holds %v (%v), want nothing", got, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "db", "a.ibd")); err != nil || string(b) != "table a" {
+		t.Errorf("the tablespace left the target: %q, %v", b, err)
+	}
+}
+
 // A directory that a running process works in is refused, naming it.
 func TestNotInUseSeesARunningProcess(t *testing.T) {
 	dir := t.TempDir()
