@@ -30,11 +30,20 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 if [ ${#need[@]} -gt 0 ]; then
   mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "deps: installing ${need[*]}"
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+
+# The account a restore as root gives the datadir to (tests of the ownership
+# step). mariadb-server creates it; mariadb-server-core, which is all the
+# tests need of the server, does not, and mariadb-server would also start a
+# system server.
+if ! id mysql >/dev/null 2>&1; then
+  echo "deps: creating the system user mysql"
+  $sudo useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin mysql
 fi

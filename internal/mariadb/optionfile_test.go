@@ -184,7 +184,7 @@ func printDefaults(t *testing.T, file string) string {
 	t.Helper()
 	bin, err := exec.LookPath("mariadb")
 	if err != nil {
-		t.Skip("mariadb client not installed")
+		t.Fatalf("the mariadb client is not installed (scripts/deps.sh installs it): %v", err)
 	}
 	cmd := exec.Command(bin, "--defaults-file="+file, "--print-defaults")
 	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin"}

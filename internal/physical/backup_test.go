@@ -177,7 +177,7 @@ func TestBackupRestoreEndToEnd(t *testing.T) {
 
 	mysqlUser, err := user.Lookup("mysql")
 	if err != nil {
-		t.Skipf("no mysql user for the ownership step: %v", err)
+		t.Fatalf("no mysql user for the ownership step (scripts/deps.sh creates it): %v", err)
 	}
 	if err := SetOwnership(dirA, "mysql"); err != nil {
 		t.Fatalf("SetOwnership: %v", err)

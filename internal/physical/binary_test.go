@@ -12,7 +12,7 @@ import (
 
 func TestFindBinary(t *testing.T) {
 	if _, err := exec.LookPath("mariabackup"); err != nil {
-		t.Skip("mariabackup not installed")
+		t.Fatalf("mariabackup not installed (scripts/deps.sh installs it): %v", err)
 	}
 	ctx := context.Background()
 	b, err := FindBinary(ctx, "", 10, 11)

@@ -248,7 +248,7 @@ func TestPrepareRealFailure(t *testing.T) {
 		t.Skip("runs mariabackup")
 	}
 	if _, err := exec.LookPath("mariabackup"); err != nil {
-		t.Skip("mariabackup not installed")
+		t.Fatalf("mariabackup not installed (scripts/deps.sh installs it): %v", err)
 	}
 	bin := testBinary(t)
 	var log bytes.Buffer
