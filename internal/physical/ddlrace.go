@@ -31,7 +31,7 @@ const ddlRaceAttempts = 3
 // means to handle that DDL, but does not always, so such a backup is
 // never committed.
 type DDLRaceError struct {
-	Tables []string // each table, with its engine and the statements, e.g. "r.a (Aria: RENAME, ALTER)"
+	Tables []string // each table, with its engine and the statements, e.g. "r.a (Aria: RENAME, ALTER)", "r.b (InnoDB to Aria: ALTER)"
 }
 
 func (e *DDLRaceError) Error() string {
@@ -65,9 +65,11 @@ func racedDDL(datadir string, started time.Time) ([]string, error) {
 	return parseDDLLog(data), nil
 }
 
-// parseDDLLog names the tables of a DDL log that are not InnoDB, each as
-// "<db>.<table> (<engine>: <statements>)", in the order the log first
-// names them; a rename names both the old and the new name. A line's
+// parseDDLLog names the tables of a DDL log that are not InnoDB, before
+// or after the statement, each as "<db>.<table> (<engine>: <statements>)"
+// ("<old engine> to <new engine>" for one whose engine the statement
+// changed), in the order the log first names them; a rename names both
+// the old and the new name. A line's
 // fields, tab-separated: time, statement, engine, partitioned, database,
 // table, table id, then for a rename the new engine, partitioned,
 // database, table and id. Names are in the server's file name encoding
@@ -107,7 +109,13 @@ func parseDDLLog(data []byte) []string {
 		if strings.EqualFold(engine, "InnoDB") && (newEngine == "" || strings.EqualFold(newEngine, "InnoDB")) {
 			continue
 		}
-		note(field(4)+"."+field(5), engine, stmt)
+		// An ALTER that changes the engine names the one the table had and
+		// the one it got: "InnoDB to Aria" is a table copied as files now.
+		label := engine
+		if newEngine != "" && !strings.EqualFold(newEngine, engine) {
+			label = engine + " to " + newEngine
+		}
+		note(field(4)+"."+field(5), label, stmt)
 		if field(10) != "" && field(9)+"."+field(10) != field(4)+"."+field(5) {
 			note(field(9)+"."+field(10), newEngine, stmt)
 		}
