@@ -25,6 +25,7 @@ type Progress interface {
 	archive.Counter
 	SetTotal(n int64)
 	Stage(name string)
+	Restart()
 	Logf(format string, args ...any)
 }
 
@@ -122,12 +123,18 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 			}
 		}
 	}
-	if job.Progress != nil {
-		job.Progress.SetTotal(DatadirSize(server.Datadir))
-		job.Progress.Stage("streaming")
-	}
-
 	for attempt := 1; ; attempt++ {
+		if job.Progress != nil {
+			stage := "streaming"
+			if attempt > 1 {
+				// This attempt copies the datadir again from its start (and
+				// the DDL may have changed its size): it is counted alone.
+				job.Progress.Restart()
+				stage = fmt.Sprintf("streaming, attempt %d of %d", attempt, ddlRaceAttempts)
+			}
+			job.Progress.SetTotal(DatadirSize(server.Datadir))
+			job.Progress.Stage(stage)
+		}
 		m, err := backupOnce(ctx, job, started, parent, server, bin, fileKey)
 		var race *DDLRaceError
 		if !errors.As(err, &race) || attempt == ddlRaceAttempts {

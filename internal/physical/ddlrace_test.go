@@ -1,8 +1,17 @@
 package physical
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/repo/repotest"
 )
 
 // The server's DDL log names the tables mariabackup copies as files that
@@ -31,5 +40,85 @@ func TestParseDDLLog(t *testing.T) {
 	}
 	if got := parseDDLLog([]byte("2026-11-25  0:30:16\tCREATE\tInnoDB\t0\tr\tt\t\n")); len(got) != 0 {
 		t.Errorf("InnoDB only: %q, want nothing", got)
+	}
+}
+
+// recorder is a Progress that keeps what a backup reported.
+type recorder struct {
+	mu           sync.Mutex
+	in, out      int64
+	restartedAt  []int64 // bytes in when each Restart came
+	stages, logs []string
+}
+
+func (r *recorder) In(n int64)       { r.mu.Lock(); r.in += n; r.mu.Unlock() }
+func (r *recorder) Out(n int64)      { r.mu.Lock(); r.out += n; r.mu.Unlock() }
+func (r *recorder) SetTotal(n int64) {}
+func (r *recorder) Stage(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stages = append(r.stages, name)
+}
+func (r *recorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Restart() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.restartedAt = append(r.restartedAt, r.in)
+	r.in, r.out = 0, 0
+}
+
+// A backup that DDL on an Aria table raced is discarded and taken again;
+// the progress of the attempt that is committed starts from zero, under a
+// stage naming the attempt, so that its bytes are the committed backup's,
+// not the sum of both attempts'. The race is made certain: a wrapper of
+// mariabackup adds a line to the server's DDL log after its first backup,
+// as the server does for DDL during the copy (the next backup's BACKUP
+// STAGE START truncates the log again).
+func TestBackupRetriedAfterDDLRaceCountsTheAttemptAlone(t *testing.T) {
+	srv := sharedServer(t)
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "mariabackup")
+	script := `#!/bin/sh
+case " $* " in *" --backup "*) ;; *) exec ` + testBinary(t).Path + ` "$@";; esac
+` + testBinary(t).Path + ` "$@" || exit $?
+if [ ! -e ` + dir + `/raced ]; then
+  : >` + dir + `/raced
+  printf '2026-11-25  0:30:16\tALTER\tAria\t0\tdb1\taria\t\tAria\t0\tdb1\taria\t\n' >>` + srv.Datadir + `/ddl.log
+fi
+`
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := codec.Parse("zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := repotest.New(t)
+	rec := &recorder{}
+	m, err := RunBackup(context.Background(), BackupJob{
+		Dest: r, Conn: testConn(srv), Mariabackup: wrapper, Parallel: 2, Codec: c, Progress: rec,
+	})
+	if err != nil {
+		t.Fatalf("RunBackup: %v", err)
+	}
+	if want := []string{"streaming", "streaming, attempt 2 of 3", "committing"}; !slices.Equal(rec.stages, want) {
+		t.Errorf("stages %q, want %q", rec.stages, want)
+	}
+	if len(rec.logs) != 1 || !strings.Contains(rec.logs[0], "db1.aria (Aria: ALTER)") || !strings.Contains(rec.logs[0], "attempt 2 of 3") {
+		t.Errorf("logged %q, want one line naming db1.aria and attempt 2 of 3", rec.logs)
+	}
+	if len(rec.restartedAt) != 1 || rec.restartedAt[0] == 0 {
+		t.Errorf("restarts at %v bytes in, want one, after the first attempt's bytes", rec.restartedAt)
+	}
+	if rec.in != m.Stats.RawBytes || rec.out != m.Stats.StoredBytes {
+		t.Errorf("counted %d bytes in, %d out; the committed backup has %d raw, %d stored",
+			rec.in, rec.out, m.Stats.RawBytes, m.Stats.StoredBytes)
+	}
+	if ms, err := r.List(context.Background()); err != nil || len(ms) != 1 || ms[0].ID != m.ID {
+		t.Errorf("repository holds %v (%v), want only %s: the raced attempt is discarded", ms, err, m.ID)
 	}
 }

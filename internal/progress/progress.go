@@ -181,6 +181,18 @@ func (t *Tracker) Out(n int64) { t.out.Add(n) }
 // for when it becomes known only after Start.
 func (t *Tracker) SetTotal(n int64) { t.total.Store(n) }
 
+// Restart counts from zero again, for an operation that starts its work
+// over (a physical backup taken again after DDL raced its copy): what the
+// discarded attempt read and wrote counts neither toward the total nor in
+// the summary, which describes the attempt that finished. The elapsed time
+// goes on.
+func (t *Tracker) Restart() {
+	t.in.Store(0)
+	t.out.Store(0)
+	t.rows.Store(0)
+	t.tablesDone.Store(0)
+}
+
 // AddRows counts rows dumped or loaded.
 func (t *Tracker) AddRows(n int64) { t.rows.Add(n) }
 
@@ -313,6 +325,11 @@ type snapshot struct {
 func (t *Tracker) take(now time.Time) snapshot {
 	s := snapshot{in: t.in.Load(), out: t.out.Load(), total: t.total.Load(), stage: *t.stage.Load(),
 		rows: t.rows.Load(), tablesDone: t.tablesDone.Load(), tables: t.tables.Load(), lag: t.lag.Load()}
+	if s.in < t.lastIn {
+		// Restarted: the rate so far is the best guess at the new
+		// attempt's, measured from here on.
+		t.lastIn, t.lastTime = s.in, now
+	}
 	if dt := now.Sub(t.lastTime).Seconds(); dt > 0.05 {
 		recent := float64(s.in-t.lastIn) / dt
 		if t.lastIn == 0 && t.rate == 0 {

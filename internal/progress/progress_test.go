@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -95,6 +97,51 @@ func TestPlainLines(t *testing.T) {
 	time.Sleep(30 * time.Millisecond)
 	if again := tr.Finish(errors.New("late")); again != s || out.String() != before {
 		t.Errorf("second Finish changed the summary or wrote more: %+v", again)
+	}
+}
+
+// After Restart the lines and the summary count the new attempt alone,
+// against the same total.
+func TestRestart(t *testing.T) {
+	var out testkit.SyncBuffer
+	tr := Start(Options{Mode: ModePlain, Out: &out, Title: "backup", Total: 4 << 20, Interval: 10 * time.Millisecond})
+	tr.Stage("streaming")
+	tr.In(3 << 20)
+	tr.Out(1 << 20)
+	waitFor(t, "a line of the first attempt", func() bool {
+		return strings.Contains(out.String(), "backup [streaming]: 3.0 MiB / 4.0 MiB (75%) in, 1.0 MiB out")
+	})
+	tr.Restart()
+	tr.Stage("streaming, attempt 2 of 3")
+	tr.In(1 << 20)
+	tr.Out(200 << 10)
+	waitFor(t, "a line of the second attempt", func() bool {
+		return strings.Contains(out.String(), "backup [streaming, attempt 2 of 3]: 1.0 MiB / 4.0 MiB (25%) in, 200.0 KiB out")
+	})
+	if s := tr.Finish(nil); s.BytesIn != 1<<20 || s.BytesOut != 200<<10 || s.Total != 4<<20 {
+		t.Errorf("summary = %+v, want the second attempt's bytes", s)
+	}
+}
+
+// The drop of the counters at a Restart is no negative rate: the rate so
+// far carries over (and with it the ETA), measured again from the restart.
+func TestRestartKeepsTheRate(t *testing.T) {
+	tr := Start(Options{Mode: ModeQuiet, Out: io.Discard, Total: 4 << 20})
+	defer tr.Finish(nil)
+	t0 := tr.start
+	tr.In(3 << 20)
+	if s := tr.take(t0.Add(time.Second)); s.rate != 3<<20 {
+		t.Fatalf("rate %.0f after 3 MiB in a second, want %d", s.rate, 3<<20)
+	}
+	tr.Restart()
+	tr.In(100 << 10)
+	if s := tr.take(t0.Add(1100 * time.Millisecond)); s.in != 100<<10 || s.rate != 3<<20 || !s.etaKnown {
+		t.Errorf("just after the restart: %d in, rate %.0f, ETA known %v; want %d, the rate so far, an ETA", s.in, s.rate, s.etaKnown, 100<<10)
+	}
+	tr.In(2 << 20)
+	want := 0.3*(2<<20) + 0.7*(3<<20)
+	if s := tr.take(t0.Add(2100 * time.Millisecond)); math.Abs(s.rate-want) > 1 {
+		t.Errorf("a second after the restart: rate %.0f, want %.0f, the 2 MiB/s of the new attempt smoothed", s.rate, want)
 	}
 }
 
