@@ -13,7 +13,8 @@
 #   $CHANGE_WHERE on every table (1% of the rows, spread evenly, by default),
 #   then an incremental on the newest backup; a full backup of that final
 #   state; then restore --prepare of the chain (full + 3 incrementals) and of
-#   that last full backup, each into an empty directory.
+#   that last full backup, each into an empty directory; then merge of the
+#   chain into one full backup, and restore --prepare of that.
 # One row in 100 is few rows but many pages: a page holds about 65 sysbench
 # rows, and the index on k changes too. CHANGE_WHERE shows the other end.
 # The source writes changed pages out at once (no dirty-page allowance, a high
@@ -145,7 +146,7 @@ restore() { # restore KEY ID: times restore --prepare of backup ID under KEY, th
 
 keys=(full)
 for i in $(seq 1 "$LINKS"); do keys+=("inc$i"); done
-keys+=(final_full extract_chain restore_chain restore_full)
+keys+=(final_full extract_chain restore_chain restore_full merge restore_merged)
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "round $round of $ROUNDS" >&2
@@ -176,6 +177,9 @@ for round in $(seq 1 "$ROUNDS"); do
   rm -rf "$WORK/extract"
   restore restore_chain "$chain"
   restore restore_full "$full"
+  run merge "$BS" merge "$chain" --repo "$WORK/repo" --parallel "$N" --work-dir "$WORK" --progress none
+  merged=$("$BS" list --repo "$WORK/repo" --json | jq -r '[.[] | select(.merged_from)] | last | .id')
+  restore restore_merged "$merged"
   rm -rf "$WORK/repo" "$WORK/src"
 done
 
@@ -205,7 +209,10 @@ row "---" "---:" "---:"
 row "chain: full + $LINKS incrementals" "${B[restore_chain]} (${M[restore_chain]})" \
   "$(ratio "${B[restore_chain]}" "${B[restore_full]}")x"
 row "full of the same state" "${B[restore_full]} (${M[restore_full]})" "1.00x"
+row "the chain merged into one full (merge)" "${B[restore_merged]} (${M[restore_merged]})" \
+  "$(ratio "${B[restore_merged]}" "${B[restore_full]}")x"
 echo
+echo "merge of the chain (restore, prepare, store): ${B[merge]} (${M[merge]}) s"
 echo "floor: the chain's links extracted at once, no prepare: ${B[extract_chain]} (${M[extract_chain]}) s; chain restore / floor: $(ratio "${B[restore_chain]}" "${B[extract_chain]}")x"
 echo
 echo "all runs (s): $(for k in "${keys[@]}"; do printf '%s:%s; ' "$k" "${T[$k]}"; done)"
