@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/backstream/backstream/internal/mariadb"
+
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
@@ -103,7 +105,7 @@ func tableRows(ctx context.Context, conn *sql.Conn, database string, t table) (s
 			return "", err
 		}
 		period = period || strings.Contains(strings.ToUpper(extra), "ROW START")
-		exprs = append(exprs, render(quoteIdent(name), typ))
+		exprs = append(exprs, render(mariadb.QuoteIdent(name), typ))
 	}
 	cols.Close()
 	if err := cols.Err(); err != nil {
@@ -194,6 +196,6 @@ func clip(s string) string {
 	return s
 }
 
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
-
-func qualified(db, name string) string { return quoteIdent(db) + "." + quoteIdent(name) }
+func qualified(db, name string) string {
+	return mariadb.QuoteIdent(db) + "." + mariadb.QuoteIdent(name)
+}

@@ -402,14 +402,14 @@ func loadStatement(qname string, t *schema.Table, cols []string, format int) str
 			// warning, as LOAD DATA LOCAL gives for every bad value).
 			// CAST keeps \N as NULL.
 			list = append(list, v)
-			set = append(set, fmt.Sprintf("%s = CAST(%s AS UNSIGNED)", quoteIdent(c), v))
+			set = append(set, fmt.Sprintf("%s = CAST(%s AS UNSIGNED)", mariadb.QuoteIdent(c), v))
 		case typ == "uuid", typ == "inet4", typ == "inet6":
 			// These types read a binary string as their packed form; the
 			// dump holds their text form.
 			list = append(list, v)
-			set = append(set, fmt.Sprintf("%s = CONVERT(%s USING utf8mb4)", quoteIdent(c), v))
+			set = append(set, fmt.Sprintf("%s = CONVERT(%s USING utf8mb4)", mariadb.QuoteIdent(c), v))
 		default:
-			list = append(list, quoteIdent(c))
+			list = append(list, mariadb.QuoteIdent(c))
 		}
 	}
 	// The separators in hex: their escaped forms would be read literally
@@ -424,7 +424,7 @@ func loadStatement(qname string, t *schema.Table, cols []string, format int) str
 
 func (l *loader) openJournal(ctx context.Context) error {
 	for _, q := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(journalDB),
+		"CREATE DATABASE IF NOT EXISTS " + mariadb.QuoteIdent(journalDB),
 		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "journal") +
 			" (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, loaded TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (backup, chunk)) ENGINE=InnoDB",
 		// Data files of non-transactional tables whose LOAD DATA began.
@@ -516,7 +516,7 @@ func (l *loader) closeJournal(ctx context.Context) error {
 		return err
 	}
 	if left == 0 {
-		_, err := l.ddl.ExecContext(ctx, "DROP DATABASE "+quoteIdent(journalDB))
+		_, err := l.ddl.ExecContext(ctx, "DROP DATABASE "+mariadb.QuoteIdent(journalDB))
 		return err
 	}
 	return nil

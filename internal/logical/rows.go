@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // The data files hold what LOAD DATA reads with its defaults: fields
@@ -119,8 +121,7 @@ func pathName(name string) string {
 	return b.String()
 }
 
-// quoteIdent quotes a MariaDB identifier.
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
-
 // qualified is `db`.`name`.
-func qualified(db, name string) string { return quoteIdent(db) + "." + quoteIdent(name) }
+func qualified(db, name string) string {
+	return mariadb.QuoteIdent(db) + "." + mariadb.QuoteIdent(name)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/progress"
 )
 
@@ -85,17 +86,17 @@ func newTableWork(db string, t *schema.Table, format int) *tableWork {
 func dumpExpr(c schema.Column, format int) string {
 	switch c.DataType {
 	case "bit":
-		return "CAST(" + quoteIdent(c.Name) + " AS UNSIGNED)"
+		return "CAST(" + mariadb.QuoteIdent(c.Name) + " AS UNSIGNED)"
 	case "year":
-		return "CAST(" + quoteIdent(c.Name) + " AS CHAR)"
+		return "CAST(" + mariadb.QuoteIdent(c.Name) + " AS CHAR)"
 	case "float":
-		return "CAST(" + quoteIdent(c.Name) + " AS DOUBLE)"
+		return "CAST(" + mariadb.QuoteIdent(c.Name) + " AS DOUBLE)"
 	case "enum", "set":
 		if format >= DataFormatNumeric {
-			return "CAST(" + quoteIdent(c.Name) + " AS UNSIGNED)"
+			return "CAST(" + mariadb.QuoteIdent(c.Name) + " AS UNSIGNED)"
 		}
 	}
-	return quoteIdent(c.Name)
+	return mariadb.QuoteIdent(c.Name)
 }
 
 func (w *tableWork) name() string { return w.db + "." + w.t.Name }
@@ -189,7 +190,7 @@ func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunk
 			_, err = dumpRows(ctx, c, em, t.w, "", chunkBytes, tr)
 		default:
 			var made int64
-			made, err = dumpRows(ctx, c, em, t.w, fmt.Sprintf(" WHERE %s BETWEEN %d AND %d", quoteIdent(t.w.t.Key[0]), t.lo, t.hi), chunkBytes, tr)
+			made, err = dumpRows(ctx, c, em, t.w, fmt.Sprintf(" WHERE %s BETWEEN %d AND %d", mariadb.QuoteIdent(t.w.t.Key[0]), t.lo, t.hi), chunkBytes, tr)
 			t.w.adapt(made, chunkBytes)
 		}
 		if err != nil {
@@ -215,7 +216,7 @@ func (w *tableWork) finished() bool {
 // planRanges reads the key's range in the snapshot and sizes the first
 // ranges from the table's average row length; adapt corrects them.
 func planRanges(ctx context.Context, c *sql.Conn, w *tableWork, chunkBytes int64) error {
-	key := quoteIdent(w.t.Key[0])
+	key := mariadb.QuoteIdent(w.t.Key[0])
 	var lo, hi sql.NullString
 	err := c.QueryRowContext(ctx, fmt.Sprintf("SELECT MIN(%s), MAX(%s) FROM %s", key, key, w.from)).Scan(&lo, &hi)
 	if err != nil {

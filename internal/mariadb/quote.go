@@ -24,3 +24,9 @@ func QuoteString(s string, noBackslashEscapes bool) string {
 	b.WriteByte('\'')
 	return b.String()
 }
+
+// QuoteIdent quotes a name with backticks, doubling any backtick in it.
+// Backticks quote names under every sql_mode, ANSI_QUOTES included.
+func QuoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}

@@ -399,7 +399,7 @@ func checkTables(ctx context.Context, job Job, db *sql.DB, tables []tableRef, cm
 
 // checkTable runs CHECK TABLE and returns "OK" or the server's messages.
 func checkTable(ctx context.Context, c *sql.Conn, ref tableRef) (string, error) {
-	rows, err := c.QueryContext(ctx, "CHECK TABLE "+quoteIdent(ref.db)+"."+quoteIdent(ref.t.Name))
+	rows, err := c.QueryContext(ctx, "CHECK TABLE "+mariadb.QuoteIdent(ref.db)+"."+mariadb.QuoteIdent(ref.t.Name))
 	if err != nil {
 		return "", fmt.Errorf("CHECK TABLE failed: %w", err)
 	}
@@ -466,5 +466,3 @@ func serverStopped(ctx context.Context, srv *sandbox.Server, rep *Report) error 
 	}
 	return nil
 }
-
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

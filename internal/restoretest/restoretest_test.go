@@ -12,6 +12,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 )
 
@@ -109,8 +110,8 @@ func TestTableNames(t *testing.T) {
 		t.Errorf("name %q", got)
 	}
 	for in, want := range map[string]string{"t": "`t`", "a`b": "`a``b`", "``": "``````", "": "``", "x y.z": "`x y.z`"} {
-		if got := quoteIdent(in); got != want {
-			t.Errorf("quoteIdent(%q) = %s, want %s", in, got, want)
+		if got := mariadb.QuoteIdent(in); got != want {
+			t.Errorf("mariadb.QuoteIdent(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // ddlSQLMode is the sql_mode tables, sequences and views are created under.
@@ -114,12 +116,12 @@ func CreateViewPlaceholder(ctx context.Context, conn *sql.Conn, targetDB string,
 	}
 	cols := make([]string, len(o.Columns))
 	for i, c := range o.Columns {
-		cols[i] = "1 AS " + quoteIdent(c)
+		cols[i] = "1 AS " + mariadb.QuoteIdent(c)
 	}
 	if len(cols) == 0 {
 		cols = []string{"1"}
 	}
-	stmt := "CREATE OR REPLACE VIEW " + quoteIdent(targetDB) + "." + quoteIdent(o.Name) + " AS SELECT " + strings.Join(cols, ", ")
+	stmt := "CREATE OR REPLACE VIEW " + mariadb.QuoteIdent(targetDB) + "." + mariadb.QuoteIdent(o.Name) + " AS SELECT " + strings.Join(cols, ", ")
 	err := withSession(ctx, conn, []setting{{"sql_mode", ddlSQLMode}}, func() error {
 		_, err := conn.ExecContext(ctx, stmt)
 		return err
@@ -235,7 +237,7 @@ func withDatabaseCollation(ctx context.Context, conn *sql.Conn, targetDB, collat
 	if !isPlainName(collation) || !isPlainName(current) {
 		return fmt.Errorf("database %s: collation %q or %q: not a collation name", targetDB, collation, current)
 	}
-	alter := "ALTER DATABASE " + quoteIdent(targetDB) + " COLLATE "
+	alter := "ALTER DATABASE " + mariadb.QuoteIdent(targetDB) + " COLLATE "
 	if _, err := conn.ExecContext(ctx, alter+collation); err != nil {
 		return fmt.Errorf("database %s: switch collation to %s: %w", targetDB, collation, err)
 	}
@@ -344,7 +346,7 @@ func SetDefaultRole(ctx context.Context, conn *sql.Conn, a *Account) error {
 	if a.DefaultRole == "" || a.Role {
 		return nil
 	}
-	stmt := "SET DEFAULT ROLE " + quoteIdent(a.DefaultRole) + " FOR " + a.String()
+	stmt := "SET DEFAULT ROLE " + mariadb.QuoteIdent(a.DefaultRole) + " FOR " + a.String()
 	if _, err := conn.ExecContext(ctx, stmt); err != nil {
 		return fmt.Errorf("account %s: set default role %s: %w", a, a.DefaultRole, err)
 	}

@@ -1,6 +1,10 @@
 package schema
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
+)
 
 // Grant levels: what a line of SHOW GRANTS grants on.
 const (
@@ -24,11 +28,11 @@ type GrantObject struct {
 func (o GrantObject) String() string {
 	switch o.Level {
 	case GrantDatabase:
-		return quoteIdent(o.Database) + ".*"
+		return mariadb.QuoteIdent(o.Database) + ".*"
 	case GrantTable:
-		return quoteIdent(o.Database) + "." + quoteIdent(o.Name)
+		return mariadb.QuoteIdent(o.Database) + "." + mariadb.QuoteIdent(o.Name)
 	case GrantRoutine:
-		return o.Kind + " " + quoteIdent(o.Database) + "." + quoteIdent(o.Name)
+		return o.Kind + " " + mariadb.QuoteIdent(o.Database) + "." + mariadb.QuoteIdent(o.Name)
 	case GrantGlobal:
 		return "*.*"
 	}

@@ -152,12 +152,6 @@ func (t token) name(s string) string {
 	return strings.ReplaceAll(txt[1:len(txt)-1], q+q, q)
 }
 
-// quoteIdent quotes a name with backticks, doubling any backtick in it.
-// Backticks quote names under every sql_mode, ANSI_QUOTES included.
-func quoteIdent(name string) string {
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
-}
-
 // significant returns the tokens that are neither space nor comment.
 func significant(toks []token) []token {
 	out := make([]token, 0, len(toks))

@@ -75,7 +75,7 @@ func readDatabase(ctx context.Context, conn *sql.Conn, name string, f Filter, sk
 	if err := useDatabase(ctx, conn, name); err != nil {
 		return nil, err
 	}
-	row, err := showCreate(ctx, conn, "SHOW CREATE DATABASE "+quoteIdent(name))
+	row, err := showCreate(ctx, conn, "SHOW CREATE DATABASE "+mariadb.QuoteIdent(name))
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", name, err)
 	}
@@ -206,7 +206,7 @@ func readTable(ctx context.Context, conn *sql.Conn, db string, t *Table, cols []
 	if t.Sequence {
 		show = "SHOW CREATE SEQUENCE "
 	}
-	row, err := showCreate(ctx, conn, show+quoteIdent(t.Name))
+	row, err := showCreate(ctx, conn, show+mariadb.QuoteIdent(t.Name))
 	if err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func isIntegerType(dataType string) bool {
 // again while commits are blocked, so that it matches the binary log
 // position: every value handed out before that position is below it.
 func ReadSequenceState(ctx context.Context, conn *sql.Conn, db string, t *Table) error {
-	q := "SELECT next_not_cached_value, cycle_count FROM " + quoteIdent(db) + "." + quoteIdent(t.Name)
+	q := "SELECT next_not_cached_value, cycle_count FROM " + mariadb.QuoteIdent(db) + "." + mariadb.QuoteIdent(t.Name)
 	if err := conn.QueryRowContext(ctx, q).Scan(&t.NextValue, &t.CycleCount); err != nil {
 		return fmt.Errorf("read state: %w", err)
 	}
@@ -292,11 +292,11 @@ func ReadSequenceState(ctx context.Context, conn *sql.Conn, db string, t *Table)
 }
 
 func setValStatement(db, name string, next, cycle int64) string {
-	return fmt.Sprintf("SELECT SETVAL(%s.%s, %d, 0, %d)", quoteIdent(db), quoteIdent(name), next, cycle)
+	return fmt.Sprintf("SELECT SETVAL(%s.%s, %d, 0, %d)", mariadb.QuoteIdent(db), mariadb.QuoteIdent(name), next, cycle)
 }
 
 func readView(ctx context.Context, conn *sql.Conn, db, name string, cols []columnInfo) (*Object, error) {
-	row, err := showCreate(ctx, conn, "SHOW CREATE VIEW "+quoteIdent(name))
+	row, err := showCreate(ctx, conn, "SHOW CREATE VIEW "+mariadb.QuoteIdent(name))
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func readTriggers(ctx context.Context, conn *sql.Conn, db string, f Filter) ([]*
 		return nil, fmt.Errorf("list triggers: %w", err)
 	}
 	for _, o := range objs {
-		row, err := showCreate(ctx, conn, "SHOW CREATE TRIGGER "+quoteIdent(o.Name))
+		row, err := showCreate(ctx, conn, "SHOW CREATE TRIGGER "+mariadb.QuoteIdent(o.Name))
 		if err != nil {
 			return nil, fmt.Errorf("trigger %s: %w", o.Name, err)
 		}
@@ -377,7 +377,7 @@ func readRoutines(ctx context.Context, conn *sql.Conn, db string) ([]*Object, er
 		return cmp.Or(cmp.Compare(routineOrder[a.Kind], routineOrder[b.Kind]), cmp.Compare(a.Name, b.Name))
 	})
 	for _, o := range objs {
-		row, err := showCreate(ctx, conn, "SHOW CREATE "+strings.ToUpper(o.Kind)+" "+quoteIdent(o.Name))
+		row, err := showCreate(ctx, conn, "SHOW CREATE "+strings.ToUpper(o.Kind)+" "+mariadb.QuoteIdent(o.Name))
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", o.Kind, o.Name, err)
 		}
@@ -396,7 +396,7 @@ func readEvents(ctx context.Context, conn *sql.Conn, db string) ([]*Object, erro
 	var objs []*Object
 	for _, name := range names {
 		o := &Object{Kind: KindEvent, Database: db, Name: name}
-		row, err := showCreate(ctx, conn, "SHOW CREATE EVENT "+quoteIdent(name))
+		row, err := showCreate(ctx, conn, "SHOW CREATE EVENT "+mariadb.QuoteIdent(name))
 		if err != nil {
 			return nil, fmt.Errorf("event %s: %w", name, err)
 		}

@@ -3,6 +3,8 @@ package schema
 import (
 	"fmt"
 	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // objectWords end the header of a CREATE statement of a view, trigger,
@@ -77,9 +79,9 @@ func formatAccount(a string) string {
 		}
 	}
 	if at < 0 {
-		return quoteIdent(unquoteName(a))
+		return mariadb.QuoteIdent(unquoteName(a))
 	}
-	return quoteIdent(unquoteName(a[:at])) + "@" + quoteIdent(unquoteName(a[at+1:]))
+	return mariadb.QuoteIdent(unquoteName(a[:at])) + "@" + mariadb.QuoteIdent(unquoteName(a[at+1:]))
 }
 
 // unquoteName strips one level of ', " or ` quotes, undoing doubled quotes.
@@ -134,7 +136,7 @@ func RenameDatabases(stmt string, rename map[string]string) string {
 			continue
 		}
 		b.WriteString(stmt[last:t.start])
-		b.WriteString(quoteIdent(dst))
+		b.WriteString(mariadb.QuoteIdent(dst))
 		last = t.end
 	}
 	if last == 0 {
@@ -201,5 +203,5 @@ func renameCreateDatabase(stmt, target string) (string, error) {
 	if i >= len(toks) || (toks[i].kind != tokIdent && toks[i].kind != tokWord) {
 		return "", fmt.Errorf("CREATE DATABASE without a name: %.40q", stmt)
 	}
-	return "CREATE DATABASE IF NOT EXISTS " + quoteIdent(target) + stmt[toks[i].end:], nil
+	return "CREATE DATABASE IF NOT EXISTS " + mariadb.QuoteIdent(target) + stmt[toks[i].end:], nil
 }

@@ -45,6 +45,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // ErrExists is wrapped by the error of CreateTable and CreateAccount when the
@@ -308,9 +310,9 @@ type Account struct {
 // String returns the account as SQL names it: `user`@`host`, or `role`.
 func (a *Account) String() string {
 	if a.Role {
-		return quoteIdent(a.User)
+		return mariadb.QuoteIdent(a.User)
 	}
-	return quoteIdent(a.User) + "@" + quoteIdent(a.Host)
+	return mariadb.QuoteIdent(a.User) + "@" + mariadb.QuoteIdent(a.Host)
 }
 
 // DatabaseObject is an object with the database it belongs to.

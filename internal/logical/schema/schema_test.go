@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -478,11 +479,11 @@ func compareDatabase(t *testing.T, ctx context.Context, a, b *sql.DB, srcDB, dst
 		conn *sql.Conn
 		db   string
 	}{{ca, srcDB}, {cb, dstDB}} {
-		if _, err := c.conn.ExecContext(ctx, "USE "+quoteIdent(c.db)); err != nil {
+		if _, err := c.conn.ExecContext(ctx, "USE "+mariadb.QuoteIdent(c.db)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	compareRows(t, ctx, ca, cb, "SHOW CREATE DATABASE "+quoteIdent(srcDB), "SHOW CREATE DATABASE "+quoteIdent(dstDB), nil)
+	compareRows(t, ctx, ca, cb, "SHOW CREATE DATABASE "+mariadb.QuoteIdent(srcDB), "SHOW CREATE DATABASE "+mariadb.QuoteIdent(dstDB), nil)
 	lists := []struct{ what, query string }{
 		{"tables", "SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME"},
 		{"triggers", "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_TIMING, EVENT_MANIPULATION, ACTION_ORDER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ? ORDER BY 1"},
@@ -504,20 +505,20 @@ func compareDatabase(t *testing.T, ctx context.Context, a, b *sql.DB, srcDB, dst
 				if kind == "" {
 					kind = "TABLE"
 				}
-				s := "SHOW CREATE " + kind + " " + quoteIdent(r[0])
+				s := "SHOW CREATE " + kind + " " + mariadb.QuoteIdent(r[0])
 				show = []string{s, s}
 				if kind == "SEQUENCE" {
-					s := "SELECT * FROM " + quoteIdent(r[0])
+					s := "SELECT * FROM " + mariadb.QuoteIdent(r[0])
 					compareRows(t, ctx, ca, cb, s, s, nil)
 				}
 			case "triggers":
-				s := "SHOW CREATE TRIGGER " + quoteIdent(r[0])
+				s := "SHOW CREATE TRIGGER " + mariadb.QuoteIdent(r[0])
 				show = []string{s, s}
 			case "routines":
-				s := "SHOW CREATE " + r[1] + " " + quoteIdent(r[0])
+				s := "SHOW CREATE " + r[1] + " " + mariadb.QuoteIdent(r[0])
 				show = []string{s, s}
 			case "events":
-				s := "SHOW CREATE EVENT " + quoteIdent(r[0])
+				s := "SHOW CREATE EVENT " + mariadb.QuoteIdent(r[0])
 				show = []string{s, s}
 			}
 			// The trigger's creation time differs, necessarily.

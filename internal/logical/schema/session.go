@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -80,7 +81,7 @@ func execArgs(ctx context.Context, conn *sql.Conn, q string, args ...any) error 
 // useDatabase makes db the session's database: unqualified names in the
 // statements that follow (SHOW CREATE output) resolve to it.
 func useDatabase(ctx context.Context, conn *sql.Conn, db string) error {
-	if _, err := conn.ExecContext(ctx, "USE "+quoteIdent(db)); err != nil {
+	if _, err := conn.ExecContext(ctx, "USE "+mariadb.QuoteIdent(db)); err != nil {
 		return fmt.Errorf("database %s: %w", db, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -162,7 +163,7 @@ func TestSplitCreateTableServer(t *testing.T) {
 	showCreate := func(db, table string) string {
 		t.Helper()
 		var name, create string
-		if err := c.QueryRowContext(ctx, "SHOW CREATE TABLE "+quoteIdent(db)+"."+quoteIdent(table)).Scan(&name, &create); err != nil {
+		if err := c.QueryRowContext(ctx, "SHOW CREATE TABLE "+mariadb.QuoteIdent(db)+"."+mariadb.QuoteIdent(table)).Scan(&name, &create); err != nil {
 			t.Fatal(err)
 		}
 		return create
