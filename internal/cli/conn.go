@@ -36,6 +36,9 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.f.NoDefaults, "no-defaults", false, "read no option files")
 }
 
+// connFlagNames are the flags connFlags registers.
+var connFlagNames = []string{"host", "port", "socket", "user", "password", "protocol", "defaults-file", "defaults-extra-file", "no-defaults"}
+
 // passwordOnCommandLine is the warning for a password given as a flag.
 const passwordOnCommandLine = "backstream: warning: a password on the command line can be seen by other users until backstream hides it; an option file (--defaults-extra-file) or MYSQL_PWD is safer"
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,6 +87,7 @@ func refused(err error) error {
 func newRestoreCmd(g *globals) *cobra.Command {
 	var d datadirFlags
 	var l logicalRestoreFlags
+	var p placeFlags
 	var until, untilGTID, server, base string
 	var applyTo bool
 	cmd := &cobra.Command{
@@ -109,9 +111,19 @@ target has are kept unless --replace-users). Tables the target already has are r
 (--drop-existing), and an interrupted load continues with --resume. --database, --table
 and their --exclude- forms pick what to load (each filter narrows: see the guide); views,
 triggers, routines, events and grants that refer to what is not loaded are left out and
-listed; --rename-database a:b loads a as b.`,
+listed; --rename-database a:b loads a as b.
+
+With --datadir DIR (physical) the backup is restored and prepared beside DIR, owned, and
+renamed into place only when complete; a DIR that holds anything is refused unless
+--force, which moves it aside to DIR.replaced-<time>. --start then starts the server
+(systemctl start mariadb, or --start='a command'), waits until it answers on the
+connection flags, makes sure it runs on DIR, runs CHECK TABLE on the system tables and
+counts the rows of the biggest tables.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if until != "" || untilGTID != "" {
+				if f := firstChanged(cmd.Flags(), p.names()); f != "" {
+					return usagef("--%s restores a backup into place; a point-in-time restore writes a --target-dir", f)
+				}
 				t, err := pitrTarget(args, until, untilGTID, server, base)
 				if err != nil {
 					return err
@@ -130,6 +142,9 @@ listed; --rename-database a:b loads a as b.`,
 			if applyTo || server != "" || base != "" {
 				return usagef("--apply-to, --server and --base go with --until or --until-gtid")
 			}
+			if err := p.check(cmd.Flags()); err != nil {
+				return err
+			}
 			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
 			if err != nil {
 				return err
@@ -139,8 +154,8 @@ listed; --rename-database a:b loads a as b.`,
 				return err
 			}
 			if m.Kind == archive.KindLogical {
-				if d.target != "" || d.prepare {
-					return usagef("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir", m.ID)
+				if d.target != "" || d.prepare || p.datadir != "" {
+					return usagef("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir or --datadir", m.ID)
 				}
 				job, err := l.job(cmd.Flags(), d.parallel)
 				if err != nil {
@@ -148,11 +163,21 @@ listed; --rename-database a:b loads a as b.`,
 				}
 				return runLoad(ctx, g, r, m, job, l.asJSON)
 			}
-			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
-				return usagef("--%s is for logical backups; backup %s is physical", f, m.ID)
+			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && (p.start == "" || !slices.Contains(connFlagNames, f)) {
+				return usagef("--%s is for logical backups (or, to reach the started server, with --start); backup %s is physical", f, m.ID)
 			}
-			if d.target == "" {
-				return usagef("--target-dir is required")
+			var place *restore.Place
+			switch {
+			case p.datadir != "" && d.target != "":
+				return usagef("--datadir restores into place, --target-dir into a new directory: give one")
+			case p.datadir != "":
+				if place, err = restore.PlaceFor(p.datadir, p.force); err != nil {
+					return refused(err)
+				}
+				// A datadir in place is prepared: a server runs on it.
+				d.target, d.prepare = place.Staging, true
+			case d.target == "":
+				return usagef("--target-dir (or --datadir) is required")
 			}
 			job, err := d.job(g, cmd.Flags())
 			if err != nil {
@@ -168,6 +193,9 @@ listed; --rename-database a:b loads a as b.`,
 			if err != nil {
 				return refused(err)
 			}
+			if place != nil {
+				return p.finish(cmd, g, &l, m, place)
+			}
 			state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
 			if d.prepare {
 				state = "restored and prepared: a server can start on it"
@@ -178,6 +206,7 @@ listed; --rename-database a:b loads a as b.`,
 	}
 	d.register(cmd.Flags())
 	l.register(cmd.Flags())
+	p.register(cmd.Flags())
 	cmd.Flags().StringVar(&until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339: 2026-11-21T10:15:00+01:00); "end" replays everything archived`)
 	cmd.Flags().StringVar(&untilGTID, "until-gtid", "", "point-in-time restore up to and including these GTIDs' transactions, one per domain, e.g. 0-1-4711,1-1-20")
 	cmd.Flags().StringVar(&base, "base", "", "with --until: the kind of backup to start from, physical or logical (default: the newest before the target of either kind; a logical one only if it took the whole server)")

@@ -1,0 +1,195 @@
+// Package serverup starts the server that runs from a restored datadir,
+// the way the user runs it (systemd, or a command of theirs), waits until
+// it answers, makes sure the server answering is the one on that datadir,
+// and checks it quickly: CHECK TABLE of the system tables, and a row
+// count of the biggest tables. It knows nothing of backups or flags.
+package serverup
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/backstream/backstream/internal/mariadb"
+)
+
+// Systemd is the How that starts the server with systemctl.
+const Systemd = "systemd"
+
+// Options say how to start and reach the server.
+type Options struct {
+	How     string         // Systemd (systemctl start mariadb) or a shell command that starts it and returns
+	Conn    mariadb.Config // how to reach it once started
+	Datadir string         // the datadir it must run on
+	Timeout time.Duration  // for the start command and the wait until it answers together
+	// Biggest is how many of the biggest tables to count the rows of.
+	Biggest int
+}
+
+// Report is what the check found.
+type Report struct {
+	Version, Hostname string
+	SystemTables      int          // system tables CHECK TABLE found OK
+	Counted           []TableCount // the biggest tables, biggest first
+}
+
+// TableCount is the row count of one table.
+type TableCount struct {
+	Table string // db.table
+	Rows  int64
+	Bytes int64 // data and index length as the server estimates them
+}
+
+// Start starts the server, waits until it answers on opt.Conn, and checks
+// it. An error names the step that failed; the server is left running
+// whatever happens (stopping it is the user's call).
+func Start(ctx context.Context, opt Options) (*Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	var cmd *exec.Cmd
+	if opt.How == Systemd {
+		cmd = exec.CommandContext(ctx, "systemctl", "start", "mariadb")
+	} else {
+		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", opt.How)
+	}
+	// The command's own output, not an inherited pipe a daemon it starts
+	// would hold open (CombinedOutput would wait for that daemon to exit).
+	cmd.WaitDelay = time.Second
+	if out, err := cmd.CombinedOutput(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		return nil, fmt.Errorf("starting the server (%s) failed: %v: %s", describe(opt.How), err, strings.TrimSpace(string(out)))
+	}
+	db, err := waitUntilUp(ctx, opt.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("the server started with %s did not answer as %s within %s: %w", describe(opt.How), opt.Conn, opt.Timeout, err)
+	}
+	defer db.Close()
+	var rep Report
+	var datadir string
+	if err := db.QueryRowContext(ctx, "SELECT @@version, @@hostname, @@datadir").Scan(&rep.Version, &rep.Hostname, &datadir); err != nil {
+		return nil, fmt.Errorf("the started server: %w", err)
+	}
+	if !sameDir(datadir, opt.Datadir) {
+		return nil, fmt.Errorf("the server answering as %s runs on %s, not on the restored datadir %s: another server answers there, or the one started uses another datadir; nothing was checked", opt.Conn, datadir, opt.Datadir)
+	}
+	if rep.SystemTables, err = checkSystemTables(ctx, db); err != nil {
+		return nil, err
+	}
+	if rep.Counted, err = countBiggest(ctx, db, opt.Biggest); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
+// describe names how the server was started, for messages.
+func describe(how string) string {
+	if how == Systemd {
+		return "systemctl start mariadb"
+	}
+	return fmt.Sprintf("the command %q", how)
+}
+
+// waitUntilUp connects until the server answers or ctx ends.
+func waitUntilUp(ctx context.Context, conn mariadb.Config) (*sql.DB, error) {
+	for {
+		db, err := mariadb.Open(ctx, conn, "")
+		if err == nil {
+			return db, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// sameDir reports whether a and b name the same directory, the server's
+// @@datadir ending in a slash.
+func sameDir(a, b string) bool {
+	clean := func(p string) string {
+		p = filepath.Clean(p)
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	return clean(a) == clean(b)
+}
+
+// checkSystemTables runs CHECK TABLE on every base table of the mysql
+// schema and returns how many were OK; any other verdict fails, naming
+// the table and the server's words.
+func checkSystemTables(ctx context.Context, db *sql.DB) (int, error) {
+	rows, err := db.QueryContext(ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'mysql' AND table_type = 'BASE TABLE' ORDER BY table_name")
+	if err != nil {
+		return 0, fmt.Errorf("listing the system tables: %w", err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(names) == 0 {
+		return 0, errors.New("the started server has no system tables in the mysql schema")
+	}
+	for _, n := range names {
+		var table, op, typ, text string
+		if err := db.QueryRowContext(ctx, "CHECK TABLE "+mariadb.QuoteIdent("mysql")+"."+mariadb.QuoteIdent(n)).Scan(&table, &op, &typ, &text); err != nil {
+			return 0, fmt.Errorf("CHECK TABLE mysql.%s: %w", n, err)
+		}
+		if !strings.EqualFold(typ, "status") || !strings.EqualFold(text, "OK") {
+			return 0, fmt.Errorf("CHECK TABLE mysql.%s on the started server: %s: %s", n, typ, text)
+		}
+	}
+	return len(names), nil
+}
+
+// countBiggest counts the rows of the n biggest user tables.
+func countBiggest(ctx context.Context, db *sql.DB, n int) ([]TableCount, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT table_schema, table_name, COALESCE(data_length, 0) + COALESCE(index_length, 0) AS bytes
+		FROM information_schema.tables
+		WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+		ORDER BY bytes DESC, table_schema, table_name LIMIT ?`, n)
+	if err != nil {
+		return nil, fmt.Errorf("listing the biggest tables: %w", err)
+	}
+	var out []TableCount
+	var names [][2]string
+	for rows.Next() {
+		var db, t string
+		var c TableCount
+		if err := rows.Scan(&db, &t, &c.Bytes); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Table = db + "." + t
+		out = append(out, c)
+		names = append(names, [2]string{db, t})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i, nm := range names {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+mariadb.QuoteIdent(nm[0])+"."+mariadb.QuoteIdent(nm[1])).Scan(&out[i].Rows); err != nil {
+			return nil, fmt.Errorf("counting the rows of %s on the started server: %w", out[i].Table, err)
+		}
+	}
+	return out, nil
+}
