@@ -3,8 +3,9 @@
 # test with the race detector, against real sandbox MariaDB servers, the real
 # mariabackup and mbstream, and a real MinIO (all installed first if
 # missing). Extra arguments go to go test. In CI (CI=true) or with FUZZ=1 it
-# then fuzzes the parsers of what a network peer sends and of what a
-# repository holds for FUZZTIME (3s) each. At the end
+# then runs every fuzz target: the parsers of what a network peer sends and
+# of what a repository holds for FUZZTIME (3s) each, the others for
+# FUZZTIME_OTHER (1s). At the end
 # it prints how long each step and each package took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,20 +65,29 @@ status=${PIPESTATUS[0]}
 set -e
 step "go test -race" $((SECONDS - t))
 
-# Fuzzing of every parser that reads what a network peer sends (the
-# transport's framing and handshake, the remote protocol's messages) or
-# what a repository holds, which whoever can write to it controls
+# Fuzzing of every fuzz target, a few seconds each, in CI or when FUZZ=1:
+# first, for FUZZTIME (3s) each, the parsers of what a network peer sends
+# (the transport's framing and handshake, the remote protocol's messages)
+# and of what a repository holds, which whoever can write to it controls
 # (manifests, frame indexes, xbstream chunks, archived binary logs and
-# their segments), a few seconds per target, in CI or when FUZZ=1. go
-# test fuzzes one target per run. A failure leaves its input under the
-# package's testdata/fuzz.
+# their segments); then every other package's targets (codecs, catalogs,
+# option files, locks, ...) for FUZZTIME_OTHER (1s) each. go test fuzzes
+# one target per run. A failure leaves its input under the package's
+# testdata/fuzz.
 if [ "${CI:-}" = true ] || [ "${FUZZ:-}" = 1 ]; then
   t=$SECONDS
   fuzzed=0
-  for pkg in ./internal/transport ./internal/remote ./internal/archive ./internal/xbstream ./internal/binlog; do
+  hostile=(./internal/transport ./internal/remote ./internal/archive ./internal/xbstream ./internal/binlog)
+  others=()
+  for dir in $(grep -rl --include='*_test.go' '^func Fuzz' internal | xargs -n1 dirname | sort -u); do
+    case " ${hostile[*]} " in *" ./$dir "*) ;; *) others+=("./$dir") ;; esac
+  done
+  for pkg in "${hostile[@]}" "${others[@]}"; do
+    fuzztime=${FUZZTIME:-3s}
+    case " ${others[*]} " in *" $pkg "*) fuzztime=${FUZZTIME_OTHER:-1s} ;; esac
     # Every fuzz target the package has, so that a new one is fuzzed too.
     for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
-      fuzz() { go test -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-3s}" "$pkg" >"$log/fuzz" 2>&1; }
+      fuzz() { go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >"$log/fuzz" 2>&1; }
       ok=1
       fuzz || ok=0
       # go test sometimes ends a short fuzzing run with "context deadline
