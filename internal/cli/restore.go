@@ -88,7 +88,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	var d datadirFlags
 	var l logicalRestoreFlags
 	var p placeFlags
-	var until, untilGTID, server, base string
+	var until, untilGTID, server, base, as string
 	var applyTo bool
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
@@ -118,8 +118,26 @@ renamed into place only when complete; a DIR that holds anything is refused unle
 --force, which moves it aside to DIR.replaced-<time>. --start then starts the server
 (systemctl start mariadb, or --start='a command'), waits until it answers on the
 connection flags, makes sure it runs on DIR, runs CHECK TABLE on the system tables and
-counts the rows of the biggest tables.`,
+counts the rows of the biggest tables.
+
+With --table db.t --apply-to (physical), the backup is restored and prepared in a work
+directory and each table's InnoDB tablespace is exported there and imported into the
+running server the connection flags name (on this host, same MariaDB major.minor), created
+from the backup's definition; --as db.t2 gives it another name, beside the live table. A
+table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if applyTo && until == "" && untilGTID == "" && len(l.tables) > 0 {
+				if server != "" || base != "" {
+					return usagef("--server and --base go with --until or --until-gtid")
+				}
+				if f := firstChanged(cmd.Flags(), p.names()); f != "" {
+					return usagef("--%s restores a whole backup into place; --table --apply-to imports tables into a running server", f)
+				}
+				return runImport(cmd, g, &d, &l, args, as)
+			}
+			if as != "" {
+				return usagef("--as goes with --table and --apply-to")
+			}
 			if until != "" || untilGTID != "" {
 				if f := firstChanged(cmd.Flags(), p.names()); f != "" {
 					return usagef("--%s restores a backup into place; a point-in-time restore writes a --target-dir", f)
@@ -211,7 +229,8 @@ counts the rows of the biggest tables.`,
 	cmd.Flags().StringVar(&untilGTID, "until-gtid", "", "point-in-time restore up to and including these GTIDs' transactions, one per domain, e.g. 0-1-4711,1-1-20")
 	cmd.Flags().StringVar(&base, "base", "", "with --until: the kind of backup to start from, physical or logical (default: the newest before the target of either kind; a logical one only if it took the whole server)")
 	cmd.Flags().StringVar(&server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several")
-	cmd.Flags().BoolVar(&applyTo, "apply-to", false, "with --until: replay the archived binary logs onto the running server that --host/--socket name, from the GTID position it has reached, instead of restoring a datadir")
+	cmd.Flags().BoolVar(&applyTo, "apply-to", false, "with --until: replay the archived binary logs onto the running server that --host/--socket name, from the GTID position it has reached, instead of restoring a datadir; with --table and a physical backup: import those InnoDB tables into that server")
+	cmd.Flags().StringVar(&as, "as", "", "with --table db.t --apply-to: the name the table takes on the target, as db.table (e.g. beside the live one)")
 	cmd.Flags().Lookup("parallel").Usage = "decoding threads; for a logical backup also loading connections (default: number of CPUs)"
 	return cmd
 }

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/importtable"
+	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/scratch"
+)
+
+// runImport restores tables of a physical backup into the running server
+// the connection flags name (restore --table ... --apply-to).
+func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestoreFlags, args []string, as string) error {
+	if d.target != "" || d.prepare {
+		return usagef("--table with --apply-to imports into the running server that --host/--socket name: it takes no --target-dir or --prepare")
+	}
+	if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "table" && !slices.Contains(connFlagNames, f) {
+		return usagef("--%s does not go with --table --apply-to, which imports tables of a physical backup", f)
+	}
+	tables, err := importTables(l.tables, as)
+	if err != nil {
+		return err
+	}
+	conn, err := l.conn.resolve(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if m.Kind == archive.KindLogical {
+		return usagef("backup %s is logical: restore its tables with --table alone (it loads into the server the connection flags name)", m.ID)
+	}
+	if err := r.CheckReadable(ctx, m); err != nil {
+		return err
+	}
+	fileKey, err := physical.UserFileKey(d.serverDefaults)
+	if err != nil {
+		return err
+	}
+	work, err := scratch.Dir()
+	if err != nil {
+		return err
+	}
+	job, err := d.job(g, cmd.Flags())
+	if err != nil {
+		return err
+	}
+	t := g.tracker("restore "+strings.Join(l.tables, ", ")+" of "+m.ID, m.Stats.StoredBytes)
+	job.Progress, job.FileKey = t, fileKey
+	imported, err := importtable.Run(ctx, importtable.Job{
+		Repo: r, Backup: m, Tables: tables, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options,
+	})
+	t.Finish(err)
+	for _, i := range imported {
+		fmt.Fprintf(g.stdout, "table %s of backup %s imported as %s into %s: CHECKSUM TABLE %d, equal to the backup's\n", i.Table, m.ID, i.Table.As(), conn, i.Checksum)
+	}
+	return refused(err)
+}
+
+// importTables reads --table (db.table, one or more) and --as (db.table,
+// for one table only).
+func importTables(names []string, as string) ([]importtable.Table, error) {
+	if as != "" && len(names) != 1 {
+		return nil, usagef("--as names one table: give one --table with it")
+	}
+	var out []importtable.Table
+	for _, n := range names {
+		db, name, ok := strings.Cut(n, ".")
+		if !ok || db == "" || name == "" {
+			return nil, usagef("table %q: give it as database.table", n)
+		}
+		t := importtable.Table{DB: db, Name: name, AsDB: db, AsName: name}
+		if as != "" {
+			if t.AsDB, t.AsName, ok = strings.Cut(as, "."); !ok || t.AsDB == "" || t.AsName == "" {
+				return nil, usagef("--as %q: give it as database.table", as)
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

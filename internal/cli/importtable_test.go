@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+)
+
+// restore --table --apply-to imports InnoDB tables of a physical backup
+// into a running server while other tables take writes: beside the live
+// table (--as), or a dropped partitioned table back; what cannot be
+// imported is refused before the target changes.
+func TestRestoreTableIntoRunningServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	db := src.DB()
+	for _, q := range []string{
+		"CREATE DATABASE shop",
+		"CREATE TABLE shop.orders (id INT PRIMARY KEY, customer VARCHAR(40) NOT NULL, total DECIMAL(12,2), note BLOB, placed DATETIME(6), KEY (customer)) ENGINE=InnoDB",
+		"INSERT INTO shop.orders SELECT seq, CONCAT('c', seq % 97), seq * 1.25, RANDOM_BYTES(200), '2026-11-25 01:02:03.456789' + INTERVAL seq SECOND FROM shop.seq_1_to_20000",
+		"CREATE TABLE shop.parts (id INT, kind INT, name VARCHAR(20), PRIMARY KEY (id, kind)) ENGINE=InnoDB PARTITION BY HASH (kind) PARTITIONS 3",
+		"INSERT INTO shop.parts SELECT seq, seq % 7, CONCAT('part ', seq) FROM shop.seq_1_to_5000",
+		"CREATE TABLE shop.legacy (id INT PRIMARY KEY) ENGINE=MyISAM",
+		"INSERT INTO shop.legacy SELECT seq FROM shop.seq_1_to_10",
+		"CREATE TABLE shop.events (id INT AUTO_INCREMENT PRIMARY KEY, at DATETIME(6)) ENGINE=InnoDB",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	sum := func(table string) string {
+		t.Helper()
+		var name, s string
+		if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+table).Scan(&name, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	orders, parts := sum("shop.orders"), sum("shop.parts")
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	// The orders change after the backup; the import brings the backup's.
+	if _, err := db.ExecContext(ctx, "UPDATE shop.orders SET total = total + 1 WHERE id % 10 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	load := startLoad(1, func(rng *rand.Rand) error {
+		_, err := db.ExecContext(ctx, "INSERT INTO shop.events (at) VALUES (NOW(6))")
+		return err
+	})
+	restoreTable := func(table string, flags ...string) result {
+		return run(t, append(append([]string{"restore", "--repo", repoDir, "--table", table, "--apply-to"}, flags...), sandboxConn(src)...)...)
+	}
+	tables := func() string {
+		t.Helper()
+		var names string
+		if err := db.QueryRowContext(ctx, "SELECT GROUP_CONCAT(table_name ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'shop'").Scan(&names); err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	before := tables()
+
+	// Refused before the target changes: a table it has, one not InnoDB,
+	// one the backup lacks, --as for several tables.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"shop.orders"}, "the target already has table shop.orders"},
+		{[]string{"shop.legacy", "--as", "shop.legacy2"}, "table shop.legacy is MyISAM in backup"},
+		{[]string{"shop.nope"}, "has no table shop.nope"},
+		{[]string{"shop.orders,shop.parts", "--as", "shop.x"}, "--as names one table"},
+		{[]string{"shop.orders", "--as", "nodb.orders"}, "the target has no database nodb"},
+	} {
+		r := restoreTable(c.args[0], c.args[1:]...)
+		if r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), c.want) {
+			t.Errorf("restore --table %v: exit %d, %v; want exit %d saying %q", c.args, r.code, r.err, ExitUsage, c.want)
+		}
+	}
+	load.more(t, 20)
+	if got := tables(); got != before {
+		t.Errorf("refused imports changed the target's tables: %s, before %s", got, before)
+	}
+
+	// Beside the live table, which keeps its newer rows.
+	live := sum("shop.orders")
+	r := restoreTable("shop.orders", "--as", "shop.orders_restored").mustSucceed(t)
+	if !strings.Contains(r.stdout, "imported as shop.orders_restored") {
+		t.Errorf("restore --table --as printed %q", r.stdout)
+	}
+	if got := sum("shop.orders_restored"); got != orders {
+		t.Errorf("shop.orders_restored: checksum %s, the backup's orders %s", got, orders)
+	}
+	if got := sum("shop.orders"); got != live {
+		t.Errorf("the live shop.orders changed: checksum %s, was %s", got, live)
+	}
+
+	// A dropped partitioned table back under its name.
+	if _, err := db.ExecContext(ctx, "DROP TABLE shop.parts"); err != nil {
+		t.Fatal(err)
+	}
+	restoreTable("shop.parts").mustSucceed(t)
+	if got := sum("shop.parts"); got != parts {
+		t.Errorf("shop.parts: checksum %s after the import, %s in the backup", got, parts)
+	}
+	var partitions int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.partitions WHERE table_schema = 'shop' AND table_name = 'parts'").Scan(&partitions); err != nil || partitions != 3 {
+		t.Errorf("shop.parts has %d partitions (%v), want 3", partitions, err)
+	}
+	load.more(t, 20)
+	load.finish(t)
+	var check, msg, typ, text string
+	if err := db.QueryRowContext(ctx, "CHECK TABLE shop.orders_restored").Scan(&check, &msg, &typ, &text); err != nil || text != "OK" {
+		t.Errorf("CHECK TABLE shop.orders_restored: %s %s (%v)", typ, text, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(src.Datadir, "shop", "*.cfg")); len(left) != 0 {
+		t.Errorf("export files left in the target's datadir: %v", left)
+	}
+}

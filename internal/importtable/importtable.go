@@ -1,0 +1,442 @@
+// Package importtable restores single InnoDB tables from a physical
+// backup into a running server on this host, beside or instead of nothing
+// (a dropped table), without touching its other tables: the backup (or
+// its chain) is restored and prepared in a work directory, a throwaway
+// server there gives each table's definition and exports its tablespace
+// (FLUSH TABLES ... FOR EXPORT), and the target creates the table, discards
+// its empty tablespace, takes the exported files into its datadir and
+// imports them (ALTER TABLE ... IMPORT TABLESPACE). Each imported table's
+// CHECKSUM TABLE must equal the backup's, or the command fails.
+package importtable
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/pitr"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
+)
+
+// Table names a table to restore and the name it takes on the target.
+type Table struct {
+	DB, Name     string // in the backup
+	AsDB, AsName string // on the target
+}
+
+func (t Table) String() string { return t.DB + "." + t.Name }
+
+// As is the name on the target, db.table.
+func (t Table) As() string { return t.AsDB + "." + t.AsName }
+
+// Job is one import of Tables from Backup into the server Conn reaches.
+type Job struct {
+	Repo    *repo.Repo
+	Backup  *archive.Manifest
+	Tables  []Table
+	Conn    mariadb.Config
+	WorkDir string // where the backup is restored, in a subdirectory removed at the end
+	// ServerDefaults and Restore are as for a restore test's server: the
+	// option file read after backup-my.cnf, and how the chain is prepared.
+	ServerDefaults string
+	Restore        restore.Options
+	Log            func(format string, args ...any)
+}
+
+// Imported is one table imported, with its checksum (equal on both sides).
+type Imported struct {
+	Table    Table
+	Checksum int64
+}
+
+// Run imports job's tables. Nothing changes on the target before the
+// backup is restored and every table found in it as an InnoDB table the
+// target can take; a failure after that names the table it hit.
+func Run(ctx context.Context, job Job) ([]Imported, error) {
+	m := job.Backup
+	if err := CheckNames(job.Tables); err != nil {
+		return nil, err
+	}
+	if m.Kind != archive.KindPhysical {
+		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s is a %s backup; --table with --apply-to imports tables from a physical backup (a logical one loads with --table alone)", m.ID, m.Kind)}
+	}
+	target, err := mariadb.Open(ctx, job.Conn, "")
+	if err != nil {
+		return nil, err
+	}
+	defer target.Close()
+	datadir, err := checkTarget(ctx, target, job.Conn, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range job.Tables {
+		if err := checkAbsent(ctx, target, t); err != nil {
+			return nil, err
+		}
+	}
+
+	links, err := restore.Links(ctx, job.Repo, m)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := pitr.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.Restore.FileKey)
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(job.WorkDir, "backstream-import-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	restored := filepath.Join(work, "datadir")
+	opt := job.Restore
+	opt.Prepare, opt.DataDirs, opt.Placed, opt.KeepLinkFiles = true, nil, nil, false
+	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: restored, Options: opt}); err != nil {
+		return nil, err
+	}
+	srv, err := pitr.StartServer(ctx, filepath.Join(work, "server"), restored, opt.UseMemory, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	src := srv.DB()
+	defs := make([]string, len(job.Tables))
+	for i, t := range job.Tables {
+		if defs[i], err = definition(ctx, src, t, m); err != nil {
+			return nil, err
+		}
+	}
+	var out []Imported
+	for i, t := range job.Tables {
+		sum, err := importOne(ctx, src, target, t, defs[i], restored, datadir)
+		if err != nil {
+			return out, fmt.Errorf("table %s (as %s): %w", t, t.As(), err)
+		}
+		if job.Log != nil {
+			job.Log("table %s imported as %s: CHECKSUM TABLE %d, as in backup %s", t, t.As(), sum, m.ID)
+		}
+		out = append(out, Imported{Table: t, Checksum: sum})
+	}
+	return out, nil
+}
+
+// checkTarget refuses a target that cannot import the backup's
+// tablespaces, and returns its datadir: it must run on this host (the
+// files are placed in its datadir) and be of the backup's major.minor.
+func checkTarget(ctx context.Context, db *sql.DB, conn mariadb.Config, m *archive.Manifest) (string, error) {
+	if !conn.UsesSocket() && !isLoopback(conn.Host) {
+		return "", &restore.RefusedError{Err: fmt.Errorf("the target %s is reached over the network: importing a tablespace places its files in the server's datadir, so the server must run on this host (connect through --socket, or to 127.0.0.1)", conn)}
+	}
+	var version, datadir string
+	if err := db.QueryRowContext(ctx, "SELECT @@version, @@datadir").Scan(&version, &datadir); err != nil {
+		return "", fmt.Errorf("the target server: %w", err)
+	}
+	bMajor, bMinor, _, err := mariadb.ParseVersion(m.Server.Version)
+	if err != nil {
+		return "", fmt.Errorf("backup %s: server version %q: %w", m.ID, m.Server.Version, err)
+	}
+	tMajor, tMinor, _, err := mariadb.ParseVersion(version)
+	if err != nil {
+		return "", fmt.Errorf("the target's version %q: %w", version, err)
+	}
+	if bMajor != tMajor || bMinor != tMinor {
+		return "", &restore.RefusedError{Err: fmt.Errorf("backup %s is of MariaDB %s, the target runs %s: a tablespace imports only into the same major.minor", m.ID, m.Server.Version, version)}
+	}
+	if _, err := os.Stat(filepath.Join(datadir, "mysql")); err != nil {
+		return "", &restore.RefusedError{Err: fmt.Errorf("the target's datadir %s is not on this host (%v): the server must run here", datadir, err)}
+	}
+	return datadir, nil
+}
+
+func isLoopback(host string) bool {
+	return host == "127.0.0.1" || host == "::1" || host == "localhost"
+}
+
+// checkAbsent refuses a table the target has, and a database it lacks.
+func checkAbsent(ctx context.Context, db *sql.DB, t Table) error {
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?", t.AsDB).Scan(&n); err != nil {
+		return fmt.Errorf("the target server: %w", err)
+	}
+	if n == 0 {
+		return &restore.RefusedError{Err: fmt.Errorf("the target has no database %s for table %s: create it first (a restore of a table creates nothing else)", t.AsDB, t.As())}
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", t.AsDB, t.AsName).Scan(&n); err != nil {
+		return fmt.Errorf("the target server: %w", err)
+	}
+	if n > 0 {
+		return &restore.RefusedError{Err: fmt.Errorf("the target already has table %s: restore beside it with --as %s.%s_restored, or drop it first; a restore never replaces a table", t.As(), t.AsDB, t.AsName)}
+	}
+	return nil
+}
+
+// definition is the table's CREATE TABLE in the backup, for the target's
+// name; tables it cannot import are refused, naming why.
+func definition(ctx context.Context, src *sql.DB, t Table, m *archive.Manifest) (string, error) {
+	var engine sql.NullString
+	err := src.QueryRowContext(ctx, "SELECT engine FROM information_schema.tables WHERE table_schema = ? AND table_name = ? AND table_type = 'BASE TABLE'", t.DB, t.Name).Scan(&engine)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", &restore.RefusedError{Err: fmt.Errorf("backup %s has no table %s", m.ID, t)}
+	}
+	if err != nil {
+		return "", fmt.Errorf("the restored backup: %w", err)
+	}
+	if !strings.EqualFold(engine.String, "InnoDB") {
+		return "", &restore.RefusedError{Err: fmt.Errorf("table %s is %s in backup %s: only InnoDB tablespaces import into a running server; restore the backup with --target-dir and copy the table from there", t, engine.String, m.ID)}
+	}
+	var name, create string
+	if err := src.QueryRowContext(ctx, "SHOW CREATE TABLE "+quoteTable(t.DB, t.Name)).Scan(&name, &create); err != nil {
+		return "", fmt.Errorf("the restored backup: SHOW CREATE TABLE %s: %w", t, err)
+	}
+	if dataDirectory.MatchString(create) {
+		return "", &restore.RefusedError{Err: fmt.Errorf("table %s was created with DATA DIRECTORY: its import would need its files outside the target's datadir; restore the backup with --target-dir instead", t)}
+	}
+	prefix := "CREATE TABLE " + mariadb.QuoteIdent(t.Name) + " "
+	if !strings.HasPrefix(create, prefix) {
+		return "", fmt.Errorf("the restored backup: SHOW CREATE TABLE %s does not start as expected: %.60q", t, create)
+	}
+	return "CREATE TABLE " + quoteTable(t.AsDB, t.AsName) + " " + create[len(prefix):], nil
+}
+
+var dataDirectory = regexp.MustCompile(`(?i)\bDATA DIRECTORY\s*=`)
+
+// importOne creates the table on the target, exports it from the restored
+// server, imports the files and compares the checksums. A table's files
+// in the restored datadir are <name>.ibd and <name>.cfg; a partitioned
+// table has those of each partition, <name>#P#<p>, and the server
+// discards and imports only whole non-partitioned tables: each partition
+// is imported into a table of its own and exchanged into its place
+// (ALTER TABLE ... EXCHANGE PARTITION), as MariaDB documents.
+func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored, datadir string) (sum int64, err error) {
+	want, err := checksum(ctx, src, t.DB, t.Name)
+	if err != nil {
+		return 0, fmt.Errorf("the restored backup: %w", err)
+	}
+	parts, err := partitions(ctx, src, t)
+	if err != nil {
+		return 0, err
+	}
+	tc, err := target.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tc.Close()
+	exec := func(what, q string) error {
+		if _, err := tc.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s on the target: %w", what, err)
+		}
+		return nil
+	}
+	asTable := quoteTable(t.AsDB, t.AsName)
+	// Foreign keys: the imported rows are the backup's, checked there.
+	if err := exec("session settings", "SET SESSION foreign_key_checks = 0"); err != nil {
+		return 0, err
+	}
+	if err := exec("creating the table", def); err != nil {
+		return 0, err
+	}
+	// What was made on the target goes again on failure: the table and
+	// the partitions' own tables, with their files.
+	made := []string{asTable}
+	var copied []string
+	defer func() {
+		for _, p := range copied {
+			if strings.HasSuffix(p, ".cfg") || err != nil {
+				os.Remove(p)
+			}
+		}
+		if err != nil {
+			for _, tbl := range made {
+				tc.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+tbl)
+			}
+		}
+	}()
+	// Each file stem of the backup's table goes into one table of the
+	// target: the table itself, or one per partition.
+	type move struct{ from, to, partition string }
+	var moves []move
+	if len(parts) == 0 {
+		moves = []move{{from: t.Name, to: t.AsName}}
+		if err := exec("discarding the empty tablespace", "ALTER TABLE "+asTable+" DISCARD TABLESPACE"); err != nil {
+			return 0, err
+		}
+	}
+	for i, p := range parts {
+		tmp := fmt.Sprintf("%s_backstream_p%d", t.AsName, i)
+		qtmp := quoteTable(t.AsDB, tmp)
+		// Dropped on failure only once made here: a table of that name
+		// the target already had stops the import and stays.
+		if err = exec("a table for partition "+p, "CREATE TABLE "+qtmp+" LIKE "+asTable); err != nil {
+			return 0, err
+		}
+		made = append(made, qtmp)
+		for _, q := range []string{"ALTER TABLE " + qtmp + " REMOVE PARTITIONING", "ALTER TABLE " + qtmp + " DISCARD TABLESPACE"} {
+			if err = exec("a table for partition "+p, q); err != nil {
+				return 0, err
+			}
+		}
+		moves = append(moves, move{from: t.Name + "#P#" + p, to: tmp, partition: p})
+	}
+	sc, err := src.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer sc.Close()
+	if _, err = sc.ExecContext(ctx, "FLUSH TABLES "+quoteTable(t.DB, t.Name)+" FOR EXPORT"); err != nil {
+		return 0, fmt.Errorf("exporting it from the restored backup: %w", err)
+	}
+	for _, mv := range moves {
+		var files []string
+		files, err = copyTablespace(filepath.Join(restored, t.DB), mv.from, filepath.Join(datadir, t.AsDB), mv.to)
+		copied = append(copied, files...)
+		if err != nil {
+			break
+		}
+	}
+	sc.ExecContext(ctx, "UNLOCK TABLES")
+	if err != nil {
+		return 0, err
+	}
+	for _, mv := range moves {
+		qto := quoteTable(t.AsDB, mv.to)
+		if err = exec("importing the tablespace", "ALTER TABLE "+qto+" IMPORT TABLESPACE"); err != nil {
+			return 0, err
+		}
+		if mv.partition == "" {
+			continue
+		}
+		if err = exec("exchanging partition "+mv.partition, "ALTER TABLE "+asTable+" EXCHANGE PARTITION "+mariadb.QuoteIdent(mv.partition)+" WITH TABLE "+qto); err != nil {
+			return 0, err
+		}
+		if err = exec("dropping partition "+mv.partition+"'s own table", "DROP TABLE "+qto); err != nil {
+			return 0, err
+		}
+	}
+	got, err := checksum(ctx, target, t.AsDB, t.AsName)
+	if err != nil {
+		return 0, fmt.Errorf("the target: %w", err)
+	}
+	if got != want {
+		return 0, archive.Corruptf("CHECKSUM TABLE on the target gives %d after the import, the backup's table %d: the import is dropped", got, want)
+	}
+	return got, nil
+}
+
+// partitions lists the partitions of the table in the backup, none if it
+// has none; a subpartitioned table is refused.
+func partitions(ctx context.Context, src *sql.DB, t Table) ([]string, error) {
+	rows, err := src.QueryContext(ctx, "SELECT partition_name, subpartition_name FROM information_schema.partitions WHERE table_schema = ? AND table_name = ? AND partition_name IS NOT NULL ORDER BY partition_ordinal_position, subpartition_ordinal_position", t.DB, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("the restored backup: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		var sub sql.NullString
+		if err := rows.Scan(&p, &sub); err != nil {
+			return nil, err
+		}
+		if sub.Valid {
+			return nil, &restore.RefusedError{Err: fmt.Errorf("table %s is subpartitioned: its import is not supported; restore the backup with --target-dir and copy the table from there", t)}
+		}
+		if !plainName.MatchString(p) {
+			return nil, &restore.RefusedError{Err: fmt.Errorf("table %s: partition %q has characters other than letters, digits and _, which the server encodes in file names; importing it is not supported", t, p)}
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func quoteTable(db, table string) string {
+	return mariadb.QuoteIdent(db) + "." + mariadb.QuoteIdent(table)
+}
+
+func checksum(ctx context.Context, db *sql.DB, schema, table string) (int64, error) {
+	var name string
+	var sum sql.NullInt64
+	if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+quoteTable(schema, table)).Scan(&name, &sum); err != nil {
+		return 0, fmt.Errorf("CHECKSUM TABLE %s.%s: %w", schema, table, err)
+	}
+	if !sum.Valid {
+		return 0, fmt.Errorf("CHECKSUM TABLE %s.%s: the table is missing or unreadable", schema, table)
+	}
+	return sum.Int64, nil
+}
+
+// copyTablespace copies the exported files of stem in from (stem.ibd and
+// stem.cfg) into to as as.ibd and as.cfg, owned as to is and never over
+// an existing file; it returns what it wrote, also on failure.
+func copyTablespace(from, stem, to, as string) ([]string, error) {
+	st, err := os.Stat(to)
+	if err != nil {
+		return nil, fmt.Errorf("the target's database directory: %w", err)
+	}
+	owner := st.Sys().(*syscall.Stat_t)
+	var written []string
+	for _, ext := range []string{".ibd", ".cfg"} {
+		dst := filepath.Join(to, as+ext)
+		if err := copyFile(filepath.Join(from, stem+ext), dst, int(owner.Uid), int(owner.Gid)); err != nil {
+			return written, err
+		}
+		written = append(written, dst)
+	}
+	return written, nil
+}
+
+// plainName matches the names whose files the server names as they are;
+// others it encodes (@0024 for $, ...), which an import does not follow yet.
+var plainName = regexp.MustCompile(`^[0-9A-Za-z_]+$`)
+
+// CheckNames refuses tables whose names the server encodes in file names.
+func CheckNames(tables []Table) error {
+	for _, t := range tables {
+		for _, n := range []string{t.DB, t.Name, t.AsDB, t.AsName} {
+			if !plainName.MatchString(n) {
+				return &restore.RefusedError{Err: fmt.Errorf("table %s (as %s): %q has characters other than letters, digits and _, which the server encodes in file names; importing such a table is not supported: restore the backup with --target-dir and copy the table from there", t, t.As(), n)}
+			}
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string, uid, gid int) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("the restored backup: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o660)
+	if errors.Is(err, fs.ErrExist) {
+		return &restore.RefusedError{Err: fmt.Errorf("%s already exists in the target's datadir: a file of another table, or left by an earlier import; a restore never writes over it", dst)}
+	}
+	if err != nil {
+		return fmt.Errorf("the target's datadir: %w", err)
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && os.Geteuid() == 0 {
+		err = os.Chown(dst, uid, gid)
+	}
+	if err != nil {
+		os.Remove(dst)
+		return fmt.Errorf("the target's datadir: %s: %w", dst, err)
+	}
+	return nil
+}
