@@ -173,6 +173,15 @@ func StreamName(i int, c codec.Codec) string {
 	return fmt.Sprintf("streams/%05d.xbs%s", i, c.Suffix())
 }
 
+// Streams are the n streams of a backup's header, named for codec c.
+func Streams(n int, c codec.Codec) []Stream {
+	out := make([]Stream, n)
+	for i := range out {
+		out[i].Object.Name = StreamName(i, c)
+	}
+	return out
+}
+
 // RenameAcrossStreamsError is a rename chunk onto a path another stream
 // holds: the two streams' histories of that path could interleave wrongly
 // on restore, so the writer refuses it. mariabackup writes such renames

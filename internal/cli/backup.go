@@ -78,12 +78,9 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 	if b.parallel < 1 {
 		return physical.BackupJob{}, usagef("--parallel must be at least 1")
 	}
-	c, err := codec.Parse(b.compress)
+	c, err := parseStorage(b.compress, b.hash)
 	if err != nil {
-		return physical.BackupJob{}, usageError{err}
-	}
-	if _, err := archive.NewHash(b.hash); err != nil {
-		return physical.BackupJob{}, usageError{err}
+		return physical.BackupJob{}, err
 	}
 	rate, err := parseRate("--max-rate", b.maxRate)
 	if err != nil {
@@ -102,6 +99,19 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 	}
 	return physical.BackupJob{Conn: cfg, Mariabackup: b.mariabackup, Parallel: b.parallel, Codec: c, Hash: b.hash,
 		ExtraArgs: b.extra, Log: log, Version: version, MaxRate: rate, MaxIO: b.maxIO, Checkpoint: b.checkpoint}, nil
+}
+
+// parseStorage reads --compress and checks --hash, which every command
+// that stores a backup or binary log takes.
+func parseStorage(compress, hash string) (codec.Codec, error) {
+	c, err := codec.Parse(compress)
+	if err != nil {
+		return c, usageError{err}
+	}
+	if _, err := archive.NewHash(hash); err != nil {
+		return c, usageError{err}
+	}
+	return c, nil
 }
 
 // run runs the job with a progress display.

@@ -58,12 +58,9 @@ With --follow, --progress json (and plain) show its lag: lag_seconds and
 lag_bytes behind the server; list --binlogs shows the last measure.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := codec.Parse(compress)
+			c, err := parseStorage(compress, hash)
 			if err != nil {
-				return usageError{err}
-			}
-			if _, err := archive.NewHash(hash); err != nil {
-				return usageError{err}
+				return err
 			}
 			if flush <= 0 {
 				return usageError{fmt.Errorf("--flush-interval %s: must be positive", flush)}

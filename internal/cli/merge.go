@@ -38,12 +38,9 @@ An encrypted chain is merged only with --encrypt, so that the new backup is too.
 			if parallel < 1 {
 				return usagef("--parallel must be at least 1")
 			}
-			c, err := codec.Parse(compress)
+			c, err := parseStorage(compress, hash)
 			if err != nil {
-				return usageError{err}
-			}
-			if _, err := archive.NewHash(hash); err != nil {
-				return usageError{err}
+				return err
 			}
 			ref, err := backupRef(args)
 			if err != nil {

@@ -100,9 +100,7 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 		Tools:  archive.Tools{Backstream: job.Version},
 		Codec:  job.Codec.String(), Hash: job.Hash, Encryption: job.Encryption,
 	}
-	for i := range job.Parallel {
-		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
-	}
+	header.Streams = archive.Streams(job.Parallel, job.Codec)
 	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) { return s.run(ctx, header) })
 }
 

@@ -131,9 +131,7 @@ func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 			}
 		}
 	}
-	for i := range job.Parallel {
-		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
-	}
+	header.Streams = archive.Streams(job.Parallel, job.Codec)
 	return archive.WriteTo(ctx, job.Repo, header, func() (*archive.Manifest, error) {
 		return store(ctx, job, header, dir, meta, checkpoints)
 	})

@@ -170,9 +170,7 @@ func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *a
 			header.Chain = parent.ID
 		}
 	}
-	for i := range job.Parallel {
-		header.Streams = append(header.Streams, archive.Stream{Object: archive.Object{Name: archive.StreamName(i, job.Codec)}})
-	}
+	header.Streams = archive.Streams(job.Parallel, job.Codec)
 	logFile, err := scratch.CreateTemp("mariabackup-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
