@@ -271,6 +271,11 @@ func parseGrant(line string) (g grant, ok bool) {
 			p = p[:i]
 		}
 		p = strings.ToUpper(strings.Join(strings.Fields(p), " "))
+		if strings.IndexFunc(p, func(r rune) bool { return (r < 'A' || r > 'Z') && r != ' ' && r != '_' }) >= 0 {
+			// Privileges are keywords; anything else (a quoted name) is
+			// not a privilege grant this understands.
+			return grant{}, false
+		}
 		if p != "" {
 			g.Privileges = append(g.Privileges, p)
 		}
