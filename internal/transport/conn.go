@@ -348,15 +348,42 @@ func (c *Conn) Close() error {
 // Abort sends reason to the peer, whose ReadMessage returns it as a
 // *PeerError, then closes the connection. Use it to say why a transfer is
 // refused rather than let the peer see only a closed connection.
+//
+// Closing a socket that still holds unread bytes from the peer makes the
+// kernel reset the connection, and a reset that overtakes the reason
+// destroys it in the peer's receive buffer: the peer would read
+// "connection reset" instead. So Abort ends its side cleanly (the reason,
+// TLS close_notify, then the TCP FIN) and returns; in the background what
+// the peer still sends is read and dropped until it closes, for at most
+// abortLinger, and only then is the connection closed.
 func (c *Conn) Abort(reason string) error {
 	c.wmu.Lock()
 	err := c.writeLocked(typeError, errorPayload(codeGeneric, reason))
-	c.wmu.Unlock()
-	if cerr := c.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = c.tls.CloseWrite()
 	}
-	return err
+	c.wmu.Unlock()
+	if err != nil {
+		c.Close()
+		return err
+	}
+	if tc, ok := c.raw.Conn.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	go func() {
+		// The socket itself, not the buffered reader a goroutine of the
+		// caller may still be in; closing it ends the read at the latest.
+		stop := time.AfterFunc(abortLinger, func() { c.raw.Conn.Close() })
+		_, _ = io.Copy(io.Discard, c.raw.Conn)
+		stop.Stop()
+		c.Close()
+	}()
+	return nil
 }
+
+// abortLinger bounds how long an aborted connection waits for its peer to
+// read the reason and close.
+const abortLinger = 5 * time.Second
 
 const (
 	codeGeneric    byte = 0
