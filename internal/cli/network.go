@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/remote"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -77,6 +78,8 @@ ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.
 func newReceiveCmd(g *globals) *cobra.Command {
 	var (
 		d         datadirFlags
+		p         placeFlags
+		conn      connFlags
 		listen    string
 		tokenFile string
 		certFile  string
@@ -84,24 +87,29 @@ func newReceiveCmd(g *globals) *cobra.Command {
 		keep      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --repo DIR)",
+		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
 		Short: "Take a backup streamed by send: restore it as it arrives, or store it in a repository",
 		Long: `receive listens for one transfer from backstream send. With --target-dir it restores the
 backup into that (empty) directory as it arrives, verifying every byte, and with
 --prepare prepares it; with --repo it stores the backup in a repository on this host,
 verified, and commits it. It exits 0 only if the whole backup arrived and verified;
---keep-listening serves one transfer after another (into a repository).`,
+--keep-listening serves one transfer after another (into a repository).
+
+With --datadir DIR it restores and prepares beside DIR and renames the result into
+place, as restore --datadir does (--force moves what DIR holds aside), and --start then
+starts the server there, waits until it answers on the connection flags and checks it:
+a new replica's datadir in one step, to point at its primary with backstream replicate.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
-			intoRepo := cmd.Flags().Changed("repo") || (d.target == "" && g.repo != "")
+			intoRepo := cmd.Flags().Changed("repo") || (d.target == "" && g.repo != "" && p.datadir == "")
 			switch {
 			case listen == "":
 				return usagef("--listen ADDR is required, e.g. --listen :4444")
 			case d.target != "" && intoRepo:
 				return usagef("give either --target-dir or --repo, not both")
-			case d.target == "" && !intoRepo:
-				return usagef("give --target-dir DIR (restore) or --repo DIR (store)")
+			case d.target == "" && !intoRepo && p.datadir == "":
+				return usagef("give --target-dir DIR (restore), --datadir DIR (restore into place) or --repo DIR (store)")
 			case d.serverDefaults != "" && !d.prepare:
 				return usagef("--server-defaults-file goes with --prepare: it gives what the prepare needs")
 			case keep && d.target != "":
@@ -110,6 +118,24 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 				return usagef("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
 			case (certFile == "") != (keyFile == ""):
 				return usagef("--tls-cert and --tls-key go together")
+			case p.datadir != "" && (d.target != "" || cmd.Flags().Changed("repo")):
+				return usagef("--datadir restores into place: it takes neither --target-dir nor --repo")
+			case p.datadir != "" && keep:
+				return usagef("--keep-listening needs --repo: a datadir takes one backup")
+			}
+			if err := p.check(cmd.Flags()); err != nil {
+				return err
+			}
+			if f := firstChanged(cmd.Flags(), connFlagNames); f != "" && p.start == "" {
+				return usagef("--%s reaches the started server: it goes with --datadir and --start", f)
+			}
+			var place *restore.Place
+			if p.datadir != "" {
+				if place, err = restore.PlaceFor(p.datadir, p.force); err != nil {
+					return refused(err)
+				}
+				// A datadir in place is prepared: a server runs on it.
+				d.target, d.prepare, intoRepo = place.Staging, true, false
 			}
 			tok, err := loadToken(tokenFile)
 			if err != nil {
@@ -146,6 +172,9 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 				m, err := g.serveLocked(ctx, rv)
 				err = refused(err)
 				t.Finish(err)
+				if err == nil && place != nil {
+					return p.finish(cmd, g, &conn, m, place)
+				}
 				if err == nil {
 					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)
 				}
@@ -160,6 +189,8 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 	}
 	f := cmd.Flags()
 	d.register(f)
+	p.register(f)
+	conn.register(f)
 	f.StringVar(&listen, "listen", "", "address to listen on, e.g. :4444 or 10.0.0.5:4444")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
 	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")

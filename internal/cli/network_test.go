@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"database/sql"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
@@ -131,17 +133,33 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	var targets []string
 	var receivers []<-chan result
 	var to []string
+	// The second receiver restores into place and starts the server
+	// itself (receive --datadir --start), as a new replica's host would.
+	base := t.TempDir()
+	sock1 := filepath.Join(base, "replica1.sock")
+	pidFile := filepath.Join(base, "replica1.pid")
+	t.Cleanup(func() { stopByPidFile(t, pidFile) })
 	for i := range 2 {
 		addr := freeAddr(t)
-		target := filepath.Join(t.TempDir(), fmt.Sprintf("replica%d", i))
+		target := filepath.Join(base, fmt.Sprintf("replica%d", i))
 		targets = append(targets, target)
 		to = append(to, "--to", addr)
-		receivers = append(receivers, startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--prepare", "--token-file", tok))
+		into := []string{"--target-dir", target, "--prepare"}
+		if i == 1 {
+			start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --server-id=12 --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
+				target, sock1, pidFile, filepath.Join(base, "replica1.err"), os.TempDir())
+			into = []string{"--datadir", target, "--start=" + start, "--socket", sock1, "--user", "root", "--no-defaults"}
+		}
+		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))
 	}
 	send := run(t, append(append([]string{"send", "--parallel", "2", "--token-file", tok}, to...), sandboxConn(src)...)...)
 	for i, ch := range receivers {
-		if r := waitResult(t, fmt.Sprintf("receiver %d", i), ch); r.err != nil {
+		r := waitResult(t, fmt.Sprintf("receiver %d", i), ch)
+		if r.err != nil {
 			t.Fatalf("receiver %d: %v\n%s", i, r.err, r.stderr)
+		}
+		if i == 1 && !strings.Contains(r.stdout, "runs on "+targets[1]) {
+			t.Errorf("receive --datadir --start printed %q, want the started server checked", r.stdout)
 		}
 	}
 	send.mustSucceed(t)
@@ -153,11 +171,20 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	if err := os.WriteFile(primaryCnf, []byte("[backstream-primary]\npassword=\"repl-Pa55 word\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var replicas []*sandbox.Server
+	var replicas []*sql.DB
 	for i, target := range targets {
-		r := serverOn(t, target)
-		replicas = append(replicas, r)
-		run(t, "replicate", "--no-defaults", "--socket", r.Socket, "--user", "root", "--primary-defaults-file", primaryCnf,
+		sock := sock1
+		if i == 0 {
+			r := serverOn(t, target)
+			sock = r.Socket
+		}
+		db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		replicas = append(replicas, db)
+		run(t, "replicate", "--no-defaults", "--socket", sock, "--user", "root", "--primary-defaults-file", primaryCnf,
 			"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl").mustSucceed(t)
 		t.Logf("replica %d replicating", i)
 	}
@@ -171,7 +198,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	for i, r := range replicas {
 		deadline := time.Now().Add(time.Minute)
 		for {
-			got, err := sandbox.ChecksumTables(ctx, r.DB())
+			got, err := sandbox.ChecksumTables(ctx, r)
 			if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
 				break
 			}

@@ -48,7 +48,7 @@ func (p *placeFlags) check(f *pflag.FlagSet) error {
 
 // finish swaps the restored datadir into place, and starts and checks the
 // server with --start.
-func (p *placeFlags) finish(cmd *cobra.Command, g *globals, l *logicalRestoreFlags, m *archive.Manifest, place *restore.Place) error {
+func (p *placeFlags) finish(cmd *cobra.Command, g *globals, conn *connFlags, m *archive.Manifest, place *restore.Place) error {
 	replaced, err := place.Swap()
 	if replaced != "" {
 		fmt.Fprintf(g.stdout, "what %s held was moved aside to %s\n", place.Dir, replaced)
@@ -60,11 +60,11 @@ func (p *placeFlags) finish(cmd *cobra.Command, g *globals, l *logicalRestoreFla
 	if p.start == "" {
 		return nil
 	}
-	conn, err := l.conn.resolve(cmd.Flags())
+	cfg, err := conn.resolve(cmd.Flags())
 	if err != nil {
 		return err
 	}
-	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: conn, Datadir: place.Dir, Timeout: p.startTimeout, Biggest: 5})
+	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, Biggest: 5})
 	if err != nil {
 		return err
 	}
