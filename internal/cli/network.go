@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/remote"
+	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/transport"
 )
@@ -80,6 +81,9 @@ func newReceiveCmd(g *globals) *cobra.Command {
 		d         datadirFlags
 		p         placeFlags
 		conn      connFlags
+		primary   primaryFlags
+		replicate bool
+		catchUp   bool
 		listen    string
 		tokenFile string
 		certFile  string
@@ -98,7 +102,10 @@ verified, and commits it. It exits 0 only if the whole backup arrived and verifi
 With --datadir DIR it restores and prepares beside DIR and renames the result into
 place, as restore --datadir does (--force moves what DIR holds aside), and --start then
 starts the server there, waits until it answers on the connection flags and checks it:
-a new replica's datadir in one step, to point at its primary with backstream replicate.`,
+a new replica's datadir in one step. --replicate then points it at its primary from the
+backup's position, as backstream replicate does (the primary's settings from
+[backstream-primary] and the --primary-* flags), and with --catch-up waits until it has
+caught up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
@@ -128,6 +135,18 @@ a new replica's datadir in one step, to point at its primary with backstream rep
 			}
 			if f := firstChanged(cmd.Flags(), connFlagNames); f != "" && p.start == "" {
 				return usagef("--%s reaches the started server: it goes with --datadir and --start", f)
+			}
+			if f := firstChanged(cmd.Flags(), append(primary.names(), "catch-up")); f != "" && !replicate {
+				return usagef("--%s goes with --replicate", f)
+			}
+			var prim replica.Primary
+			if replicate {
+				if p.start == "" {
+					return usagef("--replicate points the server --start started at its primary: give --datadir and --start")
+				}
+				if prim, err = primary.resolve(cmd.Flags()); err != nil {
+					return err
+				}
 			}
 			var place *restore.Place
 			if p.datadir != "" {
@@ -173,7 +192,14 @@ a new replica's datadir in one step, to point at its primary with backstream rep
 				err = refused(err)
 				t.Finish(err)
 				if err == nil && place != nil {
-					return p.finish(cmd, g, &conn, m, place)
+					if err := p.finish(cmd, g, &conn, m, place); err != nil || !replicate {
+						return err
+					}
+					cfg, err := conn.resolve(cmd.Flags())
+					if err != nil {
+						return err
+					}
+					return startReplication(ctx, g, cfg, prim, replica.Options{Datadir: place.Dir, CatchUp: catchUp, WaitTimeout: replica.DefaultWaitTimeout})
 				}
 				if err == nil {
 					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)
@@ -191,6 +217,9 @@ a new replica's datadir in one step, to point at its primary with backstream rep
 	d.register(f)
 	p.register(f)
 	conn.register(f)
+	primary.register(f)
+	f.BoolVar(&replicate, "replicate", false, "with --datadir and --start: then make the started server replicate from its primary (--primary-host, ... as replicate takes them), from the backup's position")
+	f.BoolVar(&catchUp, "catch-up", false, "with --replicate: also wait until the replica has applied what the primary had when replication started")
 	f.StringVar(&listen, "listen", "", "address to listen on, e.g. :4444 or 10.0.0.5:4444")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
 	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")

@@ -129,12 +129,20 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	})
 	load.more(t, 20)
 
+	// The primary's password in an option file, as a DBA would keep it
+	// (the environment's BACKSTREAM_PRIMARY_PASSWORD is replica's unit
+	// tests' business; setting it here would keep this test serial).
+	primaryCnf := filepath.Join(t.TempDir(), "primary.cnf")
+	if err := os.WriteFile(primaryCnf, []byte("[backstream-primary]\npassword=\"repl-Pa55 word\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tok := tokenFile(t)
 	var targets []string
 	var receivers []<-chan result
 	var to []string
-	// The second receiver restores into place and starts the server
-	// itself (receive --datadir --start), as a new replica's host would.
+	// The second receiver restores into place, starts the server and
+	// points it at the primary itself (receive --datadir --start
+	// --replicate), as a new replica's host would.
 	base := t.TempDir()
 	sock1 := filepath.Join(base, "replica1.sock")
 	pidFile := filepath.Join(base, "replica1.pid")
@@ -148,7 +156,8 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		if i == 1 {
 			start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --server-id=12 --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 				target, sock1, pidFile, filepath.Join(base, "replica1.err"), os.TempDir())
-			into = []string{"--datadir", target, "--start=" + start, "--socket", sock1, "--user", "root", "--no-defaults"}
+			into = []string{"--datadir", target, "--start=" + start, "--socket", sock1, "--user", "root", "--no-defaults",
+				"--replicate", "--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl"}
 		}
 		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))
 	}
@@ -158,19 +167,12 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("receiver %d: %v\n%s", i, r.err, r.stderr)
 		}
-		if i == 1 && !strings.Contains(r.stdout, "runs on "+targets[1]) {
-			t.Errorf("receive --datadir --start printed %q, want the started server checked", r.stdout)
+		if i == 1 && (!strings.Contains(r.stdout, "runs on "+targets[1]) || !strings.Contains(r.stdout, "replicating from")) {
+			t.Errorf("receive --datadir --start --replicate printed %q, want the started server checked and replicating", r.stdout)
 		}
 	}
 	send.mustSucceed(t)
 
-	// The primary's password in an option file, as a DBA would keep it
-	// (the environment's BACKSTREAM_PRIMARY_PASSWORD is replica's unit
-	// tests' business; setting it here would keep this test serial).
-	primaryCnf := filepath.Join(t.TempDir(), "primary.cnf")
-	if err := os.WriteFile(primaryCnf, []byte("[backstream-primary]\npassword=\"repl-Pa55 word\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var replicas []*sql.DB
 	for i, target := range targets {
 		sock := sock1
@@ -184,8 +186,10 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		}
 		defer db.Close()
 		replicas = append(replicas, db)
-		run(t, "replicate", "--no-defaults", "--socket", sock, "--user", "root", "--primary-defaults-file", primaryCnf,
-			"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl").mustSucceed(t)
+		if i == 0 {
+			run(t, "replicate", "--no-defaults", "--socket", sock, "--user", "root", "--primary-defaults-file", primaryCnf,
+				"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl").mustSucceed(t)
+		}
 		t.Logf("replica %d replicating", i)
 	}
 	// More writes after replication started, then stop and compare.

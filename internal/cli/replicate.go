@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/replica"
@@ -15,14 +17,13 @@ import (
 
 func newReplicateCmd(g *globals) *cobra.Command {
 	var (
-		conn        connFlags
-		primary     replica.Primary
-		primaryFile string
-		datadir     string
-		filePos     bool
-		catchUp     bool
-		force       bool
-		wait        time.Duration
+		conn    connFlags
+		primary primaryFlags
+		datadir string
+		filePos bool
+		catchUp bool
+		force   bool
+		wait    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "replicate --primary-host HOST [--primary-user USER]",
@@ -40,70 +41,100 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			files := append([]string(nil), mariadb.GlobalOptionFiles...)
-			if home, err := os.UserHomeDir(); err == nil {
-				files = append(files, filepath.Join(home, ".my.cnf"))
-			}
-			if primaryFile != "" {
-				files = append(files, primaryFile)
-			}
-			p, _, err := replica.PrimaryDefaults(files, os.LookupEnv)
+			p, err := primary.resolve(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			f := cmd.Flags()
-			if f.Changed("primary-host") {
-				p.Host = primary.Host
-			}
-			if f.Changed("primary-port") {
-				p.Port = primary.Port
-			}
-			if f.Changed("primary-user") {
-				p.User = primary.User
-			}
-			if f.Changed("primary-ssl") {
-				p.SSL = primary.SSL
-			}
-			if p.Host == "" || p.User == "" {
-				return usagef("name the primary: --primary-host and --primary-user (or host= and user= in [backstream-primary])")
-			}
-			cfg, err := conn.resolve(f)
+			cfg, err := conn.resolve(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			db, err := mariadb.Open(ctx, cfg, "")
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			res, err := replica.Setup(ctx, db, p, replica.Options{
+			return startReplication(ctx, g, cfg, p, replica.Options{
 				Datadir: datadir, UseFilePos: filePos, CatchUp: catchUp, Force: force, WaitTimeout: wait,
 			})
-			if err != nil {
-				return err
-			}
-			how := fmt.Sprintf("GTID %s", res.Coordinates.GTID)
-			if !res.UsingGTID {
-				how = fmt.Sprintf("%s:%d", res.Coordinates.File, res.Coordinates.Position)
-			}
-			fmt.Fprintf(g.stdout, "replicating from %s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
-			if len(res.Notes) > 0 {
-				fmt.Fprintf(g.stdout, "note: %s\n", strings.Join(res.Notes, "; "))
-			}
-			return nil
 		},
 	}
 	f := cmd.Flags()
 	conn.register(f)
-	f.StringVar(&primary.Host, "primary-host", "", "the primary's host")
-	f.IntVar(&primary.Port, "primary-port", 3306, "the primary's port")
-	f.StringVar(&primary.User, "primary-user", "", "the replication account on the primary")
-	f.BoolVar(&primary.SSL, "primary-ssl", false, "replicate over TLS (MASTER_SSL=1)")
-	f.StringVar(&primaryFile, "primary-defaults-file", "", "option file with a [backstream-primary] group (host, port, user, password)")
+	primary.register(f)
 	f.StringVar(&datadir, "datadir", "", "the restored datadir (default: the server's @@datadir)")
 	f.BoolVar(&filePos, "use-file-pos", false, "replicate by binlog file and position instead of GTID")
 	f.BoolVar(&catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
 	f.BoolVar(&force, "force", false, "replace a replication connection that is configured and running")
 	f.DurationVar(&wait, "wait", replica.DefaultWaitTimeout, "how long to wait for both replication threads to run")
 	return cmd
+}
+
+// primaryFlags name the primary a replica replicates from.
+type primaryFlags struct {
+	p    replica.Primary
+	file string
+}
+
+func (pf *primaryFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&pf.p.Host, "primary-host", "", "the primary's host")
+	f.IntVar(&pf.p.Port, "primary-port", 3306, "the primary's port")
+	f.StringVar(&pf.p.User, "primary-user", "", "the replication account on the primary")
+	f.BoolVar(&pf.p.SSL, "primary-ssl", false, "replicate over TLS (MASTER_SSL=1)")
+	f.StringVar(&pf.file, "primary-defaults-file", "", "option file with a [backstream-primary] group (host, port, user, password)")
+}
+
+// names are the flags register adds.
+func (pf *primaryFlags) names() []string {
+	return []string{"primary-host", "primary-port", "primary-user", "primary-ssl", "primary-defaults-file"}
+}
+
+// resolve reads the [backstream-primary] group of the option files
+// (the global ones, ~/.my.cnf, then --primary-defaults-file), then the
+// flags given.
+func (pf *primaryFlags) resolve(f *pflag.FlagSet) (replica.Primary, error) {
+	files := append([]string(nil), mariadb.GlobalOptionFiles...)
+	if home, err := os.UserHomeDir(); err == nil {
+		files = append(files, filepath.Join(home, ".my.cnf"))
+	}
+	if pf.file != "" {
+		files = append(files, pf.file)
+	}
+	p, _, err := replica.PrimaryDefaults(files, os.LookupEnv)
+	if err != nil {
+		return p, err
+	}
+	if f.Changed("primary-host") {
+		p.Host = pf.p.Host
+	}
+	if f.Changed("primary-port") {
+		p.Port = pf.p.Port
+	}
+	if f.Changed("primary-user") {
+		p.User = pf.p.User
+	}
+	if f.Changed("primary-ssl") {
+		p.SSL = pf.p.SSL
+	}
+	if p.Host == "" || p.User == "" {
+		return p, usagef("name the primary: --primary-host and --primary-user (or host= and user= in [backstream-primary])")
+	}
+	return p, nil
+}
+
+// startReplication points the server cfg reaches at p and reports.
+func startReplication(ctx context.Context, g *globals, cfg mariadb.Config, p replica.Primary, opt replica.Options) error {
+	db, err := mariadb.Open(ctx, cfg, "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := replica.Setup(ctx, db, p, opt)
+	if err != nil {
+		return err
+	}
+	how := fmt.Sprintf("GTID %s", res.Coordinates.GTID)
+	if !res.UsingGTID {
+		how = fmt.Sprintf("%s:%d", res.Coordinates.File, res.Coordinates.Position)
+	}
+	fmt.Fprintf(g.stdout, "replicating from %s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
+	if len(res.Notes) > 0 {
+		fmt.Fprintf(g.stdout, "note: %s\n", strings.Join(res.Notes, "; "))
+	}
+	return nil
 }
