@@ -166,6 +166,22 @@ func TestFileKeyPasswordNeverStored(t *testing.T) {
 		}
 	}
 
+	// merge prepares a chain with the password and stores the prepared
+	// files as a new backup: it holds the password nowhere either, and
+	// restores to the source's tables.
+	s.run("incremental", true, nil, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--compress", "none", "--incremental"}, sandboxConn(src)...)...)
+	s.run("merge", true, nil, "merge", "--repo", repoDir, "--compress", "none", "--server-defaults-file", restoreCnf, "-v")
+	if n := s.searchTree("repository after merge", repoDir); n < 5 {
+		t.Errorf("searched only %d objects of the repository after merge", n)
+	}
+	merged := filepath.Join(t.TempDir(), "merged")
+	s.run("restore of the merged backup", true, nil, "restore", "latest", "--repo", repoDir, "--target-dir", merged, "--prepare", "--server-defaults-file", restoreCnf)
+	s.searchTree("merged backup restored", merged)
+	mdst := sandboxtest.Start(t, sandbox.Options{Dir: t.TempDir(), Datadir: merged, OptionFile: serverCnf, Args: encryptedServerArgs(keyFile)})
+	if got := tableSums(t, mdst.DB(), "secret.inno", "secret.aria"); got != want {
+		t.Errorf("the merged backup restored holds %s, the source %s", got, want)
+	}
+
 	for what, data := range s.outputs {
 		for _, l := range leaks(s.secrets, what, data) {
 			t.Error(l)
