@@ -84,6 +84,11 @@ func importTables(names []string, as string) ([]importtable.Table, error) {
 				return nil, usagef("--as %q: give it as database.table", as)
 			}
 		}
+		for _, o := range out {
+			if o.As() == t.As() {
+				return nil, usagef("table %s is named twice", t.As())
+			}
+		}
 		out = append(out, t)
 	}
 	return out, nil

@@ -51,7 +51,6 @@ type Job struct {
 	// option file read after backup-my.cnf, and how the chain is prepared.
 	ServerDefaults string
 	Restore        restore.Options
-	Log            func(format string, args ...any)
 }
 
 // Imported is one table imported, with its checksum (equal on both sides).
@@ -122,9 +121,6 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 		sum, err := importOne(ctx, src, target, t, defs[i], restored, datadir)
 		if err != nil {
 			return out, fmt.Errorf("table %s (as %s): %w", t, t.As(), err)
-		}
-		if job.Log != nil {
-			job.Log("table %s imported as %s: CHECKSUM TABLE %d, as in backup %s", t, t.As(), sum, m.ID)
 		}
 		out = append(out, Imported{Table: t, Checksum: sum})
 	}

@@ -48,8 +48,8 @@ type Job struct {
 const chunkSize = 1 << 20
 
 // Merge stores the chain ending at job.Backup as one full backup and
-// returns its manifest. Nothing is committed unless the prepared datadir
-// agrees with the chain's end (full-prepared at its to_lsn).
+// returns its manifest. Nothing is committed unless every link was
+// checked and prepared, and the checkpoints prepare left say so.
 func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	end := job.Backup
 	if end.Kind != archive.KindPhysical {
