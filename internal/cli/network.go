@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restore"
@@ -64,6 +67,14 @@ ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.
 			}
 			fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
 				strings.Join(s.Receivers(), ", "), len(m.Streams), len(m.Files), humanRatio(m), sum.Elapsed.Round(1e7))
+			// What a receiver did with it (into place, started, replicating).
+			for _, r := range s.Reports() {
+				for _, line := range strings.Split(strings.TrimSpace(r.Text), "\n") {
+					if line != "" {
+						fmt.Fprintf(g.stdout, "receiver %s: %s\n", r.Addr, line)
+					}
+				}
+			}
 			return nil
 		},
 	}
@@ -105,7 +116,8 @@ starts the server there, waits until it answers on the connection flags and chec
 a new replica's datadir in one step. --replicate then points it at its primary from the
 backup's position, as backstream replicate does (the primary's settings from
 [backstream-primary] and the --primary-* flags), and with --catch-up waits until it has
-caught up.`,
+caught up. All this happens before the sender is told, and send prints what each
+receiver reported: one send provisions every replica it names.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
@@ -178,6 +190,23 @@ caught up.`,
 				}
 				where = rv.Repo.Backend.Location()
 			}
+			if place != nil {
+				// Into place, started and replicating before the sender is
+				// told, which prints what this prints.
+				rv.Finish = func(ctx context.Context, m *archive.Manifest) (string, error) {
+					var said bytes.Buffer
+					out := io.MultiWriter(g.stdout, &said)
+					if err := p.finish(cmd, out, &conn, m, place); err != nil || !replicate {
+						return said.String(), err
+					}
+					cfg, err := conn.resolve(cmd.Flags())
+					if err != nil {
+						return said.String(), err
+					}
+					err = startReplication(ctx, out, cfg, prim, replica.Options{Datadir: place.Dir, CatchUp: catchUp, WaitTimeout: replica.DefaultWaitTimeout})
+					return said.String(), err
+				}
+			}
 			ln, err := transport.Listen(ctx, listen, transport.Options{Token: tok, CertFile: certFile, KeyFile: keyFile})
 			if err != nil {
 				return err
@@ -192,14 +221,7 @@ caught up.`,
 				err = refused(err)
 				t.Finish(err)
 				if err == nil && place != nil {
-					if err := p.finish(cmd, g, &conn, m, place); err != nil || !replicate {
-						return err
-					}
-					cfg, err := conn.resolve(cmd.Flags())
-					if err != nil {
-						return err
-					}
-					return startReplication(ctx, g, cfg, prim, replica.Options{Datadir: place.Dir, CatchUp: catchUp, WaitTimeout: replica.DefaultWaitTimeout})
+					return nil // Finish said what became of it
 				}
 				if err == nil {
 					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)

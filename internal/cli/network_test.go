@@ -172,6 +172,13 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		}
 	}
 	send.mustSucceed(t)
+	// The sender prints what the second receiver did: into place, started,
+	// replicating.
+	for _, w := range []string{"receiver " + to[3] + ": server ", "receiver " + to[3] + ": replicating from"} {
+		if !strings.Contains(send.stdout, w) {
+			t.Errorf("send printed %q, want %q in it", send.stdout, w)
+		}
+	}
 
 	var replicas []*sql.DB
 	for i, target := range targets {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -48,15 +49,15 @@ func (p *placeFlags) check(f *pflag.FlagSet) error {
 
 // finish swaps the restored datadir into place, and starts and checks the
 // server with --start.
-func (p *placeFlags) finish(cmd *cobra.Command, g *globals, conn *connFlags, m *archive.Manifest, place *restore.Place) error {
+func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, m *archive.Manifest, place *restore.Place) error {
 	replaced, err := place.Swap()
 	if replaced != "" {
-		fmt.Fprintf(g.stdout, "what %s held was moved aside to %s\n", place.Dir, replaced)
+		fmt.Fprintf(out, "what %s held was moved aside to %s\n", place.Dir, replaced)
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "backup %s restored and prepared in place: %s\n", m.ID, place.Dir)
+	fmt.Fprintf(out, "backup %s restored and prepared in place: %s\n", m.ID, place.Dir)
 	if p.start == "" {
 		return nil
 	}
@@ -68,13 +69,13 @@ func (p *placeFlags) finish(cmd *cobra.Command, g *globals, conn *connFlags, m *
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "server %s (%s) runs on %s: CHECK TABLE of %d system tables OK\n", rep.Version, rep.Hostname, place.Dir, rep.SystemTables)
+	fmt.Fprintf(out, "server %s (%s) runs on %s: CHECK TABLE of %d system tables OK\n", rep.Version, rep.Hostname, place.Dir, rep.SystemTables)
 	if len(rep.Counted) > 0 {
 		parts := make([]string, len(rep.Counted))
 		for i, c := range rep.Counted {
 			parts[i] = fmt.Sprintf("%s %d rows", c.Table, c.Rows)
 		}
-		fmt.Fprintf(g.stdout, "biggest tables: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(out, "biggest tables: %s\n", strings.Join(parts, ", "))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 			if err != nil {
 				return err
 			}
-			return startReplication(ctx, g, cfg, p, replica.Options{
+			return startReplication(ctx, g.stdout, cfg, p, replica.Options{
 				Datadir: datadir, UseFilePos: filePos, CatchUp: catchUp, Force: force, WaitTimeout: wait,
 			})
 		},
@@ -118,7 +119,7 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet) (replica.Primary, error) {
 }
 
 // startReplication points the server cfg reaches at p and reports.
-func startReplication(ctx context.Context, g *globals, cfg mariadb.Config, p replica.Primary, opt replica.Options) error {
+func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p replica.Primary, opt replica.Options) error {
 	db, err := mariadb.Open(ctx, cfg, "")
 	if err != nil {
 		return err
@@ -132,9 +133,9 @@ func startReplication(ctx context.Context, g *globals, cfg mariadb.Config, p rep
 	if !res.UsingGTID {
 		how = fmt.Sprintf("%s:%d", res.Coordinates.File, res.Coordinates.Position)
 	}
-	fmt.Fprintf(g.stdout, "replicating from %s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
+	fmt.Fprintf(out, "replicating from %s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
 	if len(res.Notes) > 0 {
-		fmt.Fprintf(g.stdout, "note: %s\n", strings.Join(res.Notes, "; "))
+		fmt.Fprintf(out, "note: %s\n", strings.Join(res.Notes, "; "))
 	}
 	return nil
 }

@@ -212,7 +212,7 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 				return refused(err)
 			}
 			if place != nil {
-				return p.finish(cmd, g, &l.conn, m, place)
+				return p.finish(cmd, g.stdout, &l.conn, m, place)
 			}
 			state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
 			if d.prepare {

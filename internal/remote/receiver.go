@@ -41,7 +41,15 @@ type Receiver struct {
 	// Rejected, if set, hears of connections refused before a transfer
 	// (wrong token, not TLS, ...); they do not end Serve.
 	Rejected func(error)
+	// Finish, if set, runs once a backup has arrived whole and verified,
+	// before the sender is told (a datadir put into place, its server
+	// started and replicating): its text goes to the sender with the
+	// result (at most maxReport bytes), its error as the reason instead.
+	Finish func(ctx context.Context, m *archive.Manifest) (string, error)
 }
+
+// maxReport bounds the text a receiver sends with its result.
+const maxReport = 4096
 
 // session is one transfer in progress.
 type session struct {
@@ -104,7 +112,17 @@ func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
 		control.Abort(err.Error())
 		return nil, err
 	}
-	if err := control.WriteMessage(msgResult, nil); err != nil {
+	var report []byte
+	if rv.Finish != nil {
+		text, err := rv.Finish(ctx, m)
+		if err != nil {
+			err = fmt.Errorf("backup %s arrived and verified, then: %w", h.ID, err)
+			control.Abort(err.Error())
+			return nil, err
+		}
+		report = []byte(text)[:min(len(text), maxReport)]
+	}
+	if err := control.WriteMessage(msgResult, report); err != nil {
 		return nil, fmt.Errorf("backup %s arrived and verified, but telling the sender failed: %w", h.ID, err)
 	}
 	control.CloseWrite()

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/transport"
@@ -27,6 +30,7 @@ type peer struct {
 
 	reasonOnce sync.Once
 	reason     string
+	report     string // what the receiver said with its result
 }
 
 func (p *peer) errorf(format string, a ...any) error {
@@ -210,9 +214,15 @@ func (s *Sender) Commit(ctx context.Context, m *archive.Manifest) error {
 		}
 		done := make(chan error, 1)
 		go func() {
-			typ, _, err := p.control.ReadMessage(nil)
+			typ, data, err := p.control.ReadMessage(nil)
 			if err == nil && typ != msgResult {
 				err = fmt.Errorf("unexpected message %q instead of the result", typ)
+			}
+			if err == nil && len(data) > maxReport {
+				err = fmt.Errorf("a result of %d bytes, more than %d", len(data), maxReport)
+			}
+			if err == nil {
+				p.report = printable(string(data))
 			}
 			done <- err
 		}()
@@ -229,6 +239,29 @@ func (s *Sender) Commit(ctx context.Context, m *archive.Manifest) error {
 			return p.errorf("%w", ctx.Err())
 		}
 	})
+}
+
+// Reports are what the receivers said with their results, by address,
+// in the order of the receivers; empty for one that said nothing.
+func (s *Sender) Reports() []Report {
+	out := make([]Report, len(s.peers))
+	for i, p := range s.peers {
+		out[i] = Report{Addr: p.addr, Text: p.report}
+	}
+	return out
+}
+
+// Report is what one receiver said with its result.
+type Report struct{ Addr, Text string }
+
+// printable keeps a peer's text to what a terminal shows as text.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || (unicode.IsPrint(r) && r != utf8.RuneError) {
+			return r
+		}
+		return '?'
+	}, s)
 }
 
 // Discard tells every receiver that the backup failed.
