@@ -27,6 +27,16 @@ func loadToken(file string) ([]byte, error) {
 }
 
 func newSendCmd(g *globals, version string) *cobra.Command {
+	return newTransferCmd(g, version, false)
+}
+
+// newProvisionCmd is send that insists on new replicas: every receiver
+// must report the server it started replicating.
+func newProvisionCmd(g *globals, version string) *cobra.Command {
+	return newTransferCmd(g, version, true)
+}
+
+func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 	var (
 		b          backupFlags
 		to         []string
@@ -34,14 +44,22 @@ func newSendCmd(g *globals, version string) *cobra.Command {
 		caFile     string
 		serverName string
 	)
-	cmd := &cobra.Command{
-		Use:   "send --to HOST:PORT [--to HOST:PORT ...]",
-		Short: "Take a physical backup and stream it straight into receivers on other hosts",
-		Long: `send is backup with other hosts as the destination: each of the --parallel streams travels
+	use, short, long := "send --to HOST:PORT [--to HOST:PORT ...]",
+		"Take a physical backup and stream it straight into receivers on other hosts",
+		`send is backup with other hosts as the destination: each of the --parallel streams travels
 over its own TLS connection to every receiver (started with backstream receive), which
 restores it as it arrives or stores it in its repository. The sender succeeds only when
 every receiver reports that the whole backup arrived and verified. The token that both
-ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.`,
+ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.`
+	if provision {
+		use, short, long = "provision --to HOST:PORT [--to HOST:PORT ...]",
+			"Make new replicas of this server: send to receivers that restore, start and replicate",
+			`provision is send for new replicas: every receiver (started with backstream receive
+--datadir DIR --start --replicate) restores the backup into place as it arrives, starts the
+server, checks it and points it at its primary from the backup's position before it
+answers; provision prints what each one reported and fails unless every one replicates.`
+	}
+	cmd := &cobra.Command{Use: use, Short: short, Long: long,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(to) == 0 {
@@ -68,12 +86,19 @@ ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.
 			fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
 				strings.Join(s.Receivers(), ", "), len(m.Streams), len(m.Files), humanRatio(m), sum.Elapsed.Round(1e7))
 			// What a receiver did with it (into place, started, replicating).
+			var idle []string
 			for _, r := range s.Reports() {
 				for _, line := range strings.Split(strings.TrimSpace(r.Text), "\n") {
 					if line != "" {
 						fmt.Fprintf(g.stdout, "receiver %s: %s\n", r.Addr, line)
 					}
 				}
+				if !strings.Contains(r.Text, replicatingFrom) {
+					idle = append(idle, r.Addr)
+				}
+			}
+			if provision && len(idle) > 0 {
+				return fmt.Errorf("receiver %s took the backup but reports no replication: a replica is provisioned by a receiver started with receive --datadir DIR --start --replicate", strings.Join(idle, ", "))
 			}
 			return nil
 		},

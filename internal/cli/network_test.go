@@ -115,7 +115,10 @@ func waitResult(t *testing.T, what string, ch <-chan result) result {
 
 // Issue 3: a source under a write load is sent to two receivers at once;
 // servers start on both results, replicate from the source, and end with
-// the source's CHECKSUM TABLE once the load stops.
+// the source's CHECKSUM TABLE once the load stops. The second receiver
+// provisions its replica by itself (receive --datadir --start
+// --replicate), which provision reports; the first only restores, which
+// provision names as a failure.
 func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -161,7 +164,9 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		}
 		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))
 	}
-	send := run(t, append(append([]string{"send", "--parallel", "2", "--token-file", tok}, to...), sandboxConn(src)...)...)
+	// provision: like send, but every receiver must report a replica; the
+	// first one only restores, and is named.
+	send := run(t, append(append([]string{"provision", "--parallel", "2", "--token-file", tok}, to...), sandboxConn(src)...)...)
 	for i, ch := range receivers {
 		r := waitResult(t, fmt.Sprintf("receiver %d", i), ch)
 		if r.err != nil {
@@ -171,7 +176,9 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 			t.Errorf("receive --datadir --start --replicate printed %q, want the started server checked and replicating", r.stdout)
 		}
 	}
-	send.mustSucceed(t)
+	if want := "receiver " + to[1] + " took the backup but reports no replication"; send.code != ExitFailure || !strings.Contains(fmt.Sprint(send.err), want) {
+		t.Errorf("provision to a receiver that only restores: exit %d, %v; want %q", send.code, send.err, want)
+	}
 	// The sender prints what the second receiver did: into place, started,
 	// replicating.
 	for _, w := range []string{"receiver " + to[3] + ": server ", "receiver " + to[3] + ": replicating from"} {

@@ -118,6 +118,10 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet) (replica.Primary, error) {
 	return p, nil
 }
 
+// replicatingFrom starts the line startReplication prints once a replica
+// runs; provision looks for it in each receiver's report.
+const replicatingFrom = "replicating from "
+
 // startReplication points the server cfg reaches at p and reports.
 func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p replica.Primary, opt replica.Options) error {
 	db, err := mariadb.Open(ctx, cfg, "")
@@ -133,7 +137,7 @@ func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p 
 	if !res.UsingGTID {
 		how = fmt.Sprintf("%s:%d", res.Coordinates.File, res.Coordinates.Position)
 	}
-	fmt.Fprintf(out, "replicating from %s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
+	fmt.Fprintf(out, replicatingFrom+"%s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
 	if len(res.Notes) > 0 {
 		fmt.Fprintf(out, "note: %s\n", strings.Join(res.Notes, "; "))
 	}
