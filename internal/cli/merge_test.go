@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,4 +111,31 @@ func TestMerge(t *testing.T) {
 	onMerged := filepath.Join(t.TempDir(), "on-merged")
 	run(t, "restore", "latest", "--repo", repoDir, "--target-dir", onMerged, "--prepare").mustSucceed(t)
 	compareChecksums(t, checksums(t, serverOn(t, onMerged)), newer)
+
+	// An encrypted chain merges only into an encrypted backup.
+	pass := filepath.Join(t.TempDir(), "pass")
+	if err := os.WriteFile(pass, []byte("correct horse battery staple\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	encRepo := filepath.Join(t.TempDir(), "encrypted")
+	for _, flags := range [][]string{nil, {"--incremental"}} {
+		run(t, append(append([]string{"backup", "--repo", encRepo, "--parallel", "2", "--encrypt", "--passphrase-file", pass}, flags...), sandboxConn(src)...)...).mustSucceed(t)
+	}
+	if r := run(t, "merge", "--repo", encRepo, "--passphrase-file", pass); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "merge it with --encrypt") {
+		t.Errorf("merge of an encrypted chain without --encrypt: exit %d, %v", r.code, r.err)
+	}
+	run(t, "merge", "--repo", encRepo, "--encrypt", "--passphrase-file", pass).mustSucceed(t)
+	var encMerged string
+	for _, e := range backupListing(t, encRepo, "--passphrase-file", pass) {
+		if len(e.MergedFrom) > 0 {
+			encMerged = e.ID
+		}
+	}
+	manifest, err := os.ReadFile(filepath.Join(encRepo, "backups", encMerged, "manifest.json"))
+	if err != nil || !strings.Contains(string(manifest), `"encryption"`) {
+		t.Errorf("the merged backup of an encrypted chain records no encryption (%v):\n%.400s", err, manifest)
+	}
+	encTarget := filepath.Join(t.TempDir(), "encrypted-merged")
+	run(t, "restore", encMerged, "--repo", encRepo, "--passphrase-file", pass, "--target-dir", encTarget, "--prepare").mustSucceed(t)
+	compareChecksums(t, checksums(t, serverOn(t, encTarget)), newer)
 }

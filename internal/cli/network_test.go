@@ -160,7 +160,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 			start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --server-id=12 --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 				target, sock1, pidFile, filepath.Join(base, "replica1.err"), os.TempDir())
 			into = []string{"--datadir", target, "--start=" + start, "--socket", sock1, "--user", "root", "--no-defaults",
-				"--replicate", "--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl"}
+				"--replicate", "--catch-up", "--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl"}
 		}
 		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))
 	}
