@@ -374,3 +374,32 @@ func TestParseDirMap(t *testing.T) {
 		}
 	}
 }
+
+// Decoders go to the links in proportion to their size, at least one
+// each; evenly while the sizes are unknown.
+func TestDecoders(t *testing.T) {
+	link := func(size int64) Link {
+		return Link{Manifest: &archive.Manifest{Stats: archive.Stats{StoredBytes: size}}}
+	}
+	for _, c := range []struct {
+		sizes []int64
+		n     int
+		want  []int
+	}{
+		{[]int64{420, 30, 30, 30}, 2, []int{2, 1, 1, 1}},    // a base and small increments
+		{[]int64{409, 320, 313, 314}, 2, []int{1, 1, 1, 1}}, // links of a size: one each
+		{[]int64{400, 400}, 8, []int{4, 4}},
+		{[]int64{0, 0}, 4, []int{2, 2}}, // sizes unknown
+		{[]int64{100}, 3, []int{3}},
+	} {
+		var links []Link
+		var total int64
+		for _, s := range c.sizes {
+			links = append(links, link(s))
+			total += s
+		}
+		if got := decoders(links, total, c.n); !slices.Equal(got, c.want) {
+			t.Errorf("decoders(%v, %d) = %v, want %v", c.sizes, c.n, got, c.want)
+		}
+	}
+}
