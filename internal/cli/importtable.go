@@ -20,7 +20,7 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	if d.target != "" || d.prepare {
 		return usagef("--table with --apply-to imports into the running server that --host/--socket name: it takes no --target-dir or --prepare")
 	}
-	if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "table" && !slices.Contains(connFlagNames, f) {
+	if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "table" && f != "no-binlog" && !slices.Contains(connFlagNames, f) {
 		return usagef("--%s does not go with --table --apply-to, which imports tables of a physical backup", f)
 	}
 	tables, err := importTables(l.tables, as)
@@ -57,7 +57,7 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	t := g.tracker("restore "+strings.Join(l.tables, ", ")+" of "+m.ID, m.Stats.StoredBytes)
 	job.Progress, job.FileKey = t, fileKey
 	imported, err := importtable.Run(ctx, importtable.Job{
-		Repo: r, Backup: m, Tables: tables, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options,
+		Repo: r, Backup: m, Tables: tables, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog,
 	})
 	t.Finish(err)
 	for _, i := range imported {

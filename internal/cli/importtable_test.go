@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -54,8 +56,9 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 		_, err := db.ExecContext(ctx, "INSERT INTO shop.events (at) VALUES (NOW(6))")
 		return err
 	})
+	// The source writes a binary log: the imports go with --no-binlog.
 	restoreTable := func(table string, flags ...string) result {
-		return run(t, append(append([]string{"restore", "--repo", repoDir, "--table", table, "--apply-to"}, flags...), sandboxConn(src)...)...)
+		return run(t, append(append([]string{"restore", "--repo", repoDir, "--table", table, "--apply-to", "--no-binlog"}, flags...), sandboxConn(src)...)...)
 	}
 	tables := func() string {
 		t.Helper()
@@ -83,6 +86,11 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), c.want) {
 			t.Errorf("restore --table %v: exit %d, %v; want exit %d saying %q", c.args, r.code, r.err, ExitUsage, c.want)
 		}
+	}
+	// Without --no-binlog a target that writes a binary log is refused:
+	// its replicas would replay the DISCARD and IMPORT without the files.
+	if r := run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.orders", "--apply-to", "--as", "shop.orders2"}, sandboxConn(src)...)...); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "the target writes a binary log") {
+		t.Errorf("import into a target with a binary log, without --no-binlog: exit %d, %v", r.code, r.err)
 	}
 	load.more(t, 20)
 	if got := tables(); got != before {
@@ -120,7 +128,54 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "CHECK TABLE shop.orders_restored").Scan(&check, &msg, &typ, &text); err != nil || text != "OK" {
 		t.Errorf("CHECK TABLE shop.orders_restored: %s %s (%v)", typ, text, err)
 	}
+	// With --no-binlog nothing of the imports reached the binary log,
+	// which the inserts of the load did.
+	logged := binlogInfo(t, db)
+	if !strings.Contains(logged, "events") || strings.Contains(logged, "TABLESPACE") || strings.Contains(logged, "orders_restored") {
+		t.Errorf("the binary log holds the imports' statements, or not the load's:\n%.2000s", logged)
+	}
 	if left, _ := filepath.Glob(filepath.Join(src.Datadir, "shop", "*.cfg")); len(left) != 0 {
 		t.Errorf("export files left in the target's datadir: %v", left)
 	}
+}
+
+// binlogInfo is the Info column of every event of every binary log of db.
+func binlogInfo(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	files, err := db.Query("SHOW BINARY LOGS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for files.Next() {
+		var name string
+		var size any
+		if err := files.Scan(&name, &size); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	files.Close()
+	var b strings.Builder
+	for _, n := range names {
+		rows, err := db.Query("SHOW BINLOG EVENTS IN " + mariadb.QuoteString(n, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			b.Write(vals[len(vals)-1])
+			b.WriteByte('\n')
+		}
+		rows.Close()
+	}
+	return b.String()
 }

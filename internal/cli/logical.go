@@ -156,7 +156,7 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&l.definer, "definer", "", "logical: make views, triggers, routines and events run as this account (user@host)")
 	f.BoolVar(&l.dropExisting, "drop-existing", false, "logical: drop tables the target already has instead of refusing")
 	f.BoolVar(&l.resume, "resume", false, "logical: continue an interrupted load of the same backup")
-	f.BoolVar(&l.noBinlog, "no-binlog", false, "logical: load with sql_log_bin=0 (nothing reaches the target's replicas)")
+	f.BoolVar(&l.noBinlog, "no-binlog", false, "logical, and --table --apply-to: load or import with sql_log_bin=0 (nothing reaches the target's replicas)")
 	l.skip.register(f)
 }
 

@@ -63,9 +63,6 @@ An encrypted chain is merged only with --encrypt, so that the new backup is too.
 			if err != nil {
 				return err
 			}
-			if m.Encryption != nil && !g.encrypt {
-				return usagef("backup %s is encrypted: merge it with --encrypt, so that the merged backup is encrypted too", m.ID)
-			}
 			enc, err := g.encryption(ctx, r)
 			if err != nil {
 				return err

@@ -154,11 +154,11 @@ receiver reported: one send provisions every replica it names.`,
 				return usagef("give either --target-dir or --repo, not both")
 			case d.target == "" && !intoRepo && p.datadir == "":
 				return usagef("give --target-dir DIR (restore), --datadir DIR (restore into place) or --repo DIR (store)")
-			case d.serverDefaults != "" && !d.prepare:
-				return usagef("--server-defaults-file goes with --prepare: it gives what the prepare needs")
+			case d.serverDefaults != "" && !d.prepare && p.datadir == "":
+				return usagef("--server-defaults-file goes with --prepare or --datadir: it gives what the prepare needs")
 			case keep && d.target != "":
 				return usagef("--keep-listening needs --repo: a target directory takes one backup")
-			case g.encrypt && d.target != "":
+			case g.encrypt && (d.target != "" || p.datadir != ""):
 				return usagef("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
 			case (certFile == "") != (keyFile == ""):
 				return usagef("--tls-cert and --tls-key go together")

@@ -58,6 +58,26 @@ func TestRestoreIntoPlace(t *testing.T) {
 		t.Errorf("--start without --datadir: exit %d, %v", r.code, r.err)
 	}
 
+	// A symbolic link or a mount point cannot be renamed into place:
+	// refused before anything is written.
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(datadir, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, "restore", "--repo", repoDir, "--datadir", link, "--force"); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "is a symbolic link") {
+		t.Errorf("restore --datadir onto a symbolic link: exit %d, %v", r.code, r.err)
+	}
+	switch {
+	case os.Geteuid() == 0:
+		mount := smallDisk(t, "16m")
+		if r := run(t, "restore", "--repo", repoDir, "--datadir", mount, "--force"); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "is a mount point") {
+			t.Errorf("restore --datadir onto a mount point: exit %d, %v", r.code, r.err)
+		}
+		noStaging(mount)
+	case os.Getenv("CI") != "":
+		t.Fatal("mounting a tmpfs needs root, which CI has")
+	}
+
 	// --force moves it aside; --start runs the given command, and the
 	// server that answers is checked.
 	sock := filepath.Join(t.TempDir(), "s.sock")

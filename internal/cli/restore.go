@@ -154,8 +154,8 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 				}
 				return runPITR(cmd, g, &d, t)
 			}
-			if d.serverDefaults != "" && !d.prepare {
-				return usagef("--server-defaults-file goes with --prepare, --until or --until-gtid: only they prepare the backup or start a server")
+			if d.serverDefaults != "" && !d.prepare && p.datadir == "" {
+				return usagef("--server-defaults-file goes with --prepare, --datadir, --until or --until-gtid: only they prepare the backup or start a server")
 			}
 			if applyTo || server != "" || base != "" {
 				return usagef("--apply-to, --server and --base go with --until or --until-gtid")

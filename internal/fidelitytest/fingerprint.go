@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -28,18 +27,11 @@ func Fingerprint(ctx context.Context, db *sql.DB, database string) (map[string]s
 	if err != nil {
 		return nil, err
 	}
-	conn, err := db.Conn(ctx)
+	conn, done, err := sandboxtest.SessionConn(ctx, db, "time_zone = '+00:00'")
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		// Discarded, not returned to the pool: its time zone is changed.
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		conn.Close()
-	}()
-	if _, err := conn.ExecContext(ctx, "SET SESSION time_zone = '+00:00'"); err != nil {
-		return nil, err
-	}
+	defer done()
 	tables, err := baseTables(ctx, conn, database)
 	if err != nil {
 		return nil, err

@@ -51,6 +51,11 @@ type Job struct {
 	// option file read after backup-my.cnf, and how the chain is prepared.
 	ServerDefaults string
 	Restore        restore.Options
+	// NoBinlog imports with sql_log_bin=0, on a target that writes a
+	// binary log: the table then exists on that server only. Without it
+	// such a target is refused, since its replicas would replay the
+	// DISCARD and IMPORT without the tablespace files.
+	NoBinlog bool
 }
 
 // Imported is one table imported, with its checksum (equal on both sides).
@@ -75,7 +80,7 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 		return nil, err
 	}
 	defer target.Close()
-	datadir, err := checkTarget(ctx, target, job.Conn, m)
+	datadir, err := checkTarget(ctx, target, job.Conn, m, job.NoBinlog)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +123,7 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	}
 	var out []Imported
 	for i, t := range job.Tables {
-		sum, err := importOne(ctx, src, target, t, defs[i], restored, datadir)
+		sum, err := importOne(ctx, src, target, t, defs[i], restored, datadir, job.NoBinlog)
 		if err != nil {
 			return out, fmt.Errorf("table %s (as %s): %w", t, t.As(), err)
 		}
@@ -130,13 +135,21 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 // checkTarget refuses a target that cannot import the backup's
 // tablespaces, and returns its datadir: it must run on this host (the
 // files are placed in its datadir) and be of the backup's major.minor.
-func checkTarget(ctx context.Context, db *sql.DB, conn mariadb.Config, m *archive.Manifest) (string, error) {
+func checkTarget(ctx context.Context, db *sql.DB, conn mariadb.Config, m *archive.Manifest, noBinlog bool) (string, error) {
 	if !conn.UsesSocket() && !isLoopback(conn.Host) {
 		return "", &restore.RefusedError{Err: fmt.Errorf("the target %s is reached over the network: importing a tablespace places its files in the server's datadir, so the server must run on this host (connect through --socket, or to 127.0.0.1)", conn)}
 	}
-	var version, datadir string
-	if err := db.QueryRowContext(ctx, "SELECT @@version, @@datadir").Scan(&version, &datadir); err != nil {
+	var version, datadir, wsrep string
+	var logBin bool
+	if err := db.QueryRowContext(ctx, `SELECT @@version, @@datadir, @@log_bin,
+		COALESCE((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'WSREP_ON'), 'OFF')`).Scan(&version, &datadir, &logBin, &wsrep); err != nil {
 		return "", fmt.Errorf("the target server: %w", err)
+	}
+	switch {
+	case strings.EqualFold(wsrep, "ON"):
+		return "", &restore.RefusedError{Err: errors.New("the target is a Galera node (wsrep_on): the cluster would replicate the DISCARD and IMPORT to nodes that lack the tablespace files; restore the backup with --target-dir and load the table from there")}
+	case logBin && !noBinlog:
+		return "", &restore.RefusedError{Err: errors.New("the target writes a binary log: its replicas would replay the DISCARD and IMPORT without the tablespace files and stop; give --no-binlog to import on this server only (then bring the table to the replicas yourself)")}
 	}
 	bMajor, bMinor, _, err := mariadb.ParseVersion(m.Server.Version)
 	if err != nil {
@@ -214,7 +227,7 @@ var dataDirectory = regexp.MustCompile(`(?i)\bDATA DIRECTORY\s*=`)
 // discards and imports only whole non-partitioned tables: each partition
 // is imported into a table of its own and exchanged into its place
 // (ALTER TABLE ... EXCHANGE PARTITION), as MariaDB documents.
-func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored, datadir string) (sum int64, err error) {
+func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored, datadir string, noBinlog bool) (sum int64, err error) {
 	want, err := checksum(ctx, src, t.DB, t.Name)
 	if err != nil {
 		return 0, fmt.Errorf("the restored backup: %w", err)
@@ -236,7 +249,12 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 	}
 	asTable := quoteTable(t.AsDB, t.AsName)
 	// Foreign keys: the imported rows are the backup's, checked there.
-	if err := exec("session settings", "SET SESSION foreign_key_checks = 0"); err != nil {
+	// Nothing reaches a binary log (checkTarget refused one unless asked).
+	session := "SET SESSION foreign_key_checks = 0"
+	if noBinlog {
+		session += ", sql_log_bin = 0"
+	}
+	if err := exec("session settings", session); err != nil {
 		return 0, err
 	}
 	if err := exec("creating the table", def); err != nil {

@@ -62,6 +62,11 @@ func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, l := range links {
+		if l.Manifest.Encryption != nil && job.Encryption == nil {
+			return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s of the chain is encrypted: merge it with --encrypt, so that the merged backup is encrypted too", l.Manifest.ID)}
+		}
+	}
 	major, minor, _, err := mariadb.ParseVersion(end.Server.Version)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: server version %q: %w", end.ID, end.Server.Version, err)

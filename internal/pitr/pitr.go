@@ -835,7 +835,9 @@ func startServer(ctx context.Context, dir, datadir, useMemory string, opts []mar
 	}
 	o := sandbox.Options{Dir: dir, Datadir: datadir, NoBinlog: true, BufferPool: useMemory, OptionFile: cnf, InstallDatadir: install}
 	if acct == nil {
-		o.Args = append([]string{"--skip-grant-tables", "--skip-slave-start"}, args...)
+		// Without grants anyone who reaches it reads the whole backup:
+		// its socket only, in the 0700 directory dir, never TCP.
+		o.Args = append([]string{"--skip-grant-tables", "--skip-slave-start", "--skip-networking"}, args...)
 	} else {
 		init := filepath.Join(dir, "init.sql")
 		if err := os.WriteFile(init, []byte(acct.initSQL()), 0o600); err != nil {

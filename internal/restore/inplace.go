@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -34,6 +35,9 @@ func PlaceFor(dir string, force bool) (*Place, error) {
 	if err := notInUse(abs); err != nil {
 		return nil, err
 	}
+	if err := renamable(abs); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -44,6 +48,31 @@ func PlaceFor(dir string, force bool) (*Place, error) {
 			abs, len(entries), entries[0].Name(), abs)}
 	}
 	return &Place{Dir: abs, Staging: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".backstream-new")}, nil
+}
+
+// renamable refuses a datadir the swap could not rename: a symbolic link
+// (rename would move the link, not the data) or a mount point (its files
+// live on another filesystem than the staging directory beside it, and a
+// mount point cannot be renamed), before anything is written.
+func renamable(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("datadir %s: %w", dir, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return &RefusedError{fmt.Errorf("datadir %s is a symbolic link: restoring beside it and renaming would replace the link, not fill what it points to; give the directory it points to", dir)}
+	}
+	parent, err := os.Stat(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("datadir %s: %w", dir, err)
+	}
+	if fi.Sys().(*syscall.Stat_t).Dev != parent.Sys().(*syscall.Stat_t).Dev {
+		return &RefusedError{fmt.Errorf("datadir %s is a mount point: the restore is written beside it, on the parent's filesystem, and a mount point cannot be renamed; restore into a directory inside the mount (and point the server at it), or with --target-dir", dir)}
+	}
+	return nil
 }
 
 // Swap renames the finished Staging into Dir. A Dir with contents is

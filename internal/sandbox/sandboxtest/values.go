@@ -124,17 +124,11 @@ func valueSteps() []fidelityStep {
 // index or bitmask (which the text does not tell apart from an empty member),
 // TIMESTAMPs in UTC. Two servers holding the same values give equal maps.
 func DescribeValues(ctx context.Context, db *sql.DB, dbName string) (map[string]string, error) {
-	conn, err := db.Conn(ctx)
+	conn, done, err := SessionConn(ctx, db, "time_zone = '+00:00', sql_mode = '', NAMES utf8mb4")
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		conn.Close()
-	}()
-	if _, err := conn.ExecContext(ctx, "SET SESSION time_zone = '+00:00', sql_mode = '', NAMES utf8mb4"); err != nil {
-		return nil, err
-	}
+	defer done()
 	type column struct{ table, name, typ string }
 	rows, err := conn.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION`, dbName)
@@ -214,4 +208,22 @@ func queryText(ctx context.Context, conn *sql.Conn, q string, n int) (string, er
 		b.WriteByte('\n')
 	}
 	return b.String(), rows.Err()
+}
+
+// SessionConn is a connection of db with the session settings set (as
+// SET SESSION takes them); done discards it rather than returning it to
+// the pool, whose other users expect the defaults.
+func SessionConn(ctx context.Context, db *sql.DB, set string) (conn *sql.Conn, done func(), err error) {
+	if conn, err = db.Conn(ctx); err != nil {
+		return nil, nil, err
+	}
+	done = func() {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		conn.Close()
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION "+set); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return conn, done, nil
 }
