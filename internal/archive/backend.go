@@ -141,6 +141,36 @@ type BackendInput struct {
 
 // OpenStream reads and checks the stream's index, then opens the object.
 func (in BackendInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSource, error) {
+	frames, err := in.index(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	o := &objectFrames{ctx: ctx, frames: frames, open: in.opener(ctx, s)}
+	if err := o.openRun(0, -1); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// OpenFrames reads and checks the stream's index, then reads the frames
+// asked for, each run of adjacent ones with one ranged read.
+func (in BackendInput) OpenFrames(ctx context.Context, i int, s Stream, nums []int) (FrameSource, error) {
+	all, err := in.index(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	frames := make([]Frame, len(nums))
+	for k, n := range nums {
+		if n < 0 || n >= len(all) || k > 0 && n <= nums[k-1] {
+			return nil, Corruptf("frame %d: not in the frame index of %d frames", n, len(all))
+		}
+		frames[k] = all[n]
+	}
+	return &objectFrames{ctx: ctx, frames: frames, nums: nums, open: in.opener(ctx, s)}, nil
+}
+
+// index reads and parses stream s's frame index.
+func (in BackendInput) index(ctx context.Context, s Stream) ([]Frame, error) {
 	if s.Index.Name == "" {
 		return nil, Corruptf("the manifest names no frame index")
 	}
@@ -152,32 +182,83 @@ func (in BackendInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSo
 	if err != nil {
 		return nil, Corruptf("%v", err)
 	}
-	rc, err := in.Backend.Open(ctx, in.Dir+"/"+s.Name, 0, -1)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, missing(in.Dir+"/"+s.Name, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &objectFrames{ctx: ctx, frames: frames, rc: rc, br: bufio.NewReaderSize(rc, 1<<20)}, nil
+	return frames, nil
 }
 
+// opener opens length bytes (< 0: to the end) of s's object from off.
+func (in BackendInput) opener(ctx context.Context, s Stream) func(off, length int64) (io.ReadCloser, error) {
+	name := in.Dir + "/" + s.Name
+	return func(off, length int64) (io.ReadCloser, error) {
+		rc, err := in.Backend.Open(ctx, name, off, length)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, missing(name, err)
+		}
+		return rc, err
+	}
+}
+
+// objectFrames yields frames of a stream object: all of them, read front
+// to back with one open; or some (nums set), each run of frames adjacent
+// in the object with one ranged open.
 type objectFrames struct {
 	ctx    context.Context // the Read's, for FrameBuffer
 	frames []Frame
+	nums   []int // the frames' numbers in the stream; nil: all, in order
 	next   int
+	open   func(off, length int64) (io.ReadCloser, error)
 	rc     io.ReadCloser
 	br     *bufio.Reader
+	pos    int64 // where br stands in the object
+}
+
+// openRun opens the object at off for length bytes (< 0: to the end).
+func (o *objectFrames) openRun(off, length int64) error {
+	if o.rc != nil {
+		o.rc.Close()
+		o.rc = nil
+	}
+	rc, err := o.open(off, length)
+	if err != nil {
+		return err
+	}
+	o.rc, o.pos = rc, off
+	if o.br == nil {
+		o.br = bufio.NewReaderSize(rc, 1<<20)
+	} else {
+		o.br.Reset(rc)
+	}
+	return nil
+}
+
+// num is the stream's number of the i-th frame yielded.
+func (o *objectFrames) num(i int) int {
+	if o.nums != nil {
+		return o.nums[i]
+	}
+	return i
 }
 
 func (o *objectFrames) Next() (Frame, []byte, error) {
 	if o.next == len(o.frames) {
-		if n, _ := o.br.Read(make([]byte, 1)); n != 0 {
-			return Frame{}, nil, Corruptf("data after the last indexed frame (the object is longer than its index)")
+		if o.nums == nil {
+			if n, _ := o.br.Read(make([]byte, 1)); n != 0 {
+				return Frame{}, nil, Corruptf("data after the last indexed frame (the object is longer than its index)")
+			}
 		}
 		return Frame{}, nil, io.EOF
 	}
 	f := o.frames[o.next]
+	if o.rc == nil || o.pos != f.Offset {
+		// The next run of adjacent frames.
+		end := o.next + 1
+		for end < len(o.frames) && o.frames[end].Offset == o.frames[end-1].Offset+int64(o.frames[end-1].Stored) {
+			end++
+		}
+		last := o.frames[end-1]
+		if err := o.openRun(f.Offset, last.Offset+int64(last.Stored)-f.Offset); err != nil {
+			return f, nil, err
+		}
+	}
 	buf, err := FrameBuffer(o.ctx, f)
 	if err != nil {
 		return f, nil, err
@@ -186,12 +267,18 @@ func (o *objectFrames) Next() (Frame, []byte, error) {
 	if _, err := io.ReadFull(o.br, buf); err != nil {
 		putBuf(buf)
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return f, nil, Corruptf("frame %d at offset %d: object is truncated", o.next, f.Offset)
+			return f, nil, Corruptf("frame %d at offset %d: object is truncated", o.num(o.next), f.Offset)
 		}
-		return f, nil, fmt.Errorf("frame %d at offset %d: %w", o.next, f.Offset, err)
+		return f, nil, fmt.Errorf("frame %d at offset %d: %w", o.num(o.next), f.Offset, err)
 	}
+	o.pos += int64(f.Stored)
 	o.next++
 	return f, buf, nil
 }
 
-func (o *objectFrames) Close() error { return o.rc.Close() }
+func (o *objectFrames) Close() error {
+	if o.rc == nil {
+		return nil
+	}
+	return o.rc.Close()
+}

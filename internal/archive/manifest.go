@@ -166,12 +166,20 @@ type Stream struct {
 // File is one file of the backup as it stands at the end of the stream.
 // Digest is empty when the file was not written front to back (seeks,
 // rewrites), where a running digest of its content cannot be kept.
+// Frames lists the frames of its stream that hold its chunks, so that a
+// partial read fetches those alone (see ReadOptions.Only); it is empty in
+// backups written before it existed and for every file of a stream that
+// removed or renamed a path, whose files a partial read takes whole.
 type File struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	Digest string `json:"digest,omitempty"`
-	Stream int    `json:"stream"`
+	Path   string       `json:"path"`
+	Size   int64        `json:"size"`
+	Digest string       `json:"digest,omitempty"`
+	Stream int          `json:"stream"`
+	Frames []FrameRange `json:"frames,omitempty"`
 }
+
+// FrameRange is a run of frames of one stream, first and last included.
+type FrameRange [2]int
 
 // Stats summarise the backup's sizes.
 type Stats struct {
@@ -330,6 +338,9 @@ func (m *Manifest) validate() error {
 				return fmt.Errorf("file %q: %w", f.Path, err)
 			}
 		}
+		if err := checkFrameRanges(f.Frames, m.Streams[f.Stream].Frames); err != nil {
+			return fmt.Errorf("file %q: %w", f.Path, err)
+		}
 	}
 	for i, b := range m.Barriers {
 		if len(b.Frames) != len(m.Streams) || b.Stream < 0 || b.Stream >= len(m.Streams) || b.Path == "" {
@@ -348,6 +359,20 @@ func (m *Manifest) validate() error {
 		if err := o.validate(); err != nil {
 			return fmt.Errorf("meta: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkFrameRanges checks a file's frame ranges against its stream's
+// frame count: each within it, in order, none touching the next (the
+// writer joins adjacent runs).
+func checkFrameRanges(rs []FrameRange, frames int) error {
+	next := 0
+	for i, r := range rs {
+		if r[0] < next || r[1] < r[0] || r[1] >= frames || i > 0 && r[0] == next {
+			return fmt.Errorf("frame range %d (%d-%d) is out of order or outside the stream's %d frames", i, r[0], r[1], frames)
+		}
+		next = r[1] + 1
 	}
 	return nil
 }

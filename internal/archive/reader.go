@@ -38,6 +38,9 @@ type ReadOptions struct {
 	// Memory bounds the frames held at once, across every stream and
 	// worker; nil means the process's budget (SetMemory).
 	Memory *Memory
+	// Only, if set, asks for the files it accepts (paths as the manifest
+	// lists them) and lets Read skip the others where it can (see Plan).
+	Only func(path string) bool
 }
 
 // Read reads every stream of a backup in parallel, decodes frames in
@@ -68,6 +71,7 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	for i := range syncs {
 		syncs[i] = &barrierSync{left: int32(len(m.Streams)), all: make(chan struct{}), applied: make(chan struct{})}
 	}
+	plans := planRead(m, opt)
 	g, ctx := errgroup.WithContext(ctx)
 	jobs := make(chan *decodeJob, opt.Workers*2)
 	decoders := errgroup.Group{}
@@ -83,9 +87,12 @@ func Read(ctx context.Context, opt ReadOptions) error {
 		})
 	}
 	for i, s := range m.Streams {
+		if plans[i].Skip {
+			continue
+		}
 		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
 			order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs,
-			budget: budget, charge: &streamCharge{budget: budget}}
+			budget: budget, charge: &streamCharge{budget: budget}, plan: plans[i]}
 		checked := make(chan checkedFrame, 2)
 		g.Go(func() error { return r.fetch(ctx) })
 		g.Go(func() error { return r.check(ctx, checked) })
@@ -121,6 +128,8 @@ type streamReader struct {
 
 	budget *readBudget
 	charge *streamCharge // what the source took for its last frame
+
+	plan StreamPlan
 }
 
 // barrierSync is one barrier as the streams meet at it.
@@ -188,7 +197,13 @@ func (r *streamReader) fetch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.where(), err)
 	}
-	src, err := r.opt.Input.OpenStream(context.WithValue(ctx, chargeKey{}, r.charge), r.num, r.s)
+	sctx := context.WithValue(ctx, chargeKey{}, r.charge)
+	var src FrameSource
+	if r.plan.Frames != nil {
+		src, err = r.opt.Input.(FrameRanger).OpenFrames(sctx, r.num, r.s, r.plan.Frames)
+	} else {
+		src, err = r.opt.Input.OpenStream(sctx, r.num, r.s)
+	}
 	if err != nil {
 		return wrapWhere(r.where(), err)
 	}
@@ -222,6 +237,7 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		if err != nil {
 			return wrapWhere(r.where(), err)
 		}
+		num := r.plan.frameNum(i)
 		charge := chargeOf(f, r.budget.mem.size)
 		if !r.charge.charged {
 			// A source that allocated on its own (not with FrameBuffer):
@@ -232,11 +248,11 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		}
 		if crc := crc32.Checksum(buf, castagnoli); crc != f.CRC {
 			putBuf(buf)
-			return Corruptf("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), i, f.Offset)
+			return Corruptf("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), num, f.Offset)
 		}
 		h.Write(buf)
 		size += int64(len(buf))
-		job := &decodeJob{num: i, frame: f, stored: buf, done: make(chan struct{}), charge: charge}
+		job := &decodeJob{num: num, frame: f, stored: buf, done: make(chan struct{}), charge: charge}
 		select {
 		case r.jobs <- job:
 		case <-ctx.Done():
@@ -247,6 +263,14 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
+	}
+	if r.plan.Frames != nil {
+		// Part of the object: each frame's CRC-32C, from the frame index
+		// whose digest the manifest holds, stands for the object's digest.
+		if frames != len(r.plan.Frames) {
+			return Corruptf("%s: %d of the %d frames asked for", r.where(), frames, len(r.plan.Frames))
+		}
+		return nil
 	}
 	want, _, err := r.expected(ctx)
 	if err != nil {
@@ -317,10 +341,16 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 			if err != nil {
 				return Corruptf("%s: frame %d, byte %d of the frame: %v", r.where(), job.num, pos, err)
 			}
+			if !r.plan.delivers(c.Path) {
+				// Another file's chunk in a frame fetched for the chosen
+				// ones: its CRC is checked by decoding, nothing else.
+				pos += n
+				continue
+			}
 			if err := v.Check(&c); err != nil {
 				return Corruptf("%s: frame %d: %v", r.where(), job.num, err)
 			}
-			if err := t.track(&c); err != nil {
+			if err := t.track(&c, -1); err != nil {
 				return err
 			}
 			if chunks != nil && len(chunks) < keep {
@@ -342,6 +372,18 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		return err
 	}
 	forget(frames)
+	if r.plan.Frames != nil {
+		if frames != len(r.plan.Frames) {
+			return nil // fetch's error is the one to report
+		}
+		if err := v.End(); err != nil {
+			return Corruptf("%s: %v", r.where(), err)
+		}
+		if err := t.compare(r.num, r.plan.Files); err != nil {
+			return Corruptf("%s: %v", r.where(), err)
+		}
+		return nil
+	}
 	want, files, err := r.expected(ctx)
 	if err != nil {
 		return err
@@ -439,10 +481,13 @@ func (r *streamReader) sink(ctx context.Context, f checkedFrame) error {
 		if err != nil {
 			return Corruptf("%s: frame %d, byte %d of the frame: %v", r.where(), f.num, pos, err)
 		}
+		pos += n
+		if !r.plan.delivers(c.Path) {
+			continue
+		}
 		if err := deliver(&c); err != nil {
 			return err
 		}
-		pos += n
 	}
 	return nil
 }

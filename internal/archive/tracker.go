@@ -11,11 +11,16 @@ import (
 
 // fileTracker follows the files of one stream, chunk by chunk in stream
 // order: their final size and, while a file is written front to back, a
-// running digest of its content. The writer records what it saw; the reader
+// running digest of its content; on the writer's side also the frames that
+// hold each file's chunks. The writer records what it saw; the reader
 // recomputes the same and compares.
 type fileTracker struct {
 	alg   string
 	files map[string]*fileState
+	// moved is set once the stream removed or renamed a path: a file's
+	// history then spans more than its own chunks (an old name, a removed
+	// incarnation), so no file of the stream gets frame ranges.
+	moved bool
 }
 
 type fileState struct {
@@ -23,6 +28,16 @@ type fileState struct {
 	next       int64
 	sequential bool
 	h          hash.Hash
+	frames     []FrameRange
+}
+
+// inFrame notes that one of the file's chunks is in frame n.
+func (st *fileState) inFrame(n int) {
+	if k := len(st.frames); k > 0 && st.frames[k-1][1] >= n-1 {
+		st.frames[k-1][1] = max(st.frames[k-1][1], n)
+		return
+	}
+	st.frames = append(st.frames, FrameRange{n, n})
 }
 
 func newFileTracker(alg string) *fileTracker {
@@ -42,12 +57,17 @@ func (t *fileTracker) open(path string) (*fileState, error) {
 	return st, nil
 }
 
-func (t *fileTracker) track(c *xbstream.Chunk) error {
+// track follows chunk c, which is in frame n of the stream (n < 0: the
+// frames are not recorded).
+func (t *fileTracker) track(c *xbstream.Chunk, n int) error {
 	switch c.Type {
 	case xbstream.TypePayload:
 		st, err := t.open(c.Path)
 		if err != nil {
 			return err
+		}
+		if n >= 0 {
+			st.inFrame(n)
 		}
 		end := int64(c.Offset) + int64(len(c.Payload))
 		if st.sequential && c.Flags&xbstream.FlagRewrite == 0 && int64(c.Offset) == st.next {
@@ -60,18 +80,26 @@ func (t *fileTracker) track(c *xbstream.Chunk) error {
 	case xbstream.TypeSeek:
 		if st := t.files[c.Path]; st != nil {
 			st.sequential, st.h = false, nil
+			if n >= 0 {
+				st.inFrame(n)
+			}
 		}
 	case xbstream.TypeRemove:
 		t.remove(c.Path)
 	case xbstream.TypeRename:
+		t.moved = true
 		if st := t.files[c.Path]; st != nil {
 			delete(t.files, c.Path)
 			t.files[c.NewPath] = st
 		}
 	case xbstream.TypeEOF:
 		// A file opened and ended without payload exists, empty.
-		if _, err := t.open(c.Path); err != nil {
+		st, err := t.open(c.Path)
+		if err != nil {
 			return err
+		}
+		if n >= 0 {
+			st.inFrame(n)
 		}
 	}
 	return nil
@@ -81,6 +109,7 @@ func (t *fileTracker) track(c *xbstream.Chunk) error {
 // path and everything below it; a path ending in "*" removes only the file
 // named by the rest (see physical.DatadirWriter).
 func (t *fileTracker) remove(p string) {
+	t.moved = true
 	if name, ok := strings.CutSuffix(p, "*"); ok {
 		delete(t.files, name)
 		return
@@ -100,6 +129,9 @@ func (t *fileTracker) records(stream int) []File {
 		f := File{Path: p, Size: st.size, Stream: stream}
 		if st.sequential && st.h != nil {
 			f.Digest = formatDigest(t.alg, st.h)
+		}
+		if !t.moved {
+			f.Frames = st.frames
 		}
 		files = append(files, f)
 	}

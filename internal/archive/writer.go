@@ -454,13 +454,17 @@ func (s *streamWriter) build() error {
 			r.cut <- s.frames
 			continue
 		}
-		if err := s.files.track(&r.c); err != nil {
-			return err
-		}
 		if r.alone {
 			if err := s.flush(); err != nil {
 				return err
 			}
+		}
+		// The chunk goes into the frame being built, or starts one: frame
+		// number s.frames either way.
+		if err := s.files.track(&r.c, s.frames); err != nil {
+			return err
+		}
+		if r.alone {
 			if err := s.submit(r.raw); err != nil {
 				return err
 			}

@@ -1,0 +1,109 @@
+package archive
+
+import (
+	"context"
+	"slices"
+)
+
+// FrameRanger is an Input that fetches chosen frames of a stream without
+// the others (a repository: ranged reads located by the frame index).
+// Read uses it for the streams of a partial read (ReadOptions.Only).
+type FrameRanger interface {
+	// OpenFrames yields frames (numbers in ascending order) of stream i,
+	// described by s, in that order.
+	OpenFrames(ctx context.Context, i int, s Stream, frames []int) (FrameSource, error)
+}
+
+// StreamPlan says what a Read takes of one stream.
+type StreamPlan struct {
+	// Skip: no file of the stream is asked for; nothing is read.
+	Skip bool
+	// Frames, if not nil, are the only frames read (ascending): those
+	// holding the chunks of Files, the stream's files asked for, which
+	// alone reach the sink. Nil: the whole stream is read, checked and
+	// delivered, as without Only.
+	Frames []int
+	Files  []File
+
+	want map[string]bool // the paths of Files, when Frames is set
+}
+
+// Plan says what Read takes of each stream of m for a partial read: a
+// stream none of whose files only accepts is skipped; one whose asked
+// files all have frame ranges is read in those frames alone, when the
+// input can fetch frames (FrameRanger); any other is read whole (its
+// files kept no frame ranges, having removed or renamed paths). Without
+// only, or for a backup whose streams meet at barriers, every stream is
+// read whole.
+func Plan(m *Manifest, in Input, only func(path string) bool) []StreamPlan {
+	plans := make([]StreamPlan, len(m.Streams))
+	if only == nil || len(m.Barriers) > 0 {
+		return plans
+	}
+	_, ranged := in.(FrameRanger)
+	asked := make([][]File, len(m.Streams))
+	for _, f := range m.Files {
+		if only(f.Path) {
+			asked[f.Stream] = append(asked[f.Stream], f)
+		}
+	}
+	for i, files := range asked {
+		if len(files) == 0 {
+			plans[i].Skip = true
+			continue
+		}
+		if !ranged || slices.ContainsFunc(files, func(f File) bool { return len(f.Frames) == 0 }) {
+			continue
+		}
+		p := StreamPlan{Frames: []int{}, Files: files, want: make(map[string]bool, len(files))}
+		seen := map[int]bool{}
+		for _, f := range files {
+			p.want[f.Path] = true
+			for _, r := range f.Frames {
+				for n := r[0]; n <= r[1]; n++ {
+					if !seen[n] {
+						seen[n] = true
+						p.Frames = append(p.Frames, n)
+					}
+				}
+			}
+		}
+		slices.Sort(p.Frames)
+		plans[i] = p
+	}
+	return plans
+}
+
+// planRead is Plan for opt; a backup still arriving is read whole.
+func planRead(m *Manifest, opt ReadOptions) []StreamPlan {
+	if opt.Final != nil {
+		return make([]StreamPlan, len(m.Streams))
+	}
+	return Plan(m, opt.Input, opt.Only)
+}
+
+// frameNum is the stream's frame number of the i-th frame read.
+func (p StreamPlan) frameNum(i int) int {
+	if p.Frames != nil && i < len(p.Frames) {
+		return p.Frames[i]
+	}
+	return i
+}
+
+// delivers reports whether chunks of path reach the sink.
+func (p StreamPlan) delivers(path string) bool {
+	return p.Frames == nil || p.want[path]
+}
+
+// Fraction is the share of the stream's frames the plan reads, for
+// progress totals: 0 for a skipped stream, 1 for a whole one.
+func (p StreamPlan) Fraction(s Stream) float64 {
+	switch {
+	case p.Skip:
+		return 0
+	case p.Frames == nil || s.Frames == 0:
+		return 1
+	}
+	return float64(len(p.Frames)) / float64(s.Frames)
+}
+var _ FrameRanger = BackendInput{}
