@@ -106,4 +106,5 @@ func (p StreamPlan) Fraction(s Stream) float64 {
 	}
 	return float64(len(p.Frames)) / float64(s.Frames)
 }
+
 var _ FrameRanger = BackendInput{}
