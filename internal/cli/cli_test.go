@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,12 +31,16 @@ type result struct {
 	code           int
 }
 
-// run executes backstream with args in-process, as main would.
+// run executes backstream with args in-process, as main would, with
+// --progress none unless args name another.
 func run(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	root := NewRoot("test")
-	root.SetArgs(append(args, "--progress=none"))
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--progress") }) {
+		args = append(args, "--progress=none")
+	}
+	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	err := root.ExecuteContext(context.Background())

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -32,6 +34,9 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 		"CREATE TABLE shop.legacy (id INT PRIMARY KEY) ENGINE=MyISAM",
 		"INSERT INTO shop.legacy SELECT seq FROM shop.seq_1_to_10",
 		"CREATE TABLE shop.events (id INT AUTO_INCREMENT PRIMARY KEY, at DATETIME(6)) ENGINE=InnoDB",
+		// Big and incompressible: an import of another table fetches none of it.
+		"CREATE TABLE shop.big (id INT PRIMARY KEY, b BLOB) ENGINE=InnoDB",
+		"INSERT INTO shop.big SELECT seq, RANDOM_BYTES(1000) FROM shop.seq_1_to_40000",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -45,6 +50,7 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 		}
 		return s
 	}
+	waitCheckpoint(t, db)
 	orders, parts := sum("shop.orders"), sum("shop.parts")
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
@@ -99,9 +105,13 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 
 	// Beside the live table, which keeps its newer rows.
 	live := sum("shop.orders")
-	r := restoreTable("shop.orders", "--as", "shop.orders_restored").mustSucceed(t)
+	r := restoreTable("shop.orders", "--as", "shop.orders_restored", "--progress", "json").mustSucceed(t)
 	if !strings.Contains(r.stdout, "imported as shop.orders_restored") {
 		t.Errorf("restore --table --as printed %q", r.stdout)
+	}
+	// It read the table's frames and the system's, not shop.big's.
+	if read, stored := bytesIn(t, r.stderr), storedBytes(t, repoDir); read <= 0 || read*3 > stored {
+		t.Errorf("restore --table read %d bytes of the backup's %d stored: more than a third, though shop.big is most of it", read, stored)
 	}
 	if got := sum("shop.orders_restored"); got != orders {
 		t.Errorf("shop.orders_restored: checksum %s, the backup's orders %s", got, orders)
@@ -178,4 +188,29 @@ func binlogInfo(t *testing.T, db *sql.DB) string {
 		rows.Close()
 	}
 	return b.String()
+}
+
+// bytesIn is the bytes a command read, from its --progress json summary.
+func bytesIn(t *testing.T, stderr string) int64 {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		var e progress.Event
+		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "summary" {
+			return e.BytesIn
+		}
+	}
+	t.Fatalf("no progress summary in:\n%s", stderr)
+	return 0
+}
+
+// storedBytes is what the newest backup of the repository stores.
+func storedBytes(t *testing.T, repoDir string) int64 {
+	t.Helper()
+	var list []struct {
+		StoredBytes int64 `json:"stored_bytes"`
+	}
+	if err := json.Unmarshal([]byte(run(t, "list", "--repo", repoDir, "--json").mustSucceed(t).stdout), &list); err != nil || len(list) == 0 {
+		t.Fatalf("list --json: %v", err)
+	}
+	return list[len(list)-1].StoredBytes
 }

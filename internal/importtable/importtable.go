@@ -106,6 +106,12 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	restored := filepath.Join(work, "datadir")
 	opt := job.Restore
 	opt.Prepare, opt.DataDirs, opt.Placed, opt.KeepLinkFiles = true, nil, nil, false
+	opt.Files = Needed(job.Tables)
+	if renamesDuringBackup(links) {
+		// Which table a rename file (<old>.ren, naming the new) makes is
+		// known only once prepare applied it: everything is restored.
+		opt.Files = nil
+	}
 	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: restored, Options: opt}); err != nil {
 		return nil, err
 	}
@@ -130,6 +136,54 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 		out = append(out, Imported{Table: t, Checksum: sum})
 	}
 	return out, nil
+}
+
+// Needed reports whether a file of a physical backup (a path as the
+// manifest lists it) is needed to import tables: the files at the top of
+// the datadir (the system tablespace, undo and redo logs, Aria's logs,
+// mariabackup's metadata), the mysql schema the throwaway server starts
+// on, and each table's own files: <name>.frm, .ibd, .cfg, .par, those of
+// its partitions (<name>#P#<p>.ibd), an increment's .delta and .meta of
+// each, what mariabackup made of it when DDL ran during the backup
+// (<name>.new, .del), and its database's db.opt. The other tables'
+// tablespaces are left out: prepare and the server take them as absent.
+func Needed(tables []Table) func(path string) bool {
+	return func(p string) bool {
+		db, name, ok := strings.Cut(p, "/")
+		if !ok || db == "mysql" {
+			return true
+		}
+		if strings.Contains(name, "/") {
+			return false
+		}
+		stem, rest := name, ""
+		if i := strings.IndexAny(name, ".#"); i >= 0 {
+			stem, rest = name[:i], name[i:]
+		}
+		for _, t := range tables {
+			switch {
+			case db != t.DB:
+			case name == "db.opt":
+				return true
+			case stem == t.Name && (strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "#P#") || strings.HasPrefix(rest, "#p#")):
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// renamesDuringBackup reports whether a link of the chain holds a
+// mariabackup rename file: a table renamed while the backup ran.
+func renamesDuringBackup(links []restore.Link) bool {
+	for _, l := range links {
+		for _, f := range l.Manifest.Files {
+			if strings.HasSuffix(f.Path, ".ren") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkTarget refuses a target that cannot import the backup's

@@ -70,6 +70,12 @@ type Options struct {
 	// FILE:<path>), for backups that withheld it (see CheckFileKey);
 	// "" if none was given.
 	FileKey string
+	// Files, if set, restores the files it accepts (paths in the backup,
+	// an increment's .delta and .meta included) and, where the backup
+	// cannot be read in part, those that share their stream; prepare
+	// takes the tablespaces left out as absent (importtable restores a
+	// table's files and the system's this way).
+	Files func(path string) bool
 }
 
 // Job is one restore of Links (base first) into TargetDir, owned by Owner
@@ -296,7 +302,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 			}
 			defer os.RemoveAll(dirs[i])
 		}
-		total += l.Manifest.Stats.StoredBytes
+		total += readBytes(l, opt.Files)
 	}
 	if opt.Progress != nil {
 		opt.Progress.SetTotal(total)
@@ -322,7 +328,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 				return err
 			}
 			err = archive.Read(gctx, archive.ReadOptions{
-				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: w, Counter: opt.Progress,
+				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: w, Counter: opt.Progress, Only: opt.Files,
 			})
 			if cerr := w.Close(); err == nil {
 				err = cerr
@@ -361,6 +367,20 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 		return err
 	}
 	return t.place(recorded, opt)
+}
+
+// readBytes is about what restoring link l reads: its stored bytes, or
+// with files its share of them that a partial read fetches.
+func readBytes(l Link, files func(string) bool) int64 {
+	m := l.Manifest
+	if files == nil || l.Final != nil {
+		return m.Stats.StoredBytes
+	}
+	var n float64
+	for i, p := range archive.Plan(m, l.Input, files) {
+		n += float64(m.Streams[i].Size) * p.Fraction(m.Streams[i])
+	}
+	return int64(n)
 }
 
 // decoders shares n decoding goroutines (0: GOMAXPROCS) among links in
