@@ -4,12 +4,19 @@
 // decrypted under its plain name; every other object passes through. So
 // `age -d | zstd -dc | mbstream -x` still restores a stream object by hand.
 //
+// age encrypts in chunks of 64 KiB that authenticate on their own, so a
+// ranged Open fetches only the header, the final chunk (which
+// authenticates the size) and the chunks that hold the range, with ranged
+// Opens of the inner backend: a few requests and about the range's bytes
+// however large the object, never the whole of it.
+//
 // The package knows objects and keys, nothing else: which objects are
 // encrypted and where passphrase keys are kept are the caller's choice
 // (the repository layer's), and no message names a command-line flag.
 package crypt
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -146,7 +153,8 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 // errShortPut ends the pipe to a Put that returned before its data did.
 var errShortPut = errors.New("backend stopped reading before the end of the object")
 
-// Open decrypts name.age and returns length plain bytes from off.
+// Open decrypts name.age and returns length plain bytes from off; a
+// range is read without fetching the rest of the object.
 func (b *Backend) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
 	return b.open(ctx, name, off, length, nil)
 }
@@ -181,6 +189,9 @@ func (b *Backend) open(ctx context.Context, name string, off, length int64, reci
 	if off < 0 {
 		return nil, fmt.Errorf("opening %s/%s: negative offset %d", b.Location(), name, off)
 	}
+	if off > 0 || length >= 0 {
+		return b.openRange(ctx, name, off, length, recipients)
+	}
 	rc, err := b.inner.Open(ctx, name+Suffix, 0, -1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return b.inner.Open(ctx, name, off, length)
@@ -188,40 +199,93 @@ func (b *Backend) open(ctx context.Context, name string, off, length int64, reci
 	if err != nil {
 		return nil, err
 	}
-	if err := b.unlockKeys(ctx); err != nil {
+	if err := b.haveIdentities(ctx, name); err != nil {
 		rc.Close()
 		return nil, err
-	}
-	if len(b.keys.Identities) == 0 {
-		rc.Close()
-		return nil, fmt.Errorf("%s: %w", b.Location()+"/"+name+Suffix, ErrNoIdentity)
 	}
 	object := b.Location() + "/" + name + Suffix
 	src := &sourceReader{r: rc}
 	dr, err := age.Decrypt(src, b.keys.Identities...)
+	if err != nil {
+		rc.Close()
+		return nil, b.headerError(object, src, err, recipients)
+	}
+	return readCloser{&damageReader{r: dr, src: src, object: object}, rc}, nil
+}
+
+// openRange reads length plain bytes from off (length < 0: to the end)
+// of name.age, or of name if that is what the store holds, fetching
+// only the stored bytes they need: the header, the final chunk (age
+// authenticates the plain size with it) and the chunks that hold the
+// range.
+func (b *Backend) openRange(ctx context.Context, name string, off, length int64, recipients []string) (io.ReadCloser, error) {
+	info, err := b.inner.Stat(ctx, name+Suffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return b.inner.Open(ctx, name, off, length)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := b.haveIdentities(ctx, name); err != nil {
+		return nil, err
+	}
+	object := b.Location() + "/" + name + Suffix
+	src := &rangeSource{ctx: ctx, inner: b.inner, name: name + Suffix}
+	ra, size, err := age.DecryptReaderAt(src, info.Size, b.keys.Identities...)
+	if err != nil {
+		src.Close()
+		return nil, b.headerError(object, src, err, recipients)
+	}
+	start, end := min(off, size), size
+	if length >= 0 && length < end-start {
+		end = start + length
+	}
+	if start < end {
+		// The chunks end the object, so the plain size tells where they
+		// start, and where the last one holding the range ends.
+		chunks := max(1, (size+plainChunk-1)/plainChunk)
+		first := info.Size - size - chunks*chunkTag
+		last := (end - 1) / plainChunk
+		src.spanEnd = min(info.Size, first+(last+1)*(plainChunk+chunkTag))
+	}
+	// Reading age's ReaderAt through a buffer of a few chunks keeps
+	// small reads from each costing a ReadAt, which allocates a chunk.
+	r := bufio.NewReaderSize(io.NewSectionReader(ra, start, end-start), 4*plainChunk)
+	return readCloser{&damageReader{r: r, src: src, object: object}, src}, nil
+}
+
+// age's payload, after the header and a nonce, is chunks of 64 KiB of
+// plain text, each followed by its tag; the final chunk may be shorter
+// (empty only if the whole plain text is).
+const (
+	plainChunk = 64 << 10
+	chunkTag   = 16
+)
+
+// haveIdentities unlocks the passphrase keys and reports reading the
+// encrypted name without any key.
+func (b *Backend) haveIdentities(ctx context.Context, name string) error {
+	if err := b.unlockKeys(ctx); err != nil {
+		return err
+	}
+	if len(b.keys.Identities) == 0 {
+		return fmt.Errorf("%s: %w", b.Location()+"/"+name+Suffix, ErrNoIdentity)
+	}
+	return nil
+}
+
+// headerError is the error of age failing to open the object: a wrong
+// key, unless one of the recipients it was encrypted to is a key b
+// holds; damage; or a failure to read the stored bytes.
+func (b *Backend) headerError(object string, src source, err error, recipients []string) error {
 	var wrong *age.NoIdentityMatchError
-	switch {
-	case errors.As(err, &wrong):
-		rc.Close()
-		if key := b.recipientHeld(recipients); key != "" && src.err == nil {
-			return nil, fmt.Errorf("%s: %w: the header does not open with the key for %s, one of the recipients it was encrypted to: %v", object, storage.ErrDamaged, key, err)
-		}
-		return nil, fmt.Errorf("%s: cannot decrypt: %w (wrong key?)", object, err)
-	case err != nil:
-		rc.Close()
-		return nil, damage(object, src, err)
+	if !errors.As(err, &wrong) {
+		return damage(object, src, err)
 	}
-	var r io.Reader = &damageReader{r: dr, src: src, object: object}
-	if off > 0 {
-		if _, err := io.CopyN(io.Discard, r, off); err != nil && err != io.EOF {
-			rc.Close()
-			return nil, err
-		}
+	if key := b.recipientHeld(recipients); key != "" && src.failure() == nil {
+		return fmt.Errorf("%s: %w: the header does not open with the key for %s, one of the recipients it was encrypted to: %v", object, storage.ErrDamaged, key, err)
 	}
-	if length >= 0 {
-		r = io.LimitReader(r, length)
-	}
-	return readCloser{r, rc}, nil
+	return fmt.Errorf("%s: cannot decrypt: %w (wrong key?)", object, err)
 }
 
 // recipientHeld returns the first of recipients whose X25519 identity b
@@ -235,8 +299,14 @@ func (b *Backend) recipientHeld(recipients []string) string {
 	return ""
 }
 
-// sourceReader remembers the last error of the stored object's reader, so
-// that a failure to read it is not taken for damage.
+// A source gives age the stored bytes of an object and remembers its
+// last failure to read them, so that such a failure is not taken for
+// damage.
+type source interface {
+	failure() error
+}
+
+// sourceReader is the source of a whole read.
 type sourceReader struct {
 	r   io.Reader
 	err error
@@ -250,10 +320,81 @@ func (s *sourceReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+func (s *sourceReader) failure() error { return s.err }
+
+// rangeSource is the source of a ranged read: an io.ReaderAt over the
+// stored object that reads it with ranged Opens of the inner backend.
+// age reads the header, then the final chunk, then the range's chunks in
+// order, each where the one before ended; such a read continues the
+// request of the one before, and one request reads on to spanEnd, so a
+// range costs a request for the header, one for the final chunk and one
+// for its chunks however long it is, and nothing is buffered here. It
+// serves one reader at a time.
+type rangeSource struct {
+	ctx   context.Context
+	inner storage.Backend
+	name  string
+	// spanEnd ends the stored bytes of the range's chunks: a read before
+	// it asks for all of them at once. Until it is set (0), a request
+	// ends with the read that made it.
+	spanEnd int64
+
+	rc       io.ReadCloser // the current request, nil if none
+	pos, end int64         // where rc's next byte is and where it ends
+	err      error         // of the last read, nil if it succeeded
+}
+
+func (s *rangeSource) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	end := off + int64(len(p))
+	if s.rc == nil || off != s.pos || end > s.end {
+		s.Close()
+		if off < s.spanEnd {
+			end = max(end, s.spanEnd)
+		}
+		rc, err := s.inner.Open(s.ctx, s.name, off, end-off)
+		if err != nil {
+			s.err = err
+			return 0, err
+		}
+		s.rc, s.pos, s.end = rc, off, end
+	}
+	n, err := io.ReadFull(s.rc, p)
+	s.pos += int64(n)
+	if s.pos == s.end {
+		s.Close()
+	}
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		// Shorter than Stat said: age reports that the object is cut.
+		s.err = nil
+		return n, io.EOF
+	case err != nil:
+		s.err = err
+		return n, err
+	}
+	s.err = nil
+	return n, nil
+}
+
+func (s *rangeSource) failure() error { return s.err }
+
+// Close ends the current request.
+func (s *rangeSource) Close() error {
+	if s.rc == nil {
+		return nil
+	}
+	err := s.rc.Close()
+	s.rc = nil
+	return err
+}
+
 // damage is the error of age decrypting an object whose stored bytes it
 // read: storage.ErrDamaged, unless reading them failed (then that error).
-func damage(object string, src *sourceReader, err error) error {
-	if src.err != nil {
+func damage(object string, src source, err error) error {
+	if src.failure() != nil {
 		return fmt.Errorf("%s: %w", object, err)
 	}
 	return fmt.Errorf("%s: %w: %v", object, storage.ErrDamaged, err)
@@ -263,7 +404,7 @@ func damage(object string, src *sourceReader, err error) error {
 // authenticate or parse the bytes it read are damage.
 type damageReader struct {
 	r      io.Reader
-	src    *sourceReader
+	src    source
 	object string
 }
 

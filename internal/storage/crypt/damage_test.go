@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -15,9 +16,25 @@ import (
 	"github.com/backstream/backstream/internal/testkit"
 )
 
+// wholeAndRanged are reads of a whole object, the streaming one and
+// ranges that cover it (off, length).
+var wholeAndRanged = [][2]int64{{0, -1}, {0, 1 << 40}, {1, -1}}
+
+// readAll reads every range of wholeAndRanged of obj and returns the
+// first error, naming the range.
+func readAll(b storage.Backend) error {
+	for _, r := range wholeAndRanged {
+		if _, err := readRange(b, r[0], r[1]); err != nil {
+			return fmt.Errorf("Open(%d, %d): %w", r[0], r[1], err)
+		}
+	}
+	return nil
+}
+
 // A flipped byte in an encrypted object's header or payload, or a cut,
 // is damage naming the object (storage.ErrDamaged); only a key that does
-// not open the header is "wrong key".
+// not open the header is "wrong key". A read of a range is told apart
+// the same way.
 func TestDamageIsNotWrongKey(t *testing.T) {
 	ctx := t.Context()
 	inner := localtest.New(t)
@@ -35,13 +52,9 @@ func TestDamageIsNotWrongKey(t *testing.T) {
 	stored, _ := io.ReadAll(rc)
 	rc.Close()
 	headerEnd := bytes.Index(stored, []byte("\n---"))
-	read := func(b *Backend) error {
-		rc, err := b.Open(ctx, "obj", 0, -1)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		_, err = io.ReadAll(rc)
+	// Each read must fail alike, so each is checked on its own.
+	read := func(b *Backend, r [2]int64) error {
+		_, err := readRange(b, r[0], r[1])
 		return err
 	}
 	for _, tc := range []struct {
@@ -56,9 +69,11 @@ func TestDamageIsNotWrongKey(t *testing.T) {
 			if _, err := inner.Put(ctx, "obj"+Suffix, bytes.NewReader(tc.damage(bytes.Clone(stored)))); err != nil {
 				t.Fatal(err)
 			}
-			err := read(b)
-			if !errors.Is(err, storage.ErrDamaged) || !strings.Contains(err.Error(), "obj"+Suffix) || strings.Contains(err.Error(), "wrong key") {
-				t.Fatalf("read: %v; want damage naming obj%s, not a wrong key", err, Suffix)
+			for _, r := range wholeAndRanged {
+				err := read(b, r)
+				if !errors.Is(err, storage.ErrDamaged) || !strings.Contains(err.Error(), "obj"+Suffix) || strings.Contains(err.Error(), "wrong key") {
+					t.Errorf("Open(%d, %d): %v; want damage naming obj%s, not a wrong key", r[0], r[1], err, Suffix)
+				}
 			}
 		})
 	}
@@ -66,11 +81,13 @@ func TestDamageIsNotWrongKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := age.GenerateX25519Identity()
-	err = read(New(inner, keysFor(other), Options{}))
-	if errors.Is(err, storage.ErrDamaged) || err == nil || !strings.Contains(err.Error(), "wrong key") {
-		t.Fatalf("another key: %v; want wrong key, not damage", err)
+	for _, r := range wholeAndRanged {
+		err := read(New(inner, keysFor(other), Options{}), r)
+		if errors.Is(err, storage.ErrDamaged) || err == nil || !strings.Contains(err.Error(), "wrong key") {
+			t.Errorf("another key, Open(%d, %d): %v; want wrong key, not damage", r[0], r[1], err)
+		}
 	}
-	if err := read(b); err != nil {
+	if err := readAll(b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -98,19 +115,12 @@ func TestDamagedRecipientStanza(t *testing.T) {
 	if _, err := inner.Put(ctx, "obj"+Suffix, bytes.NewReader(damaged)); err != nil {
 		t.Fatal(err)
 	}
-	read := func(b storage.Backend) error {
-		rc, err := b.Open(ctx, "obj", 0, -1)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		_, err = io.ReadAll(rc)
-		return err
-	}
 	recipients := []string{"age1qyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqszqgpqyqs3290gq", id.Recipient().String()}
-	err = read(b.EncryptedTo(recipients))
-	if !errors.Is(err, storage.ErrDamaged) || !strings.Contains(err.Error(), "obj"+Suffix) || strings.Contains(err.Error(), "wrong key") {
-		t.Fatalf("our key among the recipients: %v; want damage naming obj%s, not a wrong key", err, Suffix)
+	for _, r := range wholeAndRanged {
+		_, err := readRange(b.EncryptedTo(recipients), r[0], r[1])
+		if !errors.Is(err, storage.ErrDamaged) || !strings.Contains(err.Error(), "obj"+Suffix) || strings.Contains(err.Error(), "wrong key") {
+			t.Errorf("our key among the recipients, Open(%d, %d): %v; want damage naming obj%s, not a wrong key", r[0], r[1], err, Suffix)
+		}
 	}
 	other, _ := age.GenerateX25519Identity()
 	for what, b := range map[string]storage.Backend{
@@ -118,8 +128,10 @@ func TestDamagedRecipientStanza(t *testing.T) {
 		"recipients not known":   b,
 		"no recipients recorded": b.EncryptedTo(nil),
 	} {
-		if err := read(b); errors.Is(err, storage.ErrDamaged) || err == nil || !strings.Contains(err.Error(), "wrong key") {
-			t.Errorf("%s: %v; want wrong key, not damage", what, err)
+		for _, r := range wholeAndRanged {
+			if _, err := readRange(b, r[0], r[1]); errors.Is(err, storage.ErrDamaged) || err == nil || !strings.Contains(err.Error(), "wrong key") {
+				t.Errorf("%s, Open(%d, %d): %v; want wrong key, not damage", what, r[0], r[1], err)
+			}
 		}
 	}
 }
