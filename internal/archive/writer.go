@@ -454,7 +454,11 @@ func (s *streamWriter) build() error {
 			r.cut <- s.frames
 			continue
 		}
-		if r.alone {
+		// A chunk as large as a frame is a frame of its own (no copy, and
+		// a partial read of another file that shares the frame being
+		// built does not fetch it too); so is a barrier's.
+		alone := r.alone || len(r.raw) >= fs
+		if alone {
 			if err := s.flush(); err != nil {
 				return err
 			}
@@ -464,14 +468,7 @@ func (s *streamWriter) build() error {
 		if err := s.files.track(&r.c, s.frames); err != nil {
 			return err
 		}
-		if r.alone {
-			if err := s.submit(r.raw); err != nil {
-				return err
-			}
-			continue
-		}
-		if len(s.frame) == 0 && len(r.raw) >= fs {
-			// A chunk as large as a frame is a frame of its own: no copy.
+		if alone {
 			if err := s.submit(r.raw); err != nil {
 				return err
 			}

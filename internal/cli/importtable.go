@@ -20,8 +20,11 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	if d.target != "" || d.prepare {
 		return usagef("--table with --apply-to imports into the running server that --host/--socket name: it takes no --target-dir or --prepare")
 	}
-	if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "table" && f != "no-binlog" && !slices.Contains(connFlagNames, f) {
-		return usagef("--%s does not go with --table --apply-to, which imports tables of a physical backup", f)
+	if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "table" && f != "database" && f != "no-binlog" && !slices.Contains(connFlagNames, f) {
+		return usagef("--%s does not go with --table/--database --apply-to, which imports tables of a physical backup", f)
+	}
+	if as != "" && len(l.databases) > 0 {
+		return usagef("--as names one table: it does not go with --database")
 	}
 	tables, err := importTables(l.tables, as)
 	if err != nil {
@@ -54,14 +57,20 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	if err != nil {
 		return err
 	}
-	t := g.tracker("restore "+strings.Join(l.tables, ", ")+" of "+m.ID, m.Stats.StoredBytes)
+	t := g.tracker("restore "+strings.Join(append(slices.Clone(l.tables), l.databases...), ", ")+" of "+m.ID, m.Stats.StoredBytes)
 	job.Progress, job.FileKey = t, fileKey
 	imported, err := importtable.Run(ctx, importtable.Job{
-		Repo: r, Backup: m, Tables: tables, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog,
+		Repo: r, Backup: m, Tables: tables, Databases: l.databases, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog,
 	})
 	t.Finish(err)
 	for _, i := range imported {
 		fmt.Fprintf(g.stdout, "table %s of backup %s imported as %s into %s: CHECKSUM TABLE %d, equal to the backup's\n", i.Table, m.ID, i.Table.As(), conn, i.Checksum)
+		if len(i.Triggers) > 0 {
+			fmt.Fprintf(g.stdout, "  with its triggers %s\n", strings.Join(i.Triggers, ", "))
+		}
+		if len(i.Skipped) > 0 {
+			fmt.Fprintf(g.stdout, "  its triggers %s were not created: under another name they would clash with the original's; create them by hand from the backup's definitions (restore --target-dir)\n", strings.Join(i.Skipped, ", "))
+		}
 	}
 	return refused(err)
 }

@@ -123,10 +123,12 @@ counts the rows of the biggest tables.
 With --table db.t --apply-to (physical), the backup is restored and prepared in a work
 directory and each table's InnoDB tablespace is exported there and imported into the
 running server the connection flags name (on this host, same MariaDB major.minor), created
-from the backup's definition; --as db.t2 gives it another name, beside the live table. A
+from the backup's definition, with its triggers; --as db.t2 gives it another name, beside
+the live table (its triggers are then named, not created). --database db --apply-to imports
+every table of db. Only the tables' files and the system's are read from the repository. A
 table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if applyTo && until == "" && untilGTID == "" && len(l.tables) > 0 {
+			if applyTo && until == "" && untilGTID == "" && (len(l.tables) > 0 || len(l.databases) > 0) {
 				if server != "" || base != "" {
 					return usagef("--server and --base go with --until or --until-gtid")
 				}

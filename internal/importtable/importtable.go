@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -40,13 +41,15 @@ func (t Table) String() string { return t.DB + "." + t.Name }
 // As is the name on the target, db.table.
 func (t Table) As() string { return t.AsDB + "." + t.AsName }
 
-// Job is one import of Tables from Backup into the server Conn reaches.
+// Job is one import of Tables, and of every table of Databases, from
+// Backup into the server Conn reaches.
 type Job struct {
-	Repo    *repo.Repo
-	Backup  *archive.Manifest
-	Tables  []Table
-	Conn    mariadb.Config
-	WorkDir string // where the backup is restored, in a subdirectory removed at the end
+	Repo      *repo.Repo
+	Backup    *archive.Manifest
+	Tables    []Table
+	Databases []string
+	Conn      mariadb.Config
+	WorkDir   string // where the backup is restored, in a subdirectory removed at the end
 	// ServerDefaults and Restore are as for a restore test's server: the
 	// option file read after backup-my.cnf, and how the chain is prepared.
 	ServerDefaults string
@@ -58,10 +61,15 @@ type Job struct {
 	NoBinlog bool
 }
 
-// Imported is one table imported, with its checksum (equal on both sides).
+// Imported is one table imported, with its checksum (equal on both sides)
+// and its triggers: created with it, or, for a table imported under
+// another name (whose triggers would clash with the original's), named
+// in Skipped, not created.
 type Imported struct {
 	Table    Table
 	Checksum int64
+	Triggers []string
+	Skipped  []string
 }
 
 // Run imports job's tables. Nothing changes on the target before the
@@ -71,6 +79,11 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	m := job.Backup
 	if err := CheckNames(job.Tables); err != nil {
 		return nil, err
+	}
+	for _, d := range job.Databases {
+		if !plainName.MatchString(d) {
+			return nil, &restore.RefusedError{Err: fmt.Errorf("database %q has characters other than letters, digits and _, which the server encodes in file names; importing its tables is not supported: restore the backup with --target-dir and copy them from there", d)}
+		}
 	}
 	if m.Kind != archive.KindPhysical {
 		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s is a %s backup; --table with --apply-to imports tables from a physical backup (a logical one loads with --table alone)", m.ID, m.Kind)}
@@ -86,6 +99,11 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	}
 	for _, t := range job.Tables {
 		if err := checkAbsent(ctx, target, t); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range job.Databases {
+		if err := checkAbsent(ctx, target, Table{AsDB: d}); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +124,7 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	restored := filepath.Join(work, "datadir")
 	opt := job.Restore
 	opt.Prepare, opt.DataDirs, opt.Placed, opt.KeepLinkFiles = true, nil, nil, false
-	opt.Files = Needed(job.Tables)
+	opt.Files = Needed(job.Tables, job.Databases)
 	if renamesDuringBackup(links) {
 		// Which table a rename file (<old>.ren, naming the new) makes is
 		// known only once prepare applied it: everything is restored.
@@ -121,19 +139,69 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	}
 	defer srv.Close()
 	src := srv.DB()
-	defs := make([]string, len(job.Tables))
-	for i, t := range job.Tables {
+	tables := job.Tables
+	for _, d := range job.Databases {
+		more, err := databaseTables(ctx, src, target, d, m)
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, more...)
+	}
+	defs := make([]string, len(tables))
+	for i, t := range tables {
 		if defs[i], err = definition(ctx, src, t, m); err != nil {
 			return nil, err
 		}
 	}
 	var out []Imported
-	for i, t := range job.Tables {
-		sum, err := importOne(ctx, src, target, t, defs[i], restored, datadir, job.NoBinlog)
+	for i, t := range tables {
+		imp, err := importOne(ctx, src, target, t, defs[i], restored, datadir, job.NoBinlog)
 		if err != nil {
 			return out, fmt.Errorf("table %s (as %s): %w", t, t.As(), err)
 		}
-		out = append(out, Imported{Table: t, Checksum: sum})
+		out = append(out, imp)
+	}
+	return out, nil
+}
+
+// databaseTables lists the base tables of database d in the restored
+// backup, each to be imported under its name: the target must have none
+// of them, and all must be InnoDB (a table of another engine is refused,
+// naming it, before anything changes).
+func databaseTables(ctx context.Context, src, target *sql.DB, d string, m *archive.Manifest) ([]Table, error) {
+	rows, err := src.QueryContext(ctx, "SELECT table_name, COALESCE(engine, '') FROM information_schema.tables WHERE table_schema = ? AND table_type = 'BASE TABLE' ORDER BY table_name", d)
+	if err != nil {
+		return nil, fmt.Errorf("the restored backup: %w", err)
+	}
+	defer rows.Close()
+	var out []Table
+	var other []string
+	for rows.Next() {
+		var name, engine string
+		if err := rows.Scan(&name, &engine); err != nil {
+			return nil, fmt.Errorf("the restored backup: %w", err)
+		}
+		if !strings.EqualFold(engine, "InnoDB") {
+			other = append(other, name+" ("+engine+")")
+		}
+		out = append(out, Table{DB: d, Name: name, AsDB: d, AsName: name})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("the restored backup: %w", err)
+	}
+	switch {
+	case len(other) > 0:
+		return nil, &restore.RefusedError{Err: fmt.Errorf("database %s of backup %s holds tables that are not InnoDB: %s; only InnoDB tablespaces import into a running server: import the others' neighbours with --table, or restore the backup with --target-dir", d, m.ID, strings.Join(other, ", "))}
+	case len(out) == 0:
+		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s has no tables in database %s", m.ID, d)}
+	}
+	if err := CheckNames(out); err != nil {
+		return nil, err
+	}
+	for _, t := range out {
+		if err := checkAbsent(ctx, target, t); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -145,12 +213,13 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 // on, and each table's own files: <name>.frm, .ibd, .cfg, .par, those of
 // its partitions (<name>#P#<p>.ibd), an increment's .delta and .meta of
 // each, what mariabackup made of it when DDL ran during the backup
-// (<name>.new, .del), and its database's db.opt. The other tables'
+// (<name>.new, .del), its database's db.opt, and the triggers' name files
+// there (<trigger>.TRN; the table's .TRG lists its triggers). The other tables'
 // tablespaces are left out: prepare and the server take them as absent.
-func Needed(tables []Table) func(path string) bool {
+func Needed(tables []Table, databases []string) func(path string) bool {
 	return func(p string) bool {
 		db, name, ok := strings.Cut(p, "/")
-		if !ok || db == "mysql" {
+		if !ok || db == "mysql" || slices.Contains(databases, db) {
 			return true
 		}
 		if strings.Contains(name, "/") {
@@ -163,7 +232,9 @@ func Needed(tables []Table) func(path string) bool {
 		for _, t := range tables {
 			switch {
 			case db != t.DB:
-			case name == "db.opt":
+			case name == "db.opt" || strings.HasSuffix(name, ".TRN"):
+				// A trigger's name file: which table's it is, the
+				// table's .TRG says.
 				return true
 			case stem == t.Name && (strings.HasPrefix(rest, ".") || strings.HasPrefix(rest, "#P#") || strings.HasPrefix(rest, "#p#")):
 				return true
@@ -226,14 +297,22 @@ func isLoopback(host string) bool {
 	return host == "127.0.0.1" || host == "::1" || host == "localhost"
 }
 
-// checkAbsent refuses a table the target has, and a database it lacks.
+// checkAbsent refuses a table the target has, and a database it lacks
+// (t.AsName empty: the database alone).
 func checkAbsent(ctx context.Context, db *sql.DB, t Table) error {
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?", t.AsDB).Scan(&n); err != nil {
 		return fmt.Errorf("the target server: %w", err)
 	}
 	if n == 0 {
-		return &restore.RefusedError{Err: fmt.Errorf("the target has no database %s for table %s: create it first (a restore of a table creates nothing else)", t.AsDB, t.As())}
+		what := ""
+		if t.AsName != "" {
+			what = " for table " + t.As()
+		}
+		return &restore.RefusedError{Err: fmt.Errorf("the target has no database %s%s: create it first (a restore of a table creates nothing else)", t.AsDB, what)}
+	}
+	if t.AsName == "" {
+		return nil // a database whose tables are not known yet
 	}
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?", t.AsDB, t.AsName).Scan(&n); err != nil {
 		return fmt.Errorf("the target server: %w", err)
@@ -281,18 +360,23 @@ var dataDirectory = regexp.MustCompile(`(?i)\bDATA DIRECTORY\s*=`)
 // discards and imports only whole non-partitioned tables: each partition
 // is imported into a table of its own and exchanged into its place
 // (ALTER TABLE ... EXCHANGE PARTITION), as MariaDB documents.
-func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored, datadir string, noBinlog bool) (sum int64, err error) {
+func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored, datadir string, noBinlog bool) (imp Imported, err error) {
+	imp.Table = t
 	want, err := checksum(ctx, src, t.DB, t.Name)
 	if err != nil {
-		return 0, fmt.Errorf("the restored backup: %w", err)
+		return imp, fmt.Errorf("the restored backup: %w", err)
 	}
 	parts, err := partitions(ctx, src, t)
 	if err != nil {
-		return 0, err
+		return imp, err
+	}
+	triggers, err := triggersOf(ctx, src, t)
+	if err != nil {
+		return imp, err
 	}
 	tc, err := target.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return imp, err
 	}
 	defer tc.Close()
 	exec := func(what, q string) error {
@@ -309,10 +393,10 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 		session += ", sql_log_bin = 0"
 	}
 	if err := exec("session settings", session); err != nil {
-		return 0, err
+		return imp, err
 	}
 	if err := exec("creating the table", def); err != nil {
-		return 0, err
+		return imp, err
 	}
 	// What was made on the target goes again on failure: the table and
 	// the partitions' own tables, with their files.
@@ -337,7 +421,7 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 	if len(parts) == 0 {
 		moves = []move{{from: t.Name, to: t.AsName}}
 		if err := exec("discarding the empty tablespace", "ALTER TABLE "+asTable+" DISCARD TABLESPACE"); err != nil {
-			return 0, err
+			return imp, err
 		}
 	}
 	for i, p := range parts {
@@ -346,23 +430,23 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 		// Dropped on failure only once made here: a table of that name
 		// the target already had stops the import and stays.
 		if err = exec("a table for partition "+p, "CREATE TABLE "+qtmp+" LIKE "+asTable); err != nil {
-			return 0, err
+			return imp, err
 		}
 		made = append(made, qtmp)
 		for _, q := range []string{"ALTER TABLE " + qtmp + " REMOVE PARTITIONING", "ALTER TABLE " + qtmp + " DISCARD TABLESPACE"} {
 			if err = exec("a table for partition "+p, q); err != nil {
-				return 0, err
+				return imp, err
 			}
 		}
 		moves = append(moves, move{from: t.Name + "#P#" + p, to: tmp, partition: p})
 	}
 	sc, err := src.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return imp, err
 	}
 	defer sc.Close()
 	if _, err = sc.ExecContext(ctx, "FLUSH TABLES "+quoteTable(t.DB, t.Name)+" FOR EXPORT"); err != nil {
-		return 0, fmt.Errorf("exporting it from the restored backup: %w", err)
+		return imp, fmt.Errorf("exporting it from the restored backup: %w", err)
 	}
 	for _, mv := range moves {
 		var files []string
@@ -374,32 +458,94 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 	}
 	sc.ExecContext(ctx, "UNLOCK TABLES")
 	if err != nil {
-		return 0, err
+		return imp, err
 	}
 	for _, mv := range moves {
 		qto := quoteTable(t.AsDB, mv.to)
 		if err = exec("importing the tablespace", "ALTER TABLE "+qto+" IMPORT TABLESPACE"); err != nil {
-			return 0, err
+			return imp, err
 		}
 		if mv.partition == "" {
 			continue
 		}
 		if err = exec("exchanging partition "+mv.partition, "ALTER TABLE "+asTable+" EXCHANGE PARTITION "+mariadb.QuoteIdent(mv.partition)+" WITH TABLE "+qto); err != nil {
-			return 0, err
+			return imp, err
 		}
 		if err = exec("dropping partition "+mv.partition+"'s own table", "DROP TABLE "+qto); err != nil {
-			return 0, err
+			return imp, err
 		}
 	}
 	got, err := checksum(ctx, target, t.AsDB, t.AsName)
 	if err != nil {
-		return 0, fmt.Errorf("the target: %w", err)
+		return imp, fmt.Errorf("the target: %w", err)
 	}
 	if got != want {
-		return 0, archive.Corruptf("CHECKSUM TABLE on the target gives %d after the import, the backup's table %d: the import is dropped", got, want)
+		return imp, archive.Corruptf("CHECKSUM TABLE on the target gives %d after the import, the backup's table %d: the import is dropped", got, want)
 	}
-	return got, nil
+	imp.Checksum = got
+	if t.AsDB != t.DB || t.AsName != t.Name {
+		// Beside the original, its triggers' names would clash, and they
+		// would name the original table.
+		imp.Skipped = triggers
+		return imp, nil
+	}
+	for _, tr := range triggers {
+		if err = createTrigger(ctx, src, tc, t.DB, tr); err != nil {
+			return imp, err
+		}
+		imp.Triggers = append(imp.Triggers, tr)
+	}
+	return imp, nil
 }
+
+// triggersOf names the table's triggers in the backup, in their order.
+func triggersOf(ctx context.Context, src *sql.DB, t Table) ([]string, error) {
+	rows, err := src.QueryContext(ctx, "SELECT trigger_name FROM information_schema.triggers WHERE event_object_schema = ? AND event_object_table = ? ORDER BY action_timing, event_manipulation, action_order", t.DB, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("the restored backup: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// createTrigger creates trigger name of database db on the target as the
+// backup has it: its statement, definer and sql_mode, in that database.
+func createTrigger(ctx context.Context, src *sql.DB, tc *sql.Conn, db, name string) error {
+	var trig, mode, stmt, cs, coll, dbColl string
+	var created sql.NullString
+	if err := src.QueryRowContext(ctx, "SHOW CREATE TRIGGER "+quoteTable(db, name)).Scan(&trig, &mode, &stmt, &cs, &coll, &dbColl, &created); err != nil {
+		return fmt.Errorf("the restored backup: SHOW CREATE TRIGGER %s.%s: %w", db, name, err)
+	}
+	for _, v := range []string{mode, cs, coll} {
+		if !settingValue.MatchString(v) {
+			return fmt.Errorf("the restored backup: trigger %s.%s: unexpected setting %q", db, name, v)
+		}
+	}
+	for _, q := range []struct{ what, sql string }{
+		{"choosing its database", "USE " + mariadb.QuoteIdent(db)},
+		{"its sql_mode", "SET SESSION sql_mode = '" + mode + "'"},
+		{"its character set", "SET NAMES '" + cs + "' COLLATE '" + coll + "'"},
+		{"creating it", stmt},
+	} {
+		if _, err := tc.ExecContext(ctx, q.sql); err != nil {
+			return fmt.Errorf("trigger %s: %s on the target: %w", name, q.what, err)
+		}
+	}
+	return nil
+}
+
+// settingValue matches the sql_mode, character set and collation names
+// a trigger records, which go into SET statements unquoted by anything
+// but the quotes around them.
+var settingValue = regexp.MustCompile(`^[A-Za-z0-9_,]*$`)
 
 // partitions lists the partitions of the table in the backup, none if it
 // has none; a subpartitioned table is refused.

@@ -3,7 +3,7 @@ package importtable
 import "testing"
 
 func TestNeeded(t *testing.T) {
-	need := Needed([]Table{{DB: "shop", Name: "orders"}, {DB: "shop", Name: "parts"}})
+	need := Needed([]Table{{DB: "shop", Name: "orders"}, {DB: "shop", Name: "parts"}}, []string{"crm"})
 	for p, want := range map[string]bool{
 		"ibdata1":                        true,
 		"ib_logfile0":                    true,
@@ -36,6 +36,12 @@ func TestNeeded(t *testing.T) {
 		"shop/orders@002ex.ibd":          false,
 		"shop/orders.ibd.isl.bak":        true, // the table's own (a stem and a dot)
 		"mysql/gtid_slave_pos.ibd.delta": true,
+		"crm/anything.ibd":               true, // a database asked for whole
+		"crm/db.opt":                     true,
+		"crmx/t.ibd":                     false,
+		"shop/orders.TRG":                true,
+		"shop/any_trigger.TRN":           true,
+		"other/any_trigger.TRN":          false,
 	} {
 		if got := need(p); got != want {
 			t.Errorf("Needed(%q) = %v, want %v", p, got, want)
