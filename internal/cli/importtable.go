@@ -68,6 +68,9 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 		if len(i.Triggers) > 0 {
 			fmt.Fprintf(g.stdout, "  with its triggers %s\n", strings.Join(i.Triggers, ", "))
 		}
+		if len(i.ForeignKeys) > 0 {
+			fmt.Fprintf(g.stdout, "  its foreign keys %s were not created: under another name their constraint names would clash with the original's, and they would bind the copy to the original's parent tables\n", strings.Join(i.ForeignKeys, ", "))
+		}
 		if len(i.Skipped) > 0 {
 			fmt.Fprintf(g.stdout, "  its triggers %s were not created: under another name they would clash with the original's; create them by hand from the backup's definitions (restore --target-dir)\n", strings.Join(i.Skipped, ", "))
 		}

@@ -64,12 +64,14 @@ type Job struct {
 // Imported is one table imported, with its checksum (equal on both sides)
 // and its triggers: created with it, or, for a table imported under
 // another name (whose triggers would clash with the original's), named
-// in Skipped, not created.
+// in Skipped, not created; so are its foreign keys under another name
+// (ForeignKeys), whose constraint names would clash too.
 type Imported struct {
-	Table    Table
-	Checksum int64
-	Triggers []string
-	Skipped  []string
+	Table       Table
+	Checksum    int64
+	Triggers    []string
+	Skipped     []string
+	ForeignKeys []string
 }
 
 // Run imports job's tables. Nothing changes on the target before the
@@ -155,10 +157,18 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	}
 	var out []Imported
 	for i, t := range tables {
-		imp, err := importOne(ctx, src, target, t, defs[i], restored, datadir, job.NoBinlog)
+		def, fks := defs[i], []string(nil)
+		if t.AsDB != t.DB || t.AsName != t.Name {
+			// Beside the original, a constraint's name would clash (it is
+			// unique in a database), and elsewhere the copy would hold
+			// live constraints on the original's parent tables.
+			def, fks = withoutForeignKeys(def)
+		}
+		imp, err := importOne(ctx, src, target, t, def, restored, datadir, job.NoBinlog)
 		if err != nil {
 			return out, fmt.Errorf("table %s (as %s): %w", t, t.As(), err)
 		}
+		imp.ForeignKeys = fks
 		out = append(out, imp)
 	}
 	return out, nil
@@ -351,6 +361,34 @@ func definition(ctx context.Context, src *sql.DB, t Table, m *archive.Manifest) 
 	return "CREATE TABLE " + quoteTable(t.AsDB, t.AsName) + " " + create[len(prefix):], nil
 }
 
+// foreignKeyLine is a FOREIGN KEY constraint of SHOW CREATE TABLE, one a
+// line; its name is the submatch.
+var foreignKeyLine = regexp.MustCompile("^\\s*CONSTRAINT (`(?:[^`]|``)*`) FOREIGN KEY .*$")
+
+// withoutForeignKeys removes the FOREIGN KEY constraints from a CREATE
+// TABLE of SHOW CREATE TABLE (their indexes stay) and names them.
+func withoutForeignKeys(def string) (string, []string) {
+	lines := strings.Split(def, "\n")
+	var kept, fks []string
+	for _, l := range lines {
+		if m := foreignKeyLine.FindStringSubmatch(l); m != nil {
+			fks = append(fks, strings.ReplaceAll(m[1][1:len(m[1])-1], "``", "`"))
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if len(fks) == 0 {
+		return def, nil
+	}
+	// The line before the closing parenthesis ends without a comma.
+	for i := 1; i < len(kept); i++ {
+		if strings.HasPrefix(kept[i], ")") {
+			kept[i-1] = strings.TrimSuffix(kept[i-1], ",")
+		}
+	}
+	return strings.Join(kept, "\n"), fks
+}
+
 var dataDirectory = regexp.MustCompile(`(?i)\bDATA DIRECTORY\s*=`)
 
 // importOne creates the table on the target, exports it from the restored
@@ -403,15 +441,26 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 	made := []string{asTable}
 	var copied []string
 	defer func() {
-		for _, p := range copied {
-			if strings.HasSuffix(p, ".cfg") || err != nil {
-				os.Remove(p)
-			}
-		}
+		// The tables go first: a file is never unlinked under a table
+		// that uses it. What a DROP leaves (a tablespace copied for a
+		// table not yet imported) goes after it.
+		var left []string
 		if err != nil {
 			for _, tbl := range made {
-				tc.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+tbl)
+				if _, derr := tc.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+tbl); derr != nil {
+					left = append(left, fmt.Sprintf("dropping %s: %v", tbl, derr))
+				}
 			}
+		}
+		for _, p := range copied {
+			if strings.HasSuffix(p, ".cfg") || err != nil {
+				if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+					left = append(left, rerr.Error())
+				}
+			}
+		}
+		if len(left) > 0 {
+			err = fmt.Errorf("%w (cleaning up the target failed, check it by hand: %s)", err, strings.Join(left, "; "))
 		}
 	}()
 	// Each file stem of the backup's table goes into one table of the

@@ -48,3 +48,32 @@ func TestNeeded(t *testing.T) {
 		}
 	}
 }
+
+func TestWithoutForeignKeys(t *testing.T) {
+	def := "CREATE TABLE `shop`.`o2` (\n" +
+		"  `id` int(11) NOT NULL,\n" +
+		"  `customer` int(11) DEFAULT NULL,\n" +
+		"  `part` int(11) DEFAULT NULL,\n" +
+		"  PRIMARY KEY (`id`),\n" +
+		"  KEY `customer` (`customer`),\n" +
+		"  KEY `part` (`part`),\n" +
+		"  CONSTRAINT `fk_c` FOREIGN KEY (`customer`) REFERENCES `customers` (`id`) ON DELETE CASCADE,\n" +
+		"  CONSTRAINT `odd``name` FOREIGN KEY (`part`) REFERENCES `parts` (`id`)\n" +
+		") ENGINE=InnoDB DEFAULT CHARSET=latin1"
+	got, fks := withoutForeignKeys(def)
+	want := "CREATE TABLE `shop`.`o2` (\n" +
+		"  `id` int(11) NOT NULL,\n" +
+		"  `customer` int(11) DEFAULT NULL,\n" +
+		"  `part` int(11) DEFAULT NULL,\n" +
+		"  PRIMARY KEY (`id`),\n" +
+		"  KEY `customer` (`customer`),\n" +
+		"  KEY `part` (`part`)\n" +
+		") ENGINE=InnoDB DEFAULT CHARSET=latin1"
+	if got != want || len(fks) != 2 || fks[0] != "fk_c" || fks[1] != "odd`name" {
+		t.Errorf("withoutForeignKeys:\n%s\nforeign keys %q", got, fks)
+	}
+	plain := "CREATE TABLE `t` (\n  `id` int(11) NOT NULL,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB"
+	if got, fks := withoutForeignKeys(plain); got != plain || fks != nil {
+		t.Errorf("a table without foreign keys changed: %q, %v", got, fks)
+	}
+}
