@@ -18,11 +18,11 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/local"
-	"github.com/backstream/backstream/internal/sandbox"
-	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 // restore --table --apply-to imports InnoDB tables of a physical backup
@@ -266,7 +266,6 @@ func bytesIn(t *testing.T, stderr string) int64 {
 	t.Fatalf("no progress summary in:\n%s", stderr)
 	return 0
 }
-
 
 // A table of an encrypted incremental chain, locally and on S3: the
 // import brings the chain end's rows, and fetches the table's frames and
