@@ -225,11 +225,24 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 					t.Errorf("after the refusal, replica 0 replicates from port %d (IO %s, SQL %v); want the primary's %d, running", st.MasterPort, st.IOState, st.SQLRunning, primary.Port)
 				}
 
+				// A logical backup of the replica records the same
+				// position in the primary's history, under its lock: a
+				// server it seeds replicates from the primary too.
+				repoDir := filepath.Join(t.TempDir(), "repo")
+				run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
+				id := backupListing(t, repoDir)[0].ID
+				seeded := sandboxtest.Start(t, sandbox.Options{})
+				run(t, append([]string{"restore", id, "--repo", repoDir, "--no-binlog"}, sandboxConn(seeded)...)...).mustSucceed(t)
+				rep := run(t, append(append([]string{"replicate", "--from-backup", id, "--repo", repoDir}, sandboxConn(seeded)...), primaryFlags...)...).mustSucceed(t)
+				if !strings.Contains(rep.stdout, "(from backup "+id+")") || !strings.Contains(rep.stdout, wantChoice) {
+					t.Errorf("replicate --from-backup of the replica's logical backup printed %q, want %q", rep.stdout, wantChoice)
+				}
+				replicas["a server seeded by the replica's logical backup"] = seeded.DB()
+
 				// An account that may not see the replication status takes
 				// its backups as before, with a note, and records no
 				// position in the primary's history.
 				mustExecAll(t, src.DB(), "CREATE USER bk@localhost", "GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR ON *.* TO bk@localhost")
-				repoDir := filepath.Join(t.TempDir(), "repo")
 				minimal := run(t, "backup", "--repo", repoDir, "--socket", src.Socket, "--user", "bk", "--no-defaults").mustSucceed(t)
 				if !strings.Contains(minimal.stderr, "GRANT SLAVE MONITOR to the backup account") {
 					t.Errorf("a backup of a replica without SLAVE MONITOR said %q, want a note naming the privilege", minimal.stderr)
@@ -251,6 +264,58 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				waitSameTables(t, name, db, want)
 			}
 		})
+	}
+}
+
+// Issue 15 item 5, a logical backup seeds a replica: a logical backup of
+// a primary under writes is loaded into a fresh server, which then
+// replicates from the backup's GTID (replicate --from-backup) and reaches
+// the primary's CHECKSUM TABLE. A logical backup without a GTID position
+// (of a server without a binary log) is refused, naming the backup.
+func TestLogicalBackupSeedsReplica(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary, primaryCnf := primaryWithBank(t)
+	load := bankLoad(primary.DB())
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	load.more(t, 20)
+	b := run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--skip-users"}, sandboxConn(primary)...)...).mustSucceed(t)
+	load.more(t, 20)
+	entries := backupListing(t, repoDir)
+	if len(entries) != 1 {
+		t.Fatalf("list: %d backups\n%s", len(entries), b.stdout)
+	}
+	id := entries[0].ID
+
+	fresh := sandboxtest.Start(t, sandbox.Options{})
+	run(t, append([]string{"restore", id, "--repo", repoDir, "--no-binlog"}, sandboxConn(fresh)...)...).mustSucceed(t)
+	rep := run(t, append(append([]string{"replicate", "--from-backup", id, "--repo", repoDir, "--catch-up"}, sandboxConn(fresh)...),
+		"--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(primary.Port), "--primary-user", "repl")...).mustSucceed(t)
+	if !strings.Contains(rep.stdout, "starting at GTID 0-") || !strings.Contains(rep.stdout, "(from backup "+id+")") {
+		t.Errorf("replicate --from-backup printed %q, want it to start at the backup's GTID", rep.stdout)
+	}
+	load.more(t, 50)
+	load.finish(t)
+	want, err := sandbox.ChecksumTables(ctx, primary.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSameTables(t, "the server seeded by a logical backup", fresh.DB(), want)
+
+	// No binary log on the source: no GTID to start from.
+	nolog := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
+	mustExecAll(t, nolog.DB(), "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
+	repo2 := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--logical", "--repo", repo2, "--skip-users"}, sandboxConn(nolog)...)...).mustSucceed(t)
+	id2 := backupListing(t, repo2)[0].ID
+	other := sandboxtest.Start(t, sandbox.Options{})
+	refused := run(t, append(append([]string{"replicate", "--from-backup", id2, "--repo", repo2}, sandboxConn(other)...),
+		"--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(primary.Port), "--primary-user", "repl")...)
+	if want := "backup " + id2 + " records no binary log position and no GTID of its source"; refused.code != ExitFailure || !strings.Contains(fmt.Sprint(refused.err), want) {
+		t.Errorf("replicate --from-backup of a backup without a GTID: exit %d, %v; want %q", refused.code, refused.err, want)
+	}
+	if st := replicationOf(t, other.DB()); st.Configured {
+		t.Errorf("the refused replicate configured replication: %+v", st)
 	}
 }
 

@@ -22,13 +22,14 @@ func newReplicateCmd(g *globals) *cobra.Command {
 		conn    connFlags
 		primary primaryFlags
 		datadir string
+		from    string
 		filePos bool
 		catchUp bool
 		force   bool
 		wait    time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "replicate --primary-host HOST [--primary-user USER]",
+		Use:   "replicate --primary-host HOST [--primary-user USER] [--from-backup ID --repo R]",
 		Short: "Make a server restored from a backup replicate from the backup's source (or the source's primary)",
 		Long: `replicate runs on a server started on a restored backup (restore or receive). It reads
 the backup's binlog coordinates from the datadir (xtrabackup_binlog_info or
@@ -41,6 +42,10 @@ its position in its primary's history (xtrabackup_slave_info). replicate asks th
 for its server_id and takes the one that suits it: the own coordinates when the primary is
 the backup's source, the other when it is the source's primary. When that does not tell,
 it refuses, naming both; --primary-is chooses.
+
+With --from-backup ID (and --repo) the positions come from that backup's manifest instead
+of the datadir: so a server into which a logical backup was restored (restore ID --repo R
+--socket ...) replicates from the backup's GTID position.
 
 The primary's settings come from the [backstream-primary] group of the option files
 (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf, then --primary-defaults-file), then the
@@ -60,6 +65,23 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 			opt := replica.Options{
 				Datadir: datadir, UseFilePos: filePos, CatchUp: catchUp, Force: force, WaitTimeout: wait, PrimaryIs: primary.is,
 			}
+			if from != "" {
+				if datadir != "" {
+					return usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
+				}
+				if g.repo == "" {
+					return usagef("--from-backup needs the repository holding the backup: --repo R")
+				}
+				r, err := g.openRepo(ctx, false)
+				if err != nil {
+					return err
+				}
+				m, err := r.Resolve(ctx, from)
+				if err != nil {
+					return err
+				}
+				opt.Backup = replica.FromManifest(m)
+			}
 			return startReplication(ctx, g.stdout, cfg, p, opt)
 		},
 	}
@@ -67,6 +89,7 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 	conn.register(f)
 	primary.register(f)
 	f.StringVar(&datadir, "datadir", "", "the restored datadir (default: the server's @@datadir)")
+	f.StringVar(&from, "from-backup", "", "take the positions from this backup's manifest (ID, prefix or latest, in --repo) instead of the datadir: for a server a logical backup was restored into")
 	f.BoolVar(&filePos, "use-file-pos", false, "replicate by binlog file and position instead of GTID")
 	f.BoolVar(&catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
 	f.BoolVar(&force, "force", false, "replace a replication connection that is configured and running")
@@ -149,6 +172,9 @@ func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p 
 	if errors.As(err, &unsure) {
 		return fmt.Errorf("%w; nothing was changed: if the primary is the backup's source, give --primary-is %s; if it is the source's primary (or, replicating by GTID, a server with its history), --primary-is %s",
 			err, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
+	}
+	if errors.Is(err, replica.ErrNoGTID) {
+		return fmt.Errorf("%w; --use-file-pos replicates from that file and position instead", err)
 	}
 	if err != nil {
 		return err

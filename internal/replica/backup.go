@@ -34,6 +34,9 @@ type BackupPositions struct {
 	// UpstreamFrom says where it came from.
 	Upstream     *archive.PrimaryPosition
 	UpstreamFrom string
+	// RequireGTID refuses coordinates without a GTID unless
+	// Options.UseFilePos: a logical backup seeds a replica from its GTID.
+	RequireGTID bool
 	// Backup names the backup in messages ("" for a datadir).
 	Backup string
 }
@@ -59,6 +62,7 @@ func FromManifest(m *archive.Manifest) *BackupPositions {
 		SourceHostname: m.Server.Hostname,
 		Upstream:       p.Primary,
 		UpstreamFrom:   "backup " + m.ID,
+		RequireGTID:    m.Kind == archive.KindLogical,
 		Backup:         m.ID,
 	}
 	if p.BinlogFile != "" || p.GTID != "" {

@@ -167,16 +167,39 @@ func TestReadBackupPositions(t *testing.T) {
 	}
 }
 
-// A backup's manifest offers the same positions, with the identities.
+// A backup's manifest offers the same positions, with the identities,
+// and a logical backup's want a GTID.
 func TestFromManifest(t *testing.T) {
 	m := &archive.Manifest{ID: "B1", Kind: archive.KindLogical, Server: archive.Server{Hostname: "db2", ServerID: 2},
 		Positions: archive.Positions{BinlogFile: "f", BinlogPosition: 4, GTID: "0-2-9", Primary: &archive.PrimaryPosition{GTID: "0-1-6"}}}
 	b := FromManifest(m)
-	if b.Own == nil || *b.Own != (physical.BinlogInfo{File: "f", Position: 4, GTID: "0-2-9"}) || b.SourceServerID != 2 || b.Upstream != m.Positions.Primary || b.OwnFrom != "backup B1" {
+	if b.Own == nil || *b.Own != (physical.BinlogInfo{File: "f", Position: 4, GTID: "0-2-9"}) || b.SourceServerID != 2 || b.Upstream != m.Positions.Primary || !b.RequireGTID || b.OwnFrom != "backup B1" {
 		t.Errorf("FromManifest: %+v", b)
 	}
 	m.Positions = archive.Positions{}
 	if b := FromManifest(m); b.Own != nil {
 		t.Errorf("a backup without positions offers %+v", b.Own)
+	}
+}
+
+// A logical backup seeds a replica from its GTID: one that recorded only a
+// file and position is refused unless UseFilePos asks for them.
+func TestCoordinatesRequireGTID(t *testing.T) {
+	m := &archive.Manifest{ID: "B2", Kind: archive.KindLogical, Positions: archive.Positions{BinlogFile: "mariadb-bin.000001", BinlogPosition: 330}}
+	p := Primary{Host: "127.0.0.1", User: "repl"}
+	res := &Result{}
+	err := coordinates(context.Background(), nil, p, Options{Backup: FromManifest(m)}, res)
+	if !errors.Is(err, ErrNoGTID) || !strings.Contains(err.Error(), "backup B2 records only binlog file and position mariadb-bin.000001:330") {
+		t.Errorf("a logical backup without a GTID: %v", err)
+	}
+	if err := coordinates(context.Background(), nil, p, Options{Backup: FromManifest(m), UseFilePos: true}, res); err != nil || res.Coordinates.File != "mariadb-bin.000001" {
+		t.Errorf("with UseFilePos: %+v, %v", res.Coordinates, err)
+	}
+	m.Kind = archive.KindPhysical
+	if err := coordinates(context.Background(), nil, p, Options{Backup: FromManifest(m)}, &Result{}); err != nil {
+		t.Errorf("a physical backup without a GTID (replicated by position, with a note): %v", err)
+	}
+	if err := coordinates(context.Background(), nil, p, Options{Backup: FromManifest(m), PrimaryIs: "the other one"}, &Result{}); err == nil {
+		t.Error("an unknown PrimaryIs was taken")
 	}
 }

@@ -44,6 +44,11 @@ const pollInterval = 200 * time.Millisecond
 // runs even when the caller's context has ended.
 const stopTimeout = 30 * time.Second
 
+// ErrNoGTID is returned (wrapped) by Setup for a logical backup that
+// records no GTID position (BackupPositions.RequireGTID), unless
+// Options.UseFilePos asks for its binlog file and position.
+var ErrNoGTID = errors.New("no GTID position")
+
 // ErrAlreadyReplicating is returned (wrapped) by Setup when the replica's
 // connection is already configured and running, and Options.Force is off.
 var ErrAlreadyReplicating = errors.New("server is already a running replica")
@@ -242,6 +247,13 @@ func coordinates(ctx context.Context, conn *sql.Conn, p Primary, opt Options, re
 	bi, from, notes, err := b.choose(ctx, p, opt.PrimaryIs, identify)
 	if err != nil {
 		return err
+	}
+	if b.RequireGTID && bi.GTID == "" && !opt.UseFilePos {
+		what := "the backup"
+		if b.Backup != "" {
+			what = "backup " + b.Backup
+		}
+		return fmt.Errorf("%w: %s records only binlog file and position %s: a logical backup seeds a replica from its GTID", ErrNoGTID, what, describe(bi))
 	}
 	res.Coordinates, res.From = bi, from
 	res.Notes = append(res.Notes, notes...)
