@@ -144,6 +144,63 @@ type Positions struct {
 	BinlogFile     string `json:"binlog_file,omitempty"`
 	BinlogPosition uint64 `json:"binlog_position,omitempty"`
 	GTID           string `json:"gtid,omitempty"`
+	// Primary is set for a backup of a replica: where the replica stood
+	// in its primary's history at the backup's consistent point. The
+	// fields above are the replica's own binary log, right for a server
+	// that replicates from the replica itself; these are right for one
+	// that replicates from the replica's primary.
+	Primary *PrimaryPosition `json:"primary,omitempty"`
+}
+
+// PrimaryPosition is a replica's position in its primaries' history, as
+// mariabackup --slave-info records it (xtrabackup_slave_info), or as a
+// logical backup reads it under its lock, with the identity of each
+// primary as SHOW ALL SLAVES STATUS named it.
+type PrimaryPosition struct {
+	// GTID is the replica's @@gtid_slave_pos: what it had applied, over
+	// all its connections. Empty when no connection replicates by GTID
+	// (mariabackup then records file and position only).
+	GTID string `json:"gtid,omitempty"`
+	// Connections are the replica's replication connections, in the
+	// order SHOW ALL SLAVES STATUS lists them.
+	Connections []PrimaryConnection `json:"connections"`
+}
+
+// PrimaryConnection is one replication connection of a replica: whom it
+// replicates from, and how far it had applied.
+type PrimaryConnection struct {
+	// Name is the multi-source connection name; "" is the default one.
+	Name string `json:"name,omitempty"`
+	// Host and Port are the primary as the replica reached it
+	// (Master_Host, Master_Port).
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// ServerID is the primary's @@server_id as the replica saw it
+	// (Master_Server_Id); 0 when its IO thread had not connected since
+	// the replica started.
+	ServerID uint32 `json:"server_id,omitempty"`
+	// UsingGTID is the connection's Using_Gtid: "No", "Slave_Pos" or
+	// "Current_Pos".
+	UsingGTID string `json:"using_gtid,omitempty"`
+	// BinlogFile and BinlogPosition are the primary's coordinates of the
+	// last event applied (Relay_Master_Log_File, Exec_Master_Log_Pos).
+	// mariabackup records them only for a connection that does not
+	// replicate by GTID; a logical backup for every connection.
+	BinlogFile     string `json:"binlog_file,omitempty"`
+	BinlogPosition uint64 `json:"binlog_position,omitempty"`
+}
+
+// Connection returns the connection named name, or nil.
+func (p *PrimaryPosition) Connection(name string) *PrimaryConnection {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Connections {
+		if p.Connections[i].Name == name {
+			return &p.Connections[i]
+		}
+	}
+	return nil
 }
 
 // Object is a stored object of the backup, named relative to the backup's
@@ -358,6 +415,18 @@ func (m *Manifest) validate() error {
 	for _, o := range m.Meta {
 		if err := o.validate(); err != nil {
 			return fmt.Errorf("meta: %w", err)
+		}
+	}
+	if p := m.Positions.Primary; p != nil {
+		if len(p.Connections) == 0 {
+			return fmt.Errorf("positions: a primary position without replication connections")
+		}
+		seen := map[string]bool{}
+		for _, c := range p.Connections {
+			if seen[c.Name] {
+				return fmt.Errorf("positions: replication connection %q listed twice", c.Name)
+			}
+			seen[c.Name] = true
 		}
 	}
 	return nil

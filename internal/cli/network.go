@@ -57,7 +57,11 @@ ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.
 			`provision is send for new replicas: every receiver (started with backstream receive
 --datadir DIR --start --replicate) restores the backup into place as it arrives, starts the
 server, checks it and points it at its primary from the backup's position before it
-answers; provision prints what each one reported and fails unless every one replicates.`
+answers; provision prints what each one reported and fails unless every one replicates.
+
+Run on a replica, the backup also records where the replica stood in its primary's
+history (mariabackup --slave-info), and a receiver pointed at that primary starts there:
+new replicas of the primary are made without loading it.`
 	}
 	cmd := &cobra.Command{Use: use, Short: short, Long: long,
 		Args: cobra.NoArgs,
@@ -228,7 +232,10 @@ receiver reported: one send provisions every replica it names.`,
 					if err != nil {
 						return said.String(), err
 					}
-					err = startReplication(ctx, out, cfg, prim, replica.Options{Datadir: place.Dir, CatchUp: catchUp, WaitTimeout: replica.DefaultWaitTimeout})
+					// The manifest names the source and, for a backup of
+					// a replica, its primary: the positions to choose from.
+					err = startReplication(ctx, out, cfg, prim, replica.Options{Backup: replica.FromManifest(m), PrimaryIs: primary.is,
+						CatchUp: catchUp, WaitTimeout: replica.DefaultWaitTimeout})
 					return said.String(), err
 				}
 			}

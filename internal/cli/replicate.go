@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,19 +22,30 @@ func newReplicateCmd(g *globals) *cobra.Command {
 		conn    connFlags
 		primary primaryFlags
 		datadir string
+		from    string
 		filePos bool
 		catchUp bool
 		force   bool
 		wait    time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "replicate --primary-host HOST [--primary-user USER]",
-		Short: "Make a server restored from a backup replicate from the backup's source",
+		Use:   "replicate --primary-host HOST [--primary-user USER] [--from-backup ID --repo R]",
+		Short: "Make a server restored from a backup replicate from the backup's source (or the source's primary)",
 		Long: `replicate runs on a server started on a restored backup (restore or receive). It reads
 the backup's binlog coordinates from the datadir (xtrabackup_binlog_info or
 mariadb_backup_binlog_info), sets gtid_slave_pos, points the server at the primary with
 CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos, starts replication and waits until both
 threads run, or reports the replication error.
+
+A backup of a replica holds two positions: the replica's own binary log coordinates, and
+its position in its primary's history (xtrabackup_slave_info). replicate asks the primary
+for its server_id and takes the one that suits it: the own coordinates when the primary is
+the backup's source, the other when it is the source's primary. When that does not tell,
+it refuses, naming both; --primary-is chooses.
+
+With --from-backup ID (and --repo) the positions come from that backup's manifest instead
+of the datadir: so a server into which a logical backup was restored (restore ID --repo R
+--socket ...) replicates from the backup's GTID position.
 
 The primary's settings come from the [backstream-primary] group of the option files
 (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf, then --primary-defaults-file), then the
@@ -50,15 +62,34 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 			if err != nil {
 				return err
 			}
-			return startReplication(ctx, g.stdout, cfg, p, replica.Options{
-				Datadir: datadir, UseFilePos: filePos, CatchUp: catchUp, Force: force, WaitTimeout: wait,
-			})
+			opt := replica.Options{
+				Datadir: datadir, UseFilePos: filePos, CatchUp: catchUp, Force: force, WaitTimeout: wait, PrimaryIs: primary.is,
+			}
+			if from != "" {
+				if datadir != "" {
+					return usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
+				}
+				if g.repo == "" {
+					return usagef("--from-backup needs the repository holding the backup: --repo R")
+				}
+				r, err := g.openRepo(ctx, false)
+				if err != nil {
+					return err
+				}
+				m, err := r.Resolve(ctx, from)
+				if err != nil {
+					return err
+				}
+				opt.Backup = replica.FromManifest(m)
+			}
+			return startReplication(ctx, g.stdout, cfg, p, opt)
 		},
 	}
 	f := cmd.Flags()
 	conn.register(f)
 	primary.register(f)
 	f.StringVar(&datadir, "datadir", "", "the restored datadir (default: the server's @@datadir)")
+	f.StringVar(&from, "from-backup", "", "take the positions from this backup's manifest (ID, prefix or latest, in --repo) instead of the datadir: for a server a logical backup was restored into")
 	f.BoolVar(&filePos, "use-file-pos", false, "replicate by binlog file and position instead of GTID")
 	f.BoolVar(&catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
 	f.BoolVar(&force, "force", false, "replace a replication connection that is configured and running")
@@ -70,6 +101,7 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 type primaryFlags struct {
 	p    replica.Primary
 	file string
+	is   string
 }
 
 func (pf *primaryFlags) register(f *pflag.FlagSet) {
@@ -78,11 +110,12 @@ func (pf *primaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&pf.p.User, "primary-user", "", "the replication account on the primary")
 	f.BoolVar(&pf.p.SSL, "primary-ssl", false, "replicate over TLS (MASTER_SSL=1)")
 	f.StringVar(&pf.file, "primary-defaults-file", "", "option file with a [backstream-primary] group (host, port, user, password)")
+	f.StringVar(&pf.is, "primary-is", "", "for a backup of a replica: the primary is the backup's source ("+replica.PrimaryIsSource+") or the source's primary ("+replica.PrimaryIsSourcePrimary+"); default: ask the primary for its server_id")
 }
 
 // names are the flags register adds.
 func (pf *primaryFlags) names() []string {
-	return []string{"primary-host", "primary-port", "primary-user", "primary-ssl", "primary-defaults-file"}
+	return []string{"primary-host", "primary-port", "primary-user", "primary-ssl", "primary-defaults-file", "primary-is"}
 }
 
 // resolve reads the [backstream-primary] group of the option files
@@ -115,6 +148,11 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet) (replica.Primary, error) {
 	if p.Host == "" || p.User == "" {
 		return p, usagef("name the primary: --primary-host and --primary-user (or host= and user= in [backstream-primary])")
 	}
+	switch pf.is {
+	case "", replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary:
+	default:
+		return p, usagef("--primary-is %q: want %s (the primary is the backup's source) or %s (it is the source's primary)", pf.is, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
+	}
 	return p, nil
 }
 
@@ -130,6 +168,14 @@ func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p 
 	}
 	defer db.Close()
 	res, err := replica.Setup(ctx, db, p, opt)
+	var unsure *replica.UnsureError
+	if errors.As(err, &unsure) {
+		return fmt.Errorf("%w; nothing was changed: if the primary is the backup's source, give --primary-is %s; if it is the source's primary (or, replicating by GTID, a server with its history), --primary-is %s",
+			err, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
+	}
+	if errors.Is(err, replica.ErrNoGTID) {
+		return fmt.Errorf("%w; --use-file-pos replicates from that file and position instead", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -115,6 +115,9 @@ type session struct {
 	tables  []*tableWork
 	sqlMode string
 	format  int // of the data files (Catalog.DataFormat)
+	// replica is true when the server replicates: the position in its
+	// primary's history is read with its own.
+	replica bool
 }
 
 // setReadSession sets up a connection that reads rows the way data files
@@ -248,6 +251,15 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	if err != nil {
 		return nil, err
 	}
+	sources, note, err := mariadb.BackupSources(ctx, s.coord, header.Server.Hostname)
+	if err != nil {
+		w.Abort(err)
+		return nil, err
+	}
+	if note != "" && job.Progress != nil {
+		job.Progress.Logf("note: %s", note)
+	}
+	s.replica = len(sources) > 0
 	em := newEmitter(w)
 	em.limit = throttle.NewLimiter(job.MaxRate)
 	var pos archive.Positions
@@ -472,7 +484,45 @@ func (s *session) position(ctx context.Context) (archive.Positions, error) {
 	if err := s.coord.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_binlog_pos").Scan(&pos.GTID); err != nil {
 		return pos, err
 	}
+	if s.replica {
+		// Commits are blocked, those of the replication threads too: what
+		// they have applied stands still with the snapshots.
+		var err error
+		if pos.Primary, err = s.primaryPosition(ctx); err != nil {
+			return pos, err
+		}
+	}
 	return pos, nil
+}
+
+// primaryPosition reads where the replica stands in its primaries'
+// history, as mariabackup --slave-info records it, with each
+// connection's file and position as well: gtid_slave_pos (when a
+// connection replicates by GTID) and SHOW ALL SLAVES STATUS. It runs
+// under BLOCK_COMMIT, as mariabackup's own SHOW ALL SLAVES STATUS does.
+func (s *session) primaryPosition(ctx context.Context) (*archive.PrimaryPosition, error) {
+	sources, err := mariadb.ReplicationSources(ctx, s.coord)
+	if err != nil {
+		return nil, err
+	}
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("the replica's replication changed during the backup: it has no replication connection any more")
+	}
+	p := &archive.PrimaryPosition{}
+	byGTID := false
+	for _, c := range sources {
+		byGTID = byGTID || (c.UsingGTID != "" && c.UsingGTID != "No")
+		p.Connections = append(p.Connections, archive.PrimaryConnection{
+			Name: c.Name, Host: c.Host, Port: c.Port, ServerID: c.ServerID, UsingGTID: c.UsingGTID,
+			BinlogFile: c.RelayMasterLogFile, BinlogPosition: c.ExecMasterLogPos,
+		})
+	}
+	if byGTID {
+		if err := s.coord.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_slave_pos").Scan(&p.GTID); err != nil {
+			return nil, fmt.Errorf("read @@gtid_slave_pos: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // transactionalEngines returns the server's engines with transactions, by

@@ -40,3 +40,36 @@ func ShowRow(ctx context.Context, db Querier, query string) (map[string]sql.Null
 	}
 	return row, rows.Close()
 }
+
+// ShowRows is ShowRow for a statement of any number of rows.
+func ShowRows(ctx context.Context, db Querier, query string) ([]map[string]sql.NullString, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]sql.NullString
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		dest := make([]any, len(cols))
+		for i := range vals {
+			dest[i] = &vals[i]
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		row := make(map[string]sql.NullString, len(cols))
+		for i, c := range cols {
+			row[c] = vals[i]
+		}
+		out = append(out, row)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, rows.Close()
+}

@@ -185,7 +185,7 @@ func store(ctx context.Context, job Job, header *archive.Manifest, dir string, m
 	m := *header
 	e := job.Backup.Positions
 	m.Positions = archive.Positions{FromLSN: c.FromLSN, ToLSN: c.ToLSN, LastLSN: c.LastLSN,
-		BinlogFile: e.BinlogFile, BinlogPosition: e.BinlogPosition, GTID: e.GTID}
+		BinlogFile: e.BinlogFile, BinlogPosition: e.BinlogPosition, GTID: e.GTID, Primary: e.Primary}
 	if err := physical.CheckPositions(&m, nil, meta); err != nil {
 		return nil, err
 	}

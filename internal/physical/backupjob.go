@@ -1,7 +1,9 @@
 package physical
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +100,10 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	if err == nil {
 		fileKey, err = serverFileKey(ctx, db)
 	}
+	var sources []mariadb.ReplicationSource
+	if err == nil {
+		sources, err = replicaSources(ctx, db, server, job.Progress)
+	}
 	if err == nil && job.Checkpoint {
 		// The statement returns once the checkpoint is written.
 		if _, err = db.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now = ON"); err != nil {
@@ -135,7 +141,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 			job.Progress.SetTotal(DatadirSize(server.Datadir))
 			job.Progress.Stage(stage)
 		}
-		m, err := backupOnce(ctx, job, started, parent, server, bin, fileKey)
+		m, err := backupOnce(ctx, job, started, parent, server, sources, bin, fileKey)
 		var race *DDLRaceError
 		if !errors.As(err, &race) || attempt == ddlRaceAttempts {
 			return m, err
@@ -149,8 +155,9 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 
 // backupOnce takes the backup once, under a new id. fileKey is the
 // password of the server's key file, which the backup withholds ("" for
-// none).
-func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, bin *Binary, fileKey string) (*archive.Manifest, error) {
+// none); sources are the server's replication connections (none when it
+// is no replica).
+func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string) (*archive.Manifest, error) {
 	id := backupid.New(started)
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: started,
@@ -182,11 +189,11 @@ func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *a
 		log = io.MultiWriter(logFile, job.Log)
 	}
 	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) {
-		return runBackup(ctx, job, header, parent, server, bin, fileKey, log, logFile)
+		return runBackup(ctx, job, header, parent, server, sources, bin, fileKey, log, logFile)
 	})
 }
 
-func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, bin *Binary, fileKey string, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
+func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
 	id := header.ID
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
@@ -202,6 +209,11 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		// The parent's end LSN comes from its manifest, never from a file
 		// the user keeps.
 		args = append([]string{fmt.Sprintf("--incremental-lsn=%d", IncrementalLSN(parent))}, args...)
+	}
+	if len(sources) > 0 {
+		// A replica's backup records where it stood in its primary's
+		// history, read while commits are blocked, as the binlog info is.
+		args = append([]string{"--slave-info"}, args...)
 	}
 	launched := time.Now()
 	mb, err := StartBackup(childCtx, BackupOptions{
@@ -260,6 +272,13 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		w.Abort(err)
 		return nil, err
 	}
+	var primary *archive.PrimaryPosition
+	if len(sources) > 0 {
+		if primary, err = addSourceInfo(ctx, job, server, sources, meta, w); err != nil {
+			w.Abort(err)
+			return nil, err
+		}
+	}
 	written, err := w.Close()
 	if err != nil {
 		return nil, err
@@ -276,6 +295,7 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 			m.Positions.BinlogFile, m.Positions.BinlogPosition, m.Positions.GTID = bi.File, bi.Position, bi.GTID
 		}
 	}
+	m.Positions.Primary = primary
 	// The stream's copies are what --prepare reads in a restored datadir;
 	// the extra-lsndir's replace them as meta objects. The manifest must
 	// agree with both, or it is not committed.
@@ -315,6 +335,75 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		return nil, err
 	}
 	return &m, nil
+}
+
+// replicaSources lists the replication connections of the server db
+// reaches (mariadb.BackupSources), so that the backup of a replica
+// records its position in its primary's history. A replica with
+// temporary tables open in its SQL thread gets a note: a server started
+// on the backup lacks them (see --safe-slave-backup in docs/guide.md).
+func replicaSources(ctx context.Context, db *sql.DB, server *mariadb.Server, p Progress) ([]mariadb.ReplicationSource, error) {
+	sources, note, err := mariadb.BackupSources(ctx, db, server.Hostname)
+	if note != "" && p != nil {
+		p.Logf("note: %s", note)
+	}
+	if err != nil || len(sources) == 0 {
+		return nil, err
+	}
+	if n, err := mariadb.GlobalStatus(ctx, db, "Slave_open_temp_tables"); err == nil && n != "" && n != "0" && p != nil {
+		p.Logf("note: the replica's SQL thread holds %s temporary tables (statement-based replication): a server started on this backup lacks them, and replicating from this replica's primary may fail on a statement that uses them; --mariabackup-option=--safe-slave-backup makes mariabackup wait until there are none", n)
+	}
+	return sources, nil
+}
+
+// addSourceInfo builds the backup's position in its primary's history
+// from the slave info mariabackup wrote (in meta) and the replication
+// connections the server listed when the backup started, checks that the
+// server still replicates from the same primaries, and adds the source's
+// identity to the stream as SourceInfoName (and to meta).
+func addSourceInfo(ctx context.Context, job BackupJob, server *mariadb.Server, sources []mariadb.ReplicationSource, meta map[string][]byte, w *archive.Writer) (*archive.PrimaryPosition, error) {
+	var raw []byte
+	var name string
+	for _, n := range SlaveInfoNames {
+		if b, ok := meta[n]; ok {
+			raw, name = b, n
+		}
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%s: mariabackup --slave-info wrote no slave info (was replication reset?): the backup is not committed", errPrimaryChanged)
+	}
+	si, err := ParseSlaveInfo(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s in the stream: %w", name, err)
+	}
+	primary, err := PrimaryPositionOf(si, sources)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the backup is not committed", err)
+	}
+	db, err := mariadb.Open(ctx, job.Conn, "")
+	if err != nil {
+		return nil, err
+	}
+	after, err := mariadb.ReplicationSources(ctx, db)
+	db.Close()
+	if err != nil {
+		return nil, err
+	}
+	if diff := SameSources(sources, after); diff != "" {
+		return nil, fmt.Errorf("%s: %s: the backup is not committed", errPrimaryChanged, diff)
+	}
+	if _, ok := meta[SourceInfoName]; ok {
+		return nil, fmt.Errorf("the server's datadir holds a file named %s, which backstream adds to a backup of a replica: move it away", SourceInfoName)
+	}
+	b, err := MarshalSourceInfo(SourceInfo{ServerID: server.ServerID, Hostname: server.Hostname, Version: server.Version, Primary: primary})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.AddFile(SourceInfoName, bytes.NewReader(b), len(b)); err != nil {
+		return nil, fmt.Errorf("%w: %w", errSink, err)
+	}
+	meta[SourceInfoName] = b
+	return primary, nil
 }
 
 // errSink marks pump errors that came from the archive writer, not the stream.

@@ -166,7 +166,7 @@ var metadataSuffixes = []string{"binlog_info", "galera_info", "checkpoints", "in
 // MetadataNames lists the top-level files of a backup stream worth keeping as
 // metadata copies, under both naming schemes.
 func MetadataNames() []string {
-	names := []string{BackupMyCnf}
+	names := []string{BackupMyCnf, SourceInfoName}
 	for _, prefix := range []string{"xtrabackup_", "mariadb_backup_"} {
 		for _, s := range metadataSuffixes {
 			names = append(names, prefix+s)

@@ -147,7 +147,8 @@ func TestParseInfo(t *testing.T) {
 
 func TestIsMetadata(t *testing.T) {
 	for _, p := range []string{"backup-my.cnf", "xtrabackup_info", "mariadb_backup_info", "xtrabackup_binlog_info",
-		"mariadb_backup_binlog_info", "xtrabackup_galera_info", "mariadb_backup_checkpoints", "./xtrabackup_checkpoints"} {
+		"mariadb_backup_binlog_info", "xtrabackup_galera_info", "mariadb_backup_checkpoints", "./xtrabackup_checkpoints",
+		"xtrabackup_slave_info", "backstream_source.json"} {
 		if !IsMetadata(p) {
 			t.Errorf("IsMetadata(%q) = false", p)
 		}
@@ -158,7 +159,7 @@ func TestIsMetadata(t *testing.T) {
 		}
 	}
 	names := MetadataNames()
-	if len(names) != 13 || names[0] != "backup-my.cnf" {
+	if len(names) != 14 || names[0] != "backup-my.cnf" {
 		t.Errorf("MetadataNames() = %v", names)
 	}
 }

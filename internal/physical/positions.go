@@ -33,7 +33,7 @@ var CheckpointsNames = metadataCandidates("checkpoints")
 // log coordinates, under both naming schemes.
 func PositionMetaNames() []string {
 	var names []string
-	for _, suffix := range []string{"checkpoints", "binlog_info"} {
+	for _, suffix := range []string{"checkpoints", "binlog_info", "slave_info"} {
 		for _, n := range metadataCandidates(suffix) {
 			names = append(names, "meta/"+n)
 		}
@@ -57,6 +57,11 @@ func CheckPositions(m, parent *archive.Manifest, meta map[string][]byte) error {
 			err = checkCheckpoints(m, base, data)
 		case slices.Contains(metadataCandidates("binlog_info"), base) && strings.TrimSpace(string(data)) != "":
 			err = checkBinlogInfo(m, base, data)
+		case slices.Contains(SlaveInfoNames, base) && m.Positions.Primary != nil:
+			// A backup that records no primary position was made
+			// before backstream read the slave info (or asked for it
+			// with --mariabackup-option): its copy is not checked.
+			err = checkSlaveInfo(m, base, data)
 		}
 		if err != nil {
 			return err

@@ -57,9 +57,19 @@ func ReadCoordinates(dir string) (physical.BinlogInfo, string, error) {
 		found, foundPath = bi, path
 	}
 	if foundPath == "" {
-		return physical.BinlogInfo{}, "", fmt.Errorf("no binary log coordinates: none of %s exists (is %s a datadir restored from a backup of a server with binary logging on?)", strings.Join(looked, ", "), dir)
+		return physical.BinlogInfo{}, "", &noCoordinatesError{looked: looked, dir: dir}
 	}
 	return found, foundPath, nil
+}
+
+// noCoordinatesError is ReadCoordinates finding no binlog info file.
+type noCoordinatesError struct {
+	looked []string
+	dir    string
+}
+
+func (e *noCoordinatesError) Error() string {
+	return fmt.Sprintf("no binary log coordinates: none of %s exists (is %s a datadir restored from a backup of a server with binary logging on?)", strings.Join(e.looked, ", "), e.dir)
 }
 
 func readSmall(path string) ([]byte, error) {

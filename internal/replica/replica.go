@@ -44,6 +44,11 @@ const pollInterval = 200 * time.Millisecond
 // runs even when the caller's context has ended.
 const stopTimeout = 30 * time.Second
 
+// ErrNoGTID is returned (wrapped) by Setup for a logical backup that
+// records no GTID position (BackupPositions.RequireGTID), unless
+// Options.UseFilePos asks for its binlog file and position.
+var ErrNoGTID = errors.New("no GTID position")
+
 // ErrAlreadyReplicating is returned (wrapped) by Setup when the replica's
 // connection is already configured and running, and Options.Force is off.
 var ErrAlreadyReplicating = errors.New("server is already a running replica")
@@ -55,9 +60,17 @@ type Options struct {
 	// BinlogInfoNames). Empty: the server's @@datadir, which is right when
 	// backstream runs on the replica's host.
 	Datadir string
-	// Coordinates, if set, are used instead of reading a file, e.g. when
-	// they come from the backup's manifest.
+	// Coordinates, if set, are used as they are, instead of reading a
+	// file or choosing among a backup's positions.
 	Coordinates *physical.BinlogInfo
+	// Backup, if set, are the positions to choose from (e.g. those of a
+	// backup's manifest, FromManifest) instead of those in Datadir.
+	Backup *BackupPositions
+	// PrimaryIs says which of a backup's positions suits the primary
+	// (PrimaryIsSource or PrimaryIsSourcePrimary) when the backup has
+	// two (it was of a replica). "" asks the primary for its server_id
+	// and refuses, with an *UnsureError, when that does not tell.
+	PrimaryIs string
 	// UseFilePos replicates from the binlog file and position
 	// (MASTER_LOG_FILE/POS) even when the backup has a GTID. Without a GTID
 	// in the backup, Setup does so anyway and says so in Result.Notes.
@@ -133,7 +146,7 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 	defer conn.Close()
 
 	res := &Result{}
-	if err := coordinates(ctx, conn, opt, res); err != nil {
+	if err := coordinates(ctx, conn, p, opt, res); err != nil {
 		return nil, err
 	}
 	res.UsingGTID = !opt.UseFilePos && res.Coordinates.GTID != ""
@@ -203,8 +216,9 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 	return res, nil
 }
 
-// coordinates fills res.Coordinates and res.From.
-func coordinates(ctx context.Context, conn *sql.Conn, opt Options, res *Result) error {
+// coordinates fills res.Coordinates and res.From, choosing among the
+// backup's positions the one that suits primary p.
+func coordinates(ctx context.Context, conn *sql.Conn, p Primary, opt Options, res *Result) error {
 	if opt.Coordinates != nil {
 		res.Coordinates, res.From = *opt.Coordinates, "options"
 		if res.Coordinates.File == "" && res.Coordinates.GTID == "" {
@@ -212,17 +226,37 @@ func coordinates(ctx context.Context, conn *sql.Conn, opt Options, res *Result) 
 		}
 		return nil
 	}
-	dir := opt.Datadir
-	if dir == "" {
-		if err := queryRow(ctx, conn, "SELECT @@datadir", &dir); err != nil {
-			return fmt.Errorf("replica: read @@datadir to find the backup's binlog info: %w", err)
+	switch opt.PrimaryIs {
+	case "", PrimaryIsSource, PrimaryIsSourcePrimary:
+	default:
+		return fmt.Errorf("the primary is %q: want %q or %q", opt.PrimaryIs, PrimaryIsSource, PrimaryIsSourcePrimary)
+	}
+	b := opt.Backup
+	if b == nil {
+		dir := opt.Datadir
+		if dir == "" {
+			if err := queryRow(ctx, conn, "SELECT @@datadir", &dir); err != nil {
+				return fmt.Errorf("replica: read @@datadir to find the backup's binlog info: %w", err)
+			}
+		}
+		var err error
+		if b, err = ReadBackupPositions(dir); err != nil {
+			return err
 		}
 	}
-	bi, path, err := ReadCoordinates(dir)
+	bi, from, notes, err := b.choose(ctx, p, opt.PrimaryIs, identify)
 	if err != nil {
 		return err
 	}
-	res.Coordinates, res.From = bi, path
+	if b.RequireGTID && bi.GTID == "" && !opt.UseFilePos {
+		what := "the backup"
+		if b.Backup != "" {
+			what = "backup " + b.Backup
+		}
+		return fmt.Errorf("%w: %s records only binlog file and position %s: a logical backup seeds a replica from its GTID", ErrNoGTID, what, describe(bi))
+	}
+	res.Coordinates, res.From = bi, from
+	res.Notes = append(res.Notes, notes...)
 	return nil
 }
 

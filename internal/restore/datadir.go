@@ -421,7 +421,13 @@ func prepareLink(ctx context.Context, links []Link, i int, dirs []string, bin *p
 			}
 		}
 	}
-	return physical.Prepare(ctx, bin, dirs[0], incDir, opt.UseMemory, fileKey, log)
+	if err := physical.Prepare(ctx, bin, dirs[0], incDir, opt.UseMemory, fileKey, log); err != nil {
+		return err
+	}
+	if incDir == "" {
+		return nil
+	}
+	return physical.CarrySourceInfo(incDir, dirs[0])
 }
 
 // FileKeyWithheld reports whether a link's backup withheld the password
