@@ -1,7 +1,7 @@
 // Package serverup starts the server that runs from a restored datadir,
 // the way the user runs it (systemd, or a command of theirs), waits until
-// it answers, makes sure the server answering is the one on that datadir,
-// and checks it quickly: CHECK TABLE of the system tables, and a row
+// it answers, makes sure the server answering is the one just started on
+// that datadir, and checks it quickly: CHECK TABLE of the system tables, and a row
 // count of the biggest tables. It knows nothing of backups or flags.
 package serverup
 
@@ -51,6 +51,7 @@ type TableCount struct {
 func Start(ctx context.Context, opt Options) (*Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
+	began := time.Now()
 	var cmd *exec.Cmd
 	if opt.How == Systemd {
 		cmd = exec.CommandContext(ctx, "systemctl", "start", "mariadb")
@@ -76,6 +77,9 @@ func Start(ctx context.Context, opt Options) (*Report, error) {
 	if !sameDir(datadir, opt.Datadir) {
 		return nil, fmt.Errorf("the server answering as %s runs on %s, not on the restored datadir %s: another server answers there, or the one started uses another datadir; nothing was checked", opt.Conn, datadir, opt.Datadir)
 	}
+	if err := startedSince(ctx, db, began); err != nil {
+		return nil, fmt.Errorf("the server answering as %s: %w", opt.Conn, err)
+	}
 	if rep.SystemTables, err = checkSystemTables(ctx, db); err != nil {
 		return nil, err
 	}
@@ -83,6 +87,28 @@ func Start(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	return &rep, nil
+}
+
+// startedSince makes sure the server db reaches started after began: an
+// old server still answering where the new one should (one that was not
+// stopped, on a datadir of the same path) must not be taken for the new
+// one. Its Uptime, in whole seconds, is compared with the time since the
+// start command ran: the one second of slack covers the rounding of both
+// ends to whole seconds. A server's pid or its parent would not do: a
+// command that starts the server in the background leaves it orphaned, and
+// systemd's is no child of ours.
+func startedSince(ctx context.Context, db *sql.DB, began time.Time) error {
+	var name string
+	var uptime int64
+	if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&name, &uptime); err != nil {
+		return fmt.Errorf("reading its uptime: %w", err)
+	}
+	since := time.Since(began)
+	if up := time.Duration(uptime) * time.Second; up > since+time.Second {
+		return fmt.Errorf("it has been up for %s, longer than the %s since the start command ran: it is not the server just started (an old one still answers there; has the new one failed to start?); nothing was checked",
+			up, since.Round(time.Second))
+	}
+	return nil
 }
 
 // describe names how the server was started, for messages.
