@@ -187,7 +187,11 @@ receiver reported: one send provisions every replica it names.`,
 			}
 			var place *restore.Place
 			if p.datadir != "" {
-				if place, err = restore.PlaceFor(p.datadir, p.force); err != nil {
+				sf, err := p.serverFiles(d.serverDefaults)
+				if err != nil {
+					return err
+				}
+				if place, err = restore.PlaceFor(p.datadir, p.force, sf); err != nil {
 					return refused(err)
 				}
 				// A datadir in place is prepared: a server runs on it.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/serverup"
 )
@@ -47,12 +48,107 @@ func (p *placeFlags) check(f *pflag.FlagSet) error {
 	return nil
 }
 
+// serverFiles reads where the server that will run on the datadir keeps
+// files of its state outside it, from the option files backstream can
+// know it reads: serverDefaults (--server-defaults-file) when given;
+// otherwise, with --start=systemd, the global option files; with
+// --start='COMMAND', those the command's words choose (--no-defaults,
+// --defaults-file, --defaults-extra-file, else the global files) and the
+// options among its words; without --start, none.
+func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, error) {
+	var src mariadb.ServerSource
+	switch {
+	case serverDefaults != "":
+		src.DefaultsFile = serverDefaults
+	case p.start == "":
+		return mariadb.ServerFiles{}, nil
+	case p.start == serverup.Systemd:
+	default:
+		words, err := shellWords(p.start)
+		if err != nil {
+			return mariadb.ServerFiles{}, usagef("--start: %v", err)
+		}
+		src.ArgsFrom = "the --start command"
+		for _, w := range words {
+			switch {
+			case w == "--no-defaults":
+				src.NoDefaults = true
+			case strings.HasPrefix(w, "--defaults-file="):
+				src.DefaultsFile = strings.TrimPrefix(w, "--defaults-file=")
+			case strings.HasPrefix(w, "--defaults-extra-file="):
+				src.DefaultsExtraFile = strings.TrimPrefix(w, "--defaults-extra-file=")
+			case strings.HasPrefix(w, "--"):
+				src.Args = append(src.Args, w)
+			}
+		}
+	}
+	sf, err := mariadb.ReadServerFiles(src)
+	if err != nil {
+		return sf, fmt.Errorf("the options of the server to start on the datadir: %w", err)
+	}
+	return sf, nil
+}
+
+// shellWords splits a command into words as /bin/sh would for simple
+// commands: blanks separate words, single quotes keep everything, double
+// quotes and backslashes work as in the shell. Expansions are not done.
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated quote in %q", s)
+			}
+			w.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+					i++
+				}
+				w.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unterminated quote in %q", s)
+			}
+			inWord = true
+		case c == '\\' && i+1 < len(s):
+			i++
+			w.WriteByte(s[i])
+			inWord = true
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words, nil
+}
+
 // finish swaps the restored datadir into place, and starts and checks the
 // server with --start.
 func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, m *archive.Manifest, place *restore.Place) error {
-	replaced, err := place.Swap()
-	if replaced != "" {
-		fmt.Fprintf(out, "what %s held was moved aside to %s\n", place.Dir, replaced)
+	sw, err := place.Swap()
+	if sw.Replaced != "" {
+		fmt.Fprintf(out, "what %s held was moved aside to %s\n", place.Dir, sw.Replaced)
+	}
+	for _, a := range sw.Outside {
+		fmt.Fprintln(out, a)
 	}
 	if err != nil {
 		return err

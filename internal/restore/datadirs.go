@@ -305,19 +305,60 @@ func notInUse(dir string) error {
 
 // notInUseProc is notInUse reading the process table at proc.
 func notInUseProc(proc, dir string) error {
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
+	u, err := whoUses(proc, []string{dir})
+	if err != nil {
+		return fmt.Errorf("data directory %s: %w", u.path, err)
 	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
+	if u != nil {
+		return &RefusedError{fmt.Errorf("data directory %s is in use by a running process (%s); a restore never places files where a server runs", u.path, u)}
+	}
+	return nil
+}
+
+// user is a process using one of the paths whoUses looked for.
+type user struct {
+	path      string // the path it uses (symbolic links resolved)
+	pid, comm string
+	open      string // what it has open there ("" for a lock)
+	lock      string // the file it holds a lock on ("" for an open file)
+}
+
+func (u *user) String() string {
+	if u.lock != "" {
+		return fmt.Sprintf("pid %s holds a lock on %s", u.pid, u.lock)
+	}
+	return fmt.Sprintf("pid %s, %s, has %s open", u.pid, u.comm, u.open)
+}
+
+// whoUses returns a process that works in one of paths, has a file there
+// open or holds a lock on one (nil if none does), as notInUse describes,
+// reading the process table at proc. Its error, which fails closed, comes
+// with a user naming the path it was about.
+func whoUses(proc string, paths []string) (*user, error) {
+	var real []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		real = append(real, p)
+	}
+	if len(real) == 0 {
+		return nil, nil
+	}
+	about := &user{path: real[0]}
+	if len(real) > 1 {
+		about.path = fmt.Sprintf("%s (and %d more)", real[0], len(real)-1)
 	}
 	procs, err := os.ReadDir(proc)
 	if err != nil {
-		return fmt.Errorf("data directory %s: cannot tell whether a running process uses it: %w; a restore reads %s to see which processes use a directory, and never places files where one may", dir, err, proc)
+		return about, fmt.Errorf("cannot tell whether a running process uses it: %w; a restore reads %s to see which processes use a directory, and never places files where one may", err, proc)
 	}
 	ours, err := permittedCaps(filepath.Join(proc, "self"))
 	if err != nil {
-		return fmt.Errorf("data directory %s: cannot tell whether a running process uses it: %w", dir, err)
+		return about, fmt.Errorf("cannot tell whether a running process uses it: %w", err)
 	}
 	root := os.Geteuid() == 0
 	self := strconv.Itoa(os.Getpid())
@@ -334,13 +375,13 @@ func notInUseProc(proc, dir string) error {
 			if passOver(base, ours, root, err) {
 				return nil
 			}
-			return fmt.Errorf("data directory %s: cannot tell whether a running process uses it: pid %s (%s): %w; a restore never places files where a process may use them: run it as root, which can read every process's entries, or as the user who runs the server",
-				dir, p.Name(), comm(), err)
+			return fmt.Errorf("cannot tell whether a running process uses it: pid %s (%s): %w; a restore never places files where a process may use them: run it as root, which can read every process's entries, or as the user who runs the server",
+				p.Name(), comm(), err)
 		}
 		fds, err := os.ReadDir(filepath.Join(base, "fd"))
 		if err != nil {
 			if err := unreadable(err); err != nil {
-				return err
+				return about, err
 			}
 			continue
 		}
@@ -352,17 +393,18 @@ func notInUseProc(proc, dir string) error {
 			used, err := os.Readlink(l)
 			if err != nil {
 				if err := unreadable(err); err != nil {
-					return err
+					return about, err
 				}
 				continue
 			}
-			if within(dir, used) {
-				return &RefusedError{fmt.Errorf("data directory %s is in use by a running process (pid %s, %s, has %s open); a restore never places files where a server runs",
-					dir, p.Name(), comm(), used)}
+			for _, path := range real {
+				if within(path, used) {
+					return &user{path: path, pid: p.Name(), comm: comm(), open: used}, nil
+				}
 			}
 		}
 	}
-	return notLocked(filepath.Join(proc, "locks"), dir)
+	return lockHolder(filepath.Join(proc, "locks"), real, about)
 }
 
 // gone reports whether err reading a process's entry in /proc means that
@@ -405,17 +447,18 @@ func permittedCaps(base string) (uint64, error) {
 	return 0, fmt.Errorf("%s/status has no CapPrm line", base)
 }
 
-// notLocked refuses dir if a process holds a lock on a file in it, as
-// locks (the kernel's list of file locks, readable by anyone) says: a
+// lockHolder returns a process holding a lock on a file in one of paths,
+// as locks (the kernel's list of file locks, readable by anyone) says: a
 // MariaDB server locks ibdata1 and aria_log_control, so this sees one whose
 // entries in /proc could not be read, and one in another PID namespace.
-func notLocked(locks, dir string) error {
+// Its error comes with about.
+func lockHolder(locks string, paths []string, about *user) (*user, error) {
 	data, err := os.ReadFile(locks)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // a kernel without file locking
+		return nil, nil // a kernel without file locking
 	}
 	if err != nil {
-		return fmt.Errorf("data directory %s: cannot tell whether a running process uses it: %w", dir, err)
+		return about, fmt.Errorf("cannot tell whether a running process uses it: %w", err)
 	}
 	type file struct{ major, minor, ino uint64 }
 	held := map[file]string{}
@@ -438,31 +481,42 @@ func notLocked(locks, dir string) error {
 		}
 	}
 	if len(held) == 0 {
-		return nil
+		return nil, nil
 	}
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if gone(err) {
+	var found *user
+	for _, top := range paths {
+		err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if gone(err) {
+					return nil
+				}
+				return fmt.Errorf("cannot tell whether a running process uses it: %w", err)
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil // removed meanwhile
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
 				return nil
 			}
-			return fmt.Errorf("data directory %s: cannot tell whether a running process uses it: %w", dir, err)
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil // removed meanwhile
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
+			dev := uint64(st.Dev)
+			major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+			minor := dev&0xff | (dev>>12)&^0xff
+			if pid, ok := held[file{major, minor, st.Ino}]; ok {
+				found = &user{path: top, pid: pid, lock: path}
+				return filepath.SkipAll
+			}
 			return nil
+		})
+		if err != nil {
+			return &user{path: top}, err
 		}
-		dev := uint64(st.Dev)
-		major := (dev>>8)&0xfff | (dev>>32)&^0xfff
-		minor := dev&0xff | (dev>>12)&^0xff
-		if pid, ok := held[file{major, minor, st.Ino}]; ok {
-			return &RefusedError{fmt.Errorf("data directory %s is in use by a running process (pid %s holds a lock on %s); a restore never places files where a server runs", dir, pid, path)}
+		if found != nil {
+			return found, nil
 		}
-		return nil
-	})
+	}
+	return nil, nil
 }
 
 // within reports whether path is dir or below it.
