@@ -22,6 +22,7 @@ type placeFlags struct {
 	force        bool
 	start        string
 	startTimeout time.Duration
+	checkTimeout time.Duration
 }
 
 func (p *placeFlags) register(f *pflag.FlagSet) {
@@ -30,10 +31,13 @@ func (p *placeFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.start, "start", "", "with --datadir: start the server on it, with systemd (--start, or --start=systemd: systemctl start mariadb) or a command (--start='...'), wait until it answers on --socket/--host, check it")
 	f.Lookup("start").NoOptDefVal = serverup.Systemd
 	f.DurationVar(&p.startTimeout, "start-timeout", 5*time.Minute, "with --start: how long the start command and the wait until the server answers may take together")
+	f.DurationVar(&p.checkTimeout, "check-timeout", serverup.DefaultCheckTimeout, "with --start: how long the checks once the server answers may take (CHECK TABLE of the system tables, then row counts of the biggest tables: those not counted by then are reported so)")
 }
 
 // names are the flags that go with --datadir only.
-func (p *placeFlags) names() []string { return []string{"datadir", "force", "start", "start-timeout"} }
+func (p *placeFlags) names() []string {
+	return []string{"datadir", "force", "start", "start-timeout", "check-timeout"}
+}
 
 // check refuses what goes with --datadir (or --start) without it.
 func (p *placeFlags) check(f *pflag.FlagSet) error {
@@ -42,8 +46,10 @@ func (p *placeFlags) check(f *pflag.FlagSet) error {
 			return usagef("--%s goes with --datadir", name)
 		}
 	}
-	if f.Changed("start-timeout") && p.start == "" {
-		return usagef("--start-timeout goes with --start")
+	for _, name := range []string{"start-timeout", "check-timeout"} {
+		if f.Changed(name) && p.start == "" {
+			return usagef("--%s goes with --start", name)
+		}
 	}
 	return nil
 }
@@ -161,7 +167,7 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 	if err != nil {
 		return err
 	}
-	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, Biggest: 5})
+	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout, Biggest: 5})
 	if err != nil {
 		return err
 	}
@@ -170,6 +176,9 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 		parts := make([]string, len(rep.Counted))
 		for i, c := range rep.Counted {
 			parts[i] = fmt.Sprintf("%s %d rows", c.Table, c.Rows)
+			if !c.Counted {
+				parts[i] = fmt.Sprintf("%s not counted within --check-timeout %s", c.Table, p.checkTimeout)
+			}
 		}
 		fmt.Fprintf(out, "biggest tables: %s\n", strings.Join(parts, ", "))
 	}

@@ -62,3 +62,55 @@ func kill(t *testing.T, pidFile string) {
 	}
 	t.Errorf("mariadbd %d did not end", pid)
 }
+
+// The row counts have a time of their own: a table whose count does not
+// finish by its end (here: another session holds it locked) is reported
+// as not counted, after the server stopped counting it, and is no error.
+func TestCountBiggestIsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := sandboxtest.Start(t, sandbox.Options{})
+	db := s.DB()
+	for _, q := range []string{
+		"CREATE DATABASE d",
+		"CREATE TABLE d.big (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB",
+		"INSERT INTO d.big SELECT seq, 'x' FROM d.seq_1_to_20000",
+		"CREATE TABLE d.small (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT INTO d.small VALUES (1), (2), (3)",
+		"ANALYZE TABLE d.big, d.small",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	counts, err := countBiggest(ctx, db, 5)
+	if err != nil || len(counts) != 2 || counts[0].Table != "d.big" || counts[0].Rows != 20000 || !counts[0].Counted || counts[1].Rows != 3 || !counts[1].Counted {
+		t.Fatalf("countBiggest without a bound: %+v, %v", counts, err)
+	}
+
+	// Another session locks the biggest table.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "LOCK TABLES d.big WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	bound, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	began := time.Now()
+	counts, err = countBiggest(bound, db, 5)
+	took := time.Since(began)
+	if err != nil || len(counts) != 2 || counts[0].Counted || counts[1].Counted {
+		t.Fatalf("countBiggest with the biggest table locked: %+v, %v; want both reported not counted", counts, err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("countBiggest took %s, past its bound of 3s", took)
+	}
+	// The server stopped the count: nothing waits on the lock any more.
+	var waiting int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE 'SET STATEMENT max_statement_time%'").Scan(&waiting); err != nil || waiting != 0 {
+		t.Errorf("%d counts still run on the server (%v)", waiting, err)
+	}
+}
