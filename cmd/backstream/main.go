@@ -7,10 +7,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/backstream/backstream/internal/cli"
 	"github.com/backstream/backstream/internal/scratch"
+	"github.com/backstream/backstream/internal/transport"
 )
+
+// drainWait bounds how long an exiting backstream waits for the peers of
+// the connections it aborted to read the reason and close.
+const drainWait = 2 * time.Second
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -29,5 +35,8 @@ func main() {
 	if cerr := scratch.Cleanup(); cerr != nil {
 		fmt.Fprintf(os.Stderr, "backstream: %v\n", cerr)
 	}
+	// A peer still reading why a connection was aborted gets the reason,
+	// not the reset an exit would send.
+	transport.WaitDrains(drainWait)
 	os.Exit(cli.ExitCode(err, interrupted))
 }

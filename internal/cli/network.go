@@ -48,8 +48,9 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 		"Take a physical backup and stream it straight into receivers on other hosts",
 		`send is backup with other hosts as the destination: each of the --parallel streams travels
 over its own TLS connection to every receiver (started with backstream receive), which
-restores it as it arrives or stores it in its repository. The sender succeeds only when
-every receiver reports that the whole backup arrived and verified. The token that both
+restores it as it arrives or stores it in its repository. The sender prints each receiver's
+outcome, and succeeds only when every receiver reports that the whole backup arrived and
+verified; otherwise it names the receivers that failed. The token that both
 ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.`
 	if provision {
 		use, short, long = "provision --to HOST:PORT [--to HOST:PORT ...]",
@@ -87,11 +88,23 @@ new replicas of the primary are made without loading it.`
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
-				strings.Join(s.Receivers(), ", "), len(m.Streams), len(m.Files), humanRatio(m), sum.Elapsed.Round(1e7))
-			// What a receiver did with it (into place, started, replicating).
-			var idle []string
+			// What each receiver did with it (into place, started,
+			// replicating), or why it did not take it.
+			var took, failed, idle []string
 			for _, r := range s.Reports() {
+				if r.Err != nil {
+					failed = append(failed, r.Addr)
+					continue
+				}
+				took = append(took, r.Addr)
+			}
+			fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
+				strings.Join(took, ", "), len(m.Streams), len(m.Files), humanRatio(m), sum.Elapsed.Round(1e7))
+			for _, r := range s.Reports() {
+				if r.Err != nil {
+					fmt.Fprintf(g.stderr, "receiver %s failed: %v\n", r.Addr, r.Err)
+					continue
+				}
 				for _, line := range strings.Split(strings.TrimSpace(r.Text), "\n") {
 					if line != "" {
 						fmt.Fprintf(g.stdout, "receiver %s: %s\n", r.Addr, line)
@@ -101,10 +114,14 @@ new replicas of the primary are made without loading it.`
 					idle = append(idle, r.Addr)
 				}
 			}
-			if provision && len(idle) > 0 {
-				return fmt.Errorf("receiver %s took the backup but reports no replication: a replica is provisioned by a receiver started with receive --datadir DIR --start --replicate", strings.Join(idle, ", "))
+			var errs []error
+			if len(failed) > 0 {
+				errs = append(errs, fmt.Errorf("backup %s did not reach receiver %s (see above); it reached %s", m.ID, strings.Join(failed, ", "), strings.Join(took, ", ")))
 			}
-			return nil
+			if provision && len(idle) > 0 {
+				errs = append(errs, fmt.Errorf("receiver %s took the backup but reports no replication: a replica is provisioned by a receiver started with receive --datadir DIR --start --replicate", strings.Join(idle, ", ")))
+			}
+			return errors.Join(errs...)
 		},
 	}
 	f := cmd.Flags()
@@ -191,7 +208,11 @@ receiver reported: one send provisions every replica it names.`,
 			}
 			var place *restore.Place
 			if p.datadir != "" {
-				if place, err = restore.PlaceFor(p.datadir, p.force); err != nil {
+				sf, err := p.serverFiles(d.serverDefaults)
+				if err != nil {
+					return err
+				}
+				if place, err = restore.PlaceFor(p.datadir, p.force, sf); err != nil {
 					return refused(err)
 				}
 				// A datadir in place is prepared: a server runs on it.

@@ -143,49 +143,78 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	var targets []string
 	var receivers []<-chan result
 	var to []string
-	// The second receiver restores into place, starts the server and
-	// points it at the primary itself (receive --datadir --start
-	// --replicate), as a new replica's host would.
+	// The first receiver restores into place, but the server it starts
+	// does not come up (receive --datadir --start='exit 3'); the second
+	// restores into place, starts the server and points it at the primary
+	// itself (receive --datadir --start --replicate), as a new replica's
+	// host would; the third only stores the backup in a repository.
 	base := t.TempDir()
 	sock1 := filepath.Join(base, "replica1.sock")
 	pidFile := filepath.Join(base, "replica1.pid")
 	t.Cleanup(func() { stopByPidFile(t, pidFile) })
-	for i := range 2 {
+	serverCnf := filepath.Join(base, "server.cnf")
+	if err := os.WriteFile(serverCnf, []byte("[mysqld]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
 		addr := freeAddr(t)
 		target := filepath.Join(base, fmt.Sprintf("replica%d", i))
 		targets = append(targets, target)
 		to = append(to, "--to", addr)
-		into := []string{"--target-dir", target, "--prepare"}
-		if i == 1 {
+		var into []string
+		switch i {
+		case 0:
+			into = []string{"--datadir", target, "--start=echo no server here >&2; exit 3", "--server-defaults-file", serverCnf}
+		case 1:
 			start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --server-id=12 --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 				target, sock1, pidFile, filepath.Join(base, "replica1.err"), os.TempDir())
 			into = []string{"--datadir", target, "--start=" + start, "--socket", sock1, "--user", "root", "--no-defaults",
 				"--replicate", "--catch-up", "--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl"}
+		case 2:
+			into = []string{"--repo", target}
 		}
 		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))
 	}
-	// provision: like send, but every receiver must report a replica; the
-	// first one only restores, and is named.
+	// provision: like send, but every receiver must report a replica. The
+	// receiver whose server did not start and the one that only stores
+	// are named, each for what it is; the replica is not, and its report
+	// is printed.
 	send := run(t, append(append([]string{"provision", "--parallel", "2", "--token-file", tok}, to...), sandboxConn(src)...)...)
 	for i, ch := range receivers {
 		r := waitResult(t, fmt.Sprintf("receiver %d", i), ch)
-		if r.err != nil {
+		switch {
+		case i == 0:
+			if r.err == nil || !strings.Contains(r.err.Error(), "arrived and verified, then: starting the server") {
+				t.Errorf("receive --datadir --start='exit 3': %v, want the start named as what failed", r.err)
+			}
+		case r.err != nil:
 			t.Fatalf("receiver %d: %v\n%s", i, r.err, r.stderr)
 		}
 		if i == 1 && (!strings.Contains(r.stdout, "runs on "+targets[1]) || !strings.Contains(r.stdout, "replicating from")) {
 			t.Errorf("receive --datadir --start --replicate printed %q, want the started server checked and replicating", r.stdout)
 		}
 	}
-	if want := "receiver " + to[1] + " took the backup but reports no replication"; send.code != ExitFailure || !strings.Contains(fmt.Sprint(send.err), want) {
-		t.Errorf("provision to a receiver that only restores: exit %d, %v; want %q", send.code, send.err, want)
+	msg := fmt.Sprint(send.err)
+	for _, want := range []string{"did not reach receiver " + to[1] + " (see above); it reached " + to[3] + ", " + to[5],
+		"receiver " + to[5] + " took the backup but reports no replication"} {
+		if send.code != ExitFailure || !strings.Contains(msg, want) {
+			t.Errorf("provision to a receiver that fails, one that replicates and one that only stores: exit %d, %v; want %q", send.code, send.err, want)
+		}
 	}
-	// The sender prints what the second receiver did: into place, started,
+	if strings.Contains(strings.ReplaceAll(msg, "it reached "+to[3], ""), to[3]) {
+		t.Errorf("provision names the receiver that replicates as failed: %v", send.err)
+	}
+	if want := "receiver " + to[1] + " failed: from " + to[1] + ": peer says: backup "; !strings.Contains(send.stderr, want) || !strings.Contains(send.stderr, "no server here") {
+		t.Errorf("provision printed on stderr %q, want the failed receiver's error, %q ... with the start command's output", send.stderr, want)
+	}
+	// The sender prints what the replica did: into place, started,
 	// replicating.
-	for _, w := range []string{"receiver " + to[3] + ": server ", "receiver " + to[3] + ": replicating from"} {
+	for _, w := range []string{"sent to " + to[3] + ", " + to[5] + ":", "receiver " + to[3] + ": server ", "receiver " + to[3] + ": replicating from"} {
 		if !strings.Contains(send.stdout, w) {
 			t.Errorf("send printed %q, want %q in it", send.stdout, w)
 		}
 	}
+	targets = targets[:2]
 
 	var replicas []*sql.DB
 	for i, target := range targets {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/serverup"
 )
@@ -21,6 +22,7 @@ type placeFlags struct {
 	force        bool
 	start        string
 	startTimeout time.Duration
+	checkTimeout time.Duration
 }
 
 func (p *placeFlags) register(f *pflag.FlagSet) {
@@ -29,10 +31,13 @@ func (p *placeFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&p.start, "start", "", "with --datadir: start the server on it, with systemd (--start, or --start=systemd: systemctl start mariadb) or a command (--start='...'), wait until it answers on --socket/--host, check it")
 	f.Lookup("start").NoOptDefVal = serverup.Systemd
 	f.DurationVar(&p.startTimeout, "start-timeout", 5*time.Minute, "with --start: how long the start command and the wait until the server answers may take together")
+	f.DurationVar(&p.checkTimeout, "check-timeout", serverup.DefaultCheckTimeout, "with --start: how long the checks once the server answers may take (CHECK TABLE of the system tables, then row counts of the biggest tables: those not counted by then are reported so)")
 }
 
 // names are the flags that go with --datadir only.
-func (p *placeFlags) names() []string { return []string{"datadir", "force", "start", "start-timeout"} }
+func (p *placeFlags) names() []string {
+	return []string{"datadir", "force", "start", "start-timeout", "check-timeout"}
+}
 
 // check refuses what goes with --datadir (or --start) without it.
 func (p *placeFlags) check(f *pflag.FlagSet) error {
@@ -41,18 +46,115 @@ func (p *placeFlags) check(f *pflag.FlagSet) error {
 			return usagef("--%s goes with --datadir", name)
 		}
 	}
-	if f.Changed("start-timeout") && p.start == "" {
-		return usagef("--start-timeout goes with --start")
+	for _, name := range []string{"start-timeout", "check-timeout"} {
+		if f.Changed(name) && p.start == "" {
+			return usagef("--%s goes with --start", name)
+		}
 	}
 	return nil
+}
+
+// serverFiles reads where the server that will run on the datadir keeps
+// files of its state outside it, from the option files backstream can
+// know it reads: serverDefaults (--server-defaults-file) when given;
+// otherwise, with --start=systemd, the global option files; with
+// --start='COMMAND', those the command's words choose (--no-defaults,
+// --defaults-file, --defaults-extra-file, else the global files) and the
+// options among its words; without --start, none.
+func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, error) {
+	var src mariadb.ServerSource
+	switch {
+	case serverDefaults != "":
+		src.DefaultsFile = serverDefaults
+	case p.start == "":
+		return mariadb.ServerFiles{}, nil
+	case p.start == serverup.Systemd:
+	default:
+		words, err := shellWords(p.start)
+		if err != nil {
+			return mariadb.ServerFiles{}, usagef("--start: %v", err)
+		}
+		src.ArgsFrom = "the --start command"
+		for _, w := range words {
+			switch {
+			case w == "--no-defaults":
+				src.NoDefaults = true
+			case strings.HasPrefix(w, "--defaults-file="):
+				src.DefaultsFile = strings.TrimPrefix(w, "--defaults-file=")
+			case strings.HasPrefix(w, "--defaults-extra-file="):
+				src.DefaultsExtraFile = strings.TrimPrefix(w, "--defaults-extra-file=")
+			case strings.HasPrefix(w, "--"):
+				src.Args = append(src.Args, w)
+			}
+		}
+	}
+	sf, err := mariadb.ReadServerFiles(src)
+	if err != nil {
+		return sf, fmt.Errorf("the options of the server to start on the datadir: %w", err)
+	}
+	return sf, nil
+}
+
+// shellWords splits a command into words as /bin/sh would for simple
+// commands: blanks separate words, single quotes keep everything, double
+// quotes and backslashes work as in the shell. Expansions are not done.
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			end := strings.IndexByte(s[i+1:], '\'')
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated quote in %q", s)
+			}
+			w.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+					i++
+				}
+				w.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unterminated quote in %q", s)
+			}
+			inWord = true
+		case c == '\\' && i+1 < len(s):
+			i++
+			w.WriteByte(s[i])
+			inWord = true
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words, nil
 }
 
 // finish swaps the restored datadir into place, and starts and checks the
 // server with --start.
 func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, m *archive.Manifest, place *restore.Place) error {
-	replaced, err := place.Swap()
-	if replaced != "" {
-		fmt.Fprintf(out, "what %s held was moved aside to %s\n", place.Dir, replaced)
+	sw, err := place.Swap()
+	if sw.Replaced != "" {
+		fmt.Fprintf(out, "what %s held was moved aside to %s\n", place.Dir, sw.Replaced)
+	}
+	for _, a := range sw.Outside {
+		fmt.Fprintln(out, a)
 	}
 	if err != nil {
 		return err
@@ -65,7 +167,7 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 	if err != nil {
 		return err
 	}
-	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, Biggest: 5})
+	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout, Biggest: 5})
 	if err != nil {
 		return err
 	}
@@ -74,6 +176,9 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 		parts := make([]string, len(rep.Counted))
 		for i, c := range rep.Counted {
 			parts[i] = fmt.Sprintf("%s %d rows", c.Table, c.Rows)
+			if !c.Counted {
+				parts[i] = fmt.Sprintf("%s not counted within --check-timeout %s", c.Table, p.checkTimeout)
+			}
 		}
 		fmt.Fprintf(out, "biggest tables: %s\n", strings.Join(parts, ", "))
 	}

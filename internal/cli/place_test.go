@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -151,4 +154,143 @@ func stopByPidFile(t *testing.T, pidFile string) {
 		}
 	}
 	t.Errorf("mariadbd %d did not end", pid)
+}
+
+func TestShellWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"mariadbd --defaults-file=/etc/my.cnf &", []string{"mariadbd", "--defaults-file=/etc/my.cnf", "&"}},
+		{`sudo -u mysql mariadbd '--log-bin=/a b/bin' --x="q\"uote" --y=\ z`, []string{"sudo", "-u", "mysql", "mariadbd", "--log-bin=/a b/bin", `--x=q"uote`, "--y= z"}},
+		{"  ", nil},
+	} {
+		got, err := shellWords(c.in)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("shellWords(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	if _, err := shellWords("mariadbd '--log-bin=x"); err == nil {
+		t.Error("an unterminated quote was accepted")
+	}
+}
+
+// The server's option file puts its redo log, undo tablespaces and binary
+// logs outside the datadir: restore --datadir --start refuses while they
+// hold files of another state, naming the option; with --force it moves
+// them aside (never deleted) and puts the restored redo log and undo
+// tablespaces where the server looks, so the server started runs on the
+// restored state, not on the old one's logs. The second round replaces the
+// files of a real server killed mid-flight.
+func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{Args: []string{"--innodb-undo-tablespaces=2"}})
+	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want := checksums(t, src)
+	repoDir := filepath.Join(t.TempDir(), "repo")
+	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+
+	base := t.TempDir()
+	datadir := filepath.Join(base, "mysql")
+	redo, undo, binlogs := filepath.Join(base, "redo"), filepath.Join(base, "undo"), filepath.Join(base, "binlog")
+	cnf := filepath.Join(base, "my.cnf")
+	if err := os.WriteFile(cnf, []byte(fmt.Sprintf("[mysqld]\ninnodb_log_group_home_dir=%s\ninnodb_undo_directory=%s\ninnodb_undo_tablespaces=2\nlog_bin=%s/mariadb-bin\nserver_id=7\n",
+		redo, undo, binlogs)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// What an old server on this host left there.
+	old := map[string]string{filepath.Join(redo, "ib_logfile0"): "old redo", filepath.Join(undo, "undo001"): "old undo",
+		filepath.Join(binlogs, "mariadb-bin.000001"): "old binlog", filepath.Join(binlogs, "mariadb-bin.index"): binlogs + "/mariadb-bin.000001\n"}
+	for p, data := range old {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := filepath.Join(base, "s.sock")
+	pidFile := filepath.Join(base, "mariadbd.pid")
+	start := fmt.Sprintf("mariadbd --defaults-file=%s --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
+		cnf, datadir, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
+	t.Cleanup(func() { stopByPidFile(t, pidFile) })
+	restoreArgs := []string{"restore", "--repo", repoDir, "--datadir", datadir, "--start=" + start, "--socket", sock, "--user", "root", "--no-defaults"}
+
+	r := run(t, restoreArgs...)
+	if r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "innodb_log_group_home_dir = "+redo+" ("+cnf+":2) is outside the datadir, and "+redo+" holds ib_logfile0") {
+		t.Fatalf("restore --start with an old redo log where the server's options put it: exit %d, %v; want refused naming the option and the path", r.code, r.err)
+	}
+	if _, err := os.Stat(datadir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused restore made the datadir (%v)", err)
+	}
+	for p, data := range old {
+		if b, err := os.ReadFile(p); err != nil || string(b) != data {
+			t.Errorf("the refused restore changed %s: %q, %v", p, b, err)
+		}
+	}
+
+	check := func(round int, stdout string) {
+		t.Helper()
+		for _, w := range []string{"innodb_log_group_home_dir = " + redo + " (" + cnf + ":2): ib_logfile0 of the replaced state moved aside to " + redo + "/backstream.replaced-",
+			"innodb_log_group_home_dir = " + redo + " (" + cnf + ":2): the restored ib_logfile0 placed in " + redo,
+			"innodb_undo_directory = " + undo + " (" + cnf + ":3): the restored undo001, undo002 placed in " + undo,
+			"log_bin = " + binlogs + "/mariadb-bin (" + cnf + ":5): mariadb-bin.000001", "runs on " + datadir, "system tables OK"} {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("round %d: restore --force --start printed %q, want %q in it", round, stdout, w)
+			}
+		}
+		db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var logHome, undoDir, binlogBase string
+		if err := db.QueryRow("SELECT @@innodb_log_group_home_dir, @@innodb_undo_directory, @@log_bin_basename").Scan(&logHome, &undoDir, &binlogBase); err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Clean(logHome) != redo || filepath.Clean(undoDir) != undo || binlogBase != binlogs+"/mariadb-bin" {
+			t.Errorf("round %d: the server runs with %s, %s, %s", round, logHome, undoDir, binlogBase)
+		}
+		got, err := sandbox.ChecksumTables(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareChecksums(t, got, want)
+	}
+	r = run(t, append(restoreArgs, "--force")...).mustSucceed(t)
+	check(1, r.stdout)
+	asides, _ := filepath.Glob(filepath.Join(base, "*", "backstream.replaced-*", "*"))
+	for p, data := range old {
+		aside := filepath.Join(filepath.Dir(p), "backstream.replaced-*", filepath.Base(p))
+		if m, _ := filepath.Glob(aside); len(m) != 1 {
+			t.Errorf("%s was not moved aside: %v", p, asides)
+		} else if b, err := os.ReadFile(m[0]); err != nil || string(b) != data {
+			t.Errorf("%s moved aside holds %q, %v", p, b, err)
+		}
+	}
+
+	// The started server takes writes and is killed: its redo log, undo
+	// and binary logs outside the datadir are of another state than the
+	// backup's. A restore over it moves them aside again.
+	db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE sample.later (id INT PRIMARY KEY) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO sample.later SELECT seq FROM sample.seq_1_to_1000"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	stopByPidFile(t, pidFile)
+	time.Sleep(1100 * time.Millisecond) // another second for the names of what is moved aside
+	r = run(t, append(restoreArgs, "--force")...).mustSucceed(t)
+	check(2, r.stdout)
+	if m, _ := filepath.Glob(filepath.Join(redo, "backstream.replaced-*", "ib_logfile0")); len(m) != 2 {
+		t.Errorf("the killed server's redo log was not moved aside: %v", m)
+	}
 }

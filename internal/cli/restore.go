@@ -44,7 +44,7 @@ func (d *datadirFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&d.parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
 	f.BoolVarP(&d.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
 	f.StringArrayVar(&d.dataDirs, "map-data-directory", nil, "OLD=NEW: place the tablespaces of tables created with DATA DIRECTORY under OLD in NEW (repeatable; needs --prepare); default: in the datadir")
-	f.StringVar(&d.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+"); with --until also options of the replaying server, read after those the backup recorded")
+	f.StringVar(&d.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+"); with --until also options of the replaying server, read after those the backup recorded; with --datadir the option file of the server that runs on it, whose redo, undo and binary log places outside the datadir are checked (default with --start: the files the server reads)")
 }
 
 // job is the restore job these flags describe, less what it restores.
@@ -115,7 +115,10 @@ listed; --rename-database a:b loads a as b.
 
 With --datadir DIR (physical) the backup is restored and prepared beside DIR, owned, and
 renamed into place only when complete; a DIR that holds anything is refused unless
---force, which moves it aside to DIR.replaced-<time>. --start then starts the server
+--force, which moves it aside to DIR.replaced-<time>. The redo log, undo tablespaces and
+binary logs that the server's options (--server-defaults-file, or the option files --start
+makes it read) keep outside DIR are refused in the same way if they hold files, which
+--force moves aside while the restored ones take their places. --start then starts the server
 (systemctl start mariadb, or --start='a command'), waits until it answers on the
 connection flags, makes sure it runs on DIR, runs CHECK TABLE on the system tables and
 counts the rows of the biggest tables.
@@ -191,7 +194,11 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 			case p.datadir != "" && d.target != "":
 				return usagef("--datadir restores into place, --target-dir into a new directory: give one")
 			case p.datadir != "":
-				if place, err = restore.PlaceFor(p.datadir, p.force); err != nil {
+				sf, err := p.serverFiles(d.serverDefaults)
+				if err != nil {
+					return err
+				}
+				if place, err = restore.PlaceFor(p.datadir, p.force, sf); err != nil {
 					return refused(err)
 				}
 				// A datadir in place is prepared: a server runs on it.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,6 +265,70 @@ func TestSendToRepositories(t *testing.T) {
 			}
 		}
 		checkStored(t, repos[i], sent.ID, files)
+	}
+}
+
+// Receivers finish on their own: when one fails after the data arrived
+// (its Finish, which puts a datadir into place and starts a server), the
+// others still took the backup. The sender's Commit succeeds, and Reports
+// gives each receiver's report or error; only when every receiver failed
+// does the backup fail.
+func TestSendWithAFailedReceiver(t *testing.T) {
+	ctx := testContext(t)
+	finish := []func(context.Context, *archive.Manifest) (string, error){
+		func(context.Context, *archive.Manifest) (string, error) {
+			return "server started\nreplicating from the primary", nil
+		},
+		func(context.Context, *archive.Manifest) (string, error) {
+			return "", errors.New("starting the server failed: exit status 3")
+		},
+	}
+	var addrs []string
+	var dones []<-chan served
+	for _, f := range finish {
+		addr, done := serve(t, &Receiver{Finish: f})
+		addrs, dones = append(addrs, addr), append(dones, done)
+	}
+	s, err := Dial(ctx, addrs, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := writeBackup(ctx, t, s, testFiles(7), 2); err != nil {
+		t.Fatalf("send with one receiver failing: %v, want the backup taken by the other", err)
+	}
+	rep := s.Reports()
+	if len(rep) != 2 || rep[0].Addr != addrs[0] || rep[0].Err != nil || rep[0].Text != "server started\nreplicating from the primary" {
+		t.Errorf("the receiver that succeeded: %+v", rep)
+	}
+	if len(rep) == 2 && (rep[1].Addr != addrs[1] || rep[1].Text != "" || rep[1].Err == nil ||
+		!strings.Contains(rep[1].Err.Error(), "arrived and verified, then: starting the server failed: exit status 3")) {
+		t.Errorf("the receiver that failed: %+v, want its reason", rep[1])
+	}
+	if got := outcome(t, dones[0]); got.err != nil {
+		t.Errorf("receiver 0: %v", got.err)
+	}
+	if got := outcome(t, dones[1]); got.err == nil {
+		t.Error("receiver 1 succeeded")
+	}
+
+	// Every receiver fails: the backup fails, naming each.
+	addrs, dones = nil, nil
+	for range 2 {
+		addr, done := serve(t, &Receiver{Finish: finish[1]})
+		addrs, dones = append(addrs, addr), append(dones, done)
+	}
+	s2, err := Dial(ctx, addrs, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	_, err = writeBackup(ctx, t, s2, testFiles(7), 2)
+	for _, a := range addrs {
+		wantError(t, "send with every receiver failing", err, "receiver "+a+": ")
+	}
+	for _, d := range dones {
+		outcome(t, d)
 	}
 }
 

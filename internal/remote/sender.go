@@ -16,8 +16,9 @@ import (
 )
 
 // Sender sends one backup to one or more receivers. It is a backup
-// Destination: the backup is committed when every receiver has said that
-// the whole backup arrived and verified.
+// Destination: the backup is committed when the receivers have said
+// whether the whole backup arrived and verified, and at least one did
+// (Reports tells which).
 type Sender struct {
 	opt   transport.Options
 	peers []*peer
@@ -31,6 +32,7 @@ type peer struct {
 	reasonOnce sync.Once
 	reason     string
 	report     string // what the receiver said with its result
+	err        error  // why it did not take the backup, once Commit ran
 }
 
 func (p *peer) errorf(format string, a ...any) error {
@@ -202,57 +204,80 @@ func (s *Sender) PutMeta(ctx context.Context, id, name string, data []byte, hash
 
 // Commit sends the manifest and waits until every receiver reports the
 // outcome: the whole backup arrived and verified (and was prepared, or
-// committed into its repository), or why not.
+// committed into its repository, or put into place and started), or why
+// not. The receivers finish independently, so the backup exists wherever
+// one succeeded: Commit fails only if every receiver failed (with each
+// one's error), and otherwise Reports says, receiver by receiver, what it
+// reported or why it failed.
 func (s *Sender) Commit(ctx context.Context, m *archive.Manifest) error {
 	data, err := m.Marshal()
 	if err != nil {
 		return err
 	}
-	return s.each(func(p *peer) error {
-		if err := p.control.WriteMessage(msgCommit, data); err != nil {
-			return p.errorf("%w", err)
+	failed := s.each(func(p *peer) error {
+		if p.err = p.commit(ctx, data); p.err != nil {
+			return fmt.Errorf("receiver %s: %w", p.addr, p.err)
 		}
-		done := make(chan error, 1)
-		go func() {
-			typ, data, err := p.control.ReadMessage(nil)
-			if err == nil && typ != msgResult {
-				err = fmt.Errorf("unexpected message %q instead of the result", typ)
-			}
-			if err == nil && len(data) > maxReport {
-				err = fmt.Errorf("a result of %d bytes, more than %d", len(data), maxReport)
-			}
-			if err == nil {
-				p.report = printable(string(data))
-			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				return p.errorf("%w", err)
-			}
-			// The receiver is done and may have closed already.
-			_ = p.control.CloseWrite()
-			return nil
-		case <-ctx.Done():
-			p.control.Abort("the sender was interrupted")
-			return p.errorf("%w", ctx.Err())
-		}
+		return nil
 	})
+	for _, p := range s.peers {
+		if p.err == nil {
+			return nil
+		}
+	}
+	return failed
 }
 
-// Reports are what the receivers said with their results, by address,
-// in the order of the receivers; empty for one that said nothing.
+// commit sends the manifest to one receiver and reads its result.
+func (p *peer) commit(ctx context.Context, manifest []byte) error {
+	if err := p.control.WriteMessage(msgCommit, manifest); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		typ, data, err := p.control.ReadMessage(nil)
+		if err == nil && typ != msgResult {
+			err = fmt.Errorf("unexpected message %q instead of the result", typ)
+		}
+		if err == nil && len(data) > maxReport {
+			err = fmt.Errorf("a result of %d bytes, more than %d", len(data), maxReport)
+		}
+		if err == nil {
+			p.report = printable(string(data))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return err
+		}
+		// The receiver is done and may have closed already.
+		_ = p.control.CloseWrite()
+		return nil
+	case <-ctx.Done():
+		p.control.Abort("the sender was interrupted")
+		return ctx.Err()
+	}
+}
+
+// Reports are the receivers' outcomes after Commit, in the order of the
+// receivers: what each said with its result (empty for one that said
+// nothing), or why it failed.
 func (s *Sender) Reports() []Report {
 	out := make([]Report, len(s.peers))
 	for i, p := range s.peers {
-		out[i] = Report{Addr: p.addr, Text: p.report}
+		out[i] = Report{Addr: p.addr, Text: p.report, Err: p.err}
 	}
 	return out
 }
 
-// Report is what one receiver said with its result.
-type Report struct{ Addr, Text string }
+// Report is one receiver's outcome: what it said with its result, or Err
+// if it did not take the backup.
+type Report struct {
+	Addr, Text string
+	Err        error
+}
 
 // printable keeps a peer's text to what a terminal shows as text.
 func printable(s string) string {

@@ -288,38 +288,235 @@ func (t *Target) mkdirOutside(dir string) error {
 }
 
 // notInUse refuses dir if a running process has its working directory or
-// an open file there: a server's datadir is its working directory, and it
-// keeps its tablespaces open. It reads /proc, so it sees every process
-// when run as root and the user's own otherwise; the refusal to write over
-// an existing file is what holds everywhere.
+// an open file there, or holds a lock on a file there: a server's datadir is
+// its working directory, and it keeps its tablespaces open and locks some.
+// It reads /proc and fails closed: a process whose entries cannot be read
+// (another user's, when not run as root) might use dir, and is an error
+// naming it. Two kinds of unreadable entries are passed over: those that
+// vanish because their process (or its file) went away meanwhile, as such
+// races with exiting processes are normal; and those of a process holding
+// privileges that root, running this, lacks (a container's or a virtual
+// machine's init, which even root inside cannot inspect, and which is no
+// server one restores for; /proc/locks still shows what it locks). A dir
+// that does not exist is in use by nobody.
 func notInUse(dir string) error {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	procs, err := os.ReadDir("/proc")
+	return notInUseProc("/proc", dir)
+}
+
+// notInUseProc is notInUse reading the process table at proc.
+func notInUseProc(proc, dir string) error {
+	u, err := whoUses(proc, []string{dir})
 	if err != nil {
-		return nil
+		return fmt.Errorf("data directory %s: %w", u.path, err)
 	}
+	if u != nil {
+		return &RefusedError{fmt.Errorf("data directory %s is in use by a running process (%s); a restore never places files where a server runs", u.path, u)}
+	}
+	return nil
+}
+
+// user is a process using one of the paths whoUses looked for.
+type user struct {
+	path      string // the path it uses (symbolic links resolved)
+	pid, comm string
+	open      string // what it has open there ("" for a lock)
+	lock      string // the file it holds a lock on ("" for an open file)
+}
+
+func (u *user) String() string {
+	if u.lock != "" {
+		return fmt.Sprintf("pid %s holds a lock on %s", u.pid, u.lock)
+	}
+	return fmt.Sprintf("pid %s, %s, has %s open", u.pid, u.comm, u.open)
+}
+
+// whoUses returns a process that works in one of paths, has a file there
+// open or holds a lock on one (nil if none does), as notInUse describes,
+// reading the process table at proc. Its error, which fails closed, comes
+// with a user naming the path it was about.
+func whoUses(proc string, paths []string) (*user, error) {
+	var real []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		real = append(real, p)
+	}
+	if len(real) == 0 {
+		return nil, nil
+	}
+	about := &user{path: real[0]}
+	if len(real) > 1 {
+		about.path = fmt.Sprintf("%s (and %d more)", real[0], len(real)-1)
+	}
+	procs, err := os.ReadDir(proc)
+	if err != nil {
+		return about, fmt.Errorf("cannot tell whether a running process uses it: %w; a restore reads %s to see which processes use a directory, and never places files where one may", err, proc)
+	}
+	ours, err := permittedCaps(filepath.Join(proc, "self"))
+	if err != nil {
+		return about, fmt.Errorf("cannot tell whether a running process uses it: %w", err)
+	}
+	root := os.Geteuid() == 0
 	self := strconv.Itoa(os.Getpid())
 	for _, p := range procs {
 		if _, err := strconv.Atoi(p.Name()); err != nil || p.Name() == self {
 			continue
 		}
-		base := filepath.Join("/proc", p.Name())
+		base := filepath.Join(proc, p.Name())
+		comm := func() string {
+			b, _ := os.ReadFile(filepath.Join(base, "comm"))
+			return strings.TrimSpace(string(b))
+		}
+		unreadable := func(err error) error {
+			if passOver(base, ours, root, err) {
+				return nil
+			}
+			return fmt.Errorf("cannot tell whether a running process uses it: pid %s (%s): %w; a restore never places files where a process may use them: run it as root, which can read every process's entries, or as the user who runs the server",
+				p.Name(), comm(), err)
+		}
+		fds, err := os.ReadDir(filepath.Join(base, "fd"))
+		if err != nil {
+			if err := unreadable(err); err != nil {
+				return about, err
+			}
+			continue
+		}
 		links := []string{filepath.Join(base, "cwd")}
-		fds, _ := os.ReadDir(filepath.Join(base, "fd"))
 		for _, fd := range fds {
 			links = append(links, filepath.Join(base, "fd", fd.Name()))
 		}
 		for _, l := range links {
-			if used, err := os.Readlink(l); err == nil && within(dir, used) {
-				comm, _ := os.ReadFile(filepath.Join(base, "comm"))
-				return &RefusedError{fmt.Errorf("data directory %s is in use by a running process (pid %s, %s, has %s open); a restore never places files where a server runs",
-					dir, p.Name(), strings.TrimSpace(string(comm)), used)}
+			used, err := os.Readlink(l)
+			if err != nil {
+				if err := unreadable(err); err != nil {
+					return about, err
+				}
+				continue
+			}
+			for _, path := range real {
+				if within(path, used) {
+					return &user{path: path, pid: p.Name(), comm: comm(), open: used}, nil
+				}
 			}
 		}
 	}
-	return nil
+	return lockHolder(filepath.Join(proc, "locks"), real, about)
+}
+
+// gone reports whether err reading a process's entry in /proc means that
+// the process, or the file descriptor, no longer exists: an exiting
+// process (or a zombie, which holds nothing open) has no working directory
+// and no descriptors to read.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// passOver reports whether err, reading an entry of the process whose
+// /proc directory is base, leaves nothing to find there: the entry or the
+// process went away, or, run as root (ours being root's permitted
+// capabilities here), the process holds capabilities beyond ours, so that
+// no one with our privileges can read it. Not run as root, any process
+// refused to us might be a server of another user: never passed over.
+func passOver(base string, ours uint64, root bool, err error) bool {
+	if gone(err) {
+		return true
+	}
+	if !root || !errors.Is(err, fs.ErrPermission) {
+		return false
+	}
+	theirs, cerr := permittedCaps(base)
+	return gone(cerr) || (cerr == nil && theirs&^ours != 0)
+}
+
+// permittedCaps reads the permitted capabilities of the process whose
+// /proc directory is base (readable whoever runs it).
+func permittedCaps(base string) (uint64, error) {
+	status, err := os.ReadFile(filepath.Join(base, "status"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapPrm:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s/status has no CapPrm line", base)
+}
+
+// lockHolder returns a process holding a lock on a file in one of paths,
+// as locks (the kernel's list of file locks, readable by anyone) says: a
+// MariaDB server locks ibdata1 and aria_log_control, so this sees one whose
+// entries in /proc could not be read, and one in another PID namespace.
+// Its error comes with about.
+func lockHolder(locks string, paths []string, about *user) (*user, error) {
+	data, err := os.ReadFile(locks)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a kernel without file locking
+	}
+	if err != nil {
+		return about, fmt.Errorf("cannot tell whether a running process uses it: %w", err)
+	}
+	type file struct{ major, minor, ino uint64 }
+	held := map[file]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		// "1: POSIX  ADVISORY  WRITE 3807 fe:00:778327 0 EOF", with "->"
+		// after the number for a waiter.
+		f := strings.Fields(line)
+		for i, field := range f {
+			parts := strings.Split(field, ":")
+			if i == 0 || len(parts) != 3 {
+				continue
+			}
+			major, err1 := strconv.ParseUint(parts[0], 16, 32)
+			minor, err2 := strconv.ParseUint(parts[1], 16, 32)
+			ino, err3 := strconv.ParseUint(parts[2], 10, 64)
+			if err1 == nil && err2 == nil && err3 == nil {
+				held[file{major, minor, ino}] = f[i-1]
+			}
+			break
+		}
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	var found *user
+	for _, top := range paths {
+		err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if gone(err) {
+					return nil
+				}
+				return fmt.Errorf("cannot tell whether a running process uses it: %w", err)
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil // removed meanwhile
+			}
+			st, ok := fi.Sys().(*syscall.Stat_t)
+			if !ok {
+				return nil
+			}
+			dev := uint64(st.Dev)
+			major := (dev>>8)&0xfff | (dev>>32)&^0xfff
+			minor := dev&0xff | (dev>>12)&^0xff
+			if pid, ok := held[file{major, minor, st.Ino}]; ok {
+				found = &user{path: top, pid: pid, lock: path}
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if err != nil {
+			return &user{path: top}, err
+		}
+		if found != nil {
+			return found, nil
+		}
+	}
+	return nil, nil
 }
 
 // within reports whether path is dir or below it.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 // A restore into place (restore --datadir) writes beside the datadir a
@@ -22,12 +24,17 @@ import (
 type Place struct {
 	Dir     string
 	Staging string
+	force   bool
+	outs    []outside // where the server keeps files of the datadir's state outside it
 }
 
 // PlaceFor checks that dir can take a restore: no running process uses
 // it, and it is absent or empty unless force (its contents then move
-// aside at Swap). Nothing is changed.
-func PlaceFor(dir string, force bool) (*Place, error) {
+// aside at Swap). The places outside dir where the server's options sf
+// keep files of the datadir's state (see outside.go) must hold none of
+// another state unless force (they then move aside at Swap), and no
+// running process may use those. Nothing is changed.
+func PlaceFor(dir string, force bool, sf mariadb.ServerFiles) (*Place, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -47,7 +54,11 @@ func PlaceFor(dir string, force bool) (*Place, error) {
 		return nil, &RefusedError{fmt.Errorf("datadir %s is not empty (%d entries, e.g. %s); --force moves what it holds aside to %s.replaced-<time> when the restored one takes its place",
 			abs, len(entries), entries[0].Name(), abs)}
 	}
-	return &Place{Dir: abs, Staging: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".backstream-new")}, nil
+	outs := outsidePlaces(abs, sf)
+	if err := checkOutside(outs, force); err != nil {
+		return nil, err
+	}
+	return &Place{Dir: abs, Staging: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".backstream-new"), force: force, outs: outs}, nil
 }
 
 // renamable refuses a datadir the swap could not rename: a symbolic link
@@ -75,35 +86,76 @@ func renamable(dir string) error {
 	return nil
 }
 
+// Swapped is what a Swap moved.
+type Swapped struct {
+	// Replaced is where what Dir held was moved aside, "" if nothing was.
+	Replaced string
+	// Outside is what was moved aside from, and placed in, the places
+	// outside Dir where the server keeps files of the datadir's state.
+	Outside []Aside
+}
+
 // Swap renames the finished Staging into Dir. A Dir with contents is
-// renamed aside first, to <Dir>.replaced-<time>, which Swap returns ("" if
-// nothing was replaced); an empty one is replaced. If the restored
-// directory cannot take its place, what was there is put back.
-func (p *Place) Swap() (replaced string, err error) {
+// renamed aside first, to <Dir>.replaced-<time>; an empty one is replaced.
+// Before that, the places outside Dir where the server keeps files of the
+// datadir's state have theirs (with force) moved aside into
+// <place>/backstream.replaced-<time>, and Staging's redo log, undo and
+// system tablespaces move there. If the restored directory cannot take
+// its place, all that is put back. Swapped says what was moved, also with
+// an error.
+func (p *Place) Swap() (sw Swapped, err error) {
 	if err := notInUse(p.Dir); err != nil {
-		return "", err
+		return sw, err
+	}
+	if err := checkOutside(p.outs, p.force); err != nil {
+		return sw, err
 	}
 	entries, err := os.ReadDir(p.Dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", fmt.Errorf("datadir %s: %w", p.Dir, err)
-	case len(entries) > 0:
-		replaced = p.Dir + ".replaced-" + time.Now().UTC().Format("20060102T150405Z")
-		if err := os.Rename(p.Dir, replaced); err != nil {
-			return "", fmt.Errorf("datadir %s: moving it aside: %w", p.Dir, err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return sw, fmt.Errorf("datadir %s: %w", p.Dir, err)
+	}
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	outside, moves, err := swapOutside(p.outs, p.Staging, stamp, p.force)
+	// putBack undoes what was moved outside Dir, naming what it could not.
+	putBack := func(err error) error {
+		if uerr := undo(moves); uerr != nil {
+			return fmt.Errorf("%w (and putting back what was moved outside the datadir failed: %v)", err, uerr)
 		}
+		return err
+	}
+	if err != nil {
+		return sw, putBack(err)
+	}
+	if len(entries) > 0 {
+		replaced := p.Dir + ".replaced-" + stamp
+		if err := os.Rename(p.Dir, replaced); err != nil {
+			return sw, putBack(fmt.Errorf("datadir %s: moving it aside: %w", p.Dir, err))
+		}
+		sw.Replaced = replaced
 	}
 	if err := os.Rename(p.Staging, p.Dir); err != nil {
 		err = fmt.Errorf("datadir %s: the restored datadir %s did not take its place: %w", p.Dir, p.Staging, err)
-		if replaced != "" {
-			if rerr := os.Rename(replaced, p.Dir); rerr != nil {
-				err = fmt.Errorf("%w (and what it held stays in %s: %v)", err, replaced, rerr)
+		if sw.Replaced != "" {
+			if rerr := os.Rename(sw.Replaced, p.Dir); rerr != nil {
+				err = fmt.Errorf("%w (and what it held stays in %s: %v)", err, sw.Replaced, rerr)
+			} else {
+				sw.Replaced = ""
 			}
 		}
-		return "", err
+		return sw, putBack(err)
 	}
-	return replaced, relabel(p.Dir)
+	sw.Outside = outside
+	if err := relabel(p.Dir); err != nil {
+		return sw, err
+	}
+	for _, a := range outside {
+		if a.To == "" {
+			if err := relabel(a.Dir); err != nil {
+				return sw, err
+			}
+		}
+	}
+	return sw, nil
 }
 
 // relabel gives dir the SELinux context policy assigns its path (that of

@@ -1,7 +1,7 @@
 // Package serverup starts the server that runs from a restored datadir,
 // the way the user runs it (systemd, or a command of theirs), waits until
-// it answers, makes sure the server answering is the one on that datadir,
-// and checks it quickly: CHECK TABLE of the system tables, and a row
+// it answers, makes sure the server answering is the one just started on
+// that datadir, and checks it quickly: CHECK TABLE of the system tables, and a row
 // count of the biggest tables. It knows nothing of backups or flags.
 package serverup
 
@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/backstream/backstream/internal/mariadb"
 )
@@ -29,7 +31,16 @@ type Options struct {
 	Timeout time.Duration  // for the start command and the wait until it answers together
 	// Biggest is how many of the biggest tables to count the rows of.
 	Biggest int
+	// CheckTimeout bounds the checks once the server answers (that it is
+	// the one started, CHECK TABLE of the system tables, the row counts),
+	// apart from Timeout; 0 means DefaultCheckTimeout. A row count it
+	// cuts short is reported as not counted, not as a failure: a big table
+	// takes long to count on a server that is fine.
+	CheckTimeout time.Duration
 }
+
+// DefaultCheckTimeout is the CheckTimeout of Options that give none.
+const DefaultCheckTimeout = 10 * time.Minute
 
 // Report is what the check found.
 type Report struct {
@@ -40,17 +51,54 @@ type Report struct {
 
 // TableCount is the row count of one table.
 type TableCount struct {
-	Table string // db.table
-	Rows  int64
-	Bytes int64 // data and index length as the server estimates them
+	Table   string // db.table
+	Rows    int64
+	Counted bool  // false: the count did not finish within CheckTimeout
+	Bytes   int64 // data and index length as the server estimates them
 }
 
-// Start starts the server, waits until it answers on opt.Conn, and checks
-// it. An error names the step that failed; the server is left running
-// whatever happens (stopping it is the user's call).
+// Start starts the server, waits until it answers on opt.Conn (both
+// within opt.Timeout), and checks it (within opt.CheckTimeout). An error
+// names the step that failed; the server is left running whatever happens
+// (stopping it is the user's call).
 func Start(ctx context.Context, opt Options) (*Report, error) {
+	db, began, err := startAndWait(ctx, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if opt.CheckTimeout <= 0 {
+		opt.CheckTimeout = DefaultCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, opt.CheckTimeout)
+	defer cancel()
+	var rep Report
+	var datadir string
+	if err := db.QueryRowContext(ctx, "SELECT @@version, @@hostname, @@datadir").Scan(&rep.Version, &rep.Hostname, &datadir); err != nil {
+		return nil, fmt.Errorf("the started server: %w", err)
+	}
+	if !sameDir(datadir, opt.Datadir) {
+		return nil, fmt.Errorf("the server answering as %s runs on %s, not on the restored datadir %s: another server answers there, or the one started uses another datadir; nothing was checked", opt.Conn, datadir, opt.Datadir)
+	}
+	if err := startedSince(ctx, db, began); err != nil {
+		return nil, fmt.Errorf("the server answering as %s: %w", opt.Conn, err)
+	}
+	if rep.SystemTables, err = checkSystemTables(ctx, db); err != nil {
+		return nil, err
+	}
+	if rep.Counted, err = countBiggest(ctx, db, opt.Biggest); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
+// startAndWait runs the start command and waits until the server answers,
+// within opt.Timeout. It returns when the command began, and the
+// connection.
+func startAndWait(ctx context.Context, opt Options) (*sql.DB, time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
+	began := time.Now()
 	var cmd *exec.Cmd
 	if opt.How == Systemd {
 		cmd = exec.CommandContext(ctx, "systemctl", "start", "mariadb")
@@ -61,28 +109,35 @@ func Start(ctx context.Context, opt Options) (*Report, error) {
 	// would hold open (CombinedOutput would wait for that daemon to exit).
 	cmd.WaitDelay = time.Second
 	if out, err := cmd.CombinedOutput(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
-		return nil, fmt.Errorf("starting the server (%s) failed: %v: %s", describe(opt.How), err, strings.TrimSpace(string(out)))
+		return nil, began, fmt.Errorf("starting the server (%s) failed: %v: %s", describe(opt.How), err, strings.TrimSpace(string(out)))
 	}
 	db, err := waitUntilUp(ctx, opt.Conn)
 	if err != nil {
-		return nil, fmt.Errorf("the server started with %s did not answer as %s within %s: %w", describe(opt.How), opt.Conn, opt.Timeout, err)
+		return nil, began, fmt.Errorf("the server started with %s did not answer as %s within %s: %w", describe(opt.How), opt.Conn, opt.Timeout, err)
 	}
-	defer db.Close()
-	var rep Report
-	var datadir string
-	if err := db.QueryRowContext(ctx, "SELECT @@version, @@hostname, @@datadir").Scan(&rep.Version, &rep.Hostname, &datadir); err != nil {
-		return nil, fmt.Errorf("the started server: %w", err)
+	return db, began, nil
+}
+
+// startedSince makes sure the server db reaches started after began: an
+// old server still answering where the new one should (one that was not
+// stopped, on a datadir of the same path) must not be taken for the new
+// one. Its Uptime, in whole seconds, is compared with the time since the
+// start command ran: the one second of slack covers the rounding of both
+// ends to whole seconds. A server's pid or its parent would not do: a
+// command that starts the server in the background leaves it orphaned, and
+// systemd's is no child of ours.
+func startedSince(ctx context.Context, db *sql.DB, began time.Time) error {
+	var name string
+	var uptime int64
+	if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&name, &uptime); err != nil {
+		return fmt.Errorf("reading its uptime: %w", err)
 	}
-	if !sameDir(datadir, opt.Datadir) {
-		return nil, fmt.Errorf("the server answering as %s runs on %s, not on the restored datadir %s: another server answers there, or the one started uses another datadir; nothing was checked", opt.Conn, datadir, opt.Datadir)
+	since := time.Since(began)
+	if up := time.Duration(uptime) * time.Second; up > since+time.Second {
+		return fmt.Errorf("it has been up for %s, longer than the %s since the start command ran: it is not the server just started (an old one still answers there; has the new one failed to start?); nothing was checked",
+			up, since.Round(time.Second))
 	}
-	if rep.SystemTables, err = checkSystemTables(ctx, db); err != nil {
-		return nil, err
-	}
-	if rep.Counted, err = countBiggest(ctx, db, opt.Biggest); err != nil {
-		return nil, err
-	}
-	return &rep, nil
+	return nil
 }
 
 // describe names how the server was started, for messages.
@@ -157,7 +212,9 @@ func checkSystemTables(ctx context.Context, db *sql.DB) (int, error) {
 	return len(names), nil
 }
 
-// countBiggest counts the rows of the n biggest user tables.
+// countBiggest counts the rows of the n biggest user tables, biggest
+// first, until ctx's deadline: the tables not counted by then are
+// returned with Counted false.
 func countBiggest(ctx context.Context, db *sql.DB, n int) ([]TableCount, error) {
 	if n <= 0 {
 		return nil, nil
@@ -186,10 +243,33 @@ func countBiggest(ctx context.Context, db *sql.DB, n int) ([]TableCount, error) 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	deadline, bounded := ctx.Deadline()
 	for i, nm := range names {
-		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+mariadb.QuoteIdent(nm[0])+"."+mariadb.QuoteIdent(nm[1])).Scan(&out[i].Rows); err != nil {
+		q := "SELECT COUNT(*) FROM " + mariadb.QuoteIdent(nm[0]) + "." + mariadb.QuoteIdent(nm[1])
+		if bounded {
+			// The server stops the count itself when the time is up: a
+			// cancelled context only drops the connection, and the
+			// server would go on counting.
+			left := time.Until(deadline) - time.Second
+			if left <= 0 {
+				break
+			}
+			q = fmt.Sprintf("SET STATEMENT max_statement_time=%.3f FOR %s", left.Seconds(), q)
+		}
+		err := db.QueryRowContext(ctx, q).Scan(&out[i].Rows)
+		var me *mysql.MySQLError
+		switch {
+		case err == nil:
+			out[i].Counted = true
+		case errors.As(err, &me) && me.Number == erStatementTimeout, ctx.Err() != nil:
+			return out, nil // the rest are not counted either
+		default:
 			return nil, fmt.Errorf("counting the rows of %s on the started server: %w", out[i].Table, err)
 		}
 	}
 	return out, nil
 }
+
+// erStatementTimeout is the server's error for a statement that ran out of
+// max_statement_time.
+const erStatementTimeout = 1969

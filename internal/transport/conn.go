@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 )
@@ -30,6 +31,11 @@ type deadlineConn struct {
 	stall   time.Duration
 	idle    time.Duration
 
+	// dlmu orders the read deadlines a reader sets against the one
+	// stopReads sets, so that a reader cannot push a stopped read's
+	// deadline back into the future.
+	dlmu        sync.Mutex
+	readStopped bool
 	readIdle    bool // waiting for the first byte of a message
 	readSet     time.Time
 	readSetIdle bool
@@ -81,20 +87,8 @@ func (d *deadlineConn) Read(p []byte) (int, error) {
 
 func (d *deadlineConn) rawRead(p []byte) (int, error) {
 	if d.active {
-		limit := d.stall
-		if d.readIdle {
-			limit = d.idle
-		}
-		now := time.Now()
-		if !d.readSetAny || d.readIdle != d.readSetIdle || refresh(now, d.readSet, limit) {
-			var dl time.Time
-			if limit > 0 {
-				dl = now.Add(limit)
-			}
-			if err := d.Conn.SetReadDeadline(dl); err != nil {
-				return 0, err
-			}
-			d.readSet, d.readSetIdle, d.readSetAny = now, d.readIdle, true
+		if err := d.setReadDeadline(); err != nil {
+			return 0, err
 		}
 	}
 	n, err := d.Conn.Read(p)
@@ -107,6 +101,41 @@ func (d *deadlineConn) rawRead(p []byte) (int, error) {
 		d.readIdle = false
 	}
 	return n, err
+}
+
+// setReadDeadline renews the read deadline when due, unless stopReads has
+// stopped reading.
+func (d *deadlineConn) setReadDeadline() error {
+	d.dlmu.Lock()
+	defer d.dlmu.Unlock()
+	if d.readStopped {
+		return ErrAborted
+	}
+	limit := d.stall
+	if d.readIdle {
+		limit = d.idle
+	}
+	now := time.Now()
+	if !d.readSetAny || d.readIdle != d.readSetIdle || refresh(now, d.readSet, limit) {
+		var dl time.Time
+		if limit > 0 {
+			dl = now.Add(limit)
+		}
+		if err := d.Conn.SetReadDeadline(dl); err != nil {
+			return err
+		}
+		d.readSet, d.readSetIdle, d.readSetAny = now, d.readIdle, true
+	}
+	return nil
+}
+
+// stopReads makes a read in progress return at once, and every later one
+// fail without reading.
+func (d *deadlineConn) stopReads() {
+	d.dlmu.Lock()
+	defer d.dlmu.Unlock()
+	d.readStopped = true
+	_ = d.Conn.SetReadDeadline(time.Unix(1, 0))
 }
 
 func (d *deadlineConn) Write(p []byte) (int, error) {
@@ -182,7 +211,8 @@ func (d *deadlineConn) rawWrite(p []byte) (int, error) {
 
 // Conn is an authenticated connection to another backstream. Messages may
 // be written from several goroutines (each WriteMessage is atomic on the
-// wire) while one goroutine reads.
+// wire) while one goroutine reads. Abort ends both: see there who owns the
+// connection afterwards.
 type Conn struct {
 	tls     *tls.Conn
 	raw     *deadlineConn
@@ -192,6 +222,10 @@ type Conn struct {
 	rmu   sync.Mutex
 	hdr   [headerLen]byte
 	ended bool // the peer's end-of-stream message arrived
+
+	// aborted is set by Abort: from then on the connection belongs to its
+	// drain (see Abort).
+	aborted atomic.Bool
 
 	wmu  sync.Mutex
 	wbuf []byte // header plus the start of the payload, one full TLS record
@@ -271,14 +305,23 @@ func (c *Conn) writeError(n int, err error) error {
 // peer sent with Abort is a *PeerError. Other errors name the peer and what
 // was cut short, and leave the connection unusable.
 func (c *Conn) ReadMessage(buf []byte) (typ byte, payload []byte, err error) {
+	if c.aborted.Load() {
+		return 0, nil, c.abortedError()
+	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
+	if c.aborted.Load() {
+		return 0, nil, c.abortedError()
+	}
 	if c.ended {
 		return 0, nil, io.EOF
 	}
 	c.raw.readIdle = true
 	typ, payload, err = readFrame(c.tls, &c.hdr, buf, MaxPayload)
 	if err != nil {
+		if c.aborted.Load() {
+			return 0, nil, c.abortedError()
+		}
 		return 0, nil, c.readError(err)
 	}
 	switch {
@@ -291,6 +334,11 @@ func (c *Conn) ReadMessage(buf []byte) (typ byte, payload []byte, err error) {
 		return 0, nil, fmt.Errorf("from %s: unexpected transport message of type 0x%02x after the handshake", c.peer, typ)
 	}
 	return typ, payload, nil
+}
+
+// abortedError is what reading a connection this end aborted returns.
+func (c *Conn) abortedError() error {
+	return fmt.Errorf("from %s: %w", c.peer, ErrAborted)
 }
 
 func (c *Conn) readError(err error) error {
@@ -340,43 +388,67 @@ func (c *Conn) CloseWrite() error {
 }
 
 // Close closes the connection. It does not wait for a writer blocked on a
-// stalled peer: that write fails.
+// stalled peer: that write fails. After Abort it does nothing: the drain
+// closes the connection.
 func (c *Conn) Close() error {
+	if c.aborted.Load() {
+		return nil
+	}
 	return c.tls.Close()
 }
 
 // Abort sends reason to the peer, whose ReadMessage returns it as a
 // *PeerError, then closes the connection. Use it to say why a transfer is
-// refused rather than let the peer see only a closed connection.
+// refused rather than let the peer see only a closed connection. A second
+// Abort does nothing.
 //
 // Closing a socket that still holds unread bytes from the peer makes the
 // kernel reset the connection, and a reset that overtakes the reason
 // destroys it in the peer's receive buffer: the peer would read
 // "connection reset" instead. So Abort ends its side cleanly (the reason,
-// TLS close_notify, then the TCP FIN) and returns; in the background what
-// the peer still sends is read and dropped until it closes, for at most
-// abortLinger, and only then is the connection closed.
+// TLS close_notify, then the TCP FIN) and returns; in the background a
+// drain reads and drops what the peer still sends until it closes, for at
+// most abortLinger, and only then closes the connection.
+//
+// From Abort on, the connection belongs to the drain, and no one else
+// reads it or closes it: a ReadMessage in progress returns at once, and
+// every later one, with an error wrapping ErrAborted (the drain starts
+// reading only once no ReadMessage is in progress: two readers of one
+// socket would split its bytes between them); Close does nothing. Writes
+// fail, as after CloseWrite.
+//
+// The drain is a goroutine, which ends with the process: a process about
+// to exit should call WaitDrains, or its exit resets the connections whose
+// peers have not read the reason yet, which is the very case the drain is
+// for.
 func (c *Conn) Abort(reason string) error {
+	if c.aborted.Swap(true) {
+		return nil
+	}
 	c.wmu.Lock()
 	err := c.writeLocked(typeError, errorPayload(codeGeneric, reason))
 	if err == nil {
 		err = c.tls.CloseWrite()
 	}
 	c.wmu.Unlock()
+	c.raw.stopReads()
 	if err != nil {
-		c.Close()
+		c.tls.Close()
 		return err
 	}
 	if tc, ok := c.raw.Conn.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
 	}
+	drains.Add(1)
 	go func() {
-		// The socket itself, not the buffered reader a goroutine of the
-		// caller may still be in; closing it ends the read at the latest.
-		stop := time.AfterFunc(abortLinger, func() { c.raw.Conn.Close() })
+		defer drains.Done()
+		// Wait for a ReadMessage that stopReads has cut short to let go,
+		// then read the socket itself, not the TLS layer above it.
+		c.rmu.Lock()
+		defer c.rmu.Unlock()
+		_ = c.raw.Conn.SetReadDeadline(time.Now().Add(abortLinger))
 		_, _ = io.Copy(io.Discard, c.raw.Conn)
-		stop.Stop()
-		c.Close()
+		c.tls.Close()
 	}()
 	return nil
 }
@@ -384,6 +456,29 @@ func (c *Conn) Abort(reason string) error {
 // abortLinger bounds how long an aborted connection waits for its peer to
 // read the reason and close.
 const abortLinger = 5 * time.Second
+
+// drains counts the drains of aborted connections still running.
+var drains sync.WaitGroup
+
+// WaitDrains waits until the drains of aborted connections have ended
+// (each within abortLinger of its Abort), or for at most timeout, and
+// reports whether they all did. A process calls it before it exits, so
+// that a peer still reading the reason its last Abort sent gets it rather
+// than a reset: a live peer reads it and closes within moments, and a dead
+// one never will, so a short timeout loses little.
+func WaitDrains(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		drains.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
 
 const (
 	codeGeneric    byte = 0

@@ -166,6 +166,9 @@ var (
 	ErrWrongToken = errors.New("authentication failed: wrong token")
 	// ErrProtocolVersion means the two ends speak different protocol versions.
 	ErrProtocolVersion = errors.New("protocol version mismatch")
+	// ErrAborted is what reading a connection returns once this end has
+	// aborted it (see Conn.Abort).
+	ErrAborted = errors.New("this end aborted the connection: nothing more is read from it")
 )
 
 // LoadToken reads the shared token from file, or when file is empty from
