@@ -85,7 +85,8 @@ logical_round() {
       mydumper --socket="$SRC" --user=root --routines --events --triggers --database="$db" --outputdir="$out" >>"$log" 2>&1 &&
         myloader --socket="$SANDBOX_SOCKET" --user=root --directory="$out" >>"$log" 2>&1 ;;
     backstream)
-      "$BS" backup --logical --repo "$out" --database "$db" --socket "$SRC" --user root --no-defaults >>"$log" 2>&1 &&
+      "$BS" init --repo "$out" >>"$log" 2>&1 &&
+        "$BS" backup --logical --repo "$out" --database "$db" --socket "$SRC" --user root --no-defaults >>"$log" 2>&1 &&
         "$BS" restore --repo "$out" --socket "$SANDBOX_SOCKET" --user root --no-defaults >>"$log" 2>&1 ;;
     esac || echo "$name" >>"$WORK/$tool-$mode.failed"
   done
@@ -112,7 +113,8 @@ physical_round() {
         mbstream -x -C "$WORK/pt-$tool/data"; } &&
       mariabackup --prepare --target-dir="$WORK/pt-$tool/data" >>"$log" 2>&1 || ok=1 ;;
   backstream)
-    "$BS" backup --repo "$WORK/pt-$tool/repo" --socket "$SRC" --user root --no-defaults >"$log" 2>&1 &&
+    "$BS" init --repo "$WORK/pt-$tool/repo" >"$log" 2>&1 &&
+      "$BS" backup --repo "$WORK/pt-$tool/repo" --socket "$SRC" --user root --no-defaults >>"$log" 2>&1 &&
       rm -rf "$WORK/pt-$tool/data" &&
       "$BS" restore --repo "$WORK/pt-$tool/repo" --target-dir "$WORK/pt-$tool/data" --prepare >>"$log" 2>&1 || ok=1 ;;
   esac
@@ -137,6 +139,7 @@ for name in $("$FX" list refuse permissive); do
   want=$("$FX" refusal "$name")
   source_start "src-refuse-$name" "" refuse permissive
   if [ "$SKIP_BACKSTREAM" != 1 ]; then
+    "$BS" init --repo "$WORK/refuse-$name" >/dev/null
     if "$BS" backup --logical --repo "$WORK/refuse-$name" --database "fx_$name" --socket "$SRC" --user root --no-defaults >"$WORK/refuse-$name.log" 2>&1; then
       R[backstream/refuse/$name]="not refused"
     elif grep -qF "$want" "$WORK/refuse-$name.log"; then

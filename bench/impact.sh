@@ -105,6 +105,7 @@ for i in "${!settings[@]}"; do
   [ "$setting" = unlimited ] || read -r -a opts <<<"$setting"
   echo "setting $((i + 1)) of ${#settings[@]}: $setting" >&2
   rm -rf "$WORK/repo"
+  "$BS" init --repo "$WORK/repo" >/dev/null
   log=$WORK/sysbench-$((i + 1)).log
   started=$(now)
   "${SB[@]}" --time=$((WARMUP + DURATION + 86400)) run >"$log" 2>&1 &

@@ -156,6 +156,7 @@ for round in $(seq 1 "$ROUNDS"); do
       -e "SELECT $(seq -f '(SELECT COUNT(*) FROM sbtest.sbtest%g)' -s+ 1 "$TABLES")")
   fi
   rm -rf "$WORK/repo"
+  "$BS" init --repo "$WORK/repo" >/dev/null
   take full -
   links=("$ID")
   for i in $(seq 1 "$LINKS"); do

@@ -81,6 +81,7 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "round $round of $ROUNDS" >&2
   if [ "$SKIP_BACKSTREAM" != 1 ]; then
     rm -rf "$WORK/repo"
+    "$BS" init --repo "$WORK/repo" >/dev/null
     run bs_dump durably "$WORK/repo" "$BS" backup --logical --repo "$WORK/repo" --parallel "$N" \
       --no-defaults --socket "$SRC" --user root --progress none
     S[bs]=$(size_of "$WORK/repo")

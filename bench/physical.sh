@@ -39,6 +39,7 @@ declare -A T B M
 for round in $(seq 1 "$ROUNDS"); do
   echo "round $round of $ROUNDS" >&2
   fresh "$WORK/repo"; rmdir "$WORK/repo"; fresh "$WORK/mbtmp"
+  "$BS" init --repo "$WORK/repo" >/dev/null
   run bs_backup "$BS" backup --repo "$WORK/repo" --parallel "$N" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none
   bs_size=$(size_of "$WORK/repo/backups")
   rm -rf "$WORK/restore"

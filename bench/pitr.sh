@@ -108,6 +108,7 @@ rpo() { # rpo BACKEND RATE KILL: one cell of the recovery point table
   echo "recovery point: $backend, $rate tps, $kill killed" >&2
   source_start "$WORK/src"
   sql "$SRC" "CREATE DATABASE m; CREATE TABLE m.counter (id BIGINT PRIMARY KEY, at DATETIME(6))"
+  "$BS" init --repo "$repo" >/dev/null
   "$BS" backup --repo "$repo" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
   "$BS" binlog --repo "$repo" --follow --flush-interval 1s --no-defaults --socket "$SRC" --user root \
     --progress none >/dev/null 2>"$WORK/follow.log" &
@@ -154,6 +155,7 @@ RREPO=$WORK/replay-repo
 source_start "$WORK/rsrc"
 sql "$SRC" "CREATE DATABASE m; CREATE TABLE m.sbtest (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
   k INT NOT NULL DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))"
+"$BS" init --repo "$RREPO" >/dev/null
 "$BS" backup --repo "$RREPO" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
 sql "$SRC" "FLUSH BINARY LOGS"
 file=$(sql "$SRC" "SHOW MASTER STATUS" | cut -f1)

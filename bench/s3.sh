@@ -166,6 +166,7 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "round $round of $ROUNDS" >&2
   for n in "${NS[@]}"; do
     rclone purge "direct:$BUCKET/bs-N$n" 2>/dev/null || true
+    "$BS" init --repo "s3://$BUCKET/bs-N$n" --s3-endpoint "$PROXY_URL" >/dev/null
     measure "bs${n}_backup" "$BS" backup --repo "s3://$BUCKET/bs-N$n" --s3-endpoint "$PROXY_URL" --parallel "$n" \
       --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none
     S[bs$n]=$(stored "bs-N$n")

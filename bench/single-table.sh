@@ -64,6 +64,7 @@ declare -A T READ STORED
 keys=()
 for backend in $BACKENDS; do
   repo=$(repo_of "$backend")
+  "$BS" init --repo "$repo" >/dev/null
   "$BS" backup --repo "$repo" --parallel "$N" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
   STORED[$backend]=$("$BS" list --repo "$repo" --json | jq -r 'last | .stored_bytes')
   if [ "$backend" = local ]; then

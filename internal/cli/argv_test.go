@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +42,7 @@ func TestPasswordOnCommandLineHidden(t *testing.T) {
 	}
 	conn.Close()
 	secrets := []secret{{"database password", password}}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 
 	for _, form := range []string{"--password=" + password, "-p" + password, "-vp" + password} {
 		gated, open := gatedMariabackup(t, "--backup")

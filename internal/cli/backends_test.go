@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/storage/s3"
@@ -38,6 +39,9 @@ var backendKinds = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := repo.Init(t.Context(), b, repo.Options{}); err != nil {
+			t.Fatal(err)
+		}
 		return testRepo{location: dir, backend: b}
 	}},
 	{"s3", func(t *testing.T) testRepo {
@@ -49,6 +53,9 @@ var backendKinds = []struct {
 		}
 		b, err := s3.New(t.Context(), cfg)
 		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := repo.Init(t.Context(), b, repo.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		return testRepo{location: location, backend: b, s3: sharedS3, bucket: bucket}

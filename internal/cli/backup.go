@@ -203,7 +203,7 @@ mariabackup's I/O operations per second, so that a backup leaves the server room
 			if err != nil {
 				return err
 			}
-			r, err := g.openRepo(cmd.Context(), true)
+			r, err := g.openRepo(cmd.Context(), false)
 			if err != nil {
 				return err
 			}

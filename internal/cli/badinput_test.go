@@ -16,7 +16,7 @@ import (
 // smallBackup backs up a sandbox with a little data into a local repo.
 func smallBackup(t *testing.T) (src *sandbox.Server, repoDir, id string) {
 	t.Helper()
-	repoDir = filepath.Join(t.TempDir(), "repo")
+	repoDir = newRepoDir(t)
 	src, id = smallBackupInto(t, repoDir)
 	return src, repoDir, id
 }
@@ -109,7 +109,7 @@ func TestBackupRefusesWrongMariabackup(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			repoDir := filepath.Join(t.TempDir(), "repo")
+			repoDir := newRepoDir(t)
 			r := run(t, append([]string{"backup", "--repo", repoDir, "--mariabackup", tc.path}, sandboxConn(src)...)...)
 			if r.code == ExitOK {
 				t.Fatal("backup succeeded")
@@ -139,7 +139,7 @@ func TestBackupFailingMariabackupLeavesNothing(t *testing.T) {
 	fake := filepath.Join(t.TempDir(), "mariabackup")
 	script := "#!/bin/bash\nif [ \"$1\" = --version ]; then exec " + real + " --version; fi\n" + real + " \"$@\"\nexit 1\n"
 	os.WriteFile(fake, []byte(script), 0o755)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	r := run(t, append([]string{"backup", "--repo", repoDir, "--mariabackup", fake}, sandboxConn(src)...)...)
 	if r.code != ExitFailure {
 		t.Fatalf("exit %d (%v), want %d", r.code, r.err, ExitFailure)
@@ -175,7 +175,7 @@ func TestUsageMistakesExit2(t *testing.T) {
 	// Encryption flags that cannot work are refused before the repository
 	// is created.
 	pub, _ := ageKeys(t)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	for _, c := range []struct {
 		args []string
 		want string

@@ -69,7 +69,7 @@ lag_bytes behind the server; list --binlogs shows the last measure.`,
 			if err != nil {
 				return err
 			}
-			r, err := g.openRepo(cmd.Context(), true)
+			r, err := g.openRepo(cmd.Context(), false)
 			if err != nil {
 				return err
 			}

@@ -68,7 +68,7 @@ func (c collect) Chunk(ch *xbstream.Chunk) error {
 func TestBinlogArchive(t *testing.T) {
 	t.Parallel()
 	src := binlogSource(t, 3)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	got := archivedBinlogs(t, repoDir)
 	if len(got) < 3 {
@@ -133,7 +133,7 @@ func TestBinlogArchive(t *testing.T) {
 func TestBinlogFollow(t *testing.T) {
 	t.Parallel()
 	src := binlogSource(t, 1)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, append([]string{"binlog", "--repo", repoDir, "--follow", "--progress", "none"}, sandboxConn(src)...)...)
 	var stderr bytes.Buffer
@@ -195,7 +195,7 @@ func TestBinlogFollow(t *testing.T) {
 func TestExpireKeepPITR(t *testing.T) {
 	t.Parallel()
 	src := binlogSource(t, 2) // files 1 and 2 closed before the backup
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	backupFile := backupListing(t, repoDir)[0].Positions.BinlogFile
 	src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
@@ -234,7 +234,7 @@ func TestExpireKeepPITR(t *testing.T) {
 func TestDamagedBinlogManifestIsContained(t *testing.T) {
 	t.Parallel()
 	src := binlogSource(t, 2) // files before the backup, for expire to delete
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	backupFile := backupListing(t, repoDir)[0].Positions.BinlogFile
 	var gtids []string
@@ -353,7 +353,7 @@ func TestBinlogArchivesFileLeftOpenByCrash(t *testing.T) {
 	defer again.Close()
 	again.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
 	again.DB().Exec("FLUSH BINARY LOGS")
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(again)...)...).mustSucceed(t)
 	var found *archive.BinlogFile
 	files := archivedBinlogs(t, repoDir)

@@ -24,7 +24,7 @@ import (
 func TestBinlogGapPurged(t *testing.T) {
 	t.Parallel()
 	src := binlogSource(t, 1)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	before := archivedBinlogs(t, repoDir)
@@ -126,7 +126,7 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	src := binlogSource(t, 1)
 	var serverID int
 	src.DB().QueryRow("SELECT @@server_id").Scan(&serverID)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "json"}, sandboxConn(src)...)...)
@@ -282,7 +282,7 @@ func TestBinlogServerIDChange(t *testing.T) {
 	ctx := context.Background()
 	src := binlogSource(t, 1)
 	other := binlogSource(t, 1)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(other)...)...).mustSucceed(t)
 
@@ -313,7 +313,7 @@ func TestBinlogServerIDChange(t *testing.T) {
 func TestBinlogNumberingRestarted(t *testing.T) {
 	t.Parallel()
 	src := binlogSource(t, 2)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	before := archivedBinlogs(t, repoDir)
 	for _, q := range []string{"RESET MASTER", "INSERT INTO m.marks (at) VALUES (NOW(6))", "FLUSH BINARY LOGS"} {

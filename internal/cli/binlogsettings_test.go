@@ -22,7 +22,7 @@ func TestBinlogServerSettings(t *testing.T) {
 	t.Run("log_bin off", func(t *testing.T) {
 		t.Parallel()
 		src := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
-		r := run(t, append([]string{"binlog", "--repo", filepath.Join(t.TempDir(), "repo")}, sandboxConn(src)...)...)
+		r := run(t, append([]string{"binlog", "--repo", newRepoDir(t)}, sandboxConn(src)...)...)
 		if r.code != ExitFailure || r.err == nil || !strings.Contains(r.err.Error(), "log_bin is OFF") || !strings.Contains(r.err.Error(), "--log-bin") {
 			t.Errorf("binlog of a server without a binary log: exit %d, %v; want a refusal naming log_bin and the fix", r.code, r.err)
 		}
@@ -49,7 +49,7 @@ func TestBinlogServerSettings(t *testing.T) {
 		}
 		var datadir string
 		src.DB().QueryRow("SELECT @@datadir").Scan(&datadir)
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		run(t, append([]string{"binlog", "--repo", repoDir, "--compress", "none"}, sandboxConn(src)...)...).mustSucceed(t)
 		files := archivedBinlogs(t, repoDir)
 		if len(files) == 0 || files[len(files)-1].LastGTID == "" {
@@ -83,7 +83,7 @@ func TestBinlogServerSettings(t *testing.T) {
 		}
 		must("CREATE DATABASE m")
 		must("CREATE TABLE m.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), r DOUBLE)")
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 		for range 3 {
 			must("INSERT INTO m.t (v, r) VALUES ('statement', 1), ('logged', 2)")

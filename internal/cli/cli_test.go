@@ -302,3 +302,12 @@ func transfer(ctx context.Context, db *sql.DB, from, to string, a, b, amount int
 	}
 	return tx.Commit()
 }
+
+// newRepoDir makes a repository in a new directory, with init, and
+// returns its path: no other command creates one.
+func newRepoDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	run(t, "init", "--repo", dir).mustSucceed(t)
+	return dir
+}

@@ -69,7 +69,7 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--chunk-size", "64KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID
 

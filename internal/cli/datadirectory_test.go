@@ -59,7 +59,7 @@ func TestRestoreDataDirectory(t *testing.T) {
 	if len(want) != 3 {
 		t.Fatalf("source checksums of d: %v", want)
 	}
-	repoDir := t.TempDir()
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID
 	extBefore, myisamBefore := treeDigests(t, ext), treeDigests(t, extMyISAM)

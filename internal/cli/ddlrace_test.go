@@ -48,7 +48,7 @@ func TestPhysicalBackupRacingNonTransactionalDDL(t *testing.T) {
 			exec(fmt.Sprintf("INSERT INTO r.%s%d SELECT seq, MD5(seq) FROM r.seq_1_to_3000", strings.ToLower(e), i))
 		}
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	committed, refused := 0, 0
 	const runs, bursty = 8, 3
 	for n := range runs {

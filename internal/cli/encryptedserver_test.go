@@ -75,7 +75,7 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 	must("CREATE TABLE secret.aria (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=Aria")
 	must("INSERT INTO secret.inno SELECT seq, CONCAT('row ', seq) FROM secret.seq_1_to_2000")
 	must("INSERT INTO secret.aria SELECT seq, CONCAT('row ', seq) FROM secret.seq_1_to_2000")
-	repoDir := t.TempDir()
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID
 

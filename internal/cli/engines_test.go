@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -82,7 +81,7 @@ func TestLogicalVersionedByTransaction(t *testing.T) {
 	if len(queryRows(t, src.DB(), "SELECT id FROM v.trx FOR SYSTEM_TIME ALL")) != 70 || len(wantTSHistory) != 70 {
 		t.Fatal("the source tables do not hold the history the test expects")
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	backup := append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)
 
 	r := run(t, backup...)
@@ -186,7 +185,7 @@ func TestLogicalRowsElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 	if e := backupListing(t, repoDir); len(e) != 1 || len(e[0].Databases) != 1 || e[0].Databases[0].Rows != wantRows {
 		t.Errorf("list --json: %+v, want database e with %d rows: the rows of its own tables, none read through another", e, wantRows)

@@ -39,7 +39,7 @@ func TestBinlogFailoverByGTID(t *testing.T) {
 	for i := range 5 {
 		exec(primary, fmt.Sprintf("INSERT INTO m.marks VALUES (%d, 'before backup')", i))
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(primary)...)...).mustSucceed(t)
 	for i := range 5 {
 		exec(primary, fmt.Sprintf("INSERT INTO m.marks VALUES (%d, 'primary')", 10+i))

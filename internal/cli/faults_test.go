@@ -431,7 +431,7 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 	}
 	inner := mustLocal(t, dir)
 	fb := faulty.New(inner)
-	r, err := repo.OpenOrInit(ctx, fb)
+	r, err := repo.Init(ctx, fb, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -802,7 +802,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	t.Run("restore target", func(t *testing.T) {
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		backup := append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)
 		run(t, backup...).mustSucceed(t)
 		// 32 MiB for a datadir of some 200.
@@ -825,6 +825,7 @@ func TestFullDisk(t *testing.T) {
 		// 64 MiB: too small for an uncompressed backup of some 200, large
 		// enough for a compressed one of some 35.
 		repoDir := filepath.Join(smallDisk(t, "64m"), "repo")
+		run(t, "init", "--repo", repoDir).mustSucceed(t)
 		backup := append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)
 		r := waitResult(t, "backup onto a full disk", background(append(backup, "--compress", "none")...))
 		if r.code != ExitFailure {

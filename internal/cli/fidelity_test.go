@@ -135,7 +135,7 @@ func corpusLogical(t *testing.T, fixtures []*fidelitytest.Fixture, mode string) 
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			repoDir := filepath.Join(t.TempDir(), "repo")
+			repoDir := newRepoDir(t)
 			backup := append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", databasesOf(loaded)}, c.backup...)
 			run(t, append(backup, sandboxConn(src)...)...).mustSucceed(t)
 			dst := sandboxtest.Start(t, sandbox.Options{Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
@@ -168,7 +168,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 			}
 		}
 		before := rounds()
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 		if rounds() == before {
 			t.Fatal("no write ran while the backup was taken: the test would prove nothing")
@@ -204,7 +204,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 				t.Fatal(err)
 			}
 		}
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(chain)...)...).mustSucceed(t)
 		for _, f := range loaded[half:] {
 			if err := f.Load(ctx, chain.Socket, "root"); err != nil {
@@ -230,7 +230,7 @@ func corpusRefusal(t *testing.T, f *fidelitytest.Fixture) {
 		if err := f.Load(ctx, src.Socket, "root"); err != nil {
 			t.Fatal(err)
 		}
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		args := []string{"backup", "--repo", repoDir, "--database", f.Database}
 		if path == fidelitytest.Logical {
 			args = append(args, "--logical")

@@ -86,7 +86,7 @@ func TestFileKeyPasswordNeverStored(t *testing.T) {
 
 	s := &secretsRig{t: t, bin: bin, tmp: t.TempDir(), outputs: map[string][]byte{},
 		secrets: []secret{{"key file's password", password}}}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	// Uncompressed, so that searching the stored objects searches the stream.
 	s.run("backup", true, nil, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--compress", "none", "-v"}, sandboxConn(src)...)...)
 	id := backupListing(t, repoDir)[0].ID

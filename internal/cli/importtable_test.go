@@ -72,7 +72,7 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	waitCheckpoint(t, db)
 	orders, parts := sum("shop.orders"), sum("shop.parts")
 	customers, notes, items := sum("crm.customers"), sum("crm.notes"), sum("shop.items")
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	// The orders change after the backup; the import brings the backup's.
 	if _, err := db.ExecContext(ctx, "UPDATE shop.orders SET total = total + 1 WHERE id % 10 = 0"); err != nil {

@@ -35,7 +35,7 @@ func TestIncrementalChain(t *testing.T) {
 	load := startLoad(1, func(rng *rand.Rand) error {
 		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
 	})
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	backup := func() result {
 		return run(t, append([]string{"backup", "--repo", repoDir, "--incremental", "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	}
@@ -102,7 +102,7 @@ func TestIncrementalParentFromAnotherServer(t *testing.T) {
 	t.Parallel()
 	a := sandboxtest.Start(t, sandbox.Options{})
 	b := sandboxtest.Start(t, sandbox.Options{})
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(a)...)...).mustSucceed(t)
 	other := backupListing(t, repoDir)[0].ID
 
@@ -143,7 +143,7 @@ func TestIncrementalOnLaggingCheckpoint(t *testing.T) {
 	createBank(t, db, accounts, 1000, 0, "''",
 		"CREATE TABLE bank.bulk (id INT PRIMARY KEY, pad VARBINARY(100)) ENGINE=InnoDB",
 		fmt.Sprintf("INSERT INTO bank.bulk SELECT seq, CONCAT(UNHEX(SHA2(seq, 512)), UNHEX(SHA2(-seq, 256))) FROM bank.seq_1_to_%d", rows))
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	backup := func(flags ...string) listEntry {
 		t.Helper()
 		run(t, append(append([]string{"backup", "--repo", repoDir, "--incremental", "--parallel", "2"}, flags...), sandboxConn(src)...)...).mustSucceed(t)

@@ -56,7 +56,7 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 120}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--progress", "none",
 		"--max-io", "20"}, sandboxConn(src)...)...)

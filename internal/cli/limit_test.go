@@ -15,7 +15,7 @@ import (
 
 // Bad rates are usage errors naming the flag, before anything is opened.
 func TestLimitFlagsUsageErrors(t *testing.T) {
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	for _, tc := range []struct {
 		args []string
 		want []string

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -88,7 +87,7 @@ func TestLogicalConsistencyUnderWrites(t *testing.T) {
 		return transfer(ctx, db, from, to, rng.IntN(rows)+1, rng.IntN(rows)+1, rng.IntN(50)+1)
 	})
 	load.more(t, 50)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	before := load.committed.Load()
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "256KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 	during := load.committed.Load() - before
@@ -135,7 +134,7 @@ func TestLogicalFiltersAndRename(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 
 	for _, c := range []struct {
@@ -205,7 +204,7 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--chunk-size", "128KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 
 	dst := sandboxtest.Start(t, sandbox.Options{})
@@ -265,7 +264,7 @@ func TestLogicalBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r := run(t, "backup", "--logical", "--repo", filepath.Join(t.TempDir(), "repo"), "--socket", src.Socket, "--user", "weak", "--no-defaults", "--databases", "sample")
+		r := run(t, "backup", "--logical", "--repo", newRepoDir(t), "--socket", src.Socket, "--user", "weak", "--no-defaults", "--databases", "sample")
 		if r.code != ExitFailure || !strings.Contains(r.err.Error(), "RELOAD") {
 			t.Errorf("exit %d, %v: want a failure naming the missing RELOAD privilege", r.code, r.err)
 		}
@@ -289,7 +288,7 @@ func TestLogicalBadInput(t *testing.T) {
 		}
 	})
 	t.Run("existing tables", func(t *testing.T) {
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 		dst := sandboxtest.Start(t, sandbox.Options{})
 		for _, q := range []string{"CREATE DATABASE sample", "CREATE TABLE sample.small_01 (x INT)", "INSERT INTO sample.small_01 VALUES (42)"} {
@@ -339,7 +338,7 @@ func TestLogicalFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "1MiB"}, sandboxConn(src)...)...).mustSucceed(t)
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
 
@@ -449,7 +448,7 @@ func TestLogicalRestoreAccounts(t *testing.T) {
 		}
 	}
 	src.DB().ExecContext(ctx, "FLUSH PRIVILEGES")
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	srcCreate := showOne(t, src.DB(), "SHOW CREATE USER withpw@'%'")
 	srcGrants := showOne(t, src.DB(), "SHOW GRANTS FOR withpw@'%'")

@@ -46,7 +46,7 @@ func TestPITRFromLogicalBase(t *testing.T) {
 	must("INSERT INTO m.isam VALUES (1, 'one')")
 	must("CREATE USER acct1@'%' IDENTIFIED BY 'one'")
 	must("GRANT SELECT ON m.* TO acct1@'%'")
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	r := run(t, append([]string{"backup", "--repo", repoDir, "--logical"}, sandboxConn(src)...)...).mustSucceed(t)
 	baseID := backupIDs(t, repoDir)[0]
 
@@ -163,7 +163,7 @@ func TestVerifyDamagedSegment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--logical"}, sandboxConn(src)...)...).mustSucceed(t)
 	follow := exec.Command(bin, append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "1s", "--progress", "none"}, sandboxConn(src)...)...)
 	var stderr bytes.Buffer

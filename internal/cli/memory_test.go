@@ -32,7 +32,7 @@ func hostileRepo(t *testing.T, streams, frames, chunk int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.OpenOrInit(ctx, b)
+	r, err := repo.Init(ctx, b, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestMerge(t *testing.T) {
 	load := startLoad(1, func(rng *rand.Rand) error {
 		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
 	})
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	backup := func(flags ...string) result {
 		return run(t, append(append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, flags...), sandboxConn(src)...)...).mustSucceed(t)
 	}
@@ -117,7 +117,7 @@ func TestMerge(t *testing.T) {
 	if err := os.WriteFile(pass, []byte("correct horse battery staple\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	encRepo := filepath.Join(t.TempDir(), "encrypted")
+	encRepo := newRepoDir(t)
 	for _, flags := range [][]string{nil, {"--incremental"}} {
 		run(t, append(append([]string{"backup", "--repo", encRepo, "--parallel", "2", "--encrypt", "--passphrase-file", pass}, flags...), sandboxConn(src)...)...).mustSucceed(t)
 	}

@@ -232,7 +232,7 @@ receiver reported: one send provisions every replica it names.`,
 				}
 				rv.Datadir = &job
 			} else {
-				if rv.Repo, err = g.openRepo(ctx, true); err != nil {
+				if rv.Repo, err = g.openRepo(ctx, false); err != nil {
 					return err
 				}
 				if rv.Encryption, err = g.encryption(ctx, rv.Repo); err != nil {

@@ -408,7 +408,7 @@ func TestReceiveIntoRepository(t *testing.T) {
 	src, _, _ := smallBackup(t)
 	tok := tokenFile(t)
 	addr := freeAddr(t)
-	repoDir := filepath.Join(t.TempDir(), "central")
+	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok)
 	run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "3"}, sandboxConn(src)...)...).mustSucceed(t)
 	if r := waitResult(t, "receiver", recv); r.err != nil {
@@ -432,7 +432,7 @@ func TestReceiveIntoEncryptedRepository(t *testing.T) {
 	tok := tokenFile(t)
 	addr := freeAddr(t)
 	pub, key := ageKeys(t)
-	repoDir := filepath.Join(t.TempDir(), "central")
+	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok, "--encrypt", "--recipient-file", pub)
 	run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	if r := waitResult(t, "receiver", recv); r.err != nil {
@@ -478,7 +478,7 @@ func TestReceiveKeepListening(t *testing.T) {
 	src := sandboxtest.Start(t, sandbox.Options{})
 	tok := tokenFile(t)
 	addr := freeAddr(t)
-	repoDir := filepath.Join(t.TempDir(), "central")
+	repoDir := newRepoDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -519,7 +519,7 @@ func TestReceiveSurvivesConnectionFlood(t *testing.T) {
 	}
 	tok := tokenFile(t)
 	addr := freeAddr(t)
-	repoDir := filepath.Join(t.TempDir(), "central")
+	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok)
 
 	const floodConns, floodWorkers = 1000, 4

@@ -119,7 +119,7 @@ func TestPhysicalConsistencyUnderWrites(t *testing.T) {
 	})
 	// The load runs before, during and after the backup.
 	load.more(t, 50)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	load.more(t, 50)
 	load.finish(t)

@@ -32,7 +32,7 @@ func TestPointInTimeRestore(t *testing.T) {
 	}
 	must(src.DB(), "CREATE DATABASE m")
 	must(src.DB(), "CREATE TABLE m.marks (id INT PRIMARY KEY, at DATETIME)")
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 
 	db := src.DB()

@@ -31,7 +31,7 @@ func TestRestoreIntoPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := checksums(t, src)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	base := t.TempDir()
 	noStaging := func(dir string) {
@@ -190,7 +190,7 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := checksums(t, src)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 
 	base := t.TempDir()

@@ -29,7 +29,7 @@ func TestManifestPositionsChecked(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	backup := func(extra ...string) result {
 		return run(t, append(append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, extra...), sandboxConn(src)...)...)
 	}
@@ -181,7 +181,7 @@ func TestEncryptedIncrementalWithoutKey(t *testing.T) {
 	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	pub, key := ageKeys(t)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	backup := func(extra ...string) result {
 		return run(t, append(append([]string{"backup", "--repo", repoDir, "--encrypt", "--recipient-file", pub}, extra...), sandboxConn(src)...)...).mustSucceed(t)
 	}

@@ -82,7 +82,7 @@ func TestReplayKeepsEverything(t *testing.T) {
 	must("CREATE DATABASE m")
 	must("CREATE TABLE m.marks (id INT PRIMARY KEY)")
 	must("CREATE USER acct0@'%' IDENTIFIED BY 'before'")
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	var basePos string
 	src.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&basePos)
@@ -206,7 +206,7 @@ func gtidOf(t *testing.T, pos string, domain int) string {
 // the server named, and then takes only that server's backup and logs.
 func TestPITRPerServer(t *testing.T) {
 	t.Parallel()
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	var keys []string
 	for i, name := range []string{"a", "b"} {
 		s := sandboxtest.Start(t, sandbox.Options{})
@@ -249,7 +249,7 @@ func TestPITRPerServer(t *testing.T) {
 // --until --server tests the point-in-time restore of the server named.
 func TestPerServerExpireAndVerify(t *testing.T) {
 	t.Parallel()
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	a, b := sandboxtest.Start(t, sandbox.Options{}), sandboxtest.Start(t, sandbox.Options{})
 	key := func(s *sandbox.Server) string {
 		var host string

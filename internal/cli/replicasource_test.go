@@ -228,7 +228,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				// A logical backup of the replica records the same
 				// position in the primary's history, under its lock: a
 				// server it seeds replicates from the primary too.
-				repoDir := filepath.Join(t.TempDir(), "repo")
+				repoDir := newRepoDir(t)
 				run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 				id := backupListing(t, repoDir)[0].ID
 				seeded := sandboxtest.Start(t, sandbox.Options{})
@@ -277,7 +277,7 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 	ctx := context.Background()
 	primary, primaryCnf := primaryWithBank(t)
 	load := bankLoad(primary.DB())
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	load.more(t, 20)
 	b := run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--skip-users"}, sandboxConn(primary)...)...).mustSucceed(t)
 	load.more(t, 20)
@@ -305,7 +305,7 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 	// No binary log on the source: no GTID to start from.
 	nolog := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
 	mustExecAll(t, nolog.DB(), "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
-	repo2 := filepath.Join(t.TempDir(), "repo")
+	repo2 := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repo2, "--skip-users"}, sandboxConn(nolog)...)...).mustSucceed(t)
 	id2 := backupListing(t, repo2)[0].ID
 	other := sandboxtest.Start(t, sandbox.Options{})

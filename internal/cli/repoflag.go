@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -65,7 +66,9 @@ func (g *globals) openStore(ctx context.Context, location string, create bool) (
 	}
 	dir := strings.TrimPrefix(location, "file://")
 	if !create {
-		if _, err := os.Stat(dir); err != nil {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, noRepository(location, err)
+		} else if err != nil {
 			return nil, fmt.Errorf("repository %s: %w", dir, err)
 		}
 	}
@@ -117,8 +120,8 @@ func readKeyFile(flag, file string, parse func(io.Reader) error) error {
 	return nil
 }
 
-// openRepo opens the repository named by --repo; create makes it if the
-// location is empty.
+// openRepo opens the repository named by --repo; with create (init
+// alone) it makes one at an empty location instead.
 //
 // The repository reads encrypted objects with the identities given (and
 // plain ones as they are); it encrypts what it writes only for a backup
@@ -139,7 +142,24 @@ func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error)
 	if err != nil {
 		return nil, err
 	}
-	return repo.OpenWith(ctx, b, repo.Options{Keys: keys, Init: create})
+	if create {
+		r, err := repo.Init(ctx, b, repo.Options{Keys: keys})
+		if errors.Is(err, repo.ErrExists) || errors.Is(err, repo.ErrNotRepository) {
+			return nil, usageError{err}
+		}
+		return r, err
+	}
+	r, err := repo.OpenWith(ctx, b, repo.Options{Keys: keys})
+	if errors.Is(err, repo.ErrNotRepository) {
+		return nil, noRepository(g.repo, err)
+	}
+	return r, err
+}
+
+// noRepository is the error of a command given a location that holds no
+// repository: only init creates one.
+func noRepository(location string, err error) error {
+	return usagef("no repository at %s (%v); create one with: backstream init --repo %s", location, err, location)
 }
 
 // registerEncrypt adds the flags of the commands that store encrypted.

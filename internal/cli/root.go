@@ -180,6 +180,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newReplicateCmd(g),
 		newExpireCmd(g),
 		newUnlockCmd(g),
+		newInitCmd(g),
 	)
 	// Arguments cobra refuses are mistakes in how backstream was called,
 	// like bad flags: exit code 2.

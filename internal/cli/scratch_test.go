@@ -46,7 +46,7 @@ func TestTempFilesLeftBehind(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	tmp := t.TempDir()
 	start := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
 		t.Helper()

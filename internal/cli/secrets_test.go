@@ -49,7 +49,7 @@ func TestEncryptedBinlogPITR(t *testing.T) {
 	}
 	must("CREATE DATABASE m")
 	must("CREATE TABLE m.marks (id INT PRIMARY KEY)")
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "1"}, sandboxConn(src)...)...).mustSucceed(t)
 	must("INSERT INTO m.marks VALUES (1)")
 	must("INSERT INTO m.marks VALUES (2)")
@@ -446,7 +446,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 		return p
 	}
 	cnf := optionFile(password)
-	localRepo := filepath.Join(t.TempDir(), "repo")
+	localRepo := newRepoDir(t)
 
 	// (a) A physical backup to S3, encrypted, with JSON progress.
 	seen, _ := s.run("physical backup", true, nil, "backup", "--repo", s3repo.location, "--defaults-extra-file", cnf,

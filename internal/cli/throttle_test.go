@@ -87,7 +87,7 @@ func TestLogicalBackupMaxRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := checksums(t, src)
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	const rate = 4 << 20
 	start := time.Now()
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "3", "--chunk-size", "1MiB", "--skip-users", "--max-rate", "4MiB"}, sandboxConn(src)...)...).mustSucceed(t)
@@ -121,7 +121,7 @@ func TestParseRate(t *testing.T) {
 // server or repository is touched.
 func TestMaxRateUsageErrors(t *testing.T) {
 	t.Parallel()
-	repoDir := filepath.Join(t.TempDir(), "repo")
+	repoDir := newRepoDir(t)
 	conn := []string{"--socket", filepath.Join(t.TempDir(), "no.sock"), "--user", "root", "--no-defaults"}
 	for _, tc := range []struct {
 		args []string
@@ -175,7 +175,7 @@ func TestInterruptedThrottledBackup(t *testing.T) {
 		args []string
 	}{{"physical", nil}, {"logical", []string{"--logical", "--chunk-size", "256KiB"}}} {
 		t.Run(kind.name, func(t *testing.T) {
-			repoDir := filepath.Join(t.TempDir(), "repo")
+			repoDir := newRepoDir(t)
 			var stderr bytes.Buffer
 			args := append(append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--progress", "none", "--max-rate", "1MiB/s"}, kind.args...), sandboxConn(src)...)
 			cmd := exec.Command(bin, args...)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,7 +44,7 @@ func TestLogicalValues(t *testing.T) {
 	modes := []string{"", "TRADITIONAL"}
 	for _, srcMode := range modes {
 		setMode(src, srcMode)
-		repoDir := filepath.Join(t.TempDir(), "repo")
+		repoDir := newRepoDir(t)
 		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users", "--database", sandboxtest.ValuesDB}, sandboxConn(src)...)...).mustSucceed(t)
 		for _, dstMode := range modes {
 			t.Run("source_"+orNone(srcMode)+"_target_"+orNone(dstMode), func(t *testing.T) {

@@ -70,7 +70,7 @@ func Run(ctx context.Context, opt Options) error {
 	if err != nil {
 		return err
 	}
-	r, err := repo.OpenOrInit(ctx, b)
+	r, err := repo.Init(ctx, b, repo.Options{})
 	if err != nil {
 		return err
 	}

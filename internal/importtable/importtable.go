@@ -201,7 +201,7 @@ func databaseTables(ctx context.Context, src, target *sql.DB, d string, m *archi
 	}
 	switch {
 	case len(other) > 0:
-		return nil, &restore.RefusedError{Err: fmt.Errorf("database %s of backup %s holds tables that are not InnoDB: %s; only InnoDB tablespaces import into a running server: import the others' neighbours with --table, or restore the backup with --target-dir", d, m.ID, strings.Join(other, ", "))}
+		return nil, &restore.RefusedError{Err: fmt.Errorf("database %s of backup %s holds tables that are not InnoDB: %s; only InnoDB tablespaces import into a running server: import the InnoDB ones with --table, or restore the backup with --target-dir", d, m.ID, strings.Join(other, ", "))}
 	case len(out) == 0:
 		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s has no tables in database %s", m.ID, d)}
 	}

@@ -24,7 +24,7 @@ func testRepo(t *testing.T) *repo.Repo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.OpenOrInit(context.Background(), b)
+	r, err := repo.Init(context.Background(), b, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,9 +39,6 @@ type Options struct {
 	// Keys decrypt the encrypted objects read, and are what Encrypt
 	// encrypts to.
 	Keys crypt.Keys
-	// Init creates the repository when the location holds no objects at
-	// all (see OpenOrInit).
-	Init bool
 }
 
 // Encrypt makes the repository encrypt what it stores from now on (the

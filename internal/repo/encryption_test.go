@@ -25,7 +25,7 @@ func TestEncryptedObjects(t *testing.T) {
 	}
 	id, _ := age.GenerateX25519Identity()
 	keys := crypt.Keys{Recipients: []age.Recipient{id.Recipient()}, Public: []string{id.Recipient().String()}}
-	r, err := OpenWith(ctx, inner, Options{Keys: keys, Init: true})
+	r, err := Init(ctx, inner, Options{Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestRemoveNamesLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := &keeper{Backend: lb}
-	r, err := repo.OpenOrInit(ctx, k)
+	r, err := repo.Init(ctx, k, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

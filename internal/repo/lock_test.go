@@ -24,7 +24,7 @@ func testRepo(t *testing.T) *Repo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := OpenOrInit(context.Background(), b)
+	r, err := Init(context.Background(), b, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

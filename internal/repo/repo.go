@@ -69,11 +69,28 @@ func Open(ctx context.Context, b storage.Backend) (*Repo, error) {
 	return OpenWith(ctx, b, Options{})
 }
 
-// OpenOrInit opens the repository, creating it if the location holds no
-// objects at all. A location with other objects but no config is refused,
-// so that a mistyped location never scatters backups into unrelated data.
-func OpenOrInit(ctx context.Context, b storage.Backend) (*Repo, error) {
-	return OpenWith(ctx, b, Options{Init: true})
+// ErrExists reports an Init where a repository already is.
+var ErrExists = errors.New("already a backstream repository")
+
+// Init creates a repository at a location that holds no objects at all,
+// and opens it as OpenWith does. A location that holds a repository, or
+// other objects, is refused: only Init creates one, so that a mistyped
+// location given to any other command fails instead of scattering
+// backups.
+func Init(ctx context.Context, b storage.Backend, opts Options) (*Repo, error) {
+	cb := crypt.New(b, opts.Keys, crypt.Options{Covers: Encrypted, KeyPrefix: KeysDir})
+	r, err := open(ctx, cb)
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("%s: %w (id %s, created %s)", b.Location(), ErrExists, r.Config.ID, r.Config.Created.Format(time.RFC3339))
+	case !errors.Is(err, ErrNotRepository):
+		return nil, err
+	}
+	if r, err = create(ctx, cb); err != nil {
+		return nil, err
+	}
+	r.crypt = cb
+	return r, nil
 }
 
 // OpenWith opens the repository on b as opts say. Its Backend is b under
@@ -82,9 +99,6 @@ func OpenOrInit(ctx context.Context, b storage.Backend) (*Repo, error) {
 func OpenWith(ctx context.Context, b storage.Backend, opts Options) (*Repo, error) {
 	cb := crypt.New(b, opts.Keys, crypt.Options{Covers: Encrypted, KeyPrefix: KeysDir})
 	r, err := open(ctx, cb)
-	if opts.Init && errors.Is(err, ErrNotRepository) {
-		r, err = create(ctx, cb)
-	}
 	if err != nil {
 		return nil, err
 	}

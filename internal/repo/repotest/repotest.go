@@ -28,7 +28,7 @@ func New(t testing.TB) *repo.Repo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.OpenOrInit(context.Background(), b)
+	r, err := repo.Init(context.Background(), b, repo.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
