@@ -99,3 +99,26 @@ func TestEncryptedObjects(t *testing.T) {
 		t.Errorf("read with the key: %q, %v", data, err)
 	}
 }
+
+// A repository of a newer format is refused by name and version, before
+// anything is read or written.
+func TestNewerFormatIsRefused(t *testing.T) {
+	ctx := t.Context()
+	b, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init(ctx, b, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, ConfigName, strings.NewReader(`{"format": 2, "id": "x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, b)
+	if err == nil || !strings.Contains(err.Error(), "repository format 2 is not supported (this backstream reads version 1)") {
+		t.Fatalf("open of a format 2 repository: %v", err)
+	}
+	if _, err := Init(ctx, b, Options{}); err == nil {
+		t.Fatal("init over a newer repository succeeded")
+	}
+}
