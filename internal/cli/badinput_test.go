@@ -166,6 +166,7 @@ func TestUsageMistakesExit2(t *testing.T) {
 		{[]string{"backp"}, "did you mean backup?"},
 		{[]string{"token", "extra"}, `unknown command "extra" for "backstream token"`},
 		{[]string{"list", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"binlog", "--repo", t.TempDir(), "--no-defaults", "--ssl", "--skip-ssl"}, "--ssl and --skip-ssl contradict each other"},
 	} {
 		r := run(t, c.args...)
 		if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), c.want) {

@@ -17,6 +17,9 @@ import (
 type connFlags struct {
 	f        mariadb.Flags
 	password string
+	// ssl, skipSSL and verifyServerCert are read only when given, so that
+	// an option file decides otherwise.
+	ssl, skipSSL, verifyServerCert bool
 }
 
 // noPasswordValue is what --password without a value leaves behind: a
@@ -34,10 +37,20 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.f.DefaultsFile, "defaults-file", "", "read only this option file")
 	fs.StringVar(&c.f.DefaultsExtraFile, "defaults-extra-file", "", "read this option file after the global ones")
 	fs.BoolVar(&c.f.NoDefaults, "no-defaults", false, "read no option files")
+	fs.BoolVar(&c.ssl, "ssl", false, "connect with TLS, without checking the server's certificate unless --ssl-ca or --ssl-verify-server-cert says so")
+	fs.BoolVar(&c.skipSSL, "skip-ssl", false, "connect without TLS, whatever option files say")
+	fs.StringVar(&c.f.SSLCA, "ssl-ca", "", "PEM file of the CAs the server's certificate must chain to (implies --ssl)")
+	fs.StringVar(&c.f.SSLCAPath, "ssl-capath", "", "directory of PEM files of such CAs (implies --ssl)")
+	fs.StringVar(&c.f.SSLCert, "ssl-cert", "", "client certificate, PEM, for accounts that REQUIRE X509 (implies --ssl)")
+	fs.StringVar(&c.f.SSLKey, "ssl-key", "", "private key of --ssl-cert, PEM (implies --ssl)")
+	fs.BoolVar(&c.verifyServerCert, "ssl-verify-server-cert", false, "check the server's certificate chain and that it names --host (implies --ssl)")
 }
 
+// tlsFlagNames are the TLS flags connFlags registers.
+var tlsFlagNames = []string{"ssl", "skip-ssl", "ssl-ca", "ssl-capath", "ssl-cert", "ssl-key", "ssl-verify-server-cert"}
+
 // connFlagNames are the flags connFlags registers.
-var connFlagNames = []string{"host", "port", "socket", "user", "password", "protocol", "defaults-file", "defaults-extra-file", "no-defaults"}
+var connFlagNames = append([]string{"host", "port", "socket", "user", "password", "protocol", "defaults-file", "defaults-extra-file", "no-defaults"}, tlsFlagNames...)
 
 // passwordOnCommandLine is the warning for a password given as a flag.
 const passwordOnCommandLine = "backstream: warning: a password on the command line can be seen by other users until backstream hides it; an option file (--defaults-extra-file) or MYSQL_PWD is safer"
@@ -99,7 +112,8 @@ func HideSecretArgs(root *cobra.Command) {
 }
 
 // resolve builds the connection config: flags over the environment over
-// option files ([client], [client-server], [client-mariadb], [backstream]).
+// option files ([client], [client-server], [client-mariadb], [backstream]),
+// TLS settings included.
 func (c *connFlags) resolve(fs *pflag.FlagSet) (mariadb.Config, error) {
 	f := c.f
 	prompt := false
@@ -111,6 +125,21 @@ func (c *connFlags) resolve(fs *pflag.FlagSet) (mariadb.Config, error) {
 			p := c.password
 			f.Password = &p
 		}
+	}
+	if fs.Changed("ssl") && fs.Changed("skip-ssl") && c.ssl == c.skipSSL {
+		return mariadb.Config{}, usagef("--ssl and --skip-ssl contradict each other: give one")
+	}
+	switch {
+	case fs.Changed("ssl"):
+		on := c.ssl
+		f.SSL = &on
+	case fs.Changed("skip-ssl"):
+		on := !c.skipSSL
+		f.SSL = &on
+	}
+	if fs.Changed("ssl-verify-server-cert") {
+		v := c.verifyServerCert
+		f.SSLVerifyServerCert = &v
 	}
 	cfg, err := mariadb.Resolve(f)
 	if err != nil {

@@ -162,9 +162,9 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 
 // onlyLogical names the flags that mean something only for a logical load.
 func (l *logicalRestoreFlags) onlyLogical() []string {
-	return []string{"host", "port", "socket", "user", "password", "database", "exclude-database", "table", "exclude-table",
+	return append([]string{"host", "port", "socket", "user", "password", "database", "exclude-database", "table", "exclude-table",
 		"rename-database", "definer", "drop-existing", "resume", "no-binlog", "users", "replace-users", "json", "skip-views", "skip-triggers",
-		"skip-routines", "skip-events", "skip-users"}
+		"skip-routines", "skip-events", "skip-users"}, tlsFlagNames...)
 }
 
 // onlyLogical names the flags that mean something only with --logical.

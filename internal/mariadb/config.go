@@ -33,8 +33,11 @@ type Config struct {
 	// Protocol is "tcp" or "socket" to force a transport; empty means the
 	// Host decides (see UsesSocket). Resolve always sets it.
 	Protocol string
+	// TLS is whether and how the connection uses TLS (the client's --ssl
+	// options).
+	TLS TLS
 	// Sources tells, per setting ("host", "port", "socket", "user",
-	// "password"), where its value came from, e.g. "--user",
+	// "password", "ssl", "ssl-ca", ...), where its value came from, e.g. "--user",
 	// "/root/.my.cnf [client]" or "MYSQL_PWD", so that messages can point the
 	// user at the file to fix. It may be nil.
 	Sources map[string]string

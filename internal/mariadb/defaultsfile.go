@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -14,8 +15,8 @@ import (
 const maxOptionLine = 4000
 
 // WriteDefaultsFile writes cfg as a [client] option file for mariabackup and
-// the mariadb clients (user, password, host, port, socket, protocol; only
-// what is set).
+// the mariadb clients (user, password, host, port, socket, protocol and
+// the TLS settings; only what is set).
 // The file is created exclusively with mode 0600, so it never exists with
 // looser permissions, and an existing file is never overwritten.
 //
@@ -69,6 +70,9 @@ func WriteDefaultsFile(path string, cfg Config) error {
 		b.WriteString("protocol=" + cfg.Protocol + "\n")
 	default:
 		return fmt.Errorf("defaults file %s: protocol %q not supported", path, cfg.Protocol)
+	}
+	if err := writeTLS(&b, cfg.TLS, add); err != nil {
+		return fmt.Errorf("defaults file %s: %w", path, err)
 	}
 
 	return writePrivateFile(path, b.String())
@@ -167,4 +171,41 @@ func quoteOptionValue(v string) (string, error) {
 	}
 	b.WriteByte('"')
 	return b.String(), nil
+}
+
+// writeTLS adds t's settings. With TLS on, every one is written, the
+// booleans as 0 or 1, so that a global option file the child reads first
+// cannot leave it with more or less than backstream uses; the paths are
+// absolute, since the child runs in another directory. With TLS turned
+// off explicitly, ssl=0 and ssl-verify-server-cert=0 say so. Left at its
+// default (no TLS for backstream), nothing is written and the child keeps
+// its own default.
+func writeTLS(b *strings.Builder, t TLS, add func(key, value string) error) error {
+	if !t.SSL {
+		if t.SSLSet {
+			b.WriteString("ssl=0\nssl-verify-server-cert=0\n")
+		}
+		return nil
+	}
+	b.WriteString("ssl=1\n")
+	for _, p := range []struct{ key, value string }{
+		{"ssl-ca", t.CA}, {"ssl-capath", t.CAPath}, {"ssl-cert", t.Cert}, {"ssl-key", t.Key},
+	} {
+		if p.value == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p.value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.key, err)
+		}
+		if err := add(p.key, abs); err != nil {
+			return err
+		}
+	}
+	if t.VerifyServerCert {
+		b.WriteString("ssl-verify-server-cert=1\n")
+	} else {
+		b.WriteString("ssl-verify-server-cert=0\n")
+	}
+	return nil
 }

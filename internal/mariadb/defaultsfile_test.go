@@ -223,3 +223,60 @@ func TestWriteOptionFileRoundTrip(t *testing.T) {
 		t.Error("an existing file was overwritten")
 	}
 }
+
+// The TLS settings reach the child processes: with TLS on every one is
+// written (the booleans as 0 or 1, the paths absolute), an explicit off is
+// written as off, and TLS left at its default writes nothing, so that the
+// child keeps its own default. The real client reads the same values, and
+// Resolve reads back the same settings.
+func TestWriteDefaultsFileTLS(t *testing.T) {
+	dir := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		tls  TLS
+		want []string
+	}{
+		{TLS{}, nil},
+		{TLS{SSLSet: true, CA: "/ignored.pem"}, []string{"ssl=0", "ssl-verify-server-cert=0"}},
+		{TLS{SSL: true, SSLSet: true}, []string{"ssl=1", "ssl-verify-server-cert=0"}},
+		{TLS{SSL: true, SSLSet: true, CA: "/etc/my ca.pem", CAPath: "/etc/cas", Cert: "c.pem", Key: "/k#1.pem", VerifyServerCert: true},
+			[]string{"ssl=1", "ssl-ca=/etc/my ca.pem", "ssl-capath=/etc/cas", "ssl-cert=" + filepath.Join(wd, "c.pem"), "ssl-key=/k#1.pem", "ssl-verify-server-cert=1"}},
+	} {
+		p := filepath.Join(dir, "t"+string(rune('a'+i))+".cnf")
+		if err := WriteDefaultsFile(p, Config{User: "u", TLS: tc.tls}); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := ReadOptionFile(p, "client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]string{"user=u"}, tc.want...)
+		if got := kv(opts); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%+v: wrote %q, want %q", tc.tls, got, want)
+		}
+		var args strings.Builder
+		for _, w := range want {
+			args.WriteString("--" + w + " ")
+		}
+		args.WriteString("\n")
+		if got := printDefaults(t, p); got != args.String() {
+			t.Errorf("%+v: mariadb --print-defaults got %q, want %q", tc.tls, got, args.String())
+		}
+		again, err := resolve(Flags{DefaultsFile: p}, fakeEnv(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTLS := tc.tls
+		if !wantTLS.SSL {
+			wantTLS = TLS{SSLSet: tc.tls.SSLSet}
+		} else if wantTLS.Cert != "" {
+			wantTLS.Cert = filepath.Join(wd, wantTLS.Cert)
+		}
+		if again.TLS != wantTLS {
+			t.Errorf("read back %+v, want %+v", again.TLS, wantTLS)
+		}
+	}
+}

@@ -20,4 +20,16 @@ type Flags struct {
 	DefaultsExtraFile string
 	// NoDefaults skips every option file (--no-defaults).
 	NoDefaults bool
+	// SSL is --ssl (true) or --skip-ssl (false); nil when neither was
+	// given. Given, it overrides what the other TLS flags imply.
+	SSL *bool
+	// SSLCA, SSLCAPath, SSLCert and SSLKey are --ssl-ca, --ssl-capath,
+	// --ssl-cert and --ssl-key; empty when not given. Each implies --ssl.
+	SSLCA     string
+	SSLCAPath string
+	SSLCert   string
+	SSLKey    string
+	// SSLVerifyServerCert is --ssl-verify-server-cert; nil when not
+	// given. True implies --ssl.
+	SSLVerifyServerCert *bool
 }

@@ -30,11 +30,16 @@ var GlobalOptionFiles = []string{"/etc/my.cnf", "/etc/mysql/my.cnf"}
 //     the order they are read, files in the order above and, within a
 //     file, top to bottom whatever their group: the last value of a key
 //     wins. Keys may carry MariaDB's "loose-" prefix. A bare "password" line
-//     asks for a prompt (Config.PromptPassword).
+//     asks for a prompt (Config.PromptPassword). The TLS keys are the
+//     client's: ssl (also skip-ssl, ssl=0), ssl-ca, ssl-capath, ssl-cert,
+//     ssl-key and ssl-verify-server-cert, each but ssl implying ssl; the
+//     client's ssl-cipher, ssl-crl, ssl-crlpath and tls-version are refused,
+//     since backstream's own connections cannot apply them.
 //  2. The environment, for what is still unset: MYSQL_PWD (password),
 //     MYSQL_HOST, MYSQL_TCP_PORT and MYSQL_UNIX_PORT, as libmariadb reads
 //     them.
-//  3. The flags in f: every one that is set wins.
+//  3. The flags in f: every one that is set wins; --ssl or --skip-ssl
+//     wins over what the other TLS flags imply.
 //
 // Then the defaults: the user is the OS user name. The transport follows
 // the mariadb client: an explicit protocol (flag, then option files) decides;
@@ -140,6 +145,10 @@ func resolve(f Flags, env resolveEnv) (Config, error) {
 				cfg.Sources["port"] = from
 			case "protocol":
 				protocol, protocolFrom = o.Value, fmt.Sprintf("%s:%d", o.File, o.Line)
+			default:
+				if err := cfg.TLS.setOption(key, o, from, cfg.Sources); err != nil {
+					return Config{}, fmt.Errorf("option file %s:%d: %w", o.File, o.Line, err)
+				}
 			}
 		}
 	}
@@ -191,6 +200,10 @@ func resolve(f Flags, env resolveEnv) (Config, error) {
 	}
 	if f.Protocol != "" {
 		protocol, protocolFrom = f.Protocol, "--protocol"
+	}
+	cfg.TLS.setFlags(f, cfg.Sources)
+	if err := cfg.TLS.absolutePaths(); err != nil {
+		return Config{}, err
 	}
 
 	switch strings.ToLower(protocol) {

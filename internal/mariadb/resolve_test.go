@@ -280,3 +280,88 @@ func TestResolvePublic(t *testing.T) {
 }
 
 func mkdir(d string) error { return os.MkdirAll(d, 0o700) }
+
+func boolp(b bool) *bool { return &b }
+
+// The TLS options follow the client: keys spelled with - or _, loose-,
+// skip-/disable-/enable- prefixes, every path and ssl-verify-server-cert
+// implying ssl, the last setting winning, files before flags, and
+// --ssl/--skip-ssl over what other flags imply.
+func TestResolveTLS(t *testing.T) {
+	dir := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		file  string // [client] lines
+		flags Flags
+		want  TLS
+		from  string // where ssl came from, as the file is named "c.cnf"
+	}{
+		{name: "nothing", want: TLS{}},
+		{name: "ssl bare", file: "ssl", want: TLS{SSL: true, SSLSet: true}, from: "c.cnf [client]"},
+		{name: "ssl=0", file: "ssl=0", want: TLS{SSLSet: true}},
+		{name: "skip-ssl", file: "ssl-ca=/ca.pem\nskip-ssl", want: TLS{SSLSet: true, CA: "/ca.pem"}},
+		{name: "ssl after skip", file: "skip-ssl\nssl_ca=/ca.pem", want: TLS{SSL: true, SSLSet: true, CA: "/ca.pem"}},
+		{name: "underscores and loose", file: "loose_ssl_cert=/c.pem\nssl_key=/k.pem\nssl_verify_server_cert=ON",
+			want: TLS{SSL: true, SSLSet: true, Cert: "/c.pem", Key: "/k.pem", VerifyServerCert: true}},
+		{name: "verify off implies nothing", file: "ssl-verify-server-cert=0", want: TLS{}},
+		{name: "disable verify", file: "ssl-verify-server-cert\ndisable-ssl-verify-server-cert\nssl-capath=/cas",
+			want: TLS{SSL: true, SSLSet: true, CAPath: "/cas"}},
+		{name: "enable-ssl", file: "enable-ssl", want: TLS{SSL: true, SSLSet: true}},
+		{name: "relative paths", file: "ssl-ca=ca.pem", flags: Flags{SSLKey: "k.pem"},
+			want: TLS{SSL: true, SSLSet: true, CA: filepath.Join(wd, "ca.pem"), Key: filepath.Join(wd, "k.pem")}, from: "--ssl-key"},
+		{name: "flags over the file", file: "ssl-ca=/file-ca.pem\nssl-verify-server-cert",
+			flags: Flags{SSLCA: "/flag-ca.pem", SSLVerifyServerCert: boolp(false)},
+			want:  TLS{SSL: true, SSLSet: true, CA: "/flag-ca.pem"}, from: "--ssl-ca"},
+		{name: "skip-ssl flag wins", flags: Flags{SSLCA: "/ca.pem", SSL: boolp(false)},
+			want: TLS{SSLSet: true, CA: "/ca.pem"}, from: "--skip-ssl"},
+		{name: "ssl flag over a file's skip-ssl", file: "skip-ssl", flags: Flags{SSL: boolp(true)},
+			want: TLS{SSL: true, SSLSet: true}, from: "--ssl"},
+		{name: "verify flag", flags: Flags{SSLVerifyServerCert: boolp(true)},
+			want: TLS{SSL: true, SSLSet: true, VerifyServerCert: true}, from: "--ssl-verify-server-cert"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.flags
+			f.DefaultsFile = writeCnf(t, dir, "c.cnf", "[client]\n"+tc.file+"\n")
+			cfg, err := resolve(f, fakeEnv(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.TLS != tc.want {
+				t.Fatalf("TLS = %+v, want %+v", cfg.TLS, tc.want)
+			}
+			from := strings.Replace(tc.from, "c.cnf", f.DefaultsFile, 1)
+			if tc.from != "" && cfg.Sources["ssl"] != from {
+				t.Errorf("ssl from %q, want %q", cfg.Sources["ssl"], from)
+			}
+		})
+	}
+}
+
+// Options backstream cannot apply and booleans it cannot read are refused,
+// naming the file and line.
+func TestResolveTLSRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ line, want string }{
+		{"ssl-cipher=AES256-SHA", "c.cnf:3: ssl-cipher: backstream cannot apply this TLS option"},
+		{"loose-ssl-crl=/crl.pem", "c.cnf:3: loose-ssl-crl: backstream cannot apply"},
+		{"ssl_crlpath=/crls", "c.cnf:3: ssl-crlpath: backstream cannot apply"},
+		{"tls_version=TLSv1.3", "c.cnf:3: tls-version: backstream cannot apply"},
+		{"ssl=maybe", `c.cnf:3: ssl: "maybe" is not a boolean`},
+		{"ssl-verify-server-cert=yes", `c.cnf:3: ssl-verify-server-cert: "yes" is not a boolean`},
+	} {
+		file := writeCnf(t, dir, "c.cnf", "[client]\nuser=u\n"+tc.line+"\n")
+		_, err := resolve(Flags{DefaultsFile: file}, fakeEnv(nil))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tc.line, err, tc.want)
+		}
+	}
+	// Groups backstream does not read may hold them.
+	file := writeCnf(t, dir, "c.cnf", "[mariadb-client]\nssl-cipher=AES256-SHA\n[client]\nssl\n")
+	if _, err := resolve(Flags{DefaultsFile: file}, fakeEnv(nil)); err != nil {
+		t.Errorf("ssl-cipher in [mariadb-client]: %v", err)
+	}
+}

@@ -238,6 +238,14 @@ func TestServer(t *testing.T) {
 		t.Errorf("error %q names a privilege the user has", err)
 	}
 
+	// TLS asked of a server that offers none is refused, never downgraded.
+	withTLS := reader
+	withTLS.TLS = TLS{SSL: true, SSLSet: true}
+	withTLS.Sources = map[string]string{"ssl": "--ssl"}
+	if _, err := Open(ctx, withTLS, ""); err == nil || !strings.Contains(err.Error(), "the server offers no TLS, which ssl (from --ssl) asks for") {
+		t.Fatalf("TLS to a server without it: err = %v", err)
+	}
+
 	// Privileges through a default role count.
 	bdb, err := Open(ctx, Config{User: "bk", Password: "bkpw", PasswordSet: true, Socket: sb.Socket, Protocol: ProtocolSocket}, "")
 	if err != nil {

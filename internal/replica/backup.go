@@ -187,12 +187,9 @@ type Identity struct {
 }
 
 // identify asks primary p who it is, logging in with the replication
-// account (over TCP, without TLS), which needs no privilege for this.
+// account (over TCP), which needs no privilege for this.
 func identify(ctx context.Context, p Primary) (Identity, error) {
-	db, err := mariadb.Open(ctx, mariadb.Config{
-		Host: p.Host, Port: p.Port, User: p.User,
-		Password: p.Password, PasswordSet: true, Protocol: mariadb.ProtocolTCP,
-	}, "")
+	db, err := mariadb.Open(ctx, p.config(), "")
 	if err != nil {
 		return Identity{}, err
 	}

@@ -42,6 +42,17 @@ func (p Primary) Addr() string {
 	return net.JoinHostPort(p.Host, strconv.Itoa(port))
 }
 
+// config is how backstream itself logs in to the primary with the
+// replication account: over TCP, and with TLS when the replica uses it
+// (MASTER_SSL=1 without a CA checks no certificate, and neither does this).
+func (p Primary) config() mariadb.Config {
+	return mariadb.Config{
+		Host: p.Host, Port: p.Port, User: p.User,
+		Password: p.Password, PasswordSet: true, Protocol: mariadb.ProtocolTCP,
+		TLS: mariadb.TLS{SSL: p.SSL, SSLSet: p.SSL},
+	}
+}
+
 // String names the primary and account for messages, never the password.
 func (p Primary) String() string {
 	return fmt.Sprintf("%s as %s", p.Addr(), p.User)

@@ -88,3 +88,14 @@ func TestPrimaryValidate(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+// backstream's own logins to the primary use TLS when the replica does
+// (MASTER_SSL=1 without a CA checks no certificate, and neither do they).
+func TestPrimaryConfigTLS(t *testing.T) {
+	for _, ssl := range []bool{false, true} {
+		cfg := Primary{Host: "db1", Port: 3307, User: "repl", Password: "pw", SSL: ssl}.config()
+		if cfg.UsesSocket() || cfg.Addr() != "db1:3307" || cfg.TLS.SSL != ssl || cfg.TLS.VerifyServerCert || cfg.TLS.CA != "" {
+			t.Errorf("SSL %v: config %+v", ssl, cfg)
+		}
+	}
+}

@@ -441,11 +441,7 @@ func catchUp(ctx context.Context, conn *sql.Conn, p Primary, opt Options, useGTI
 
 // primaryPosition reads where the primary's binary log is now.
 func primaryPosition(ctx context.Context, p Primary, useGTID bool) (physical.BinlogInfo, error) {
-	cfg := mariadb.Config{
-		Host: p.Host, Port: p.Port, User: p.User,
-		Password: p.Password, PasswordSet: true, Protocol: mariadb.ProtocolTCP,
-	}
-	db, err := mariadb.Open(ctx, cfg, "")
+	db, err := mariadb.Open(ctx, p.config(), "")
 	if err != nil {
 		return physical.BinlogInfo{}, fmt.Errorf("catch-up: read the primary's position: %w", err)
 	}
