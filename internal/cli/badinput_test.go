@@ -173,10 +173,10 @@ func TestUsageMistakesExit2(t *testing.T) {
 			t.Errorf("%v: exit %d, %v; want %d and %q", c.args, r.code, r.err, ExitUsage, c.want)
 		}
 	}
-	// Encryption flags that cannot work are refused before the repository
-	// is created.
+	// Encryption flags that cannot work are refused, and nothing is
+	// created.
 	pub, _ := ageKeys(t)
-	repoDir := newRepoDir(t)
+	repoDir := filepath.Join(t.TempDir(), "repo")
 	for _, c := range []struct {
 		args []string
 		want string

@@ -57,6 +57,14 @@ func ExitCode(err error, interrupted bool) int {
 
 // globals are the flags every command shares.
 type globals struct {
+	// groupSuffix is --defaults-group-suffix; sources says where each
+	// flag's value came from (see applyOptionFiles).
+	groupSuffix string
+	sources     map[string]optionSource
+	// The option files of commands without connection flags.
+	defaultsFile, defaultsExtraFile string
+	noDefaults                      bool
+
 	repo       string
 	progress   string
 	cpuprofile string
@@ -124,6 +132,9 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			g.stdout, g.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if err := g.applyOptionFiles(cmd); err != nil {
+				return err
+			}
 			if err := g.parseLimits(); err != nil {
 				return err
 			}
@@ -162,6 +173,13 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")
 	pf.StringVar(&g.passphraseFile, "passphrase-file", "", "file holding the passphrase of backups encrypted with one (or set $"+passphraseEnv+")")
+	// The commands that connect to a server have these among their
+	// connection flags; for the others they choose the option files that
+	// set their options (see applyOptionFiles).
+	pf.StringVar(&g.defaultsFile, "defaults-file", "", "read only this option file")
+	pf.StringVar(&g.defaultsExtraFile, "defaults-extra-file", "", "read this option file after the global ones")
+	pf.BoolVar(&g.noDefaults, "no-defaults", false, "read no option files")
+	pf.StringVar(&g.groupSuffix, "defaults-group-suffix", "", "also read the option groups [backstreamSUFFIX] and [backstream-COMMANDSUFFIX] (profiles), after [backstream] and [backstream-COMMAND]")
 	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	pf.MarkHidden("cpuprofile")
 	root.AddCommand(
@@ -181,6 +199,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newExpireCmd(g),
 		newUnlockCmd(g),
 		newInitCmd(g),
+		newConfigCmd(g),
 	)
 	// Arguments cobra refuses are mistakes in how backstream was called,
 	// like bad flags: exit code 2.

@@ -74,6 +74,24 @@ type optionSource struct {
 	required bool
 }
 
+// OptionSource is one option file the clients read: Required ones must
+// exist (--defaults-file, --defaults-extra-file), others are skipped when
+// missing.
+type OptionSource struct {
+	Path     string
+	Required bool
+}
+
+// OptionFiles lists the option files a client given f reads, in the
+// order Resolve reads them.
+func OptionFiles(f Flags) []OptionSource {
+	var out []OptionSource
+	for _, s := range optionFiles(f, resolveEnv{lookupEnv: os.LookupEnv, globals: GlobalOptionFiles}) {
+		out = append(out, OptionSource{Path: s.path, Required: s.required})
+	}
+	return out
+}
+
 // optionFiles lists the option files to read for f, in precedence order.
 func optionFiles(f Flags, env resolveEnv) []optionSource {
 	if f.NoDefaults {

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/mariadb"
+)
+
+func newConfigCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "config COMMAND [flags]",
+		Short: "Show the options a command would run with, and where each comes from",
+		Long: `config prints every option of COMMAND with the value it would take and its source: the
+command line, an option file (file:line [group]), an environment variable, or the default.
+Secrets are masked. Every long option can be set in the option files the mariadb client
+reads (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf, --defaults-extra-file, or only
+--defaults-file): in [backstream] for every command, in [backstream-COMMAND] for one, and
+with --defaults-group-suffix=_S also in [backstream_S] and [backstream-COMMAND_S].`,
+		Example: `  backstream config backup
+  backstream config backup --defaults-group-suffix=_prod
+  backstream config restore --defaults-extra-file /etc/backstream/prod.cnf`,
+		Args:               cobra.MinimumNArgs(1),
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if err != nil || target == cmd.Root() || target == cmd {
+				return usagef("config: no command %q", strings.Join(args, " "))
+			}
+			if err := target.ParseFlags(rest); err != nil {
+				return usageError{err}
+			}
+			if v, _ := target.Flags().GetString("defaults-group-suffix"); v != "" {
+				g.groupSuffix = v
+			}
+			if err := g.applyOptionFiles(target); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "OPTION\tVALUE\tFROM\n")
+			for _, o := range g.effectiveOptions(target) {
+				fmt.Fprintf(w, "--%s\t%s\t%s\n", o[0], o[1], o[2])
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if target.Flags().Lookup("socket") == nil {
+				return nil // a command that connects to no server
+			}
+			// The connection as the client would make it, from the same
+			// files ([client], [client-server], [client-mariadb] too).
+			str := func(name string) string { return target.Flags().Lookup(name).Value.String() }
+			port, _ := target.Flags().GetInt("port")
+			cfg, err := mariadb.Resolve(mariadb.Flags{Host: str("host"), Socket: str("socket"), User: str("user"), Port: port,
+				Protocol: str("protocol"), DefaultsFile: str("defaults-file"), DefaultsExtraFile: str("defaults-extra-file"), NoDefaults: str("no-defaults") == "true"})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "\nconnection: %s\n", cfg)
+			for _, k := range []string{"host", "port", "socket", "user", "password"} {
+				if from := cfg.Sources[k]; from != "" {
+					fmt.Fprintf(g.stdout, "  %s from %s\n", k, from)
+				}
+			}
+			return nil
+		},
+	}
+}
