@@ -171,6 +171,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 			into = []string{"--datadir", target, "--start=" + start, "--socket", sock1, "--user", "root", "--no-defaults",
 				"--replicate", "--catch-up", "--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl"}
 		case 2:
+			run(t, "init", "--repo", target).mustSucceed(t)
 			into = []string{"--repo", target}
 		}
 		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))

@@ -137,7 +137,7 @@ func TestRestoreTestPhysical(t *testing.T) {
 		t.Fatal(err)
 	}
 	src = serverOn(t, src.Datadir)
-	repoDir := t.TempDir()
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID
 
@@ -202,7 +202,7 @@ func TestRestoreTestLogical(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, Blobs: true}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := t.TempDir()
+	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID
 

@@ -20,7 +20,9 @@ import (
 func s3Repo(t *testing.T) (srv *s3test.Server, location string, flags []string) {
 	t.Helper()
 	srv = s3test.StartPrivate(t)
-	return srv, "s3://" + srv.Bucket + "/repo", []string{"--s3-endpoint", srv.Endpoint}
+	location, flags = "s3://"+srv.Bucket+"/repo", []string{"--s3-endpoint", srv.Endpoint}
+	run(t, append([]string{"init", "--repo", location}, flags...)...).mustSucceed(t)
+	return srv, location, flags
 }
 
 // midway waits until a throttled backup is streaming into srv (a multipart

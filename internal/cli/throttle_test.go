@@ -121,7 +121,7 @@ func TestParseRate(t *testing.T) {
 // server or repository is touched.
 func TestMaxRateUsageErrors(t *testing.T) {
 	t.Parallel()
-	repoDir := newRepoDir(t)
+	repoDir := filepath.Join(t.TempDir(), "repo") // never created: every backup here is refused
 	conn := []string{"--socket", filepath.Join(t.TempDir(), "no.sock"), "--user", "root", "--no-defaults"}
 	for _, tc := range []struct {
 		args []string
