@@ -119,7 +119,6 @@ func NewRoot(version string) *cobra.Command {
 		Long: `backstream takes hot physical backups of MariaDB through mariabackup's stream,
 compresses and hashes them in parallel, and writes them as parallel streams into a
 repository. Restores read the streams in parallel and verify every byte.`,
-		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -180,6 +179,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newReplicateCmd(g),
 		newExpireCmd(g),
 		newUnlockCmd(g),
+		newVersionCmd(g, version),
 	)
 	// Arguments cobra refuses are mistakes in how backstream was called,
 	// like bad flags: exit code 2.
@@ -201,7 +201,14 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	}
 	root.Args = cobra.ArbitraryArgs
 	root.SuggestionsMinimumDistance = 2
+	// --version is the version command's text; cobra's own would print
+	// only the link-time version.
+	var showVersion bool
+	root.Flags().BoolVarP(&showVersion, "version", "v", false, "print the version, the revision it was built from and the MariaDB tools found (as the version command)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if showVersion && len(args) == 0 {
+			return printVersion(cmd.Context(), g.stdout, version, false)
+		}
 		if len(args) == 0 {
 			return cmd.Help()
 		}
