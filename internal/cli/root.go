@@ -180,6 +180,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newExpireCmd(g),
 		newUnlockCmd(g),
 		newVersionCmd(g, version),
+		newCheckCmd(g),
 	)
 	// Arguments cobra refuses are mistakes in how backstream was called,
 	// like bad flags: exit code 2.
