@@ -75,6 +75,10 @@ type globals struct {
 	encrypt                                     bool
 	stdout                                      io.Writer
 	stderr                                      io.Writer
+	// metricsFile is --metrics-file; made is the backup the command
+	// made, whose size it records.
+	metricsFile string
+	made        *archive.Manifest
 }
 
 // parseLimits makes the limiters of --limit-upload and --limit-download.
@@ -141,7 +145,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			if _, err := progress.ParseMode(g.progress); err != nil {
 				return usageError{err}
 			}
-			return nil
+			return g.checkMetricsFile()
 		},
 	}
 	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
@@ -161,6 +165,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")
 	pf.StringVar(&g.passphraseFile, "passphrase-file", "", "file holding the passphrase of backups encrypted with one (or set $"+passphraseEnv+")")
+	pf.StringVar(&g.metricsFile, "metrics-file", "", "after the command, record how it ended (time, duration, exit code, the backup's size) in this Prometheus text file, as node_exporter's textfile collector reads it")
 	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	pf.MarkHidden("cpuprofile")
 	root.AddCommand(
@@ -194,9 +199,13 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			}
 		}
 		// The packages below name no flags: hints that do are added here.
+		// The metrics file hears how every command ended.
 		if runE := c.RunE; runE != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
-				return withKeyHint(runE(cmd, args))
+				start := time.Now()
+				err := withKeyHint(runE(cmd, args))
+				g.recordMetrics(cmd, start, err)
+				return err
 			}
 		}
 	}
