@@ -20,6 +20,8 @@ want gzip gzip
 want age age          # the stock-tool way out of an encrypted backup (tests)
 want openssl openssl  # a key file encrypted as file_key_management reads it (tests)
 want gcc gcc          # cgo: zstd is the reference C library, built in
+want promtool prometheus  # promtool check metrics: the --metrics-file tests
+want systemd-analyze systemd  # systemd-analyze verify: the contrib/systemd units' test
 [ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")

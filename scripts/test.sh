@@ -45,7 +45,7 @@ done
 step "installs" $((SECONDS - t))
 
 t=$SECONDS
-unformatted=$(gofmt -l cmd internal)
+unformatted=$(gofmt -l cmd internal contrib)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" >&2
   echo "$unformatted" >&2

@@ -228,6 +228,7 @@ mariabackup's I/O operations per second, so that a backup leaves the server room
 			if err != nil {
 				return err
 			}
+			g.made = m
 			kind := "full"
 			if m.Parent != "" {
 				kind = fmt.Sprintf("incremental on %s (depth %d of chain %s)", m.Parent, m.Depth, m.Chain)

@@ -103,6 +103,7 @@ func runDump(ctx context.Context, g *globals, r *repo.Repo, job logical.DumpJob)
 	if err != nil {
 		return err
 	}
+	g.made = m
 	var tables int
 	var rows int64
 	for _, d := range m.Databases {

@@ -85,6 +85,7 @@ An encrypted chain is merged only with --encrypt, so that the new backup is too.
 			if err != nil {
 				return refused(err)
 			}
+			g.made = merged
 			fmt.Fprintf(g.stdout, "backup %s complete: full, merged from %s, %d streams, %d files, %s stored\n",
 				merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), humanRatio(merged))
 			return nil

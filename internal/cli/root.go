@@ -83,6 +83,10 @@ type globals struct {
 	encrypt                                     bool
 	stdout                                      io.Writer
 	stderr                                      io.Writer
+	// metricsFile is --metrics-file; made is the backup the command
+	// made, whose size it records.
+	metricsFile string
+	made        *archive.Manifest
 }
 
 // parseLimits makes the limiters of --limit-upload and --limit-download.
@@ -127,7 +131,6 @@ func NewRoot(version string) *cobra.Command {
 		Long: `backstream takes hot physical backups of MariaDB through mariabackup's stream,
 compresses and hashes them in parallel, and writes them as parallel streams into a
 repository. Restores read the streams in parallel and verify every byte.`,
-		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -153,7 +156,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			if _, err := progress.ParseMode(g.progress); err != nil {
 				return usageError{err}
 			}
-			return nil
+			return g.checkMetricsFile()
 		},
 	}
 	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
@@ -180,6 +183,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.StringVar(&g.defaultsExtraFile, "defaults-extra-file", "", "read this option file after the global ones")
 	pf.BoolVar(&g.noDefaults, "no-defaults", false, "read no option files")
 	pf.StringVar(&g.groupSuffix, "defaults-group-suffix", "", "also read the option groups [backstreamSUFFIX] and [backstream-COMMANDSUFFIX] (profiles), after [backstream] and [backstream-COMMAND]")
+	pf.StringVar(&g.metricsFile, "metrics-file", "", "after the command, record how it ended (time, duration, exit code, the backup's size) in this Prometheus text file, as node_exporter's textfile collector reads it")
 	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
 	pf.MarkHidden("cpuprofile")
 	root.AddCommand(
@@ -200,6 +204,8 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newUnlockCmd(g),
 		newInitCmd(g),
 		newConfigCmd(g),
+		newVersionCmd(g, version),
+		newCheckCmd(g),
 	)
 	// Arguments cobra refuses are mistakes in how backstream was called,
 	// like bad flags: exit code 2.
@@ -213,15 +219,26 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			}
 		}
 		// The packages below name no flags: hints that do are added here.
+		// The metrics file hears how every command ended.
 		if runE := c.RunE; runE != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
-				return withKeyHint(runE(cmd, args))
+				start := time.Now()
+				err := withKeyHint(runE(cmd, args))
+				g.recordMetrics(cmd, start, err)
+				return err
 			}
 		}
 	}
 	root.Args = cobra.ArbitraryArgs
 	root.SuggestionsMinimumDistance = 2
+	// --version is the version command's text; cobra's own would print
+	// only the link-time version.
+	var showVersion bool
+	root.Flags().BoolVarP(&showVersion, "version", "v", false, "print the version, the revision it was built from and the MariaDB tools found (as the version command)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if showVersion && len(args) == 0 {
+			return printVersion(cmd.Context(), g.stdout, version, false)
+		}
 		if len(args) == 0 {
 			return cmd.Help()
 		}

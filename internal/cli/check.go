@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/health"
+	"github.com/backstream/backstream/internal/retention"
+)
+
+func newCheckCmd(g *globals) *cobra.Command {
+	var maxAge, maxLag, now string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Exit non-zero with a one-line reason when the newest backup is too old, a chain is broken or the binary logs lag",
+		Long: `check judges a repository for monitoring (a Nagios-style check, a systemd unit
+with OnFailure=): it exits 0 and prints one line beginning "OK:" when all is well,
+and otherwise exits non-zero and prints one line on stderr that names every problem:
+
+  - the newest complete backup finished longer ago than --max-age (or there is none);
+  - a chain of incrementals is broken: an incremental's parent is missing or damaged;
+  - a backup's manifest is damaged;
+  - with --max-binlog-lag, a server's archived binary log was last known to hold all
+    the server had written longer ago than that (see binlogs/<source>/status.json).
+
+Exit codes: 0 healthy; 1 a problem (too old, a broken chain, binary logs lagging)
+or the repository could not be read; 3 damage (a damaged manifest, a chain broken
+at one); 2 bad flags. check reads the catalog only and takes no lock: it runs
+while a backup does.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt, err := checkOptions(maxAge, maxLag, now)
+			if err != nil {
+				return err
+			}
+			r, err := g.openRepo(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			rep, err := health.Check(cmd.Context(), r, opt)
+			if err != nil {
+				return err
+			}
+			if err := rep.Err(); err != nil {
+				return fmt.Errorf("check %s: %w", rep.Location, err)
+			}
+			fmt.Fprintln(g.stdout, healthyLine(rep, opt))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&maxAge, "max-age", "", "fail when the newest complete backup finished longer ago than this, e.g. 26h or 8d (default: not checked)")
+	f.StringVar(&maxLag, "max-binlog-lag", "", "fail when a server's archived binary log was last known to hold everything longer ago than this, e.g. 60s or 2h (default: not checked)")
+	f.StringVar(&now, "now", "", "judge as if it were this time (RFC 3339, e.g. 2026-11-30T00:00:00Z), to try an alert (default: the clock)")
+	return cmd
+}
+
+// checkOptions reads check's flags.
+func checkOptions(maxAge, maxLag, now string) (health.Options, error) {
+	var opt health.Options
+	var err error
+	if maxAge != "" {
+		if opt.MaxAge, err = retention.ParseDuration(maxAge); err != nil {
+			return opt, usagef("--max-age: %v", err)
+		}
+	}
+	if maxLag != "" {
+		if opt.MaxBinlogLag, err = retention.ParseDuration(maxLag); err != nil {
+			return opt, usagef("--max-binlog-lag: %v", err)
+		}
+	}
+	if now != "" {
+		if opt.Now, err = time.Parse(time.RFC3339, now); err != nil {
+			return opt, usagef("--now %q: want a time like 2026-11-30T00:00:00Z or 2026-11-30T01:00:00+01:00", now)
+		}
+	}
+	return opt, nil
+}
+
+// healthyLine is check's one line for a repository without problems.
+func healthyLine(rep health.Report, opt health.Options) string {
+	parts := []string{"OK: " + rep.Location}
+	if m := rep.Newest; m != nil {
+		s := fmt.Sprintf("newest backup %s (%s) finished %s ago", m.ID, m.Kind, health.Round(rep.Age))
+		if opt.MaxAge > 0 {
+			s += fmt.Sprintf(" (at most %s)", health.Round(opt.MaxAge))
+		}
+		parts = append(parts, s)
+	} else {
+		parts = append(parts, "no backups")
+	}
+	parts = append(parts, fmt.Sprintf("%d complete backups (%d incremental), no chain broken", rep.Backups, rep.Incrementals))
+	for _, s := range rep.Sources {
+		parts = append(parts, fmt.Sprintf("binary logs of %s archived up to %s ago (at most %s)", s.Source, health.Round(s.Lag), health.Round(opt.MaxBinlogLag)))
+	}
+	return strings.Join(parts, "; ")
+}
