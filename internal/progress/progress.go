@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -362,9 +363,20 @@ type snapshot struct {
 	etaKnown       bool
 }
 
-// take reads the counters and updates the smoothed rate. The rate is an
-// exponential average over reports, so that one slow interval (a pause for
-// a lock, a slow upload) does not swing the ETA wildly.
+// rateWindow is the time constant of the smoothed rate: a change of pace
+// shows in the ETA within seconds, and a pause for a lock or a burst of a
+// 10 MiB chunk does not swing it, however often it is drawn.
+const rateWindow = 8 * time.Second
+
+// etaAfter is how long the rate is measured before an ETA is shown: the
+// first reports see a few bytes or one chunk and would promise days or
+// nothing.
+const etaAfter = time.Second
+
+// take reads the counters and updates the smoothed rate. The rate is the
+// average since the start while that is shorter than rateWindow, then an
+// exponential average with that time constant: the same in a bar drawn
+// five times a second as in a line every five seconds.
 func (t *Tracker) take(now time.Time) snapshot {
 	s := snapshot{in: t.in.Load(), out: t.out.Load(), total: t.total.Load(), stage: *t.stage.Load(),
 		rows: t.rows.Load(), tablesDone: t.tablesDone.Load(), tables: t.tables.Load(), lag: t.lag.Load()}
@@ -379,15 +391,13 @@ func (t *Tracker) take(now time.Time) snapshot {
 	}
 	if dt := now.Sub(t.lastTime).Seconds(); dt > 0.05 {
 		recent := float64(s.in-t.lastIn) / dt
-		if t.lastIn == 0 && t.rate == 0 {
-			t.rate = recent
-		} else {
-			t.rate = 0.3*recent + 0.7*t.rate
-		}
+		measured := max(now.Sub(t.start).Seconds(), dt)
+		weight := max(dt/measured, 1-math.Exp(-dt/rateWindow.Seconds()))
+		t.rate = weight*recent + (1-weight)*t.rate
 		t.lastIn, t.lastTime = s.in, now
 	}
 	s.rate = t.rate
-	if s.total > 0 && s.rate > 0 {
+	if s.total > 0 && s.rate > 0 && now.Sub(t.start) >= etaAfter {
 		s.eta = time.Duration(float64(s.total-s.in) / s.rate * float64(time.Second))
 		s.etaKnown = true
 	}

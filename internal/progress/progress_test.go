@@ -139,9 +139,50 @@ func TestRestartKeepsTheRate(t *testing.T) {
 		t.Errorf("just after the restart: %d in, rate %.0f, ETA known %v; want %d, the rate so far, an ETA", s.in, s.rate, s.etaKnown, 100<<10)
 	}
 	tr.In(2 << 20)
-	want := 0.3*(2<<20) + 0.7*(3<<20)
+	// The average since the start (1 s of 2.1 s is the new attempt's).
+	want := 1/2.1*(2<<20) + 1.1/2.1*(3<<20)
 	if s := tr.take(t0.Add(2100 * time.Millisecond)); math.Abs(s.rate-want) > 1 {
 		t.Errorf("a second after the restart: rate %.0f, want %.0f, the 2 MiB/s of the new attempt smoothed", s.rate, want)
+	}
+}
+
+// The rate is the average since the start, then a smoothed one whose
+// time constant does not depend on how often it is taken: a bar that takes
+// it five times a second and a line every five seconds show the same ETA,
+// and neither promises anything in the first second.
+func TestRateSmoothing(t *testing.T) {
+	rates := func(every time.Duration) (early bool, afterPause, final float64) {
+		tr := Start(Options{Mode: ModeQuiet, Out: io.Discard, Total: 1 << 40})
+		defer tr.Finish(nil)
+		t0 := tr.start
+		var s snapshot
+		for at := every; at <= 60*time.Second; at += every {
+			// 10 MiB/s, with nothing in from 30 s to 32 s.
+			if at <= 30*time.Second || at > 32*time.Second {
+				tr.In(int64(float64(10<<20) * every.Seconds()))
+			}
+			s = tr.take(t0.Add(at))
+			if at < etaAfter && s.etaKnown {
+				early = true
+			}
+			if at == 32*time.Second {
+				afterPause = s.rate
+			}
+		}
+		return early, afterPause, s.rate
+	}
+	for _, every := range []time.Duration{200 * time.Millisecond, time.Second, 2 * time.Second} {
+		early, pause, final := rates(every)
+		if early {
+			t.Errorf("every %v: an ETA in the first second", every)
+		}
+		// exp(-2/8) of the rate is left after 2 s without bytes.
+		if want := 10 << 20 * math.Exp(-2/rateWindow.Seconds()); math.Abs(pause-want)/want > 0.15 {
+			t.Errorf("every %v: rate %.0f after a pause of 2 s, want about %.0f", every, pause, want)
+		}
+		if math.Abs(final-10<<20)/(10<<20) > 0.05 {
+			t.Errorf("every %v: rate %.0f at the end, want about 10 MiB/s", every, final)
+		}
 	}
 }
 
