@@ -94,6 +94,9 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 	defer s.close()
 
 	id := backupid.New(started)
+	if job.Progress != nil {
+		job.Progress.SetBackup(id)
+	}
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindLogical, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID},
