@@ -141,7 +141,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 				job.Progress.Restart()
 				stage = fmt.Sprintf("streaming, attempt %d of %d", attempt, ddlRaceAttempts)
 			}
-			count = newCopyCounter(job.Progress, EstimateCopy(server))
+			count = newCopyCounter(job.Progress, estimateCopy(server))
 			job.Progress.Stage(stage)
 		}
 		m, err := backupOnce(ctx, job, started, parent, server, sources, bin, fileKey, count)

@@ -30,13 +30,13 @@ var (
 	ariaLogName = regexp.MustCompile(`^aria_log(_control|\.\d{8})$`)
 )
 
-// EstimateCopy returns the files a full backup of server will stream,
+// estimateCopy returns the files a full backup of server will stream,
 // by their path in the stream, with their current sizes: the InnoDB
 // system and undo tablespaces, the tablespaces of tables (a DATA
 // DIRECTORY table's at the path its .isl gives), the Aria logs, and the
 // files of non-InnoDB tables. What cannot be read is left out: an
 // estimate must not fail a backup.
-func EstimateCopy(server *mariadb.Server) map[string]int64 {
+func estimateCopy(server *mariadb.Server) map[string]int64 {
 	files := map[string]int64{}
 	add := func(name, path string) {
 		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
@@ -128,6 +128,9 @@ type copyCounter struct {
 	estimate map[string]int64
 	files    map[string]*copied
 	total    int64
+	// unknown: the estimate named nothing (the datadir could not be read),
+	// and a total of what came in would say 100% all along.
+	unknown bool
 }
 
 // copied is one file's part in the counts.
@@ -160,7 +163,7 @@ func newCopyCounter(p Progress, estimate map[string]int64) *copyCounter {
 	if p == nil {
 		return nil
 	}
-	c := &copyCounter{p: p, files: map[string]*copied{}, estimate: estimate}
+	c := &copyCounter{p: p, files: map[string]*copied{}, estimate: estimate, unknown: len(estimate) == 0}
 	for _, n := range estimate {
 		c.total += n
 	}
@@ -201,7 +204,9 @@ func (c *copyCounter) chunk(ch *xbstream.Chunk) {
 	in1, total1 := f.counts()
 	if total1 != total0 {
 		c.total += total1 - total0
-		c.p.SetTotal(c.total)
+		if !c.unknown {
+			c.p.SetTotal(c.total)
+		}
 	}
 	if in1 != in0 {
 		c.p.In(in1 - in0)

@@ -64,6 +64,10 @@ func TestCopyCounter(t *testing.T) {
 	step("a new tablespace", P, "db/n.new", 40, 40, 104)
 	step("a new tablespace's delta", P, "db/m.new.delta", 16, 56, 104)
 	step("its end", E, "db/m.new.delta", 0, 104, 104)
+	// Without an estimate the total stays unknown.
+	p = &recorder{}
+	c = newCopyCounter(p, map[string]int64{})
+	step("no estimate", P, "ibdata1", 10, 10, 0)
 	if c := newCopyCounter(nil, nil); c != nil {
 		t.Error("a counter without progress")
 	}
@@ -117,7 +121,7 @@ func TestEstimateNamesWhatMariabackupStreams(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RunBackup: %v", err)
 	}
-	estimate := EstimateCopy(server)
+	estimate := estimateCopy(server)
 	var unnamed []string
 	streamed := map[string]bool{}
 	for _, f := range m.Files {
