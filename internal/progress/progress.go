@@ -272,8 +272,9 @@ func (t *Tracker) Logf(format string, args ...any) {
 			Time    time.Time `json:"time"`
 			Event   string    `json:"event"`
 			Title   string    `json:"title"`
+			Backup  string    `json:"backup,omitempty"`
 			Message string    `json:"message"`
-		}{time.Now().UTC(), "log", t.opt.Title, msg})
+		}{time.Now().UTC(), "log", t.opt.Title, *t.backup.Load(), msg})
 		if err == nil {
 			t.writeLine(string(b))
 		}
@@ -440,7 +441,7 @@ func (s snapshot) percent() float64 {
 // Event is one JSON line of ModeJSON. Fields are stable: tools parse them.
 type Event struct {
 	Time  time.Time `json:"time"`
-	Event string    `json:"event"` // "progress" or "summary"
+	Event string    `json:"event"` // "progress" or "summary" ("log" events are Logf's)
 	Title string    `json:"title"`
 	// Backup is the id of the backup made or read, once known.
 	Backup string `json:"backup,omitempty"`
@@ -455,7 +456,8 @@ type Event struct {
 	Percent *float64 `json:"percent"`
 	// Rate is bytes in per second: recent for progress, average for summary.
 	Rate float64 `json:"rate"`
-	// ETASeconds is null when the total or the rate is unknown.
+	// ETASeconds is null when the total or the rate is unknown, and in
+	// the first second (see etaAfter).
 	ETASeconds *float64 `json:"eta_seconds"`
 	// Tables moved so far and in all, and rows, for logical backups.
 	TablesDone int64 `json:"tables_done,omitempty"`
