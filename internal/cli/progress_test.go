@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -109,26 +110,30 @@ func TestProgressOfPhysicalBackupAndRestore(t *testing.T) {
 		}
 		return m[1], checkProgress(t, what, r.stderr, m[1], 95)
 	}
-	full, events := backup("full backup", "--max-rate", "96MiB/s")
+	full, events := backup("full backup", "--max-rate", "64MiB/s")
 	for _, e := range events {
 		t.Logf("full: %s %d/%d %v%% eta %v", e.Stage, e.BytesIn, e.Total, pct(e.Percent), pct(e.ETASeconds))
 	}
-	// The ETA comes down as the bytes go in at a steady rate: once the
-	// rate is measured it never rises by more than a second or a
-	// fifth.
+	// The ETA comes down as the bytes go in at a bounded rate: it rises
+	// by more than a second or a quarter seldom (a test beside this one
+	// may take the CPUs for a moment), and ends near 0.
 	var etas []float64
 	for _, e := range events {
 		if e.Stage == "streaming" && e.ETASeconds != nil {
 			etas = append(etas, *e.ETASeconds)
 		}
 	}
-	if len(etas) < 5 {
-		t.Errorf("%d streaming events with an ETA, want several", len(etas))
+	if len(etas) < 10 {
+		t.Fatalf("%d streaming events with an ETA, want many", len(etas))
 	}
-	for i := 3; i < len(etas); i++ {
-		if etas[i] > etas[i-1]+max(1, etas[i-1]/5) {
-			t.Errorf("ETA rose from %.1fs to %.1fs: %v", etas[i-1], etas[i], etas)
+	var rises []string
+	for i := 1; i < len(etas); i++ {
+		if etas[i] > etas[i-1]+max(1, etas[i-1]/4) {
+			rises = append(rises, fmt.Sprintf("%.1fs to %.1fs", etas[i-1], etas[i]))
 		}
+	}
+	if len(rises) > 2 || etas[len(etas)-1] > 1 || etas[len(etas)-1] > etas[0] {
+		t.Errorf("the ETA rose from %s, or did not end near 0: %.1f", strings.Join(rises, ", "), etas)
 	}
 
 	if _, err := src.DB().ExecContext(ctx, "UPDATE sample.small_01 SET qty = 7 WHERE id < 100"); err != nil {
