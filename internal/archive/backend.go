@@ -169,6 +169,11 @@ func (in BackendInput) OpenFrames(ctx context.Context, i int, s Stream, nums []i
 	return &objectFrames{ctx: ctx, frames: frames, nums: nums, open: in.opener(ctx, s)}, nil
 }
 
+// FrameIndex reads and parses stream s's frame index.
+func (in BackendInput) FrameIndex(ctx context.Context, s Stream) ([]Frame, error) {
+	return in.index(ctx, s)
+}
+
 // index reads and parses stream s's frame index.
 func (in BackendInput) index(ctx context.Context, s Stream) ([]Frame, error) {
 	if s.Index.Name == "" {

@@ -95,6 +95,40 @@ func (p StreamPlan) delivers(path string) bool {
 	return p.Frames == nil || p.want[path]
 }
 
+// FrameIndexer is an Input that reads a stream's frame index by itself.
+type FrameIndexer interface {
+	FrameIndex(ctx context.Context, s Stream) ([]Frame, error)
+}
+
+// PlannedBytes is how many stored bytes a Read of m's streams from in,
+// planned as plans (Plan's), takes: for progress totals. A stream read in
+// part counts its planned frames' stored bytes when in reads frame
+// indexes (one small read each), otherwise its share of the frames (which
+// compress unevenly: the share is a rough guess).
+func PlannedBytes(ctx context.Context, m *Manifest, in Input, plans []StreamPlan) int64 {
+	var n int64
+	ix, indexed := in.(FrameIndexer)
+	for i, s := range m.Streams {
+		p := plans[i]
+		if p.Skip || p.Frames == nil || !indexed {
+			n += int64(float64(s.Size) * p.Fraction(s))
+			continue
+		}
+		frames, err := ix.FrameIndex(ctx, s)
+		if err != nil {
+			// The read will say what is wrong; a total must not fail it.
+			n += int64(float64(s.Size) * p.Fraction(s))
+			continue
+		}
+		for _, f := range p.Frames {
+			if f >= 0 && f < len(frames) {
+				n += int64(frames[f].Stored)
+			}
+		}
+	}
+	return n
+}
+
 // Fraction is the share of the stream's frames the plan reads, for
 // progress totals: 0 for a skipped stream, 1 for a whole one.
 func (p StreamPlan) Fraction(s Stream) float64 {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/backstream/backstream/internal/codec"
@@ -262,6 +263,44 @@ func TestFrameRangesAreValidated(t *testing.T) {
 		}
 		if _, err := ParseManifest(data); err == nil || !strings.Contains(err.Error(), "frame range") {
 			t.Errorf("frames %v: got %v, want a frame range error", bad, err)
+		}
+	}
+}
+
+// inCounter adds up the bytes a Read counts in.
+type inCounter struct{ in, out atomic.Int64 }
+
+func (c *inCounter) In(n int64)  { c.in.Add(n) }
+func (c *inCounter) Out(n int64) { c.out.Add(n) }
+
+// unindexed hides BackendInput's FrameIndex.
+type unindexed struct{ BackendInput }
+
+// What a progress total takes a partial read to fetch is what it counts:
+// the planned frames' stored bytes, read from the frame indexes; an input
+// that cannot read them gets the frames' share of the stream.
+func TestPlannedBytesIsWhatAPartialReadCounts(t *testing.T) {
+	fx := writeBackup(t, "zstd", 2)
+	in := BackendInput{Backend: fx.backend, Dir: "backups/x"}
+	var whole int64
+	for _, s := range fx.m.Streams {
+		whole += s.Size
+	}
+	for _, want := range append(fx.files, testFile{path: ""}) {
+		only := func(p string) bool { return p == want.path }
+		if want.path == "" {
+			only = nil
+		}
+		var c inCounter
+		if err := Read(context.Background(), ReadOptions{Input: in, Manifest: fx.m, Sink: &memSink{}, Only: only, Counter: &c}); err != nil {
+			t.Fatalf("%q: %v", want.path, err)
+		}
+		if got := PlannedBytes(context.Background(), fx.m, in, Plan(fx.m, in, only)); got != c.in.Load() {
+			t.Errorf("%q: planned %d bytes, the read counted %d", want.path, got, c.in.Load())
+		}
+		guess := PlannedBytes(context.Background(), fx.m, unindexed{in}, Plan(fx.m, in, only))
+		if guess <= 0 || guess > whole {
+			t.Errorf("%q: without indexes, planned %d bytes of %d", want.path, guess, whole)
 		}
 	}
 }

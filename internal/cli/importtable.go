@@ -58,6 +58,7 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 		return err
 	}
 	t := g.tracker("restore "+strings.Join(append(slices.Clone(l.tables), l.databases...), ", ")+" of "+m.ID, m.Stats.StoredBytes)
+	t.SetBackup(m.ID)
 	job.Progress, job.FileKey = t, fileKey
 	imported, err := importtable.Run(ctx, importtable.Job{
 		Repo: r, Backup: m, Tables: tables, Databases: l.databases, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog,

@@ -73,7 +73,10 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	orders, parts := sum("shop.orders"), sum("shop.parts")
 	customers, notes, items := sum("crm.customers"), sum("crm.notes"), sum("shop.items")
 	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	bk := completeID.FindStringSubmatch(run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t).stdout)
+	if bk == nil {
+		t.Fatal("backup printed no id")
+	}
 	// The orders change after the backup; the import brings the backup's.
 	if _, err := db.ExecContext(ctx, "UPDATE shop.orders SET total = total + 1 WHERE id % 10 = 0"); err != nil {
 		t.Fatal(err)
@@ -143,6 +146,8 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	if read := bytesIn(t, r.stderr); read != needed || needed >= all {
 		t.Errorf("restore --table read %d bytes; the frames of the table's and the system's files store %d of the backup's %d", read, needed, all)
 	}
+	// Its progress was of what it reads, not the whole backup.
+	checkProgress(t, "restore --table", r.stderr, bk[1], 99)
 	if got := sum("shop.orders_restored"); got != orders {
 		t.Errorf("shop.orders_restored: checksum %s, the backup's orders %s", got, orders)
 	}

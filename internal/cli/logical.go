@@ -244,6 +244,7 @@ type loadReport struct {
 
 func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest, job logical.LoadJob, asJSON bool) error {
 	t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
+	t.SetBackup(m.ID)
 	job.Progress = t
 	job.OnTarget = func(tg logical.Target) {
 		// On stderr, with the progress, so that stdout stays the result.

@@ -214,6 +214,7 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 				return err
 			}
 			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
+			t.SetBackup(m.ID)
 			job.Progress = t
 			err = restore.Datadir(ctx, job)
 			t.Finish(err)

@@ -77,6 +77,8 @@ type globals struct {
 	uploadLimit, downloadLimit *throttle.Limiter
 	// memory is --memory: the budget of the frames a reading command holds.
 	memory string
+	// progressInterval is how often plain lines and JSON events come.
+	progressInterval time.Duration
 	// Keys: age recipients (to encrypt, with backup --encrypt) and
 	// identities (to read encrypted backups).
 	recipientFile, identityFile, passphraseFile string
@@ -119,7 +121,7 @@ func (g *globals) parseMemory() error {
 
 func (g *globals) tracker(title string, total int64) *progress.Tracker {
 	mode, _ := progress.ParseMode(g.progress) // checked in PersistentPreRunE
-	return progress.Start(progress.Options{Mode: mode, Out: g.stderr, Title: title, Total: total})
+	return progress.Start(progress.Options{Mode: mode, Out: g.stderr, Title: title, Total: total, Interval: g.progressInterval})
 }
 
 // NewRoot builds the command tree.
@@ -156,6 +158,9 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			if _, err := progress.ParseMode(g.progress); err != nil {
 				return usageError{err}
 			}
+			if g.progressInterval <= 0 {
+				return usagef("--progress-interval %s: want a positive duration, like 5s or 500ms", g.progressInterval)
+			}
 			return g.checkMetricsFile()
 		},
 	}
@@ -174,6 +179,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.StringVar(&g.memory, "memory", "512MiB", "restore, verify, cat, receive: hold at most this much backup data in memory at once, e.g. 256M or 1G, all streams together (mariabackup --prepare's memory is --use-memory)")
 	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
+	pf.DurationVar(&g.progressInterval, "progress-interval", progress.DefaultInterval, "how often --progress plain writes a line and json an event (besides one at each change of stage)")
 	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")
 	pf.StringVar(&g.passphraseFile, "passphrase-file", "", "file holding the passphrase of backups encrypted with one (or set $"+passphraseEnv+")")
 	// The commands that connect to a server have these among their

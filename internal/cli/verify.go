@@ -82,6 +82,7 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 			}
 			defer release()
 			t := g.tracker("verify "+m.ID, m.Stats.StoredBytes)
+			t.SetBackup(m.ID)
 			err = verify.Backup(ctx, r, m, parallel, t)
 			t.Finish(err)
 			if err != nil {
@@ -163,6 +164,9 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 	}
 	defer release()
 	t := g.tracker(title, 0)
+	if job.Backup != nil {
+		t.SetBackup(job.Backup.ID)
+	}
 	job.Progress = t
 	rep, err := restoretest.Run(ctx, job)
 	t.Finish(err)

@@ -94,6 +94,9 @@ func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 	defer s.close()
 
 	id := backupid.New(started)
+	if job.Progress != nil {
+		job.Progress.SetBackup(id)
+	}
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindLogical, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID},
@@ -113,8 +116,10 @@ type session struct {
 	workers []*sql.Conn
 	catalog *schema.Catalog
 	tables  []*tableWork
-	sqlMode string
-	format  int // of the data files (Catalog.DataFormat)
+	// progress reports the tables' dump; nil without a tracker.
+	progress *dumpProgress
+	sqlMode  string
+	format   int // of the data files (Catalog.DataFormat)
 	// replica is true when the server replicates: the position in its
 	// primary's history is read with its own.
 	replica bool
@@ -229,18 +234,13 @@ func explainPrivileges(err error) error {
 
 func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.Manifest, error) {
 	job := s.job
+	s.progress = newDumpProgress(job.Progress, s.tables)
 	if job.Progress != nil {
-		var total int64
-		for _, t := range s.tables {
-			total += t.t.DataBytes
-		}
-		job.Progress.SetTotal(total)
-		job.Progress.SetTables(int64(len(s.tables)))
 		job.Progress.Stage("dumping")
 	}
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
 		Output: job.Dest.Output(header.ID, job.Hash), Streams: job.Parallel,
-		Codec: job.Codec, Hash: job.Hash, Counter: counterOf(job.Progress),
+		Codec: job.Codec, Hash: job.Hash, Counter: outCounterOf(job.Progress),
 		// A table's files in one stream, other tables in the others: a load
 		// then works on as many tables at once as there are streams. Loads
 		// into one table do not run in parallel anyway when it has an
@@ -374,12 +374,21 @@ func counterOf(t *progress.Tracker) archive.Counter {
 	return t
 }
 
+// outCounterOf is counterOf for a writer whose bytes in are counted
+// elsewhere.
+func outCounterOf(t *progress.Tracker) archive.Counter {
+	if t == nil {
+		return nil
+	}
+	return outCounter{t}
+}
+
 // dumpTables dumps tables through every worker connection.
 func (s *session) dumpTables(ctx context.Context, em *emitter, tables []*tableWork) error {
 	sched := newScheduler(tables)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range s.workers {
-		g.Go(func() error { return dumpLoop(gctx, c, sched, em, s.job.ChunkBytes, s.job.Progress) })
+		g.Go(func() error { return dumpLoop(gctx, c, sched, em, s.job.ChunkBytes, s.progress) })
 	}
 	return g.Wait()
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/progress"
 )
 
 // tableWork is one table's share of the dump: how to select it, how far
@@ -177,7 +176,7 @@ func (s *scheduler) next(ctx context.Context) (task, bool, error) {
 }
 
 // dumpLoop runs one worker: it takes tasks until none are left.
-func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunkBytes int64, tr *progress.Tracker) error {
+func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunkBytes int64, tr *dumpProgress) error {
 	for {
 		t, ok, err := s.next(ctx)
 		if err != nil || !ok {
@@ -196,8 +195,8 @@ func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunk
 		if err != nil {
 			return fmt.Errorf("table %s: %w", t.w.name(), explainLost(err))
 		}
-		if tr != nil && t.w.finished() {
-			tr.TableDone()
+		if t.w.finished() {
+			tr.tableDone(t.w)
 		}
 	}
 }
@@ -267,7 +266,7 @@ const payloadSize = 1 << 20
 
 // dumpRows streams the rows of one select into data files cut at
 // chunkBytes and returns the bytes written.
-func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where string, chunkBytes int64, tr *progress.Tracker) (made int64, err error) {
+func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where string, chunkBytes int64, tr *dumpProgress) (made int64, err error) {
 	if len(w.cols) == 0 {
 		return 0, nil
 	}
@@ -286,6 +285,7 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 		err := f.write(ctx, buf)
 		fBytes += int64(len(buf))
 		made += int64(len(buf))
+		tr.made(w, int64(len(buf)))
 		buf = buf[:0]
 		return err
 	}
@@ -300,9 +300,7 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 			return err
 		}
 		chunk.Rows, chunk.Bytes, chunk.Sum = fRows, fBytes, fSum
-		if tr != nil {
-			tr.AddRows(fRows)
-		}
+		tr.rows(fRows)
 		w.mu.Lock()
 		w.chunks = append(w.chunks, chunk)
 		w.mu.Unlock()

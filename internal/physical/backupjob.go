@@ -26,6 +26,8 @@ import (
 type Progress interface {
 	archive.Counter
 	SetTotal(n int64)
+	// SetBackup names the backup being made, once its id is known.
+	SetBackup(id string)
 	Stage(name string)
 	Restart()
 	Logf(format string, args ...any)
@@ -130,6 +132,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 		}
 	}
 	for attempt := 1; ; attempt++ {
+		var count *copyCounter
 		if job.Progress != nil {
 			stage := "streaming"
 			if attempt > 1 {
@@ -138,10 +141,10 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 				job.Progress.Restart()
 				stage = fmt.Sprintf("streaming, attempt %d of %d", attempt, ddlRaceAttempts)
 			}
-			job.Progress.SetTotal(DatadirSize(server.Datadir))
+			count = newCopyCounter(job.Progress, estimateCopy(server))
 			job.Progress.Stage(stage)
 		}
-		m, err := backupOnce(ctx, job, started, parent, server, sources, bin, fileKey)
+		m, err := backupOnce(ctx, job, started, parent, server, sources, bin, fileKey, count)
 		var race *DDLRaceError
 		if !errors.As(err, &race) || attempt == ddlRaceAttempts {
 			return m, err
@@ -157,8 +160,11 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 // password of the server's key file, which the backup withholds ("" for
 // none); sources are the server's replication connections (none when it
 // is no replica).
-func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string) (*archive.Manifest, error) {
+func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string, count *copyCounter) (*archive.Manifest, error) {
 	id := backupid.New(started)
+	if job.Progress != nil {
+		job.Progress.SetBackup(id)
+	}
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: started,
 		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
@@ -189,17 +195,21 @@ func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *a
 		log = io.MultiWriter(logFile, job.Log)
 	}
 	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) {
-		return runBackup(ctx, job, header, parent, server, sources, bin, fileKey, log, logFile)
+		return runBackup(ctx, job, header, parent, server, sources, bin, fileKey, log, logFile, count)
 	})
 }
 
-func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string, log io.Writer, logFile *os.File) (*archive.Manifest, error) {
+func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string, log io.Writer, logFile *os.File, count *copyCounter) (*archive.Manifest, error) {
 	id := header.ID
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
+	var counter archive.Counter
+	if job.Progress != nil {
+		counter = inUncounted{job.Progress}
+	}
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
 		Output: job.Dest.Output(id, job.Hash), Streams: job.Parallel, Workers: job.Workers,
-		Codec: job.Codec, Hash: job.Hash, Counter: job.Progress,
+		Codec: job.Codec, Hash: job.Hash, Counter: counter,
 	})
 	if err != nil {
 		return nil, err
@@ -226,7 +236,7 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	}
 	xr := xbstream.NewReader(throttle.NewReader(childCtx, mb.Stdout, throttle.NewLimiter(job.MaxRate)))
 	xr.Alloc = w.Buffer
-	meta, hadFileKey, streamErr := pump(xr, w, fileKey)
+	meta, hadFileKey, streamErr := pump(xr, w, fileKey, count)
 	if streamErr != nil && !mb.stdoutEnded() {
 		// mariabackup may still be writing: stop it, or it blocks on the
 		// full pipe. One that closed its stdout is ending by itself (it
@@ -413,8 +423,9 @@ var errSink = errors.New("archive writer")
 // copies of the small metadata files it passes. The files that may hold
 // the key file's password (see withheld) pass only once they ended, with
 // the password taken out (fileKey is the one the server shows, "" for
-// none); hadFileKey says whether backup-my.cnf set it.
-func pump(r *xbstream.Reader, w *archive.Writer, fileKey string) (meta map[string][]byte, hadFileKey bool, err error) {
+// none); hadFileKey says whether backup-my.cnf set it. count, if not
+// nil, counts every chunk toward the backup's progress.
+func pump(r *xbstream.Reader, w *archive.Writer, fileKey string, count *copyCounter) (meta map[string][]byte, hadFileKey bool, err error) {
 	meta = map[string][]byte{}
 	held := map[string]*heldFile{}
 	for {
@@ -427,6 +438,7 @@ func pump(r *xbstream.Reader, w *archive.Writer, fileKey string) (meta map[strin
 		if err != nil {
 			return nil, false, fmt.Errorf("mariabackup stream at byte %d: %w", r.Offset(), err)
 		}
+		count.chunk(&c)
 		if withheld(c.Path) {
 			name := strings.TrimPrefix(c.Path, "./")
 			h, err := hold(held, &c)

@@ -47,13 +47,31 @@ func TestParseDDLLog(t *testing.T) {
 type recorder struct {
 	mu           sync.Mutex
 	in, out      int64
+	total        int64
+	passed       int64 // the most bytes in ever were above the total
+	backups      []string
 	restartedAt  []int64 // bytes in when each Restart came
 	stages, logs []string
 }
 
-func (r *recorder) In(n int64)       { r.mu.Lock(); r.in += n; r.mu.Unlock() }
-func (r *recorder) Out(n int64)      { r.mu.Lock(); r.out += n; r.mu.Unlock() }
-func (r *recorder) SetTotal(n int64) {}
+func (r *recorder) In(n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.in += n
+	r.passed = max(r.passed, r.in-r.total)
+}
+func (r *recorder) Out(n int64) { r.mu.Lock(); r.out += n; r.mu.Unlock() }
+func (r *recorder) SetTotal(n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total = n
+	r.passed = max(r.passed, r.in-r.total)
+}
+func (r *recorder) SetBackup(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.backups = append(r.backups, id)
+}
 func (r *recorder) Stage(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -114,9 +132,12 @@ fi
 	if len(rec.restartedAt) != 1 || rec.restartedAt[0] == 0 {
 		t.Errorf("restarts at %v bytes in, want one, after the first attempt's bytes", rec.restartedAt)
 	}
-	if rec.in != m.Stats.RawBytes || rec.out != m.Stats.StoredBytes {
-		t.Errorf("counted %d bytes in, %d out; the committed backup has %d raw, %d stored",
-			rec.in, rec.out, m.Stats.RawBytes, m.Stats.StoredBytes)
+	if in := filesBytes(m); rec.in != in || rec.out != m.Stats.StoredBytes {
+		t.Errorf("counted %d bytes in, %d out; the committed backup has %d bytes of files, %d stored",
+			rec.in, rec.out, in, m.Stats.StoredBytes)
+	}
+	if len(rec.backups) != 2 || rec.backups[1] != m.ID {
+		t.Errorf("progress named backups %q, want two attempts, the second %s", rec.backups, m.ID)
 	}
 	if ms, err := r.List(context.Background()); err != nil || len(ms) != 1 || ms[0].ID != m.ID {
 		t.Errorf("repository holds %v (%v), want only %s: the raced attempt is discarded", ms, err, m.ID)

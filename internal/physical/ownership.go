@@ -59,8 +59,10 @@ func SetOwnership(dir, userName string) error {
 }
 
 // DatadirSize sums the sizes of the regular files under dir, to estimate
-// how long a backup will take. Entries that cannot be read are skipped: an
-// estimate must not fail a backup.
+// how long storing a datadir (a merged backup's, all of it stored) takes.
+// Entries that cannot be read are skipped: an estimate must not fail the
+// operation. A backup streams less of a server's datadir: see
+// estimateCopy.
 func DatadirSize(dir string) int64 {
 	var total int64
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {

@@ -92,6 +92,9 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDef
 	if err := checkReadable(ctx, r, needed); err != nil {
 		return nil, err
 	}
+	if job.Progress != nil {
+		job.Progress.SetBackup(base.ID)
+	}
 	if base.Kind == archive.KindLogical {
 		return fromLogical(ctx, r, t, job, serverDefaults, base, catalogs[base.ID], needed)
 	}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -86,7 +87,12 @@ type Options struct {
 	Out io.Writer
 	// Title names the operation in every line: "backup", "restore 20261121T190512Z-7f3a".
 	Title string
+	// Backup is the id of the backup the operation makes or reads, when
+	// known at the start (SetBackup otherwise); JSON events carry it.
+	Backup string
 	// Total is the number of bytes In is expected to reach, 0 if unknown.
+	// An estimate: a total that In passes grows with it, and the summary of
+	// a success takes what came in as the total.
 	Total int64
 	// Interval between plain lines and JSON events; 0 means DefaultInterval.
 	Interval time.Duration
@@ -99,6 +105,7 @@ type Tracker struct {
 	// Rows and tables, for operations that move tables (logical backups).
 	rows, tablesDone, tables atomic.Int64
 	stage                    atomic.Pointer[string]
+	backup                   atomic.Pointer[string]
 	stageChanged             chan struct{}
 	// lag is how far a continuous operation (binlog --follow) is behind
 	// its source; nil until SetLag.
@@ -106,6 +113,7 @@ type Tracker struct {
 
 	opt   Options
 	mode  Mode
+	width int // of the terminal Out is; -1: none
 	start time.Time
 
 	mu sync.Mutex // serialises writes to opt.Out
@@ -134,9 +142,11 @@ func Start(opt Options) *Tracker {
 	if opt.Interval <= 0 {
 		opt.Interval = DefaultInterval
 	}
+	width := termWidth(opt.Out)
 	t := &Tracker{
 		opt:          opt,
-		mode:         resolve(opt.Mode, opt.Out),
+		mode:         resolve(opt.Mode, width),
+		width:        width,
 		start:        time.Now(),
 		stageChanged: make(chan struct{}, 1),
 		done:         make(chan struct{}),
@@ -146,6 +156,7 @@ func Start(opt Options) *Tracker {
 	t.total.Store(opt.Total)
 	empty := ""
 	t.stage.Store(&empty)
+	t.backup.Store(&opt.Backup)
 	switch t.mode {
 	case ModeBar:
 		t.startBar()
@@ -160,16 +171,37 @@ func Start(opt Options) *Tracker {
 	return t
 }
 
-// resolve turns ModeAuto into the mode that suits out.
-func resolve(m Mode, out io.Writer) Mode {
+// resolve turns ModeAuto into the mode that suits an output that is a
+// terminal width columns wide (-1: no terminal): a bar on a terminal that
+// reports its width, plain lines otherwise. A terminal of width 0 (a
+// serial console, a pseudo-terminal nobody sized) gets lines: a bar
+// drawn to fit it would draw nothing.
+func resolve(m Mode, width int) Mode {
 	if m != ModeAuto {
 		return m
 	}
-	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if width > 0 {
 		return ModeBar
 	}
 	return ModePlain
 }
+
+// termWidth is the width of the terminal out is, -1 when it is none (a
+// file, a pipe, a buffer); a variable so that tests can be terminals.
+var termWidth = func(out io.Writer) int {
+	f, ok := out.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return -1
+	}
+	w, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || w < 0 {
+		return 0
+	}
+	return w
+}
+
+// unsizedWidth is the bar's width on a terminal that reports none.
+const unsizedWidth = 80
 
 // In counts n bytes read from the source.
 func (t *Tracker) In(n int64) { t.in.Add(n) }
@@ -178,8 +210,12 @@ func (t *Tracker) In(n int64) { t.in.Add(n) }
 func (t *Tracker) Out(n int64) { t.out.Add(n) }
 
 // SetTotal sets the number of bytes In is expected to reach (0: unknown),
-// for when it becomes known only after Start.
+// for when it becomes known only after Start or the estimate improves.
 func (t *Tracker) SetTotal(n int64) { t.total.Store(n) }
+
+// SetBackup names the backup the operation makes or reads, once its id is
+// known (a backup's is made as it starts, and again for each attempt).
+func (t *Tracker) SetBackup(id string) { t.backup.Store(&id) }
 
 // Restart counts from zero again, for an operation that starts its work
 // over (a physical backup taken again after DDL raced its copy): what the
@@ -236,8 +272,9 @@ func (t *Tracker) Logf(format string, args ...any) {
 			Time    time.Time `json:"time"`
 			Event   string    `json:"event"`
 			Title   string    `json:"title"`
+			Backup  string    `json:"backup,omitempty"`
 			Message string    `json:"message"`
-		}{time.Now().UTC(), "log", t.opt.Title, msg})
+		}{time.Now().UTC(), "log", t.opt.Title, *t.backup.Load(), msg})
 		if err == nil {
 			t.writeLine(string(b))
 		}
@@ -263,13 +300,21 @@ func (t *Tracker) Finish(err error) Summary {
 	t.once.Do(func() {
 		close(t.done)
 		<-t.stopped
+		if err == nil {
+			// Done: the total was what came in, whatever the estimate said.
+			t.total.Store(t.in.Load())
+		}
 		t.summary = Summary{
-			Title:    t.opt.Title,
-			Elapsed:  time.Since(t.start),
-			BytesIn:  t.in.Load(),
-			BytesOut: t.out.Load(),
-			Total:    t.total.Load(),
-			Err:      err,
+			Title:      t.opt.Title,
+			Backup:     *t.backup.Load(),
+			Elapsed:    time.Since(t.start),
+			BytesIn:    t.in.Load(),
+			BytesOut:   t.out.Load(),
+			Total:      t.total.Load(),
+			Tables:     t.tables.Load(),
+			TablesDone: t.tablesDone.Load(),
+			Rows:       t.rows.Load(),
+			Err:        err,
 		}
 		if t.bar != nil {
 			t.refreshBar(time.Now())
@@ -319,12 +364,27 @@ type snapshot struct {
 	etaKnown       bool
 }
 
-// take reads the counters and updates the smoothed rate. The rate is an
-// exponential average over reports, so that one slow interval (a pause for
-// a lock, a slow upload) does not swing the ETA wildly.
+// rateWindow is the time constant of the smoothed rate: a change of pace
+// shows in the ETA within seconds, and a pause for a lock or a burst of a
+// 10 MiB chunk does not swing it, however often it is drawn.
+const rateWindow = 8 * time.Second
+
+// etaAfter is how long the rate is measured before an ETA is shown: the
+// first reports see a few bytes or one chunk and would promise days or
+// nothing.
+const etaAfter = time.Second
+
+// take reads the counters and updates the smoothed rate. The rate is the
+// average since the start while that is shorter than rateWindow, then an
+// exponential average with that time constant: the same in a bar drawn
+// five times a second as in a line every five seconds.
 func (t *Tracker) take(now time.Time) snapshot {
 	s := snapshot{in: t.in.Load(), out: t.out.Load(), total: t.total.Load(), stage: *t.stage.Load(),
 		rows: t.rows.Load(), tablesDone: t.tablesDone.Load(), tables: t.tables.Load(), lag: t.lag.Load()}
+	if s.total > 0 && s.in > s.total {
+		// The estimate fell short: there is at least what came in.
+		s.total = s.in
+	}
 	if s.in < t.lastIn {
 		// Restarted: the rate so far is the best guess at the new
 		// attempt's, measured from here on.
@@ -332,15 +392,13 @@ func (t *Tracker) take(now time.Time) snapshot {
 	}
 	if dt := now.Sub(t.lastTime).Seconds(); dt > 0.05 {
 		recent := float64(s.in-t.lastIn) / dt
-		if t.lastIn == 0 && t.rate == 0 {
-			t.rate = recent
-		} else {
-			t.rate = 0.3*recent + 0.7*t.rate
-		}
+		measured := max(now.Sub(t.start).Seconds(), dt)
+		weight := max(dt/measured, 1-math.Exp(-dt/rateWindow.Seconds()))
+		t.rate = weight*recent + (1-weight)*t.rate
 		t.lastIn, t.lastTime = s.in, now
 	}
 	s.rate = t.rate
-	if s.total > 0 && s.rate > 0 && s.in <= s.total {
+	if s.total > 0 && s.rate > 0 && now.Sub(t.start) >= etaAfter {
 		s.eta = time.Duration(float64(s.total-s.in) / s.rate * float64(time.Second))
 		s.etaKnown = true
 	}
@@ -356,7 +414,7 @@ func (t *Tracker) writePlain(now time.Time) {
 	}
 	fmt.Fprintf(&b, ": %s", HumanBytes(s.in))
 	if s.total > 0 {
-		fmt.Fprintf(&b, " / %s (%.0f%%)", HumanBytes(s.total), 100*float64(s.in)/float64(s.total))
+		fmt.Fprintf(&b, " / %s (%.0f%%)", HumanBytes(s.total), s.percent())
 	}
 	fmt.Fprintf(&b, " in, %s out, %s", HumanBytes(s.out), HumanRate(s.rate))
 	if s.tables > 0 {
@@ -372,19 +430,34 @@ func (t *Tracker) writePlain(now time.Time) {
 	t.writeLine(b.String())
 }
 
+// percent is how much of the total came in, 0 to 100.
+func (s snapshot) percent() float64 {
+	if s.total <= 0 {
+		return 0
+	}
+	return min(100, 100*float64(s.in)/float64(s.total))
+}
+
 // Event is one JSON line of ModeJSON. Fields are stable: tools parse them.
 type Event struct {
 	Time  time.Time `json:"time"`
-	Event string    `json:"event"` // "progress" or "summary"
+	Event string    `json:"event"` // "progress" or "summary" ("log" events are Logf's)
 	Title string    `json:"title"`
-	Stage string    `json:"stage"`
-	// BytesIn and BytesOut are the counters; Total is 0 when unknown.
+	// Backup is the id of the backup made or read, once known.
+	Backup string `json:"backup,omitempty"`
+	Stage  string `json:"stage"`
+	// BytesIn and BytesOut are the counters; Total is 0 when unknown. Total
+	// is an estimate until the summary of a success, where it is BytesIn.
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
 	Total    int64 `json:"total"`
+	// Percent is BytesIn of Total, null when the total is unknown; 100 in
+	// the summary of a success.
+	Percent *float64 `json:"percent"`
 	// Rate is bytes in per second: recent for progress, average for summary.
 	Rate float64 `json:"rate"`
-	// ETASeconds is null when the total or the rate is unknown.
+	// ETASeconds is null when the total or the rate is unknown, and in
+	// the first second (see etaAfter).
 	ETASeconds *float64 `json:"eta_seconds"`
 	// Tables moved so far and in all, and rows, for logical backups.
 	TablesDone int64 `json:"tables_done,omitempty"`
@@ -404,9 +477,13 @@ type Event struct {
 
 func (t *Tracker) writeJSONProgress(now time.Time) {
 	s := t.take(now)
-	e := Event{Time: now.UTC(), Event: "progress", Title: t.opt.Title, Stage: s.stage,
+	e := Event{Time: now.UTC(), Event: "progress", Title: t.opt.Title, Backup: *t.backup.Load(), Stage: s.stage,
 		BytesIn: s.in, BytesOut: s.out, Total: s.total, Rate: s.rate,
 		TablesDone: s.tablesDone, Tables: s.tables, Rows: s.rows}
+	if s.total > 0 {
+		p := s.percent()
+		e.Percent = &p
+	}
 	if s.lag != nil {
 		e.LagSeconds, e.LagBytes = &s.lag.Seconds, &s.lag.Bytes
 	}
@@ -435,12 +512,20 @@ func (t *Tracker) writeLine(s string) {
 }
 
 func (t *Tracker) startBar() {
+	out, width := t.opt.Out, 100
+	if t.width == 0 {
+		// The bar library would fit the bar, and every line above it, in
+		// the 0 columns and rows the terminal reports: nothing would show.
+		// Hidden behind a plain writer, the terminal gets a bar of a width
+		// most terminals have.
+		out, width = struct{ io.Writer }{out}, unsizedWidth
+	}
 	t.progress = mpb.New(
-		mpb.WithOutput(t.opt.Out),
+		mpb.WithOutput(out),
 		// Forced bar mode draws even when Out is not a terminal.
 		mpb.WithAutoRefresh(),
 		mpb.WithRefreshRate(barRefresh),
-		mpb.WithWidth(100),
+		mpb.WithWidth(width),
 	)
 	var last atomic.Pointer[snapshot]
 	last.Store(&snapshot{})

@@ -9,12 +9,17 @@ import (
 
 // Summary is the outcome of one operation.
 type Summary struct {
-	Title    string
+	Title string
+	// Backup is the id of the backup made or read, "" if none was named.
+	Backup   string
 	Elapsed  time.Duration
 	BytesIn  int64
 	BytesOut int64
-	// Total is the expected BytesIn, 0 if it was never known.
+	// Total is BytesIn after a success; after a failure, the BytesIn that
+	// was expected, 0 if it was never known.
 	Total int64
+	// Tables in all and done, and rows, of an operation that moves tables.
+	Tables, TablesDone, Rows int64
 	// Err is the error the operation failed with, nil on success.
 	Err error
 }
@@ -58,14 +63,19 @@ func (s Summary) String() string {
 // event is the summary as a JSON event.
 func (s Summary) event(now time.Time, stage string) Event {
 	ok := s.Err == nil
-	e := Event{Time: now.UTC(), Event: "summary", Title: s.Title, Stage: stage,
+	e := Event{Time: now.UTC(), Event: "summary", Title: s.Title, Backup: s.Backup, Stage: stage,
 		BytesIn: s.BytesIn, BytesOut: s.BytesOut, Total: s.Total, Rate: s.Rate(),
+		TablesDone: s.TablesDone, Tables: s.Tables, Rows: s.Rows,
 		ElapsedSeconds: s.Elapsed.Seconds(), Ratio: s.Ratio(), OK: &ok}
-	zero := 0.0
-	e.ETASeconds = &zero
+	zero, hundred := 0.0, 100.0
+	e.ETASeconds, e.Percent = &zero, &hundred
 	if s.Err != nil {
 		e.Error = s.Err.Error()
-		e.ETASeconds = nil
+		e.ETASeconds, e.Percent = nil, nil
+		if s.Total > 0 {
+			p := snapshot{in: s.BytesIn, total: s.Total}.percent()
+			e.Percent = &p
+		}
 	}
 	return e
 }

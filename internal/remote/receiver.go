@@ -403,6 +403,7 @@ func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error)
 	}
 	tee := &teeInput{in: s, out: r.Output(h.ID, h.Hash), results: make([]archive.Stream, len(h.Streams))}
 	if s.rv.Progress != nil {
+		s.rv.Progress.SetBackup(h.ID)
 		s.rv.Progress.Stage("receiving")
 	}
 	err = archive.Read(ctx, archive.ReadOptions{

@@ -302,7 +302,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 			}
 			defer os.RemoveAll(dirs[i])
 		}
-		total += readBytes(l, opt.Files)
+		total += readBytes(ctx, l, opt.Files)
 	}
 	if opt.Progress != nil {
 		opt.Progress.SetTotal(total)
@@ -369,18 +369,14 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 	return t.place(recorded, opt)
 }
 
-// readBytes is about what restoring link l reads: its stored bytes, or
-// with files its share of them that a partial read fetches.
-func readBytes(l Link, files func(string) bool) int64 {
+// readBytes is what restoring link l reads: its stored bytes, or with
+// files the stored bytes of the frames a partial read fetches.
+func readBytes(ctx context.Context, l Link, files func(string) bool) int64 {
 	m := l.Manifest
 	if files == nil || l.Final != nil {
 		return m.Stats.StoredBytes
 	}
-	var n float64
-	for i, p := range archive.Plan(m, l.Input, files) {
-		n += float64(m.Streams[i].Size) * p.Fraction(m.Streams[i])
-	}
-	return int64(n)
+	return archive.PlannedBytes(ctx, m, l.Input, archive.Plan(m, l.Input, files))
 }
 
 // decoders shares n decoding goroutines (0: GOMAXPROCS) among links in
