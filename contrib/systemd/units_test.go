@@ -161,6 +161,10 @@ func TestUnits(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(profile, "db1.cnf"), "[backstream]\nprotocol = socket\nsocket = "+src.Socket+"\nuser = root\n")
 	writeFile(t, filepath.Join(profile, "db1.env"), "BACKSTREAM_REPO="+repo+"\nCHECK_FLAGS=--max-binlog-lag 10m\n")
+	// Once, by hand: the units never create a repository.
+	if out, err := exec.Command(bin, "init", "--repo", repo).CombinedOutput(); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
 
 	runUnit := func(name string) {
 		t.Helper()

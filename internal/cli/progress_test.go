@@ -99,7 +99,7 @@ func TestProgressOfPhysicalBackupAndRestore(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 200}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := t.TempDir()
+	repoDir := newRepoDir(t)
 	backup := func(what string, args ...string) (string, []progress.Event) {
 		t.Helper()
 		args = append(append(append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, args...), jsonProgress...), sandboxConn(src)...)
@@ -161,7 +161,7 @@ func TestProgressOfLogicalBackupAndLoad(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 4, BigTableMB: 16}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := t.TempDir()
+	repoDir := newRepoDir(t)
 	r := run(t, append(append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--skip-users"}, jsonProgress...), sandboxConn(src)...)...).mustSucceed(t)
 	m := completeID.FindStringSubmatch(r.stdout)
 	if m == nil {
