@@ -239,6 +239,16 @@ func TestUnits(t *testing.T) {
 			t.Errorf("the metrics file does not say %s succeeded:\n%s", c, data)
 		}
 	}
+
+	// Two days later with no backup since: the check unit's command, at
+	// that clock, fails naming the newest backup and its age.
+	args, env = parseUnit(t, filepath.Join(units, "backstream-check@.service")).command(t, "db1")
+	later := exec.Command(args[0], append(args[1:], "--now", time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339))...)
+	later.Env = append(os.Environ(), env...)
+	out, err := later.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "newest complete backup") {
+		t.Errorf("check two days later: %v, %s; want a failure naming the newest backup", err, out)
+	}
 }
 
 func writeFile(t *testing.T, path, content string) {
