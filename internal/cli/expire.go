@@ -25,13 +25,14 @@ func newExpireCmd(g *globals) *cobra.Command {
 		asJSON          bool
 	)
 	cmd := &cobra.Command{
-		Use:   "expire --keep-last N | --keep-within D | --keep-daily N | --keep-weekly N ... [--confirm]",
+		Use:   "expire --keep-last N | --keep-within D | --keep-daily N | --keep-weekly N | --keep-monthly N | --keep-yearly N ... [--confirm]",
 		Short: "Delete old backups by a retention policy (a dry run unless --confirm)",
 		Long: `expire decides for every complete backup whether the policy keeps it and prints the plan:
 a backup is kept if any rule keeps it, and the newest backup is always kept. The rules
 count backups by their start time in UTC: --keep-last N the newest N, --keep-within D
-those started within D (14d, 36h, 2w), --keep-daily N and --keep-weekly N the newest
-backup of each of the last N calendar days or ISO weeks that have one. Nothing is
+those started within D (14d, 36h, 2w), --keep-daily N, --keep-weekly N, --keep-monthly N
+and --keep-yearly N the newest backup of each of the last N calendar days, ISO weeks,
+calendar months or years that have one. Nothing is
 deleted without --confirm; each deletion removes the manifest first.
 --prune-incomplete also removes the leftovers of failed or crashed backups (directories
 without a manifest), and what writes that never finished left anywhere under backups/:
@@ -55,7 +56,7 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 				p.KeepPITR = d
 			}
 			if p.Empty() && !pruneIncomplete {
-				return usagef("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly, or only --prune-incomplete (expire never deletes everything)")
+				return usagef("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-pitr, or only --prune-incomplete (expire never deletes everything)")
 			}
 			if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 {
 				return usagef("retention counts must not be negative")
@@ -91,6 +92,8 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 	f.StringVar(&within, "keep-within", "", "keep backups started within this long, e.g. 14d, 36h, 2w")
 	f.IntVar(&p.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days (UTC) that have one")
 	f.IntVar(&p.KeepWeekly, "keep-weekly", 0, "keep the newest backup of each of the last N ISO weeks (UTC) that have one")
+	f.IntVar(&p.KeepMonthly, "keep-monthly", 0, "keep the newest backup of each of the last N calendar months (UTC) that have one")
+	f.IntVar(&p.KeepYearly, "keep-yearly", 0, "keep the newest backup of each of the last N years (UTC) that have one")
 	f.StringVar(&pitrWindow, "keep-pitr", "", "keep what a point-in-time restore to any moment of this window needs (the backup before it, and binary logs from there); older archived binary logs are deleted")
 	f.BoolVar(&pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest), temporary files and incomplete uploads included")
 	f.BoolVar(&confirm, "confirm", false, "delete; without it expire only prints the plan")

@@ -21,10 +21,12 @@ import (
 // Policy says which backups to keep. A backup is kept if any rule keeps it;
 // the zero Policy keeps nothing and is refused by Plan.
 type Policy struct {
-	KeepLast   int           // the newest N backups
-	KeepWithin time.Duration // backups started within this long before now
-	KeepDaily  int           // the newest backup of each of the last N UTC days that have one
-	KeepWeekly int           // the newest backup of each of the last N ISO weeks (UTC) that have one
+	KeepLast    int           // the newest N backups
+	KeepWithin  time.Duration // backups started within this long before now
+	KeepDaily   int           // the newest backup of each of the last N UTC days that have one
+	KeepWeekly  int           // the newest backup of each of the last N ISO weeks (UTC) that have one
+	KeepMonthly int           // the newest backup of each of the last N calendar months (UTC) that have one
+	KeepYearly  int           // the newest backup of each of the last N years (UTC) that have one
 	// KeepPITR keeps what a point-in-time restore to any moment of this
 	// window needs: of each server, the newest physical backup finished
 	// before its start (with its chain) and the archived binary logs from
@@ -34,7 +36,7 @@ type Policy struct {
 
 // Empty reports whether no rule is set.
 func (p Policy) Empty() bool {
-	return p.KeepLast == 0 && p.KeepWithin == 0 && p.KeepDaily == 0 && p.KeepWeekly == 0 && p.KeepPITR == 0
+	return p.KeepLast == 0 && p.KeepWithin == 0 && p.KeepDaily == 0 && p.KeepWeekly == 0 && p.KeepMonthly == 0 && p.KeepYearly == 0 && p.KeepPITR == 0
 }
 
 // Decision is the plan for one backup.
@@ -53,7 +55,7 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 	if p.Empty() {
 		return nil, errors.New("no retention rule given")
 	}
-	if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 || p.KeepWithin < 0 {
+	if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 || p.KeepMonthly < 0 || p.KeepYearly < 0 || p.KeepWithin < 0 {
 		return nil, fmt.Errorf("retention counts and durations must not be negative (%+v)", p)
 	}
 	sorted := append([]*archive.Manifest(nil), ms...)
@@ -96,6 +98,8 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 		y, w := t.ISOWeek()
 		return fmt.Sprintf("%04d-W%02d", y, w)
 	})
+	periods(p.KeepMonthly, "monthly", func(t time.Time) string { return t.Format("2006-01") })
+	periods(p.KeepYearly, "yearly", func(t time.Time) string { return t.Format("2006") })
 	if p.KeepPITR > 0 {
 		// Per server: a point-in-time restore replays one server's binary
 		// logs from one of its own backups, so another server's newer
