@@ -36,11 +36,9 @@ const (
 // encrypt_binlog (the server decrypts what it sends to replication
 // clients, so the archive holds plain events: encrypt it with --encrypt).
 func checkSettings(server *mariadb.Server, checksum string) (warnings []string, err error) {
+	// A server that is not MariaDB 10.4 or newer was refused on
+	// connecting (mariadb.CheckSupported).
 	switch {
-	case !server.MariaDB:
-		return nil, fmt.Errorf("the server is %s, not MariaDB: its binary logs (MySQL's GTIDs and events) cannot be archived and replayed by backstream", server.Version)
-	case server.Major < 10:
-		return nil, fmt.Errorf("the server is MariaDB %s: binary logs without MariaDB GTIDs (before 10.0) cannot be archived; upgrade the server", server.Version)
 	case !server.LogBin:
 		return nil, fmt.Errorf("the server's binary log is off (log_bin is OFF): there is nothing to archive; start the server with --log-bin (log_bin = <basename> in its option file) and take a new backup")
 	}

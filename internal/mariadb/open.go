@@ -61,7 +61,42 @@ func Open(ctx context.Context, cfg Config, database string) (*sql.DB, error) {
 		db.Close()
 		return nil, connectError(pingCtx, cfg, mc, err)
 	}
+	var version, comment sql.NullString
+	if err := db.QueryRowContext(pingCtx, "SELECT @@version, @@version_comment").Scan(&version, &comment); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to MariaDB as %s: reading its version: %w", cfg, err)
+	}
+	if err := CheckSupported(version.String, comment.String); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", cfg, err)
+	}
 	return db, nil
+}
+
+// MinimumVersion is the oldest MariaDB backstream works with.
+const MinimumVersion = "10.4"
+
+// ErrUnsupported marks a server backstream does not work with: not
+// MariaDB, or older than MinimumVersion.
+var ErrUnsupported = errors.New("unsupported server")
+
+// CheckSupported refuses a server by its @@version and
+// @@version_comment: MySQL and Percona Server (whose backups, binary logs
+// and dumps differ from MariaDB's in ways backstream does not follow),
+// and MariaDB older than MinimumVersion, naming what it is.
+func CheckSupported(version, comment string) error {
+	name := strings.TrimSpace(version + " (" + comment + ")")
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		return fmt.Errorf("%w: the server is %s, not MariaDB; backstream backs up and restores MariaDB only (for MySQL and Percona Server use their own tools, e.g. xtrabackup)", ErrUnsupported, name)
+	}
+	major, minor, _, err := ParseVersion(version)
+	if err != nil {
+		return fmt.Errorf("%w: server version %q: %v", ErrUnsupported, version, err)
+	}
+	if major < 10 || major == 10 && minor < 4 {
+		return fmt.Errorf("%w: the server is MariaDB %d.%d (%s), older than %s, the oldest backstream supports", ErrUnsupported, major, minor, name, MinimumVersion)
+	}
+	return nil
 }
 
 // connectError explains why connecting failed: TLS problems in the terms of

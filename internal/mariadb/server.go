@@ -17,8 +17,6 @@ type Server struct {
 	Major, Minor, Patch int
 	// VersionComment is @@version_comment, e.g. "Debian 12".
 	VersionComment string
-	// MariaDB is false when Version does not name MariaDB (MySQL, Percona).
-	MariaDB bool
 	// Datadir is @@datadir, with its trailing slash as the server reports it.
 	Datadir  string
 	Hostname string
@@ -70,7 +68,6 @@ func Inspect(ctx context.Context, db *sql.DB) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect server: %w", err)
 	}
-	s.MariaDB = strings.Contains(strings.ToLower(s.Version), "mariadb")
 	s.VersionComment = comment.String
 	s.Datadir = datadir.String
 	s.Hostname = hostname.String

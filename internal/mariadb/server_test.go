@@ -166,7 +166,7 @@ func TestServer(t *testing.T) {
 	if err := sb.DB().QueryRowContext(ctx, "SELECT @@version, @@datadir").Scan(&version, &datadir); err != nil {
 		t.Fatal(err)
 	}
-	if s.Version != version || s.Datadir != datadir || !s.MariaDB || s.Major < 10 || s.InnodbPageSize != 16384 ||
+	if s.Version != version || s.Datadir != datadir || s.Major < 10 || s.InnodbPageSize != 16384 ||
 		s.Socket != sb.Socket || s.Port != sb.Port || s.Hostname == "" {
 		t.Fatalf("Inspect = %+v; server says version %q datadir %q, sandbox socket %s port %d", s, version, datadir, sb.Socket, sb.Port)
 	}
@@ -274,5 +274,28 @@ func TestOpenUnreachable(t *testing.T) {
 	_, err := Open(context.Background(), Config{User: "u", Socket: sock, Protocol: ProtocolSocket}, "")
 	if err == nil || !strings.Contains(err.Error(), sock) {
 		t.Fatalf("err = %v, want one naming %s", err, sock)
+	}
+}
+
+func TestCheckSupported(t *testing.T) {
+	for _, c := range []struct {
+		version, comment, want string
+	}{
+		{"10.11.19-MariaDB-0+deb12u1", "Debian 12", ""},
+		{"11.4.2-MariaDB-log", "mariadb.org binary distribution", ""},
+		{"5.5.5-10.6.16-MariaDB", "MariaDB Server", ""},
+		{"10.4.34-MariaDB", "", ""},
+		{"8.0.36", "MySQL Community Server - GPL", "the server is 8.0.36 (MySQL Community Server - GPL), not MariaDB"},
+		{"8.0.35-27", "Percona Server (GPL), Release 27", "not MariaDB"},
+		{"10.3.39-MariaDB", "MariaDB Server", "the server is MariaDB 10.3 (10.3.39-MariaDB (MariaDB Server)), older than 10.4"},
+		{"5.5.68-MariaDB", "MariaDB Server", "older than 10.4"},
+	} {
+		err := CheckSupported(c.version, c.comment)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", c.version, err)
+		case c.want != "" && (err == nil || !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an ErrUnsupported saying %q", c.version, err, c.want)
+		}
 	}
 }
