@@ -157,6 +157,10 @@ func newBackupCmd(g *globals, version string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backup",
 		Short: "Take a hot physical backup, or with --logical a consistent dump, into a repository",
+		Example: `  backstream backup --repo /backups --parallel 4
+  backstream backup --defaults-extra-file /etc/backstream/db1.cnf --incremental --full-every 6d12h
+  backstream backup --repo s3://bucket/db1 --encrypt --recipient-file backup.pub
+  backstream backup --repo /backups --logical --databases shop,crm`,
 		Long: `backup runs mariabackup --backup --stream=xbstream on this host, splits its stream into
 --parallel stream objects of independently compressed frames, hashes everything, and
 commits the backup by writing its manifest last. The repository is created if the

@@ -27,6 +27,8 @@ func newBinlogCmd(g *globals, version string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "binlog",
 		Short: "Archive the server's binary logs into the repository",
+		Example: `  backstream binlog --repo /backups               # archive what the server has, once
+  backstream binlog --repo /backups --follow      # and keep archiving as it writes (a service)`,
 		Long: `binlog copies the server's binary log files into the repository through the
 replication protocol (mariadb-binlog --read-from-remote-server --raw), so it runs on any
 host that can connect, with an account that has REPLICATION SLAVE and BINLOG MONITOR.

@@ -31,6 +31,8 @@ func newCatCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cat [ID|latest]",
 		Short: "Write a backup as one plain xbstream to stdout (for mbstream -x)",
+		Example: `  backstream cat latest --repo /backups | mbstream -x -C /var/lib/mysql.new
+  backstream cat 20261121T190512Z-7f3a --repo /backups > backup.xbstream`,
 		Long: `cat verifies and decodes a backup and writes it as a single xbstream to standard
 output, the way out to stock tools:  backstream cat latest --repo R | mbstream -x -C DIR`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -16,6 +16,8 @@ func newCheckCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Exit non-zero with a one-line reason when the newest backup is too old, a chain is broken or the binary logs lag",
+		Example: `  backstream check --repo /backups --max-age 26h
+  backstream check --repo s3://bucket/db1 --max-age 26h --max-binlog-lag 60s`,
 		Long: `check judges a repository for monitoring (a Nagios-style check, a systemd unit
 with OnFailure=): it exits 0 and prints one line beginning "OK:" when all is well,
 and otherwise exits non-zero and prints one line on stderr that names every problem:

@@ -26,6 +26,9 @@ with --defaults-group-suffix=_S also in [backstream_S] and [backstream-COMMAND_S
 		Args:               cobra.MinimumNArgs(1),
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "-h" || args[0] == "--help" {
+				return cmd.Help()
+			}
 			target, rest, err := cmd.Root().Find(args)
 			if err != nil || target == cmd.Root() || target == cmd {
 				return usagef("config: no command %q", strings.Join(args, " "))

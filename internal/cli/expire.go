@@ -27,6 +27,9 @@ func newExpireCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "expire --keep-last N | --keep-within D | --keep-daily N | --keep-weekly N | --keep-monthly N | --keep-yearly N ... [--confirm]",
 		Short: "Delete old backups by a retention policy (a dry run unless --confirm)",
+		Example: `  backstream expire --repo /backups --keep-daily 7 --keep-weekly 5 --keep-monthly 12          # the plan, deleting nothing
+  backstream expire --repo /backups --keep-daily 7 --keep-weekly 5 --keep-monthly 12 --confirm
+  backstream expire --repo /backups --keep-pitr 7d --prune-incomplete --confirm`,
 		Long: `expire decides for every complete backup whether the policy keeps it and prints the plan:
 a backup is kept if any rule keeps it, and the newest backup is always kept. The rules
 count backups by their start time in UTC: --keep-last N the newest N, --keep-within D

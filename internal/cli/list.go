@@ -54,7 +54,10 @@ func newListCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the complete backups of a repository",
-		Args:  cobra.NoArgs,
+		Example: `  backstream list --repo /backups
+  backstream list --repo /backups --json
+  backstream list --repo /backups --binlogs`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := g.openRepo(cmd.Context(), false)
 			if err != nil {

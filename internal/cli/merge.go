@@ -21,8 +21,9 @@ func newMergeCmd(g *globals, version string) *cobra.Command {
 	var compress, hash, workDir, useMemory, mariabackup, serverDefaults string
 	var verbose bool
 	cmd := &cobra.Command{
-		Use:   "merge [ID|latest]",
-		Short: "Build a full backup from an incremental chain, without touching the server",
+		Use:     "merge [ID|latest]",
+		Short:   "Build a full backup from an incremental chain, without touching the server",
+		Example: `  backstream merge latest --repo /backups     # a full backup from the newest chain`,
 		Long: `merge restores the chain that ends at the named incremental (the newest backup by
 default) into a work directory, prepares it, and stores the prepared datadir in the
 repository as a new full backup of the chain's end: the same positions (LSNs, binary log,

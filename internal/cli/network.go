@@ -64,7 +64,11 @@ Run on a replica, the backup also records where the replica stood in its primary
 history (mariabackup --slave-info), and a receiver pointed at that primary starts there:
 new replicas of the primary are made without loading it.`
 	}
-	cmd := &cobra.Command{Use: use, Short: short, Long: long,
+	example := `  backstream send --to replica1:4444 --to replica2:4444 --parallel 4 --token-file /etc/backstream/token`
+	if provision {
+		example = `  backstream provision --to replica1:4444 --to replica2:4444 --token-file /etc/backstream/token`
+	}
+	cmd := &cobra.Command{Use: use, Short: short, Long: long, Example: example,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(to) == 0 {
@@ -150,6 +154,9 @@ func newReceiveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
 		Short: "Take a backup streamed by send: restore it as it arrives, or store it in a repository",
+		Example: `  backstream receive --listen :4444 --target-dir /var/lib/mysql.new --prepare --token-file /etc/backstream/token
+  backstream receive --listen :4444 --datadir /var/lib/mysql --start --replicate --primary-host db1 --token-file /etc/backstream/token
+  backstream receive --listen :4444 --repo /backups --keep-listening --token-file /etc/backstream/token`,
 		Long: `receive listens for one transfer from backstream send. With --target-dir it restores the
 backup into that (empty) directory as it arrives, verifying every byte, and with
 --prepare prepares it; with --repo it stores the backup in a repository on this host,
@@ -306,8 +313,9 @@ receiver reported: one send provisions every replica it names.`,
 
 func newTokenCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "token",
-		Short: "Print a new random token for send and receive",
+		Use:     "token",
+		Short:   "Print a new random token for send and receive",
+		Example: `  umask 077; backstream token > /etc/backstream/token`,
 		Long: `token prints 32 random bytes, base64url-encoded. Store it in a file only the backup user
 can read, on both hosts:  backstream token > /etc/backstream/token && chmod 600 /etc/backstream/token`,
 		Args: cobra.NoArgs,

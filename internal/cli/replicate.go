@@ -31,6 +31,8 @@ func newReplicateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replicate --primary-host HOST [--primary-user USER] [--from-backup ID --repo R]",
 		Short: "Make a server restored from a backup replicate from the backup's source (or the source's primary)",
+		Example: `  backstream replicate --primary-host db1 --primary-user repl --datadir /var/lib/mysql
+  backstream replicate --primary-host db1 --from-backup latest --repo /backups   # after a logical restore`,
 		Long: `replicate runs on a server started on a restored backup (restore or receive). It reads
 the backup's binlog coordinates from the datadir (xtrabackup_binlog_info or
 mariadb_backup_binlog_info), sets gtid_slave_pos, points the server at the primary with

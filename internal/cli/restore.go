@@ -93,6 +93,11 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
 		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
+		Example: `  backstream restore latest --repo /backups --target-dir /var/lib/mysql.new --prepare
+  backstream restore latest --repo /backups --datadir /var/lib/mysql --force --start
+  backstream restore --repo /backups --until "2026-11-21 10:15:00" --target-dir /srv/pitr
+  backstream restore latest --repo /backups --table shop.orders --apply-to --as shop.orders_restored --socket /run/mysqld/mysqld.sock
+  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock    # a logical backup into a running server`,
 		Long: `restore reads every stream of a backup in parallel, verifies every checksum and writes
 the files into --target-dir, which must be empty or absent. With --prepare it then runs
 mariabackup --prepare, so that a server starts on the result. Ownership and modes

@@ -40,8 +40,9 @@ func (g *globals) lockRepo(ctx context.Context, r *repo.Repo, op string, exclusi
 func newUnlockCmd(g *globals) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "unlock",
-		Short: "Remove stale repository locks (or all of them with --all)",
+		Use:     "unlock",
+		Short:   "Remove stale repository locks (or all of them with --all)",
+		Example: `  backstream unlock --repo /backups`,
 		Long: `Every operation on a repository holds a lock object under locks/, refreshed while it runs:
 backup, receive --repo and expire an exclusive one, restore, verify and cat a shared one.
 A lock not refreshed for 5 minutes, or taken on this host by a process that is gone, is

@@ -38,6 +38,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [ID|latest] | --binlogs",
 		Short: "Check every checksum of a backup, or restore it into a sandbox and check every table",
+		Example: `  backstream verify latest --repo /backups
+  backstream verify latest --repo /backups --restore-test
+  backstream verify --repo /backups --binlogs`,
 		Long: `verify reads every stream object of a backup in parallel and checks the CRC of each
 stored frame, the CRC of each xbstream chunk, the stream structure, the digest of each
 object and the size and digest of each file against the manifest, and every metadata

@@ -17,6 +17,8 @@ func newVersionCmd(g *globals, version string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print backstream's version, the revision it was built from, and the MariaDB tools it finds",
+		Example: `  backstream version
+  backstream version --json`,
 		Long: `version prints the version of this backstream and the VCS revision it was built
 from (as Go recorded them in the binary), the Go it was built with, and each MariaDB
 program it runs (mariabackup, mariadb, mariadb-binlog, mariadbd) as found on this
