@@ -232,19 +232,18 @@ mariabackup's I/O operations per second, so that a backup leaves the server room
 			if err != nil {
 				return err
 			}
-			g.made = m
 			kind := "full"
 			if m.Parent != "" {
 				kind = fmt.Sprintf("incremental on %s (depth %d of chain %s)", m.Parent, m.Depth, m.Chain)
 			}
-			fmt.Fprintf(g.stdout, "backup %s complete: %s, %d streams, %d files, %s stored\n", m.ID, kind, len(m.Streams), len(m.Files), humanRatio(m))
-			return nil
+			return g.reportMade(m, fmt.Sprintf("backup %s complete: %s, %d streams, %d files, %s stored", m.ID, kind, len(m.Streams), len(m.Files), humanRatio(m)))
 		},
 	}
 	b.register(cmd.Flags())
 	l.register(cmd.Flags())
 	inc.register(cmd.Flags())
 	g.registerEncrypt(cmd.Flags())
+	g.registerJSON(cmd.Flags())
 	return cmd
 }
 

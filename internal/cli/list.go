@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
@@ -37,6 +38,46 @@ type listEntry struct {
 	// trusted; Damage says why. Only the id (and its time) are known of it.
 	Damaged bool   `json:"damaged,omitempty"`
 	Damage  string `json:"damage,omitempty"`
+}
+
+// entryOf is the listing of complete backup m.
+func entryOf(m *archive.Manifest) listEntry {
+	return listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, MergedFrom: m.MergedFrom, Started: m.Started, Finished: m.Finished,
+		Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
+		RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases}
+}
+
+// madeResult is what --json prints of a backup a command made: its
+// listing, how long it took, and the encryption it got.
+type madeResult struct {
+	listEntry
+	Seconds    float64             `json:"seconds"`
+	Encryption *archive.Encryption `json:"encryption,omitempty"`
+	NoHistory  []string            `json:"no_history,omitempty"`
+}
+
+// reportMade prints the backup m the command made: with --json one JSON
+// object (madeResult), else text.
+func (g *globals) reportMade(m *archive.Manifest, text string) error {
+	g.made = m
+	if !g.json {
+		_, err := fmt.Fprintln(g.stdout, text)
+		return err
+	}
+	r := madeResult{listEntry: entryOf(m), Seconds: m.Stats.Seconds, Encryption: m.Encryption}
+	for _, d := range m.Databases {
+		for _, t := range d.NoHistory {
+			r.NoHistory = append(r.NoHistory, d.Name+"."+t)
+		}
+	}
+	enc := json.NewEncoder(g.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// registerJSON adds --json to a command that makes a backup.
+func (g *globals) registerJSON(f *pflag.FlagSet) {
+	f.BoolVar(&g.json, "json", false, "print the backup made as one JSON object (id, kind, parent, positions, sizes, seconds) instead of the text line")
 }
 
 // binlogListEntry is one archived binary log file in `list --binlogs
@@ -116,9 +157,7 @@ func newListCmd(g *globals) *cobra.Command {
 				out := make([]listEntry, 0, len(entries))
 				for _, e := range entries {
 					if m := e.Manifest; m != nil {
-						out = append(out, listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, MergedFrom: m.MergedFrom, Started: m.Started, Finished: m.Finished,
-							Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
-							RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases})
+						out = append(out, entryOf(m))
 					} else if e.Damage != nil {
 						started, _ := backupid.Time(e.ID)
 						out = append(out, listEntry{ID: e.ID, Started: started, StoredBytes: e.Size, Damaged: true, Damage: e.Damage.Error()})

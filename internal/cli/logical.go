@@ -103,15 +103,16 @@ func runDump(ctx context.Context, g *globals, r *repo.Repo, job logical.DumpJob)
 	if err != nil {
 		return err
 	}
-	g.made = m
 	var tables int
 	var rows int64
 	for _, d := range m.Databases {
 		tables += d.Tables
 		rows += d.Rows
 	}
-	fmt.Fprintf(g.stdout, "backup %s complete: logical, %d databases, %d tables, %d rows, %d streams, %s stored\n",
-		m.ID, len(m.Databases), tables, rows, len(m.Streams), humanRatio(m))
+	if err := g.reportMade(m, fmt.Sprintf("backup %s complete: logical, %d databases, %d tables, %d rows, %d streams, %s stored",
+		m.ID, len(m.Databases), tables, rows, len(m.Streams), humanRatio(m))); err != nil || g.json {
+		return err
+	}
 	printNoHistory(g, m)
 	return nil
 }

@@ -86,13 +86,12 @@ An encrypted chain is merged only with --encrypt, so that the new backup is too.
 			if err != nil {
 				return refused(err)
 			}
-			g.made = merged
-			fmt.Fprintf(g.stdout, "backup %s complete: full, merged from %s, %d streams, %d files, %s stored\n",
-				merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), humanRatio(merged))
-			return nil
+			return g.reportMade(merged, fmt.Sprintf("backup %s complete: full, merged from %s, %d streams, %d files, %s stored",
+				merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), humanRatio(merged)))
 		},
 	}
 	f := cmd.Flags()
+	g.registerJSON(f)
 	f.IntVar(&parallel, "parallel", defaultParallel(), "decoding threads, and stream objects of the merged backup")
 	f.StringVar(&compress, "compress", codec.Default, "compression of the merged backup: zstd, lz4, gzip or none, with an optional :level")
 	f.StringVar(&hash, "hash", archive.DefaultHash, "digest algorithm of the merged backup: blake3 or sha256")

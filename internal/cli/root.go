@@ -89,6 +89,8 @@ type globals struct {
 	// made, whose size it records.
 	metricsFile string
 	made        *archive.Manifest
+	// json is --json of a command that makes a backup (see reportMade).
+	json bool
 }
 
 // parseLimits makes the limiters of --limit-upload and --limit-download.
