@@ -163,8 +163,8 @@ func newBackupCmd(g *globals, version string) *cobra.Command {
   backstream backup --repo /backups --logical --databases shop,crm`,
 		Long: `backup runs mariabackup --backup --stream=xbstream on this host, splits its stream into
 --parallel stream objects of independently compressed frames, hashes everything, and
-commits the backup by writing its manifest last. The repository is created if the
-location is empty. Credentials reach mariabackup through a private 0600 option file,
+commits the backup by writing its manifest last, into a repository made with init (a
+location without one is refused, so a mistyped --repo creates nothing). Credentials reach mariabackup through a private 0600 option file,
 never its command line.
 
 With --logical it dumps tables instead, through --parallel connections that all see one

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,25 @@ func TestEveryCommandHasExamples(t *testing.T) {
 					t.Errorf("%s's example %q names --%s, which it does not have", c.Name(), strings.TrimSpace(line), name)
 				}
 			}
+		}
+	}
+}
+
+// A command's help sorts its flags under headings.
+func TestHelpGroupsFlags(t *testing.T) {
+	out := run(t, "backup", "--help").mustSucceed(t).stdout
+	last := -1
+	for _, h := range []string{"Options:", "Option files:", "Connection:", "Repository:", "Performance and impact:", "Filters:", "Security:", "Output:"} {
+		i := strings.Index(out, "\n"+h+"\n")
+		if i < 0 || i < last {
+			t.Errorf("backup --help: heading %q missing or out of order", h)
+		}
+		last = i
+	}
+	for _, f := range []string{"socket", "parallel", "encrypt", "repo", "json", "database"} {
+		line := regexp.MustCompile(`(?m)^ +(-[A-Za-z], )?--` + f + ` `)
+		if n := len(line.FindAllString(out, -1)); n != 1 {
+			t.Errorf("backup --help lists --%s %d times", f, n)
 		}
 	}
 }

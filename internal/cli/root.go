@@ -237,6 +237,8 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			}
 		}
 	}
+	cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages)
+	root.SetUsageTemplate(usageTemplate)
 	root.Args = cobra.ArbitraryArgs
 	root.SuggestionsMinimumDistance = 2
 	// --version is the version command's text; cobra's own would print
