@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -79,9 +78,7 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(out); err != nil {
+				if err := printJSON(g.stdout, out); err != nil {
 					return err
 				}
 				return failed

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -65,6 +66,11 @@ func groupedFlagUsages(c *cobra.Command) string {
 	}
 	return b.String()
 }
+
+// addTemplateFuncs registers groupedFlagUsages with cobra's templates,
+// which are process-wide, once: NewRoot runs again in every in-process
+// test.
+var addTemplateFuncs sync.Once
 
 // usageTemplate is cobra's, with the flags under groupedFlagUsages'
 // headings instead of "Flags" and "Global Flags".

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,6 +58,20 @@ func TestBackupPrintsJSON(t *testing.T) {
 	inc := parse(append([]string{"backup", "--repo", repoDir, "--incremental", "--json"}, conn...)...)
 	if inc.Parent != full.ID || inc.Depth != 1 {
 		t.Errorf("incremental --json: %+v, want parent %s at depth 1", inc, full.ID)
+	}
+	// restore --json of the chain: what was written where, one object.
+	target := filepath.Join(t.TempDir(), "restored")
+	out := run(t, "restore", inc.ID, "--repo", repoDir, "--target-dir", target, "--prepare", "--json").mustSucceed(t).stdout
+	var restored struct {
+		Backup    string   `json:"backup"`
+		Chain     []string `json:"chain"`
+		Target    string   `json:"target"`
+		Prepared  bool     `json:"prepared"`
+		ReadBytes int64    `json:"read_bytes"`
+	}
+	if err := json.Unmarshal([]byte(out), &restored); err != nil || restored.Backup != inc.ID || len(restored.Chain) != 2 ||
+		restored.Chain[0] != full.ID || restored.Target != target || !restored.Prepared || restored.ReadBytes != full.StoredBytes+inc.StoredBytes {
+		t.Errorf("restore --json: %v, %+v; want the chain %s, %s into %s, prepared, %d bytes read", err, restored, full.ID, inc.ID, target, full.StoredBytes+inc.StoredBytes)
 	}
 	merged := parse("merge", inc.ID, "--repo", repoDir, "--json")
 	if len(merged.MergedFrom) != 2 || merged.MergedFrom[1] != inc.ID {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -70,9 +69,7 @@ func (g *globals) reportMade(m *archive.Manifest, text string) error {
 			r.NoHistory = append(r.NoHistory, d.Name+"."+t)
 		}
 	}
-	enc := json.NewEncoder(g.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return printJSON(g.stdout, r)
 }
 
 // registerJSON adds --json to a command that makes a backup.
@@ -118,9 +115,7 @@ func newListCmd(g *globals) *cobra.Command {
 						}
 						out = append(out, binlogListEntry{BinlogFile: f.Manifest.Binlog})
 					}
-					enc := json.NewEncoder(g.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(out)
+					return printJSON(g.stdout, out)
 				}
 				ms, err := r.List(cmd.Context())
 				if err != nil {
@@ -132,9 +127,7 @@ func newListCmd(g *globals) *cobra.Command {
 				}
 				switch {
 				case status && asJSON:
-					enc := json.NewEncoder(g.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(append([]binlog.Overview{}, views...))
+					return printJSON(g.stdout, append([]binlog.Overview{}, views...))
 				case status:
 					for _, v := range views {
 						printOverview(g, v)
@@ -163,9 +156,7 @@ func newListCmd(g *globals) *cobra.Command {
 						out = append(out, listEntry{ID: e.ID, Started: started, StoredBytes: e.Size, Damaged: true, Damage: e.Damage.Error()})
 					}
 				}
-				enc := json.NewEncoder(g.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return printJSON(g.stdout, out)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tSTARTED (UTC)\tTOOK\tSIZE\tSTORED\tRATIO\tSERVER\tBINLOG POSITION")

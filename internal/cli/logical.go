@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -260,9 +259,7 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 		fmt.Fprintf(g.stderr, "warning: account %s has no password: anyone who reaches the server can log in as it\n", a)
 	}
 	if asJSON {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(loadReport{
+		return printJSON(g.stdout, loadReport{
 			Backup: m.ID, Target: res.Target, Tables: res.Tables, DataFiles: res.Chunks, LoadedBefore: res.Skipped, Rows: res.Rows,
 			CreatedAccounts: orEmpty(res.CreatedAccounts), ReplacedAccounts: orEmpty(res.ReplacedAccounts),
 			KeptAccounts: orEmpty(res.KeptAccounts), Passwordless: orEmpty(res.Passwordless), LeftOut: orEmpty(res.LeftOut),

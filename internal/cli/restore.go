@@ -191,7 +191,7 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 				}
 				return runLoad(ctx, g, r, m, job, l.asJSON)
 			}
-			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && (p.start == "" || !slices.Contains(connFlagNames, f)) {
+			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "json" && (p.start == "" || !slices.Contains(connFlagNames, f)) {
 				return usagef("--%s is for logical backups (or, to reach the started server, with --start); backup %s is physical", f, m.ID)
 			}
 			var place *restore.Place
@@ -222,12 +222,16 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 			t.SetBackup(m.ID)
 			job.Progress = t
 			err = restore.Datadir(ctx, job)
-			t.Finish(err)
+			sum := t.Finish(err)
 			if err != nil {
 				return refused(err)
 			}
 			if place != nil {
 				return p.finish(cmd, g.stdout, &l.conn, m, place)
+			}
+			if l.asJSON {
+				return printJSON(g.stdout, restoredResult{Backup: m.ID, Chain: linkIDs(job.Links), Target: d.target, Prepared: d.prepare,
+					ReadBytes: sum.BytesIn, Seconds: sum.Elapsed.Seconds()})
 			}
 			state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
 			if d.prepare {
@@ -347,4 +351,23 @@ func parseUntil(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC), 2026-11-21T10:15:00+01:00, or end", s)
+}
+
+// restoredResult is what restore --json prints of a physical backup
+// restored into a directory.
+type restoredResult struct {
+	Backup    string   `json:"backup"`
+	Chain     []string `json:"chain"` // the links written, base first
+	Target    string   `json:"target"`
+	Prepared  bool     `json:"prepared"`
+	ReadBytes int64    `json:"read_bytes"` // stored bytes read from the repository
+	Seconds   float64  `json:"seconds"`
+}
+
+func linkIDs(links []restore.Link) []string {
+	ids := make([]string, len(links))
+	for i, l := range links {
+		ids[i] = l.Manifest.ID
+	}
+	return ids
 }

@@ -237,7 +237,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			}
 		}
 	}
-	cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages)
+	addTemplateFuncs.Do(func() { cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages) })
 	root.SetUsageTemplate(usageTemplate)
 	root.Args = cobra.ArbitraryArgs
 	root.SuggestionsMinimumDistance = 2

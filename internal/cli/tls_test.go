@@ -87,7 +87,7 @@ func TestTLSConnections(t *testing.T) {
 	if _, err := srv.DB().ExecContext(ctx, "FLUSH BINARY LOGS"); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := t.TempDir()
+	repoDir := newRepoDir(t)
 
 	tcp := []string{"--no-defaults", "--host", "127.0.0.1", "--port", strconv.Itoa(srv.Port), "--password=tls-pw"}
 	plain := append([]string{"--user", "bs"}, tcp...)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -177,9 +176,7 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 		return err
 	}
 	if rt.json {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := printJSON(g.stdout, rep); err != nil {
 			return err
 		}
 	} else {

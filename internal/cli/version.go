@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -37,9 +36,7 @@ func printVersion(ctx context.Context, w io.Writer, version string, asJSON bool)
 	info := about.Build(version)
 	info.Tools = about.Tools(ctx)
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(info)
+		return printJSON(w, info)
 	}
 	fmt.Fprintf(w, "backstream %s\n", info.Version)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -439,9 +439,9 @@ func (c *Conn) Abort(reason string) error {
 	if tc, ok := c.raw.Conn.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
 	}
-	drains.Add(1)
+	drains.started()
 	go func() {
-		defer drains.Done()
+		defer drains.ended()
 		// Wait for a ReadMessage that stopReads has cut short to let go,
 		// then read the socket itself, not the TLS layer above it.
 		c.rmu.Lock()
@@ -457,8 +457,45 @@ func (c *Conn) Abort(reason string) error {
 // read the reason and close.
 const abortLinger = 5 * time.Second
 
-// drains counts the drains of aborted connections still running.
-var drains sync.WaitGroup
+// drains counts the drains of aborted connections still running. (Not a
+// sync.WaitGroup: a WaitDrains that timed out leaves its Wait behind, and
+// a later Abort's Add from zero would race with it.)
+var drains drainCount
+
+type drainCount struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (d *drainCount) started() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n == 0 {
+		d.idle = make(chan struct{})
+	}
+	d.n++
+}
+
+func (d *drainCount) ended() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n--; d.n == 0 {
+		close(d.idle)
+	}
+}
+
+// wait returns a channel closed once no drain runs.
+func (d *drainCount) wait() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return d.idle
+}
 
 // WaitDrains waits until the drains of aborted connections have ended
 // (each within abortLinger of its Abort), or for at most timeout, and
@@ -467,13 +504,8 @@ var drains sync.WaitGroup
 // than a reset: a live peer reads it and closes within moments, and a dead
 // one never will, so a short timeout loses little.
 func WaitDrains(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		drains.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-drains.wait():
 		return true
 	case <-time.After(timeout):
 		return false
