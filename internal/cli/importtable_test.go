@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -340,18 +339,7 @@ func neededFrameBytes(t *testing.T, b storage.Backend, key string, need func(str
 		}
 		b = crypt.New(b, keys, crypt.Options{Covers: repo.Encrypted, KeyPrefix: repo.KeysDir})
 	}
-	read := func(name string) []byte {
-		rc, err := b.Open(ctx, name, 0, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		data, err := io.ReadAll(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+	read := func(name string) []byte { return testRepo{backend: b}.read(t, name) }
 	infos, err := b.List(ctx, "backups/")
 	if err != nil {
 		t.Fatal(err)

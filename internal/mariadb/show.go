@@ -14,34 +14,15 @@ type Querier interface {
 // column name, or nil when the statement returned no row. Columns are read
 // by name because their set and order change between server versions.
 func ShowRow(ctx context.Context, db Querier, query string) (map[string]sql.NullString, error) {
-	rows, err := db.QueryContext(ctx, query)
-	if err != nil {
+	rows, err := ShowRows(ctx, db, query)
+	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	if !rows.Next() {
-		return nil, rows.Err()
-	}
-	vals := make([]sql.NullString, len(cols))
-	dest := make([]any, len(cols))
-	for i := range vals {
-		dest[i] = &vals[i]
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return nil, err
-	}
-	row := make(map[string]sql.NullString, len(cols))
-	for i, c := range cols {
-		row[c] = vals[i]
-	}
-	return row, rows.Close()
+	return rows[0], nil
 }
 
-// ShowRows is ShowRow for a statement of any number of rows.
+// ShowRows runs query, a SHOW statement, and returns its rows by column
+// name, as ShowRow does.
 func ShowRows(ctx context.Context, db Querier, query string) ([]map[string]sql.NullString, error) {
 	rows, err := db.QueryContext(ctx, query)
 	if err != nil {
