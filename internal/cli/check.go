@@ -13,6 +13,7 @@ import (
 
 func newCheckCmd(g *globals) *cobra.Command {
 	var maxAge, maxLag, now string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Exit non-zero with a one-line reason when the newest backup is too old, a chain is broken or the binary logs lag",
@@ -46,16 +47,24 @@ while a backup does.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				if err := printJSON(g.stdout, checkReportOf(rep)); err != nil {
+					return err
+				}
+			}
 			if err := rep.Err(); err != nil {
 				return fmt.Errorf("check %s: %w", rep.Location, err)
 			}
-			fmt.Fprintln(g.stdout, healthyLine(rep, opt))
+			if !asJSON {
+				fmt.Fprintln(g.stdout, healthyLine(rep, opt))
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&maxAge, "max-age", "", "fail when the newest complete backup finished longer ago than this, e.g. 26h or 8d (default: not checked)")
 	f.StringVar(&maxLag, "max-binlog-lag", "", "fail when a server's archived binary log was last known to hold everything longer ago than this, e.g. 60s or 2h (default: not checked)")
+	f.BoolVar(&asJSON, "json", false, "also print the report as one JSON object on stdout (ok, newest backup and its age, binary log lags, problems); the exit code stays")
 	f.StringVar(&now, "now", "", "judge as if it were this time (RFC 3339, e.g. 2026-11-30T00:00:00Z), to try an alert (default: the clock)")
 	return cmd
 }
@@ -99,4 +108,44 @@ func healthyLine(rep health.Report, opt health.Options) string {
 		parts = append(parts, fmt.Sprintf("binary logs of %s archived up to %s ago (at most %s)", s.Source, health.Round(s.Lag), health.Round(opt.MaxBinlogLag)))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// checkReport is what check --json prints.
+type checkReport struct {
+	OK           bool           `json:"ok"`
+	Location     string         `json:"location"`
+	Now          time.Time      `json:"now"`
+	Newest       string         `json:"newest,omitempty"` // the newest complete backup's id
+	AgeSeconds   float64        `json:"age_seconds,omitempty"`
+	Backups      int            `json:"backups"`
+	Incrementals int            `json:"incrementals"`
+	Binlogs      []checkSource  `json:"binlogs,omitempty"`
+	Problems     []checkProblem `json:"problems,omitempty"`
+}
+
+type checkSource struct {
+	Source     string    `json:"source"`
+	CompleteAt time.Time `json:"complete_at"`
+	LagSeconds float64   `json:"lag_seconds"`
+}
+
+type checkProblem struct {
+	Kind   string `json:"kind"` // stale, broken-chain, damaged, binlog-lag
+	Backup string `json:"backup,omitempty"`
+	Source string `json:"source,omitempty"`
+	Error  string `json:"error"`
+}
+
+func checkReportOf(rep health.Report) checkReport {
+	out := checkReport{OK: rep.Err() == nil, Location: rep.Location, Now: rep.Now, Backups: rep.Backups, Incrementals: rep.Incrementals}
+	if rep.Newest != nil {
+		out.Newest, out.AgeSeconds = rep.Newest.ID, rep.Age.Seconds()
+	}
+	for _, s := range rep.Sources {
+		out.Binlogs = append(out.Binlogs, checkSource{Source: s.Source, CompleteAt: s.CompleteAt, LagSeconds: s.Lag.Seconds()})
+	}
+	for _, p := range rep.Problems {
+		out.Problems = append(out.Problems, checkProblem{Kind: string(p.Kind), Backup: p.Backup, Source: p.Source, Error: p.Err.Error()})
+	}
+	return out
 }

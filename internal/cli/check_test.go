@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,6 +145,20 @@ func TestCheckAndMetricsFile(t *testing.T) {
 		if r.code != ExitFailure || r.err == nil || strings.Contains(r.err.Error(), "\n") ||
 			!strings.Contains(r.err.Error(), "the newest complete backup, "+full.ID+", finished 2h ago") || !strings.Contains(r.err.Error(), "more than the 1h allowed") {
 			t.Errorf("check two hours later: exit %d, %v; want %d naming %s and its age", r.code, r.err, ExitFailure, full.ID)
+		}
+		// --json: the same verdict as one object, the same exit code.
+		r = run(t, "check", "--repo", repo.location, "--max-age", "1h", "--now", later, "--json")
+		var rep struct {
+			OK       bool   `json:"ok"`
+			Newest   string `json:"newest"`
+			Problems []struct {
+				Kind   string `json:"kind"`
+				Backup string `json:"backup"`
+			} `json:"problems"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != ExitFailure || rep.OK || rep.Newest != full.ID ||
+			len(rep.Problems) != 1 || rep.Problems[0].Kind != "stale" {
+			t.Errorf("check --json two hours later: exit %d, %v, %+v:\n%s", r.code, err, rep, r.stdout)
 		}
 		if r := run(t, "check", "--repo", repo.location, "--max-age", "soon", "--metrics-file", metricsFile); r.code != ExitUsage {
 			t.Errorf("check --max-age soon: exit %d (%v)", r.code, r.err)

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
 func newInitCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "init --repo LOCATION",
 		Short: "Create a repository",
 		Long: `init creates an empty repository at --repo: a directory (created if absent, or empty) or
@@ -23,8 +25,18 @@ or other objects, is refused. Encryption is chosen per backup (backup --encrypt)
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return printJSON(g.stdout, struct {
+					Repository string    `json:"repository"`
+					ID         string    `json:"id"`
+					Format     int       `json:"format"`
+					Created    time.Time `json:"created"`
+				}{r.Backend.Location(), r.Config.ID, r.Config.Format, r.Config.Created})
+			}
 			fmt.Fprintf(g.stdout, "created repository %s (id %s, format %d)\n", r.Backend.Location(), r.Config.ID, r.Config.Format)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the repository created as one JSON object (repository, id, format, created)")
+	return cmd
 }

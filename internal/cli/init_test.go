@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,6 +57,15 @@ func TestInitCreatesRepositoriesOnPurpose(t *testing.T) {
 		if r := run(t, "init", "--repo", loc); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "already a backstream repository") {
 			t.Errorf("init %s again: exit %d, %v", loc, r.code, r.err)
 		}
+	}
+	var made struct {
+		Repository, ID string
+		Format         int
+	}
+	jsonDir := filepath.Join(t.TempDir(), "j")
+	if err := json.Unmarshal([]byte(run(t, "init", "--repo", jsonDir, "--json").mustSucceed(t).stdout), &made); err != nil ||
+		made.Repository != jsonDir || made.ID == "" || made.Format != 1 {
+		t.Errorf("init --json: %v, %+v", err, made)
 	}
 	cluttered := t.TempDir()
 	if err := os.WriteFile(filepath.Join(cluttered, "notes.txt"), []byte("mine"), 0o600); err != nil {
