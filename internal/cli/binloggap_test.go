@@ -192,7 +192,15 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 		t.Errorf("a gap after a restart of the source:\n%s", list)
 	}
 	target := filepath.Join(t.TempDir(), "target")
-	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
+	out := run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target, "--json").mustSucceed(t).stdout
+	var res struct {
+		Backup  string   `json:"backup"`
+		Binlogs []string `json:"binlogs"`
+		Target  string   `json:"target"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Backup == "" || len(res.Binlogs) == 0 || res.Target != target {
+		t.Errorf("restore --until end --json: %v, %+v:\n%s", err, res, out)
+	}
 	compareChecksums(t, checksums(t, serverOn(t, target)), checksums(t, again))
 }
 

@@ -20,7 +20,7 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	if d.target != "" || d.prepare {
 		return usagef("--table with --apply-to imports into the running server that --host/--socket name: it takes no --target-dir or --prepare")
 	}
-	if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "table" && f != "database" && f != "no-binlog" && !slices.Contains(connFlagNames, f) {
+	if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "table" && f != "database" && f != "no-binlog" && f != "json" && !slices.Contains(connFlagNames, f) {
 		return usagef("--%s does not go with --table/--database --apply-to, which imports tables of a physical backup", f)
 	}
 	if as != "" && len(l.databases) > 0 {
@@ -64,6 +64,25 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 		Repo: r, Backup: m, Tables: tables, Databases: l.databases, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog,
 	})
 	t.Finish(err)
+	if l.asJSON && err == nil {
+		type table struct {
+			Table       string   `json:"table"` // in the backup
+			As          string   `json:"as"`    // on the target
+			Checksum    int64    `json:"checksum"`
+			Triggers    []string `json:"triggers,omitempty"`
+			Skipped     []string `json:"triggers_not_created,omitempty"`
+			ForeignKeys []string `json:"foreign_keys_not_created,omitempty"`
+		}
+		out := struct {
+			Backup string  `json:"backup"`
+			Target string  `json:"target"`
+			Tables []table `json:"tables"`
+		}{Backup: m.ID, Target: conn.String()}
+		for _, i := range imported {
+			out.Tables = append(out.Tables, table{i.Table.String(), i.Table.As(), i.Checksum, i.Triggers, i.Skipped, i.ForeignKeys})
+		}
+		return printJSON(g.stdout, out)
+	}
 	for _, i := range imported {
 		fmt.Fprintf(g.stdout, "table %s of backup %s imported as %s into %s: CHECKSUM TABLE %d, equal to the backup's\n", i.Table, m.ID, i.Table.As(), conn, i.Checksum)
 		if len(i.Triggers) > 0 {

@@ -192,7 +192,16 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run(t, append([]string{"restore", "--repo", repoDir, "--database", "crm", "--apply-to", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
+	out := run(t, append([]string{"restore", "--repo", repoDir, "--database", "crm", "--apply-to", "--no-binlog", "--json"}, sandboxConn(src)...)...).mustSucceed(t).stdout
+	var imported struct {
+		Tables []struct {
+			Table    string `json:"table"`
+			Checksum int64  `json:"checksum"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal([]byte(out), &imported); err != nil || len(imported.Tables) != 2 || imported.Tables[0].Table != "crm.customers" {
+		t.Errorf("restore --database crm --apply-to --json: %v, %+v:\n%s", err, imported, out)
+	}
 	if c, n := sum("crm.customers"), sum("crm.notes"); c != customers || n != notes {
 		t.Errorf("crm after --database crm: checksums %s, %s; the backup's %s, %s", c, n, customers, notes)
 	}

@@ -162,7 +162,7 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 					}
 					return runApply(cmd, g, &d, &l, t, d.serverDefaults)
 				}
-				return runPITR(cmd, g, &d, t)
+				return runPITR(cmd, g, &d, t, l.asJSON)
 			}
 			if d.serverDefaults != "" && !d.prepare && p.datadir == "" {
 				return usagef("--server-defaults-file goes with --prepare, --datadir, --until or --until-gtid: only they prepare the backup or start a server")
@@ -255,7 +255,7 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 }
 
 // runPITR restores to a point in time: the backup is chosen, not named.
-func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, t pitr.Target) error {
+func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, t pitr.Target, asJSON bool) error {
 	if d.target == "" {
 		return usagef("--target-dir is required")
 	}
@@ -271,9 +271,18 @@ func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, t pitr.Target) err
 	tr := g.tracker("restore --until "+t.String(), 0)
 	job.Progress = tr
 	res, err := pitr.Run(ctx, r, t, job, d.serverDefaults)
-	tr.Finish(err)
+	sum := tr.Finish(err)
 	if err != nil {
 		return refused(err)
+	}
+	if asJSON {
+		return printJSON(g.stdout, struct {
+			Backup   string   `json:"backup"`
+			Binlogs  []string `json:"binlogs"`
+			Replayed string   `json:"replayed"` // the position replay stopped at, as asked
+			Target   string   `json:"target"`
+			Seconds  float64  `json:"seconds"`
+		}{res.Backup.ID, res.Binlogs, res.Replayed, d.target, sum.Elapsed.Seconds()})
 	}
 	fmt.Fprintf(g.stdout, "restored backup %s and replayed %s up to %s: %s is ready\n", res.Backup.ID, strings.Join(res.Binlogs, ", "), res.Replayed, d.target)
 	return nil
@@ -300,6 +309,15 @@ func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestore
 	res, err := pitr.Apply(ctx, r, t, conn, log)
 	if err != nil {
 		return refused(err)
+	}
+	if l.asJSON {
+		return printJSON(g.stdout, struct {
+			Server  string   `json:"server"` // whose binary logs, hostname-server_id
+			Target  string   `json:"target"` // the server applied onto
+			Binlogs []string `json:"binlogs"`
+			From    string   `json:"from"` // the target's GTID position before and after
+			To      string   `json:"to"`
+		}{res.Server, conn.String(), res.Binlogs, res.From.String(), res.To.String()})
 	}
 	if len(res.Binlogs) == 0 || res.To.String() == res.From.String() {
 		fmt.Fprintf(g.stdout, "%s is at GTID %s: nothing of %s to apply up to %s\n", conn, res.From, res.Server, t)
