@@ -2,9 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/repo"
 )
 
 func newInitCmd(g *globals) *cobra.Command {
@@ -16,9 +19,18 @@ func newInitCmd(g *globals) *cobra.Command {
 an S3 prefix that holds no objects. It is the only command that creates one: backup,
 binlog and receive --repo refuse a location without a repository, so that a mistyped
 --repo fails instead of scattering backups. A location that already holds a repository,
-or other objects, is refused. Encryption is chosen per backup (backup --encrypt).`,
+or other objects, is refused.
+
+With --encrypt the repository gets its own encryption: every backup, archived binary log
+and received backup written into it is encrypted (age) to the keys given here, with no
+key flag: to --recipient-file's public keys, or to a repository key made now and stored
+encrypted with the passphrase (--passphrase-file or $BACKSTREAM_PASSPHRASE). The hosts
+that write then hold no secret; reading needs --identity-file or the passphrase. Such a
+repository has format 2, which older backstreams refuse rather than write into it plainly.
+Without --encrypt, encryption is chosen per backup (backup --encrypt).`,
 		Example: `  backstream init --repo /backups
-  backstream init --repo s3://bucket/prod/db1`,
+  backstream init --repo s3://bucket/prod/db1 --encrypt --recipient-file /etc/backstream/backup.pub
+  backstream init --repo /backups --encrypt --passphrase-file /root/backstream.pass`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := g.openRepo(cmd.Context(), true)
@@ -31,12 +43,25 @@ or other objects, is refused. Encryption is chosen per backup (backup --encrypt)
 					ID         string    `json:"id"`
 					Format     int       `json:"format"`
 					Created    time.Time `json:"created"`
-				}{r.Backend.Location(), r.Config.ID, r.Config.Format, r.Config.Created})
+					Recipients []string  `json:"recipients,omitempty"` // what everything written is encrypted to
+				}{r.Backend.Location(), r.Config.ID, r.Config.Format, r.Config.Created, recipients(r)})
 			}
 			fmt.Fprintf(g.stdout, "created repository %s (id %s, format %d)\n", r.Backend.Location(), r.Config.ID, r.Config.Format)
+			if e := r.Config.Encryption; e != nil {
+				fmt.Fprintf(g.stdout, "everything written into it is encrypted to %s\n", strings.Join(e.Recipients, ", "))
+			}
 			return nil
 		},
 	}
+	g.registerEncrypt(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the repository created as one JSON object (repository, id, format, created)")
 	return cmd
+}
+
+// recipients are what a repository with its own encryption encrypts to.
+func recipients(r *repo.Repo) []string {
+	if r.Config.Encryption == nil {
+		return nil
+	}
+	return r.Config.Encryption.Recipients
 }

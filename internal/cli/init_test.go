@@ -3,11 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/s3"
 )
 
@@ -96,4 +100,81 @@ func listBucket(t *testing.T, bucket string) []string {
 		out = append(out, i.Name)
 	}
 	return out
+}
+
+// A repository made with init --encrypt encrypts everything written into
+// it without a key flag (physical and logical backups, archived binary
+// logs), to public keys or to a passphrase key made at init, so the
+// writer holds no secret; reading needs the key; a backup restores to
+// the source's tables.
+func TestInitEncryptWritesEncryptedWithoutKeys(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(t.Context(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := sandbox.ChecksumTables(t.Context(), src.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, key := ageKeys(t)
+	pass := filepath.Join(t.TempDir(), "pass")
+	if err := os.WriteFile(pass, []byte("correct horse battery staple\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		initFlags []string
+		readFlags []string
+	}{
+		{"recipients", []string{"--recipient-file", pub}, []string{"--identity-file", key}},
+		{"passphrase", []string{"--passphrase-file", pass}, []string{"--passphrase-file", pass}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "repo")
+			r := run(t, append([]string{"init", "--repo", dir, "--encrypt"}, c.initFlags...)...).mustSucceed(t)
+			if !strings.Contains(r.stdout, "everything written into it is encrypted to age1") {
+				t.Errorf("init --encrypt printed %q", r.stdout)
+			}
+			cfg, err := os.ReadFile(filepath.Join(dir, "backstream.json"))
+			if err != nil || !strings.Contains(string(cfg), `"format": 2`) || strings.Contains(string(cfg), "correct horse") {
+				t.Errorf("the config of an encrypted repository: %v\n%s", err, cfg)
+			}
+			// No key flag on any writer.
+			run(t, append([]string{"backup", "--repo", dir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			run(t, append([]string{"backup", "--logical", "--repo", dir, "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
+			if _, err := src.DB().Exec("FLUSH BINARY LOGS"); err != nil {
+				t.Fatal(err)
+			}
+			run(t, append([]string{"binlog", "--repo", dir}, sandboxConn(src)...)...).mustSucceed(t)
+			var plain []string
+			sealed := map[string]int{}
+			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				// Every object the repository layer encrypts is stored as
+				// <name>.age, none plainly.
+				rel, _ := filepath.Rel(dir, p)
+				switch top, _, _ := strings.Cut(filepath.ToSlash(rel), "/"); {
+				case strings.HasSuffix(rel, ".age"):
+					sealed[top]++
+				case repo.Encrypted(filepath.ToSlash(rel)):
+					plain = append(plain, rel)
+				}
+				return nil
+			})
+			if len(plain) > 0 || sealed["backups"] == 0 || sealed["binlogs"] == 0 {
+				t.Errorf("stored unencrypted in a repository with its own encryption: %v (encrypted: %v)", plain, sealed)
+			}
+			if r := run(t, "verify", "--repo", dir); r.code == ExitOK || !strings.Contains(fmt.Sprint(r.err), "no key was given") {
+				t.Errorf("verify without a key: exit %d, %v", r.code, r.err)
+			}
+			run(t, append([]string{"verify", "--repo", dir}, c.readFlags...)...).mustSucceed(t)
+			target := filepath.Join(t.TempDir(), "datadir")
+			id := backupListing(t, dir)[0].ID
+			run(t, append([]string{"restore", id, "--repo", dir, "--target-dir", target, "--prepare"}, c.readFlags...)...).mustSucceed(t)
+			compareChecksums(t, checksums(t, serverOn(t, target)), want)
+		})
+	}
 }

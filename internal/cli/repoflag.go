@@ -143,7 +143,7 @@ func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error)
 		return nil, err
 	}
 	if create {
-		r, err := repo.Init(ctx, b, repo.Options{Keys: keys})
+		r, err := repo.Init(ctx, b, repo.Options{Keys: keys, Encrypt: g.encrypt})
 		if errors.Is(err, repo.ErrExists) || errors.Is(err, repo.ErrNotRepository) {
 			return nil, usageError{err}
 		}
@@ -169,11 +169,12 @@ func (g *globals) registerEncrypt(f *pflag.FlagSet) {
 }
 
 // encryption makes r encrypt what it stores from now on, when --encrypt
-// asks for it, and returns what the manifests record of the keys. With a
-// passphrase, objects are encrypted to the repository's key for that
-// passphrase (made now if there is none; see repo.KeysDir).
+// asks for it or the repository has its own encryption (init --encrypt),
+// and returns what the manifests record of the keys. With a passphrase,
+// objects are encrypted to the repository's key for that passphrase
+// (made now if there is none; see repo.KeysDir).
 func (g *globals) encryption(ctx context.Context, r *repo.Repo) (*archive.Encryption, error) {
-	if !g.encrypt {
+	if !g.encrypt && !r.EncryptsByDefault() {
 		return nil, nil
 	}
 	return r.Encrypt(ctx)

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -37,8 +38,12 @@ func Encrypted(name string) bool {
 // Options say how OpenWith opens a repository.
 type Options struct {
 	// Keys decrypt the encrypted objects read, and are what Encrypt
-	// encrypts to.
+	// encrypts to (a repository with its own encryption encrypts to its
+	// recipients when Keys names none).
 	Keys crypt.Keys
+	// Encrypt, for Init, gives the repository its own encryption, to
+	// Keys: see Config.Encryption.
+	Encrypt bool
 }
 
 // Encrypt makes the repository encrypt what it stores from now on (the
@@ -50,6 +55,9 @@ func (r *Repo) Encrypt(ctx context.Context) (*archive.Encryption, error) {
 	public, key, err := r.crypt.Encrypt(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if e := r.Config.Encryption; key == "" && e != nil && slices.Equal(public, e.Recipients) {
+		key = e.PassphraseKey
 	}
 	return &archive.Encryption{Scheme: "age", Recipients: public, PassphraseKey: key}, nil
 }

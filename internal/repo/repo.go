@@ -48,7 +48,28 @@ type Config struct {
 	Format  int       `json:"format"`
 	ID      string    `json:"id"`
 	Created time.Time `json:"created"`
+	// Encryption, when set (init --encrypt), is what every backup and
+	// archived binary log is encrypted to unless the command names other
+	// keys: the writers need no key flag, and a backup host no secret.
+	// Such a repository has format 2, which a backstream that reads
+	// format 1 only refuses instead of writing plain objects into it.
+	Encryption *DefaultEncryption `json:"encryption,omitempty"`
 }
+
+// DefaultEncryption is a repository's own encryption: age public keys,
+// and the key object a passphrase opens when one of them is the
+// repository's passphrase key. No secret is stored here.
+type DefaultEncryption struct {
+	Recipients    []string `json:"recipients"`
+	PassphraseKey string   `json:"passphrase_key,omitempty"`
+}
+
+// The repository formats: 1 for every repository, 2 for one with its own
+// encryption (Config.Encryption), which older backstreams must refuse.
+const (
+	formatPlain     = 1
+	formatEncrypted = 2
+)
 
 // Repo is an opened repository.
 type Repo struct {
@@ -86,7 +107,7 @@ func Init(ctx context.Context, b storage.Backend, opts Options) (*Repo, error) {
 	case !errors.Is(err, ErrNotRepository):
 		return nil, err
 	}
-	if r, err = create(ctx, cb); err != nil {
+	if r, err = create(ctx, cb, opts.Encrypt); err != nil {
 		return nil, err
 	}
 	r.crypt = cb
@@ -102,9 +123,22 @@ func OpenWith(ctx context.Context, b storage.Backend, opts Options) (*Repo, erro
 	if err != nil {
 		return nil, err
 	}
+	if e := r.Config.Encryption; e != nil && len(opts.Keys.Recipients) == 0 && opts.Keys.Passphrase == "" {
+		// Written to the repository's own keys, read with those given.
+		keys := opts.Keys
+		if err := keys.AddRecipients(strings.NewReader(strings.Join(e.Recipients, "\n"))); err != nil {
+			return nil, fmt.Errorf("%s: %s: encryption recipients: %w", b.Location(), ConfigName, err)
+		}
+		cb = crypt.New(b, keys, crypt.Options{Covers: Encrypted, KeyPrefix: KeysDir})
+		r.Backend = cb
+	}
 	r.crypt = cb
 	return r, nil
 }
+
+// EncryptsByDefault reports whether the repository has its own
+// encryption (init --encrypt): every write is encrypted without asking.
+func (r *Repo) EncryptsByDefault() bool { return r.Config.Encryption != nil }
 
 func open(ctx context.Context, b storage.Backend) (*Repo, error) {
 	rc, err := b.Open(ctx, ConfigName, 0, -1)
@@ -123,14 +157,18 @@ func open(ctx context.Context, b storage.Backend) (*Repo, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", b.Location(), ConfigName, err)
 	}
-	if c.Format != archive.FormatVersion {
-		return nil, fmt.Errorf("%s: repository format %d is not supported (this backstream reads version %d)", b.Location(), c.Format, archive.FormatVersion)
+	switch {
+	case c.Format == formatPlain && c.Encryption == nil, c.Format == formatEncrypted && c.Encryption != nil && len(c.Encryption.Recipients) > 0:
+	case c.Format == formatPlain || c.Format == formatEncrypted:
+		return nil, fmt.Errorf("%s: %s: format %d with encryption %v: damaged", b.Location(), ConfigName, c.Format, c.Encryption)
+	default:
+		return nil, fmt.Errorf("%s: repository format %d is not supported (this backstream reads version %d and %d)", b.Location(), c.Format, formatPlain, formatEncrypted)
 	}
 	return &Repo{Backend: b, Config: c}, nil
 }
 
 // create makes a repository at an empty location.
-func create(ctx context.Context, b storage.Backend) (*Repo, error) {
+func create(ctx context.Context, b *crypt.Backend, encrypt bool) (*Repo, error) {
 	existing, err := b.List(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Location(), err)
@@ -138,7 +176,16 @@ func create(ctx context.Context, b storage.Backend) (*Repo, error) {
 	if len(existing) > 0 {
 		return nil, fmt.Errorf("%s: %w: it holds %d other objects (e.g. %s); choose an empty location", b.Location(), ErrNotRepository, len(existing), existing[0].Name)
 	}
-	c := Config{Format: archive.FormatVersion, ID: randomHex(8), Created: time.Now().UTC().Truncate(time.Second)}
+	c := Config{Format: formatPlain, ID: randomHex(8), Created: time.Now().UTC().Truncate(time.Second)}
+	if encrypt {
+		// The passphrase key, if any, is stored before the config that
+		// names it: a config never points at a key that is not there.
+		public, key, err := b.Encrypt(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: create repository: %w", b.Location(), err)
+		}
+		c.Format, c.Encryption = formatEncrypted, &DefaultEncryption{Recipients: public, PassphraseKey: key}
+	}
 	data, _ := json.MarshalIndent(c, "", "  ")
 	if _, err := b.Put(ctx, ConfigName, bytes.NewReader(data)); err != nil {
 		return nil, fmt.Errorf("%s: create repository: %w", b.Location(), err)
