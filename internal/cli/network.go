@@ -262,7 +262,7 @@ receiver reported: one send provisions every replica it names.`,
 					}
 					// The manifest names the source and, for a backup of
 					// a replica, its primary: the positions to choose from.
-					err = startReplication(ctx, out, cfg, prim, replica.Options{Backup: replica.FromManifest(m), PrimaryIs: primary.is,
+					_, err = startReplication(ctx, out, cfg, prim, replica.Options{Backup: replica.FromManifest(m), PrimaryIs: primary.is,
 						CatchUp: catchUp, WaitTimeout: replica.DefaultWaitTimeout})
 					return said.String(), err
 				}
