@@ -253,7 +253,7 @@ receiver reported: one send provisions every replica it names.`,
 				rv.Finish = func(ctx context.Context, m *archive.Manifest) (string, error) {
 					var said bytes.Buffer
 					out := io.MultiWriter(g.stdout, &said)
-					if err := p.finish(cmd, out, &conn, m, place); err != nil || !replicate {
+					if _, err := p.finish(cmd, out, &conn, m, place); err != nil || !replicate {
 						return said.String(), err
 					}
 					cfg, err := conn.resolve(cmd.Flags())
