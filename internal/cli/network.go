@@ -156,11 +156,10 @@ new replicas of the primary are made without loading it.`
 // aside, the server started and its replication. Error says what failed
 // after its arrival (into place, the start, replication).
 type receivedResult struct {
-	Backup   string  `json:"backup"`
-	Into     string  `json:"into"`  // target-dir, datadir or repository
-	Where    string  `json:"where"` // the directory, or the repository's location
-	Prepared bool    `json:"prepared"`
-	Seconds  float64 `json:"seconds"`
+	Backup   string `json:"backup"`
+	Into     string `json:"into"`  // target-dir, datadir or repository
+	Where    string `json:"where"` // the directory, or the repository's location
+	Prepared bool   `json:"prepared"`
 	inPlace
 	Replicating *replicationResult `json:"replicating,omitempty"`
 	Error       string             `json:"error,omitempty"`
@@ -341,13 +340,13 @@ receiver reported: one send provisions every replica it names.`,
 				rv.Progress = t
 				m, err := g.serveLocked(ctx, rv)
 				err = refused(err)
-				sum := t.Finish(err)
+				t.Finish(err)
 				if err != nil && arrived != nil {
 					m = arrived // what followed its arrival failed
 				}
 				if asJSON && m != nil {
 					r := got
-					r.Backup, r.Seconds = m.ID, sum.Elapsed.Seconds()
+					r.Backup = m.ID
 					if err != nil {
 						r.Error = err.Error()
 					}
