@@ -120,8 +120,11 @@ new replicas of the primary are made without loading it.`
 				if !r.Replicating {
 					idle = append(idle, r.Address)
 				}
+				if asJSON {
+					continue
+				}
 				for _, line := range strings.Split(r.Report, "\n") {
-					if line != "" && !asJSON {
+					if line != "" {
 						fmt.Fprintf(g.stdout, "receiver %s: %s\n", r.Address, line)
 					}
 				}
