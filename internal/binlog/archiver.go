@@ -54,6 +54,9 @@ type Archiver struct {
 	// Lag, if set, hears how far the archive is behind the server, as
 	// often as it is measured (following: about every second).
 	Lag func(Lag)
+	// Archived, if set, hears of each file archived whole, with its
+	// manifest, once it is committed.
+	Archived func(*archive.Manifest)
 }
 
 // Lag is how far the archive is behind the server: the bytes of binary log
@@ -794,6 +797,9 @@ func (a *Archiver) store(ctx context.Context, server *mariadb.Server, src, path 
 	}
 	if err := a.Repo.RemoveBinlogSegments(ctx, held); err != nil {
 		return err
+	}
+	if a.Archived != nil {
+		a.Archived(m)
 	}
 	a.log("archived %s: %d events, %s .. %s, GTID %s .. %s", name, ix.Events,
 		ix.FirstTime.Format(time.DateTime), ix.LastTime.Format(time.DateTime), ix.FirstGTID, ix.LastGTID)

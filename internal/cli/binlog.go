@@ -23,6 +23,7 @@ func newBinlogCmd(g *globals, version string) *cobra.Command {
 		binary   string
 		flush    time.Duration
 		allowGap bool
+		asJSON   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "binlog",
@@ -67,6 +68,9 @@ lag_bytes behind the server; list --binlogs shows the last measure.`,
 			if flush <= 0 {
 				return usageError{fmt.Errorf("--flush-interval %s: must be positive", flush)}
 			}
+			if asJSON && follow {
+				return usagef("--json prints what one run archived; binlog --follow runs until stopped: read its --progress json events, or list --binlogs --json")
+			}
 			cfg, err := conn.resolve(cmd.Flags())
 			if err != nil {
 				return err
@@ -80,12 +84,29 @@ lag_bytes behind the server; list --binlogs shows the last measure.`,
 				return err
 			}
 			t := g.tracker("binlog", 0)
+			res := binlogResult{Archived: []archivedBinlog{}}
 			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, Version: version, Encryption: enc, FlushInterval: flush,
 				AllowGap: allowGap, Log: func(msg string) { t.Logf("%s", msg) },
-				Lag: func(l binlog.Lag) { t.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes}) }}
+				Lag: func(l binlog.Lag) {
+					t.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes})
+					if asJSON { // without --follow: one goroutine
+						res.LagBytes = &l.Bytes
+					}
+				}}
+			if asJSON {
+				a.Archived = func(m *archive.Manifest) {
+					res.Archived = append(res.Archived, archivedBinlog{BinlogFile: m.Binlog, StoredBytes: m.Stats.StoredBytes})
+					res.Bytes += m.Binlog.Size
+					res.StoredBytes += m.Stats.StoredBytes
+				}
+			}
 			err = a.Run(cmd.Context(), follow)
 			t.Finish(err)
-			return err
+			if err != nil || !asJSON {
+				return err
+			}
+			res.Files = len(res.Archived)
+			return printJSON(g.stdout, res)
 		},
 	}
 	f := cmd.Flags()
@@ -96,8 +117,29 @@ lag_bytes behind the server; list --binlogs shows the last measure.`,
 	f.DurationVar(&flush, "flush-interval", binlog.DefaultFlushInterval, "with --follow, store the active file's new transactions at least this often")
 	f.BoolVar(&allowGap, "allow-gap", false, "archive on past a gap (files purged on the server before they were archived), which is recorded")
 	f.StringVar(&binary, "mariadb-binlog", "", "mariadb-binlog binary (default: from PATH)")
+	f.BoolVar(&asJSON, "json", false, "without --follow: print what the run archived as one JSON object (archived: each file's source, name, size, events, times, GTIDs, stored bytes; files, bytes, stored_bytes; lag_bytes)")
 	g.registerEncrypt(f)
 	return cmd
+}
+
+// binlogResult is what binlog --json prints: the files one run archived,
+// their sum, and what the archive still lacks of the server's binary log.
+type binlogResult struct {
+	Archived    []archivedBinlog `json:"archived"`
+	Files       int              `json:"files"`
+	Bytes       int64            `json:"bytes"` // binary log archived, as on the server
+	StoredBytes int64            `json:"stored_bytes"`
+	// LagBytes is the binary log the server holds that the archive does
+	// not: without --follow, at least the active file. Absent when not
+	// measured (nothing was open on the server to archive).
+	LagBytes *int64 `json:"lag_bytes,omitempty"`
+}
+
+// archivedBinlog is one file binlog archived: its index, as list
+// --binlogs --json has it, and its size in the repository.
+type archivedBinlog struct {
+	*archive.BinlogFile
+	StoredBytes int64 `json:"stored_bytes"`
 }
 
 // printBinlogs lists archived binary logs per source, with the gaps in

@@ -118,11 +118,36 @@ func TestBinlogArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.DB().Exec("FLUSH BINARY LOGS")
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	if again := archivedBinlogs(t, repoDir); len(again) != len(got)+1 {
-		t.Errorf("second run: %d files, want %d", len(again), len(got)+1)
+	// binlog --json: what this run archived, one object.
+	out := run(t, append([]string{"binlog", "--repo", repoDir, "--json"}, sandboxConn(src)...)...).mustSucceed(t).stdout
+	var res struct {
+		Archived []struct {
+			Source      string `json:"source"`
+			Name        string `json:"name"`
+			Size        int64  `json:"size"`
+			LastGTID    string `json:"last_gtid"`
+			StoredBytes int64  `json:"stored_bytes"`
+		} `json:"archived"`
+		Files       int    `json:"files"`
+		Bytes       int64  `json:"bytes"`
+		StoredBytes int64  `json:"stored_bytes"`
+		LagBytes    *int64 `json:"lag_bytes"`
 	}
-	out := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
+	decodeOne(t, "binlog --json", out, &res)
+	again := archivedBinlogs(t, repoDir)
+	if len(again) != len(got)+1 {
+		t.Fatalf("second run: %d files, want %d", len(again), len(got)+1)
+	}
+	last := again[len(again)-1]
+	if a := res.Archived; res.Files != 1 || len(a) != 1 || a[0].Name != last.Name || a[0].Source != last.Source || a[0].Size != last.Size ||
+		a[0].LastGTID != last.LastGTID || a[0].StoredBytes <= 0 || res.Bytes != last.Size || res.StoredBytes != a[0].StoredBytes ||
+		res.LagBytes == nil || *res.LagBytes <= 0 {
+		t.Errorf("binlog --json printed %+v, want %s archived (%d bytes) and the active file's bytes as the lag", res, last.Name, last.Size)
+	}
+	if r := run(t, "binlog", "--repo", repoDir, "--follow", "--json"); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "binlog --follow runs until stopped") {
+		t.Errorf("binlog --follow --json: exit %d, %v; want refused", r.code, r.err)
+	}
+	out = run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
 	if !strings.Contains(out, got[0].Name) || strings.Contains(out, "GAP") {
 		t.Errorf("list --binlogs:\n%s", out)
 	}

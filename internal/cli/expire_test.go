@@ -222,5 +222,28 @@ func TestConcurrentOperations(t *testing.T) {
 		if ls, _ := tr.backend.List(context.Background(), "locks/"); len(ls) != 0 {
 			t.Errorf("locks left after unlock: %v", ls)
 		}
+		// unlock --json: the same as one object.
+		tr.write(t, "locks/fedcba9876543210.json", data)
+		var unlocked struct {
+			Repository string `json:"repository"`
+			Removed    []struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+				Host        string `json:"host"`
+				PID         int    `json:"pid"`
+				Operation   string `json:"operation"`
+			} `json:"removed"`
+			Error *string `json:"error"`
+		}
+		decodeOne(t, "unlock --json", run(t, "unlock", "--repo", tr.location, "--json").mustSucceed(t).stdout, &unlocked)
+		if rm := unlocked.Removed; unlocked.Repository != tr.location || len(rm) != 1 || rm[0].Name != "locks/fedcba9876543210.json" ||
+			rm[0].Host != "deadhost" || rm[0].PID != 999999 || rm[0].Operation != "backup" ||
+			!strings.Contains(rm[0].Description, "pid 999999 on host deadhost") || unlocked.Error != nil {
+			t.Errorf("unlock --json: %+v", unlocked)
+		}
+		decodeOne(t, "unlock --json", run(t, "unlock", "--repo", tr.location, "--json").mustSucceed(t).stdout, &unlocked)
+		if unlocked.Removed == nil || len(unlocked.Removed) != 0 {
+			t.Errorf("unlock --json with no lock to remove: %+v, want an empty list", unlocked)
+		}
 	})
 }

@@ -10,6 +10,16 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
+// decodeOne parses out, what a --json run printed, into v: it must be one
+// JSON object and nothing after it.
+func decodeOne(t *testing.T, what, out string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(v); err != nil || dec.More() {
+		t.Fatalf("%s: stdout is not one JSON object (%v):\n%s", what, err, out)
+	}
+}
+
 // backup --json (physical, incremental, logical) and merge --json print
 // one JSON object on stdout and nothing else: the backup's id, kind,
 // parent, positions, sizes and seconds, as list --json has them.

@@ -63,13 +63,18 @@ func (g *globals) reportMade(m *archive.Manifest, text string) error {
 		_, err := fmt.Fprintln(g.stdout, text)
 		return err
 	}
+	return printJSON(g.stdout, madeOf(m))
+}
+
+// madeOf is what --json prints of backup m, made by the command.
+func madeOf(m *archive.Manifest) madeResult {
 	r := madeResult{listEntry: entryOf(m), Seconds: m.Stats.Seconds, Encryption: m.Encryption}
 	for _, d := range m.Databases {
 		for _, t := range d.NoHistory {
 			r.NoHistory = append(r.NoHistory, d.Name+"."+t)
 		}
 	}
-	return printJSON(g.stdout, r)
+	return r
 }
 
 // registerJSON adds --json to a command that makes a backup.

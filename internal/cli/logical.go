@@ -152,7 +152,7 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 	filterAliases(f)
 	f.BoolVar(&l.users, "users", false, "logical: create the backup's users, roles and grants (accounts the target has are kept)")
 	f.BoolVar(&l.replaceUsers, "replace-users", false, "logical, with --users: replace accounts the target already has")
-	f.BoolVar(&l.asJSON, "json", false, "logical: print the result (target server, accounts, what was left out) as JSON")
+	f.BoolVar(&l.asJSON, "json", false, "print the result as one JSON object instead of text: what was restored where (with --datadir also what was moved aside and the server started; logical: the target server, accounts, what was left out)")
 	f.StringArrayVar(&l.rename, "rename-database", nil, "logical: load database a as b, given as a:b (repeatable)")
 	f.StringVar(&l.definer, "definer", "", "logical: make views, triggers, routines and events run as this account (user@host)")
 	f.BoolVar(&l.dropExisting, "drop-existing", false, "logical: drop tables the target already has instead of refusing")

@@ -43,6 +43,7 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 		tokenFile  string
 		caFile     string
 		serverName string
+		asJSON     bool
 	)
 	use, short, long := "send --to HOST:PORT [--to HOST:PORT ...]",
 		"Take a physical backup and stream it straight into receivers on other hosts",
@@ -95,27 +96,42 @@ new replicas of the primary are made without loading it.`
 			// What each receiver did with it (into place, started,
 			// replicating), or why it did not take it.
 			var took, failed, idle []string
+			res := sentResult{madeResult: madeOf(m), Receivers: []receiverOutcome{}}
 			for _, r := range s.Reports() {
+				out := receiverOutcome{Address: r.Addr, OK: r.Err == nil, Report: strings.TrimSpace(r.Text),
+					Replicating: r.Err == nil && strings.Contains(r.Text, replicatingFrom)}
 				if r.Err != nil {
+					out.Error = r.Err.Error()
 					failed = append(failed, r.Addr)
-					continue
+				} else {
+					took = append(took, r.Addr)
 				}
-				took = append(took, r.Addr)
+				res.Receivers = append(res.Receivers, out)
 			}
-			fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
-				strings.Join(took, ", "), len(m.Streams), len(m.Files), humanRatio(m), sum.Elapsed.Round(1e7))
-			for _, r := range s.Reports() {
-				if r.Err != nil {
-					fmt.Fprintf(g.stderr, "receiver %s failed: %v\n", r.Addr, r.Err)
+			if !asJSON {
+				fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
+					strings.Join(took, ", "), len(m.Streams), len(m.Files), humanRatio(m), sum.Elapsed.Round(1e7))
+			}
+			for _, r := range res.Receivers {
+				if !r.OK {
+					fmt.Fprintf(g.stderr, "receiver %s failed: %s\n", r.Address, r.Error)
 					continue
 				}
-				for _, line := range strings.Split(strings.TrimSpace(r.Text), "\n") {
+				if !r.Replicating {
+					idle = append(idle, r.Address)
+				}
+				if asJSON {
+					continue
+				}
+				for _, line := range strings.Split(r.Report, "\n") {
 					if line != "" {
-						fmt.Fprintf(g.stdout, "receiver %s: %s\n", r.Addr, line)
+						fmt.Fprintf(g.stdout, "receiver %s: %s\n", r.Address, line)
 					}
 				}
-				if !strings.Contains(r.Text, replicatingFrom) {
-					idle = append(idle, r.Addr)
+			}
+			if asJSON {
+				if err := printJSON(g.stdout, res); err != nil {
+					return err
 				}
 			}
 			var errs []error
@@ -134,7 +150,40 @@ new replicas of the primary are made without loading it.`
 	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
 	f.StringVar(&caFile, "tls-ca", "", "verify receivers' certificates against this CA (PEM) instead of the token-only default")
 	f.StringVar(&serverName, "tls-server-name", "", "name the receivers' certificates must carry (default: the host of --to)")
+	f.BoolVar(&asJSON, "json", false, "print the backup sent (as backup --json has it) and each receiver's outcome (address, ok, report, replicating, error) as one JSON object instead of text; printed also when a receiver failed, with the exit code as without it")
 	return cmd
+}
+
+// receivedResult is what receive --json prints of a backup that arrived
+// whole and verified: where it went, and with --datadir what was moved
+// aside, the server started and its replication. Error says what failed
+// after its arrival (into place, the start, replication).
+type receivedResult struct {
+	Backup   string `json:"backup"`
+	Into     string `json:"into"`  // target-dir, datadir or repository
+	Where    string `json:"where"` // the directory, or the repository's location
+	Prepared bool   `json:"prepared"`
+	inPlace
+	Replicating *replicationResult `json:"replicating,omitempty"`
+	Error       string             `json:"error,omitempty"`
+}
+
+// sentResult is what send --json and provision --json print: the backup
+// sent, as backup --json has it, and what became of it on each receiver.
+type sentResult struct {
+	madeResult
+	Receivers []receiverOutcome `json:"receivers"`
+}
+
+// receiverOutcome is one receiver's outcome: it took the backup whole and
+// verified (ok) and said what it did with it (report: the lines receive
+// printed, into place, started, replicating), or why it did not (error).
+type receiverOutcome struct {
+	Address     string `json:"address"`
+	OK          bool   `json:"ok"`
+	Report      string `json:"report,omitempty"`
+	Replicating bool   `json:"replicating"` // its report says its server replicates (what provision insists on)
+	Error       string `json:"error,omitempty"`
 }
 
 func newReceiveCmd(g *globals) *cobra.Command {
@@ -150,6 +199,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 		certFile  string
 		keyFile   string
 		keep      bool
+		asJSON    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
@@ -231,7 +281,7 @@ receiver reported: one send provisions every replica it names.`,
 			}
 			rv := &remote.Receiver{Workers: d.parallel,
 				Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
-			where := d.target
+			got := receivedResult{Into: "target-dir", Where: d.target, Prepared: d.prepare}
 			if d.target != "" {
 				job, err := d.job(g, cmd.Flags())
 				if err != nil {
@@ -245,15 +295,24 @@ receiver reported: one send provisions every replica it names.`,
 				if rv.Encryption, err = g.encryption(ctx, rv.Repo); err != nil {
 					return err
 				}
-				where = rv.Repo.Backend.Location()
+				got.Into, got.Where = "repository", rv.Repo.Backend.Location()
 			}
+			// arrived is the backup Finish ran for: it arrived whole and
+			// verified, whatever became of it then.
+			var arrived *archive.Manifest
 			if place != nil {
+				got.Into, got.Where = "datadir", place.Dir
 				// Into place, started and replicating before the sender is
 				// told, which prints what this prints.
 				rv.Finish = func(ctx context.Context, m *archive.Manifest) (string, error) {
+					arrived = m
 					var said bytes.Buffer
-					out := io.MultiWriter(g.stdout, &said)
-					if err := p.finish(cmd, out, &conn, m, place); err != nil || !replicate {
+					out := io.Writer(&said)
+					if !asJSON {
+						out = io.MultiWriter(g.stdout, &said)
+					}
+					var err error
+					if got.inPlace, err = p.finish(cmd, out, &conn, m, place); err != nil || !replicate {
 						return said.String(), err
 					}
 					cfg, err := conn.resolve(cmd.Flags())
@@ -262,10 +321,15 @@ receiver reported: one send provisions every replica it names.`,
 					}
 					// The manifest names the source and, for a backup of
 					// a replica, its primary: the positions to choose from.
-					err = startReplication(ctx, out, cfg, prim, replica.Options{Backup: replica.FromManifest(m), PrimaryIs: primary.is,
+					got.Replicating, err = startReplication(ctx, out, cfg, prim, replica.Options{Backup: replica.FromManifest(m), PrimaryIs: primary.is,
 						CatchUp: catchUp, WaitTimeout: replica.DefaultWaitTimeout})
 					return said.String(), err
 				}
+			}
+			// One object, or with --keep-listening one a line.
+			report := printJSON
+			if keep {
+				report = printJSONLine
 			}
 			ln, err := transport.Listen(ctx, listen, transport.Options{Token: tok, CertFile: certFile, KeyFile: keyFile})
 			if err != nil {
@@ -280,11 +344,24 @@ receiver reported: one send provisions every replica it names.`,
 				m, err := g.serveLocked(ctx, rv)
 				err = refused(err)
 				t.Finish(err)
+				if err != nil && arrived != nil {
+					m = arrived // what followed its arrival failed
+				}
+				if asJSON && m != nil {
+					r := got
+					r.Backup = m.ID
+					if err != nil {
+						r.Error = err.Error()
+					}
+					if perr := report(g.stdout, r); perr != nil {
+						return perr
+					}
+				}
 				if err == nil && place != nil {
 					return nil // Finish said what became of it
 				}
-				if err == nil {
-					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, where)
+				if err == nil && !asJSON {
+					fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", m.ID, got.Where)
 				}
 				if !keep || ctx.Err() != nil {
 					return err
@@ -307,6 +384,7 @@ receiver reported: one send provisions every replica it names.`,
 	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
 	f.StringVar(&keyFile, "tls-key", "", "key of --tls-cert (PEM)")
 	f.BoolVar(&keep, "keep-listening", false, "serve transfers one after another (with --repo)")
+	f.BoolVar(&asJSON, "json", false, "print what became of the backup received as one JSON object instead of text (backup, into, where, prepared; with --datadir what was moved aside, the server started, its replication; error if what followed its arrival failed); with --keep-listening one object a line per backup")
 	g.registerEncrypt(f)
 	return cmd
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"database/sql"
@@ -174,13 +175,29 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 			run(t, "init", "--repo", target).mustSucceed(t)
 			into = []string{"--repo", target}
 		}
-		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))
+		receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr, "--json"}, into...), "--token-file", tok)...))
 	}
 	// provision: like send, but every receiver must report a replica. The
 	// receiver whose server did not start and the one that only stores
 	// are named, each for what it is; the replica is not, and its report
 	// is printed.
-	send := run(t, append(append([]string{"provision", "--parallel", "2", "--token-file", tok}, to...), sandboxConn(src)...)...)
+	send := run(t, append(append([]string{"provision", "--parallel", "2", "--token-file", tok, "--json"}, to...), sandboxConn(src)...)...)
+	var sent struct {
+		ID          string `json:"id"`
+		Kind        string `json:"kind"`
+		StoredBytes int64  `json:"stored_bytes"`
+		Positions   struct {
+			GTID string `json:"gtid"`
+		} `json:"positions"`
+		Receivers []struct {
+			Address     string `json:"address"`
+			OK          bool   `json:"ok"`
+			Report      string `json:"report"`
+			Replicating bool   `json:"replicating"`
+			Error       string `json:"error"`
+		} `json:"receivers"`
+	}
+	decodeOne(t, "provision --json", send.stdout, &sent)
 	for i, ch := range receivers {
 		r := waitResult(t, fmt.Sprintf("receiver %d", i), ch)
 		switch {
@@ -191,8 +208,50 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		case r.err != nil:
 			t.Fatalf("receiver %d: %v\n%s", i, r.err, r.stderr)
 		}
-		if i == 1 && (!strings.Contains(r.stdout, "runs on "+targets[1]) || !strings.Contains(r.stdout, "replicating from")) {
-			t.Errorf("receive --datadir --start --replicate printed %q, want the started server checked and replicating", r.stdout)
+		// receive --json: what became of the backup, also when the
+		// server did not start.
+		var got struct {
+			Backup   string `json:"backup"`
+			Into     string `json:"into"`
+			Where    string `json:"where"`
+			Prepared bool   `json:"prepared"`
+			Started  *struct {
+				Version      string `json:"version"`
+				SystemTables int    `json:"system_tables"`
+			} `json:"started"`
+			Replicating *struct {
+				Primary  string `json:"primary"`
+				GTID     string `json:"gtid"`
+				CaughtUp bool   `json:"caught_up"`
+				Status   struct {
+					IORunning  bool `json:"io_running"`
+					SQLRunning bool `json:"sql_running"`
+				} `json:"status"`
+			} `json:"replicating"`
+			Error string `json:"error"`
+		}
+		decodeOne(t, fmt.Sprintf("receiver %d: receive --json", i), r.stdout, &got)
+		into, where := "datadir", targets[i]
+		if i == 2 {
+			into = "repository"
+		}
+		if got.Backup != sent.ID || got.Into != into || got.Where != where || got.Prepared != (i < 2) {
+			t.Errorf("receiver %d: receive --json printed %+v; want backup %s into the %s %s", i, got, sent.ID, into, where)
+		}
+		switch rep := got.Replicating; i {
+		case 0:
+			if got.Started != nil || rep != nil || !strings.Contains(got.Error, "starting the server") {
+				t.Errorf("receive --datadir --start='exit 3' --json printed %+v, want not started, the error", got)
+			}
+		case 1:
+			if got.Started == nil || got.Started.Version == "" || got.Started.SystemTables == 0 || rep == nil ||
+				rep.Primary != "127.0.0.1:"+strconv.Itoa(src.Port) || rep.GTID == "" || !rep.CaughtUp || !rep.Status.IORunning || !rep.Status.SQLRunning || got.Error != "" {
+				t.Errorf("receive --datadir --start --replicate --json printed %+v (started %+v, replicating %+v), want the started server checked and replicating", got, got.Started, rep)
+			}
+		case 2:
+			if got.Started != nil || rep != nil || got.Error != "" {
+				t.Errorf("receive --repo --json printed %+v", got)
+			}
 		}
 	}
 	msg := fmt.Sprint(send.err)
@@ -208,12 +267,24 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	if want := "receiver " + to[1] + " failed: from " + to[1] + ": peer says: backup "; !strings.Contains(send.stderr, want) || !strings.Contains(send.stderr, "no server here") {
 		t.Errorf("provision printed on stderr %q, want the failed receiver's error, %q ... with the start command's output", send.stderr, want)
 	}
-	// The sender prints what the replica did: into place, started,
-	// replicating.
-	for _, w := range []string{"sent to " + to[3] + ", " + to[5] + ":", "receiver " + to[3] + ": server ", "receiver " + to[3] + ": replicating from"} {
-		if !strings.Contains(send.stdout, w) {
-			t.Errorf("send printed %q, want %q in it", send.stdout, w)
+	// The sender prints what each receiver did: into place, started,
+	// replicating; or why it failed.
+	if sent.Kind != "physical" || sent.StoredBytes == 0 || sent.Positions.GTID == "" || len(sent.Receivers) != 3 {
+		t.Fatalf("provision --json printed %+v, want the backup and three receivers", sent)
+	}
+	for i, r := range sent.Receivers {
+		if r.Address != to[2*i+1] {
+			t.Errorf("provision --json: receiver %d is %s, want %s", i, r.Address, to[2*i+1])
 		}
+	}
+	if r := sent.Receivers[0]; r.OK || r.Replicating || !strings.Contains(r.Error, "peer says: backup ") || !strings.Contains(r.Error, "no server here") {
+		t.Errorf("provision --json: the receiver whose server did not start: %+v", r)
+	}
+	if r := sent.Receivers[1]; !r.OK || !r.Replicating || r.Error != "" || !strings.Contains(r.Report, "runs on "+targets[1]) || !strings.Contains(r.Report, "\nreplicating from") {
+		t.Errorf("provision --json: the receiver that replicates: %+v", r)
+	}
+	if r := sent.Receivers[2]; !r.OK || r.Replicating || r.Error != "" || r.Report != "" {
+		t.Errorf("provision --json: the receiver that stores: %+v", r)
 	}
 	targets = targets[:2]
 
@@ -231,8 +302,29 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		defer db.Close()
 		replicas = append(replicas, db)
 		if i == 0 {
-			run(t, "replicate", "--no-defaults", "--socket", sock, "--user", "root", "--primary-defaults-file", primaryCnf,
-				"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl").mustSucceed(t)
+			out := run(t, "replicate", "--no-defaults", "--socket", sock, "--user", "root", "--primary-defaults-file", primaryCnf,
+				"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(src.Port), "--primary-user", "repl", "--json").mustSucceed(t).stdout
+			var rep struct {
+				Primary        string  `json:"primary"`
+				PrimaryUser    string  `json:"primary_user"`
+				ConnectionName *string `json:"connection_name"`
+				UsingGTID      bool    `json:"using_gtid"`
+				GTID           string  `json:"gtid"`
+				BinlogFile     string  `json:"binlog_file"`
+				BinlogPosition uint64  `json:"binlog_position"`
+				PositionFrom   string  `json:"position_from"`
+				Status         struct {
+					IORunning  bool `json:"io_running"`
+					SQLRunning bool `json:"sql_running"`
+					MasterPort int  `json:"master_port"`
+				} `json:"status"`
+			}
+			decodeOne(t, "replicate --json", out, &rep)
+			if rep.Primary != "127.0.0.1:"+strconv.Itoa(src.Port) || rep.PrimaryUser != "repl" || rep.ConnectionName == nil || *rep.ConnectionName != "" ||
+				!rep.UsingGTID || rep.GTID != sent.Positions.GTID || rep.BinlogFile == "" || rep.BinlogPosition == 0 ||
+				!strings.HasPrefix(rep.PositionFrom, target) || !rep.Status.IORunning || !rep.Status.SQLRunning || rep.Status.MasterPort != src.Port {
+				t.Errorf("replicate --json printed %+v, want it replicating from the source at the backup's GTID %s read from %s", rep, sent.Positions.GTID, target)
+			}
 		}
 		t.Logf("replica %d replicating", i)
 	}
@@ -411,13 +503,17 @@ func TestReceiveIntoRepository(t *testing.T) {
 	addr := freeAddr(t)
 	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok)
-	run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "3"}, sandboxConn(src)...)...).mustSucceed(t)
-	if r := waitResult(t, "receiver", recv); r.err != nil {
+	send := run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "3"}, sandboxConn(src)...)...).mustSucceed(t)
+	r := waitResult(t, "receiver", recv)
+	if r.err != nil {
 		t.Fatalf("receiver: %v", r.err)
 	}
 	entries := backupListing(t, repoDir)
 	if len(entries) != 1 || entries[0].Streams != 3 || entries[0].Positions.GTID == "" {
 		t.Fatalf("central repository lists %+v", entries)
+	}
+	if id := entries[0].ID; !strings.HasPrefix(send.stdout, "backup "+id+" sent to "+addr+": 3 streams") || r.stdout != "backup "+id+" received and verified into "+repoDir+"\n" {
+		t.Errorf("send printed %q, receive %q; want both to name backup %s", send.stdout, r.stdout, id)
 	}
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
 	target := filepath.Join(t.TempDir(), "datadir")
@@ -482,16 +578,30 @@ func TestReceiveKeepListening(t *testing.T) {
 	repoDir := newRepoDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	var received bytes.Buffer // written by the receiver until done, read after
 	go func() {
 		root := NewRoot("test")
-		root.SetArgs([]string{"receive", "--listen", addr, "--repo", repoDir, "--token-file", tok, "--keep-listening", "--progress=none"})
-		root.SetOut(io.Discard)
+		root.SetArgs([]string{"receive", "--listen", addr, "--repo", repoDir, "--token-file", tok, "--keep-listening", "--json", "--progress=none"})
+		root.SetOut(&received)
 		root.SetErr(io.Discard)
 		done <- root.ExecuteContext(ctx)
 	}()
 	time.Sleep(200 * time.Millisecond)
+	var sent []string
 	for range 2 {
-		run(t, append([]string{"send", "--to", addr, "--token-file", tok}, sandboxConn(src)...)...).mustSucceed(t)
+		out := run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--json"}, sandboxConn(src)...)...).mustSucceed(t).stdout
+		var s struct {
+			ID        string `json:"id"`
+			Receivers []struct {
+				Address string `json:"address"`
+				OK      bool   `json:"ok"`
+			} `json:"receivers"`
+		}
+		decodeOne(t, "send --json", out, &s)
+		if s.ID == "" || len(s.Receivers) != 1 || s.Receivers[0].Address != addr || !s.Receivers[0].OK {
+			t.Errorf("send --json printed %+v, want the backup and %s ok", s, addr)
+		}
+		sent = append(sent, s.ID)
 		time.Sleep(1100 * time.Millisecond) // backup ids have a one-second resolution plus a random suffix
 	}
 	cancel()
@@ -502,6 +612,22 @@ func TestReceiveKeepListening(t *testing.T) {
 	}
 	if n := len(backupListing(t, repoDir)); n != 2 {
 		t.Fatalf("the central repository lists %d backups, want 2", n)
+	}
+	// receive --keep-listening --json: one object a line, per backup.
+	lines := strings.Split(strings.TrimSuffix(received.String(), "\n"), "\n")
+	if len(lines) != len(sent) {
+		t.Fatalf("receive --keep-listening --json printed %d lines, want one per backup (%d):\n%s", len(lines), len(sent), received.String())
+	}
+	for i, line := range lines {
+		var got struct {
+			Backup string `json:"backup"`
+			Into   string `json:"into"`
+			Where  string `json:"where"`
+		}
+		decodeOne(t, "receive --keep-listening --json", line, &got)
+		if got.Backup != sent[i] || got.Into != "repository" || got.Where != repoDir {
+			t.Errorf("receive --keep-listening --json line %d: %+v, want backup %s into the repository %s", i, got, sent[i], repoDir)
+		}
 	}
 }
 

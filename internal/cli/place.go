@@ -146,10 +146,19 @@ func shellWords(s string) ([]string, error) {
 	return words, nil
 }
 
+// inPlace is what finish did, as --json prints it: where what the datadir
+// held went, what moved outside it, and the server started on it.
+type inPlace struct {
+	Replaced string           `json:"replaced,omitempty"` // where what the datadir held was moved aside
+	Outside  []restore.Aside  `json:"outside,omitempty"`  // what moved aside from, and was placed in, the places outside it
+	Started  *serverup.Report `json:"started,omitempty"`  // the server --start started there, checked
+}
+
 // finish swaps the restored datadir into place, and starts and checks the
-// server with --start.
-func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, m *archive.Manifest, place *restore.Place) error {
+// server with --start. What it did is returned also with an error.
+func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, m *archive.Manifest, place *restore.Place) (inPlace, error) {
 	sw, err := place.Swap()
+	did := inPlace{Replaced: sw.Replaced, Outside: sw.Outside}
 	if sw.Replaced != "" {
 		fmt.Fprintf(out, "what %s held was moved aside to %s\n", place.Dir, sw.Replaced)
 	}
@@ -157,20 +166,21 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 		fmt.Fprintln(out, a)
 	}
 	if err != nil {
-		return err
+		return did, err
 	}
 	fmt.Fprintf(out, "backup %s restored and prepared in place: %s\n", m.ID, place.Dir)
 	if p.start == "" {
-		return nil
+		return did, nil
 	}
 	cfg, err := conn.resolve(cmd.Flags())
 	if err != nil {
-		return err
+		return did, err
 	}
 	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout, Biggest: 5})
 	if err != nil {
-		return err
+		return did, err
 	}
+	did.Started = rep
 	fmt.Fprintf(out, "server %s (%s) runs on %s: CHECK TABLE of %d system tables OK\n", rep.Version, rep.Hostname, place.Dir, rep.SystemTables)
 	if len(rep.Counted) > 0 {
 		parts := make([]string, len(rep.Counted))
@@ -182,5 +192,5 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 		}
 		fmt.Fprintf(out, "biggest tables: %s\n", strings.Join(parts, ", "))
 	}
-	return nil
+	return did, nil
 }

@@ -120,11 +120,38 @@ func TestRestoreIntoPlace(t *testing.T) {
 	}
 
 	// Another server answering where the started one should: nothing is
-	// taken for checked.
+	// taken for checked. With --json the object says what was done, and
+	// the error.
+	id := backupListing(t, repoDir)[0].ID
+	type placed struct {
+		Backup   string   `json:"backup"`
+		Chain    []string `json:"chain"`
+		Target   string   `json:"target"`
+		Prepared bool     `json:"prepared"`
+		Replaced string   `json:"replaced"`
+		Started  *struct {
+			Version      string `json:"version"`
+			SystemTables int    `json:"system_tables"`
+		} `json:"started"`
+		Error string `json:"error"`
+	}
 	other := filepath.Join(base, "other")
-	r = run(t, append([]string{"restore", "--repo", repoDir, "--datadir", other, "--start=true"}, sandboxConn(src)...)...)
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "keep"), []byte("another old datadir"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, append([]string{"restore", "--repo", repoDir, "--datadir", other, "--force", "--start=true", "--json"}, sandboxConn(src)...)...)
 	if r.code == ExitOK || !strings.Contains(fmt.Sprint(r.err), "not on the restored datadir "+other) {
 		t.Errorf("--start with another server answering: exit %d, %v; want an error naming both datadirs", r.code, r.err)
+	}
+	var failed placed
+	decodeOne(t, "restore --datadir --start --json", r.stdout, &failed)
+	aside, _ = filepath.Glob(other + ".replaced-*")
+	if failed.Backup != id || failed.Target != other || !failed.Prepared || len(aside) != 1 || failed.Replaced != aside[0] ||
+		failed.Started != nil || !strings.Contains(failed.Error, "not on the restored datadir "+other) {
+		t.Errorf("restore --datadir --force --start --json with another server answering printed %+v; want backup %s in %s, moved aside to %v, not started, the error", failed, id, other, aside)
 	}
 
 	// An absent datadir is made; a server starts on it as it is.
@@ -132,7 +159,11 @@ func TestRestoreIntoPlace(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(fresh), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	run(t, "restore", "--repo", repoDir, "--datadir", fresh).mustSucceed(t)
+	var done placed
+	decodeOne(t, "restore --datadir --json", run(t, "restore", "--repo", repoDir, "--datadir", fresh, "--json").mustSucceed(t).stdout, &done)
+	if done.Backup != id || len(done.Chain) != 1 || done.Target != fresh || !done.Prepared || done.Replaced != "" || done.Started != nil || done.Error != "" {
+		t.Errorf("restore --datadir --json printed %+v; want backup %s restored and prepared in %s, nothing replaced or started", done, id, fresh)
+	}
 	compareChecksums(t, checksums(t, serverOn(t, fresh)), want)
 }
 
@@ -234,11 +265,14 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 
 	check := func(round int, stdout string) {
 		t.Helper()
+		if round == 2 {
+			checkPlacedJSON(t, stdout, datadir, redo, undo, binlogs)
+		}
 		for _, w := range []string{"innodb_log_group_home_dir = " + redo + " (" + cnf + ":2): ib_logfile0 of the replaced state moved aside to " + redo + "/backstream.replaced-",
 			"innodb_log_group_home_dir = " + redo + " (" + cnf + ":2): the restored ib_logfile0 placed in " + redo,
 			"innodb_undo_directory = " + undo + " (" + cnf + ":3): the restored undo001, undo002 placed in " + undo,
 			"log_bin = " + binlogs + "/mariadb-bin (" + cnf + ":5): mariadb-bin.000001", "runs on " + datadir, "system tables OK"} {
-			if !strings.Contains(stdout, w) {
+			if round == 1 && !strings.Contains(stdout, w) {
 				t.Errorf("round %d: restore --force --start printed %q, want %q in it", round, stdout, w)
 			}
 		}
@@ -288,9 +322,57 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 	db.Close()
 	stopByPidFile(t, pidFile)
 	time.Sleep(1100 * time.Millisecond) // another second for the names of what is moved aside
-	r = run(t, append(restoreArgs, "--force")...).mustSucceed(t)
+	r = run(t, append(restoreArgs, "--force", "--json")...).mustSucceed(t)
 	check(2, r.stdout)
 	if m, _ := filepath.Glob(filepath.Join(redo, "backstream.replaced-*", "ib_logfile0")); len(m) != 2 {
 		t.Errorf("the killed server's redo log was not moved aside: %v", m)
+	}
+}
+
+// checkPlacedJSON checks what restore --datadir --force --start --json
+// printed over a killed server whose redo log, undo and binary logs are
+// outside its datadir: the datadir and each place's files moved aside,
+// the restored ones placed, and the server started and checked.
+func checkPlacedJSON(t *testing.T, stdout, datadir, redo, undo, binlogs string) {
+	t.Helper()
+	var placed struct {
+		Target   string `json:"target"`
+		Replaced string `json:"replaced"`
+		Outside  []struct {
+			Option string   `json:"option"`
+			Dir    string   `json:"dir"`
+			Files  []string `json:"files"`
+			To     string   `json:"to"`
+		} `json:"outside"`
+		Started *struct {
+			Version       string `json:"version"`
+			Hostname      string `json:"hostname"`
+			SystemTables  int    `json:"system_tables"`
+			BiggestTables []struct {
+				Table   string `json:"table"`
+				Rows    int64  `json:"rows"`
+				Counted bool   `json:"counted"`
+			} `json:"biggest_tables"`
+		} `json:"started"`
+		Error *string `json:"error"`
+	}
+	decodeOne(t, "restore --datadir --force --start --json", stdout, &placed)
+	if placed.Target != datadir || !strings.HasPrefix(placed.Replaced, datadir+".replaced-") || placed.Error != nil {
+		t.Errorf("restore --json: target %s, replaced %q, error %v; want %s, moved aside", placed.Target, placed.Replaced, placed.Error, datadir)
+	}
+	movedAside, restored := map[string]bool{}, map[string]bool{}
+	for _, a := range placed.Outside {
+		if a.To == "" {
+			restored[a.Dir] = true
+		} else if strings.HasPrefix(a.To, a.Dir+"/backstream.replaced-") && len(a.Files) > 0 {
+			movedAside[a.Dir] = true
+		}
+	}
+	if !movedAside[redo] || !movedAside[undo] || !movedAside[binlogs] || !restored[redo] || !restored[undo] {
+		t.Errorf("restore --json: outside %+v; want the old redo, undo and binary logs moved aside, the restored redo and undo placed", placed.Outside)
+	}
+	if st := placed.Started; st == nil || st.Version == "" || st.Hostname == "" || st.SystemTables == 0 || len(st.BiggestTables) == 0 ||
+		!strings.HasPrefix(st.BiggestTables[0].Table, "sample.") || !st.BiggestTables[0].Counted || st.BiggestTables[0].Rows == 0 {
+		t.Errorf("restore --json: started %+v; want the server's version, hostname, system tables checked, the biggest tables counted", st)
 	}
 }

@@ -289,10 +289,28 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 
 	fresh := sandboxtest.Start(t, sandbox.Options{})
 	run(t, append([]string{"restore", id, "--repo", repoDir, "--no-binlog"}, sandboxConn(fresh)...)...).mustSucceed(t)
-	rep := run(t, append(append([]string{"replicate", "--from-backup", id, "--repo", repoDir, "--catch-up"}, sandboxConn(fresh)...),
+	rep := run(t, append(append([]string{"replicate", "--from-backup", id, "--repo", repoDir, "--catch-up", "--json"}, sandboxConn(fresh)...),
 		"--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(primary.Port), "--primary-user", "repl")...).mustSucceed(t)
-	if !strings.Contains(rep.stdout, "starting at GTID 0-") || !strings.Contains(rep.stdout, "(from backup "+id+")") {
-		t.Errorf("replicate --from-backup printed %q, want it to start at the backup's GTID", rep.stdout)
+	var res struct {
+		Primary        string `json:"primary"`
+		PrimaryUser    string `json:"primary_user"`
+		ConnectionName string `json:"connection_name"`
+		UsingGTID      bool   `json:"using_gtid"`
+		GTID           string `json:"gtid"`
+		PositionFrom   string `json:"position_from"`
+		CaughtUp       bool   `json:"caught_up"`
+		Status         *struct {
+			IORunning  bool   `json:"io_running"`
+			SQLRunning bool   `json:"sql_running"`
+			MasterPort int    `json:"master_port"`
+			UsingGTID  string `json:"using_gtid"`
+		} `json:"status"`
+	}
+	decodeOne(t, "replicate --json", rep.stdout, &res)
+	if st := res.Status; res.Primary != "127.0.0.1:"+strconv.Itoa(primary.Port) || res.PrimaryUser != "repl" || res.ConnectionName != "" ||
+		!res.UsingGTID || !strings.HasPrefix(res.GTID, "0-") || res.PositionFrom != "backup "+id || !res.CaughtUp ||
+		st == nil || !st.IORunning || !st.SQLRunning || st.MasterPort != primary.Port || st.UsingGTID != "Slave_Pos" {
+		t.Errorf("replicate --from-backup --catch-up --json printed %+v (status %+v), want it to start at the backup's GTID, caught up, running", res, res.Status)
 	}
 	load.more(t, 50)
 	load.finish(t)

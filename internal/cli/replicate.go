@@ -27,6 +27,7 @@ func newReplicateCmd(g *globals) *cobra.Command {
 		catchUp bool
 		force   bool
 		wait    time.Duration
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "replicate --primary-host HOST [--primary-user USER] [--from-backup ID --repo R]",
@@ -84,7 +85,15 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 				}
 				opt.Backup = replica.FromManifest(m)
 			}
-			return startReplication(ctx, g.stdout, cfg, p, opt)
+			out := g.stdout
+			if asJSON {
+				out = io.Discard
+			}
+			res, err := startReplication(ctx, out, cfg, p, opt)
+			if err != nil || !asJSON {
+				return err
+			}
+			return printJSON(g.stdout, res)
 		},
 	}
 	f := cmd.Flags()
@@ -96,6 +105,7 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 	f.BoolVar(&catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
 	f.BoolVar(&force, "force", false, "replace a replication connection that is configured and running")
 	f.DurationVar(&wait, "wait", replica.DefaultWaitTimeout, "how long to wait for both replication threads to run")
+	f.BoolVar(&asJSON, "json", false, "print what was set up as one JSON object (primary, the position started from, connection name, the replication status when both threads run) instead of text")
 	return cmd
 }
 
@@ -162,24 +172,47 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet) (replica.Primary, error) {
 // runs; provision looks for it in each receiver's report.
 const replicatingFrom = "replicating from "
 
-// startReplication points the server cfg reaches at p and reports.
-func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p replica.Primary, opt replica.Options) error {
+// replicationResult is what replicate --json prints (and receive --json
+// of the replica it started): the primary, where replication started,
+// and its status once both threads ran (and, with --catch-up, once the
+// replica caught up).
+type replicationResult struct {
+	Primary        string `json:"primary"` // host:port
+	PrimaryUser    string `json:"primary_user"`
+	ConnectionName string `json:"connection_name"` // "" is the default connection
+	// The backup's position replication started from: by GTID (its
+	// gtid_slave_pos) when using_gtid, else by binlog file and position.
+	UsingGTID      bool   `json:"using_gtid"`
+	GTID           string `json:"gtid"`
+	BinlogFile     string `json:"binlog_file"`
+	BinlogPosition uint64 `json:"binlog_position"`
+	// PositionFrom is where that position was read: a file of the
+	// datadir, or "backup ID" for a backup's manifest.
+	PositionFrom string          `json:"position_from"`
+	Replaced     bool            `json:"replaced"`  // a configured connection was replaced (--force)
+	CaughtUp     bool            `json:"caught_up"` // --catch-up waited until the replica caught up
+	Notes        []string        `json:"notes,omitempty"`
+	Status       *replica.Status `json:"status"`
+}
+
+// startReplication points the server cfg reaches at p and says so on out.
+func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p replica.Primary, opt replica.Options) (*replicationResult, error) {
 	db, err := mariadb.Open(ctx, cfg, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer db.Close()
 	res, err := replica.Setup(ctx, db, p, opt)
 	var unsure *replica.UnsureError
 	if errors.As(err, &unsure) {
-		return fmt.Errorf("%w; nothing was changed: if the primary is the backup's source, give --primary-is %s; if it is the source's primary (or, replicating by GTID, a server with its history), --primary-is %s",
+		return nil, fmt.Errorf("%w; nothing was changed: if the primary is the backup's source, give --primary-is %s; if it is the source's primary (or, replicating by GTID, a server with its history), --primary-is %s",
 			err, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
 	}
 	if errors.Is(err, replica.ErrNoGTID) {
-		return fmt.Errorf("%w; --use-file-pos replicates from that file and position instead", err)
+		return nil, fmt.Errorf("%w; --use-file-pos replicates from that file and position instead", err)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	how := fmt.Sprintf("GTID %s", res.Coordinates.GTID)
 	if !res.UsingGTID {
@@ -189,5 +222,8 @@ func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p 
 	if len(res.Notes) > 0 {
 		fmt.Fprintf(out, "note: %s\n", strings.Join(res.Notes, "; "))
 	}
-	return nil
+	c := res.Coordinates
+	return &replicationResult{Primary: p.Addr(), PrimaryUser: p.User, ConnectionName: opt.ConnectionName, UsingGTID: res.UsingGTID,
+		GTID: c.GTID, BinlogFile: c.File, BinlogPosition: c.Position, PositionFrom: res.From, Replaced: res.Replaced,
+		CaughtUp: opt.CatchUp, Notes: res.Notes, Status: res.Status}, nil
 }

@@ -69,9 +69,15 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
 	if err != nil {
 		return restore.Job{}, err
 	}
+	// With --json stdout carries the one object: where tablespaces went
+	// is said on stderr.
+	placed := g.stdout
+	if asJSON, _ := f.GetBool("json"); asJSON {
+		placed = g.stderr
+	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
 		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log,
-		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(g.stdout, p) }, FileKey: fileKey}}, nil
+		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 
 // refused makes a restore refused for what it was asked (restore.RefusedError)
@@ -226,12 +232,26 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 			if err != nil {
 				return refused(err)
 			}
+			restored := restoredResult{Backup: m.ID, Chain: linkIDs(job.Links), Target: d.target, Prepared: d.prepare,
+				ReadBytes: sum.BytesIn, Seconds: sum.Elapsed.Seconds()}
 			if place != nil {
-				return p.finish(cmd, g.stdout, &l.conn, m, place)
+				if !l.asJSON {
+					_, err := p.finish(cmd, g.stdout, &l.conn, m, place)
+					return err
+				}
+				did, err := p.finish(cmd, io.Discard, &l.conn, m, place)
+				restored.Target = place.Dir
+				res := placedResult{restoredResult: restored, inPlace: did}
+				if err != nil {
+					res.Error = err.Error()
+				}
+				if perr := printJSON(g.stdout, res); perr != nil {
+					return perr
+				}
+				return err
 			}
 			if l.asJSON {
-				return printJSON(g.stdout, restoredResult{Backup: m.ID, Chain: linkIDs(job.Links), Target: d.target, Prepared: d.prepare,
-					ReadBytes: sum.BytesIn, Seconds: sum.Elapsed.Seconds()})
+				return printJSON(g.stdout, restored)
 			}
 			state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
 			if d.prepare {
@@ -380,6 +400,15 @@ type restoredResult struct {
 	Prepared  bool     `json:"prepared"`
 	ReadBytes int64    `json:"read_bytes"` // stored bytes read from the repository
 	Seconds   float64  `json:"seconds"`
+}
+
+// placedResult is what restore --datadir --json prints: the restore, then
+// what was moved aside and the server started. Once the restore is done
+// it is printed also when what follows fails, with the error.
+type placedResult struct {
+	restoredResult // target is the datadir
+	inPlace
+	Error string `json:"error,omitempty"`
 }
 
 func linkIDs(links []restore.Link) []string {

@@ -37,8 +37,25 @@ func (g *globals) lockRepo(ctx context.Context, r *repo.Repo, op string, exclusi
 	return r.Acquire(ctx, g.lockOptions(op, exclusive))
 }
 
+// unlockResult is what unlock --json prints: the locks removed, and why
+// it stopped if removing one failed.
+type unlockResult struct {
+	Repository string        `json:"repository"`
+	Removed    []removedLock `json:"removed"`
+	Error      string        `json:"error,omitempty"`
+}
+
+// removedLock is one lock unlock removed: its object, what its holder
+// said of itself (zero for an object that could not be read, which
+// --all removes too) and that said as a sentence.
+type removedLock struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	repo.LockInfo
+}
+
 func newUnlockCmd(g *globals) *cobra.Command {
-	var all bool
+	var all, asJSON bool
 	cmd := &cobra.Command{
 		Use:     "unlock",
 		Short:   "Remove stale repository locks (or all of them with --all)",
@@ -56,6 +73,19 @@ stale: others ignore it and unlock removes it.
 				return err
 			}
 			removed, err := r.Unlock(cmd.Context(), all, repo.DefaultStaleAfter)
+			if asJSON {
+				res := unlockResult{Repository: r.Backend.Location(), Removed: []removedLock{}}
+				for _, l := range removed {
+					res.Removed = append(res.Removed, removedLock{Name: l.Name, Description: l.Describe(), LockInfo: l.LockInfo})
+				}
+				if err != nil {
+					res.Error = err.Error()
+				}
+				if perr := printJSON(g.stdout, res); perr != nil {
+					return perr
+				}
+				return err
+			}
 			for _, l := range removed {
 				fmt.Fprintf(g.stdout, "removed lock %s: %s\n", l.Name, l.Describe())
 			}
@@ -69,6 +99,7 @@ stale: others ignore it and unlock removes it.
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "remove every lock, not only stale ones (for holders known to be dead)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the locks removed as one JSON object (repository; removed: name, description, owner, host, pid, operation, exclusive, created, refreshed) instead of text")
 	return cmd
 }
 

@@ -15,41 +15,42 @@ import (
 // Querier is what ReadStatus needs: a *sql.DB, *sql.Conn or *sql.Tx.
 type Querier = mariadb.Querier
 
-// Status is one replication connection's state, from SHOW SLAVE STATUS.
+// Status is one replication connection's state, from SHOW SLAVE STATUS
+// (replicate --json prints it, with these keys).
 type Status struct {
 	// ConnectionName is the multi-source connection ("" is the default one).
-	ConnectionName string
+	ConnectionName string `json:"connection_name"`
 	// Configured is false when the server has no such replication
 	// connection (SHOW SLAVE STATUS returned no row); the rest is then zero.
-	Configured bool
-	MasterHost string
-	MasterPort int
-	MasterUser string
+	Configured bool   `json:"configured"`
+	MasterHost string `json:"master_host"`
+	MasterPort int    `json:"master_port"`
+	MasterUser string `json:"master_user"`
 	// IOState is Slave_IO_Running: "Yes", "No", "Connecting" or
 	// "Preparing". Only "Yes" means connected and reading.
-	IOState    string
-	IORunning  bool
-	SQLRunning bool
+	IOState    string `json:"io_state"`
+	IORunning  bool   `json:"io_running"`
+	SQLRunning bool   `json:"sql_running"`
 	// UsingGTID is "No", "Slave_Pos" or "Current_Pos".
-	UsingGTID string
+	UsingGTID string `json:"using_gtid"`
 	// GTIDIOPos is the GTID of the last event the IO thread received.
-	GTIDIOPos string
+	GTIDIOPos string `json:"gtid_io_pos"`
 	// GTIDSlavePos is @@gtid_slave_pos: what the replica has applied, over
 	// all connections.
-	GTIDSlavePos     string
-	MasterLogFile    string // binlog the IO thread reads
-	ReadMasterLogPos uint64
+	GTIDSlavePos     string `json:"gtid_slave_pos"`
+	MasterLogFile    string `json:"master_log_file"` // binlog the IO thread reads
+	ReadMasterLogPos uint64 `json:"read_master_log_pos"`
 	// RelayMasterLogFile and ExecMasterLogPos are the primary's binlog
 	// coordinates of what the SQL thread has applied.
-	RelayMasterLogFile string
-	ExecMasterLogPos   uint64
+	RelayMasterLogFile string `json:"relay_master_log_file"`
+	ExecMasterLogPos   uint64 `json:"exec_master_log_pos"`
 	// SecondsBehind is Seconds_Behind_Master; nil when the server reports
 	// NULL (a thread not running).
-	SecondsBehind *int64
-	LastIOErrno   int
-	LastIOError   string
-	LastSQLErrno  int
-	LastSQLError  string
+	SecondsBehind *int64 `json:"seconds_behind_master"`
+	LastIOErrno   int    `json:"last_io_errno"`
+	LastIOError   string `json:"last_io_error"`
+	LastSQLErrno  int    `json:"last_sql_errno"`
+	LastSQLError  string `json:"last_sql_error"`
 }
 
 // erNoMasterConnection is ER_MASTER_INFO ("There is no master connection

@@ -183,10 +183,10 @@ const replacedPrefix = "backstream.replaced-"
 
 // Aside is what a swap moved aside or placed outside the datadir.
 type Aside struct {
-	Option string   // the option that names the place, and where it was set
-	Dir    string   // the place
-	Files  []string // the files (names)
-	To     string   // where they went: the directory they were moved aside to, or "" for the restored files placed in Dir
+	Option string   `json:"option"`       // the option that names the place, and where it was set
+	Dir    string   `json:"dir"`          // the place
+	Files  []string `json:"files"`        // the files (names)
+	To     string   `json:"to,omitempty"` // where they went: the directory they were moved aside to, or "" for the restored files placed in Dir
 }
 
 func (a Aside) String() string {

@@ -42,19 +42,21 @@ type Options struct {
 // DefaultCheckTimeout is the CheckTimeout of Options that give none.
 const DefaultCheckTimeout = 10 * time.Minute
 
-// Report is what the check found.
+// Report is what the check found (restore --datadir --start --json prints
+// it with these keys).
 type Report struct {
-	Version, Hostname string
-	SystemTables      int          // system tables CHECK TABLE found OK
-	Counted           []TableCount // the biggest tables, biggest first
+	Version      string       `json:"version"`
+	Hostname     string       `json:"hostname"`
+	SystemTables int          `json:"system_tables"`  // system tables CHECK TABLE found OK
+	Counted      []TableCount `json:"biggest_tables"` // the biggest tables, biggest first
 }
 
 // TableCount is the row count of one table.
 type TableCount struct {
-	Table   string // db.table
-	Rows    int64
-	Counted bool  // false: the count did not finish within CheckTimeout
-	Bytes   int64 // data and index length as the server estimates them
+	Table   string `json:"table"` // db.table
+	Rows    int64  `json:"rows"`
+	Counted bool   `json:"counted"` // false: the count did not finish within CheckTimeout
+	Bytes   int64  `json:"bytes"`   // data and index length as the server estimates them
 }
 
 // Start starts the server, waits until it answers on opt.Conn (both
