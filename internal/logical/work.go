@@ -41,6 +41,16 @@ type tableWork struct {
 	counted  bool // reported done to the progress display
 	chunkNum int
 	chunks   []Chunk
+
+	// A key whose first column is not an integer (text, binary, temporal,
+	// decimal, UUID) is cut by boundary values of that column, which the
+	// planning worker reads in key order and publishes as it goes, so
+	// that the others start on the first ranges while it reads on (see
+	// keyset.go). Range i is (bounds[i-1], bounds[i]]; the first has no
+	// lower end, the last (handed out once planning ended) no upper.
+	keyset bool
+	bounds []string // the boundaries as SQL literals the column compares with in its own collation
+	taken  int      // ranges handed out
 }
 
 // newTableWork selects table t of database db the way data files of the
@@ -68,7 +78,18 @@ func newTableWork(db string, t *schema.Table, format int) *tableWork {
 	// file (rows in the order they were inserted, hence increasing) gives,
 	// and files of ranges dumped side by side do not.
 	w.ranged = t.IntKey && !strings.EqualFold(t.Engine, "ARCHIVE")
+	w.keyset = !t.IntKey && len(t.Key) > 0 && !strings.EqualFold(t.Engine, "ARCHIVE") && keysetType(w.keyColumn().DataType)
 	return w
+}
+
+// keyColumn is the chunking key's first column.
+func (w *tableWork) keyColumn() schema.Column {
+	for _, c := range w.t.Columns {
+		if len(w.t.Key) > 0 && strings.EqualFold(c.Name, w.t.Key[0]) {
+			return c
+		}
+	}
+	return schema.Column{}
 }
 
 // dumpExpr selects a column so that LOAD DATA can take the value back: BIT
@@ -114,6 +135,9 @@ type task struct {
 	lo, hi int64
 	scan   bool
 	plan   bool // read the key range first (the first worker to reach the table)
+	// keyset: range number rng of a table cut by boundary values.
+	keyset bool
+	rng    int
 }
 
 // scheduler hands out tasks, biggest tables first; a ranged table's
@@ -136,6 +160,14 @@ func (s *scheduler) next(ctx context.Context) (task, bool, error) {
 			w.mu.Lock()
 			switch {
 			case w.exhaust:
+			case w.keyset:
+				t, ok := w.nextKeyset()
+				if ok {
+					w.mu.Unlock()
+					s.mu.Unlock()
+					return t, true, nil
+				}
+				waiting = true
 			case !w.ranged:
 				w.exhaust = true
 				w.mu.Unlock()
@@ -183,8 +215,15 @@ func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunk
 			return err
 		}
 		switch {
+		case t.plan && t.w.keyset:
+			err = planKeyset(ctx, c, t.w, chunkBytes)
 		case t.plan:
 			err = planRanges(ctx, c, t.w, chunkBytes)
+		case t.keyset:
+			_, err = dumpRows(ctx, c, em, t.w, t.w.rangeWhere(t.rng), chunkBytes, tr)
+			t.w.mu.Lock()
+			t.w.busy--
+			t.w.mu.Unlock()
 		case t.scan:
 			_, err = dumpRows(ctx, c, em, t.w, "", chunkBytes, tr)
 		default:
