@@ -94,3 +94,17 @@ func TestKeysetRangesPartitionTheTable(t *testing.T) {
 		}
 	}
 }
+
+// A load names the system-versioned tables whose history it must insert,
+// so that a target without system_versioning_insert_history is refused
+// before anything changes, not loaded without their history.
+func TestHistoryToLoad(t *testing.T) {
+	tables := []*target{
+		{db: "a", name: "plain", src: &schema.Table{}},
+		{db: "a", name: "versioned", src: &schema.Table{Versioned: true}},
+		{db: "b", name: "current_only", src: &schema.Table{Versioned: true, HistoryLeftOut: true}},
+	}
+	if got := historyToLoad(tables); len(got) != 1 || got[0] != "a.versioned" {
+		t.Errorf("historyToLoad = %v, want [a.versioned]", got)
+	}
+}

@@ -143,6 +143,10 @@ type loader struct {
 	// started holds the chunks of non-transactional tables whose LOAD
 	// DATA an earlier run began.
 	started map[int]bool
+	// insertHistory: the target has system_versioning_insert_history
+	// (MariaDB 10.11 and newer), which loading a versioned table's
+	// history needs.
+	insertHistory bool
 }
 
 // loadFile is a data file the load wants, and the manifest's word on it.
@@ -170,6 +174,11 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 	db.SetMaxOpenConns(job.Parallel + 1)
 	db.SetMaxIdleConns(job.Parallel + 1)
 	l := &loader{job: job, db: db, byPath: map[string]*loadFile{}, done: map[int]bool{}, started: map[int]bool{}}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = 'SYSTEM_VERSIONING_INSERT_HISTORY'").Scan(&n); err != nil {
+		return nil, fmt.Errorf("target server: %w", err)
+	}
+	l.insertHistory = n > 0
 	if l.ddl, err = l.conn(ctx); err != nil {
 		return nil, err
 	}
@@ -179,6 +188,10 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 	}
 	if err := l.plan(); err != nil {
 		return nil, err
+	}
+	if names := historyToLoad(l.tables); len(names) > 0 && !l.insertHistory {
+		return nil, fmt.Errorf("the target (MariaDB %s) has no system_versioning_insert_history (10.11 and newer have it), without which the history of system-versioned tables cannot be loaded: %s; restore into MariaDB 10.11 or newer, leave them out (--exclude-table), or take the backup with --versioned-current-only",
+			l.res.Target.Version, strings.Join(names, ", "))
 	}
 	for _, phase := range []struct {
 		stage string
@@ -246,7 +259,9 @@ func (l *loader) session(ctx context.Context, c *sql.Conn) error {
 		"SET SESSION check_constraint_checks = 0",
 		"SET SESSION time_zone = '+00:00'",
 		"SET SESSION max_statement_time = 0",
-		"SET SESSION system_versioning_insert_history = 1",
+	}
+	if l.insertHistory {
+		stmts = append(stmts, "SET SESSION system_versioning_insert_history = 1")
 	}
 	if l.job.NoBinlog {
 		stmts = append(stmts, "SET SESSION sql_log_bin = 0")
@@ -1149,4 +1164,16 @@ func loadWarnings(ctx context.Context, q execQuerier) string {
 		return ""
 	}
 	return " (the server said: " + strings.Join(said, "; ") + ")"
+}
+
+// historyToLoad names the tables whose history the load must insert:
+// system-versioned ones dumped with it.
+func historyToLoad(tables []*target) []string {
+	var out []string
+	for _, t := range tables {
+		if t.src.Versioned && !t.src.HistoryLeftOut {
+			out = append(out, t.db+"."+t.name)
+		}
+	}
+	return out
 }
