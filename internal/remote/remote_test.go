@@ -746,9 +746,29 @@ func TestReceiverRefusesStrayConnections(t *testing.T) {
 		}
 	}
 	write(f.control, msgMeta, metaMessage(metaName, metaData))
-	c0 := f.dial(streamPurpose(0, id))
-	// A second connection for a stream already connected.
-	if err := reason(f.dial(streamPurpose(0, id))); !errors.As(err, &pe) {
+	// Two connections for stream 0: the receiver takes the first whose
+	// handshake completes (not necessarily the first dialled) and refuses
+	// the other, which Rejected names by its address.
+	c0, second := f.dial(streamPurpose(0, id)), f.dial(streamPurpose(0, id))
+	var refused *transport.Conn
+	for deadline := time.Now().Add(20 * time.Second); refused == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		for _, r := range rejected {
+			switch {
+			case strings.HasSuffix(r, " from "+c0.LocalAddr().String()):
+				refused, c0 = c0, second
+			case strings.HasSuffix(r, " from "+second.LocalAddr().String()):
+				refused = second
+			}
+		}
+		mu.Unlock()
+	}
+	if refused == nil {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("two connections for stream 0: the receiver refused neither (%q)", rejected)
+	}
+	if err := reason(refused); !errors.As(err, &pe) {
 		t.Errorf("a second connection for stream 0: %v, want a refusal", err)
 	}
 	sendStream(t, c0, rec.streams[0])
