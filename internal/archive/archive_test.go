@@ -458,14 +458,17 @@ func digestOf(b []byte) string {
 // A removal travels in the stream that holds everything below it; one whose
 // paths are spread over streams becomes a barrier: on restore every stream
 // applies what came before it, then the removal, then the rest.
-func TestRemoveAcrossStreams(t *testing.T) {
-	root := t.TempDir()
-	b, err := local.New(root)
+// chunkWriter starts a zstd Writer of streams streams (frames of
+// frameSize; 0 for the default) into a new local backend, and returns
+// them with a function that adds one chunk.
+func chunkWriter(t *testing.T, streams, frameSize int) (*local.Backend, codec.Codec, *Writer, func(xbstream.Chunk)) {
+	t.Helper()
+	b, err := local.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := codec.Parse("zstd")
-	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, Streams: 2, Codec: c})
+	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, Streams: streams, Codec: c, FrameSize: frameSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,6 +482,11 @@ func TestRemoveAcrossStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return b, c, w, add
+}
+
+func TestRemoveAcrossStreams(t *testing.T) {
+	b, c, w, add := chunkWriter(t, 2, 0)
 	file := func(p string, n int) {
 		add(xbstream.Chunk{Type: xbstream.TypePayload, Path: p, Payload: bytes.Repeat([]byte{byte(n)}, n)})
 		add(xbstream.Chunk{Type: xbstream.TypeEOF, Path: p})

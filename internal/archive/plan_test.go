@@ -10,9 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/storage"
-	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -199,26 +197,7 @@ func TestPartialReadChecksWhatItReads(t *testing.T) {
 }
 
 func TestRenamingStreamKeepsNoFrameRanges(t *testing.T) {
-	root := t.TempDir()
-	b, err := local.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := codec.Parse("zstd")
-	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, Streams: 1, Codec: c, FrameSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := func(ch xbstream.Chunk) {
-		t.Helper()
-		raw, err := xbstream.AppendChunk(nil, &ch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Add(&ch, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b, c, w, add := chunkWriter(t, 1, 64)
 	add(xbstream.Chunk{Type: xbstream.TypePayload, Path: "a/old", Payload: bytes.Repeat([]byte{1}, 100)})
 	add(xbstream.Chunk{Type: xbstream.TypePayload, Path: "a/other", Payload: bytes.Repeat([]byte{2}, 100)})
 	add(xbstream.Chunk{Type: xbstream.TypeEOF, Path: "a/other"})

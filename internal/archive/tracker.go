@@ -60,14 +60,12 @@ func (t *fileTracker) open(path string) (*fileState, error) {
 // track follows chunk c, which is in frame n of the stream (n < 0: the
 // frames are not recorded).
 func (t *fileTracker) track(c *xbstream.Chunk, n int) error {
+	var st *fileState // the file whose chunk it is, when it stays
 	switch c.Type {
 	case xbstream.TypePayload:
-		st, err := t.open(c.Path)
-		if err != nil {
+		var err error
+		if st, err = t.open(c.Path); err != nil {
 			return err
-		}
-		if n >= 0 {
-			st.inFrame(n)
 		}
 		end := int64(c.Offset) + int64(len(c.Payload))
 		if st.sequential && c.Flags&xbstream.FlagRewrite == 0 && int64(c.Offset) == st.next {
@@ -78,11 +76,8 @@ func (t *fileTracker) track(c *xbstream.Chunk, n int) error {
 		}
 		st.size = max(st.size, end)
 	case xbstream.TypeSeek:
-		if st := t.files[c.Path]; st != nil {
+		if st = t.files[c.Path]; st != nil {
 			st.sequential, st.h = false, nil
-			if n >= 0 {
-				st.inFrame(n)
-			}
 		}
 	case xbstream.TypeRemove:
 		t.remove(c.Path)
@@ -94,13 +89,13 @@ func (t *fileTracker) track(c *xbstream.Chunk, n int) error {
 		}
 	case xbstream.TypeEOF:
 		// A file opened and ended without payload exists, empty.
-		st, err := t.open(c.Path)
-		if err != nil {
+		var err error
+		if st, err = t.open(c.Path); err != nil {
 			return err
 		}
-		if n >= 0 {
-			st.inFrame(n)
-		}
+	}
+	if st != nil && n >= 0 {
+		st.inFrame(n)
 	}
 	return nil
 }

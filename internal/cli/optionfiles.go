@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -31,11 +28,6 @@ import (
 // key the command does not know is one in [backstream-COMMAND], naming
 // the file and line; so is a value the option refuses.
 
-// optionSource says where a flag's value came from, for config.
-type optionSource struct {
-	where string // "command line", "file:line [group]", "$VAR", "default"
-}
-
 // notFromFiles are the flags option files cannot set: those that choose
 // the files, and those the connection resolver reads from the files on
 // its own (setting them here would make them look given on the command
@@ -54,80 +46,66 @@ var envDefaults = map[string]string{"repo": "BACKSTREAM_REPO"}
 // applyOptionFiles sets the flags of cmd that the command line left
 // unset from the option files, and records where each value came from.
 func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
-	g.sources = map[string]optionSource{}
+	g.sources = map[string]string{}
 	flags := cmd.Flags()
-	files, err := g.optionFiles(flags)
-	if err != nil {
-		return err
-	}
+	files := optionFiles(flags)
 	name := cmd.Name()
 	groups := []string{"backstream", "backstream-" + name}
 	if g.groupSuffix != "" {
 		groups = append(groups, "backstream"+g.groupSuffix, "backstream-"+name+g.groupSuffix)
 	}
 	known := allFlagNames(cmd.Root())
-	for _, f := range files {
-		opts, err := mariadb.ReadOptionFile(f.path, groups...)
+	opts, err := mariadb.ReadOptionFiles(files, groups...)
+	if err != nil {
+		return usagef("reading option files: %v", err)
+	}
+	for _, o := range opts {
+		key, loose := strings.CutPrefix(o.Key, "loose-")
+		where := fmt.Sprintf("%s:%d [%s]", o.File, o.Line, o.Group)
+		ownGroup := !strings.EqualFold(o.Group, "backstream") && !strings.EqualFold(o.Group, "backstream"+g.groupSuffix)
+		fl := flags.Lookup(key)
+		switch {
+		case fl == nil && (loose || !ownGroup && known[key]):
+			continue // another command's option, or one marked loose
+		case fl == nil && ownGroup:
+			return usagef("%s: unknown option %q for %s", where, key, name)
+		case fl == nil:
+			return usagef("%s: unknown option %q (no backstream command has it)", where, key)
+		case notFromFiles[key]:
+			continue
+		case fl.Changed:
+			g.sources[key] = "command line"
+			continue
+		}
+		if env := envDefaults[key]; env != "" && os.Getenv(env) != "" {
+			g.sources[key] = "$" + env
+			continue
+		}
+		value := o.Value
+		if o.Bare {
+			if fl.NoOptDefVal == "" {
+				return usagef("%s: option %q needs a value", where, key)
+			}
+			value = fl.NoOptDefVal
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			// A later file's list replaces an earlier one's.
+			err = sv.Replace(strings.Split(value, ","))
+		} else {
+			err = fl.Value.Set(value)
+		}
 		if err != nil {
-			if !f.required && errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return usagef("reading option files: %v", err)
+			return usagef("%s: option %q: bad value %q: %v", where, key, value, err)
 		}
-		for _, o := range opts {
-			key, loose := strings.CutPrefix(o.Key, "loose-")
-			where := fmt.Sprintf("%s:%d [%s]", o.File, o.Line, o.Group)
-			ownGroup := !strings.EqualFold(o.Group, "backstream") && !strings.EqualFold(o.Group, "backstream"+g.groupSuffix)
-			fl := flags.Lookup(key)
-			switch {
-			case fl == nil && (loose || !ownGroup && known[key]):
-				continue // another command's option, or one marked loose
-			case fl == nil && ownGroup:
-				return usagef("%s: unknown option %q for %s", where, key, name)
-			case fl == nil:
-				return usagef("%s: unknown option %q (no backstream command has it)", where, key)
-			case notFromFiles[key]:
-				continue
-			case fl.Changed:
-				g.sources[key] = optionSource{"command line"}
-				continue
-			}
-			if env := envDefaults[key]; env != "" && os.Getenv(env) != "" {
-				g.sources[key] = optionSource{"$" + env}
-				continue
-			}
-			value := o.Value
-			if o.Bare {
-				if fl.NoOptDefVal == "" {
-					return usagef("%s: option %q needs a value", where, key)
-				}
-				value = fl.NoOptDefVal
-			}
-			if sv, ok := fl.Value.(pflag.SliceValue); ok {
-				// A later file's list replaces an earlier one's.
-				err = sv.Replace(strings.Split(value, ","))
-			} else {
-				err = fl.Value.Set(value)
-			}
-			if err != nil {
-				return usagef("%s: option %q: bad value %q: %v", where, key, value, err)
-			}
-			g.sources[key] = optionSource{where}
-		}
+		g.sources[key] = where
 	}
 	return nil
-}
-
-// optionFile is one option file to read.
-type optionFile struct {
-	path     string
-	required bool
 }
 
 // optionFiles lists the files to read, as the connection resolver does:
 // the command's --no-defaults, --defaults-file and --defaults-extra-file
 // where it has them.
-func (g *globals) optionFiles(flags *pflag.FlagSet) ([]optionFile, error) {
+func optionFiles(flags *pflag.FlagSet) []mariadb.OptionSource {
 	var f mariadb.Flags
 	if fl := flags.Lookup("no-defaults"); fl != nil {
 		f.NoDefaults = fl.Value.String() == "true"
@@ -138,19 +116,7 @@ func (g *globals) optionFiles(flags *pflag.FlagSet) ([]optionFile, error) {
 	if fl := flags.Lookup("defaults-extra-file"); fl != nil {
 		f.DefaultsExtraFile = fl.Value.String()
 	}
-	var out []optionFile
-	for _, src := range mariadb.OptionFiles(f) {
-		path := src.Path
-		if !filepath.IsAbs(path) {
-			abs, err := filepath.Abs(path)
-			if err != nil {
-				return nil, err
-			}
-			path = abs
-		}
-		out = append(out, optionFile{path: path, required: src.Required})
-	}
-	return out, nil
+	return mariadb.OptionFiles(f)
 }
 
 // allFlagNames are the long flags of every command under root.
@@ -181,7 +147,7 @@ func (g *globals) effectiveOptions(cmd *cobra.Command) [][3]string {
 		if f.Hidden || f.Name == "help" || slices.Contains(connFlagNames[:6], f.Name) {
 			return // the connection is shown as resolved
 		}
-		src := g.sources[f.Name].where
+		src := g.sources[f.Name]
 		switch {
 		case src != "":
 		case f.Changed:

@@ -60,7 +60,7 @@ type globals struct {
 	// groupSuffix is --defaults-group-suffix; sources says where each
 	// flag's value came from (see applyOptionFiles).
 	groupSuffix string
-	sources     map[string]optionSource
+	sources     map[string]string // where each flag's value came from: "command line", "file:line [group]", "$VAR"
 	// The option files of commands without connection flags.
 	defaultsFile, defaultsExtraFile string
 	noDefaults                      bool

@@ -68,50 +68,58 @@ func (e resolveEnv) getenv(name string) string {
 	return v
 }
 
-// optionSource is one option file to read.
-type optionSource struct {
-	path     string
-	required bool
-}
-
-// OptionSource is one option file the clients read: Required ones must
-// exist (--defaults-file, --defaults-extra-file), others are skipped when
+// OptionSource is one option file to read: a Required one must exist
+// (--defaults-file, --defaults-extra-file), others are skipped when
 // missing.
 type OptionSource struct {
 	Path     string
 	Required bool
 }
 
+// ReadOptionFiles reads files in order (see ReadOptionFile), skipping a
+// missing one that is not Required, and returns their options of groups
+// in the order read.
+func ReadOptionFiles(files []OptionSource, groups ...string) ([]Option, error) {
+	var out []Option
+	for _, f := range files {
+		opts, err := ReadOptionFile(f.Path, groups...)
+		if errors.Is(err, fs.ErrNotExist) && !f.Required {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, opts...)
+	}
+	return out, nil
+}
+
 // OptionFiles lists the option files a client given f reads, in the
 // order Resolve reads them.
 func OptionFiles(f Flags) []OptionSource {
-	var out []OptionSource
-	for _, s := range optionFiles(f, resolveEnv{lookupEnv: os.LookupEnv, globals: GlobalOptionFiles}) {
-		out = append(out, OptionSource{Path: s.path, Required: s.required})
-	}
-	return out
+	return optionFiles(f, resolveEnv{lookupEnv: os.LookupEnv, globals: GlobalOptionFiles})
 }
 
 // optionFiles lists the option files to read for f, in precedence order.
-func optionFiles(f Flags, env resolveEnv) []optionSource {
+func optionFiles(f Flags, env resolveEnv) []OptionSource {
 	if f.NoDefaults {
 		return nil
 	}
 	if f.DefaultsFile != "" {
-		return []optionSource{{path: f.DefaultsFile, required: true}}
+		return []OptionSource{{Path: f.DefaultsFile, Required: true}}
 	}
-	var files []optionSource
+	var files []OptionSource
 	for _, g := range env.globals {
-		files = append(files, optionSource{path: g})
+		files = append(files, OptionSource{Path: g})
 	}
 	if mh := env.getenv("MYSQL_HOME"); mh != "" {
-		files = append(files, optionSource{path: filepath.Join(mh, "my.cnf")})
+		files = append(files, OptionSource{Path: filepath.Join(mh, "my.cnf")})
 	}
 	if f.DefaultsExtraFile != "" {
-		files = append(files, optionSource{path: f.DefaultsExtraFile, required: true})
+		files = append(files, OptionSource{Path: f.DefaultsExtraFile, Required: true})
 	}
 	if home := env.getenv("HOME"); home != "" {
-		files = append(files, optionSource{path: filepath.Join(home, ".my.cnf")})
+		files = append(files, OptionSource{Path: filepath.Join(home, ".my.cnf")})
 	}
 	return files
 }
@@ -133,40 +141,35 @@ func resolve(f Flags, env resolveEnv) (Config, error) {
 		}
 	}
 
-	for _, src := range optionFiles(f, env) {
-		opts, err := ReadOptionFile(src.path, OptionGroups...)
-		if err != nil {
-			if !src.required && errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return Config{}, fmt.Errorf("reading connection options: %w", err)
-		}
-		for _, o := range opts {
-			key := strings.TrimPrefix(o.Key, "loose-")
-			from := fmt.Sprintf("%s [%s]", o.File, o.Group)
-			switch key {
-			case "host", "socket", "user":
+	opts, err := ReadOptionFiles(optionFiles(f, env), OptionGroups...)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading connection options: %w", err)
+	}
+	for _, o := range opts {
+		key := strings.TrimPrefix(o.Key, "loose-")
+		from := fmt.Sprintf("%s [%s]", o.File, o.Group)
+		switch key {
+		case "host", "socket", "user":
+			set(key, o.Value, from)
+		case "password":
+			if o.Bare {
+				cfg.Password, cfg.PasswordSet, cfg.PromptPassword = "", false, true
+				cfg.Sources["password"] = from
+			} else {
 				set(key, o.Value, from)
-			case "password":
-				if o.Bare {
-					cfg.Password, cfg.PasswordSet, cfg.PromptPassword = "", false, true
-					cfg.Sources["password"] = from
-				} else {
-					set(key, o.Value, from)
-				}
-			case "port":
-				p, err := parsePort(o.Value)
-				if err != nil {
-					return Config{}, fmt.Errorf("option file %s:%d: port: %w", o.File, o.Line, err)
-				}
-				cfg.Port = p
-				cfg.Sources["port"] = from
-			case "protocol":
-				protocol, protocolFrom = o.Value, fmt.Sprintf("%s:%d", o.File, o.Line)
-			default:
-				if err := cfg.TLS.setOption(key, o, from, cfg.Sources); err != nil {
-					return Config{}, fmt.Errorf("option file %s:%d: %w", o.File, o.Line, err)
-				}
+			}
+		case "port":
+			p, err := parsePort(o.Value)
+			if err != nil {
+				return Config{}, fmt.Errorf("option file %s:%d: port: %w", o.File, o.Line, err)
+			}
+			cfg.Port = p
+			cfg.Sources["port"] = from
+		case "protocol":
+			protocol, protocolFrom = o.Value, fmt.Sprintf("%s:%d", o.File, o.Line)
+		default:
+			if err := cfg.TLS.setOption(key, o, from, cfg.Sources); err != nil {
+				return Config{}, fmt.Errorf("option file %s:%d: %w", o.File, o.Line, err)
 			}
 		}
 	}

@@ -1,9 +1,7 @@
 package mariadb
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 )
 
@@ -56,35 +54,22 @@ func ReadServerFiles(src ServerSource) (ServerFiles, error) {
 }
 
 func readServerFiles(src ServerSource, globals []string) (ServerFiles, error) {
-	var opts []Option
-	read := func(path string, required bool) error {
-		o, err := ReadOptionFile(path, ServerOptionGroups...)
-		if errors.Is(err, fs.ErrNotExist) && !required {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		opts = append(opts, o...)
-		return nil
-	}
+	var files []OptionSource
 	switch {
 	case src.NoDefaults:
 	case src.DefaultsFile != "":
-		if err := read(src.DefaultsFile, true); err != nil {
-			return ServerFiles{}, err
-		}
+		files = []OptionSource{{Path: src.DefaultsFile, Required: true}}
 	default:
 		for _, g := range globals {
-			if err := read(g, false); err != nil {
-				return ServerFiles{}, err
-			}
+			files = append(files, OptionSource{Path: g})
 		}
 		if src.DefaultsExtraFile != "" {
-			if err := read(src.DefaultsExtraFile, true); err != nil {
-				return ServerFiles{}, err
-			}
+			files = append(files, OptionSource{Path: src.DefaultsExtraFile, Required: true})
 		}
+	}
+	opts, err := ReadOptionFiles(files, ServerOptionGroups...)
+	if err != nil {
+		return ServerFiles{}, err
 	}
 	for _, a := range src.Args {
 		rest, ok := strings.CutPrefix(a, "--")
