@@ -152,7 +152,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	base := t.TempDir()
 	sock1 := filepath.Join(base, "replica1.sock")
 	pidFile := filepath.Join(base, "replica1.pid")
-	t.Cleanup(func() { stopByPidFile(t, pidFile) })
+	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 	serverCnf := filepath.Join(base, "server.cnf")
 	if err := os.WriteFile(serverCnf, []byte("[mysqld]\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,7 +85,7 @@ func TestRestoreIntoPlace(t *testing.T) {
 	pidFile := filepath.Join(base, "mariadbd.pid")
 	start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		datadir, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
-	t.Cleanup(func() { stopByPidFile(t, pidFile) })
+	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 	r = run(t, "restore", "--repo", repoDir, "--datadir", datadir, "--force", "--start="+start, "--socket", sock, "--user", "root", "--no-defaults").mustSucceed(t)
 	noStaging(datadir)
 	aside, _ := filepath.Glob(datadir + ".replaced-*")
@@ -167,26 +165,6 @@ func TestRestoreIntoPlace(t *testing.T) {
 	compareChecksums(t, checksums(t, serverOn(t, fresh)), want)
 }
 
-// stopByPidFile kills the server whose pid the file holds and waits for it
-// to end.
-func stopByPidFile(t *testing.T, pidFile string) {
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-	}
-	t.Errorf("mariadbd %d did not end", pid)
-}
-
 func TestShellWords(t *testing.T) {
 	for _, c := range []struct {
 		in   string
@@ -247,7 +225,7 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 	pidFile := filepath.Join(base, "mariadbd.pid")
 	start := fmt.Sprintf("mariadbd --defaults-file=%s --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		cnf, datadir, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
-	t.Cleanup(func() { stopByPidFile(t, pidFile) })
+	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 	restoreArgs := []string{"restore", "--repo", repoDir, "--datadir", datadir, "--start=" + start, "--socket", sock, "--user", "root", "--no-defaults"}
 
 	r := run(t, restoreArgs...)
@@ -320,7 +298,7 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	stopByPidFile(t, pidFile)
+	sandboxtest.KillByPidFile(t, pidFile)
 	time.Sleep(1100 * time.Millisecond) // another second for the names of what is moved aside
 	r = run(t, append(restoreArgs, "--force", "--json")...).mustSucceed(t)
 	check(2, r.stdout)

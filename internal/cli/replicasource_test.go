@@ -141,7 +141,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 			base := t.TempDir()
 			sock1 := filepath.Join(base, "replica1.sock")
 			pidFile := filepath.Join(base, "replica1.pid")
-			t.Cleanup(func() { stopByPidFile(t, pidFile) })
+			t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 			var to []string
 			var receivers []<-chan result
 			targets := []string{filepath.Join(base, "replica0"), filepath.Join(base, "replica1")}

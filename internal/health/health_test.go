@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/repo/repotest"
 )
@@ -132,35 +131,6 @@ func TestCheckTakesNoLock(t *testing.T) {
 	}
 }
 
-// storeBinlog archives name of source whole, as binlog does.
-func storeBinlog(t *testing.T, r *repo.Repo, source, name string) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := codec.Parse("zstd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: r.BinlogOutput(source, name, archive.DefaultHash),
-		Streams: 1, Codec: c, Hash: archive.DefaultHash})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.AddFile(name, strings.NewReader("binary log "+name), 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	res, err := w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &archive.Manifest{Format: archive.FormatVersion, ID: name, Kind: archive.KindBinlog, Started: time.Now().UTC(),
-		Server: db1, Codec: c.String(), Hash: archive.DefaultHash,
-		Binlog: &archive.BinlogFile{Source: source, Name: name, Size: int64(len("binary log " + name)), Closed: true}}
-	m.Complete(res)
-	if err := r.CommitBinlog(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestBinlogLag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -170,7 +140,7 @@ func TestBinlogLag(t *testing.T) {
 	r := repotest.New(t)
 	wantProblem(t, check(t, r, opt(updated)), BinlogLag, false, "no archived binary logs in "+r.Backend.Location())
 
-	storeBinlog(t, r, "db1-1", "mariadb-bin.000001")
+	repotest.StoreBinlog(t, r, db1, "db1-1", "mariadb-bin.000001")
 	wantProblem(t, check(t, r, opt(updated)), BinlogLag, false, "binary logs of db1-1: no archiving status is recorded")
 
 	// A follower caught up 10 s ago; then one 50 s behind at its last
@@ -196,7 +166,7 @@ func TestBinlogLag(t *testing.T) {
 
 	// A source another continues (a failover's old primary) is done: it
 	// is not judged, its successor is.
-	storeBinlog(t, r, "db2-2", "mariadb-bin.000009")
+	repotest.StoreBinlog(t, r, db1, "db2-2", "mariadb-bin.000009")
 	if err := r.PutBinlogLink(ctx, repo.BinlogLink{Source: "db2-2", Continues: "db1-1", GTID: "0-1-10", File: "mariadb-bin.000009", Offset: 256, Recorded: updated}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,40 +8,9 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/repo/repotest"
 )
-
-// storeBinlog archives name of source whole, as binlog does: a stream
-// object, then the manifest.
-func storeBinlog(t *testing.T, r *repo.Repo, server archive.Server, source, name string) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := codec.Parse("zstd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: r.BinlogOutput(source, name, archive.DefaultHash),
-		Streams: 1, Codec: c, Hash: archive.DefaultHash})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.AddFile(name, strings.NewReader("binary log "+name), 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	res, err := w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &archive.Manifest{Format: archive.FormatVersion, ID: name, Kind: archive.KindBinlog, Started: time.Now().UTC(),
-		Server: server, Codec: c.String(), Hash: archive.DefaultHash,
-		Binlog: &archive.BinlogFile{Source: source, Name: name, Size: int64(len("binary log " + name)), Closed: true}}
-	m.Complete(res)
-	if err := r.CommitBinlog(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // putSegments stores segments of name of source, n bytes each from 0.
 func putSegments(t *testing.T, r *repo.Repo, source, name string, count int) []repo.BinlogSegment {
@@ -75,9 +44,9 @@ func TestRunSegmentOnlyFiles(t *testing.T) {
 		}
 	}
 	crashed := putSegments(t, r, "db1-1", "bin.000003", 2)
-	storeBinlog(t, r, db1, "db1-1", "bin.000004")
+	repotest.StoreBinlog(t, r, db1, "db1-1", "bin.000004")
 	staleOld := putSegments(t, r, "db1-1", "bin.000004", 1)
-	storeBinlog(t, r, db1, "db1-1", "bin.000008")
+	repotest.StoreBinlog(t, r, db1, "db1-1", "bin.000008")
 	staleKept := putSegments(t, r, "db1-1", "bin.000008", 1)
 	active := putSegments(t, r, "db1-1", "bin.000009", 3)
 	other := putSegments(t, r, "db2-2", "bin.000001", 1)

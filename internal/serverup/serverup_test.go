@@ -3,11 +3,8 @@ package serverup
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,32 +32,13 @@ func TestStartRefusesAnOldServer(t *testing.T) {
 	}
 	dir := t.TempDir()
 	sock, pidFile := filepath.Join(dir, "s.sock"), filepath.Join(dir, "mariadbd.pid")
-	t.Cleanup(func() { kill(t, pidFile) })
+	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 	start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		old.Datadir, sock, pidFile, filepath.Join(dir, "error.log"), dir)
 	rep, err := Start(ctx, Options{How: start, Conn: mariadb.Config{Socket: sock, User: "root"}, Datadir: old.Datadir, Timeout: time.Minute, Biggest: 5})
 	if err != nil || rep.SystemTables == 0 {
 		t.Fatalf("Start with the server just started: %+v, %v", rep, err)
 	}
-}
-
-// kill ends the server whose pid the file holds and waits until it is gone.
-func kill(t *testing.T, pidFile string) {
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-	}
-	t.Errorf("mariadbd %d did not end", pid)
 }
 
 // The row counts have a time of their own: a table whose count does not

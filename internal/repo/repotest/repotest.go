@@ -128,3 +128,35 @@ func DamageManifest(t testing.TB, r *repo.Repo, id string) {
 		t.Fatal(err)
 	}
 }
+
+// StoreBinlog archives the binary log file name of source, served by
+// server, whole and closed, as binlog does: a stream object, then the
+// manifest. Its content is a short text.
+func StoreBinlog(t testing.TB, r *repo.Repo, server archive.Server, source, name string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := codec.Parse("zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := "binary log " + name
+	w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: r.BinlogOutput(source, name, archive.DefaultHash),
+		Streams: 1, Codec: c, Hash: archive.DefaultHash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddFile(name, bytes.NewReader([]byte(content)), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &archive.Manifest{Format: archive.FormatVersion, ID: name, Kind: archive.KindBinlog, Started: time.Now().UTC(),
+		Server: server, Codec: c.String(), Hash: archive.DefaultHash,
+		Binlog: &archive.BinlogFile{Source: source, Name: name, Size: int64(len(content)), Closed: true}}
+	m.Complete(res)
+	if err := r.CommitBinlog(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -11,8 +11,12 @@ package sandboxtest
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
 )
@@ -43,4 +47,26 @@ func Start(t testing.TB, opt sandbox.Options) *sandbox.Server {
 // quoteIdent quotes a MariaDB identifier with backticks.
 func quoteIdent(s string) string {
 	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
+
+// KillByPidFile kills (SIGKILL) the server whose pid the file holds, for
+// servers a test started itself rather than with Start, and waits until
+// it is gone; a missing or unreadable pid file is nothing to kill.
+func KillByPidFile(t testing.TB, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	t.Errorf("mariadbd %d did not end", pid)
 }
