@@ -247,8 +247,9 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 	t.SetBackup(m.ID)
 	job.Progress = t
 	job.OnTarget = func(tg logical.Target) {
-		// On stderr, with the progress, so that stdout stays the result.
-		fmt.Fprintf(g.stderr, "restore %s: loading into %s\n", m.ID, tg)
+		// With the progress (above a bar, a log event in JSON), so that
+		// stdout stays the result.
+		t.Logf("restore %s: loading into %s", m.ID, tg)
 	}
 	res, err := restore.Load(ctx, r, m, job)
 	t.Finish(err)

@@ -824,7 +824,8 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
 	defer mysql.DeregisterReaderHandler(name)
 	if !f.t.transactional {
-		if err := l.journal(ctx, c, "started", f.chunk.ID); err != nil {
+		// Autocommitted, so a deadlock rolled back this row alone.
+		if err := withRetries(func() error { return l.journal(ctx, c, "started", f.chunk.ID) }); err != nil {
 			return fmt.Errorf("%s: journal: %w", where, err)
 		}
 	}
