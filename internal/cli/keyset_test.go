@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/sandbox"
@@ -71,6 +72,89 @@ func TestKeysetChunking(t *testing.T) {
 		if len(td.Chunks) < 3 {
 			t.Errorf("table %s.%s: %d data files, want it cut into several", td.Database, td.Table, len(td.Chunks))
 		}
+	}
+	dst := sandboxtest.Start(t, sandbox.Options{})
+	run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
+	got, err := sandbox.ChecksumTables(ctx, dst.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareChecksums(t, got, want)
+}
+
+// A 2 M-row table keyed by the UUID type is dumped by both connections at
+// once: while the backup runs, the source's processlist shows two range
+// selects of the table at the same moment, the table is cut into many data
+// files, and every row comes back.
+func TestKeysetChunkingKeepsBothConnectionsBusy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	db := src.DB()
+	for _, q := range []string{
+		"CREATE DATABASE k",
+		"CREATE TABLE k.big (id UUID PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO k.big SELECT UUID(), seq FROM k.seq_1_to_2000000",
+		"ANALYZE TABLE k.big",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	want, err := sandbox.ChecksumTables(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The data selects read ranges of the key; the planning scan reads
+	// the key alone, ordered, and is not counted.
+	const dataSelects = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE 'SELECT %FROM `k`.`big` WHERE%'"
+	most := make(chan int, 1)
+	stop := make(chan struct{})
+	go func() {
+		seen := 0
+		defer func() { most <- seen }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, dataSelects).Scan(&n); err != nil {
+				t.Error(err)
+				return
+			}
+			seen = max(seen, n)
+		}
+	}()
+	repoDir := newRepoDir(t)
+	r := run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "4MiB", "--databases", "k", "--skip-users"}, sandboxConn(src)...)...)
+	close(stop)
+	busiest := <-most
+	r.mustSucceed(t)
+	if busiest < 2 {
+		t.Errorf("at most %d range select of k.big ran at once during the dump; want both connections on it", busiest)
+	}
+	id := backupListing(t, repoDir)[0].ID
+	data, err := os.ReadFile(filepath.Join(repoDir, "backups", id, logical.CatalogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := logical.ParseCatalog(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files int
+	var rows int64
+	for _, td := range cat.Tables {
+		for _, c := range td.Chunks {
+			files++
+			rows += c.Rows
+		}
+	}
+	t.Logf("k.big: %d data files, %d rows; at most %d range selects at once", files, rows, busiest)
+	if files < 4 || rows != 2000000 {
+		t.Errorf("k.big: %d data files and %d rows, want several files and 2000000 rows", files, rows)
 	}
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
