@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -66,6 +67,12 @@ type LoadJob struct {
 	// anything there.
 	OnTarget func(Target)
 	Progress *progress.Tracker
+	// Mask masks the columns its rules name (by their names in the
+	// backup) in every data file before LOAD DATA reads it, after the
+	// file was checked against the manifest; nil masks nothing. A rule
+	// that names no column loaded, or one that cannot hold what it
+	// makes, fails the load before it changes anything (a *mask.Error).
+	Mask *mask.Rules
 }
 
 // Target names the server a load reached.
@@ -106,6 +113,9 @@ type LoadResult struct {
 	// schema.Table.RowsElsewhere); HistoryLeftOut, which versioned tables
 	// got their current rows only because the backup has no more.
 	DefinitionOnly, HistoryLeftOut []string
+	// Masked lists the columns LoadJob.Mask masked, as
+	// db.table.column=function under their target names.
+	Masked []string
 }
 
 // target is one table to load, with its statements.
@@ -125,6 +135,8 @@ type target struct {
 	// whether the target rolls back its rows with the journal row.
 	engine        string
 	transactional bool
+	// masks masks the data files' columns LoadJob.Mask names (nil: none).
+	masks *tableMasks
 }
 
 func (t *target) qname() string  { return qualified(t.db, t.name) }
@@ -381,7 +393,21 @@ func (l *loader) plan() error {
 	if len(l.tables) == 0 && len(l.dbs) == 0 {
 		return fmt.Errorf("backup %s: the filters select nothing", l.job.Manifest.ID)
 	}
-	return nil
+	if l.job.Mask == nil {
+		return nil
+	}
+	plan := l.job.Mask.Plan()
+	for _, t := range l.tables {
+		if t.data == nil {
+			continue
+		}
+		var err error
+		if t.masks, err = planMasks(plan, t.srcDB, t.src, t.data.Columns); err != nil {
+			return err
+		}
+		l.res.Masked = append(l.res.Masked, maskedColumns(t.db, t.name, t.masks)...)
+	}
+	return plan.Check()
 }
 
 // autoIncColumn finds a column definition with AUTO_INCREMENT in SHOW
@@ -806,8 +832,8 @@ func (s *loadSink) Chunk(c *xbstream.Chunk) error {
 }
 
 // loadFile loads one data file in one transaction with its journal row,
-// after checking it against the manifest's digest and its row count
-// against the catalog's.
+// after checking it against the manifest's digest (and then masking it,
+// when asked) and its row count against the catalog's.
 func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	data := f.buf
 	f.buf = nil
@@ -818,10 +844,17 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	if err := archive.CheckDigest(data, f.digest); err != nil {
 		return archive.Corruptf("%s: %v", where, err)
 	}
+	load := data
+	if f.t.masks != nil {
+		var err error
+		if load, err = maskData(data, f.t.masks); err != nil {
+			return fmt.Errorf("%s: mask: %w", where, err)
+		}
+	}
 	// The driver's reader names are global to the process, which may run
 	// two loads of one backup at once (into two servers).
 	name := fmt.Sprintf("backstream-%s-%d-%d", l.job.Manifest.ID, f.chunk.ID, readerSeq.Add(1))
-	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
+	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(load) })
 	defer mysql.DeregisterReaderHandler(name)
 	if !f.t.transactional {
 		if err := l.journal(ctx, c, "started", f.chunk.ID); err != nil {

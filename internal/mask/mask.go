@@ -67,6 +67,10 @@ type Column struct {
 	Charset string
 	// JSON: a JSON column (a LONGTEXT with CHECK (json_valid(...))).
 	JSON bool
+	// Unmaskable says why no rule may mask the column ("" when one may):
+	// a column whose values the data files do not hold, or that the
+	// server sets itself.
+	Unmaskable string
 }
 
 // Func masks one value. v is the value as a data file holds it, unescaped
@@ -149,6 +153,9 @@ func (p *Plan) Table(db, table string, cols []Column) (*Table, error) {
 			continue
 		}
 		rule := p.r.rules[best]
+		if c.Unmaskable != "" {
+			return nil, errorf("column %s.%s.%s: mask rule %s: %s", db, table, c.Name, rule, c.Unmaskable)
+		}
 		f, err := p.r.keys.function(rule, c)
 		if err != nil {
 			return nil, errorf("column %s.%s.%s (%s): mask rule %s: %s", db, table, c.Name, describe(c), rule, err.Error())

@@ -505,3 +505,11 @@ func BenchmarkStringHash(b *testing.B) {
 		dst, _, _ = f(dst[:0], v, false)
 	}
 }
+
+func TestUnmaskable(t *testing.T) {
+	r := rulesWith(t, testKey, "d.t.g=null")
+	_, err := r.Plan().Table("d", "t", []Column{{Name: "g", DataType: "int", Nullable: true, Unmaskable: "it is generated"}})
+	if err == nil || !strings.Contains(err.Error(), "column d.t.g: mask rule d.t.g=null: it is generated") {
+		t.Errorf("an unmaskable column: %v", err)
+	}
+}
