@@ -346,7 +346,7 @@ func checkFixed(value string, c Column) error {
 		return nil
 	case isString:
 		if !binary && !utf8Charset(c.Charset) && !isASCII(value) {
-			return errorf("the column's character set is %s, not utf8mb4: give an ASCII value", charsetName(c.Charset))
+			return errorf("the column's character set (%s) is not utf8mb4: give an ASCII value", charsetName(c.Charset))
 		}
 		if !utf8.ValidString(value) && !binary {
 			return errorf("the value is not valid UTF-8")
@@ -366,7 +366,7 @@ func checkFixed(value string, c Column) error {
 			return errorf("the value %q is not a number", value)
 		}
 	case "bit", "enum", "set", "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection":
-		return errorf("fixed cannot mask a %s column (its values travel as numbers or binary shapes); use null", c.DataType)
+		return errorf("fixed cannot mask %s columns (their values travel as numbers or binary shapes); use null", c.DataType)
 	}
 	// Dates, times, UUIDs, addresses: the server converts the text.
 	return nil

@@ -375,7 +375,7 @@ func TestRefused(t *testing.T) {
 		{"d.t.c=fixed:é", Column{Name: "c", DataType: "varchar", Length: 3, Charset: "latin1"}, "give an ASCII value"},
 		{"d.t.c=fixed:{", Column{Name: "c", DataType: "longtext", JSON: true, Charset: "utf8mb4"}, "is not valid JSON"},
 		{"d.t.c=fixed:x", Column{Name: "c", DataType: "double"}, `the value "x" is not a number`},
-		{"d.t.c=fixed:a", Column{Name: "c", DataType: "enum"}, "fixed cannot mask a enum column"},
+		{"d.t.c=fixed:a", Column{Name: "c", DataType: "enum"}, "fixed cannot mask enum columns"},
 	} {
 		r := rulesWith(t, testKey, c.spec)
 		_, err := r.Plan().Table("d", "t", []Column{c.col})
