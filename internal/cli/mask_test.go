@@ -30,8 +30,6 @@ const maskRows = 2000
 // (8 bytes, little-endian) they end with its high four bytes.
 const maskIDBase = 0x12345678_00000000
 
-func maskID(i int) int64 { return maskIDBase + int64(i)*7919 }
-
 // maskShop makes shop.customers and shop.newsletter on db: the newsletter
 // names its customer by id (a foreign key) and by e-mail (the same
 // address in lower case: the tables join on both under the
