@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -480,6 +481,53 @@ func TestMaskLogicalBackupAndRestore(t *testing.T) {
 	for n, a := range atLoad {
 		if b := restored[n]; *a != *b {
 			t.Fatalf("row %d masked at load time: %+v; masked at dump time with the same key: %+v", n, *a, *b)
+		}
+	}
+
+	// A load resumes only with the rules it began with, and never after a
+	// random key: the journal of an interrupted load, made by hand.
+	plainID := backupListing(t, plainRepo)[0].ID
+	withKey, err := mask.Parse(maskRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := mask.ReadKeyFile(keyFile)
+	if err != nil || withKey.SetKey(key) != nil {
+		t.Fatal(err)
+	}
+	random, _ := mask.Parse(maskRules)
+	for _, q := range []string{
+		"CREATE DATABASE backstream_load",
+		"CREATE TABLE backstream_load.journal (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, loaded TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (backup, chunk))",
+		"CREATE TABLE backstream_load.masks (backup VARCHAR(64) NOT NULL, rules TEXT NOT NULL, PRIMARY KEY (backup))",
+		"INSERT INTO backstream_load.journal (backup, chunk) VALUES ('" + plainID + "', 0)",
+	} {
+		if _, err := dst2.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, c := range []struct {
+		began string // the rules the interrupted load began with
+		masks bool   // the resumed one masks with the key file
+		want  string
+	}{
+		{random.Describe(), true, "masked with a random key, which cannot be given again"},
+		{withKey.Describe(), false, "masked by *.*.phone=phone, shop.customers.email=email, shop.customers.id=hash, "},
+		{"", true, "masked nothing, this one by *.*.phone=phone, shop.customers.email=email"},
+	} {
+		if _, err := dst2.DB().ExecContext(ctx, "REPLACE INTO backstream_load.masks VALUES (?, ?)", plainID, c.began); err != nil {
+			t.Fatal(err)
+		}
+		if c.began == "" {
+			dst2.DB().ExecContext(ctx, "DELETE FROM backstream_load.masks")
+		}
+		args := []string{"restore", plainID, "--repo", plainRepo, "--resume"}
+		if c.masks {
+			args = append(args, maskFlagsOf(keyFile)...)
+		}
+		r := run(t, append(args, sandboxConn(dst2)...)...)
+		if r.err == nil || !strings.Contains(r.err.Error(), c.want) {
+			t.Errorf("resume (masks %v) of a load that began with %q: %v, want it to say %q", c.masks, c.began, r.err, c.want)
 		}
 	}
 }

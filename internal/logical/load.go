@@ -36,7 +36,7 @@ import (
 const journalDB = "backstream_load"
 
 // journalTables are the journal's tables, each keyed by backup first.
-var journalTables = []string{"journal", "started", "accounts"}
+var journalTables = []string{"journal", "started", "accounts", "masks"}
 
 // LoadJob is one load of a logical backup into a running server.
 type LoadJob struct {
@@ -475,6 +475,10 @@ func (l *loader) openJournal(ctx context.Context) error {
 		// them again rather than keeping them as if they were the target's.
 		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "accounts") +
 			" (backup VARCHAR(64) NOT NULL, account VARCHAR(400) NOT NULL, PRIMARY KEY (backup, account)) ENGINE=InnoDB",
+		// The mask rules the load began with (mask.Rules.Describe), so that
+		// a resumed load masks its files as the first run did.
+		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "masks") +
+			" (backup VARCHAR(64) NOT NULL, rules TEXT NOT NULL, PRIMARY KEY (backup)) ENGINE=InnoDB",
 	} {
 		if _, err := l.ddl.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("load journal: %w", err)
@@ -498,8 +502,37 @@ func (l *loader) openJournal(ctx context.Context) error {
 		l.done, l.started = map[int]bool{}, map[int]bool{}
 	case !started && l.job.Resume:
 		return fmt.Errorf("--resume: this server has no unfinished load of backup %s", l.job.Manifest.ID)
+	case started:
+		return l.checkResumedMasks(ctx)
 	}
 	return nil
+}
+
+// checkResumedMasks refuses to resume a load with other mask rules than
+// it began with (none counts as rules): the rows of one table would be
+// masked two ways, or not at all. A random key cannot be given again.
+func (l *loader) checkResumedMasks(ctx context.Context) error {
+	var began string
+	err := l.ddl.QueryRowContext(ctx, "SELECT rules FROM "+qualified(journalDB, "masks")+" WHERE backup = ?", l.job.Manifest.ID).Scan(&began)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("load journal: %w", err)
+	}
+	id := l.job.Manifest.ID
+	switch now := l.job.Mask.Describe(); {
+	case strings.HasSuffix(began, "\nkey "+mask.RandomKey):
+		return fmt.Errorf("--resume: the interrupted load of backup %s masked with a random key, which cannot be given again: the rest of its rows would not match those loaded; start over with --drop-existing (with --mask-key-file, a load can be resumed)", id)
+	case began != now:
+		return fmt.Errorf("--resume: the interrupted load of backup %s masked %s, this one %s: resume it with the same --mask rules and --mask-key-file (or start over with --drop-existing)", id, rulesSaid(began), rulesSaid(now))
+	}
+	return nil
+}
+
+// rulesSaid puts a mask.Rules.Describe in a sentence.
+func rulesSaid(describe string) string {
+	if describe == "" {
+		return "nothing"
+	}
+	return "by " + strings.ReplaceAll(describe, "\n", ", ")
 }
 
 // readJournal adds the chunks one journal table holds for this backup.
@@ -632,6 +665,11 @@ func (l *loader) createTables(ctx context.Context) error {
 		}
 	}
 	if !l.done[0] {
+		if rules := l.job.Mask.Describe(); rules != "" {
+			if _, err := l.ddl.ExecContext(ctx, "REPLACE INTO "+qualified(journalDB, "masks")+" (backup, rules) VALUES (?, ?)", l.job.Manifest.ID, rules); err != nil {
+				return fmt.Errorf("load journal: %w", err)
+			}
+		}
 		return l.journal(ctx, l.ddl, "journal", 0)
 	}
 	return nil

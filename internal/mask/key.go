@@ -36,8 +36,11 @@ type keys struct {
 	id      string // "random", or "file " and a fingerprint
 }
 
+// RandomKey is Rules.Key of rules keyed with a random key.
+const RandomKey = "random"
+
 func newKeys(material []byte, fromFile bool) *keys {
-	k := &keys{id: "random"}
+	k := &keys{id: RandomKey}
 	blake3.DeriveKey(hashContext, material, k.hashKey[:])
 	var aesKey [32]byte
 	blake3.DeriveKey(permutationContext, material, aesKey[:])

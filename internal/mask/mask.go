@@ -50,6 +50,21 @@ func (r *Rules) List() []Rule { return slices.Clone(r.rules) }
 // with that key, so their outputs match).
 func (r *Rules) Key() string { return r.keys.fingerprint() }
 
+// Describe is the rules, sorted, and their Key, one a line: two Rules
+// whose descriptions are equal and whose key is not random mask alike.
+// Nil rules describe as "".
+func (r *Rules) Describe() string {
+	if r == nil {
+		return ""
+	}
+	var lines []string
+	for _, rule := range r.rules {
+		lines = append(lines, rule.String())
+	}
+	slices.Sort(lines)
+	return strings.Join(append(lines, "key "+r.Key()), "\n")
+}
+
 // Column is what a rule needs to know of a column to fit its outputs to
 // it.
 type Column struct {
@@ -145,7 +160,7 @@ func (p *Plan) Table(db, table string, cols []Column) (*Table, error) {
 			switch {
 			case score > bestScore:
 				best, bestScore = j, score
-			case score == bestScore:
+			case score == bestScore && rule.FunctionString() != p.r.rules[best].FunctionString():
 				return nil, errorf("column %s.%s.%s: mask rules %s and %s both name it; keep one", db, table, c.Name, p.r.rules[best], rule)
 			}
 		}

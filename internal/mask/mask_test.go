@@ -428,6 +428,10 @@ func TestPlan(t *testing.T) {
 	if _, err := r.Plan().Table("d", "t", []Column{{Name: "c", DataType: "int", Nullable: true}}); err == nil || !strings.Contains(err.Error(), "both name it") {
 		t.Errorf("two rules as exact: %v", err)
 	}
+	r = rulesWith(t, testKey, "*.t.c=hash", "d.*.c=hash")
+	if tm, err := r.Plan().Table("d", "t", []Column{{Name: "c", DataType: "int", Nullable: true}}); err != nil || tm.Func(0) == nil {
+		t.Errorf("two rules as exact, with one function: %v", err)
+	}
 
 	r = rulesWith(t, testKey, "shop.customers.emial=hash", "shop.custmers.email=hash", "*.*.phone=phone", "shop.customers.id=hash")
 	p = r.Plan()
@@ -447,6 +451,21 @@ func TestPlan(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "customers.id") {
 		t.Errorf("Check names a rule that matched: %v", err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	a := rulesWith(t, testKey, "b.t.c=hash", "a.t.c=null", "b.t.c=hash")
+	b := rulesWith(t, testKey, "a.t.c=null", "b.t.c=hash")
+	if a.Describe() != b.Describe() || !strings.HasPrefix(a.Describe(), "a.t.c=null\nb.t.c=hash\nkey file ") {
+		t.Errorf("the same rules describe as %q and %q", a.Describe(), b.Describe())
+	}
+	if c := rulesWith(t, nil, "a.t.c=null", "b.t.c=hash"); c.Describe() == a.Describe() || !strings.HasSuffix(c.Describe(), "\nkey random") {
+		t.Errorf("a random key: %q", c.Describe())
+	}
+	var none *Rules
+	if none.Describe() != "" {
+		t.Error("nil rules describe as something")
 	}
 }
 
