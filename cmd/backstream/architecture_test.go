@@ -63,6 +63,8 @@ var layerRules = []struct {
 		"the format knows nothing of MariaDB or of which backend or repository holds it"},
 	{[]string{"internal/physical", "internal/logical", "internal/logical/schema"}, []string{"internal/repo", "internal/cli", "internal/restore", "internal/retention"},
 		"the engines get ids and destinations passed in; they do not know the repository"},
+	{[]string{"internal/mask"}, []string{"internal/archive", "internal/repo", "internal/mariadb", "internal/physical", "internal/logical", "internal/storage/", "internal/cli"},
+		"masking knows columns and values, not data files, connections or repositories"},
 	{[]string{"internal/about", "internal/metrics"}, []string{"internal/archive", "internal/repo", "internal/mariadb", "internal/physical", "internal/logical", "internal/storage/", "internal/cli"},
 		"who this build is and the metrics file know nothing of backups or repositories"},
 	{[]string{"internal/mariadb", "internal/transport", "internal/progress", "internal/sandbox"}, []string{"internal/archive", "internal/repo", "internal/physical", "internal/logical", "internal/cli", "internal/storage/"},

@@ -108,6 +108,9 @@ type DatabaseStats struct {
 	// NoHistory names the tables versioned by transaction id whose
 	// current rows only are in the backup (backup --versioned-current-only).
 	NoHistory []string `json:"no_history,omitempty"`
+	// Masked names the columns whose values the dump masked, as
+	// table.column=function (backup --mask).
+	Masked []string `json:"masked,omitempty"`
 }
 
 // Barrier orders the streams around one chunk whose effect reaches files

@@ -53,6 +53,7 @@ type madeResult struct {
 	Seconds    float64             `json:"seconds"`
 	Encryption *archive.Encryption `json:"encryption,omitempty"`
 	NoHistory  []string            `json:"no_history,omitempty"`
+	Masked     []string            `json:"masked,omitempty"` // logical: columns the dump masked, as db.table.column=function
 }
 
 // reportMade prints the backup m the command made: with --json one JSON
@@ -74,6 +75,7 @@ func madeOf(m *archive.Manifest) madeResult {
 			r.NoHistory = append(r.NoHistory, d.Name+"."+t)
 		}
 	}
+	r.Masked = maskedIn(m)
 	return r
 }
 
@@ -230,6 +232,7 @@ func printDatabases(g *globals, ms []*archive.Manifest) error {
 	}
 	for _, m := range ms {
 		printNoHistory(g, m)
+		printMasked(g, m)
 	}
 	return nil
 }

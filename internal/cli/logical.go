@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
@@ -26,6 +28,51 @@ func (k *skipFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&k.s.Routines, "skip-routines", false, "leave stored procedures, functions and packages out")
 	f.BoolVar(&k.s.Events, "skip-events", false, "leave events out")
 	f.BoolVar(&k.s.Users, "skip-users", false, "leave users, roles and grants out")
+}
+
+// maskFlags are --mask and --mask-key-file, of a dump and of a load.
+type maskFlags struct {
+	specs   []string
+	keyFile string
+}
+
+func (m *maskFlags) register(f *pflag.FlagSet, when string) {
+	f.StringArrayVar(&m.specs, "mask", nil, "logical: mask a column's values "+when+", as database.table.column=FUNCTION, FUNCTION one of hash, null, email, phone, fixed:VALUE; * for any database or table (repeatable; those of option files add to these)")
+	f.SetAnnotation("mask", addsToCommandLine, []string{"true"})
+	f.StringVar(&m.keyFile, "mask-key-file", "", "with --mask: the file holding the key of hash, email and phone (at least 16 bytes; the same key gives the same stand-ins in every run); default: a random key, forgotten after the run")
+}
+
+// rules reads the mask rules and their key; nil without --mask.
+func (m *maskFlags) rules() (*mask.Rules, error) {
+	if len(m.specs) == 0 {
+		if m.keyFile != "" {
+			return nil, usagef("--mask-key-file needs --mask")
+		}
+		return nil, nil
+	}
+	r, err := mask.Parse(m.specs)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if m.keyFile != "" {
+		key, err := mask.ReadKeyFile(m.keyFile)
+		if err == nil {
+			err = r.SetKey(key)
+		}
+		if err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return r, nil
+}
+
+// maskUsage makes a rule that cannot apply (a *mask.Error) a usage error.
+func maskUsage(err error) error {
+	var me *mask.Error
+	if errors.As(err, &me) {
+		return usageError{err}
+	}
+	return err
 }
 
 // filterAliases makes the plural names of the filter flags (--databases,
@@ -54,6 +101,7 @@ type logicalBackupFlags struct {
 	chunkSize   string
 	currentOnly bool
 	skip        skipFlags
+	mask        maskFlags
 }
 
 func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
@@ -68,6 +116,7 @@ func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&l.chunkSize, "chunk-size", "16MiB", "--logical: size at which table data is cut into files")
 	f.BoolVar(&l.currentOnly, "versioned-current-only", false, "--logical: dump tables system-versioned by transaction id with their current rows only (their history cannot be restored; without this flag they make the backup refuse)")
 	l.skip.register(f)
+	l.mask.register(f, "as it is dumped, so that the repository never holds it")
 }
 
 // job builds the dump job from the shared backup flags' job and these.
@@ -86,7 +135,12 @@ func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) 
 			return logical.DumpJob{}, usagef("table %q: give it as database.table", t)
 		}
 	}
+	masks, err := l.mask.rules()
+	if err != nil {
+		return logical.DumpJob{}, err
+	}
 	return logical.DumpJob{
+		Mask: masks,
 		Conn: b.Conn, Parallel: b.Parallel, Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
 		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
 		Skip:     skip,
@@ -100,7 +154,7 @@ func runDump(ctx context.Context, g *globals, r *repo.Repo, job logical.DumpJob)
 	m, err := logical.Dump(ctx, job)
 	t.Finish(err)
 	if err != nil {
-		return err
+		return maskUsage(err)
 	}
 	var tables int
 	var rows int64
@@ -113,7 +167,27 @@ func runDump(ctx context.Context, g *globals, r *repo.Repo, job logical.DumpJob)
 		return err
 	}
 	printNoHistory(g, m)
+	printMasked(g, m)
 	return nil
+}
+
+// printMasked says which columns of a logical backup were masked.
+func printMasked(g *globals, m *archive.Manifest) {
+	if cols := maskedIn(m); len(cols) > 0 {
+		fmt.Fprintf(g.stdout, "backup %s: masked when dumped: %s\n", m.ID, strings.Join(cols, ", "))
+	}
+}
+
+// maskedIn lists the columns a logical backup's dump masked, as
+// db.table.column=function.
+func maskedIn(m *archive.Manifest) []string {
+	var out []string
+	for _, d := range m.Databases {
+		for _, c := range d.Masked {
+			out = append(out, d.Name+"."+c)
+		}
+	}
+	return out
 }
 
 // printNoHistory says which tables of a logical backup have no history in it.
@@ -141,6 +215,7 @@ type logicalRestoreFlags struct {
 	replaceUsers bool
 	asJSON       bool
 	skip         skipFlags
+	mask         maskFlags
 }
 
 func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
@@ -159,6 +234,7 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&l.resume, "resume", false, "logical: continue an interrupted load of the same backup")
 	f.BoolVar(&l.noBinlog, "no-binlog", false, "logical, and --table --apply-to: load or import with sql_log_bin=0 (nothing reaches the target's replicas)")
 	l.skip.register(f)
+	l.mask.register(f, "as it is loaded (names as in the backup), so that the target never holds it")
 }
 
 // onlyLogical names the flags that mean something only for a logical load.
@@ -214,7 +290,12 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
+	masks, err := l.mask.rules()
+	if err != nil {
+		return logical.LoadJob{}, err
+	}
 	return logical.LoadJob{
+		Mask: masks,
 		Conn: cfg, Parallel: parallel, Rename: rename, Definer: l.definer,
 		Filter:       schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
 		Skip:         l.skip.s,
@@ -239,6 +320,8 @@ type loadReport struct {
 	ReloadedTables   []string       `json:"reloaded_tables"`
 	DefinitionOnly   []string       `json:"definition_only"`
 	HistoryLeftOut   []string       `json:"history_left_out"`
+	Masked           []string       `json:"masked"`                  // by this load, as db.table.column=function
+	MaskedInBackup   []string       `json:"masked_in_backup"`        // by the dump, under the backup's names
 	GTIDPosition     string         `json:"gtid_position,omitempty"` // the backup's, for restore --until --apply-to
 }
 
@@ -254,7 +337,7 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 	res, err := restore.Load(ctx, r, m, job)
 	t.Finish(err)
 	if err != nil {
-		return err
+		return maskUsage(err)
 	}
 	for _, a := range res.Passwordless {
 		fmt.Fprintf(g.stderr, "warning: account %s has no password: anyone who reaches the server can log in as it\n", a)
@@ -265,6 +348,7 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 			CreatedAccounts: orEmpty(res.CreatedAccounts), ReplacedAccounts: orEmpty(res.ReplacedAccounts),
 			KeptAccounts: orEmpty(res.KeptAccounts), Passwordless: orEmpty(res.Passwordless), LeftOut: orEmpty(res.LeftOut),
 			ReloadedTables: orEmpty(res.Reloaded), DefinitionOnly: orEmpty(res.DefinitionOnly), HistoryLeftOut: orEmpty(res.HistoryLeftOut),
+			Masked: orEmpty(res.Masked), MaskedInBackup: orEmpty(maskedIn(m)),
 			GTIDPosition: m.Positions.GTID,
 		})
 	}
@@ -280,6 +364,12 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 	}
 	for _, s := range slices.Concat(res.Reloaded, res.DefinitionOnly, res.HistoryLeftOut) {
 		fmt.Fprintln(g.stdout, s)
+	}
+	if cols := maskedIn(m); len(cols) > 0 {
+		fmt.Fprintf(g.stdout, "masked in the backup: %s\n", strings.Join(cols, ", "))
+	}
+	if len(res.Masked) > 0 {
+		fmt.Fprintf(g.stdout, "masked as loaded: %s\n", strings.Join(res.Masked, ", "))
 	}
 	if !job.Users {
 		fmt.Fprintln(g.stdout, "accounts: none created or changed (--users restores them)")

@@ -27,6 +27,14 @@ import (
 // set in one. A key no command knows is an error in [backstream], and a
 // key the command does not know is one in [backstream-COMMAND], naming
 // the file and line; so is a value the option refuses.
+//
+// A repeatable option (a string array such as mask or
+// mariabackup-option) takes one value per line, and its lines add up over
+// every file and group read; a comma-separated list (database = a,b)
+// replaces the list of an earlier line. The lines of a repeatable option
+// marked with addsToCommandLine (mask) add to the values given on the
+// command line too, so that a rule kept in an option file is never
+// dropped by giving another on the command line.
 
 // notFromFiles are the flags option files cannot set: those that choose
 // the files, and those the connection resolver reads from the files on
@@ -42,6 +50,14 @@ var notFromFiles = map[string]bool{
 // envDefaults are the flags whose default comes from an environment
 // variable, which beats the option files.
 var envDefaults = map[string]string{"repo": "BACKSTREAM_REPO"}
+
+// addsToCommandLine is the annotation of a repeatable flag whose values in
+// option files add to those of the command line instead of giving way.
+const addsToCommandLine = "backstream-adds-to-command-line"
+
+// repeatable reports a flag that takes one value per occurrence, never
+// split at commas.
+func repeatable(fl *pflag.Flag) bool { return fl.Value.Type() == "stringArray" }
 
 // applyOptionFiles sets the flags of cmd that the command line left
 // unset from the option files, and records where each value came from.
@@ -59,6 +75,7 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 	if err != nil {
 		return usagef("reading option files: %v", err)
 	}
+	fromFiles := map[string]bool{} // repeatable flags some line has set
 	for _, o := range opts {
 		key, loose := strings.CutPrefix(o.Key, "loose-")
 		where := fmt.Sprintf("%s:%d [%s]", o.File, o.Line, o.Group)
@@ -73,7 +90,7 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 			return usagef("%s: unknown option %q (no backstream command has it)", where, key)
 		case notFromFiles[key]:
 			continue
-		case fl.Changed:
+		case fl.Changed && fl.Annotations[addsToCommandLine] == nil:
 			g.sources[key] = "command line"
 			continue
 		}
@@ -88,16 +105,35 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 			}
 			value = fl.NoOptDefVal
 		}
-		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+		sv, isSlice := fl.Value.(pflag.SliceValue)
+		switch {
+		case isSlice && repeatable(fl):
+			// Every line adds one value; the first one read replaces the
+			// default, unless the command line gave values to add to.
+			if !fromFiles[key] && !fl.Changed {
+				err = sv.Replace(nil)
+			}
+			if err == nil {
+				err = sv.Append(value)
+			}
+		case isSlice:
 			// A later file's list replaces an earlier one's.
 			err = sv.Replace(strings.Split(value, ","))
-		} else {
+		default:
 			err = fl.Value.Set(value)
 		}
 		if err != nil {
 			return usagef("%s: option %q: bad value %q: %v", where, key, value, err)
 		}
-		g.sources[key] = where
+		switch {
+		case repeatable(fl) && fromFiles[key]:
+			g.sources[key] += ", " + where
+		case fl.Changed:
+			g.sources[key] = "command line and " + where
+		default:
+			g.sources[key] = where
+		}
+		fromFiles[key] = true
 	}
 	return nil
 }

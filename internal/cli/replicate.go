@@ -83,6 +83,9 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 				if err != nil {
 					return err
 				}
+				if cols := maskedIn(m); len(cols) > 0 {
+					return usagef("backup %s was masked when dumped (%s): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup", m.ID, strings.Join(cols, ", "))
+				}
 				opt.Backup = replica.FromManifest(m)
 			}
 			out := g.stdout

@@ -103,7 +103,8 @@ func newRestoreCmd(g *globals) *cobra.Command {
   backstream restore latest --repo /backups --datadir /var/lib/mysql --force --start
   backstream restore --repo /backups --until "2026-11-21 10:15:00" --target-dir /srv/pitr
   backstream restore latest --repo /backups --table shop.orders --apply-to --as shop.orders_restored --socket /run/mysqld/mysqld.sock
-  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock    # a logical backup into a running server`,
+  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock    # a logical backup into a running server
+  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock --mask 'shop.*.email=email' --mask-key-file /etc/backstream/mask.key`,
 		Long: `restore reads every stream of a backup in parallel, verifies every checksum and writes
 the files into --target-dir, which must be empty or absent. With --prepare it then runs
 mariabackup --prepare, so that a server starts on the result. Ownership and modes
@@ -122,7 +123,9 @@ target has are kept unless --replace-users). Tables the target already has are r
 (--drop-existing), and an interrupted load continues with --resume. --database, --table
 and their --exclude- forms pick what to load (each filter narrows: see the guide); views,
 triggers, routines, events and grants that refer to what is not loaded are left out and
-listed; --rename-database a:b loads a as b.
+listed; --rename-database a:b loads a as b. --mask db.table.column=FUNCTION (names as in
+the backup; repeatable) replaces a column's values in every data file before it loads,
+so that the target, its binary log included, never holds them.
 
 With --datadir DIR (physical) the backup is restored and prepared beside DIR, owned, and
 renamed into place only when complete; a DIR that holds anything is refused unless
@@ -142,6 +145,10 @@ the live table (its triggers are then named, not created). --database db --apply
 every table of db. Only the tables' files and the system's are read from the repository. A
 table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			masking := len(l.mask.specs) > 0 || l.mask.keyFile != ""
+			if masking && (applyTo || until != "" || untilGTID != "") {
+				return usagef("--mask masks the load of a logical backup; --until, --until-gtid and --apply-to restore, replay or import data as it is, so they refuse it (the rules may come from an option file)")
+			}
 			if applyTo && until == "" && untilGTID == "" && (len(l.tables) > 0 || len(l.databases) > 0) {
 				if server != "" || base != "" {
 					return usagef("--server and --base go with --until or --until-gtid")
@@ -196,6 +203,9 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 					return err
 				}
 				return runLoad(ctx, g, r, m, job, l.asJSON)
+			}
+			if masking {
+				return usagef("--mask masks the load of a logical backup; backup %s is physical: its files are restored as they are and cannot be masked (the rules may come from an option file)", m.ID)
 			}
 			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "json" && (p.start == "" || !slices.Contains(connFlagNames, f)) {
 				return usagef("--%s is for logical backups (or, to reach the started server, with --start); backup %s is physical", f, m.ID)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/mask"
 )
 
 // CatalogName is the meta object that holds a logical backup's catalog.
@@ -35,6 +36,10 @@ type Catalog struct {
 	// dump is a base for a point-in-time restore, whose binary logs touch
 	// anything on the server. False in backups made before it existed.
 	Whole bool `json:"whole,omitempty"`
+	// MaskKey says which key masked the columns TableData.Masked lists
+	// (mask.Rules.Key: "random", or "file" and the key's fingerprint;
+	// never the key); "" when none is masked.
+	MaskKey string `json:"mask_key,omitempty"`
 }
 
 // Data file formats (Catalog.DataFormat). They differ only in ENUM and SET
@@ -60,6 +65,8 @@ type TableData struct {
 	Table    string   `json:"table"`
 	Columns  []string `json:"columns"`
 	Chunks   []Chunk  `json:"chunks"`
+	// Masked lists the columns whose values the dump masked, and how.
+	Masked []mask.Applied `json:"masked,omitempty"`
 }
 
 // Chunk is one data file. ID is unique in the backup: the load journal

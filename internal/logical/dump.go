@@ -20,6 +20,7 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/throttle"
 )
@@ -48,6 +49,11 @@ type DumpJob struct {
 	Progress             *progress.Tracker
 	Version              string              // backstream's, for the manifest
 	Encryption           *archive.Encryption // recorded in the manifest when the destination encrypts
+	// Mask masks the columns its rules name as rows are dumped, so that
+	// their values never reach the destination; nil masks nothing. A
+	// rule that names no column dumped, or one that cannot hold what it
+	// makes, fails the dump before it writes anything (a *mask.Error).
+	Mask *mask.Rules
 
 	// In tests: afterCatalog runs once the catalog is read, before any
 	// lock; afterSnapshot once every snapshot is open.
@@ -192,6 +198,17 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 			}
 		}
 	}
+	if job.Mask != nil {
+		plan := job.Mask.Plan()
+		for _, w := range s.tables {
+			if w.masks, err = planMasks(plan, w.db, w.t, w.columnNames()); err != nil {
+				return nil, err
+			}
+		}
+		if err := plan.Check(); err != nil {
+			return nil, err
+		}
+	}
 	if len(byTransaction) > 0 && !job.VersionedCurrentOnly {
 		return nil, fmt.Errorf("%s: system-versioned by transaction id, whose history a restore cannot take back (every history row would come back as a current row); --versioned-current-only dumps the current rows only, --exclude-table leaves a table out",
 			strings.Join(byTransaction, ", "))
@@ -311,10 +328,17 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 		job.Progress.Stage("committing")
 	}
 	f := job.Filter
-	whole := len(f.Databases)+len(f.ExcludeDatabases)+len(f.Tables)+len(f.ExcludeTables) == 0 && job.Skip == schema.Skip{}
+	// A masked dump is no base for a point-in-time restore: the binary
+	// logs replayed on it hold the values unmasked.
+	whole := len(f.Databases)+len(f.ExcludeDatabases)+len(f.Tables)+len(f.ExcludeTables) == 0 && job.Skip == schema.Skip{} && job.Mask == nil
 	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode, DataFormat: s.format, Whole: whole}
 	for _, t := range s.tables {
-		cat.Tables = append(cat.Tables, TableData{Database: t.db, Table: t.t.Name, Columns: t.columnNames(), Chunks: t.chunks})
+		td := TableData{Database: t.db, Table: t.t.Name, Columns: t.columnNames(), Chunks: t.chunks}
+		if t.masks != nil {
+			td.Masked = t.masks.applied
+			cat.MaskKey = job.Mask.Key()
+		}
+		cat.Tables = append(cat.Tables, td)
 	}
 	data, err := json.Marshal(cat)
 	if err != nil {
@@ -357,6 +381,9 @@ func summarise(c *Catalog) []archive.DatabaseStats {
 		d := byName[t.Database]
 		if d == nil {
 			continue
+		}
+		for _, m := range t.Masked {
+			d.Masked = append(d.Masked, t.Table+"."+m.Column+"="+m.Function)
 		}
 		d.Tables++
 		for _, ch := range t.Chunks {

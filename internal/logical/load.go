@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -35,7 +36,7 @@ import (
 const journalDB = "backstream_load"
 
 // journalTables are the journal's tables, each keyed by backup first.
-var journalTables = []string{"journal", "started", "accounts"}
+var journalTables = []string{"journal", "started", "accounts", "masks"}
 
 // LoadJob is one load of a logical backup into a running server.
 type LoadJob struct {
@@ -66,6 +67,12 @@ type LoadJob struct {
 	// anything there.
 	OnTarget func(Target)
 	Progress *progress.Tracker
+	// Mask masks the columns its rules name (by their names in the
+	// backup) in every data file before LOAD DATA reads it, after the
+	// file was checked against the manifest; nil masks nothing. A rule
+	// that names no column loaded, or one that cannot hold what it
+	// makes, fails the load before it changes anything (a *mask.Error).
+	Mask *mask.Rules
 }
 
 // Target names the server a load reached.
@@ -106,6 +113,9 @@ type LoadResult struct {
 	// schema.Table.RowsElsewhere); HistoryLeftOut, which versioned tables
 	// got their current rows only because the backup has no more.
 	DefinitionOnly, HistoryLeftOut []string
+	// Masked lists the columns LoadJob.Mask masked, as
+	// db.table.column=function under their target names.
+	Masked []string
 }
 
 // target is one table to load, with its statements.
@@ -125,6 +135,8 @@ type target struct {
 	// whether the target rolls back its rows with the journal row.
 	engine        string
 	transactional bool
+	// masks masks the data files' columns LoadJob.Mask names (nil: none).
+	masks *tableMasks
 }
 
 func (t *target) qname() string  { return qualified(t.db, t.name) }
@@ -381,7 +393,21 @@ func (l *loader) plan() error {
 	if len(l.tables) == 0 && len(l.dbs) == 0 {
 		return fmt.Errorf("backup %s: the filters select nothing", l.job.Manifest.ID)
 	}
-	return nil
+	if l.job.Mask == nil {
+		return nil
+	}
+	plan := l.job.Mask.Plan()
+	for _, t := range l.tables {
+		if t.data == nil {
+			continue
+		}
+		var err error
+		if t.masks, err = planMasks(plan, t.srcDB, t.src, t.data.Columns); err != nil {
+			return err
+		}
+		l.res.Masked = append(l.res.Masked, maskedColumns(t.db, t.name, t.masks)...)
+	}
+	return plan.Check()
 }
 
 // autoIncColumn finds a column definition with AUTO_INCREMENT in SHOW
@@ -449,6 +475,10 @@ func (l *loader) openJournal(ctx context.Context) error {
 		// them again rather than keeping them as if they were the target's.
 		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "accounts") +
 			" (backup VARCHAR(64) NOT NULL, account VARCHAR(400) NOT NULL, PRIMARY KEY (backup, account)) ENGINE=InnoDB",
+		// The mask rules the load began with (mask.Rules.Describe), so that
+		// a resumed load masks its files as the first run did.
+		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "masks") +
+			" (backup VARCHAR(64) NOT NULL, rules TEXT NOT NULL, PRIMARY KEY (backup)) ENGINE=InnoDB",
 	} {
 		if _, err := l.ddl.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("load journal: %w", err)
@@ -472,8 +502,37 @@ func (l *loader) openJournal(ctx context.Context) error {
 		l.done, l.started = map[int]bool{}, map[int]bool{}
 	case !started && l.job.Resume:
 		return fmt.Errorf("--resume: this server has no unfinished load of backup %s", l.job.Manifest.ID)
+	case started:
+		return l.checkResumedMasks(ctx)
 	}
 	return nil
+}
+
+// checkResumedMasks refuses to resume a load with other mask rules than
+// it began with (none counts as rules): the rows of one table would be
+// masked two ways, or not at all. A random key cannot be given again.
+func (l *loader) checkResumedMasks(ctx context.Context) error {
+	var began string
+	err := l.ddl.QueryRowContext(ctx, "SELECT rules FROM "+qualified(journalDB, "masks")+" WHERE backup = ?", l.job.Manifest.ID).Scan(&began)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("load journal: %w", err)
+	}
+	id := l.job.Manifest.ID
+	switch now := l.job.Mask.Describe(); {
+	case strings.HasSuffix(began, "\nkey "+mask.RandomKey):
+		return fmt.Errorf("--resume: the interrupted load of backup %s masked with a random key, which cannot be given again: the rest of its rows would not match those loaded; start over with --drop-existing (with --mask-key-file, a load can be resumed)", id)
+	case began != now:
+		return fmt.Errorf("--resume: the interrupted load of backup %s masked %s, this one %s: resume it with the same --mask rules and --mask-key-file (or start over with --drop-existing)", id, rulesSaid(began), rulesSaid(now))
+	}
+	return nil
+}
+
+// rulesSaid puts a mask.Rules.Describe in a sentence.
+func rulesSaid(describe string) string {
+	if describe == "" {
+		return "nothing"
+	}
+	return "by " + strings.ReplaceAll(describe, "\n", ", ")
 }
 
 // readJournal adds the chunks one journal table holds for this backup.
@@ -606,6 +665,11 @@ func (l *loader) createTables(ctx context.Context) error {
 		}
 	}
 	if !l.done[0] {
+		if rules := l.job.Mask.Describe(); rules != "" {
+			if _, err := l.ddl.ExecContext(ctx, "REPLACE INTO "+qualified(journalDB, "masks")+" (backup, rules) VALUES (?, ?)", l.job.Manifest.ID, rules); err != nil {
+				return fmt.Errorf("load journal: %w", err)
+			}
+		}
 		return l.journal(ctx, l.ddl, "journal", 0)
 	}
 	return nil
@@ -806,8 +870,8 @@ func (s *loadSink) Chunk(c *xbstream.Chunk) error {
 }
 
 // loadFile loads one data file in one transaction with its journal row,
-// after checking it against the manifest's digest and its row count
-// against the catalog's.
+// after checking it against the manifest's digest (and then masking it,
+// when asked) and its row count against the catalog's.
 func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	data := f.buf
 	f.buf = nil
@@ -818,10 +882,17 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	if err := archive.CheckDigest(data, f.digest); err != nil {
 		return archive.Corruptf("%s: %v", where, err)
 	}
+	load := data
+	if f.t.masks != nil {
+		var err error
+		if load, err = maskData(data, f.t.masks); err != nil {
+			return fmt.Errorf("%s: mask: %w", where, err)
+		}
+	}
 	// The driver's reader names are global to the process, which may run
 	// two loads of one backup at once (into two servers).
 	name := fmt.Sprintf("backstream-%s-%d-%d", l.job.Manifest.ID, f.chunk.ID, readerSeq.Add(1))
-	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(data) })
+	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(load) })
 	defer mysql.DeregisterReaderHandler(name)
 	if !f.t.transactional {
 		// Autocommitted, so a deadlock rolled back this row alone.

@@ -26,6 +26,8 @@ type tableWork struct {
 	cols []schema.Column // the dumped columns, in file order
 	from string          // `db`.`t`, with FOR SYSTEM_TIME ALL for versioned tables that keep their history
 	list string          // the select list
+	// masks masks the columns the dump's rules name (nil: none).
+	masks *tableMasks
 
 	mu sync.Mutex
 	// A key whose first column is an integer is cut into ranges of that
@@ -408,14 +410,20 @@ func (w *tableWork) eachRow(ctx context.Context, c *sql.Conn, where string, fn f
 	})
 }
 
-// appendRow writes one row as a line of a data file.
+// appendRow writes one row as a line of a data file, masked as the
+// dump's rules say.
 func (w *tableWork) appendRow(dst []byte, vals []driver.Value) ([]byte, error) {
 	for i, v := range vals {
 		if i > 0 {
 			dst = append(dst, '\t')
 		}
 		var err error
-		if dst, err = appendValue(dst, v); err != nil {
+		if f := w.masks.fn(i); f != nil {
+			dst, err = appendMasked(dst, v, f)
+		} else {
+			dst, err = appendValue(dst, v)
+		}
+		if err != nil {
 			return dst, fmt.Errorf("column %s: %w", w.cols[i].Name, err)
 		}
 	}
