@@ -110,6 +110,8 @@ type Tracker struct {
 	// lag is how far a continuous operation (binlog --follow) is behind
 	// its source; nil until SetLag.
 	lag atomic.Pointer[Lag]
+	// restarts counts Restart calls, for the display goroutine.
+	restarts atomic.Int64
 
 	opt   Options
 	mode  Mode
@@ -131,6 +133,11 @@ type Tracker struct {
 	lastIn   int64
 	lastTime time.Time
 	rate     float64
+	// shown is the percent last reported: an estimated total that grows
+	// makes the ratio fall back, and a percent that goes back is read as
+	// lost work. Only a restart lowers it.
+	shown        float64
+	restartsSeen int64
 }
 
 // Start begins tracking an operation and, unless the mode is quiet, starts
@@ -227,6 +234,7 @@ func (t *Tracker) Restart() {
 	t.out.Store(0)
 	t.rows.Store(0)
 	t.tablesDone.Store(0)
+	t.restarts.Add(1)
 }
 
 // AddRows counts rows dumped or loaded.
@@ -362,6 +370,7 @@ type snapshot struct {
 	rate           float64 // bytes in per second, smoothed
 	eta            time.Duration
 	etaKnown       bool
+	floor          float64 // the percent shown before (see Tracker.shown)
 }
 
 // rateWindow is the time constant of the smoothed rate: a change of pace
@@ -390,6 +399,11 @@ func (t *Tracker) take(now time.Time) snapshot {
 		// attempt's, measured from here on.
 		t.lastIn, t.lastTime = s.in, now
 	}
+	if r := t.restarts.Load(); r != t.restartsSeen {
+		t.restartsSeen, t.shown = r, 0
+	}
+	s.floor = t.shown
+	t.shown = s.percent()
 	if dt := now.Sub(t.lastTime).Seconds(); dt > 0.05 {
 		recent := float64(s.in-t.lastIn) / dt
 		measured := max(now.Sub(t.start).Seconds(), dt)
@@ -435,7 +449,7 @@ func (s snapshot) percent() float64 {
 	if s.total <= 0 {
 		return 0
 	}
-	return min(100, 100*float64(s.in)/float64(s.total))
+	return max(s.floor, min(100, 100*float64(s.in)/float64(s.total)))
 }
 
 // Event is one JSON line of ModeJSON. Fields are stable: tools parse them.
@@ -451,8 +465,9 @@ type Event struct {
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
 	Total    int64 `json:"total"`
-	// Percent is BytesIn of Total, null when the total is unknown; 100 in
-	// the summary of a success.
+	// Percent is BytesIn of Total, never below the event before's unless
+	// the operation restarted, null when the total is unknown; 100 in the
+	// summary of a success.
 	Percent *float64 `json:"percent"`
 	// Rate is bytes in per second: recent for progress, average for summary.
 	Rate float64 `json:"rate"`

@@ -146,6 +146,32 @@ func TestRestartKeepsTheRate(t *testing.T) {
 	}
 }
 
+// An estimated total that grows faster than the bytes come in does not
+// make the percent go back (it would read as lost work); a restart does.
+func TestPercentNeverFallsBackButAtARestart(t *testing.T) {
+	tr := Start(Options{Mode: ModeQuiet, Out: io.Discard, Total: 100})
+	defer tr.Finish(nil)
+	t0 := tr.start
+	tr.In(90)
+	if p := tr.take(t0.Add(time.Second)).percent(); p != 90 {
+		t.Fatalf("90 of 100: %.1f%%", p)
+	}
+	tr.SetTotal(200)
+	tr.In(10)
+	if p := tr.take(t0.Add(2 * time.Second)).percent(); p != 90 {
+		t.Errorf("100 of a total grown to 200, after 90%% was shown: %.1f%%, want 90%%", p)
+	}
+	tr.In(90)
+	if p := tr.take(t0.Add(3 * time.Second)).percent(); p != 95 {
+		t.Errorf("190 of 200: %.1f%%, want 95%%", p)
+	}
+	tr.Restart()
+	tr.In(20)
+	if p := tr.take(t0.Add(4 * time.Second)).percent(); p != 10 {
+		t.Errorf("20 of 200 after a restart: %.1f%%, want 10%%", p)
+	}
+}
+
 // The rate is the average since the start, then a smoothed one whose
 // time constant does not depend on how often it is taken: a bar that takes
 // it five times a second and a line every five seconds show the same ETA,
