@@ -280,6 +280,7 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	em := newEmitter(w)
 	em.limit = throttle.NewLimiter(job.MaxRate)
 	var pos archive.Positions
+	var cat *Catalog
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return em.run(gctx) })
 	g.Go(func() error {
@@ -302,7 +303,11 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 				return err
 			}
 		}
-		return s.dumpTables(gctx, em, rest)
+		if err := s.dumpTables(gctx, em, rest); err != nil {
+			return err
+		}
+		cat = s.finalCatalog()
+		return s.writeStockFiles(gctx, em, cat, header, pos)
 	})
 	if err := g.Wait(); err != nil {
 		w.Abort(err)
@@ -327,19 +332,6 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	if job.Progress != nil {
 		job.Progress.Stage("committing")
 	}
-	f := job.Filter
-	// A masked dump is no base for a point-in-time restore: the binary
-	// logs replayed on it hold the values unmasked.
-	whole := len(f.Databases)+len(f.ExcludeDatabases)+len(f.Tables)+len(f.ExcludeTables) == 0 && job.Skip == schema.Skip{} && job.Mask == nil
-	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode, DataFormat: s.format, Whole: whole}
-	for _, t := range s.tables {
-		td := TableData{Database: t.db, Table: t.t.Name, Columns: t.columnNames(), Chunks: t.chunks}
-		if t.masks != nil {
-			td.Masked = t.masks.applied
-			cat.MaskKey = job.Mask.Key()
-		}
-		cat.Tables = append(cat.Tables, td)
-	}
 	data, err := json.Marshal(cat)
 	if err != nil {
 		return nil, err
@@ -357,6 +349,24 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 		return nil, err
 	}
 	return &m, nil
+}
+
+// finalCatalog is the catalog of the dump, once every table is dumped.
+func (s *session) finalCatalog() *Catalog {
+	f := s.job.Filter
+	// A masked dump is no base for a point-in-time restore: the binary
+	// logs replayed on it hold the values unmasked.
+	whole := len(f.Databases)+len(f.ExcludeDatabases)+len(f.Tables)+len(f.ExcludeTables) == 0 && s.job.Skip == schema.Skip{} && s.job.Mask == nil
+	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode, DataFormat: s.format, Whole: whole}
+	for _, t := range s.tables {
+		td := TableData{Database: t.db, Table: t.t.Name, Columns: t.columnNames(), Chunks: t.chunks}
+		if t.masks != nil {
+			td.Masked = t.masks.applied
+			cat.MaskKey = s.job.Mask.Key()
+		}
+		cat.Tables = append(cat.Tables, td)
+	}
+	return cat
 }
 
 // summarise counts tables, rows and bytes per database for the manifest,
@@ -721,6 +731,33 @@ func (s *session) writeSchemaFiles(ctx context.Context, em *emitter) error {
 	}
 	return nil
 }
+
+// writeStockFiles puts the way out (stockFiles) into the streams. An
+// object's text is put into its character set by the source server.
+func (s *session) writeStockFiles(ctx context.Context, em *emitter, cat *Catalog, header *archive.Manifest, pos archive.Positions) error {
+	encode := func(stmt, cs string) (string, error) { return schema.EncodeFor(ctx, s.coord, stmt, cs) }
+	files, err := stockFiles(cat, header, pos, encode)
+	if err != nil {
+		return fmt.Errorf("the scripts for restoring with stock tools: %w", err)
+	}
+	for _, sf := range files {
+		f := em.create(sf.path)
+		for data := sf.data; len(data) > 0; {
+			n := min(len(data), stockChunk)
+			if err := f.write(ctx, []byte(data[:n])); err != nil {
+				return err
+			}
+			data = data[n:]
+		}
+		if err := f.close(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stockChunk bounds the payload of one chunk of a stock file.
+const stockChunk = 1 << 20
 
 var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
 

@@ -263,27 +263,38 @@ func (l *loader) conn(ctx context.Context) (*sql.Conn, error) {
 
 // session prepares a connection for bulk loading.
 func (l *loader) session(ctx context.Context, c *sql.Conn) error {
-	mode := loadSQLMode(l.job.Catalog.SQLMode)
-	stmts := []string{
-		"SET SESSION sql_mode = '" + strings.ReplaceAll(mode, "'", "''") + "'",
-		"SET SESSION unique_checks = 0",
-		"SET SESSION foreign_key_checks = 0",
-		"SET SESSION check_constraint_checks = 0",
-		"SET SESSION time_zone = '+00:00'",
-		"SET SESSION max_statement_time = 0",
-	}
-	if l.insertHistory {
-		stmts = append(stmts, "SET SESSION system_versioning_insert_history = 1")
-	}
+	settings := loadSettings(l.job.Catalog.SQLMode, l.insertHistory)
 	if l.job.NoBinlog {
-		stmts = append(stmts, "SET SESSION sql_log_bin = 0")
+		settings = append(settings, "sql_log_bin = 0")
 	}
-	for _, q := range stmts {
+	for _, s := range settings {
+		q := "SET SESSION " + s
 		if _, err := c.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
 	return nil
+}
+
+// loadSettings are the session settings data files load under, as
+// "name = value": the sql_mode of loadSQLMode, no unique, foreign key or
+// CHECK constraint checks (the source checked the rows), times in UTC as
+// the data files hold them, no statement time limit; with insertHistory
+// the history rows of system-versioned tables go in as they are. The
+// scripts of the way out (stock.go) load under the same.
+func loadSettings(sourceMode string, insertHistory bool) []string {
+	s := []string{
+		"sql_mode = '" + strings.ReplaceAll(loadSQLMode(sourceMode), "'", "''") + "'",
+		"unique_checks = 0",
+		"foreign_key_checks = 0",
+		"check_constraint_checks = 0",
+		"time_zone = '+00:00'",
+		"max_statement_time = 0",
+	}
+	if insertHistory {
+		s = append(s, "system_versioning_insert_history = 1")
+	}
+	return s
 }
 
 // loadSQLMode is the sql_mode data files load under: the source's global
@@ -428,11 +439,24 @@ func (l *loader) targetDB(src string) string {
 // values, and in DataFormatNumeric the numbers of ENUM and SET values,
 // through a variable.
 func loadStatement(qname string, t *schema.Table, cols []string, format int) string {
+	list, set := loadColumns(t, cols, format)
+	// The separators in hex: their escaped forms would be read literally
+	// under the source's sql_mode if it has NO_BACKSLASH_ESCAPES.
+	q := "' INTO TABLE " + qname +
+		" CHARACTER SET binary FIELDS TERMINATED BY X'09' ESCAPED BY X'5C' LINES TERMINATED BY X'0A' (" + strings.Join(list, ", ") + ")"
+	if len(set) > 0 {
+		q += " SET " + strings.Join(set, ", ")
+	}
+	return q
+}
+
+// loadColumns returns the column list of loadStatement, names and
+// variables, and the assignments of its SET clause.
+func loadColumns(t *schema.Table, cols []string, format int) (list, set []string) {
 	types := map[string]string{}
 	for _, c := range t.Columns {
 		types[c.Name] = c.DataType
 	}
-	var list, set []string
 	for i, c := range cols {
 		v := fmt.Sprintf("@v%d", i)
 		switch typ := types[c]; {
@@ -453,14 +477,7 @@ func loadStatement(qname string, t *schema.Table, cols []string, format int) str
 			list = append(list, mariadb.QuoteIdent(c))
 		}
 	}
-	// The separators in hex: their escaped forms would be read literally
-	// under the source's sql_mode if it has NO_BACKSLASH_ESCAPES.
-	q := "' INTO TABLE " + qname +
-		" CHARACTER SET binary FIELDS TERMINATED BY X'09' ESCAPED BY X'5C' LINES TERMINATED BY X'0A' (" + strings.Join(list, ", ") + ")"
-	if len(set) > 0 {
-		q += " SET " + strings.Join(set, ", ")
-	}
-	return q
+	return list, set
 }
 
 func (l *loader) openJournal(ctx context.Context) error {

@@ -114,14 +114,7 @@ func CreateViewPlaceholder(ctx context.Context, conn *sql.Conn, targetDB string,
 	if o.Kind != KindView {
 		return fmt.Errorf("view placeholder %s.%s: a %s is not a view", targetDB, o.Name, o.Kind)
 	}
-	cols := make([]string, len(o.Columns))
-	for i, c := range o.Columns {
-		cols[i] = "1 AS " + mariadb.QuoteIdent(c)
-	}
-	if len(cols) == 0 {
-		cols = []string{"1"}
-	}
-	stmt := "CREATE OR REPLACE VIEW " + mariadb.QuoteIdent(targetDB) + "." + mariadb.QuoteIdent(o.Name) + " AS SELECT " + strings.Join(cols, ", ")
+	stmt := viewPlaceholder(targetDB, o)
 	err := withSession(ctx, conn, []setting{{"sql_mode", ddlSQLMode}}, func() error {
 		_, err := conn.ExecContext(ctx, stmt)
 		return err
@@ -130,6 +123,18 @@ func CreateViewPlaceholder(ctx context.Context, conn *sql.Conn, targetDB string,
 		return fmt.Errorf("view placeholder %s.%s: %w", targetDB, o.Name, err)
 	}
 	return nil
+}
+
+// viewPlaceholder is the statement of CreateViewPlaceholder.
+func viewPlaceholder(targetDB string, o *Object) string {
+	cols := make([]string, len(o.Columns))
+	for i, c := range o.Columns {
+		cols[i] = "1 AS " + mariadb.QuoteIdent(c)
+	}
+	if len(cols) == 0 {
+		cols = []string{"1"}
+	}
+	return "CREATE OR REPLACE VIEW " + mariadb.QuoteIdent(targetDB) + "." + mariadb.QuoteIdent(o.Name) + " AS SELECT " + strings.Join(cols, ", ")
 }
 
 // CreateObject creates a view, trigger, routine or event in targetDB, as
@@ -172,7 +177,7 @@ func createObject(ctx context.Context, conn *sql.Conn, targetDB string, o *Objec
 	if err := useDatabase(ctx, conn, targetDB); err != nil {
 		return err
 	}
-	text, err := encodeFor(ctx, conn, stmt, o.CharacterSetClient)
+	text, err := EncodeFor(ctx, conn, stmt, o.CharacterSetClient)
 	if err != nil {
 		return err
 	}
@@ -197,12 +202,13 @@ func createObject(ctx context.Context, conn *sql.Conn, targetDB string, o *Objec
 	})
 }
 
-// encodeFor returns stmt (UTF-8, as Read got it) in the bytes of character
+// EncodeFor returns stmt (UTF-8, as Read got it) in the bytes of character
 // set cs, the object's character_set_client: the server takes the
 // statement's bytes in that character set, and keeps it with the object.
-// The server converts, so every character set it knows works; a character
-// cs cannot hold becomes '?', as it would have on the source.
-func encodeFor(ctx context.Context, conn *sql.Conn, stmt, cs string) (string, error) {
+// The server on conn converts, so every character set it knows works; a
+// character cs cannot hold becomes '?', as it would have on the source.
+// Without a conversion to make (ASCII text, UTF-8) it does not query.
+func EncodeFor(ctx context.Context, conn *sql.Conn, stmt, cs string) (string, error) {
 	if isASCII(stmt) || cs == "" || strings.HasPrefix(cs, "utf8") {
 		return stmt, nil
 	}
