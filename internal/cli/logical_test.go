@@ -599,3 +599,56 @@ func TestLogicalRestoreAccounts(t *testing.T) {
 		}
 	})
 }
+
+// A TIMESTAMP column's default is a moment, which SHOW CREATE TABLE prints
+// in the session's time zone: from a source whose time zone is not UTC it
+// must come back as the same moment, not as the same wall-clock text read
+// in UTC.
+func TestLogicalTimestampDefaultsOfASourceOutsideUTC(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{Args: []string{"--default-time-zone=+05:00"}})
+	for _, q := range []string{
+		"CREATE DATABASE tz",
+		"CREATE TABLE tz.t (id INT PRIMARY KEY, at TIMESTAMP NOT NULL DEFAULT '2020-01-01 10:00:00', at6 TIMESTAMP(6) NULL DEFAULT '2021-06-01 12:34:56.123456')",
+		"INSERT INTO tz.t (id) VALUES (1)",
+	} {
+		if _, err := src.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	repoDir := newRepoDir(t)
+	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--databases", "tz", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
+	dst := sandboxtest.Start(t, sandbox.Options{})
+	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
+	// Both read in UTC, and a row that takes the defaults on each.
+	read := func(s *sandbox.Server) (create string, at, at6 string) {
+		t.Helper()
+		c, err := s.DB().Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var name string
+		for _, q := range []string{"SET time_zone = '+00:00'", "INSERT INTO tz.t (id) VALUES (2)"} {
+			if _, err := c.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := c.QueryRowContext(ctx, "SHOW CREATE TABLE tz.t").Scan(&name, &create); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(ctx, "SELECT CAST(at AS CHAR), CAST(at6 AS CHAR) FROM tz.t WHERE id = 2").Scan(&at, &at6); err != nil {
+			t.Fatal(err)
+		}
+		return create, at, at6
+	}
+	wantCreate, wantAt, wantAt6 := read(src)
+	gotCreate, gotAt, gotAt6 := read(dst)
+	if gotCreate != wantCreate {
+		t.Errorf("restored definition, read in UTC:\n%s\nsource's:\n%s", gotCreate, wantCreate)
+	}
+	if gotAt != wantAt || gotAt6 != wantAt6 || wantAt != "2020-01-01 05:00:00" {
+		t.Errorf("a new row's defaults in UTC: restored %s, %s; source %s, %s (want 2020-01-01 05:00:00)", gotAt, gotAt6, wantAt, wantAt6)
+	}
+}

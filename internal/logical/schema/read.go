@@ -23,6 +23,11 @@ var readSettings = []setting{
 	{"character_set_client", "utf8mb4"},
 	{"character_set_results", "utf8mb4"},
 	{"collation_connection", "utf8mb4_general_ci"},
+	// SHOW CREATE TABLE prints a TIMESTAMP default, a moment, in the
+	// session's time zone; tables are created in sessions in UTC (the
+	// load's, the stock scripts'), so they are read in UTC, or a source
+	// outside UTC would restore every such default shifted by its offset.
+	{"time_zone", "+00:00"},
 }
 
 // Read reads the catalog of the source. It runs inside whatever transaction
