@@ -57,8 +57,8 @@ func StartCluster(t testing.TB, n int, opt sandbox.Options) *Cluster {
 
 // Join starts one more node that joins the cluster and waits until it is
 // Synced. extra's Dir, Datadir and Galera.Ports, if set, place the node
-// (a node restarted on its own datadir); its Args come after the
-// cluster's. A node that started is stopped with the cluster, also when
+// (a node restarted on its own datadir), its OptionFile replaces the
+// cluster's, and its Args come after the cluster's. A node that started is stopped with the cluster, also when
 // it never synced; the error says why it did not join.
 func (c *Cluster) Join(t testing.TB, extra sandbox.Options) (*sandbox.Server, error) {
 	t.Helper()
@@ -73,6 +73,9 @@ func (c *Cluster) Join(t testing.TB, extra sandbox.Options) (*sandbox.Server, er
 	}
 	opt.Galera = &g
 	opt.Dir, opt.Datadir = extra.Dir, extra.Datadir
+	if extra.OptionFile != "" {
+		opt.OptionFile = extra.OptionFile
+	}
 	opt.Args = append(slices.Clone(opt.Args), extra.Args...)
 	if opt.StartTimeout == 0 {
 		opt.StartTimeout = syncTimeout
