@@ -22,6 +22,15 @@ want openssl openssl  # a key file encrypted as file_key_management reads it (te
 want gcc gcc          # cgo: zstd is the reference C library, built in
 want promtool prometheus  # promtool check metrics: the --metrics-file tests
 want systemd-analyze systemd  # systemd-analyze verify: the contrib/systemd units' test
+want socat socat      # wsrep_sst_mariabackup's transport (bench/sst.sh compares against it)
+want ip iproute2      # the veth pair bench/sst.sh shapes to 1 Gbit/s
+want tc iproute2
+want my_print_defaults mariadb-client-core  # the stock SST scripts read [sst] with it
+# Galera: the provider the cluster tests load. The stock SST scripts
+# (wsrep_sst_mariabackup, which bench/sst.sh compares against) come with
+# mariadb-server, which also starts a system server: bench/sst.sh asks
+# for it by name (scripts/deps.sh mariadb-server) rather than every run.
+[ -e /usr/lib/galera/libgalera_smm.so ] || need+=(galera-4)
 [ -e /usr/include/stdlib.h ] || need+=(libc6-dev)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")

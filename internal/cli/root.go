@@ -238,6 +238,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		newConfigCmd(g),
 		newVersionCmd(g, version),
 		newCheckCmd(g),
+		newSSTCmd(g, version),
 	)
 	// Arguments cobra refuses are mistakes in how backstream was called,
 	// like bad flags: exit code 2.

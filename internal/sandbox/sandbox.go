@@ -105,6 +105,15 @@ type Options struct {
 	// need the source's credentials.
 	User     string
 	Password string
+	// Galera, if set, makes the server a node of a Galera cluster.
+	Galera *Galera
+	// Env are extra variables ("NAME=value") of the server's environment,
+	// which the programs it starts inherit: a Galera node runs its state
+	// transfer script from its PATH.
+	Env []string
+	// StartTimeout bounds the start; zero: one minute. A Galera node that
+	// joins is ready only once its state transfer is done.
+	StartTimeout time.Duration
 }
 
 // Server is a running (or stopped) sandbox mariadbd.
@@ -115,6 +124,8 @@ type Server struct {
 	Port     int    // TCP port on 127.0.0.1
 	ErrorLog string // path of the error log
 	PidFile  string // path of the pid file
+	// GaleraPorts are a Galera node's ports (see Options.Galera).
+	GaleraPorts GaleraPorts
 
 	opt        Options
 	removeDir  bool   // Start created Dir, so Close removes it
@@ -179,7 +190,18 @@ func Start(ctx context.Context, opt Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if !initialised {
+	if opt.Galera != nil {
+		s.GaleraPorts = opt.Galera.Ports
+		if err := s.GaleraPorts.choosePorts(); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case !initialised && opt.joining():
+		if err := s.prepareJoinerDatadir(); err != nil {
+			return nil, err
+		}
+	case !initialised:
 		if opt.Datadir != "" && !opt.InstallDatadir {
 			return nil, fmt.Errorf("sandbox: datadir %s: not a MariaDB datadir (no mysql/ and no ibdata1)", s.Datadir)
 		}
@@ -188,7 +210,11 @@ func Start(ctx context.Context, opt Options) (_ *Server, err error) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	timeout := startTimeout
+	if opt.StartTimeout > 0 {
+		timeout = opt.StartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
 		port, err := pickPort()
@@ -408,6 +434,9 @@ func (s *Server) serverArgs(port int) []string {
 		// replicate from each other without ignoring each other's events.
 		args = append(args, "--log-bin=mariadb-bin", "--server-id="+strconv.Itoa(port), "--binlog-format=ROW")
 	}
+	if s.opt.Galera != nil {
+		args = append(args, s.galeraArgs()...)
+	}
 	return append(args, s.opt.Args...)
 }
 
@@ -428,7 +457,7 @@ func (s *Server) launch(ctx context.Context, mariadbd string, port int) error {
 	cmd.Dir = s.Dir
 	// A point-in-time restore starts a server from a process that holds
 	// the repository's credentials and keys; the server needs none of them.
-	cmd.Env = childenv.Env()
+	cmd.Env = childenv.Env(s.opt.Env...)
 	// Whatever mariadbd writes before it opens --log-error lands in the same file.
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile

@@ -1,0 +1,320 @@
+package galera
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
+)
+
+// TestGaleraSSTThroughBackstream runs a cluster whose nodes join with
+// wsrep_sst_method=backstream: a second node joins by a snapshot, a third
+// while the first takes writes, and holds the same rows (CHECKSUM TABLE);
+// a node with the wrong token is refused with the reason in both error
+// logs; a donor killed mid-transfer leaves the joiner's datadir without
+// data, the cluster Primary, and the joiner's next start succeeds; a node
+// restarted after a short absence catches up by IST.
+func TestGaleraSSTThroughBackstream(t *testing.T) {
+	sandboxtest.RequireGalera(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "backstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/backstream/backstream/cmd/backstream").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	script, err := os.ReadFile("wsrep_sst_backstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wsrep_sst_backstream"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token := writeFile(t, dir, "token", testkit.RandomHex(32))
+	// A slow transfer (max-rate) leaves time to kill its donor.
+	cnf := writeFile(t, dir, "node.cnf", fmt.Sprintf("[mysqld]\nwsrep_sst_auth=root:\n\n[sst]\ntoken-file=%s\nparallel=2\ncompress=zstd\nmax-rate=2MiB/s\n", token))
+	opt := sandbox.Options{OptionFile: cnf, Galera: &sandbox.Galera{SSTMethod: "backstream"},
+		Env: []string{"PATH=" + dir + ":" + os.Getenv("PATH")}}
+	c := sandboxtest.StartCluster(t, 2, opt)
+	first := c.Nodes[0]
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	mustExec(t, first.DB(), "CREATE DATABASE app; CREATE TABLE app.t (id INT AUTO_INCREMENT PRIMARY KEY, n INT, s VARCHAR(200)); CREATE TABLE app.u (id INT PRIMARY KEY, n INT)")
+	if err := sandbox.LoadSample(ctx, first.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A third node joins while the first takes writes.
+	stop := startLoad(t, first.DB())
+	third, err := c.Join(t, sandbox.Options{Dir: filepath.Join(dir, "third")})
+	if err != nil {
+		t.Fatalf("third node: %v", err)
+	}
+	if n := stop(); n == 0 {
+		t.Fatal("the load wrote nothing while the third node joined")
+	}
+	if !strings.Contains(readFile(t, third.ErrorLog), "backstream: snapshot") {
+		t.Errorf("the third node's error log does not tell of backstream's snapshot")
+	}
+	sameTables(t, ctx, first, third)
+	if size, _ := first.WsrepStatus(ctx, "cluster_size"); size != "3" {
+		t.Errorf("cluster size %s, want 3", size)
+	}
+
+	t.Run("WrongToken", func(t *testing.T) {
+		other := writeFile(t, dir, "other-token", testkit.RandomHex(32))
+		bad := writeFile(t, dir, "bad.cnf", strings.Replace(readFile(t, cnf), token, other, 1))
+		donorLogs := logSizes(c.Nodes)
+		n, err := c.Join(t, sandbox.Options{Dir: filepath.Join(dir, "wrong-token"), OptionFile: bad})
+		if err == nil {
+			t.Fatal("a node with another token joined")
+		}
+		if n != nil {
+			c.Remove(n)
+		}
+		joinerLog := readFile(t, filepath.Join(dir, "wrong-token", "error.log"))
+		if !strings.Contains(joinerLog, "refused") || !strings.Contains(joinerLog, "wrong token") {
+			t.Errorf("the joiner's error log does not say it refused the wrong token:\n%s", joinerLog)
+		}
+		if !strings.Contains(newLog(c.Nodes, donorLogs), "wrong token") {
+			t.Errorf("no donor's error log says the token was wrong")
+		}
+		checkPrimary(t, ctx, first, 3)
+	})
+
+	t.Run("DonorKilled", func(t *testing.T) {
+		jdir := filepath.Join(dir, "retry")
+		killed := make(chan error, 1)
+		go func() { killed <- killDonorMidTransfer(filepath.Join(jdir, "data"), c.Nodes) }()
+		n, err := c.Join(t, sandbox.Options{Dir: jdir})
+		if kerr := <-killed; kerr != nil {
+			t.Fatal(kerr)
+		}
+		if err == nil {
+			t.Fatal("the node joined although its donor was killed")
+		}
+		if n != nil {
+			c.Remove(n)
+		}
+		checkPrimary(t, ctx, first, 3)
+		// No data where the server starts: the staging (which the next
+		// try removes) at most.
+		for _, name := range []string{"ibdata1", "mysql", "app"} {
+			if _, err := os.Stat(filepath.Join(jdir, "data", name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after the failed transfer the joiner's datadir holds %s (%v)", name, err)
+			}
+		}
+		n, err = c.Join(t, sandbox.Options{Dir: jdir})
+		if err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(jdir, "data", ".backstream-sst")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the staging is left after a successful transfer (%v)", err)
+		}
+		sameTables(t, ctx, first, n)
+	})
+
+	t.Run("IST", func(t *testing.T) {
+		ports := third.GaleraPorts
+		if err := third.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Remove(third)
+		mustExec(t, first.DB(), "INSERT INTO app.u VALUES (1000001, 1), (1000002, 2)")
+		before := logSizes(c.Nodes)
+		back, err := c.Join(t, sandbox.Options{Dir: third.Dir, Galera: &sandbox.Galera{Ports: ports}})
+		if err != nil {
+			t.Fatalf("restart: %v", err)
+		}
+		if log := readFile(t, back.ErrorLog); !strings.Contains(log, "by IST") {
+			t.Errorf("the restarted node did not catch up by IST")
+		}
+		if strings.Contains(newLog(c.Nodes[:len(c.Nodes)-1], before), "sending a snapshot") {
+			t.Errorf("a donor sent a snapshot to a node that IST could catch up")
+		}
+		sameTables(t, ctx, first, back)
+	})
+}
+
+// startLoad inserts and updates rows on db until the returned function is
+// called, which returns how many statements ran.
+func startLoad(t *testing.T, db *sql.DB) func() int {
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	var n int
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			q := "INSERT INTO app.t (n, s) VALUES (?, REPEAT('x', 150))"
+			if i%3 == 2 {
+				q = "UPDATE app.t SET n = n + 1 WHERE id = ?"
+			}
+			if _, err := db.Exec(q, i); err != nil {
+				t.Errorf("load: %v", err)
+				return
+			}
+			if _, err := db.Exec("REPLACE INTO app.u VALUES (?, ?)", i%500, i); err != nil {
+				t.Errorf("load: %v", err)
+				return
+			}
+			n++
+		}
+	})
+	return func() int { close(done); wg.Wait(); return n }
+}
+
+// sameTables compares the CHECKSUM TABLE of every user table on two nodes,
+// the second read once it has applied everything the cluster committed.
+func sameTables(t *testing.T, ctx context.Context, a, b *sandbox.Server) {
+	t.Helper()
+	want, err := sandbox.ChecksumTables(ctx, a.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := b.Config("")
+	cfg.Params = map[string]string{"wsrep_sync_wait": "1"}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	got, err := sandbox.ChecksumTables(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 3 || !maps.Equal(got, want) {
+		t.Errorf("checksums differ:\n donor  %v\n joiner %v", want, got)
+	}
+}
+
+// checkPrimary checks that s's cluster stays Primary until it is back to
+// size nodes (a node that gave up is evicted after evs.suspect_timeout).
+func checkPrimary(t *testing.T, ctx context.Context, s *sandbox.Server, size int) {
+	t.Helper()
+	var status, n string
+	var err error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		status, err = s.WsrepStatus(ctx, "cluster_status")
+		if err != nil || status != "Primary" {
+			break
+		}
+		if n, err = s.WsrepStatus(ctx, "cluster_size"); err == nil && n == fmt.Sprint(size) {
+			return
+		}
+	}
+	t.Errorf("cluster %s of %s nodes (%v), want Primary of %d", status, n, err, size)
+}
+
+// killDonorMidTransfer waits until the joiner's staging in datadir has
+// files, then kills (SIGKILL) the backstream sst donor of one of the
+// nodes' servers.
+func killDonorMidTransfer(datadir string, nodes []*sandbox.Server) error {
+	staging := filepath.Join(datadir, ".backstream-sst")
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if entries, _ := os.ReadDir(staging); len(entries) == 0 {
+			continue
+		}
+		for _, n := range nodes {
+			for _, pid := range processes("sst", "donor", n.Datadir) {
+				return syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	return errors.New("no donor's backstream sst found during the transfer")
+}
+
+// processes returns the pids whose command line has every one of words.
+func processes(words ...string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 2 || filepath.Base(args[0]) != "backstream" {
+			continue
+		}
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(string(b), w)
+		}
+		if all {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func logSizes(nodes []*sandbox.Server) map[string]int {
+	m := map[string]int{}
+	for _, n := range nodes {
+		m[n.ErrorLog] = len(readFileOrEmpty(n.ErrorLog))
+	}
+	return m
+}
+
+// newLog is what the nodes' error logs gained since sizes.
+func newLog(nodes []*sandbox.Server, sizes map[string]int) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		s := readFileOrEmpty(n.ErrorLog)
+		if off := sizes[n.ErrorLog]; off <= len(s) {
+			b.WriteString(s[off:])
+		}
+	}
+	return b.String()
+}
+
+func readFileOrEmpty(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string) {
+	t.Helper()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
