@@ -30,24 +30,9 @@ import (
 // data, the cluster Primary, and the joiner's next start succeeds; a node
 // restarted after a short absence catches up by IST.
 func TestGaleraSSTThroughBackstream(t *testing.T) {
-	sandboxtest.RequireGalera(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "backstream")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/backstream/backstream/cmd/backstream").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	script, err := os.ReadFile("wsrep_sst_backstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "wsrep_sst_backstream"), script, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	token := writeFile(t, dir, "token", testkit.RandomHex(32))
 	// A slow transfer (max-rate) leaves time to kill its donor.
-	cnf := writeFile(t, dir, "node.cnf", fmt.Sprintf("[mysqld]\nwsrep_sst_auth=root:\n\n[sst]\ntoken-file=%s\nparallel=2\ncompress=zstd\nmax-rate=2MiB/s\n", token))
-	opt := sandbox.Options{OptionFile: cnf, Galera: &sandbox.Galera{SSTMethod: "backstream"},
-		Env: []string{"PATH=" + dir + ":" + os.Getenv("PATH")}}
+	opt, cnf, token := installSST(t, dir, "max-rate=2MiB/s\n")
 	c := sandboxtest.StartCluster(t, 2, opt)
 	first := c.Nodes[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
@@ -147,6 +132,31 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 		}
 		sameTables(t, ctx, first, back)
 	})
+}
+
+// installSST builds backstream into dir beside wsrep_sst_backstream and
+// returns the options of a node whose state transfers run through them:
+// its option file (cnf) names a token file (token) and sets [sst]
+// parallel 2, zstd and the lines of sstExtra.
+func installSST(t *testing.T, dir, sstExtra string) (opt sandbox.Options, cnf, token string) {
+	t.Helper()
+	sandboxtest.RequireGalera(t)
+	bin := filepath.Join(dir, "backstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/backstream/backstream/cmd/backstream").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	script, err := os.ReadFile("wsrep_sst_backstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wsrep_sst_backstream"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token = writeFile(t, dir, "token", testkit.RandomHex(32))
+	cnf = writeFile(t, dir, "node.cnf", fmt.Sprintf("[mysqld]\nwsrep_sst_auth=root:\n\n[sst]\ntoken-file=%s\nparallel=2\ncompress=zstd\n%s", token, sstExtra))
+	opt = sandbox.Options{OptionFile: cnf, Galera: &sandbox.Galera{SSTMethod: "backstream"},
+		Env: []string{"PATH=" + dir + ":" + os.Getenv("PATH")}}
+	return opt, cnf, token
 }
 
 // startLoad inserts and updates rows on db until the returned function is

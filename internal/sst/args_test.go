@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/backstream/backstream/internal/physical"
 )
 
 // The arguments as MariaDB 10.11 runs its scripts with them.
@@ -79,9 +81,9 @@ func TestMoveIntoPlace(t *testing.T) {
 	if err := removeBinlogs(Request{Binlog: "mariadb-bin", Datadir: datadir}, staging); err != nil {
 		t.Fatal(err)
 	}
-	pos, err := galeraInfo(staging)
-	if err != nil || pos != "574f0f49-ea01-11f1-a3ca-92f7c8ba9ea7:7 0" {
-		t.Fatalf("galeraInfo = %q, %v", pos, err)
+	pos, err := physical.ReadGaleraInfo(staging)
+	if err != nil || pos.String() != "574f0f49-ea01-11f1-a3ca-92f7c8ba9ea7:7" || pos.DomainID != "0" {
+		t.Fatalf("ReadGaleraInfo = %+v, %v", pos, err)
 	}
 	if err := moveIntoPlace(staging, datadir); err != nil {
 		t.Fatal(err)
