@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/backstream/backstream/internal/physical"
@@ -116,5 +117,28 @@ func write(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o640); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A joiner whose InnoDB files live outside its datadir refuses, naming
+// the option and where it is set; the datadir itself, named or relative,
+// is no refusal.
+func TestCheckFilesInDatadir(t *testing.T) {
+	datadir := t.TempDir()
+	cnf := filepath.Join(t.TempDir(), "my.cnf")
+	write(t, cnf, "[mysqld]\ninnodb_data_home_dir = "+datadir+"/\ninnodb_log_group_home_dir = ./\n")
+	req := Request{Datadir: datadir, DefaultsFile: cnf, MysqldArgs: []string{"--defaults-file=" + cnf, "--wsrep-on=ON"}}
+	if err := checkFilesInDatadir(req); err != nil {
+		t.Errorf("the datadir itself: %v", err)
+	}
+	req.MysqldArgs = append(req.MysqldArgs, "--innodb-undo-directory=/srv/undo")
+	err := checkFilesInDatadir(req)
+	if err == nil || !strings.Contains(err.Error(), "innodb_undo_directory = /srv/undo (the server's command line) is outside the datadir") {
+		t.Errorf("undo elsewhere on the command line: %v", err)
+	}
+	write(t, cnf, "[mysqld]\ninnodb_log_group_home_dir = redo\n")
+	req.MysqldArgs = nil
+	if err := checkFilesInDatadir(req); err == nil || !strings.Contains(err.Error(), "innodb_log_group_home_dir = redo ("+cnf+":2)") {
+		t.Errorf("redo in a subdirectory, in the option file: %v", err)
 	}
 }
