@@ -2,10 +2,17 @@ package galera
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"database/sql"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,27 +34,17 @@ import (
 // while the first takes writes, and holds the same rows (CHECKSUM TABLE);
 // a node with the wrong token is refused with the reason in both error
 // logs; a donor killed mid-transfer leaves the joiner's datadir without
-// data, the cluster Primary, and the joiner's next start succeeds; a node
-// restarted after a short absence catches up by IST.
+// data, the cluster Primary, and the joiner's next start succeeds; so does
+// a joiner whose own backstream sst is killed mid-transfer (the donor's
+// gives up and its server is Synced again); a donor with tls-ca refuses a
+// joiner without a certificate from that CA, saying so in its error log,
+// the cluster staying Primary; a joiner whose undo tablespaces are outside
+// its datadir refuses before any snapshot is sent, saying why in its
+// error log; a node restarted after a short absence catches up by IST.
 func TestGaleraSSTThroughBackstream(t *testing.T) {
-	sandboxtest.RequireGalera(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "backstream")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/backstream/backstream/cmd/backstream").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	script, err := os.ReadFile("wsrep_sst_backstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "wsrep_sst_backstream"), script, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	token := writeFile(t, dir, "token", testkit.RandomHex(32))
 	// A slow transfer (max-rate) leaves time to kill its donor.
-	cnf := writeFile(t, dir, "node.cnf", fmt.Sprintf("[mysqld]\nwsrep_sst_auth=root:\n\n[sst]\ntoken-file=%s\nparallel=2\ncompress=zstd\nmax-rate=2MiB/s\n", token))
-	opt := sandbox.Options{OptionFile: cnf, Galera: &sandbox.Galera{SSTMethod: "backstream"},
-		Env: []string{"PATH=" + dir + ":" + os.Getenv("PATH")}}
+	opt, cnf, token := installSST(t, dir, "max-rate=2MiB/s\n")
 	c := sandboxtest.StartCluster(t, 2, opt)
 	first := c.Nodes[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
@@ -127,6 +124,99 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 		sameTables(t, ctx, first, n)
 	})
 
+	t.Run("JoinerKilled", func(t *testing.T) {
+		jdir := filepath.Join(dir, "joiner-killed")
+		killed := make(chan error, 1)
+		go func() { killed <- killMidTransfer(filepath.Join(jdir, "data"), "joiner", filepath.Join(jdir, "data")) }()
+		n, err := c.Join(t, sandbox.Options{Dir: jdir})
+		if kerr := <-killed; kerr != nil {
+			t.Fatal(kerr)
+		}
+		if err == nil {
+			t.Fatal("the node joined although its backstream sst was killed")
+		}
+		if n != nil {
+			c.Remove(n)
+		}
+		checkPrimary(t, ctx, first, len(c.Nodes))
+		// The donor gives up: its backstream sst ends and its server is
+		// Synced again.
+		for _, node := range c.Nodes {
+			waitSynced(t, ctx, node)
+			if pids := processes("sst", "donor", node.Datadir); len(pids) > 0 {
+				t.Errorf("the donor's backstream sst (pids %v) still runs after its joiner was killed", pids)
+			}
+		}
+		for _, name := range []string{"ibdata1", "mysql", "app"} {
+			if _, err := os.Stat(filepath.Join(jdir, "data", name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after its backstream sst was killed the joiner's datadir holds %s (%v)", name, err)
+			}
+		}
+		n, err = c.Join(t, sandbox.Options{Dir: jdir})
+		if err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(jdir, "data", ".backstream-sst")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the killed transfer's staging is left after a successful one (%v)", err)
+		}
+		sameTables(t, ctx, first, n)
+		if err := n.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Remove(n)
+		checkPrimary(t, ctx, first, len(c.Nodes))
+	})
+
+	t.Run("UntrustedJoiner", func(t *testing.T) {
+		// The donors verify the joiner's certificate against a CA; the
+		// joiner has none (an ephemeral one).
+		original := readFile(t, cnf)
+		ca := writeCA(t, dir)
+		if err := os.WriteFile(cnf, []byte(original+"tls-ca="+ca+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(cnf, []byte(original), 0o600)
+		plain := writeFile(t, dir, "plain.cnf", original)
+		donorLogs := logSizes(c.Nodes)
+		n, err := c.Join(t, sandbox.Options{Dir: filepath.Join(dir, "untrusted"), OptionFile: plain})
+		if err == nil {
+			t.Fatal("a joiner without a certificate from the donor's CA joined")
+		}
+		if n != nil {
+			c.Remove(n)
+		}
+		if log := newLog(c.Nodes, donorLogs); !strings.Contains(log, "donor: reaching the joiner at") || !strings.Contains(log, "certificate") {
+			t.Errorf("no donor's error log says the joiner's certificate was refused:\n%s", log)
+		}
+		checkPrimary(t, ctx, first, len(c.Nodes))
+		for _, node := range c.Nodes {
+			waitSynced(t, ctx, node)
+		}
+	})
+
+	t.Run("InnoDBOutsideDatadir", func(t *testing.T) {
+		jdir := filepath.Join(dir, "outside")
+		undo := filepath.Join(jdir, "undo")
+		if err := os.MkdirAll(undo, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		donorLogs := logSizes(c.Nodes)
+		n, err := c.Join(t, sandbox.Options{Dir: jdir, Args: []string{"--innodb-undo-directory=" + undo}})
+		if err == nil {
+			t.Fatal("a joiner whose undo tablespaces are outside its datadir joined")
+		}
+		if n != nil {
+			c.Remove(n)
+		}
+		if log := readFile(t, filepath.Join(jdir, "error.log")); !strings.Contains(log, "innodb_undo_directory = "+undo) || !strings.Contains(log, "is outside the datadir") {
+			t.Errorf("the joiner's error log does not say why it refused:\n%s", log)
+		}
+		if strings.Contains(newLog(c.Nodes, donorLogs), "sending a snapshot") {
+			t.Errorf("a donor sent a snapshot to a joiner that refuses it")
+		}
+		checkPrimary(t, ctx, first, len(c.Nodes))
+	})
+
 	t.Run("IST", func(t *testing.T) {
 		ports := third.GaleraPorts
 		if err := third.Stop(ctx); err != nil {
@@ -147,6 +237,31 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 		}
 		sameTables(t, ctx, first, back)
 	})
+}
+
+// installSST builds backstream into dir beside wsrep_sst_backstream and
+// returns the options of a node whose state transfers run through them:
+// its option file (cnf) names a token file (token) and sets [sst]
+// parallel 2, zstd and the lines of sstExtra.
+func installSST(t *testing.T, dir, sstExtra string) (opt sandbox.Options, cnf, token string) {
+	t.Helper()
+	sandboxtest.RequireGalera(t)
+	bin := filepath.Join(dir, "backstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/backstream/backstream/cmd/backstream").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	script, err := os.ReadFile("wsrep_sst_backstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wsrep_sst_backstream"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token = writeFile(t, dir, "token", testkit.RandomHex(32))
+	cnf = writeFile(t, dir, "node.cnf", fmt.Sprintf("[mysqld]\nwsrep_sst_auth=root:\n\n[sst]\ntoken-file=%s\nparallel=2\ncompress=zstd\n%s", token, sstExtra))
+	opt = sandbox.Options{OptionFile: cnf, Galera: &sandbox.Galera{SSTMethod: "backstream"},
+		Env: []string{"PATH=" + dir + ":" + os.Getenv("PATH")}}
+	return opt, cnf, token
 }
 
 // startLoad inserts and updates rows on db until the returned function is
@@ -227,18 +342,58 @@ func checkPrimary(t *testing.T, ctx context.Context, s *sandbox.Server, size int
 // files, then kills (SIGKILL) the backstream sst donor of one of the
 // nodes' servers.
 func killDonorMidTransfer(datadir string, nodes []*sandbox.Server) error {
+	var dirs []string
+	for _, n := range nodes {
+		dirs = append(dirs, n.Datadir)
+	}
+	return killMidTransfer(datadir, "donor", dirs...)
+}
+
+// killMidTransfer waits until the joiner's staging in datadir has files,
+// then kills (SIGKILL) the backstream sst of role running for one of
+// the servers of datadirs.
+func killMidTransfer(datadir, role string, datadirs ...string) error {
 	staging := filepath.Join(datadir, ".backstream-sst")
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if entries, _ := os.ReadDir(staging); len(entries) == 0 {
 			continue
 		}
-		for _, n := range nodes {
-			for _, pid := range processes("sst", "donor", n.Datadir) {
+		for _, d := range datadirs {
+			for _, pid := range processes("sst", role, d) {
 				return syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 	}
-	return errors.New("no donor's backstream sst found during the transfer")
+	return fmt.Errorf("no %s's backstream sst found during the transfer", role)
+}
+
+// waitSynced waits until node s is Synced again (a donor after its
+// transfer ended).
+func waitSynced(t *testing.T, ctx context.Context, s *sandbox.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := s.WaitSynced(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// writeCA writes the certificate of a new CA into dir and returns its
+// path.
+func writeCA(t *testing.T, dir string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sst test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
 }
 
 // processes returns the pids whose command line has every one of words.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -153,6 +154,50 @@ type Positions struct {
 	// that replicates from the replica itself; these are right for one
 	// that replicates from the replica's primary.
 	Primary *PrimaryPosition `json:"primary,omitempty"`
+	// Galera is set for a physical backup of a Galera node: the cluster
+	// position the backup's data holds, as mariabackup --galera-info read
+	// it while commits were blocked. A server started on the restored
+	// datadir (grastate.dat) joins its cluster from there by IST, or
+	// bootstraps a new one at it.
+	Galera *GaleraPosition `json:"galera,omitempty"`
+}
+
+// GaleraPosition is a place in a Galera cluster's history.
+type GaleraPosition struct {
+	// UUID is the cluster's state UUID (wsrep_local_state_uuid) and Seqno
+	// the last write set committed (wsrep_last_committed).
+	UUID  string `json:"uuid"`
+	Seqno int64  `json:"seqno"`
+	// DomainID is the node's wsrep_gtid_domain_id, as mariabackup wrote
+	// it beside the position ("" when it wrote none).
+	DomainID string `json:"gtid_domain_id,omitempty"`
+}
+
+// String is the position as Galera writes it: uuid:seqno.
+func (p GaleraPosition) String() string { return fmt.Sprintf("%s:%d", p.UUID, p.Seqno) }
+
+// ParseGaleraPosition reads a Galera position "uuid:seqno", with the GTID
+// domain after a blank as mariabackup's galera info file has it
+// ("uuid:seqno domain").
+func ParseGaleraPosition(s string) (GaleraPosition, error) {
+	pos, domain, _ := strings.Cut(strings.TrimSpace(s), " ")
+	uuid, seq, ok := strings.Cut(pos, ":")
+	p := GaleraPosition{UUID: uuid, DomainID: strings.TrimSpace(domain)}
+	var err error
+	if ok {
+		p.Seqno, err = strconv.ParseInt(seq, 10, 64)
+	}
+	if !ok || err != nil || p.validate() != nil || strings.ContainsAny(p.DomainID, " \t") {
+		return p, fmt.Errorf("%q is not a Galera position uuid:seqno", s)
+	}
+	return p, nil
+}
+
+func (p GaleraPosition) validate() error {
+	if len(p.UUID) != 36 || strings.Count(p.UUID, "-") != 4 || strings.Trim(strings.ToLower(p.UUID), "0123456789abcdef-") != "" || p.Seqno < -1 {
+		return fmt.Errorf("positions: galera: %q is not a cluster position", p.String())
+	}
+	return nil
 }
 
 // PrimaryPosition is a replica's position in its primaries' history, as
@@ -418,6 +463,11 @@ func (m *Manifest) validate() error {
 	for _, o := range m.Meta {
 		if err := o.validate(); err != nil {
 			return fmt.Errorf("meta: %w", err)
+		}
+	}
+	if g := m.Positions.Galera; g != nil {
+		if err := g.validate(); err != nil {
+			return err
 		}
 	}
 	if p := m.Positions.Primary; p != nil {

@@ -185,6 +185,9 @@ func newListCmd(g *globals) *cobra.Command {
 				if m.Positions.BinlogFile != "" {
 					pos = fmt.Sprintf("%s:%d", m.Positions.BinlogFile, m.Positions.BinlogPosition)
 				}
+				if gp := m.Positions.Galera; gp != nil {
+					pos += " galera " + gp.String()
+				}
 				kind := m.Kind
 				switch {
 				case m.Parent != "":

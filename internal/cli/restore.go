@@ -268,6 +268,9 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 				state = "restored and prepared: a server can start on it"
 			}
 			fmt.Fprintf(g.stdout, "backup %s %s: %s\n", m.ID, state, d.target)
+			if gp := m.Positions.Galera; gp != nil && d.prepare {
+				fmt.Fprintf(g.stdout, "Galera: its grastate.dat holds %s: a node started on it joins its cluster by IST while a donor's gcache still holds the write sets after it (else by a snapshot), or bootstraps a new cluster with --wsrep-new-cluster\n", gp)
+			}
 			return nil
 		},
 	}

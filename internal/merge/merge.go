@@ -81,7 +81,7 @@ func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	// The tablespaces of tables created with DATA DIRECTORY keep their
 	// .isl as the chain recorded them: a restore of the merged backup
 	// places them as it would the chain's.
-	opt.Prepare, opt.KeepLinkFiles, opt.DataDirs, opt.Placed = true, true, nil, nil
+	opt.Prepare, opt.KeepLinkFiles, opt.NoGaleraState, opt.DataDirs, opt.Placed = true, true, true, nil, nil
 	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: dir, Options: opt}); err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func store(ctx context.Context, job Job, header *archive.Manifest, dir string, m
 	m := *header
 	e := job.Backup.Positions
 	m.Positions = archive.Positions{FromLSN: c.FromLSN, ToLSN: c.ToLSN, LastLSN: c.LastLSN,
-		BinlogFile: e.BinlogFile, BinlogPosition: e.BinlogPosition, GTID: e.GTID, Primary: e.Primary}
+		BinlogFile: e.BinlogFile, BinlogPosition: e.BinlogPosition, GTID: e.GTID, Primary: e.Primary, Galera: e.Galera}
 	if err := physical.CheckPositions(&m, nil, meta); err != nil {
 		return nil, err
 	}

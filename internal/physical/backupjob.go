@@ -82,7 +82,11 @@ const LogName = "meta/mariabackup.log"
 // manifest is committed only after mariabackup exited 0 with "completed
 // OK!", the stream ended cleanly and every object is durable. On any failure
 // the backup's objects are removed and no manifest exists.
-func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
+//
+// On a Galera node it runs mariabackup with --galera-info, records the
+// cluster position in the manifest, and has the node desynced
+// (wsrep_desync) while it runs.
+func RunBackup(ctx context.Context, job BackupJob) (m *archive.Manifest, err error) {
 	started := time.Now().UTC()
 	if job.Parallel < 1 {
 		return nil, fmt.Errorf("parallel must be at least 1, got %d", job.Parallel)
@@ -105,6 +109,10 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 	var sources []mariadb.ReplicationSource
 	if err == nil {
 		sources, err = replicaSources(ctx, db, server, job.Progress)
+	}
+	var galera mariadb.Galera
+	if err == nil {
+		galera, err = mariadb.ReadGalera(ctx, db)
 	}
 	if err == nil && job.Checkpoint {
 		// The statement returns once the checkpoint is written.
@@ -131,6 +139,21 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 			}
 		}
 	}
+	if galera.Node {
+		resync, err := desync(ctx, job.Conn, galera, job.Progress)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if rerr := resync(); rerr != nil {
+				if m != nil {
+					rerr = fmt.Errorf("backup %s is complete, but %w", m.ID, rerr)
+				}
+				err = errors.Join(err, rerr)
+			}
+		}()
+		job.ExtraArgs = append(slices.Clone(job.ExtraArgs), GaleraArg)
+	}
 	for attempt := 1; ; attempt++ {
 		var count *copyCounter
 		if job.Progress != nil {
@@ -144,7 +167,7 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 			count = newCopyCounter(job.Progress, estimateCopy(server))
 			job.Progress.Stage(stage)
 		}
-		m, err := backupOnce(ctx, job, started, parent, server, sources, bin, fileKey, count)
+		m, err = backupOnce(ctx, job, started, parent, server, sources, galera.Node, bin, fileKey, count)
 		var race *DDLRaceError
 		if !errors.As(err, &race) || attempt == ddlRaceAttempts {
 			return m, err
@@ -159,8 +182,8 @@ func RunBackup(ctx context.Context, job BackupJob) (*archive.Manifest, error) {
 // backupOnce takes the backup once, under a new id. fileKey is the
 // password of the server's key file, which the backup withholds ("" for
 // none); sources are the server's replication connections (none when it
-// is no replica).
-func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string, count *copyCounter) (*archive.Manifest, error) {
+// is no replica); galera says the server is a Galera node.
+func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, galera bool, bin *Binary, fileKey string, count *copyCounter) (*archive.Manifest, error) {
 	id := backupid.New(started)
 	if job.Progress != nil {
 		job.Progress.SetBackup(id)
@@ -195,11 +218,11 @@ func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *a
 		log = io.MultiWriter(logFile, job.Log)
 	}
 	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) {
-		return runBackup(ctx, job, header, parent, server, sources, bin, fileKey, log, logFile, count)
+		return runBackup(ctx, job, header, parent, server, sources, galera, bin, fileKey, log, logFile, count)
 	})
 }
 
-func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, bin *Binary, fileKey string, log io.Writer, logFile *os.File, count *copyCounter) (*archive.Manifest, error) {
+func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, galera bool, bin *Binary, fileKey string, log io.Writer, logFile *os.File, count *copyCounter) (*archive.Manifest, error) {
 	id := header.ID
 	childCtx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
@@ -306,6 +329,12 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		}
 	}
 	m.Positions.Primary = primary
+	if m.Positions.Galera, err = galeraPosition(meta); err != nil {
+		return nil, fmt.Errorf("%w in the stream", err)
+	}
+	if galera && m.Positions.Galera == nil {
+		return nil, fmt.Errorf("backup %s: mariabackup %s wrote no galera info on this Galera node: the backup is not committed", id, GaleraArg)
+	}
 	// The stream's copies are what --prepare reads in a restored datadir;
 	// the extra-lsndir's replace them as meta objects. The manifest must
 	// agree with both, or it is not committed.

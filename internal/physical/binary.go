@@ -1,7 +1,9 @@
 // Package physical runs the real mariabackup as a child process (backup and
 // prepare) and writes the files of an xbstream into a datadir the way
 // `mbstream -x` does. It knows nothing of the repository format: bytes come
-// in and go out as io.Readers and xbstream chunks.
+// in and go out as io.Readers and xbstream chunks. A backup of a Galera
+// node desyncs it for the copy and records its cluster position, which a
+// prepared restore writes into grastate.dat.
 package physical
 
 import (

@@ -33,7 +33,7 @@ var CheckpointsNames = metadataCandidates("checkpoints")
 // log coordinates, under both naming schemes.
 func PositionMetaNames() []string {
 	var names []string
-	for _, suffix := range []string{"checkpoints", "binlog_info", "slave_info"} {
+	for _, suffix := range []string{"checkpoints", "binlog_info", "slave_info", "galera_info"} {
 		for _, n := range metadataCandidates(suffix) {
 			names = append(names, "meta/"+n)
 		}
@@ -62,6 +62,10 @@ func CheckPositions(m, parent *archive.Manifest, meta map[string][]byte) error {
 			// before backstream read the slave info (or asked for it
 			// with --mariabackup-option): its copy is not checked.
 			err = checkSlaveInfo(m, base, data)
+		case slices.Contains(GaleraInfoNames, base) && m.Positions.Galera != nil:
+			// Backups made before backstream recorded the position
+			// (with --mariabackup-option=--galera-info) are not checked.
+			err = checkGaleraInfo(m, base, data)
 		}
 		if err != nil {
 			return err

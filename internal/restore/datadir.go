@@ -66,6 +66,11 @@ type Options struct {
 	// source's path, instead of placing the tablespace (merge stores the
 	// result as a backup again; no server may start on it).
 	KeepLinkFiles bool
+	// NoGaleraState leaves out the grastate.dat a prepare otherwise
+	// writes for the backup of a Galera node (see
+	// physical.WriteGrastate): for a datadir that is no server's yet (a
+	// merge), or whose node's server writes its own (a state transfer).
+	NoGaleraState bool
 	// FileKey is the password of the encryption plugin's key file (or
 	// FILE:<path>), for backups that withheld it (see CheckFileKey);
 	// "" if none was given.
@@ -365,6 +370,14 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 	})
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	if gp := m.Positions.Galera; gp != nil && opt.Prepare && !opt.NoGaleraState {
+		// The prepared data is the cluster's state at the backup's
+		// position: a node started on it joins by IST from there, or
+		// bootstraps a new cluster.
+		if err := physical.WriteGrastate(t.work, *gp); err != nil {
+			return fmt.Errorf("backup %s: %w", m.ID, err)
+		}
 	}
 	return t.place(recorded, opt)
 }

@@ -17,6 +17,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/backstream/backstream/internal/archive"
 )
 
 // Role is the part a node plays in a transfer.
@@ -143,7 +145,7 @@ func ParseArgs(args []string) (Request, error) {
 		return r, errors.New("no --gtid: the donor's server names its position")
 	}
 	if r.Role == Donor {
-		if _, _, err := parsePosition(r.GTID); err != nil {
+		if _, err := archive.ParseGaleraPosition(r.GTID); err != nil {
 			return r, fmt.Errorf("--gtid %q: %w", r.GTID, err)
 		}
 	}
@@ -199,16 +201,4 @@ func dialAddr(address string) (string, error) {
 		return "", fmt.Errorf("the joiner's address %q: %w", address, err)
 	}
 	return hostPort, nil
-}
-
-// parsePosition reads a Galera position "uuid:seqno".
-func parsePosition(s string) (uuid string, seqno int64, err error) {
-	uuid, seq, ok := strings.Cut(strings.TrimSpace(s), ":")
-	if !ok || len(uuid) != 36 || strings.Count(uuid, "-") != 4 {
-		return "", 0, errors.New("not a Galera position uuid:seqno")
-	}
-	if seqno, err = strconv.ParseInt(seq, 10, 64); err != nil {
-		return "", 0, errors.New("not a Galera position uuid:seqno")
-	}
-	return uuid, seqno, nil
 }

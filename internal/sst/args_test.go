@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/backstream/backstream/internal/physical"
 )
 
 // The arguments as MariaDB 10.11 runs its scripts with them.
@@ -79,9 +82,9 @@ func TestMoveIntoPlace(t *testing.T) {
 	if err := removeBinlogs(Request{Binlog: "mariadb-bin", Datadir: datadir}, staging); err != nil {
 		t.Fatal(err)
 	}
-	pos, err := galeraInfo(staging)
-	if err != nil || pos != "574f0f49-ea01-11f1-a3ca-92f7c8ba9ea7:7 0" {
-		t.Fatalf("galeraInfo = %q, %v", pos, err)
+	pos, err := physical.ReadGaleraInfo(staging)
+	if err != nil || pos.String() != "574f0f49-ea01-11f1-a3ca-92f7c8ba9ea7:7" || pos.DomainID != "0" {
+		t.Fatalf("ReadGaleraInfo = %+v, %v", pos, err)
 	}
 	if err := moveIntoPlace(staging, datadir); err != nil {
 		t.Fatal(err)
@@ -114,5 +117,28 @@ func write(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o640); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A joiner whose InnoDB files live outside its datadir refuses, naming
+// the option and where it is set; the datadir itself, named or relative,
+// is no refusal.
+func TestCheckFilesInDatadir(t *testing.T) {
+	datadir := t.TempDir()
+	cnf := filepath.Join(t.TempDir(), "my.cnf")
+	write(t, cnf, "[mysqld]\ninnodb_data_home_dir = "+datadir+"/\ninnodb_log_group_home_dir = ./\n")
+	req := Request{Datadir: datadir, DefaultsFile: cnf, MysqldArgs: []string{"--defaults-file=" + cnf, "--wsrep-on=ON"}}
+	if err := checkFilesInDatadir(req); err != nil {
+		t.Errorf("the datadir itself: %v", err)
+	}
+	req.MysqldArgs = append(req.MysqldArgs, "--innodb-undo-directory=/srv/undo")
+	err := checkFilesInDatadir(req)
+	if err == nil || !strings.Contains(err.Error(), "innodb_undo_directory = /srv/undo (the server's command line) is outside the datadir") {
+		t.Errorf("undo elsewhere on the command line: %v", err)
+	}
+	write(t, cnf, "[mysqld]\ninnodb_log_group_home_dir = redo\n")
+	req.MysqldArgs = nil
+	if err := checkFilesInDatadir(req); err == nil || !strings.Contains(err.Error(), "innodb_log_group_home_dir = redo ("+cnf+":2)") {
+		t.Errorf("redo in a subdirectory, in the option file: %v", err)
 	}
 }

@@ -63,10 +63,11 @@ func donate(ctx context.Context, req Request, set Settings, tok []byte, opt Opti
 	logf(opt.Log, "INFO", "sending a snapshot to %s: %d streams, %s, at most %s", addr, set.Parallel, set.Compress, rate(set.MaxRate))
 	m, err := physical.RunBackup(ctx, physical.BackupJob{
 		Dest: s, Conn: mariadb.Config{Socket: req.Socket, Protocol: "socket", User: name, Password: password, PasswordSet: pwset},
+		// On a Galera node the backup records the cluster position
+		// mariabackup read while commits were blocked (--galera-info),
+		// which the joiner reports: the snapshot's own.
 		Mariabackup: set.Mariabackup, Parallel: set.Parallel, Codec: cdc, Hash: archive.DefaultHash,
-		// The joiner reports the cluster position mariabackup read while
-		// commits were blocked: the snapshot's own.
-		ExtraArgs: []string{"--galera-info"}, MaxRate: set.MaxRate, Progress: opt.Progress, Version: opt.Version,
+		MaxRate: set.MaxRate, Progress: opt.Progress, Version: opt.Version,
 	})
 	if err != nil {
 		return fmt.Errorf("donor: %w", err)

@@ -1,14 +1,16 @@
 package sst
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/transport"
@@ -29,6 +31,9 @@ func join(ctx context.Context, req Request, set Settings, tok []byte, opt Option
 	listen, err := listenAddr(req.Address)
 	if err != nil {
 		return err
+	}
+	if err := checkFilesInDatadir(req); err != nil {
+		return fmt.Errorf("joiner: %w", err)
 	}
 	staging := filepath.Join(req.Datadir, stagingName)
 	// A transfer killed half-way left its staging behind.
@@ -77,21 +82,21 @@ func join(ctx context.Context, req Request, set Settings, tok []byte, opt Option
 	}()
 	rv := &remote.Receiver{Listener: ln, Progress: opt.Progress, Rejected: refused,
 		Datadir: &restore.Job{TargetDir: staging, Options: restore.Options{
-			Prepare: true, UseMemory: set.UseMemory, Mariabackup: set.Mariabackup, Log: opt.Log}}}
+			// The server writes grastate.dat from the position the
+			// joiner reports.
+			Prepare: true, NoGaleraState: true, UseMemory: set.UseMemory, Mariabackup: set.Mariabackup, Log: opt.Log}}}
 	m, err := rv.Serve(ctx)
 	if err != nil {
 		return fmt.Errorf("joiner: %w", causeOf(ctx, err))
 	}
-	pos, err := galeraInfo(staging)
+	gp, err := physical.ReadGaleraInfo(staging)
 	if err != nil {
 		return fmt.Errorf("joiner: snapshot %s: %w", m.ID, err)
 	}
-	if _, _, err := parsePosition(strings.Fields(pos)[0]); err != nil {
-		return fmt.Errorf("joiner: snapshot %s: its galera info %q: %w", m.ID, pos, err)
+	if gp.DomainID == "" {
+		gp.DomainID = donorDomain
 	}
-	if !strings.Contains(pos, " ") && donorDomain != "" {
-		pos += " " + donorDomain
-	}
+	pos := strings.TrimSpace(gp.String() + " " + gp.DomainID)
 	if err := removeBinlogs(req, staging); err != nil {
 		return fmt.Errorf("joiner: %w", err)
 	}
@@ -100,6 +105,36 @@ func join(ctx context.Context, req Request, set Settings, tok []byte, opt Option
 	}
 	logf(opt.Log, "INFO", "snapshot %s in place in %s at %s", m.ID, req.Datadir, pos)
 	return printPosition(opt, pos)
+}
+
+// checkFilesInDatadir refuses a joiner whose server keeps InnoDB files
+// (the system tablespace, the redo log, the undo tablespaces) outside its
+// datadir, as its option files and command line say: the snapshot
+// replaces the datadir's content only, and a server started on it with
+// the old files elsewhere would mix two states.
+func checkFilesInDatadir(req Request) error {
+	src := mariadb.ServerSource{DefaultsFile: req.DefaultsFile, DefaultsExtraFile: req.DefaultsExtraFile,
+		Args: req.MysqldArgs, ArgsFrom: "the server's command line", NoDefaults: slices.Contains(req.MysqldArgs, "--no-defaults")}
+	f, err := mariadb.ReadServerFiles(src)
+	if err != nil {
+		return fmt.Errorf("reading the server's options: %w", err)
+	}
+	for _, o := range []struct {
+		name string
+		s    mariadb.Setting
+	}{{"innodb_data_home_dir", f.DataHomeDir}, {"innodb_log_group_home_dir", f.LogGroupHomeDir}, {"innodb_undo_directory", f.UndoDirectory}} {
+		if !o.s.Set() || o.s.Value == "" {
+			continue
+		}
+		dir := o.s.Value
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(req.Datadir, dir)
+		}
+		if filepath.Clean(dir) != filepath.Clean(req.Datadir) {
+			return fmt.Errorf("%s = %s (%s) is outside the datadir %s: backstream's state transfer replaces the datadir only; set wsrep_sst_method=mariabackup on this node, or keep its InnoDB files in the datadir", o.name, o.s.Value, o.s.From, req.Datadir)
+		}
+	}
+	return nil
 }
 
 // accept waits for the donor's first connection; connections refused on
@@ -133,29 +168,6 @@ func causeOf(ctx context.Context, err error) error {
 func printPosition(opt Options, pos string) error {
 	_, err := fmt.Fprintln(opt.Stdout, strings.TrimSpace(pos))
 	return err
-}
-
-// galeraInfoNames are the names mariabackup --galera-info writes the
-// cluster position under (10.11 and 11.1 on).
-var galeraInfoNames = []string{"mariadb_backup_galera_info", "xtrabackup_galera_info"}
-
-// galeraInfo reads the position ("uuid:seqno [domain]") of a prepared
-// snapshot.
-func galeraInfo(dir string) (string, error) {
-	for _, name := range galeraInfoNames {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		line, _, _ := bytes.Cut(b, []byte("\n"))
-		if s := strings.TrimSpace(string(line)); s != "" {
-			return s, nil
-		}
-	}
-	return "", errors.New("it holds no galera info (was it taken with mariabackup --galera-info on a Galera node?)")
 }
 
 // kept are the datadir's files that a snapshot does not replace: the
