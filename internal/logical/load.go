@@ -761,7 +761,7 @@ func (l *loader) loadData(ctx context.Context) error {
 			defer c.Close()
 			for f := files.take(); f != nil; f = files.take() {
 				err := l.loadFile(gctx, c, f)
-				files.done(f.t)
+				files.done(f.t, err == nil)
 				if err != nil {
 					return err
 				}
