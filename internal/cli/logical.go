@@ -87,10 +87,13 @@ func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) 
 		}
 	}
 	return logical.DumpJob{
-		Conn: b.Conn, Parallel: b.Parallel, Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
-		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
-		Skip:     skip,
-		BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate, VersionedCurrentOnly: l.currentOnly,
+		DumpOptions: logical.DumpOptions{
+			Conn: b.Conn, Parallel: b.Parallel,
+			Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
+			Skip:     skip,
+			BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate, VersionedCurrentOnly: l.currentOnly,
+		},
+		Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
 	}, nil
 }
 
