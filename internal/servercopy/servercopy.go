@@ -216,9 +216,8 @@ func checkServers(ctx context.Context, job Job, src, dst *sql.DB) (*mariadb.Serv
 	if same {
 		return nil, nil, fmt.Errorf("the source and the target are the same server (@@hostname %s, port %d, datadir %s): a copy onto itself would overwrite what it reads; copy into another server", s.Hostname, s.Port, s.Datadir)
 	}
-	if !d.AtLeast(s.Major, s.Minor) {
-		return nil, nil, fmt.Errorf("the target runs MariaDB %d.%d (%s), older than the source's %d.%d (%s): MariaDB does not support moving data to an older major version, whose server may not know the source's types, syntax and defaults; copy into %d.%d or newer",
-			d.Major, d.Minor, d.Version, s.Major, s.Minor, s.Version, s.Major, s.Minor)
+	if err := checkVersions(s, d); err != nil {
+		return nil, nil, err
 	}
 	if job.Replicate == nil {
 		return s, d, nil
@@ -234,6 +233,19 @@ func checkServers(ctx context.Context, job Job, src, dst *sql.DB) (*mariadb.Serv
 		return nil, nil, fmt.Errorf("--replicate: the target already replicates from %s:%d (IO thread %s); stop its replication (STOP SLAVE; RESET SLAVE ALL) first, or copy without --replicate", st.MasterHost, st.MasterPort, st.IOState)
 	}
 	return s, d, nil
+}
+
+// checkVersions refuses a target older than the source: MariaDB supports
+// no downgrade, and a logical copy into an older server may meet types,
+// syntax and defaults it does not know. The same or a newer major.minor
+// takes what the source's text protocol gives back exactly, as a logical
+// restore across versions does.
+func checkVersions(s, d *mariadb.Server) error {
+	if !d.AtLeast(s.Major, s.Minor) {
+		return fmt.Errorf("the target runs MariaDB %d.%d (%s), older than the source's %d.%d (%s): MariaDB does not support moving data to an older major version, whose server may not know the source's types, syntax and defaults; copy into %d.%d or newer",
+			d.Major, d.Minor, d.Version, s.Major, s.Minor, s.Version, s.Major, s.Minor)
+	}
+	return nil
 }
 
 // sameServer tells whether src and dst reach one server: the same

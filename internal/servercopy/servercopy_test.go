@@ -2,6 +2,7 @@ package servercopy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,28 @@ func TestCopyID(t *testing.T) {
 				t.Errorf("id %q, want %q", id, tc.id)
 			}
 		})
+	}
+}
+
+// A copy goes to the same or a newer MariaDB only.
+func TestCheckVersions(t *testing.T) {
+	v := func(major, minor int) *mariadb.Server {
+		return &mariadb.Server{Major: major, Minor: minor, Version: fmt.Sprintf("%d.%d.1-MariaDB", major, minor)}
+	}
+	for _, tc := range []struct {
+		src, dst *mariadb.Server
+		ok       bool
+	}{
+		{v(10, 6), v(10, 11), true},
+		{v(10, 11), v(10, 11), true},
+		{v(10, 11), v(11, 4), true},
+		{v(10, 11), v(10, 6), false},
+		{v(11, 4), v(10, 11), false},
+	} {
+		err := checkVersions(tc.src, tc.dst)
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "older than the source's") {
+			t.Errorf("%s into %s: %v", tc.src.Version, tc.dst.Version, err)
+		}
 	}
 }
 
