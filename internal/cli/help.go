@@ -16,7 +16,8 @@ var flagGroups = []struct {
 }{
 	{"Options", nil},
 	{"Option files", []string{"defaults-file", "defaults-extra-file", "no-defaults", "defaults-group-suffix"}},
-	{"Connection", append(append([]string(nil), connFlagNames...), "primary-host", "primary-port", "primary-user", "primary-defaults-file", "primary-ssl")},
+	{"Connection", append(append([]string(nil), connFlagNames...), "primary-host", "primary-port", "primary-user", "primary-defaults-file", "primary-ssl",
+		"from", "from-user", "from-defaults-file", "to", "to-user", "to-defaults-file")},
 	{"Repository", []string{"repo", "s3-endpoint", "s3-retry-window", "lock-wait"}},
 	{"Performance and impact", []string{"parallel", "compress", "hash", "memory", "use-memory", "max-rate", "max-io",
 		"limit-upload", "limit-download", "chunk-size", "work-dir"}},

@@ -140,11 +140,14 @@ func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) 
 		return logical.DumpJob{}, err
 	}
 	return logical.DumpJob{
-		Mask: masks,
-		Conn: b.Conn, Parallel: b.Parallel, Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
-		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
-		Skip:     skip,
-		BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate, VersionedCurrentOnly: l.currentOnly,
+		DumpOptions: logical.DumpOptions{
+			Conn: b.Conn, Parallel: b.Parallel,
+			Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
+			Skip:     skip,
+			BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate, VersionedCurrentOnly: l.currentOnly,
+			Mask: masks,
+		},
+		Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
 	}, nil
 }
 
@@ -199,9 +202,10 @@ func printNoHistory(g *globals, m *archive.Manifest) {
 	}
 }
 
-// logicalRestoreFlags are restore's options for a logical backup.
-type logicalRestoreFlags struct {
-	conn         connFlags
+// loadChoices are what a logical load takes and how: restore's of a
+// backup, copy's of a server. Each command registers the flags in its
+// own words; parse checks them the same way.
+type loadChoices struct {
 	databases    []string
 	excludeDBs   []string
 	tables       []string
@@ -213,9 +217,44 @@ type logicalRestoreFlags struct {
 	noBinlog     bool
 	users        bool
 	replaceUsers bool
-	asJSON       bool
 	skip         skipFlags
 	mask         maskFlags
+}
+
+// parse checks the choices and returns the filter and the renaming
+// (source database to target database).
+func (c *loadChoices) parse() (schema.Filter, map[string]string, error) {
+	f := schema.Filter{Databases: c.databases, ExcludeDatabases: c.excludeDBs, Tables: c.tables, ExcludeTables: c.excludeTbl}
+	rename := map[string]string{}
+	for _, r := range c.rename {
+		from, to, ok := strings.Cut(r, ":")
+		if !ok || from == "" || to == "" {
+			return f, nil, usagef("--rename-database %q: give it as from:to", r)
+		}
+		rename[from] = to
+	}
+	for _, t := range append(append([]string{}, c.tables...), c.excludeTbl...) {
+		if db, name, ok := strings.Cut(t, "."); !ok || db == "" || name == "" {
+			return f, nil, usagef("table %q: give it as database.table", t)
+		}
+	}
+	if c.resume && c.dropExisting {
+		return f, nil, usagef("--resume and --drop-existing contradict each other")
+	}
+	if c.replaceUsers && !c.users {
+		return f, nil, usagef("--replace-users needs --users")
+	}
+	if c.users && c.skip.s.Users {
+		return f, nil, usagef("--users and --skip-users contradict each other")
+	}
+	return f, rename, nil
+}
+
+// logicalRestoreFlags are restore's options for a logical backup.
+type logicalRestoreFlags struct {
+	conn connFlags
+	loadChoices
+	asJSON bool
 }
 
 func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
@@ -265,27 +304,9 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 	if err != nil {
 		return logical.LoadJob{}, err
 	}
-	rename := map[string]string{}
-	for _, r := range l.rename {
-		from, to, ok := strings.Cut(r, ":")
-		if !ok || from == "" || to == "" {
-			return logical.LoadJob{}, usagef("--rename-database %q: give it as from:to", r)
-		}
-		rename[from] = to
-	}
-	for _, t := range append(append([]string{}, l.tables...), l.excludeTbl...) {
-		if db, name, ok := strings.Cut(t, "."); !ok || db == "" || name == "" {
-			return logical.LoadJob{}, usagef("table %q: give it as database.table", t)
-		}
-	}
-	if l.resume && l.dropExisting {
-		return logical.LoadJob{}, usagef("--resume and --drop-existing contradict each other")
-	}
-	if l.replaceUsers && !l.users {
-		return logical.LoadJob{}, usagef("--replace-users needs --users")
-	}
-	if l.users && l.skip.s.Users {
-		return logical.LoadJob{}, usagef("--users and --skip-users contradict each other")
+	filter, rename, err := l.parse()
+	if err != nil {
+		return logical.LoadJob{}, err
 	}
 	if parallel <= 0 {
 		parallel = defaultParallel()
@@ -297,7 +318,7 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 	return logical.LoadJob{
 		Mask: masks,
 		Conn: cfg, Parallel: parallel, Rename: rename, Definer: l.definer,
-		Filter:       schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
+		Filter:       filter,
 		Skip:         l.skip.s,
 		DropExisting: l.dropExisting, Resume: l.resume, NoBinlog: l.noBinlog,
 		Users: l.users, ReplaceUsers: l.replaceUsers,
@@ -306,23 +327,38 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 
 // loadReport is what `restore --json` prints for a logical backup.
 type loadReport struct {
-	Backup           string         `json:"backup"`
-	Target           logical.Target `json:"target"`
-	Tables           int            `json:"tables"`
-	DataFiles        int            `json:"data_files"`
-	LoadedBefore     int            `json:"data_files_loaded_before"`
-	Rows             int64          `json:"rows"`
-	CreatedAccounts  []string       `json:"created_accounts"`
-	ReplacedAccounts []string       `json:"replaced_accounts"`
-	KeptAccounts     []string       `json:"kept_accounts"`
-	Passwordless     []string       `json:"passwordless_accounts"`
-	LeftOut          []string       `json:"left_out"`
-	ReloadedTables   []string       `json:"reloaded_tables"`
-	DefinitionOnly   []string       `json:"definition_only"`
-	HistoryLeftOut   []string       `json:"history_left_out"`
-	Masked           []string       `json:"masked"`                  // by this load, as db.table.column=function
-	MaskedInBackup   []string       `json:"masked_in_backup"`        // by the dump, under the backup's names
-	GTIDPosition     string         `json:"gtid_position,omitempty"` // the backup's, for restore --until --apply-to
+	Backup       string         `json:"backup"`
+	Target       logical.Target `json:"target"`
+	Tables       int            `json:"tables"`
+	DataFiles    int            `json:"data_files"`
+	LoadedBefore int            `json:"data_files_loaded_before"`
+	Rows         int64          `json:"rows"`
+	loadDetails
+	MaskedInBackup []string `json:"masked_in_backup"`        // by the dump, under the backup's names
+	GTIDPosition   string   `json:"gtid_position,omitempty"` // the backup's, for restore --until --apply-to
+}
+
+// loadDetails are the lists of what a load did that restore --json and
+// copy --json print alike.
+type loadDetails struct {
+	CreatedAccounts  []string `json:"created_accounts"`
+	ReplacedAccounts []string `json:"replaced_accounts"`
+	KeptAccounts     []string `json:"kept_accounts"`
+	Passwordless     []string `json:"passwordless_accounts"`
+	LeftOut          []string `json:"left_out"`
+	ReloadedTables   []string `json:"reloaded_tables"`
+	DefinitionOnly   []string `json:"definition_only"`
+	HistoryLeftOut   []string `json:"history_left_out"`
+	Masked           []string `json:"masked"` // by this load, as db.table.column=function
+}
+
+func detailsOf(res *logical.LoadResult) loadDetails {
+	return loadDetails{
+		CreatedAccounts: orEmpty(res.CreatedAccounts), ReplacedAccounts: orEmpty(res.ReplacedAccounts),
+		KeptAccounts: orEmpty(res.KeptAccounts), Passwordless: orEmpty(res.Passwordless), LeftOut: orEmpty(res.LeftOut),
+		ReloadedTables: orEmpty(res.Reloaded), DefinitionOnly: orEmpty(res.DefinitionOnly), HistoryLeftOut: orEmpty(res.HistoryLeftOut),
+		Masked: orEmpty(res.Masked),
+	}
 }
 
 func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest, job logical.LoadJob, asJSON bool) error {
@@ -339,17 +375,11 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 	if err != nil {
 		return maskUsage(err)
 	}
-	for _, a := range res.Passwordless {
-		fmt.Fprintf(g.stderr, "warning: account %s has no password: anyone who reaches the server can log in as it\n", a)
-	}
+	warnPasswordless(g, res)
 	if asJSON {
 		return printJSON(g.stdout, loadReport{
 			Backup: m.ID, Target: res.Target, Tables: res.Tables, DataFiles: res.Chunks, LoadedBefore: res.Skipped, Rows: res.Rows,
-			CreatedAccounts: orEmpty(res.CreatedAccounts), ReplacedAccounts: orEmpty(res.ReplacedAccounts),
-			KeptAccounts: orEmpty(res.KeptAccounts), Passwordless: orEmpty(res.Passwordless), LeftOut: orEmpty(res.LeftOut),
-			ReloadedTables: orEmpty(res.Reloaded), DefinitionOnly: orEmpty(res.DefinitionOnly), HistoryLeftOut: orEmpty(res.HistoryLeftOut),
-			Masked: orEmpty(res.Masked), MaskedInBackup: orEmpty(maskedIn(m)),
-			GTIDPosition: m.Positions.GTID,
+			loadDetails: detailsOf(res), MaskedInBackup: orEmpty(maskedIn(m)), GTIDPosition: m.Positions.GTID,
 		})
 	}
 	fmt.Fprintf(g.stdout, "backup %s loaded: %d tables, %d data files, %d rows", m.ID, res.Tables, res.Chunks, res.Rows)
@@ -362,17 +392,26 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 		// sets no replication position by itself.
 		fmt.Fprintf(g.stdout, "GTID position of the backup: %s (before restore --until ... --apply-to onto this server: SET GLOBAL gtid_slave_pos = '%s')\n", m.Positions.GTID, m.Positions.GTID)
 	}
-	for _, s := range slices.Concat(res.Reloaded, res.DefinitionOnly, res.HistoryLeftOut) {
-		fmt.Fprintln(g.stdout, s)
-	}
 	if cols := maskedIn(m); len(cols) > 0 {
 		fmt.Fprintf(g.stdout, "masked in the backup: %s\n", strings.Join(cols, ", "))
+	}
+	printLoaded(g, res, job.Users, "restore", "restores")
+	return nil
+}
+
+// printLoaded says, after a load's first line, what else it did: tables
+// reloaded, kept, dropped, made without rows or history, the accounts,
+// and what it left out. what names the command, does what it does
+// ("restore", "restores").
+func printLoaded(g *globals, res *logical.LoadResult, users bool, what, does string) {
+	for _, s := range slices.Concat(res.Reloaded, res.Kept, res.Dropped, res.DefinitionOnly, res.HistoryLeftOut) {
+		fmt.Fprintln(g.stdout, s)
 	}
 	if len(res.Masked) > 0 {
 		fmt.Fprintf(g.stdout, "masked as loaded: %s\n", strings.Join(res.Masked, ", "))
 	}
-	if !job.Users {
-		fmt.Fprintln(g.stdout, "accounts: none created or changed (--users restores them)")
+	if !users {
+		fmt.Fprintln(g.stdout, "accounts: none created or changed (--users "+does+" them)")
 	}
 	if len(res.CreatedAccounts) > 0 {
 		fmt.Fprintf(g.stdout, "accounts created: %s\n", strings.Join(res.CreatedAccounts, ", "))
@@ -384,12 +423,19 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 		fmt.Fprintf(g.stdout, "accounts already on the target, kept as they were (--replace-users replaces them): %s\n", strings.Join(res.KeptAccounts, ", "))
 	}
 	if len(res.LeftOut) > 0 {
-		fmt.Fprintf(g.stdout, "left out %d objects and grants that refer to what this restore does not load:\n", len(res.LeftOut))
+		fmt.Fprintf(g.stdout, "left out %d objects and grants that refer to what this %s does not load:\n", len(res.LeftOut), what)
 		for _, s := range res.LeftOut {
 			fmt.Fprintf(g.stdout, "  %s\n", s)
 		}
 	}
-	return nil
+}
+
+// warnPasswordless warns of accounts a load made that log in without a
+// password.
+func warnPasswordless(g *globals, res *logical.LoadResult) {
+	for _, a := range res.Passwordless {
+		fmt.Fprintf(g.stderr, "warning: account %s has no password: anyone who reaches the server can log in as it\n", a)
+	}
 }
 
 func orEmpty(s []string) []string {

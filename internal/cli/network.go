@@ -259,7 +259,7 @@ receiver reported: one send provisions every replica it names.`,
 				if p.start == "" {
 					return usagef("--replicate points the server --start started at its primary: give --datadir and --start")
 				}
-				if prim, err = primary.resolve(cmd.Flags()); err != nil {
+				if prim, err = primary.resolve(cmd.Flags(), replica.Primary{}); err != nil {
 					return err
 				}
 			}
@@ -377,6 +377,7 @@ receiver reported: one send provisions every replica it names.`,
 	p.register(f)
 	conn.register(f)
 	primary.register(f)
+	primary.registerIs(f)
 	f.BoolVar(&replicate, "replicate", false, "with --datadir and --start: then make the started server replicate from its primary (--primary-host, ... as replicate takes them), from the backup's position")
 	f.BoolVar(&catchUp, "catch-up", false, "with --replicate: also wait until the replica has applied what the primary had when replication started")
 	f.StringVar(&listen, "listen", "", "address to listen on, e.g. :4444 or 10.0.0.5:4444")

@@ -14,26 +14,30 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/servercopy"
 )
 
 func newReplicateCmd(g *globals) *cobra.Command {
 	var (
-		conn    connFlags
-		primary primaryFlags
-		datadir string
-		from    string
-		filePos bool
-		catchUp bool
-		force   bool
-		wait    time.Duration
-		asJSON  bool
+		conn     connFlags
+		primary  primaryFlags
+		datadir  string
+		from     string
+		fromCopy bool
+		filePos  bool
+		catchUp  bool
+		force    bool
+		wait     time.Duration
+		asJSON   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "replicate --primary-host HOST [--primary-user USER] [--from-backup ID --repo R]",
 		Short: "Make a server restored from a backup replicate from the backup's source (or the source's primary)",
 		Example: `  backstream replicate --primary-host db1 --primary-user repl --datadir /var/lib/mysql
-  backstream replicate --primary-host db1 --from-backup latest --repo /backups   # after a logical restore`,
+  backstream replicate --primary-host db1 --from-backup latest --repo /backups   # after a logical restore
+  backstream replicate --primary-host db1 --from-copy --socket /run/mysqld/mysqld.sock   # after backstream copy`,
 		Long: `replicate runs on a server started on a restored backup (restore or receive). It reads
 the backup's binlog coordinates from the datadir (xtrabackup_binlog_info or
 mariadb_backup_binlog_info), sets gtid_slave_pos, points the server at the primary with
@@ -48,7 +52,9 @@ it refuses, naming both; --primary-is chooses.
 
 With --from-backup ID (and --repo) the positions come from that backup's manifest instead
 of the datadir: so a server into which a logical backup was restored (restore ID --repo R
---socket ...) replicates from the backup's GTID position.
+--socket ...) replicates from the backup's GTID position. With --from-copy the position is
+the one the newest finished copy into the server recorded (backstream copy, table
+backstream_load.copies).
 
 The primary's settings come from the [backstream-primary] group of the option files
 (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf, then --primary-defaults-file), then the
@@ -57,7 +63,7 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			p, err := primary.resolve(cmd.Flags())
+			p, err := primary.resolve(cmd.Flags(), replica.Primary{})
 			if err != nil {
 				return err
 			}
@@ -67,6 +73,18 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 			}
 			opt := replica.Options{
 				Datadir: datadir, UseFilePos: filePos, CatchUp: catchUp, Force: force, WaitTimeout: wait, PrimaryIs: primary.is,
+			}
+			if fromCopy {
+				if datadir != "" || from != "" {
+					return usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
+				}
+				c, err := servercopy.LastCopy(ctx, cfg)
+				if err != nil {
+					return err
+				}
+				p := c.Position
+				opt.Coordinates = &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}
+				opt.CoordinatesFrom = "copy " + c.ID + " from " + c.Source
 			}
 			if from != "" {
 				if datadir != "" {
@@ -102,7 +120,9 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 	f := cmd.Flags()
 	conn.register(f)
 	primary.register(f)
+	primary.registerIs(f)
 	f.StringVar(&datadir, "datadir", "", "the restored datadir (default: the server's @@datadir)")
+	f.BoolVar(&fromCopy, "from-copy", false, "take the position from the record of the newest finished copy into the server (backstream copy) instead of the datadir")
 	f.StringVar(&from, "from-backup", "", "take the positions from this backup's manifest (ID, prefix or latest, in --repo) instead of the datadir: for a server a logical backup was restored into")
 	f.BoolVar(&filePos, "use-file-pos", false, "replicate by binlog file and position instead of GTID")
 	f.BoolVar(&catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
@@ -114,9 +134,10 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 
 // primaryFlags name the primary a replica replicates from.
 type primaryFlags struct {
-	p    replica.Primary
-	file string
-	is   string
+	p      replica.Primary
+	file   string
+	is     string
+	withIs bool // --primary-is is registered
 }
 
 func (pf *primaryFlags) register(f *pflag.FlagSet) {
@@ -125,18 +146,28 @@ func (pf *primaryFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&pf.p.User, "primary-user", "", "the replication account on the primary")
 	f.BoolVar(&pf.p.SSL, "primary-ssl", false, "replicate over TLS (MASTER_SSL=1)")
 	f.StringVar(&pf.file, "primary-defaults-file", "", "option file with a [backstream-primary] group (host, port, user, password)")
+}
+
+// registerIs adds --primary-is, for a replica of a backup that may have
+// been taken of a replica.
+func (pf *primaryFlags) registerIs(f *pflag.FlagSet) {
+	pf.withIs = true
 	f.StringVar(&pf.is, "primary-is", "", "for a backup of a replica: the primary is the backup's source ("+replica.PrimaryIsSource+") or the source's primary ("+replica.PrimaryIsSourcePrimary+"); default: ask the primary for its server_id")
 }
 
-// names are the flags register adds.
+// names are the flags register (and registerIs) add.
 func (pf *primaryFlags) names() []string {
-	return []string{"primary-host", "primary-port", "primary-user", "primary-ssl", "primary-defaults-file", "primary-is"}
+	names := []string{"primary-host", "primary-port", "primary-user", "primary-ssl", "primary-defaults-file"}
+	if pf.withIs {
+		names = append(names, "primary-is")
+	}
+	return names
 }
 
 // resolve reads the [backstream-primary] group of the option files
 // (the global ones, ~/.my.cnf, then --primary-defaults-file), then the
-// flags given.
-func (pf *primaryFlags) resolve(f *pflag.FlagSet) (replica.Primary, error) {
+// flags given. def's host and port stand where neither names a host.
+func (pf *primaryFlags) resolve(f *pflag.FlagSet, def replica.Primary) (replica.Primary, error) {
 	files := append([]string(nil), mariadb.GlobalOptionFiles...)
 	if home, err := os.UserHomeDir(); err == nil {
 		files = append(files, filepath.Join(home, ".my.cnf"))
@@ -147,6 +178,12 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet) (replica.Primary, error) {
 	p, _, err := replica.PrimaryDefaults(files, os.LookupEnv)
 	if err != nil {
 		return p, err
+	}
+	if p.Host == "" {
+		p.Host = def.Host
+		if p.Port == 0 {
+			p.Port = def.Port
+		}
 	}
 	if f.Changed("primary-host") {
 		p.Host = pf.p.Host
@@ -217,6 +254,12 @@ func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p 
 	if err != nil {
 		return nil, err
 	}
+	return reportReplication(out, p, opt, res), nil
+}
+
+// reportReplication says on out that the replica replicates from p, as
+// res says replica.Setup set it up, and returns what --json prints of it.
+func reportReplication(out io.Writer, p replica.Primary, opt replica.Options, res *replica.Result) *replicationResult {
 	how := fmt.Sprintf("GTID %s", res.Coordinates.GTID)
 	if !res.UsingGTID {
 		how = fmt.Sprintf("%s:%d", res.Coordinates.File, res.Coordinates.Position)
@@ -228,5 +271,5 @@ func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p 
 	c := res.Coordinates
 	return &replicationResult{Primary: p.Addr(), PrimaryUser: p.User, ConnectionName: opt.ConnectionName, UsingGTID: res.UsingGTID,
 		GTID: c.GTID, BinlogFile: c.File, BinlogPosition: c.Position, PositionFrom: res.From, Replaced: res.Replaced,
-		CaughtUp: opt.CatchUp, Notes: res.Notes, Status: res.Status}, nil
+		CaughtUp: opt.CatchUp, Notes: res.Notes, Status: res.Status}
 }

@@ -221,6 +221,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	root.AddCommand(
 		newBackupCmd(g, version),
 		newRestoreCmd(g),
+		newCopyCmd(g),
 		newListCmd(g),
 		newBinlogCmd(g, version),
 		newVerifyCmd(g),

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -30,13 +31,12 @@ import (
 // several files of one table load at once and a resumed load redoes little.
 const DefaultChunkBytes = 16 << 20
 
-// DumpJob is one logical backup.
-type DumpJob struct {
+// DumpOptions say what a dump reads and how: the server, the
+// connections, the filters, the size data files are cut at and the rate.
+// A backup (DumpJob) and a copy into another server (OpenDump) share them.
+type DumpOptions struct {
 	Conn     mariadb.Config
-	Dest     archive.Destination
-	Parallel int // dump connections, and stream objects
-	Codec    codec.Codec
-	Hash     string
+	Parallel int // dump connections
 	Filter   schema.Filter
 	Skip     schema.Skip
 	BlockDDL bool // hold a metadata lock on every table for the whole dump
@@ -46,9 +46,10 @@ type DumpJob struct {
 	VersionedCurrentOnly bool
 	ChunkBytes           int64 // 0 means DefaultChunkBytes
 	MaxRate              int64 // bytes of table data per second over all connections; 0 is no bound
-	Progress             *progress.Tracker
-	Version              string              // backstream's, for the manifest
-	Encryption           *archive.Encryption // recorded in the manifest when the destination encrypts
+	// Progress hears the bytes of data files made; which rows and tables
+	// are done the Output says (a backup's when it wrote them, a load's
+	// when it loaded them).
+	Progress *progress.Tracker
 	// Mask masks the columns its rules name as rows are dumped, so that
 	// their values never reach the destination; nil masks nothing. A
 	// rule that names no column dumped, or one that cannot hold what it
@@ -63,6 +64,17 @@ type DumpJob struct {
 	legacyText bool
 }
 
+// DumpJob is one logical backup: a dump into a repository's streams, one
+// stream object per connection.
+type DumpJob struct {
+	DumpOptions
+	Dest       archive.Destination
+	Codec      codec.Codec
+	Hash       string
+	Version    string              // backstream's, for the manifest
+	Encryption *archive.Encryption // recorded in the manifest when the destination encrypts
+}
+
 // Dump takes a consistent logical backup: every table is read in one
 // snapshot, opened by all connections while commits are blocked, and the
 // manifest is committed only after every data file is durable and no DDL
@@ -70,53 +82,148 @@ type DumpJob struct {
 // what was written is removed.
 func Dump(ctx context.Context, job DumpJob) (*archive.Manifest, error) {
 	started := time.Now().UTC()
-	if job.Parallel < 1 {
-		return nil, fmt.Errorf("parallel must be at least 1, got %d", job.Parallel)
-	}
 	if job.Hash == "" {
 		job.Hash = archive.DefaultHash
-	}
-	if job.ChunkBytes <= 0 {
-		job.ChunkBytes = DefaultChunkBytes
-	}
-	db, err := mariadb.Open(ctx, job.Conn, "")
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(job.Parallel + 3) // workers, the coordinator, and one more (holdSequences)
-	db.SetMaxIdleConns(job.Parallel + 3)
-	server, err := mariadb.Inspect(ctx, db)
-	if err != nil {
-		return nil, err
 	}
 	if job.Progress != nil {
 		job.Progress.Stage("reading the schema")
 	}
-	s, err := openSession(ctx, db, job)
+	d, err := OpenDump(ctx, job.DumpOptions)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
-
+	defer d.Close()
 	id := backupid.New(started)
 	if job.Progress != nil {
 		job.Progress.SetBackup(id)
 	}
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindLogical, Started: started,
-		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID},
+		Server: archive.Server{Version: d.server.Version, Hostname: d.server.Hostname, ServerID: d.server.ServerID},
 		Tools:  archive.Tools{Backstream: job.Version},
 		Codec:  job.Codec.String(), Hash: job.Hash, Encryption: job.Encryption,
 	}
 	header.Streams = archive.Streams(job.Parallel, job.Codec)
-	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) { return s.run(ctx, header) })
+	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) { return d.toArchive(ctx, job, header) })
+}
+
+// DumpSession is one consistent dump of a server: OpenDump connects and
+// reads the catalog, Run takes the snapshot and hands every data file to
+// an Output, Close ends it. A backup writes the files into its streams
+// (Dump); a copy loads them into another server as they come.
+type DumpSession struct {
+	s      *session
+	db     *sql.DB
+	server *mariadb.Server
+}
+
+// OpenDump connects the dump's coordinator and opt.Parallel snapshot
+// connections and reads the catalog of what opt selects; it refuses
+// what cannot be dumped before any lock is taken.
+func OpenDump(ctx context.Context, opt DumpOptions) (_ *DumpSession, err error) {
+	if opt.Parallel < 1 {
+		return nil, fmt.Errorf("parallel must be at least 1, got %d", opt.Parallel)
+	}
+	if opt.ChunkBytes <= 0 {
+		opt.ChunkBytes = DefaultChunkBytes
+	}
+	d := &DumpSession{}
+	if d.db, err = mariadb.Open(ctx, opt.Conn, ""); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	d.db.SetMaxOpenConns(opt.Parallel + 3) // workers, the coordinator, and one more (holdSequences)
+	d.db.SetMaxIdleConns(opt.Parallel + 3)
+	if d.server, err = mariadb.Inspect(ctx, d.db); err != nil {
+		return nil, err
+	}
+	if d.s, err = openSession(ctx, d.db, opt); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Server is what the dump's source said of itself.
+func (d *DumpSession) Server() *mariadb.Server { return d.server }
+
+// Catalog is the dump's catalog: the schema, the source's sql_mode, the
+// data format, and for each table the columns its data files hold, with
+// the data files made so far (all of them once Run has returned).
+func (d *DumpSession) Catalog() *Catalog {
+	s := d.s
+	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode, DataFormat: s.format, Whole: s.whole}
+	for _, t := range s.tables {
+		cat.Tables = append(cat.Tables, t.data())
+		if t.masks != nil {
+			cat.MaskKey = s.opt.Mask.Key()
+		}
+	}
+	return cat
+}
+
+// Run takes the snapshot and dumps every table into out, biggest first:
+// the non-transactional ones while writes to them are stopped, the others
+// in the snapshot all connections opened while commits were blocked. It
+// then checks that no DDL changed a dumped table and ends the snapshot,
+// and returns the binary log position the data stands for.
+func (d *DumpSession) Run(ctx context.Context, out Output) (archive.Positions, error) {
+	s := d.s
+	var pos archive.Positions
+	sources, note, err := mariadb.BackupSources(ctx, s.coord, d.server.Hostname)
+	if err != nil {
+		return pos, err
+	}
+	if note != "" && s.opt.Progress != nil {
+		s.opt.Progress.Logf("note: %s", note)
+	}
+	s.replica = len(sources) > 0
+	s.progress = newDumpProgress(s.opt.Progress, s.tables)
+	if s.opt.afterCatalog != nil {
+		if err := s.opt.afterCatalog(ctx); err != nil {
+			return pos, err
+		}
+	}
+	pos, rest, err := s.openSnapshots(ctx, out)
+	if err != nil {
+		return pos, err
+	}
+	if s.opt.afterSnapshot != nil {
+		if err := s.opt.afterSnapshot(ctx); err != nil {
+			return pos, err
+		}
+	}
+	if err := s.dumpTables(ctx, out, rest); err != nil {
+		return pos, err
+	}
+	// Also with --block-ddl: DDL between reading the catalog and taking
+	// the metadata locks is not held off, only seen.
+	if err := s.checkNoDDL(ctx); err != nil {
+		return pos, err
+	}
+	for _, c := range s.workers {
+		if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+			return pos, err
+		}
+	}
+	return pos, nil
+}
+
+// Close ends the dump's connections.
+func (d *DumpSession) Close() {
+	if d.s != nil {
+		d.s.close()
+	}
+	d.db.Close()
 }
 
 // session is one dump in progress: the coordinator connection, the
 // workers' snapshot connections, and what they share.
 type session struct {
-	job     DumpJob
+	opt     DumpOptions
 	db      *sql.DB
 	coord   *sql.Conn
 	workers []*sql.Conn
@@ -124,12 +231,21 @@ type session struct {
 	tables  []*tableWork
 	// progress reports the tables' dump; nil without a tracker.
 	progress *dumpProgress
-	sqlMode  string
-	format   int // of the data files (Catalog.DataFormat)
+	// limit, shared by every worker, bounds the bytes of data files made
+	// per second (--max-rate); nil is no bound.
+	limit   *throttle.Limiter
+	ids     atomic.Int64 // numbers data files across the dump
+	sqlMode string
+	format  int // of the data files (Catalog.DataFormat)
+	// whole: the dump takes the whole server (Catalog.Whole).
+	whole bool
 	// replica is true when the server replicates: the position in its
 	// primary's history is read with its own.
 	replica bool
 }
+
+// nextID numbers data files across the dump.
+func (s *session) nextID() int { return int(s.ids.Add(1)) }
 
 // setReadSession sets up a connection that reads rows the way data files
 // hold them: exact bytes, times in UTC, no statement or write timeouts.
@@ -148,9 +264,16 @@ func setReadSession(ctx context.Context, c *sql.Conn) error {
 	return nil
 }
 
-func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err error) {
-	s := &session{job: job, db: db, format: dataFormat}
-	if job.legacyText {
+func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, err error) {
+	f := opt.Filter
+	// A masked dump is no base for a point-in-time restore: the binary
+	// logs replayed on it hold the values unmasked.
+	whole := len(f.Databases)+len(f.ExcludeDatabases)+len(f.Tables)+len(f.ExcludeTables) == 0 && opt.Skip == schema.Skip{} && opt.Mask == nil
+	// The load journal is a target's record of what was loaded into it
+	// (and of copies), not data: a dump of that server leaves it out.
+	opt.Filter.ExcludeDatabases = append(slices.Clone(f.ExcludeDatabases), journalDB)
+	s := &session{opt: opt, db: db, format: dataFormat, limit: throttle.NewLimiter(opt.MaxRate), whole: whole}
+	if opt.legacyText {
 		s.format = DataFormatText
 	}
 	defer func() {
@@ -164,7 +287,7 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 	if err := s.coord.QueryRowContext(ctx, "SELECT @@GLOBAL.sql_mode").Scan(&s.sqlMode); err != nil {
 		return nil, fmt.Errorf("read sql_mode: %w", err)
 	}
-	for range job.Parallel {
+	for range opt.Parallel {
 		c, err := db.Conn(ctx)
 		if err != nil {
 			return nil, err
@@ -176,12 +299,12 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 	}
 	// The catalog is read before the snapshot opens: any DDL from here to
 	// the end of the dump shows as a difference when it is read again.
-	if s.catalog, err = schema.Read(ctx, s.coord, job.Filter, job.Skip); err != nil {
+	if s.catalog, err = schema.Read(ctx, s.coord, opt.Filter, opt.Skip); err != nil {
 		return nil, explainPrivileges(err)
 	}
-	if job.Progress != nil {
+	if opt.Progress != nil {
 		for _, a := range s.catalog.IgnoredAccounts {
-			job.Progress.Logf("account %s is in mysql.user but the server ignores it (skip-name-resolve, or an invalid entry): not in the backup", a)
+			opt.Progress.Logf("account %s is in mysql.user but the server ignores it (skip-name-resolve, or an invalid entry): not in the backup", a)
 		}
 	}
 	var byTransaction []string
@@ -189,7 +312,7 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 		for _, t := range d.Tables {
 			if t.VersionedByTransaction() {
 				byTransaction = append(byTransaction, d.Name+"."+t.Name)
-				t.HistoryLeftOut = job.VersionedCurrentOnly
+				t.HistoryLeftOut = opt.VersionedCurrentOnly
 			}
 			// A sequence's state is read with the position; a table whose
 			// rows are other tables' has none to dump.
@@ -198,8 +321,8 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 			}
 		}
 	}
-	if job.Mask != nil {
-		plan := job.Mask.Plan()
+	if opt.Mask != nil {
+		plan := opt.Mask.Plan()
 		for _, w := range s.tables {
 			if w.masks, err = planMasks(plan, w.db, w.t, w.columnNames()); err != nil {
 				return nil, err
@@ -209,7 +332,7 @@ func openSession(ctx context.Context, db *sql.DB, job DumpJob) (_ *session, err 
 			return nil, err
 		}
 	}
-	if len(byTransaction) > 0 && !job.VersionedCurrentOnly {
+	if len(byTransaction) > 0 && !opt.VersionedCurrentOnly {
 		return nil, fmt.Errorf("%s: system-versioned by transaction id, whose history a restore cannot take back (every history row would come back as a current row); --versioned-current-only dumps the current rows only, --exclude-table leaves a table out",
 			strings.Join(byTransaction, ", "))
 	}
@@ -249,12 +372,10 @@ func explainPrivileges(err error) error {
 	return err
 }
 
-func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.Manifest, error) {
-	job := s.job
-	s.progress = newDumpProgress(job.Progress, s.tables)
-	if job.Progress != nil {
-		job.Progress.Stage("dumping")
-	}
+// toArchive writes the dump into a backup's streams: the CREATE statement
+// of each table first, then the data files, then the catalog, and commits
+// the manifest.
+func (d *DumpSession) toArchive(ctx context.Context, job DumpJob, header *archive.Manifest) (*archive.Manifest, error) {
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
 		Output: job.Dest.Output(header.ID, job.Hash), Streams: job.Parallel,
 		Codec: job.Codec, Hash: job.Hash, Counter: outCounterOf(job.Progress),
@@ -268,62 +389,30 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 	if err != nil {
 		return nil, err
 	}
-	sources, note, err := mariadb.BackupSources(ctx, s.coord, header.Server.Hostname)
-	if err != nil {
-		w.Abort(err)
-		return nil, err
-	}
-	if note != "" && job.Progress != nil {
-		job.Progress.Logf("note: %s", note)
-	}
-	s.replica = len(sources) > 0
 	em := newEmitter(w)
-	em.limit = throttle.NewLimiter(job.MaxRate)
+	if job.Progress != nil {
+		job.Progress.Stage("dumping")
+		job.Progress.SetTables(int64(len(d.s.tables)))
+	}
 	var pos archive.Positions
 	var cat *Catalog
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return em.run(gctx) })
 	g.Go(func() error {
 		defer em.finish()
-		if err := s.writeSchemaFiles(gctx, em); err != nil {
+		if err := d.s.writeSchemaFiles(gctx, em); err != nil {
 			return err
 		}
-		if job.afterCatalog != nil {
-			if err := job.afterCatalog(gctx); err != nil {
-				return err
-			}
-		}
-		var rest []*tableWork
 		var err error
-		if pos, rest, err = s.openSnapshots(gctx, em); err != nil {
+		if pos, err = d.Run(gctx, archiveOutput{em: em, tr: job.Progress}); err != nil {
 			return err
 		}
-		if job.afterSnapshot != nil {
-			if err := job.afterSnapshot(gctx); err != nil {
-				return err
-			}
-		}
-		if err := s.dumpTables(gctx, em, rest); err != nil {
-			return err
-		}
-		cat = s.finalCatalog()
-		return s.writeStockFiles(gctx, em, cat, header, pos)
+		cat = d.Catalog()
+		return d.s.writeStockFiles(gctx, em, cat, header, pos)
 	})
 	if err := g.Wait(); err != nil {
 		w.Abort(err)
 		return nil, err
-	}
-	// Also with --block-ddl: DDL between reading the catalog and taking
-	// the metadata locks is not held off, only seen.
-	if err := s.checkNoDDL(ctx); err != nil {
-		w.Abort(err)
-		return nil, err
-	}
-	for _, c := range s.workers {
-		if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
-			w.Abort(err)
-			return nil, err
-		}
 	}
 	written, err := w.Close()
 	if err != nil {
@@ -349,24 +438,6 @@ func (s *session) run(ctx context.Context, header *archive.Manifest) (*archive.M
 		return nil, err
 	}
 	return &m, nil
-}
-
-// finalCatalog is the catalog of the dump, once every table is dumped.
-func (s *session) finalCatalog() *Catalog {
-	f := s.job.Filter
-	// A masked dump is no base for a point-in-time restore: the binary
-	// logs replayed on it hold the values unmasked.
-	whole := len(f.Databases)+len(f.ExcludeDatabases)+len(f.Tables)+len(f.ExcludeTables) == 0 && s.job.Skip == schema.Skip{} && s.job.Mask == nil
-	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode, DataFormat: s.format, Whole: whole}
-	for _, t := range s.tables {
-		td := TableData{Database: t.db, Table: t.t.Name, Columns: t.columnNames(), Chunks: t.chunks}
-		if t.masks != nil {
-			td.Masked = t.masks.applied
-			cat.MaskKey = s.job.Mask.Key()
-		}
-		cat.Tables = append(cat.Tables, td)
-	}
-	return cat
 }
 
 // summarise counts tables, rows and bytes per database for the manifest,
@@ -420,14 +491,52 @@ func outCounterOf(t *progress.Tracker) archive.Counter {
 	return outCounter{t}
 }
 
-// dumpTables dumps tables through every worker connection.
-func (s *session) dumpTables(ctx context.Context, em *emitter, tables []*tableWork) error {
+// dumpTables dumps tables through every worker connection, less those
+// out already holds.
+func (s *session) dumpTables(ctx context.Context, out Output, tables []*tableWork) error {
+	tables, err := s.unkept(ctx, out, tables)
+	if err != nil {
+		return err
+	}
 	sched := newScheduler(tables)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range s.workers {
-		g.Go(func() error { return dumpLoop(gctx, c, sched, em, s.job.ChunkBytes, s.progress) })
+		g.Go(func() error { return s.dumpLoop(gctx, c, sched, out) })
 	}
 	return g.Wait()
+}
+
+// unkept asks out, over every worker connection at once, whether it holds
+// each table already (Output.Keep), and returns the tables it does not.
+func (s *session) unkept(ctx context.Context, out Output, tables []*tableWork) ([]*tableWork, error) {
+	kept := make([]bool, len(tables))
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range s.workers {
+		g.Go(func() error {
+			for i := int(next.Add(1) - 1); i < len(tables); i = int(next.Add(1) - 1) {
+				w := tables[i]
+				k, err := out.Keep(gctx, w.db, w.t.Name, func(ctx context.Context) (int64, RowSum, error) { return w.sum(ctx, c) })
+				if err != nil {
+					return fmt.Errorf("table %s: %w", w.name(), explainLost(err))
+				}
+				kept[i] = k
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	var rest []*tableWork
+	for i, w := range tables {
+		if kept[i] {
+			s.progress.kept(w)
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	return rest, nil
 }
 
 // openSnapshots makes every table's data stand for one moment, the binary
@@ -445,7 +554,7 @@ func (s *session) dumpTables(ctx context.Context, em *emitter, tables []*tableWo
 // On a server without backup stages, FLUSH TABLES WITH READ LOCK holds
 // everything for both steps. The sequences are kept open meanwhile (see
 // holdSequences), so that the server keeps their cached values.
-func (s *session) openSnapshots(ctx context.Context, em *emitter) (archive.Positions, []*tableWork, error) {
+func (s *session) openSnapshots(ctx context.Context, out Output) (archive.Positions, []*tableWork, error) {
 	var pos archive.Positions
 	stage, release, err := s.freezeWrites(ctx)
 	if err != nil {
@@ -468,7 +577,7 @@ func (s *session) openSnapshots(ctx context.Context, em *emitter) (archive.Posit
 			nontrans = append(nontrans, t)
 		}
 	}
-	if err := s.dumpTables(ctx, em, nontrans); err != nil {
+	if err := s.dumpTables(ctx, out, nontrans); err != nil {
 		return pos, nil, err
 	}
 	if err := stage("BLOCK_COMMIT"); err != nil {
@@ -479,7 +588,7 @@ func (s *session) openSnapshots(ctx context.Context, em *emitter) (archive.Posit
 			return pos, nil, fmt.Errorf("dump connection %d: start the snapshot: %w", i, err)
 		}
 	}
-	if s.job.BlockDDL {
+	if s.opt.BlockDDL {
 		// A table read in a transaction stays under a shared metadata lock
 		// until the transaction ends: no DDL can change it meanwhile.
 		for _, t := range trans {
@@ -698,8 +807,8 @@ func (s *session) holdSequences(ctx context.Context) (func(), error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if s.job.Progress != nil {
-				s.job.Progress.Logf("the sequences could not be kept open (state %q): the source may skip the values they had cached", state)
+			if s.opt.Progress != nil {
+				s.opt.Progress.Logf("the sequences could not be kept open (state %q): the source may skip the values they had cached", state)
 			}
 			return func() {}, nil
 		}
@@ -765,7 +874,7 @@ var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
 // changed (or went) since the catalog was read was altered during the
 // dump, and its data may not match the definition saved.
 func (s *session) checkNoDDL(ctx context.Context) error {
-	now, err := schema.Read(ctx, s.coord, s.job.Filter, schema.Skip{Views: true, Triggers: true, Routines: true, Events: true, Users: true})
+	now, err := schema.Read(ctx, s.coord, s.opt.Filter, schema.Skip{Views: true, Triggers: true, Routines: true, Events: true, Users: true})
 	if err != nil {
 		return err
 	}

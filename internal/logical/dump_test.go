@@ -50,8 +50,9 @@ func testDump(t *testing.T, src *sandbox.Server, blockDDL bool, after func(ctx c
 	r := testRepo(t)
 	c, _ := codec.Parse("zstd")
 	_, err := Dump(context.Background(), DumpJob{
-		Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Dest: r, Parallel: 2, Codec: c,
-		Filter: schemaFilter("ddl"), BlockDDL: blockDDL, afterSnapshot: after,
+		DumpOptions: DumpOptions{Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Parallel: 2,
+			Filter: schemaFilter("ddl"), BlockDDL: blockDDL, afterSnapshot: after},
+		Dest: r, Codec: c,
 	})
 	return r, err
 }
@@ -154,8 +155,8 @@ func TestDumpEveryEngineAtPosition(t *testing.T) {
 	var lastBefore int64
 	r := testRepo(t)
 	c, _ := codec.Parse("zstd")
-	m, err := Dump(ctx, DumpJob{
-		Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Dest: r, Parallel: 2, Codec: c,
+	m, err := Dump(ctx, DumpJob{Dest: r, Codec: c, DumpOptions: DumpOptions{
+		Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Parallel: 2,
 		Filter: schemaFilter("nt"),
 		// Past the cache: the sequence's stored state moves on after the
 		// catalog has read it.
@@ -175,7 +176,7 @@ func TestDumpEveryEngineAtPosition(t *testing.T) {
 			nextval("nt.s")
 			return nil
 		},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"github.com/backstream/backstream/internal/progress"
 )
 
-// dumpProgress reports a dump in bytes of data files made, against a
+// dumpProgress reports a dump in bytes of data files made (its rows and
+// tables the Output counts as it writes or loads them), against a
 // total that starts as the tables' size in the server and learns as they
 // finish. The size the server reports (data_length) is a page footprint,
 // from statistics that may be stale, and the text of the rows is seldom
@@ -37,7 +38,6 @@ func newDumpProgress(tr *progress.Tracker, tables []*tableWork) *dumpProgress {
 	for _, t := range tables {
 		d.unstarted += t.t.DataBytes
 	}
-	tr.SetTables(int64(len(tables)))
 	tr.SetTotal(d.unstarted)
 	return d
 }
@@ -55,13 +55,6 @@ func (d *dumpProgress) made(w *tableWork, n int64) {
 	d.setTotal()
 }
 
-// rows counts rows dumped.
-func (d *dumpProgress) rows(n int64) {
-	if d != nil {
-		d.tr.AddRows(n)
-	}
-}
-
 // tableDone counts table w finished.
 func (d *dumpProgress) tableDone(w *tableWork) {
 	if d == nil {
@@ -74,7 +67,18 @@ func (d *dumpProgress) tableDone(w *tableWork) {
 	delete(d.open, w)
 	d.setTotal()
 	d.mu.Unlock()
-	d.tr.TableDone()
+}
+
+// kept takes table w, which the destination holds already and the dump
+// leaves out, from the total.
+func (d *dumpProgress) kept(w *tableWork) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unstarted -= w.t.DataBytes
+	d.setTotal()
 }
 
 // start moves w's size from the tables not started; d.mu is held.

@@ -148,6 +148,7 @@ func (w *tableWork) nextKeyset() (task, bool) {
 	switch {
 	case w.step == 0:
 		w.step = -1 // being planned
+		w.busy++
 		return task{w: w, plan: true}, true
 	case w.taken < len(w.bounds):
 	case w.planned:

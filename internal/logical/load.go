@@ -24,25 +24,43 @@ import (
 )
 
 // journalDB holds the load journal on the target: which data files of
-// which backup are loaded. A data file's rows and its journal row commit
-// in one transaction, so a resumed load neither skips nor repeats one.
-// That holds only where the target table is transactional: a MyISAM or
-// Aria table keeps the rows of a LOAD DATA whose transaction (and journal
-// row) a crash or a lost connection rolled back. So for those tables the
-// journal also records each data file as started, committed before its
-// LOAD DATA runs, and a resumed load reloads from scratch every such table
-// that may hold rows of a data file it cannot tell apart (see
-// reloadUnproven).
+// which load (a backup's id, or a copy's) are loaded. A data file's rows
+// and its journal row commit in one transaction, so a resumed load neither
+// skips nor repeats one. That holds only where the target table is
+// transactional: a MyISAM or Aria table keeps the rows of a LOAD DATA
+// whose transaction (and journal row) a crash or a lost connection rolled
+// back. So for those tables the journal also records each data file as
+// started, committed before its LOAD DATA runs, and a resumed load reloads
+// from scratch every such table that may hold rows of a data file it
+// cannot tell apart (see reloadUnproven).
+//
+// A load from a dump (LoadFrom) cannot resume by data file: the next run
+// dumps another snapshot, cut into other files. Its journal records the
+// tables instead (table "tables"): each one it made, with the source's
+// definition, and, once all its rows are in, their count and row sum. A
+// resumed load from a dump keeps a complete table only if the new dump
+// finds the same rows on the source and on the target (see keep).
 const journalDB = "backstream_load"
 
-// journalTables are the journal's tables, each keyed by backup first.
-var journalTables = []string{"journal", "started", "accounts", "masks"}
+// JournalDatabase is the database on a target that holds the load
+// journal; a caller may keep its own records of loads there: the journal
+// database goes only once no table in it holds a row.
+const JournalDatabase = journalDB
 
-// LoadJob is one load of a logical backup into a running server.
+// journalTables are the journal's tables, each keyed by the load's id
+// (column backup) first.
+var journalTables = []string{"journal", "started", "accounts", "tables", "masks"}
+
+// LoadJob is one load into a running server: of a logical backup (Load),
+// or of a dump of another server as it is made (OpenLoad, LoadFrom).
 type LoadJob struct {
-	Conn     mariadb.Config
+	Conn mariadb.Config
+	// Input and Manifest are the backup's; a load from a dump has none.
 	Input    archive.Input
 	Manifest *archive.Manifest
+	// ID names a load from a dump in the journal and in messages (a
+	// backup's load is named by the backup's id).
+	ID       string
 	Catalog  *Catalog
 	Parallel int // loading connections; index builds run as many at once
 	Filter   schema.Filter
@@ -52,7 +70,8 @@ type LoadJob struct {
 	// DropExisting drops tables the target already has; without it (and
 	// without Resume) they make the load refuse before it changes anything.
 	DropExisting bool
-	// Resume continues an interrupted load of the same backup.
+	// Resume continues an interrupted load of the same backup, or with
+	// the same ID.
 	Resume bool
 	// NoBinlog loads with sql_log_bin=0.
 	NoBinlog bool
@@ -105,9 +124,15 @@ type LoadResult struct {
 	// events and grants of the restored databases that were not restored
 	// because they refer to objects the load does not restore.
 	LeftOut []string
-	// Reloaded says, one sentence each, which non-transactional tables a
-	// resumed load emptied and loaded again, and why.
+	// Reloaded says, one sentence each, which tables a resumed load
+	// emptied and loaded again, and why: non-transactional ones of a
+	// backup, any table of a dump.
 	Reloaded []string
+	// Kept says, one sentence each, which tables a resumed load from a
+	// dump kept as an earlier run loaded them, their rows being the
+	// source's; Dropped, which tables an earlier run made that the source
+	// no longer has (or the filters no longer pick) it dropped.
+	Kept, Dropped []string
 	// DefinitionOnly says, one sentence each, which tables were created
 	// without rows because their rows are other tables' (see
 	// schema.Table.RowsElsewhere); HistoryLeftOut, which versioned tables
@@ -128,38 +153,72 @@ type target struct {
 	addIndexes string
 	addForeign string
 	load       string // the LOAD DATA statement after its file name (see loadTx)
-	existed    bool
-	serial     bool         // one load at a time (an AUTO_INCREMENT column)
-	left       atomic.Int64 // data files still to load
+	existed    bool   // the target has it, and keeps it
+	serial     bool   // one load at a time (an AUTO_INCREMENT column)
 	// engine is the target table's storage engine; transactional says
 	// whether the target rolls back its rows with the journal row.
 	engine        string
 	transactional bool
 	// masks masks the data files' columns LoadJob.Mask names (nil: none).
 	masks *tableMasks
+	// earlier is what the journal says of the table from an earlier run
+	// of a load from a dump; candidate, that it may be kept (see keep).
+	earlier   *earlierTable
+	candidate bool
+
+	mu sync.Mutex
+	// left counts the data files known and not loaded yet; all says
+	// every data file is known (listed in a backup's catalog, or a dump
+	// said it made them all); done that the table was reported loaded.
+	left      int
+	all, done bool
+	// rows and sum are the table's as dumped (a load from a dump).
+	rows int64
+	sum  RowSum
 }
 
 func (t *target) qname() string  { return qualified(t.db, t.name) }
 func (t *target) String() string { return t.db + "." + t.name }
 
+// settle reports, once, that every data file of t is known and loaded;
+// t.mu is held.
+func (t *target) settle() bool {
+	if t.all && t.left == 0 && !t.done {
+		t.done = true
+		return true
+	}
+	return false
+}
+
 type loader struct {
 	job    LoadJob
+	name   string // in messages: "backup <id>", or a load from a dump's ID
 	db     *sql.DB
 	ddl    *sql.Conn
 	tables []*target
 	byPath map[string]*loadFile
-	dbs    []*schema.Database
-	done   map[int]bool // journaled chunks
-	res    LoadResult
-	resMu  sync.Mutex
+	// bySource finds a table by its source database and name.
+	bySource map[string]*target
+	dbs      []*schema.Database
+	done     map[int]bool // journaled chunks
+	res      LoadResult
+	resMu    sync.Mutex
 	// started holds the chunks of non-transactional tables whose LOAD
 	// DATA an earlier run began.
 	started map[int]bool
+	// earlier holds the journal's tables of this load (a load from a
+	// dump), by target database and name.
+	earlier map[string]*earlierTable
+	// clash holds the tables the target has that are not this load's.
+	clash []*target
 	// insertHistory: the target has system_versioning_insert_history
 	// (MariaDB 10.11 and newer), which loading a versioned table's
 	// history needs.
 	insertHistory bool
 }
+
+// fromBackup tells a load of a backup's streams from one of a dump.
+func (l *loader) fromBackup() bool { return l.job.Manifest != nil }
 
 // loadFile is a data file the load wants, and the manifest's word on it.
 type loadFile struct {
@@ -169,32 +228,72 @@ type loadFile struct {
 	buf    []byte
 }
 
+// Loading is a load under way into one server. OpenLoad connects, plans
+// and checks the target without changing it; Prepare creates the tables
+// without their secondary keys; the data comes through LoadFrom (a dump)
+// or, in Load, a backup's streams; Finish adds the keys and the other
+// objects.
+type Loading struct{ l *loader }
+
 // Load loads a logical backup: tables without secondary indexes first,
 // their data files in parallel through LOAD DATA LOCAL INFILE fed from
 // memory, each checked against the manifest before it commits, then the
 // indexes, foreign keys, sequences, views, triggers, routines, events and
 // accounts.
 func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
-	if job.Parallel < 1 {
-		job.Parallel = 1
-	}
-	db, err := mariadb.Open(ctx, job.Conn, "")
+	ld, err := OpenLoad(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	db.SetMaxOpenConns(job.Parallel + 1)
-	db.SetMaxIdleConns(job.Parallel + 1)
-	l := &loader{job: job, db: db, byPath: map[string]*loadFile{}, done: map[int]bool{}, started: map[int]bool{}}
+	defer ld.Close()
+	if err := ld.Prepare(ctx); err != nil {
+		return nil, err
+	}
+	if err := ld.l.loadBackup(ctx); err != nil {
+		return nil, err
+	}
+	return ld.Finish(ctx)
+}
+
+// OpenLoad connects to the target, names it (OnTarget), picks the tables
+// and checks the target: it refuses tables the target has (unless
+// DropExisting), an unfinished load of the same backup or ID (unless
+// Resume or DropExisting), and Resume without one. It changes nothing.
+func OpenLoad(ctx context.Context, job LoadJob) (_ *Loading, err error) {
+	if job.Parallel < 1 {
+		job.Parallel = 1
+	}
+	l := &loader{job: job, byPath: map[string]*loadFile{}, bySource: map[string]*target{}, done: map[int]bool{},
+		started: map[int]bool{}, earlier: map[string]*earlierTable{}}
+	switch {
+	case job.Manifest != nil:
+		l.job.ID, l.name = job.Manifest.ID, "backup "+job.Manifest.ID
+	case job.ID == "":
+		return nil, errors.New("a load without a backup needs an ID")
+	default:
+		l.name = job.ID
+	}
+	if l.db, err = mariadb.Open(ctx, job.Conn, ""); err != nil {
+		return nil, err
+	}
+	ld := &Loading{l}
+	defer func() {
+		if err != nil {
+			ld.Close()
+		}
+	}()
+	// The loaders, the DDL connection, and as many again for reading
+	// tables back (a resumed load from a dump compares them, see keep).
+	l.db.SetMaxOpenConns(2*job.Parallel + 1)
+	l.db.SetMaxIdleConns(job.Parallel + 1)
 	var n int
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = 'SYSTEM_VERSIONING_INSERT_HISTORY'").Scan(&n); err != nil {
+	if err := l.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = 'SYSTEM_VERSIONING_INSERT_HISTORY'").Scan(&n); err != nil {
 		return nil, fmt.Errorf("target server: %w", err)
 	}
 	l.insertHistory = n > 0
 	if l.ddl, err = l.conn(ctx); err != nil {
 		return nil, err
 	}
-	defer l.ddl.Close()
 	if err := l.describeTarget(ctx); err != nil {
 		return nil, err
 	}
@@ -205,29 +304,69 @@ func Load(ctx context.Context, job LoadJob) (*LoadResult, error) {
 		return nil, fmt.Errorf("the target (MariaDB %s) has no system_versioning_insert_history (10.11 and newer have it), without which the history of system-versioned tables cannot be loaded: %s; restore into MariaDB 10.11 or newer, leave them out (--exclude-table), or take the backup with --versioned-current-only",
 			l.res.Target.Version, strings.Join(names, ", "))
 	}
-	for _, phase := range []struct {
-		stage string
-		run   func(context.Context) error
-	}{
-		{"checking the target", l.openJournal},
+	if err := l.phases(ctx, []phase{
+		{"checking the target", l.readJournal},
 		{"checking the target", l.checkTarget},
+	}); err != nil {
+		return nil, err
+	}
+	return ld, nil
+}
+
+// Prepare opens the journal and creates the databases and tables, without
+// their secondary keys and foreign keys; tables of an earlier run it
+// keeps, empties or drops as the journal says.
+func (ld *Loading) Prepare(ctx context.Context) error {
+	l := ld.l
+	return l.phases(ctx, []phase{
+		{"checking the target", l.openJournal},
+		{"creating tables", l.replaceTables},
 		{"creating tables", l.createTables},
 		{"checking the target", l.findEngines},
 		{"checking the target", l.reloadUnproven},
-		{"loading", l.loadData},
+	})
+}
+
+// Finish adds the secondary keys and foreign keys, sets the sequences,
+// creates the views, triggers, routines, events (and with Users the
+// accounts), and closes the journal.
+func (ld *Loading) Finish(ctx context.Context) (*LoadResult, error) {
+	l := ld.l
+	if err := l.phases(ctx, []phase{
 		{"building indexes", l.addKeys},
 		{"creating views, triggers, routines, events and accounts", l.createObjects},
 		{"finishing", l.closeJournal},
-	} {
-		if job.Progress != nil {
-			job.Progress.Stage(phase.stage)
-		}
-		if err := phase.run(ctx); err != nil {
-			return nil, err
-		}
+	}); err != nil {
+		return nil, err
 	}
 	l.res.Tables = len(l.tables)
 	return &l.res, nil
+}
+
+// Close ends the load's connections.
+func (ld *Loading) Close() {
+	if ld.l.ddl != nil {
+		ld.l.ddl.Close()
+	}
+	ld.l.db.Close()
+}
+
+// phase is a step of a load, and the stage the progress display shows.
+type phase struct {
+	stage string
+	run   func(context.Context) error
+}
+
+func (l *loader) phases(ctx context.Context, phases []phase) error {
+	for _, p := range phases {
+		if l.job.Progress != nil {
+			l.job.Progress.Stage(p.stage)
+		}
+		if err := p.run(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // describeTarget finds out which server the load reached and tells
@@ -346,8 +485,10 @@ func (l *loader) plan() error {
 		data[td.Database+"\x00"+td.Table] = td
 	}
 	digests := map[string]string{}
-	for _, f := range l.job.Manifest.Files {
-		digests[f.Path] = f.Digest
+	if l.fromBackup() {
+		for _, f := range l.job.Manifest.Files {
+			digests[f.Path] = f.Digest
+		}
 	}
 	for _, d := range l.job.Catalog.Schema.Databases {
 		if !l.job.Filter.Database(d.Name) {
@@ -399,10 +540,11 @@ func (l *loader) plan() error {
 				}
 			}
 			l.tables = append(l.tables, t)
+			l.bySource[d.Name+"\x00"+st.Name] = t
 		}
 	}
 	if len(l.tables) == 0 && len(l.dbs) == 0 {
-		return fmt.Errorf("backup %s: the filters select nothing", l.job.Manifest.ID)
+		return fmt.Errorf("%s: the filters select nothing", l.name)
 	}
 	if l.job.Mask == nil {
 		return nil
@@ -480,142 +622,17 @@ func loadColumns(t *schema.Table, cols []string, format int) (list, set []string
 	return list, set
 }
 
-func (l *loader) openJournal(ctx context.Context) error {
-	for _, q := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + mariadb.QuoteIdent(journalDB),
-		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "journal") +
-			" (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, loaded TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (backup, chunk)) ENGINE=InnoDB",
-		// Data files of non-transactional tables whose LOAD DATA began.
-		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "started") +
-			" (backup VARCHAR(64) NOT NULL, chunk INT NOT NULL, PRIMARY KEY (backup, chunk)) ENGINE=InnoDB",
-		// Accounts the load created, so that a resumed load grants to
-		// them again rather than keeping them as if they were the target's.
-		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "accounts") +
-			" (backup VARCHAR(64) NOT NULL, account VARCHAR(400) NOT NULL, PRIMARY KEY (backup, account)) ENGINE=InnoDB",
-		// The mask rules the load began with (mask.Rules.Describe), so that
-		// a resumed load masks its files as the first run did.
-		"CREATE TABLE IF NOT EXISTS " + qualified(journalDB, "masks") +
-			" (backup VARCHAR(64) NOT NULL, rules TEXT NOT NULL, PRIMARY KEY (backup)) ENGINE=InnoDB",
-	} {
-		if _, err := l.ddl.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("load journal: %w", err)
-		}
-	}
-	for table, into := range map[string]map[int]bool{"journal": l.done, "started": l.started} {
-		if err := l.readJournal(ctx, table, into); err != nil {
-			return fmt.Errorf("load journal: %w", err)
-		}
-	}
-	started := l.done[0]
-	switch {
-	case started && !l.job.Resume && !l.job.DropExisting:
-		return fmt.Errorf("an earlier load of backup %s into this server did not finish; --resume continues it, --drop-existing starts over", l.job.Manifest.ID)
-	case started && !l.job.Resume:
-		for _, table := range journalTables {
-			if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
-				return err
-			}
-		}
-		l.done, l.started = map[int]bool{}, map[int]bool{}
-	case !started && l.job.Resume:
-		return fmt.Errorf("--resume: this server has no unfinished load of backup %s", l.job.Manifest.ID)
-	case started:
-		return l.checkResumedMasks(ctx)
-	}
-	return nil
-}
-
-// checkResumedMasks refuses to resume a load with other mask rules than
-// it began with (none counts as rules): the rows of one table would be
-// masked two ways, or not at all. A random key cannot be given again.
-func (l *loader) checkResumedMasks(ctx context.Context) error {
-	var began string
-	err := l.ddl.QueryRowContext(ctx, "SELECT rules FROM "+qualified(journalDB, "masks")+" WHERE backup = ?", l.job.Manifest.ID).Scan(&began)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("load journal: %w", err)
-	}
-	id := l.job.Manifest.ID
-	switch now := l.job.Mask.Describe(); {
-	case strings.HasSuffix(began, "\nkey "+mask.RandomKey):
-		return fmt.Errorf("--resume: the interrupted load of backup %s masked with a random key, which cannot be given again: the rest of its rows would not match those loaded; start over with --drop-existing (with --mask-key-file, a load can be resumed)", id)
-	case began != now:
-		return fmt.Errorf("--resume: the interrupted load of backup %s masked %s, this one %s: resume it with the same --mask rules and --mask-key-file (or start over with --drop-existing)", id, rulesSaid(began), rulesSaid(now))
-	}
-	return nil
-}
-
-// rulesSaid puts a mask.Rules.Describe in a sentence.
-func rulesSaid(describe string) string {
-	if describe == "" {
-		return "nothing"
-	}
-	return "by " + strings.ReplaceAll(describe, "\n", ", ")
-}
-
-// readJournal adds the chunks one journal table holds for this backup.
-func (l *loader) readJournal(ctx context.Context, table string, into map[int]bool) error {
-	rows, err := l.ddl.QueryContext(ctx, "SELECT chunk FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n int
-		if err := rows.Scan(&n); err != nil {
-			return err
-		}
-		into[n] = true
-	}
-	return rows.Err()
-}
-
-// journal records chunk in a journal table ("journal" or "started").
-func (l *loader) journal(ctx context.Context, c interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, table string, chunk int) error {
-	_, err := c.ExecContext(ctx, "INSERT INTO "+qualified(journalDB, table)+" (backup, chunk) VALUES (?, ?)", l.job.Manifest.ID, chunk)
-	return err
-}
-
-// journaledAccounts returns the accounts earlier runs of this load created.
-func (l *loader) journaledAccounts(ctx context.Context) (map[string]bool, error) {
-	rows, err := l.ddl.QueryContext(ctx, "SELECT account FROM "+qualified(journalDB, "accounts")+" WHERE backup = ?", l.job.Manifest.ID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, err
-		}
-		out[a] = true
-	}
-	return out, rows.Err()
-}
-
-// closeJournal forgets a finished load, and the journal when it is empty.
-func (l *loader) closeJournal(ctx context.Context) error {
-	for _, table := range journalTables {
-		if _, err := l.ddl.ExecContext(ctx, "DELETE FROM "+qualified(journalDB, table)+" WHERE backup = ?", l.job.Manifest.ID); err != nil {
-			return err
-		}
-	}
-	var left int
-	if err := l.ddl.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+qualified(journalDB, "journal")).Scan(&left); err != nil {
-		return err
-	}
-	if left == 0 {
-		_, err := l.ddl.ExecContext(ctx, "DROP DATABASE "+mariadb.QuoteIdent(journalDB))
-		return err
-	}
-	return nil
-}
-
-// checkTarget refuses to load over tables the target has, unless asked to
-// drop them or to resume.
+// checkTarget refuses a load over an unfinished one of the same backup or
+// ID (unless resumed or started over), a resumed load without one, and a
+// load over tables the target has that are not the load's own (unless
+// DropExisting, for replaceTables).
 func (l *loader) checkTarget(ctx context.Context) error {
+	switch started := l.done[0]; {
+	case started && !l.job.Resume && !l.job.DropExisting:
+		return fmt.Errorf("an earlier load of %s into this server did not finish; --resume continues it, --drop-existing starts over", l.name)
+	case !started && l.job.Resume:
+		return fmt.Errorf("--resume: this server has no unfinished load of %s", l.name)
+	}
 	var clash []*target
 	for _, t := range l.tables {
 		var n int
@@ -623,15 +640,12 @@ func (l *loader) checkTarget(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			t.existed = true
+		t.existed = n > 0
+		if t.existed && !l.ours(t) {
 			clash = append(clash, t)
 		}
 	}
-	switch {
-	case len(clash) == 0 || l.job.Resume:
-		return nil
-	case !l.job.DropExisting:
+	if len(clash) > 0 && !l.job.DropExisting {
 		names := make([]string, 0, 3)
 		for _, t := range clash[:min(3, len(clash))] {
 			names = append(names, t.String())
@@ -642,20 +656,15 @@ func (l *loader) checkTarget(ctx context.Context) error {
 		}
 		return fmt.Errorf("the target already has %s%s; refusing to load over them (--drop-existing drops them first)", strings.Join(names, ", "), more)
 	}
-	for _, t := range clash {
-		if _, err := l.ddl.ExecContext(ctx, "DROP TABLE "+t.qname()); err != nil {
-			return fmt.Errorf("drop %s: %w", t, err)
-		}
-		t.existed = false
-	}
+	l.clash = clash
 	return nil
 }
 
 // createTables creates the databases, then sequences (tables may default
 // to their next value), then tables without their secondary keys, then
 // the tables whose rows are other tables' (a MERGE table's UNION, a
-// FEDERATED table's remote table must exist first); it then marks the
-// load as started in the journal.
+// FEDERATED table's remote table must exist first). A load from a dump
+// journals each table before it makes it.
 func (l *loader) createTables(ctx context.Context) error {
 	for _, d := range l.dbs {
 		if err := schema.CreateDatabase(ctx, l.ddl, d, l.targetDB(d.Name)); err != nil {
@@ -676,18 +685,15 @@ func (l *loader) createTables(ctx context.Context) error {
 			if pass(t.src) != p || t.existed {
 				continue
 			}
+			if !l.fromBackup() {
+				if err := l.journalTable(ctx, l.ddl, t); err != nil {
+					return err
+				}
+			}
 			if err := schema.CreateTable(ctx, l.ddl, t.db, t.src, t.base); err != nil {
 				return err
 			}
 		}
-	}
-	if !l.done[0] {
-		if rules := l.job.Mask.Describe(); rules != "" {
-			if _, err := l.ddl.ExecContext(ctx, "REPLACE INTO "+qualified(journalDB, "masks")+" (backup, rules) VALUES (?, ?)", l.job.Manifest.ID, rules); err != nil {
-				return fmt.Errorf("load journal: %w", err)
-			}
-		}
-		return l.journal(ctx, l.ddl, "journal", 0)
 	}
 	return nil
 }
@@ -727,8 +733,8 @@ func (l *loader) findEngines(ctx context.Context) error {
 // killed mid-statement may keep a MyISAM table's older count until it is
 // repaired, and counts cannot say which rows came from where anyway.
 func (l *loader) reloadUnproven(ctx context.Context) error {
-	if !l.job.Resume {
-		return nil
+	if !l.job.Resume || !l.fromBackup() {
+		return nil // a load from a dump resumes by table (replaceTables, keep)
 	}
 	for _, t := range l.tables {
 		if t.data == nil || t.transactional {
@@ -754,7 +760,7 @@ func (l *loader) reloadUnproven(ctx context.Context) error {
 		// After the table is emptied: a crash in between leaves journaled
 		// files whose rows are gone, which the count check finds next time.
 		ids := make([]any, 0, len(t.data.Chunks)+1)
-		ids = append(ids, l.job.Manifest.ID)
+		ids = append(ids, l.job.ID)
 		for _, ch := range t.data.Chunks {
 			ids = append(ids, ch.ID)
 			delete(l.done, ch.ID)
@@ -811,28 +817,45 @@ func (l *loader) unproven(ctx context.Context, t *target) (string, error) {
 // ER_CRASHED_ON_USAGE, ER_CRASHED_ON_REPAIR).
 var crashedTable = map[uint16]bool{126: true, 127: true, 144: true, 145: true, 1034: true, 1194: true, 1195: true}
 
-// loadData reads every stream (checking all of it) and loads the data
-// files the load wants through Parallel connections.
-func (l *loader) loadData(ctx context.Context) error {
+// loadBackup reads every stream of the backup (checking all of it) and
+// loads the data files the load wants.
+func (l *loader) loadBackup(ctx context.Context) error {
+	if l.job.Progress != nil {
+		l.job.Progress.Stage("loading")
+	}
 	for _, f := range l.byPath {
 		if l.done[f.chunk.ID] {
 			l.res.Skipped++
 		} else {
-			f.t.left.Add(1)
+			f.t.left++
 		}
 	}
 	if tr := l.job.Progress; tr != nil {
 		// Every stream is read (and checked) whatever the filters pick.
 		tr.SetTotal(l.job.Manifest.Stats.StoredBytes)
 		tr.SetTables(int64(len(l.tables)))
-		for _, t := range l.tables {
-			if t.left.Load() == 0 {
-				tr.TableDone()
+	}
+	for _, t := range l.tables {
+		t.all = true // the catalog lists every data file
+		if t.settle() {
+			if err := l.tableLoaded(ctx, l.ddl, t); err != nil {
+				return err
 			}
 		}
 	}
+	return l.loadData(ctx, 2*l.job.Parallel+len(l.job.Manifest.Streams), func(ctx context.Context, files *fileQueue) error {
+		return archive.Read(ctx, archive.ReadOptions{
+			Input: l.job.Input, Manifest: l.job.Manifest, Counter: counterOf(l.job.Progress),
+			Sink: &loadSink{l: l, files: files},
+		})
+	})
+}
+
+// loadData loads the data files feed puts into a queue of at most queue
+// files through Parallel connections, until feed returns.
+func (l *loader) loadData(ctx context.Context, queue int, feed func(context.Context, *fileQueue) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	files := newFileQueue(gctx, 2*l.job.Parallel+len(l.job.Manifest.Streams))
+	files := newFileQueue(gctx, queue)
 	for range l.job.Parallel {
 		g.Go(func() error {
 			c, err := l.conn(gctx)
@@ -842,7 +865,7 @@ func (l *loader) loadData(ctx context.Context) error {
 			defer c.Close()
 			for f := files.take(); f != nil; f = files.take() {
 				err := l.loadFile(gctx, c, f)
-				files.done(f.t)
+				files.done(f.t, err == nil)
 				if err != nil {
 					return err
 				}
@@ -852,12 +875,23 @@ func (l *loader) loadData(ctx context.Context) error {
 	}
 	g.Go(func() error {
 		defer files.close()
-		return archive.Read(gctx, archive.ReadOptions{
-			Input: l.job.Input, Manifest: l.job.Manifest, Counter: counterOf(l.job.Progress),
-			Sink: &loadSink{l: l, files: files},
-		})
+		return feed(gctx, files)
 	})
 	return g.Wait()
+}
+
+// tableLoaded says table t is loaded: to the progress display, and for a
+// load from a dump in the journal, on c. The caller holds c, or passes
+// the pool (l.db) when it holds no connection of it: taking a second one
+// while holding the first could wait for ever on a full pool.
+func (l *loader) tableLoaded(ctx context.Context, c execQuerier, t *target) error {
+	if tr := l.job.Progress; tr != nil {
+		tr.TableDone()
+	}
+	if l.fromBackup() || t.data == nil {
+		return nil
+	}
+	return l.journalComplete(ctx, c, t)
 }
 
 // loadSink gathers each wanted data file from its stream and hands it to
@@ -892,12 +926,16 @@ func (s *loadSink) Chunk(c *xbstream.Chunk) error {
 func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	data := f.buf
 	f.buf = nil
-	where := fmt.Sprintf("backup %s: table %s: data file %s", l.job.Manifest.ID, f.t, f.chunk.Path)
+	where := fmt.Sprintf("%s: table %s: data file %s", l.name, f.t, f.chunk.Path)
 	if int64(len(data)) != f.chunk.Bytes {
 		return archive.Corruptf("%s: %d bytes, the catalog says %d", where, len(data), f.chunk.Bytes)
 	}
-	if err := archive.CheckDigest(data, f.digest); err != nil {
-		return archive.Corruptf("%s: %v", where, err)
+	// A file of a dump comes straight from the source; one of a backup
+	// is checked against what the manifest says.
+	if l.fromBackup() {
+		if err := archive.CheckDigest(data, f.digest); err != nil {
+			return archive.Corruptf("%s: %v", where, err)
+		}
 	}
 	load := data
 	if f.t.masks != nil {
@@ -908,7 +946,7 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	}
 	// The driver's reader names are global to the process, which may run
 	// two loads of one backup at once (into two servers).
-	name := fmt.Sprintf("backstream-%s-%d-%d", l.job.Manifest.ID, f.chunk.ID, readerSeq.Add(1))
+	name := fmt.Sprintf("backstream-%s-%d-%d", l.job.ID, f.chunk.ID, readerSeq.Add(1))
 	mysql.RegisterReaderHandler(name, func() io.Reader { return bytes.NewReader(load) })
 	defer mysql.DeregisterReaderHandler(name)
 	if !f.t.transactional {
@@ -940,9 +978,16 @@ func (l *loader) loadFile(ctx context.Context, c *sql.Conn, f *loadFile) error {
 	l.resMu.Unlock()
 	if tr := l.job.Progress; tr != nil {
 		tr.AddRows(n)
-		if f.t.left.Add(-1) == 0 {
-			tr.TableDone()
+		if !l.fromBackup() {
+			tr.Out(int64(len(data))) // the dump counts them in
 		}
+	}
+	f.t.mu.Lock()
+	f.t.left--
+	loaded := f.t.settle()
+	f.t.mu.Unlock()
+	if loaded {
+		return l.tableLoaded(ctx, c, f.t)
 	}
 	return nil
 }
@@ -1006,7 +1051,7 @@ func (l *loader) loadRows(ctx context.Context, q execQuerier, f *loadFile, name,
 		return 0, err
 	}
 	if n != f.chunk.Rows {
-		return 0, fmt.Errorf("%s: loaded %d rows, the backup has %d%s", where, n, f.chunk.Rows, loadWarnings(ctx, q))
+		return 0, fmt.Errorf("%s: loaded %d rows, the data file has %d%s", where, n, f.chunk.Rows, loadWarnings(ctx, q))
 	}
 	return n, nil
 }
@@ -1205,7 +1250,7 @@ func (l *loader) createAccounts(ctx context.Context, r *restored) error {
 		Replace: l.job.ReplaceUsers,
 		Ours:    func(a *schema.Account) bool { return ours[a.String()] },
 		Created: func(a *schema.Account) error {
-			_, err := l.ddl.ExecContext(ctx, "INSERT IGNORE INTO "+qualified(journalDB, "accounts")+" (backup, account) VALUES (?, ?)", l.job.Manifest.ID, a.String())
+			_, err := l.ddl.ExecContext(ctx, "INSERT IGNORE INTO "+qualified(journalDB, "accounts")+" (backup, account) VALUES (?, ?)", l.job.ID, a.String())
 			return err
 		},
 		Grant: func(a *schema.Account, g string) bool {

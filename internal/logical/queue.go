@@ -5,24 +5,29 @@ import (
 	"sync"
 )
 
-// fileQueue holds data files read from the streams until a loader takes
-// them. A loader takes the oldest file whose table no other loader is
-// loading, when that table allows only one load at a time (an
-// AUTO_INCREMENT column: LOAD DATA then holds InnoDB's table-level AUTO-INC
-// lock under the default innodb_autoinc_lock_mode=1, so a second loader
-// would only wait). Loaders thus spread over tables.
+// fileQueue holds data files read from the streams (or made by a dump)
+// until a loader takes them. A loader takes the oldest file whose table
+// no other loader is loading, when that table allows only one load at a
+// time: one with an AUTO_INCREMENT column (LOAD DATA then holds InnoDB's
+// table-level AUTO-INC lock under the default
+// innodb_autoinc_lock_mode=1, so a second loader would only wait), and
+// any table until a file of it has loaded. Into an empty table InnoDB
+// (MariaDB 10.6 and newer) inserts in bulk, locking the whole table for
+// the transaction: two first files loading at once wait for each other,
+// and can deadlock. Loaders thus spread over tables.
 type fileQueue struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	pending []*loadFile
-	busy    map[*target]bool
+	busy    map[*target]int  // files of the table being loaded
+	loaded  map[*target]bool // a file of the table has loaded
 	limit   int
 	closed  bool
 	err     error
 }
 
 func newFileQueue(ctx context.Context, limit int) *fileQueue {
-	q := &fileQueue{busy: map[*target]bool{}, limit: limit}
+	q := &fileQueue{busy: map[*target]int{}, loaded: map[*target]bool{}, limit: limit}
 	q.cond = sync.NewCond(&q.mu)
 	context.AfterFunc(ctx, func() {
 		q.mu.Lock()
@@ -63,13 +68,11 @@ func (q *fileQueue) take() *loadFile {
 	defer q.mu.Unlock()
 	for q.err == nil {
 		for i, f := range q.pending {
-			if f.t.serial && q.busy[f.t] {
+			if q.busy[f.t] > 0 && (f.t.serial || !q.loaded[f.t]) {
 				continue
 			}
 			q.pending = append(q.pending[:i], q.pending[i+1:]...)
-			if f.t.serial {
-				q.busy[f.t] = true
-			}
+			q.busy[f.t]++
 			q.cond.Broadcast()
 			return f
 		}
@@ -81,11 +84,11 @@ func (q *fileQueue) take() *loadFile {
 	return nil
 }
 
-// done says a loader finished a file of t (a no-op for tables that load
-// in parallel).
-func (q *fileQueue) done(t *target) {
+// done says a loader finished a file of t; loaded, that its rows are in.
+func (q *fileQueue) done(t *target, loaded bool) {
 	q.mu.Lock()
-	delete(q.busy, t)
+	q.busy[t]--
+	q.loaded[t] = q.loaded[t] || loaded
 	q.mu.Unlock()
 	q.cond.Broadcast()
 }

@@ -40,7 +40,7 @@ func TestFileQueue(t *testing.T) {
 				time.Sleep(2 * time.Millisecond)
 				in.Add(-1)
 				taken[f.chunk.ID].Add(1)
-				q.done(f.t)
+				q.done(f.t, true)
 			}
 		}()
 	}
@@ -86,5 +86,50 @@ func TestFileQueueCancel(t *testing.T) {
 	}
 	if f := q.take(); f != nil {
 		t.Errorf("take after cancel returned a file")
+	}
+}
+
+// The first file of a table loads alone: into an empty table InnoDB
+// inserts in bulk under a table lock, and two such loads wait for each
+// other. Once one has loaded, the rest of a table without AUTO_INCREMENT
+// load at once; one that failed lets the next file load alone again.
+func TestFileQueueFirstFileAlone(t *testing.T) {
+	q := newFileQueue(context.Background(), 10)
+	tt := &target{name: "p"}
+	// Enough for the take takeSoon gave up on, which takes one later.
+	for i := range 6 {
+		if err := q.put(&loadFile{t: tt, chunk: Chunk{ID: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.close()
+	takeSoon := func() *loadFile {
+		got := make(chan *loadFile, 1)
+		go func() { got <- q.take() }()
+		select {
+		case f := <-got:
+			return f
+		case <-time.After(100 * time.Millisecond):
+			t.Cleanup(func() { <-got })
+			return nil
+		}
+	}
+	first := q.take()
+	waiting := make(chan *loadFile, 1)
+	go func() { waiting <- q.take() }()
+	select {
+	case f := <-waiting:
+		t.Fatalf("file %d taken while the table's first file loads", f.chunk.ID)
+	case <-time.After(100 * time.Millisecond):
+	}
+	q.done(first.t, false) // failed: the table is still empty
+	second := <-waiting
+	if f := takeSoon(); f != nil {
+		t.Fatalf("file %d taken while the table's next first file loads", f.chunk.ID)
+	}
+	q.done(second.t, true)
+	a, b := takeSoon(), takeSoon()
+	if a == nil || b == nil {
+		t.Fatalf("after a file loaded, two files of the table are not taken at once (%v, %v)", a, b)
 	}
 }

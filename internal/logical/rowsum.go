@@ -58,7 +58,12 @@ func SumTable(ctx context.Context, c *sql.Conn, db string, t *schema.Table, form
 	if err := setReadSession(ctx, c); err != nil {
 		return 0, 0, err
 	}
-	w := newTableWork(db, t, format)
+	return newTableWork(db, t, format).sum(ctx, c)
+}
+
+// sum reads the table over c as dumpRows writes it, in whatever snapshot
+// c is in, and returns its row count and row sum.
+func (w *tableWork) sum(ctx context.Context, c *sql.Conn) (rows int64, sum RowSum, err error) {
 	if len(w.cols) == 0 {
 		return 0, 0, nil
 	}

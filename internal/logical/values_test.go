@@ -94,13 +94,13 @@ func TestLoadTextFormatBackup(t *testing.T) {
 	c, _ := codec.Parse("zstd")
 	dump := func(legacy bool) (*archive.Manifest, *Catalog, []byte) {
 		t.Helper()
-		m, err := Dump(ctx, DumpJob{
-			Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Dest: r, Parallel: 2, Codec: c,
+		m, err := Dump(ctx, DumpJob{Dest: r, Codec: c, DumpOptions: DumpOptions{
+			Conn: mariadb.Config{Socket: src.Socket, User: "root"}, Parallel: 2,
 			// Its '' member and error value collide as a key in the text
 			// format: that backup cannot load (and never could).
 			Filter: schema.Filter{Databases: []string{sandboxtest.ValuesDB}, ExcludeTables: []string{sandboxtest.ValuesDB + ".enum_key"}},
 			Skip:   schema.Skip{Users: true}, legacyText: legacy,
-		})
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,8 +40,8 @@ type tableWork struct {
 	last     int64
 	step     int64
 	exhaust  bool // ranges all handed out, or the scan taken
-	busy     int  // ranges being dumped
-	counted  bool // reported done to the progress display
+	busy     int  // tasks handed out and not done
+	counted  bool // reported done
 	chunkNum int
 	chunks   []Chunk
 
@@ -153,7 +154,8 @@ func newScheduler(tables []*tableWork) *scheduler { return &scheduler{tables: ta
 
 // next returns the next task, or false when every table is handed out.
 // A worker that finds only ranged tables still being planned waits briefly
-// for their ranges rather than ending early.
+// for their ranges rather than ending early. Every task handed out counts
+// as busy on its table until taskDone.
 func (s *scheduler) next(ctx context.Context) (task, bool, error) {
 	for {
 		s.mu.Lock()
@@ -172,11 +174,13 @@ func (s *scheduler) next(ctx context.Context) (task, bool, error) {
 				waiting = true
 			case !w.ranged:
 				w.exhaust = true
+				w.busy++
 				w.mu.Unlock()
 				s.mu.Unlock()
 				return task{w: w, scan: true}, true, nil
 			case !w.planned && w.step == 0:
 				w.step = -1 // being planned
+				w.busy++
 				w.mu.Unlock()
 				s.mu.Unlock()
 				return task{w: w, plan: true}, true, nil
@@ -209,48 +213,65 @@ func (s *scheduler) next(ctx context.Context) (task, bool, error) {
 	}
 }
 
-// dumpLoop runs one worker: it takes tasks until none are left.
-func dumpLoop(ctx context.Context, c *sql.Conn, s *scheduler, em *emitter, chunkBytes int64, tr *dumpProgress) error {
+// dumpLoop runs one worker: it takes tasks until none are left, and tells
+// out of each table once all of it is dumped.
+func (s *session) dumpLoop(ctx context.Context, c *sql.Conn, sched *scheduler, out Output) error {
 	for {
-		t, ok, err := s.next(ctx)
+		t, ok, err := sched.next(ctx)
 		if err != nil || !ok {
 			return err
 		}
+		var made int64
 		switch {
 		case t.plan && t.w.keyset:
-			err = planKeyset(ctx, c, t.w, chunkBytes)
+			err = planKeyset(ctx, c, t.w, s.opt.ChunkBytes)
 		case t.plan:
-			err = planRanges(ctx, c, t.w, chunkBytes)
+			err = planRanges(ctx, c, t.w, s.opt.ChunkBytes)
 		case t.keyset:
-			_, err = dumpRows(ctx, c, em, t.w, t.w.rangeWhere(t.rng), chunkBytes, tr)
-			t.w.mu.Lock()
-			t.w.busy--
-			t.w.mu.Unlock()
+			made, err = s.dumpRows(ctx, c, out, t.w, t.w.rangeWhere(t.rng))
 		case t.scan:
-			_, err = dumpRows(ctx, c, em, t.w, "", chunkBytes, tr)
+			made, err = s.dumpRows(ctx, c, out, t.w, "")
 		default:
-			var made int64
-			made, err = dumpRows(ctx, c, em, t.w, fmt.Sprintf(" WHERE %s BETWEEN %d AND %d", mariadb.QuoteIdent(t.w.t.Key[0]), t.lo, t.hi), chunkBytes, tr)
-			t.w.adapt(made, chunkBytes)
+			made, err = s.dumpRows(ctx, c, out, t.w, fmt.Sprintf(" WHERE %s BETWEEN %d AND %d", mariadb.QuoteIdent(t.w.t.Key[0]), t.lo, t.hi))
 		}
 		if err != nil {
 			return fmt.Errorf("table %s: %w", t.w.name(), explainLost(err))
 		}
-		if t.w.finished() {
-			tr.tableDone(t.w)
+		if t.w.taskDone(t, made, s.opt.ChunkBytes) {
+			s.progress.tableDone(t.w)
+			if err := out.TableDone(ctx, t.w.data()); err != nil {
+				return fmt.Errorf("table %s: %w", t.w.name(), err)
+			}
 		}
 	}
 }
 
-// finished reports, once, that every part of the table is dumped.
-func (w *tableWork) finished() bool {
+// taskDone ends task t of the table, which made bytes of data files, and
+// reports, once, that every part of the table is dumped. A range of an
+// integer key resizes the ranges after it (adapt).
+func (w *tableWork) taskDone(t task, made, chunkBytes int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.busy--
+	if w.ranged && !t.plan && !t.scan {
+		w.adapt(made, chunkBytes)
+	}
 	if w.exhaust && w.busy == 0 && !w.counted {
 		w.counted = true
 		return true
 	}
 	return false
+}
+
+// data is what the table's data files are so far.
+func (w *tableWork) data() TableData {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	td := TableData{Database: w.db, Table: w.t.Name, Columns: w.columnNames(), Chunks: slices.Clone(w.chunks)}
+	if w.masks != nil {
+		td.Masked = w.masks.applied
+	}
+	return td
 }
 
 // planRanges reads the key's range in the snapshot and sizes the first
@@ -288,11 +309,8 @@ func planRanges(ctx context.Context, c *sql.Conn, w *tableWork, chunkBytes int64
 }
 
 // adapt resizes a ranged table's step so that its files come near the
-// chunk size, within a factor of four per step.
+// chunk size, within a factor of four per step; w.mu is held.
 func (w *tableWork) adapt(made, chunkBytes int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.busy--
 	if made <= 0 {
 		w.step = min(w.step*4, 1<<62)
 		return
@@ -305,14 +323,14 @@ func (w *tableWork) adapt(made, chunkBytes int64) {
 // payloadSize is the size of the xbstream chunks data files are cut into.
 const payloadSize = 1 << 20
 
-// dumpRows streams the rows of one select into data files cut at
-// chunkBytes and returns the bytes written.
-func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where string, chunkBytes int64, tr *dumpProgress) (made int64, err error) {
+// dumpRows streams the rows of one select into data files cut at the
+// chunk size and returns the bytes written.
+func (s *session) dumpRows(ctx context.Context, c *sql.Conn, out Output, w *tableWork, where string) (made int64, err error) {
 	if len(w.cols) == 0 {
 		return 0, nil
 	}
 	var (
-		f      *fileOut
+		f      DataWriter
 		buf    = make([]byte, 0, payloadSize+64<<10)
 		fRows  int64
 		fBytes int64
@@ -323,10 +341,15 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 		if len(buf) == 0 {
 			return nil
 		}
-		err := f.write(ctx, buf)
+		// Waiting here holds the worker, and so its query, back: the server
+		// reads no faster than the budget allows.
+		if err := s.limit.Wait(ctx, len(buf)); err != nil {
+			return err
+		}
+		err := f.Write(ctx, buf)
 		fBytes += int64(len(buf))
 		made += int64(len(buf))
-		tr.made(w, int64(len(buf)))
+		s.progress.made(w, int64(len(buf)))
 		buf = buf[:0]
 		return err
 	}
@@ -337,11 +360,10 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 		if err := flush(); err != nil {
 			return err
 		}
-		if err := f.close(ctx); err != nil {
+		chunk.Rows, chunk.Bytes, chunk.Sum = fRows, fBytes, fSum
+		if err := f.Close(ctx, chunk); err != nil {
 			return err
 		}
-		chunk.Rows, chunk.Bytes, chunk.Sum = fRows, fBytes, fSum
-		tr.rows(fRows)
 		w.mu.Lock()
 		w.chunks = append(w.chunks, chunk)
 		w.mu.Unlock()
@@ -354,8 +376,11 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 			w.chunkNum++
 			n := w.chunkNum
 			w.mu.Unlock()
-			chunk = Chunk{ID: em.nextID(), Path: chunkPath(w.db, w.t.Name, n)}
-			f = em.create(chunk.Path)
+			chunk = Chunk{ID: s.nextID(), Path: chunkPath(w.db, w.t.Name, n)}
+			var err error
+			if f, err = out.Create(ctx, w.db, w.t.Name, chunk); err != nil {
+				return err
+			}
 			fRows, fBytes, fSum = 0, 0, 0
 		}
 		start := len(buf)
@@ -369,7 +394,7 @@ func dumpRows(ctx context.Context, c *sql.Conn, em *emitter, w *tableWork, where
 			if err := flush(); err != nil {
 				return err
 			}
-			if fBytes >= chunkBytes {
+			if fBytes >= s.opt.ChunkBytes {
 				return closeFile()
 			}
 		}

@@ -13,6 +13,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -61,8 +62,10 @@ type Options struct {
 	// backstream runs on the replica's host.
 	Datadir string
 	// Coordinates, if set, are used as they are, instead of reading a
-	// file or choosing among a backup's positions.
-	Coordinates *physical.BinlogInfo
+	// file or choosing among a backup's positions; CoordinatesFrom says
+	// where they come from, for Result.From (default "options").
+	Coordinates     *physical.BinlogInfo
+	CoordinatesFrom string
 	// Backup, if set, are the positions to choose from (e.g. those of a
 	// backup's manifest, FromManifest) instead of those in Datadir.
 	Backup *BackupPositions
@@ -220,7 +223,7 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 // backup's positions the one that suits primary p.
 func coordinates(ctx context.Context, conn *sql.Conn, p Primary, opt Options, res *Result) error {
 	if opt.Coordinates != nil {
-		res.Coordinates, res.From = *opt.Coordinates, "options"
+		res.Coordinates, res.From = *opt.Coordinates, cmp.Or(opt.CoordinatesFrom, "options")
 		if res.Coordinates.File == "" && res.Coordinates.GTID == "" {
 			return errors.New("coordinates given in options are empty")
 		}

@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/servercopy"
+)
+
+// endpointFlags name one of the two servers of a copy: --NAME (a host,
+// host:port, or the path of a socket), --NAME-user and
+// --NAME-defaults-file. Its password comes from that file (or the
+// option files the global flags choose) or $BACKSTREAM_NAME_PASSWORD,
+// never from a flag.
+type endpointFlags struct {
+	name, what       string
+	where, user, cnf string
+}
+
+func (e *endpointFlags) register(f *pflag.FlagSet, name, what string) {
+	e.name, e.what = name, what
+	f.StringVar(&e.where, name, "", "the "+what+" server: host, host:port, or the path of its Unix socket")
+	f.StringVar(&e.user, name+"-user", "", "account on the "+what+" (default: from its option file, else the OS user)")
+	f.StringVar(&e.cnf, name+"-defaults-file", "", "read the "+what+"'s connection options (user, password, TLS) only from this option file: its [client] and [backstream] groups")
+}
+
+// passwordEnv is the variable that holds the endpoint's password.
+func (e *endpointFlags) passwordEnv() string {
+	return "BACKSTREAM_" + strings.ToUpper(e.name) + "_PASSWORD"
+}
+
+// resolve builds the endpoint's connection: its flags over
+// $BACKSTREAM_NAME_PASSWORD over its option file, or the option files the
+// global --defaults-file, --defaults-extra-file and --no-defaults choose.
+func (e *endpointFlags) resolve(g *globals) (mariadb.Config, error) {
+	f := mariadb.Flags{User: e.user, DefaultsFile: g.defaultsFile, DefaultsExtraFile: g.defaultsExtraFile, NoDefaults: g.noDefaults}
+	if e.cnf != "" {
+		f.DefaultsFile, f.NoDefaults = e.cnf, false
+	}
+	switch {
+	case e.where == "":
+		return mariadb.Config{}, usagef("--%s is required: the %s server, as host, host:port or the path of its socket", e.name, e.what)
+	case strings.HasPrefix(e.where, "/"):
+		f.Socket, f.Protocol = e.where, mariadb.ProtocolSocket
+	default:
+		f.Host = e.where
+		if host, port, err := net.SplitHostPort(e.where); err == nil {
+			n, err := strconv.Atoi(port)
+			if err != nil || n < 1 || n > 65535 {
+				return mariadb.Config{}, usagef("--%s %q: the port is not a number from 1 to 65535", e.name, e.where)
+			}
+			f.Host, f.Port, f.Protocol = host, n, mariadb.ProtocolTCP
+		}
+	}
+	if pw, ok := os.LookupEnv(e.passwordEnv()); ok {
+		f.Password = &pw
+	}
+	cfg, err := mariadb.Resolve(f)
+	if err != nil {
+		return cfg, fmt.Errorf("%s: %w", e.what, err)
+	}
+	if cfg.PromptPassword {
+		return cfg, usagef("the %s's option files ask for a password to be typed (a bare password line), which copy does not do: give it in --%s-defaults-file or $%s", e.what, e.name, e.passwordEnv())
+	}
+	return cfg, nil
+}
+
+// copyReport is what copy --json prints.
+type copyReport struct {
+	Copy      string            `json:"copy"`
+	Source    servercopy.Server `json:"source"`
+	Target    servercopy.Server `json:"target"`
+	Resumed   bool              `json:"resumed"`
+	Tables    int               `json:"tables"`
+	DataFiles int               `json:"data_files"`
+	Rows      int64             `json:"rows"`
+	// The source's position the copy stands for.
+	GTIDPosition   string   `json:"gtid_position"`
+	BinlogFile     string   `json:"binlog_file"`
+	BinlogPosition uint64   `json:"binlog_position"`
+	KeptTables     []string `json:"kept_tables"`
+	DroppedTables  []string `json:"dropped_tables"`
+	loadDetails
+	Replication *replicationResult `json:"replication,omitempty"`
+	Seconds     float64            `json:"seconds"`
+	Error       string             `json:"error,omitempty"`
+}
+
+func newCopyCmd(g *globals) *cobra.Command {
+	var (
+		from, to    endpointFlags
+		choices     loadChoices
+		masks       maskFlags
+		primary     primaryFlags
+		parallel    int
+		chunkSize   string
+		maxRate     string
+		blockDDL    bool
+		currentOnly bool
+		replicate   bool
+		asJSON      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "copy --from SOURCE --to TARGET",
+		Short: "Copy databases from one server into another, with no staging on disk",
+		Example: `  backstream copy --from db1.example.com --to /run/mysqld/mysqld.sock --from-defaults-file /etc/backstream/db1.cnf
+  backstream copy --from db1:3306 --to db2:3306 --database shop --rename-database shop:shop_staging --parallel 4
+  backstream copy --from db1 --to db2 --resume                                    # after an interrupted copy
+  backstream copy --from db1 --to db2 --replicate --primary-defaults-file /etc/backstream/repl.cnf`,
+		Long: `copy takes one consistent dump of the source, through --parallel connections that all see
+one snapshot (as backup --logical takes it), and loads its data files into the target as
+they are made, through --parallel connections (as a logical restore loads them): tables
+without their secondary indexes first, then the indexes and foreign keys, sequences,
+views, triggers, routines and events; accounts only with --users. Nothing is staged on
+disk: a full load queue holds the dump back, so memory stays near (3 x --parallel) x
+--chunk-size.
+
+Before anything changes, copy names both servers on stderr and refuses: a target that is
+the source itself, a target older than the source's MariaDB major version, tables the
+target has (--drop-existing drops them), and an unfinished copy on the target.
+
+An interrupted copy (Ctrl-C, a lost connection, a killed process) continues with --resume:
+it takes a new snapshot, keeps each table the earlier run loaded whole only if the new
+snapshot holds exactly its rows on the source and the target still does (same row count
+and row sum), and loads everything else again. The target then holds the source's tables
+as of the new snapshot.
+
+The source's binary log position at the snapshot (GTID, file and offset) is printed and
+recorded on the target (table backstream_load.copies); --replicate then makes the target
+replicate from the source from there, with the replication account of the
+[backstream-primary] group (--primary-defaults-file) and the source's --from host and port
+unless --primary-host says how the target reaches it. --replicate copies the whole server.
+
+The source's connection options come from --from-defaults-file (its [client] and
+[backstream] groups), else the option files the global flags choose, and its password
+also from $BACKSTREAM_FROM_PASSWORD; the target's likewise from --to-defaults-file and
+$BACKSTREAM_TO_PASSWORD. No password is taken as a flag.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			src, err := from.resolve(g)
+			if err != nil {
+				return err
+			}
+			dst, err := to.resolve(g)
+			if err != nil {
+				return err
+			}
+			filter, rename, err := choices.parse()
+			if err != nil {
+				return err
+			}
+			chunk, err := progress.ParseBytes(chunkSize)
+			if err != nil || chunk < 64<<10 {
+				return usagef("--chunk-size %q: want a size of at least 64KiB, like 16MiB", chunkSize)
+			}
+			rate, err := parseRate("--max-rate", maxRate)
+			if err != nil {
+				return err
+			}
+			if parallel < 1 {
+				return usagef("--parallel must be at least 1")
+			}
+			rules, err := masks.rules()
+			if err != nil {
+				return err
+			}
+			if rules != nil && replicate {
+				return usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
+			}
+			skip := choices.skip.s
+			if !choices.users {
+				skip.Users = true // the dump need not read what the load will not make
+			}
+			job := servercopy.Job{
+				From: src, To: dst, Parallel: parallel, Filter: filter, Skip: skip, Rename: rename, Definer: choices.definer,
+				DropExisting: choices.dropExisting, Resume: choices.resume, NoBinlog: choices.noBinlog,
+				Users: choices.users, ReplaceUsers: choices.replaceUsers, BlockDDL: blockDDL, VersionedCurrentOnly: currentOnly,
+				ChunkBytes: chunk, MaxRate: rate, Mask: rules,
+				OnServers: func(s, t servercopy.Server) {
+					fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t)
+				},
+			}
+			if !replicate {
+				if name := firstChanged(f, primary.names()); name != "" {
+					return usagef("--%s names the primary of --replicate", name)
+				}
+			} else {
+				if name := firstChanged(f, []string{"database", "exclude-database", "table", "exclude-table", "rename-database"}); name != "" {
+					return usagef("--replicate copies the whole server: a replica applies every write of its primary, and would stop at the first to what --%s leaves out or renames", name)
+				}
+				def := replica.Primary{}
+				if !src.UsesSocket() {
+					def.Host, def.Port = src.Host, src.Port
+				}
+				p, err := primary.resolve(f, def)
+				if err != nil {
+					return err
+				}
+				job.Replicate = &p
+			}
+			t := g.tracker("copy", 0)
+			job.Progress = t
+			res, err := servercopy.Run(cmd.Context(), job)
+			err = maskUsage(err)
+			sum := t.Finish(err)
+			if res == nil || res.Load == nil {
+				return err
+			}
+			warnPasswordless(g, res.Load)
+			if !asJSON {
+				printCopied(g, res, choices.users)
+				if res.Replication != nil {
+					reportReplication(g.stdout, *job.Replicate, replica.Options{}, res.Replication)
+				}
+				return err
+			}
+			var repl *replicationResult
+			if res.Replication != nil {
+				repl = reportReplication(io.Discard, *job.Replicate, replica.Options{}, res.Replication)
+			}
+			rep := copyReport{
+				Copy: res.ID, Source: res.Source, Target: res.Target, Resumed: res.Resumed,
+				Tables: res.Load.Tables, DataFiles: res.Load.Chunks, Rows: res.Load.Rows,
+				GTIDPosition: res.Position.GTID, BinlogFile: res.Position.BinlogFile, BinlogPosition: res.Position.BinlogPosition,
+				KeptTables: orEmpty(res.Load.Kept), DroppedTables: orEmpty(res.Load.Dropped), loadDetails: detailsOf(res.Load),
+				Replication: repl, Seconds: sum.Elapsed.Seconds(),
+			}
+			rep.Masked = orEmpty(res.Masked)
+			if err != nil {
+				rep.Error = err.Error()
+			}
+			if perr := printJSON(g.stdout, rep); perr != nil {
+				return perr
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	from.register(f, "from", "source")
+	to.register(f, "to", "target")
+	f.IntVar(&parallel, "parallel", defaultParallel(), "dump connections on the source, and as many loading connections on the target")
+	f.StringVar(&chunkSize, "chunk-size", "16MiB", "size at which table data is cut into data files")
+	f.StringVar(&maxRate, "max-rate", "", "read at most this many bytes of table data per second from the source, all connections together, e.g. 50MiB/s (default: no limit)")
+	f.StringSliceVar(&choices.databases, "database", nil, "copy only these databases (repeatable, comma-separated)")
+	f.StringSliceVar(&choices.excludeDBs, "exclude-database", nil, "leave these databases out")
+	f.StringSliceVar(&choices.tables, "table", nil, "copy only these tables, as db.table (repeatable, comma-separated)")
+	f.StringSliceVar(&choices.excludeTbl, "exclude-table", nil, "leave these tables out, as db.table")
+	f.StringArrayVar(&choices.rename, "rename-database", nil, "copy database a as b, given as a:b (repeatable)")
+	f.StringVar(&choices.definer, "definer", "", "make views, triggers, routines and events run as this account (user@host)")
+	f.BoolVar(&choices.dropExisting, "drop-existing", false, "drop tables the target already has instead of refusing, and start an unfinished copy on the target over")
+	f.BoolVar(&choices.resume, "resume", false, "continue the unfinished copy on the target, from a new snapshot")
+	f.BoolVar(&choices.noBinlog, "no-binlog", false, "load with sql_log_bin=0 (nothing reaches the target's replicas)")
+	f.BoolVar(&choices.users, "users", false, "create the source's users, roles and grants on the target (accounts the target has are kept)")
+	f.BoolVar(&choices.replaceUsers, "replace-users", false, "with --users: replace accounts the target already has")
+	choices.skip.register(f)
+	masks.register(f, "as they are read from the source, so that they never reach the target")
+	f.BoolVar(&blockDDL, "block-ddl", false, "block DDL on the copied tables while the dump runs, instead of failing when it happens")
+	f.BoolVar(&currentOnly, "versioned-current-only", false, "copy tables system-versioned by transaction id with their current rows only (without this flag they make the copy refuse)")
+	f.BoolVar(&replicate, "replicate", false, "once the copy is complete, make the target replicate from the source from the copy's position (the whole server only)")
+	primary.register(f)
+	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of text: the servers, the tables, rows and position copied, what was kept, reloaded and left out, the replication started")
+	return cmd
+}
+
+// printCopied prints a finished copy as text.
+func printCopied(g *globals, res *servercopy.Result, users bool) {
+	l := res.Load
+	fmt.Fprintf(g.stdout, "copy %s complete: %d tables, %d data files, %d rows", res.ID, l.Tables, l.Chunks, l.Rows)
+	if res.Resumed {
+		fmt.Fprintf(g.stdout, " (resumed: %d tables kept from the earlier run)", len(l.Kept))
+	}
+	fmt.Fprintln(g.stdout)
+	if p := res.Position; p.BinlogFile != "" {
+		fmt.Fprintf(g.stdout, "source position: GTID %s, binary log %s at %d (recorded on the target in %s.copies)\n", p.GTID, p.BinlogFile, p.BinlogPosition, logical.JournalDatabase)
+	} else {
+		fmt.Fprintln(g.stdout, "source position: none (the source writes no binary log)")
+	}
+	if len(res.Masked) > 0 {
+		fmt.Fprintf(g.stdout, "masked as copied: %s\n", strings.Join(res.Masked, ", "))
+	}
+	printLoaded(g, l, users, "copy", "copies")
+}
