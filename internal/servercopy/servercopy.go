@@ -53,9 +53,6 @@ type Job struct {
 	// replication account: once the copy is complete the target
 	// replicates from it, from the position the copy stands for.
 	Replicate *replica.Primary
-	// ReplicaWait bounds the wait for replication to run (0: the
-	// replica package's default).
-	ReplicaWait time.Duration
 	// OnServers hears which servers the copy reached, before anything
 	// changes.
 	OnServers func(source, target Server)
@@ -101,8 +98,8 @@ type Result struct {
 //
 // The copy is resumable: each table loaded whole is recorded on the
 // target, and a resumed copy takes a new snapshot and keeps such a table
-// only if the source holds exactly its rows in that snapshot (see
-// logical.LoadJob); the rest it loads again. The target then holds the
+// only if the source holds exactly its rows in that snapshot and the
+// target still does (see logical.Loading); the rest it loads again. The target then holds the
 // source's tables as of the new snapshot, whose position the copy
 // records.
 func Run(ctx context.Context, job Job) (*Result, error) {
@@ -197,7 +194,6 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		p := res.Position
 		res.Replication, err = replica.Setup(ctx, dst, *job.Replicate, replica.Options{
 			Coordinates: &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}, CoordinatesFrom: "copy " + res.ID,
-			WaitTimeout: job.ReplicaWait,
 		})
 		if err != nil {
 			return res, fmt.Errorf("copy %s is complete, but the target does not replicate: %w", res.ID, err)
