@@ -23,9 +23,6 @@ const CatalogName = "meta/catalog.json"
 // object's definition, and which data files belong to which table.
 type Catalog struct {
 	Schema *schema.Catalog `json:"schema"`
-	// SQLMode is the source's global sql_mode, used for loading (see
-	// loadSQLMode).
-	SQLMode string `json:"sql_mode"`
 	// DataFormat says how the data files encode values: DataFormatText
 	// (0, absent) in backups made before it existed, DataFormatNumeric
 	// since.
@@ -87,6 +84,14 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 	}
 	if c.Schema == nil {
 		return nil, fmt.Errorf("catalog: no schema")
+	}
+	// Backups made before 2026-11-27 stored the source's sql_mode twice,
+	// also as "sql_mode" beside the schema, read a moment apart.
+	var legacy struct {
+		SQLMode *string `json:"sql_mode"`
+	}
+	if err := json.Unmarshal(data, &legacy); err == nil && legacy.SQLMode != nil && c.Schema.SQLMode == "" {
+		c.Schema.SQLMode = *legacy.SQLMode
 	}
 	if c.DataFormat < 0 || c.DataFormat > dataFormat {
 		return nil, fmt.Errorf("catalog: data file format %d is not supported (this backstream reads formats up to %d; a newer one made the backup)", c.DataFormat, dataFormat)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/logical/schema"
 )
 
 // fill gives every exported field reachable from v a value that is not
@@ -127,5 +128,24 @@ func TestFormatDocNamesCatalogKeys(t *testing.T) {
 	}
 	if len(keys) < 50 {
 		t.Errorf("only %d keys in a catalog with every field set: %v", len(keys), keys)
+	}
+}
+
+// The source's sql_mode is stored once, in the schema; a catalog of a
+// backup made when it was also stored beside the schema reads as it did.
+func TestCatalogSQLModeStoredOnce(t *testing.T) {
+	data, err := json.Marshal(&Catalog{Schema: &schema.Catalog{SQLMode: "STRICT_ALL_TABLES"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `"sql_mode"`) || !strings.Contains(string(data), `"SQLMode":"STRICT_ALL_TABLES"`) {
+		t.Errorf("catalog JSON %s: want the sql_mode once, in the schema", data)
+	}
+	old, err := ParseCatalog([]byte(`{"schema": {"Databases": []}, "sql_mode": "ANSI_QUOTES", "tables": []}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Schema.SQLMode != "ANSI_QUOTES" {
+		t.Errorf("an old catalog with the sql_mode beside its schema only: %q", old.Schema.SQLMode)
 	}
 }

@@ -155,7 +155,7 @@ func (d *DumpSession) Server() *mariadb.Server { return d.server }
 // the data files made so far (all of them once Run has returned).
 func (d *DumpSession) Catalog() *Catalog {
 	s := d.s
-	cat := &Catalog{Schema: s.catalog, SQLMode: s.sqlMode, DataFormat: s.format, Whole: s.whole}
+	cat := &Catalog{Schema: s.catalog, DataFormat: s.format, Whole: s.whole}
 	for _, t := range s.tables {
 		cat.Tables = append(cat.Tables, t.data())
 		if t.masks != nil {
@@ -233,10 +233,9 @@ type session struct {
 	progress *dumpProgress
 	// limit, shared by every worker, bounds the bytes of data files made
 	// per second (--max-rate); nil is no bound.
-	limit   *throttle.Limiter
-	ids     atomic.Int64 // numbers data files across the dump
-	sqlMode string
-	format  int // of the data files (Catalog.DataFormat)
+	limit  *throttle.Limiter
+	ids    atomic.Int64 // numbers data files across the dump
+	format int          // of the data files (Catalog.DataFormat)
 	// whole: the dump takes the whole server (Catalog.Whole).
 	whole bool
 	// replica is true when the server replicates: the position in its
@@ -283,9 +282,6 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 	}()
 	if s.coord, err = db.Conn(ctx); err != nil {
 		return nil, err
-	}
-	if err := s.coord.QueryRowContext(ctx, "SELECT @@GLOBAL.sql_mode").Scan(&s.sqlMode); err != nil {
-		return nil, fmt.Errorf("read sql_mode: %w", err)
 	}
 	for range opt.Parallel {
 		c, err := db.Conn(ctx)

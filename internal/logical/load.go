@@ -402,7 +402,7 @@ func (l *loader) conn(ctx context.Context) (*sql.Conn, error) {
 
 // session prepares a connection for bulk loading.
 func (l *loader) session(ctx context.Context, c *sql.Conn) error {
-	settings := loadSettings(l.job.Catalog.SQLMode, l.insertHistory)
+	settings := loadSettings(l.job.Catalog.Schema.SQLMode, l.insertHistory)
 	if l.job.NoBinlog {
 		settings = append(settings, "sql_log_bin = 0")
 	}

@@ -196,7 +196,7 @@ func loadDataScript(c *Catalog, d *schema.Database) string {
 	}
 	var b strings.Builder
 	b.WriteString(schema.ScriptHeader("data of database " + mariadb.QuoteIdent(d.Name) + " (LOAD DATA LOCAL: run the client with --local-infile=1 in the directory the backup was extracted into), then the state of its sequences"))
-	b.WriteString("SET SESSION " + strings.Join(loadSettings(c.SQLMode, history), ", ") + ";\n")
+	b.WriteString("SET SESSION " + strings.Join(loadSettings(c.Schema.SQLMode, history), ", ") + ";\n")
 	for i, td := range data {
 		var rows int64
 		for _, ch := range td.Chunks {
@@ -244,7 +244,7 @@ break in one, shown here as \n (load-data.sql has it as it is).
 
 Session settings to load under (before any data file):
 `)
-	for _, s := range loadSettings(c.SQLMode, history) {
+	for _, s := range loadSettings(c.Schema.SQLMode, history) {
 		b.WriteString("  " + s + "\n")
 	}
 	b.WriteString(`

@@ -27,8 +27,9 @@ func TestStockFiles(t *testing.T) {
 	arch := &schema.Table{Name: "arch", Engine: "ARCHIVE", Create: "CREATE TABLE `arch` (`id` int NOT NULL AUTO_INCREMENT, KEY (`id`)) ENGINE=ARCHIVE AUTO_INCREMENT=17 DEFAULT CHARSET=latin1"}
 	merge := &schema.Table{Name: "m", Engine: "MRG_MyISAM", Create: "CREATE TABLE `m` (`id` int) ENGINE=MRG_MyISAM UNION=(`arch`)"}
 	c := &Catalog{
-		SQLMode: "STRICT_TRANS_TABLES,NO_ZERO_DATE", DataFormat: DataFormatNumeric, Whole: true,
+		DataFormat: DataFormatNumeric, Whole: true,
 		Schema: &schema.Catalog{
+			SQLMode: "STRICT_TRANS_TABLES,NO_ZERO_DATE",
 			Databases: []*schema.Database{
 				{Name: "a", Create: "CREATE DATABASE `a` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */",
 					Tables: []*schema.Table{seq, arch, merge},
