@@ -145,3 +145,30 @@ sbtest_source_checksums() {
   fi
   echo "$sums"
 }
+
+# The load benchmarks (logical.sh, copy.sh) load into one fresh, empty
+# server at a time, in $WORK/target, without a binary log unless
+# TARGET_BINLOG=1, and check every load against the source's checksums
+# (SRC_SUMS, sbtest_source_checksums) over TABLES tables.
+target_start() { # a fresh, empty server to load into; sets TARGET
+  rm -rf "$WORK/target"
+  local opts=()
+  [ "${TARGET_BINLOG:-0}" = 1 ] || opts=(--skip-log-bin)
+  sandbox_start "$WORK/target" "${opts[@]}"
+  TARGET=$SANDBOX_SOCKET
+}
+check_load() { # check_load PIPELINE: the target must hold the source's rows, then goes
+  local got
+  got=$(sbtest_checksums "$TARGET" "$TABLES" 2>&1) || true
+  if [ "$got" != "$SRC_SUMS" ]; then
+    echo "$1: the loaded sbtest tables differ from the source (CHECKSUM TABLE, source < > loaded):" >&2
+    diff <(echo "$SRC_SUMS") <(echo "$got") >&2 || true
+    exit 1
+  fi
+  sandbox_stop
+  rm -rf "$WORK/target"
+}
+
+durably() { # durably OUTPUT COMMAND...: runs the command, then fsyncs OUTPUT's files
+  "${@:2}" && find "$1" -type f -exec sync {} +
+}

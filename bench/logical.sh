@@ -50,28 +50,6 @@ datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 find "$DATA/data" -type f -exec cat {} + >/dev/null
 SRC_SUMS=$(sbtest_source_checksums "$SRC" "$TABLES" "$DATA")
 
-target_start() { # a fresh, empty server to load into; sets TARGET
-  rm -rf "$WORK/target"
-  local opts=()
-  [ "$TARGET_BINLOG" = 1 ] || opts=(--skip-log-bin)
-  sandbox_start "$WORK/target" "${opts[@]}"
-  TARGET=$SANDBOX_SOCKET
-}
-check_load() { # check_load PIPELINE: the target must hold the source's rows, then goes
-  local got
-  got=$(sbtest_checksums "$TARGET" "$TABLES" 2>&1) || true
-  if [ "$got" != "$SRC_SUMS" ]; then
-    echo "$1: the loaded sbtest tables differ from the source (CHECKSUM TABLE, source < > loaded):" >&2
-    diff <(echo "$SRC_SUMS") <(echo "$got") >&2 || true
-    exit 1
-  fi
-  sandbox_stop
-  rm -rf "$WORK/target"
-}
-
-durably() { # durably OUTPUT COMMAND...: runs the command, then fsyncs OUTPUT's files
-  "${@:2}" && find "$1" -type f -exec sync {} +
-}
 declare -A T B M S
 
 keys=(dump_dump dump_load myd_dump myd_load mydc_dump mydc_load)

@@ -181,19 +181,7 @@ func createObject(ctx context.Context, conn *sql.Conn, targetDB string, o *Objec
 	if err != nil {
 		return err
 	}
-	settings := []setting{{"sql_mode", o.SQLMode}}
-	if o.Kind == KindView {
-		settings[0].value = ddlSQLMode
-	}
-	if o.CharacterSetClient != "" {
-		settings = append(settings, setting{"character_set_client", o.CharacterSetClient})
-	}
-	if o.CollationConnection != "" {
-		settings = append(settings, setting{"collation_connection", o.CollationConnection})
-	}
-	if o.TimeZone != "" {
-		settings = append(settings, setting{"time_zone", o.TimeZone})
-	}
+	settings := o.creationContext()
 	return withDatabaseCollation(ctx, conn, targetDB, o.DatabaseCollation, func() error {
 		return withSession(ctx, conn, settings, func() error {
 			_, err := conn.ExecContext(ctx, text)
@@ -447,4 +435,26 @@ func ApplyAccounts(ctx context.Context, conn *sql.Conn, accounts []*Account, o A
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// creationContext is the session an object was created in, as SHOW
+// CREATE recorded it: its sql_mode (a view's is the one tables are
+// created under: SHOW CREATE VIEW normalises its text), character set,
+// collation and time zone. Creating it again in that session makes the
+// same object.
+func (o *Object) creationContext() []setting {
+	settings := []setting{{"sql_mode", o.SQLMode}}
+	if o.Kind == KindView {
+		settings[0].value = ddlSQLMode
+	}
+	if o.CharacterSetClient != "" {
+		settings = append(settings, setting{"character_set_client", o.CharacterSetClient})
+	}
+	if o.CollationConnection != "" {
+		settings = append(settings, setting{"collation_connection", o.CollationConnection})
+	}
+	if o.TimeZone != "" {
+		settings = append(settings, setting{"time_zone", o.TimeZone})
+	}
+	return settings
 }

@@ -152,20 +152,7 @@ func ObjectsScript(d *Database, what string, objs []*Object, encode Encoder) (st
 			// Backquoted name, no string: read alike under every sql_mode.
 			b.WriteString("ALTER DATABASE " + mariadb.QuoteIdent(d.Name) + " COLLATE " + o.DatabaseCollation + delim + "\n")
 		}
-		settings := []setting{{"sql_mode", o.SQLMode}}
-		if o.Kind == KindView {
-			settings[0].value = ddlSQLMode
-		}
-		if o.CharacterSetClient != "" {
-			settings = append(settings, setting{"character_set_client", o.CharacterSetClient})
-		}
-		if o.CollationConnection != "" {
-			settings = append(settings, setting{"collation_connection", o.CollationConnection})
-		}
-		if o.TimeZone != "" {
-			settings = append(settings, setting{"time_zone", o.TimeZone})
-		}
-		b.WriteString(setSession(settings) + delim + "\n")
+		b.WriteString(setSession(o.creationContext()) + delim + "\n")
 		b.WriteString(bl.text + delim + "\n")
 		if switchColl {
 			b.WriteString(restore + delim + "\n")
