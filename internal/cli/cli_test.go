@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/sandbox"
 )
 
@@ -138,6 +139,21 @@ func backupListing(t *testing.T, repoDir string, flags ...string) []listEntry {
 		t.Fatalf("list --json: %v\n%s", err, r.stdout)
 	}
 	return entries
+}
+
+// readCatalog reads and checks the catalog of logical backup id in the
+// local repository repoDir.
+func readCatalog(t *testing.T, repoDir, id string) *logical.Catalog {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoDir, "backups", id, logical.CatalogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := logical.ParseCatalog(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }
 
 // stockExtract decodes one stream object with the codec's stock tool and

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -76,14 +75,7 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 	// The last data file of three tables is held: its journal row waits
 	// in a trigger for a lock the test keeps, after its LOAD DATA ran
 	// (and passes the lock on when the test lets go).
-	data, err := os.ReadFile(filepath.Join(repoDir, "backups", id, logical.CatalogName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := logical.ParseCatalog(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := readCatalog(t, repoDir, id)
 	var held []string
 	files := 0
 	for _, td := range cat.Tables {

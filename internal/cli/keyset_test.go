@@ -2,12 +2,9 @@ package cli
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -55,14 +52,7 @@ func TestKeysetChunking(t *testing.T) {
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "512KiB", "--databases", "k", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID
-	data, err := os.ReadFile(filepath.Join(repoDir, "backups", id, logical.CatalogName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := logical.ParseCatalog(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := readCatalog(t, repoDir, id)
 	for _, td := range cat.Tables {
 		var rows int64
 		for _, c := range td.Chunks {
@@ -136,14 +126,7 @@ func TestKeysetChunkingKeepsBothConnectionsBusy(t *testing.T) {
 		t.Errorf("at most %d range select of k.big ran at once during the dump; want both connections on it", busiest)
 	}
 	id := backupListing(t, repoDir)[0].ID
-	data, err := os.ReadFile(filepath.Join(repoDir, "backups", id, logical.CatalogName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := logical.ParseCatalog(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := readCatalog(t, repoDir, id)
 	var files int
 	var rows int64
 	for _, td := range cat.Tables {
