@@ -20,7 +20,7 @@ var flagGroups = []struct {
 		"from", "from-user", "from-defaults-file", "to", "to-user", "to-defaults-file")},
 	{"Repository", []string{"repo", "s3-endpoint", "s3-retry-window", "lock-wait"}},
 	{"Performance and impact", []string{"parallel", "compress", "hash", "memory", "use-memory", "max-rate", "max-io",
-		"limit-upload", "limit-download", "chunk-size", "work-dir"}},
+		"limit-upload", "limit-download", "chunk-size", "work-dir", "no-sync"}},
 	{"Filters", []string{"database", "exclude-database", "table", "exclude-table", "rename-database", "skip-views", "skip-triggers",
 		"skip-routines", "skip-events", "skip-users", "users", "replace-users"}},
 	{"Security", []string{"encrypt", "recipient-file", "identity-file", "passphrase-file", "token-file", "tls-cert", "tls-key", "tls-ca",

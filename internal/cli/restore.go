@@ -28,6 +28,7 @@ type datadirFlags struct {
 	mariabackup string
 	parallel    int
 	verbose     bool
+	noSync      bool
 	dataDirs    []string
 	// serverDefaults is an option file for what prepares and serves the
 	// result: the key file's password, and a point-in-time replay's
@@ -43,6 +44,7 @@ func (d *datadirFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&d.mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
 	f.IntVar(&d.parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
 	f.BoolVarP(&d.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+	f.BoolVar(&d.noSync, "no-sync", false, "do not wait until the restored files are on disk before reporting success (faster; a crash of the host soon after can lose them)")
 	f.StringArrayVar(&d.dataDirs, "map-data-directory", nil, "OLD=NEW: place the tablespaces of tables created with DATA DIRECTORY under OLD in NEW (repeatable; needs --prepare); default: in the datadir")
 	f.StringVar(&d.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+"); with --until also options of the replaying server, read after those the backup recorded; with --datadir the option file of the server that runs on it, whose redo, undo and binary log places outside the datadir are checked (default with --start: the files the server reads)")
 }
@@ -76,7 +78,7 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
 		placed = g.stderr
 	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log,
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log, NoSync: d.noSync,
 		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 

@@ -125,7 +125,9 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	defer os.RemoveAll(work)
 	restored := filepath.Join(work, "datadir")
 	opt := job.Restore
-	opt.Prepare, opt.DataDirs, opt.Placed, opt.KeepLinkFiles = true, nil, nil, false
+	// The work directory is scratch: what the target imports, it makes
+	// durable itself.
+	opt.Prepare, opt.DataDirs, opt.Placed, opt.KeepLinkFiles, opt.NoSync = true, nil, nil, false, true
 	opt.Files = Needed(job.Tables, job.Databases)
 	if renamesDuringBackup(links) {
 		// Which table a rename file (<old>.ren, naming the new) makes is

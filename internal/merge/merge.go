@@ -80,8 +80,9 @@ func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	opt := job.Restore
 	// The tablespaces of tables created with DATA DIRECTORY keep their
 	// .isl as the chain recorded them: a restore of the merged backup
-	// places them as it would the chain's.
-	opt.Prepare, opt.KeepLinkFiles, opt.NoGaleraState, opt.DataDirs, opt.Placed = true, true, true, nil, nil
+	// places them as it would the chain's. The work directory is
+	// scratch: the merged backup is durable once stored.
+	opt.Prepare, opt.KeepLinkFiles, opt.NoGaleraState, opt.DataDirs, opt.Placed, opt.NoSync = true, true, true, nil, nil, true
 	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: dir, Options: opt}); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/backstream/backstream/internal/durable"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -54,8 +55,9 @@ const (
 // path must come from one goroutine in stream order (the archive's path
 // binding guarantees both).
 type DatadirWriter struct {
-	dir  string
-	root *os.Root
+	dir       string
+	root      *os.Root
+	writeback bool // see StartWriteback
 
 	mu     sync.Mutex
 	open   map[string]*openFile
@@ -66,6 +68,7 @@ type openFile struct {
 	mu     sync.Mutex // chunks of one path come from one goroutine; this makes misuse safe, not fast
 	f      *os.File
 	offset uint64
+	wb     *durable.Writeback // nil unless the writer starts writeback
 }
 
 // NewDatadirWriter opens (creating it if needed, mode 0700) the directory
@@ -80,6 +83,13 @@ func NewDatadirWriter(dir string) (*DatadirWriter, error) {
 	}
 	return &DatadirWriter{dir: dir, root: root, open: make(map[string]*openFile)}, nil
 }
+
+// StartWriteback makes the writer start the kernel's writeback of what it
+// writes as it goes (see durable.Writeback), for a directory that is to be
+// synced when complete: the disk then writes while the stream is decoded.
+// Call it before the first chunk. A directory that is thrown away (an
+// increment applied and removed) is better left to the page cache.
+func (w *DatadirWriter) StartWriteback() { w.writeback = true }
 
 // Chunk applies one chunk.
 func (w *DatadirWriter) Chunk(c *xbstream.Chunk) error {
@@ -118,6 +128,9 @@ func (w *DatadirWriter) Chunk(c *xbstream.Chunk) error {
 			delete(w.open, name)
 		}
 		w.mu.Unlock()
+		if of.wb != nil {
+			of.wb.Flush()
+		}
 		if err := of.f.Close(); err != nil {
 			return fmt.Errorf("datadir %s: close %s: %w", w.dir, name, err)
 		}
@@ -132,6 +145,9 @@ func (w *DatadirWriter) Chunk(c *xbstream.Chunk) error {
 		}
 		if _, err := of.f.WriteAt(c.Payload, int64(of.offset)); err != nil {
 			return fmt.Errorf("datadir %s: write %s at offset %d: %w", w.dir, name, of.offset, err)
+		}
+		if of.wb != nil {
+			of.wb.Wrote(int64(of.offset), int64(len(c.Payload)))
 		}
 		of.offset += uint64(len(c.Payload))
 	}
@@ -167,6 +183,9 @@ func (w *DatadirWriter) file(name string, rewrite bool) (*openFile, error) {
 		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
 	of := &openFile{f: f}
+	if w.writeback {
+		of.wb = durable.NewWriteback(f)
+	}
 	w.open[name] = of
 	return of, nil
 }

@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/durable"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 )
@@ -81,6 +82,11 @@ type Options struct {
 	// takes the tablespaces left out as absent (importtable restores a
 	// table's files and the system's this way).
 	Files func(path string) bool
+	// NoSync leaves what the restore wrote to the page cache: Finish does
+	// not sync it (see durable), and the writers do not start writeback.
+	// For scratch datadirs only (a restore test, a merge's or an
+	// import's work directory), whose loss in a crash loses nothing.
+	NoSync bool
 }
 
 // Job is one restore of Links (base first) into TargetDir, owned by Owner
@@ -129,6 +135,7 @@ type Target struct {
 	work    string
 	created bool
 	outside []string // what the restore created outside dir (mapped data directories), parents first
+	noSync  bool     // Write's Options.NoSync, for Finish
 }
 
 // Dir is the target's absolute path.
@@ -216,13 +223,20 @@ func (t *Target) Abandon(cause error) error {
 	return cause
 }
 
-// Finish moves what the restore wrote from the work directory into the
-// target (refusing to replace anything that appeared there meanwhile),
-// sets ownership and modes (see physical.SetOwnership) of the target and
-// of what the restore placed outside it, and removes the marker last:
-// from now on the target is a finished restore. Killed half-way, it
+// Finish syncs what the restore wrote, in the target and outside it
+// (unless Write was told NoSync), moves it from the work directory into
+// the target (refusing to replace anything that appeared there
+// meanwhile) and syncs the target's entries, sets ownership and modes
+// (see physical.SetOwnership) of the target and of what the restore
+// placed outside it, and removes the marker last: from now on the target
+// is a finished restore, and its files are on disk. Killed half-way, it
 // leaves the marker, and the next restore says so.
 func (t *Target) Finish(owner string) error {
+	if !t.noSync {
+		if err := durable.Tree(context.Background(), append([]string{t.work}, t.outside...)...); err != nil {
+			return fmt.Errorf("target %s: %w", t.dir, err)
+		}
+	}
 	entries, err := os.ReadDir(t.work)
 	if err != nil {
 		return fmt.Errorf("target %s: %w", t.dir, err)
@@ -238,6 +252,12 @@ func (t *Target) Finish(owner string) error {
 	}
 	if err := os.Remove(t.work); err != nil {
 		return fmt.Errorf("target %s: %w", t.dir, err)
+	}
+	if !t.noSync {
+		// The entries moved up, and the target's own entry in its parent.
+		if err := durable.Dirs(t.dir, filepath.Dir(t.dir)); err != nil {
+			return fmt.Errorf("target %s: %w", t.dir, err)
+		}
 	}
 	for _, p := range append([]string{t.dir}, t.outside...) {
 		if err := physical.SetOwnership(p, owner); err != nil {
@@ -258,6 +278,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 	if len(links) == 0 {
 		return errors.New("nothing to restore")
 	}
+	t.noSync = opt.NoSync
 	if err := checkDirMaps(opt.DataDirs, t.dir, opt.Prepare); err != nil {
 		return err
 	}
@@ -331,6 +352,11 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 			w, err := physical.NewDatadirWriter(dirs[i])
 			if err != nil {
 				return err
+			}
+			if i == 0 && !opt.NoSync {
+				// The base is what Finish syncs; an increment's
+				// directory is applied to it and removed.
+				w.StartWriteback()
 			}
 			err = archive.Read(gctx, archive.ReadOptions{
 				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: w, Counter: opt.Progress, Only: opt.Files,

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/backstream/backstream/internal/durable"
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
@@ -145,6 +146,18 @@ func (p *Place) Swap() (sw Swapped, err error) {
 		return sw, putBack(err)
 	}
 	sw.Outside = outside
+	// The restore synced its files; the renames are durable once the
+	// directories that hold the new entries are.
+	synced := []string{filepath.Dir(p.Dir)}
+	for _, a := range outside {
+		synced = append(synced, a.Dir)
+		if a.To != "" {
+			synced = append(synced, a.To)
+		}
+	}
+	if err := durable.Dirs(synced...); err != nil {
+		return sw, fmt.Errorf("datadir %s: %w", p.Dir, err)
+	}
 	if err := relabel(p.Dir); err != nil {
 		return sw, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/repo/repotest"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 func readTree(t *testing.T, dir string) map[string]string {
@@ -58,6 +59,27 @@ func TestDatadirWritesEveryFileAndFinishes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(target, markerName)); !os.IsNotExist(err) {
 		t.Errorf("the restore marker is still there after Finish: %v", err)
+	}
+	// Finish reported success with every file on disk (a crash of the
+	// host now loses nothing).
+	for p := range files {
+		pages, ok := testkit.PageCache(t, filepath.Join(target, p))
+		if !ok {
+			t.Log("this kernel or file system cannot say which pages are dirty; durable's tests cover the sync")
+			break
+		}
+		if pages != (testkit.Pages{}) {
+			t.Errorf("%s: %+v pages not on disk when the restore finished", p, pages)
+		}
+	}
+	// The control: with NoSync the restore leaves its files to the page
+	// cache, so the check above can fail.
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	if err := Datadir(ctx, Job{Links: links, TargetDir: scratch, Options: Options{NoSync: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if pages, ok := testkit.PageCache(t, filepath.Join(scratch, "ibdata1")); ok && pages.Dirty == 0 {
+		t.Errorf("a restore with NoSync left no dirty page: the check of the synced restore could not fail")
 	}
 	// The target is now in use: a second restore is refused and leaves it.
 	err = Datadir(ctx, Job{Links: links, TargetDir: target})

@@ -166,7 +166,7 @@ func (job *Job) stage(name string) {
 func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 	datadir := filepath.Join(work, "data")
 	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log,
-		FileKey: job.FileKey}
+		FileKey: job.FileKey, NoSync: true} // a scratch datadir, removed after the test
 	if job.Progress != nil {
 		opt.Progress = job.Progress
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/backstream/backstream/internal/durable"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
@@ -218,7 +219,12 @@ func moveIntoPlace(staging, datadir string) error {
 			return err
 		}
 	}
-	return os.RemoveAll(staging)
+	if err := os.RemoveAll(staging); err != nil {
+		return err
+	}
+	// The restore synced the files; their new entries are durable once
+	// the datadir is.
+	return durable.Dirs(datadir)
 }
 
 // removeBinlogs drops the donor's binary logs a snapshot may carry and the

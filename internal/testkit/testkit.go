@@ -14,6 +14,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // SyncBuffer is a bytes.Buffer that a writer goroutine (a child's output,
@@ -154,4 +157,40 @@ func FlipInAgeStanza(t testing.TB, stored []byte) []byte {
 	}
 	t.Fatal("no letter in the stanza's body")
 	return nil
+}
+
+// Pages is what the page cache holds of a file, in pages.
+type Pages struct {
+	Dirty     int64 // written, not yet queued for the disk
+	Writeback int64 // being written to the disk
+}
+
+// PageCache reports the dirty pages of the file at p and those under
+// writeback, through the cachestat system call (Linux 6.5 and newer). ok
+// is false where that cannot be known: an older kernel, or a file system
+// that keeps its files in memory (tmpfs), where a sync writes nothing.
+func PageCache(t testing.TB, p string) (pages Pages, ok bool) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
+		return Pages{}, false
+	}
+	var rng struct{ off, len uint64 } // struct cachestat_range; len 0: to the end
+	var cs struct{ cache, dirty, writeback, evicted, recentlyEvicted uint64 }
+	_, _, errno := unix.Syscall6(unix.SYS_CACHESTAT, f.Fd(), uintptr(unsafe.Pointer(&rng)), uintptr(unsafe.Pointer(&cs)), 0, 0, 0)
+	if errno == unix.ENOSYS {
+		return Pages{}, false
+	}
+	if errno != 0 {
+		t.Fatalf("cachestat %s: %v", p, errno)
+	}
+	return Pages{Dirty: int64(cs.dirty), Writeback: int64(cs.writeback)}, true
 }
