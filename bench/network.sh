@@ -8,7 +8,8 @@
 #
 # The source server's socket is shared (a file); only the backup crosses the
 # veth. Times run from the start of the send to the receiver's exit with an
-# extracted datadir ready for prepare. Needs root (ip netns, tc).
+# extracted datadir ready for prepare, in the page cache (the receiver runs
+# with --no-sync, as mbstream -x writes). Needs root (ip netns, tc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -84,7 +85,7 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "round $round of $ROUNDS" >&2
   rm -rf "$WORK/bs"
   run_pair backstream \
-    "$BS receive --listen $DST_IP:4444 --target-dir $WORK/bs --parallel $N --token-file $TOKEN --progress none" \
+    "$BS receive --listen $DST_IP:4444 --target-dir $WORK/bs --parallel $N --token-file $TOKEN --progress none --no-sync" \
     "$BS send --to $DST_IP:4444 --parallel $N --no-defaults --socket $SANDBOX_SOCKET --user root --token-file $TOKEN --progress none"
   fresh "$WORK/pigz"
   run_pair pigz \

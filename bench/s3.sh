@@ -172,7 +172,7 @@ for round in $(seq 1 "$ROUNDS"); do
     S[bs$n]=$(stored "bs-N$n")
     fresh "$WORK/restore"
     measure "bs${n}_restore" "$BS" restore latest --repo "s3://$BUCKET/bs-N$n" --s3-endpoint "$PROXY_URL" \
-      --target-dir "$WORK/restore" --parallel "$n" --progress none
+      --target-dir "$WORK/restore" --parallel "$n" --progress none --no-sync # in the page cache, as mbstream -x writes
     rm -rf "$WORK/restore"
   done
 
