@@ -42,6 +42,9 @@ type ServerFiles struct {
 	DataFilePath    Setting // innodb_data_file_path
 	LogBin          Setting // log_bin: the binary logs' base name ("" for log_bin without one: in the datadir)
 	LogBinIndex     Setting // log_bin_index
+	AriaLogDirPath  Setting // aria_log_dir_path: Aria's log files and aria_log_control
+	RelayLog        Setting // relay_log: the relay logs' base name
+	RelayLogIndex   Setting // relay_log_index
 }
 
 // ReadServerFiles reads the ServerFiles options of a server started from
@@ -102,6 +105,12 @@ func readServerFiles(src ServerSource, globals []string) (ServerFiles, error) {
 			f.LogBin = Setting{}
 		case "log-bin-index":
 			f.LogBinIndex = s
+		case "aria-log-dir-path":
+			f.AriaLogDirPath = s
+		case "relay-log":
+			f.RelayLog = s
+		case "relay-log-index":
+			f.RelayLogIndex = s
 		}
 	}
 	return f, nil

@@ -17,7 +17,7 @@ func TestReadServerFiles(t *testing.T) {
 	for name, text := range map[string]string{
 		global: "[client]\ninnodb_undo_directory=/client/not/server\n[mysqld]\ninnodb_log_group_home_dir = /redo\nlog-bin=/binlog/mariadb-bin\n[mariadb]\nloose-innodb-undo-directory=/undo\n",
 		extra:  "[server]\nskip-log-bin\ninnodb_data_file_path=ibdata1:12M;ibdata2:12M:autoextend\n",
-		own:    "[mariadbd]\ninnodb_data_home_dir=/own\n",
+		own:    "[mariadbd]\ninnodb_data_home_dir=/own\naria-log-dir-path=/aria\nrelay_log=/relay/r\nrelay-log-index=/relay/r.index\n",
 	} {
 		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -45,7 +45,7 @@ func TestReadServerFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f != (ServerFiles{DataHomeDir: Setting{"/own", own + ":2"}}) {
+	if f != (ServerFiles{DataHomeDir: Setting{"/own", own + ":2"}, AriaLogDirPath: Setting{"/aria", own + ":3"}, RelayLog: Setting{"/relay/r", own + ":4"}, RelayLogIndex: Setting{"/relay/r.index", own + ":5"}}) {
 		t.Errorf("with --defaults-file: %+v", f)
 	}
 	if f, err = readServerFiles(ServerSource{NoDefaults: true}, globals); err != nil || f != (ServerFiles{}) {

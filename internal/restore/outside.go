@@ -18,18 +18,23 @@ import (
 // A server's options can keep files of its datadir's state outside the
 // datadir: the redo log (innodb_log_group_home_dir), the undo tablespaces
 // (innodb_undo_directory), the system tablespace (innodb_data_home_dir,
-// innodb_data_file_path) and the binary logs (log_bin, log_bin_index). A
-// datadir restored into place and started with such options would meet
-// the old redo log, undo and binary logs of another state there: InnoDB
-// would apply a foreign redo log or refuse to start, and the binary log
-// would continue another server's history (and its GTID state). So a
+// innodb_data_file_path), Aria's log (aria_log_dir_path), the binary logs
+// (log_bin, log_bin_index) and the relay logs (relay_log,
+// relay_log_index). A datadir restored into place and started with such
+// options would meet the old redo log, undo, Aria log, binary and relay
+// logs of another state there: InnoDB would apply a foreign redo log or
+// refuse to start, Aria would recover its tables from another state's
+// log, the binary log would continue another server's history (and its
+// GTID state), and replication would resume from relay logs the restored
+// position does not describe. So a
 // restore into place where the server's options are known checks those
 // places before it writes anything and refuses if they hold such files,
 // unless force: then, at the swap, they are moved aside into
 // <dir>/backstream.replaced-<time> (never deleted), and the restored
 // datadir's redo log, undo tablespaces and system tablespace move to where
-// the server looks for them, as mariabackup --move-back would put them.
-// The binary logs are not in a backup: the server starts new ones.
+// the server looks for them, as mariabackup --move-back would put them,
+// and so does Aria's log. The binary and relay logs are not in a backup:
+// the server starts new ones.
 
 // outside is one place the server's options put files of the datadir's
 // state outside it.
@@ -44,6 +49,7 @@ type outside struct {
 var (
 	redoFile = regexp.MustCompile(`^ib_logfile[0-9]+$`)
 	undoFile = regexp.MustCompile(`^undo[0-9]{3}$`)
+	ariaFile = regexp.MustCompile(`^(aria_log\.[0-9]{8}|aria_log_control)$`)
 )
 
 // outsidePlaces lists where sf puts files of the datadir dir's state
@@ -94,23 +100,35 @@ func outsidePlaces(dir string, sf mariadb.ServerFiles) []outside {
 				match: func(n string) bool { return containsString(names, n) }})
 		}
 	}
-	if s := sf.LogBin; s.Set() && s.Value != "" {
-		base := abs(s.Value)
-		base = strings.TrimSuffix(base, filepath.Ext(base)) // the server ignores an extension
-		name := filepath.Base(base)
-		numbered := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `\.[0-9]+$`)
-		index := !sf.LogBinIndex.Set()
-		add(outside{option: describe("log_bin", s), dir: filepath.Dir(base), match: func(n string) bool {
-			return numbered.MatchString(n) || n == name+".state" || (index && n == name+".index")
-		}})
+	if s := sf.AriaLogDirPath; s.Set() {
+		add(outside{option: describe("aria_log_dir_path", s), dir: abs(s.Value), match: ariaFile.MatchString, place: true})
 	}
-	if s := sf.LogBinIndex; s.Set() && s.Value != "" && sf.LogBin.Set() {
-		index := abs(s.Value)
-		if filepath.Ext(index) == "" {
-			index += ".index"
+	// logs adds a numbered log's places: its files (and its index, unless
+	// one is named apart), and the index named apart.
+	logs := func(option string, s mariadb.Setting, indexOption string, idx mariadb.Setting, state bool) {
+		if !s.Set() {
+			return
 		}
-		add(outside{option: describe("log_bin_index", s), dir: filepath.Dir(index), match: func(n string) bool { return n == filepath.Base(index) }})
+		if s.Value != "" { // without a name, the logs are in the datadir
+			base := abs(s.Value)
+			base = strings.TrimSuffix(base, filepath.Ext(base)) // the server ignores an extension
+			name := filepath.Base(base)
+			numbered := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `\.[0-9]+$`)
+			index := !idx.Set()
+			add(outside{option: describe(option, s), dir: filepath.Dir(base), match: func(n string) bool {
+				return numbered.MatchString(n) || (state && n == name+".state") || (index && n == name+".index")
+			}})
+		}
+		if idx.Set() && idx.Value != "" {
+			p := abs(idx.Value)
+			if filepath.Ext(p) == "" {
+				p += ".index"
+			}
+			add(outside{option: describe(indexOption, idx), dir: filepath.Dir(p), match: func(n string) bool { return n == filepath.Base(p) }})
+		}
 	}
+	logs("log_bin", sf.LogBin, "log_bin_index", sf.LogBinIndex, true)
+	logs("relay_log", sf.RelayLog, "relay_log_index", sf.RelayLogIndex, false)
 	return out
 }
 

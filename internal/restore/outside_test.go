@@ -34,13 +34,16 @@ func TestOutsidePlaces(t *testing.T) {
 		DataHomeDir:     set("../ibdata"),
 		DataFilePath:    set("ibdata1:12M;/abs/ibdata2:10M:autoextend"),
 		LogBin:          set("/var/log/mysql/mariadb-bin.log"),
+		AriaLogDirPath:  set("/aria"),
+		RelayLog:        set("/var/log/mysql/relay-bin"),
 	})
 	type got struct {
 		dir, option string
 		place       bool
 		matches     []string
 	}
-	names := []string{"ib_logfile0", "ib_logfile101", "undo001", "ibdata1", "ibdata2", "mariadb-bin.000001", "mariadb-bin.index", "mariadb-bin.state", "mariadb-bin.log", "error.log", "mysql-bin.000001"}
+	names := []string{"ib_logfile0", "ib_logfile101", "undo001", "ibdata1", "ibdata2", "mariadb-bin.000001", "mariadb-bin.index", "mariadb-bin.state", "mariadb-bin.log", "error.log", "mysql-bin.000001",
+		"aria_log.00000001", "aria_log_control", "aria_log.1", "relay-bin.000002", "relay-bin.index", "relay-bin.state", "relay-log.info"}
 	var all []got
 	for _, o := range outs {
 		g := got{dir: o.dir, option: o.option, place: o.place}
@@ -55,7 +58,9 @@ func TestOutsidePlaces(t *testing.T) {
 		{"/redo", "innodb_log_group_home_dir = /redo (my.cnf:1)", true, []string{"ib_logfile0", "ib_logfile101"}},
 		{"/var/lib/ibdata", "innodb_data_home_dir = ../ibdata (my.cnf:1)", true, []string{"ibdata1"}},
 		{"/abs", "innodb_data_home_dir = ../ibdata (my.cnf:1)", true, []string{"ibdata2"}},
+		{"/aria", "aria_log_dir_path = /aria (my.cnf:1)", true, []string{"aria_log.00000001", "aria_log_control"}},
 		{"/var/log/mysql", "log_bin = /var/log/mysql/mariadb-bin.log (my.cnf:1)", false, []string{"mariadb-bin.000001", "mariadb-bin.index", "mariadb-bin.state"}},
+		{"/var/log/mysql", "relay_log = /var/log/mysql/relay-bin (my.cnf:1)", false, []string{"relay-bin.000002", "relay-bin.index"}},
 	}
 	if len(all) != len(want) {
 		t.Fatalf("outsidePlaces: %+v, want %+v", all, want)
@@ -70,7 +75,14 @@ func TestOutsidePlaces(t *testing.T) {
 	if len(outs) != 1 || outs[0].dir != "/idx" || !outs[0].match("binlogs.index") || outs[0].match("mariadb-bin.index") {
 		t.Errorf("log_bin_index outside: %+v", outs)
 	}
-	if outs := outsidePlaces(dir, mariadb.ServerFiles{LogBin: set(""), LogGroupHomeDir: set(dir + "/redo")}); len(outs) != 0 {
+	// A separate index of binary logs kept in the datadir; a relay log
+	// index apart from its logs.
+	outs = outsidePlaces(dir, mariadb.ServerFiles{LogBin: set(""), LogBinIndex: set("/idx/binlogs"), RelayLog: set("/relay/r"), RelayLogIndex: set("/ridx/r.idx")})
+	if len(outs) != 3 || outs[0].dir != "/idx" || !outs[0].match("binlogs.index") || outs[1].dir != "/relay" || !outs[1].match("r.000001") || outs[1].match("r.index") ||
+		outs[2].dir != "/ridx" || !outs[2].match("r.idx") {
+		t.Errorf("indexes apart: %+v", outs)
+	}
+	if outs := outsidePlaces(dir, mariadb.ServerFiles{LogBin: set(""), LogGroupHomeDir: set(dir + "/redo"), AriaLogDirPath: set(".")}); len(outs) != 0 {
 		t.Errorf("everything in the datadir: %+v", outs)
 	}
 }
