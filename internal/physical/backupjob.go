@@ -102,6 +102,9 @@ func RunBackup(ctx context.Context, job BackupJob) (m *archive.Manifest, err err
 	if err == nil {
 		err = mariadb.CheckBackupPrivileges(ctx, db, server)
 	}
+	if err == nil {
+		err = CheckLocal(job.Conn, server.Datadir, "/proc")
+	}
 	fileKey := ""
 	if err == nil {
 		fileKey, err = serverFileKey(ctx, db)
