@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restore"
@@ -44,6 +47,8 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 		caFile     string
 		serverName string
 		asJSON     bool
+		from       string // provision: the source as HOST:PORT
+		replicate  bool   // provision: insist on replicas, not only started servers
 	)
 	use, short, long := "send --to HOST:PORT [--to HOST:PORT ...]",
 		"Take a physical backup and stream it straight into receivers on other hosts",
@@ -67,7 +72,8 @@ new replicas of the primary are made without loading it.`
 	}
 	example := `  backstream send --to replica1:4444 --to replica2:4444 --parallel 4 --token-file /etc/backstream/token`
 	if provision {
-		example = `  backstream provision --to replica1:4444 --to replica2:4444 --token-file /etc/backstream/token`
+		example = `  backstream provision --to replica1:4444 --to replica2:4444 --token-file /etc/backstream/token
+  backstream provision --from 127.0.0.1:3306 --to replica1:4444 --replicate --token-file /etc/backstream/token`
 	}
 	cmd := &cobra.Command{Use: use, Short: short, Long: long, Example: example,
 		Args: cobra.NoArgs,
@@ -78,6 +84,11 @@ new replicas of the primary are made without loading it.`
 			job, err := b.job(g, cmd, version)
 			if err != nil {
 				return err
+			}
+			if from != "" {
+				if job.Conn, err = sourceAt(cmd, job.Conn, from); err != nil {
+					return err
+				}
 			}
 			tok, err := loadToken(tokenFile)
 			if err != nil {
@@ -138,8 +149,19 @@ new replicas of the primary are made without loading it.`
 			if len(failed) > 0 {
 				errs = append(errs, fmt.Errorf("backup %s did not reach receiver %s (see above); it reached %s", m.ID, strings.Join(failed, ", "), strings.Join(took, ", ")))
 			}
-			if provision && len(idle) > 0 {
+			if provision && replicate && len(idle) > 0 {
 				errs = append(errs, fmt.Errorf("receiver %s took the backup but reports no replication: a replica is provisioned by a receiver started with receive --datadir DIR --start --replicate", strings.Join(idle, ", ")))
+			}
+			if provision && !replicate {
+				var stopped []string
+				for _, r := range res.Receivers {
+					if r.OK && !strings.Contains(r.Report, serverRunsOn) {
+						stopped = append(stopped, r.Address)
+					}
+				}
+				if len(stopped) > 0 {
+					errs = append(errs, fmt.Errorf("receiver %s took the backup but reports no server started on it: provision needs receivers started with receive --datadir DIR --start", strings.Join(stopped, ", ")))
+				}
 			}
 			return errors.Join(errs...)
 		},
@@ -151,7 +173,34 @@ new replicas of the primary are made without loading it.`
 	f.StringVar(&caFile, "tls-ca", "", "verify receivers' certificates against this CA (PEM) instead of the token-only default")
 	f.StringVar(&serverName, "tls-server-name", "", "name the receivers' certificates must carry (default: the host of --to)")
 	f.BoolVar(&asJSON, "json", false, "print the backup sent (as backup --json has it) and each receiver's outcome (address, ok, report, replicating, error) as one JSON object instead of text; printed also when a receiver failed, with the exit code as without it")
+	if provision {
+		f.StringVar(&from, "from", "", "the server to provision from, as HOST:PORT over TCP (instead of --host/--port/--socket); it must run on this host, whose files mariabackup reads")
+		f.BoolVar(&replicate, "replicate", true, "insist that every receiver's server replicates from its primary; --replicate=false accepts receivers that only started a server on the backup")
+	}
 	return cmd
+}
+
+// sourceAt is cfg connecting to from (HOST:PORT) over TCP, for provision
+// --from, which the connection flags that name another place contradict.
+func sourceAt(cmd *cobra.Command, cfg mariadb.Config, from string) (mariadb.Config, error) {
+	for _, name := range []string{"host", "port", "socket", "protocol"} {
+		if cmd.Flags().Changed(name) {
+			return cfg, usagef("--from %s names the server already; leave out --%s", from, name)
+		}
+	}
+	host, port, err := net.SplitHostPort(from)
+	if err != nil {
+		return cfg, usagef("--from %q: want HOST:PORT (%v)", from, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 || host == "" {
+		return cfg, usagef("--from %q: want HOST:PORT, with a port from 1 to 65535", from)
+	}
+	cfg.Host, cfg.Port, cfg.Protocol = host, n, mariadb.ProtocolTCP
+	if cfg.Sources != nil {
+		cfg.Sources["host"], cfg.Sources["port"] = "--from", "--from"
+	}
+	return cfg, nil
 }
 
 // receivedResult is what receive --json prints of a backup that arrived

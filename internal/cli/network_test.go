@@ -180,8 +180,12 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	// provision: like send, but every receiver must report a replica. The
 	// receiver whose server did not start and the one that only stores
 	// are named, each for what it is; the replica is not, and its report
-	// is printed.
-	send := run(t, append(append([]string{"provision", "--parallel", "2", "--token-file", tok, "--json"}, to...), sandboxConn(src)...)...)
+	// is printed. The source is named as the issue spells it, --from
+	// HOST:PORT (over TCP: the check that the server works in the datadir
+	// mariabackup reads here finds it by its listening socket), and
+	// --replicate says what provision insists on anyway.
+	send := run(t, append([]string{"provision", "--parallel", "2", "--token-file", tok, "--json", "--replicate",
+		"--from", fmt.Sprintf("127.0.0.1:%d", src.Port), "--user", "root", "--no-defaults"}, to...)...)
 	var sent struct {
 		ID          string `json:"id"`
 		Kind        string `json:"kind"`
@@ -716,5 +720,27 @@ func TestReceiveSurvivesConnectionFlood(t *testing.T) {
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
 	if n := len(backupListing(t, repoDir)); n != 1 {
 		t.Fatalf("the repository lists %d backups, want 1", n)
+	}
+}
+
+// provision --from takes the source as HOST:PORT, and refuses a malformed
+// one and connection flags that name another place, before anything runs.
+func TestProvisionFromRefusals(t *testing.T) {
+	t.Parallel()
+	tok := tokenFile(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "127.0.0.1:3306", "--socket", "/run/x.sock"}, "names the server already; leave out --socket"},
+		{[]string{"--from", "127.0.0.1:3306", "--host", "db"}, "leave out --host"},
+		{[]string{"--from", "db-without-port"}, "want HOST:PORT"},
+		{[]string{"--from", "127.0.0.1:0"}, "with a port from 1 to 65535"},
+		{[]string{"--from", ":3306"}, "with a port from 1 to 65535"},
+	} {
+		r := run(t, append([]string{"provision", "--to", "127.0.0.1:1", "--token-file", tok, "--no-defaults"}, tc.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr+fmt.Sprint(r.err), tc.want) {
+			t.Errorf("provision %v: exit %d, %v; want exit 2 saying %q", tc.args, r.code, r.err, tc.want)
+		}
 	}
 }

@@ -181,7 +181,7 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 		return did, err
 	}
 	did.Started = rep
-	fmt.Fprintf(out, "server %s (%s) runs on %s: CHECK TABLE of %d system tables OK\n", rep.Version, rep.Hostname, place.Dir, rep.SystemTables)
+	fmt.Fprintf(out, "server %s (%s)"+serverRunsOn+"%s: CHECK TABLE of %d system tables OK\n", rep.Version, rep.Hostname, place.Dir, rep.SystemTables)
 	if len(rep.Counted) > 0 {
 		parts := make([]string, len(rep.Counted))
 		for i, c := range rep.Counted {
@@ -194,3 +194,8 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 	}
 	return did, nil
 }
+
+// serverRunsOn is in the line a restore into place prints once the server
+// it started answers (provision --replicate=false looks for it in each
+// receiver's report).
+const serverRunsOn = " runs on "
