@@ -78,6 +78,7 @@ for backend in $BACKENDS; do
     echo "$backend: round $round of $ROUNDS" >&2
     dir=$WORK/restore
     rm -rf "$dir"
+    sync # the restore syncs what it writes, not what was dirty before
     run "full_$backend" "$BS" restore latest --repo "$repo" --target-dir "$dir" --parallel "$N" --prepare --progress none
     rm -rf "$dir"
     sql "DROP TABLE IF EXISTS sbtest.sbtest1_restored"
