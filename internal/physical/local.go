@@ -29,7 +29,11 @@ import (
 // The server's process is found through the connection: the peer of its
 // Unix socket, or the process listening on its TCP port (which must be an
 // address of this host); its working directory is its datadir (the server
-// changes into it at start). proc is where the process table is ("/proc").
+// changes into it at start). A server that changed its user at start is
+// not dumpable, and only root may look at its working directory: then the
+// locks it holds (/proc/locks, which anyone may read) must include one on
+// a file at the top of datadir (InnoDB locks its system tablespace, Aria
+// its control file). proc is where the process table is ("/proc").
 func CheckLocal(cfg mariadb.Config, datadir, proc string) error {
 	pid, how, err := serverProcess(cfg, proc)
 	if err != nil {
@@ -40,13 +44,53 @@ func CheckLocal(cfg mariadb.Config, datadir, proc string) error {
 		return fmt.Errorf("a physical backup reads the server's files on this host, but its datadir %s is not here: %w; back up a server on this host, or take a logical backup (--logical) of one elsewhere", datadir, err)
 	}
 	cwd := filepath.Join(proc, strconv.Itoa(pid), "cwd")
-	if err := unix.Stat(cwd, &got); err != nil {
+	err = unix.Stat(cwd, &got)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		locked, lerr := locksIn(proc, pid, datadir)
+		if lerr != nil || !locked {
+			return fmt.Errorf("cannot tell whether the server (pid %d, %s) works in %s: %w, and it holds no lock on a file there (%v); run backstream as root", pid, how, datadir, err, lerr)
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("cannot tell whether the server (pid %d, %s) works in %s: %w; run backstream as root or as the user who runs the server", pid, how, datadir, err)
 	}
 	if want.Dev != got.Dev || want.Ino != got.Ino {
 		return fmt.Errorf("the server backstream reaches (pid %d, %s) does not work in %s, the directory its @@datadir names on this host: that is another server's datadir, and mariabackup would copy its files under this server's name and positions; back up the server on the host that holds its files (or connect to it through its own socket)", pid, how, datadir)
 	}
 	return nil
+}
+
+// locksIn reports whether process pid holds a lock (as /proc/locks lists
+// them: device major:minor in hex, and inode) on a regular file at the top
+// of dir.
+func locksIn(proc string, pid int, dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	files := map[string]bool{}
+	for _, e := range entries {
+		var st unix.Stat_t
+		if !e.Type().IsRegular() || unix.Stat(filepath.Join(dir, e.Name()), &st) != nil {
+			continue
+		}
+		files[fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)] = true
+	}
+	f, err := os.Open(filepath.Join(proc, "locks"))
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// 28: POSIX  ADVISORY  WRITE 19799 fe:00:5317394 0 EOF
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 6 && fields[4] == strconv.Itoa(pid) && files[fields[5]] {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
 }
 
 // serverProcess returns the pid (in this host's view) of the process that

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,6 +49,29 @@ func TestCheckLocal(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want an error saying %q", name, err, tc.want)
 		}
+	}
+}
+
+// Where only root may look at a server's working directory (a server that
+// changed its user at start), the locks it holds on files at the top of
+// its datadir say which directory it serves.
+func TestLocksIn(t *testing.T) {
+	t.Parallel()
+	a := sharedServer(t)
+	b := sandboxtest.Start(t, sandbox.Options{})
+	pidText, err := os.ReadFile(a.PidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := locksIn("/proc", pid, a.Datadir); !ok || err != nil {
+		t.Errorf("locksIn(server %d, its datadir %s) = %v, %v; want true (InnoDB and Aria lock files there)", pid, a.Datadir, ok, err)
+	}
+	if ok, err := locksIn("/proc", pid, b.Datadir); ok || err != nil {
+		t.Errorf("locksIn(server %d, another server's datadir %s) = %v, %v; want false", pid, b.Datadir, ok, err)
 	}
 }
 
