@@ -72,25 +72,46 @@ step "go test -race" $((SECONDS - t))
 # (manifests, frame indexes, xbstream chunks, archived binary logs and
 # their segments); then every other package's targets (codecs, catalogs,
 # option files, locks, ...) for FUZZTIME_OTHER (1s) each. go test fuzzes
-# one target per run. A failure leaves its input under the package's
-# testdata/fuzz.
+# one target per run and links a test binary for each run, so each
+# package's fuzzing-instrumented test binary is built once (go test -c
+# -fuzz) and fuzzes its targets one after the other, run as go test runs
+# it: in the package's directory, so that a failure leaves its input under
+# the package's testdata/fuzz, with go test's fuzz cache and timeout.
 if [ "${CI:-}" = true ] || [ "${FUZZ:-}" = 1 ]; then
   t=$SECONDS
   fuzzed=0
+  fuzzcache=$(go env GOCACHE)/fuzz
+  module=$(go list -m)
   hostile=(./internal/transport ./internal/remote ./internal/archive ./internal/xbstream ./internal/binlog)
   others=()
   for dir in $(grep -rl --include='*_test.go' '^func Fuzz' internal | xargs -n1 dirname | sort -u); do
     case " ${hostile[*]} " in *" ./$dir "*) ;; *) others+=("./$dir") ;; esac
   done
+  mkdir "$log/fuzzbin"
   for pkg in "${hostile[@]}" "${others[@]}"; do
     fuzztime=${FUZZTIME:-3s}
     case " ${others[*]} " in *" $pkg "*) fuzztime=${FUZZTIME_OTHER:-1s} ;; esac
+    bin=$log/fuzzbin/$(echo "${pkg#./}" | tr / _).test
+    if ! go test -c -fuzz . -o "$bin" "$pkg" >"$log/fuzz" 2>&1; then
+      cat "$log/fuzz" >&2
+      echo "test.sh: building the fuzzing test binary of $pkg failed" >&2
+      status=1
+      continue
+    fi
     # Every fuzz target the package has, so that a new one is fuzzed too.
-    for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
-      fuzz() { go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >"$log/fuzz" 2>&1; }
+    targets=$(cd "$pkg" && "$bin" -test.list '^Fuzz') || {
+      echo "test.sh: listing the fuzz targets of $pkg failed: $targets" >&2
+      status=1
+      continue
+    }
+    for target in $(echo "$targets" | grep '^Fuzz'); do
+      fuzz() {
+        (cd "$pkg" && "$bin" -test.run '^$' -test.fuzz "^${target}\$" -test.fuzztime "$fuzztime" \
+          -test.fuzzcachedir "$fuzzcache/$module/${pkg#./}" -test.timeout 10m -test.paniconexit0) >"$log/fuzz" 2>&1
+      }
       ok=1
       fuzz || ok=0
-      # go test sometimes ends a short fuzzing run with "context deadline
+      # A short fuzzing run sometimes ends with "context deadline
       # exceeded" and no failing input (an input still running, or being
       # minimized, when the time is up): that says nothing of the target,
       # so it is run once more. A real failure writes its input.
