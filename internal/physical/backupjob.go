@@ -280,7 +280,7 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	case errors.As(streamErr, &across):
 		// DDL renamed a non-InnoDB table during the copy: the same race
 		// the DDL log shows, met before the log can be read.
-		err := &DDLRaceError{Tables: []string{fmt.Sprintf("file %s renamed to %s", across.Path, across.NewPath)}}
+		err := &DDLRaceError{Tables: []string{fmt.Sprintf("%s (file %s renamed to %s)", tableOfFile(across.Path), across.Path, across.NewPath)}}
 		w.Abort(err)
 		return nil, err
 	case streamErr != nil:

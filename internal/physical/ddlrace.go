@@ -127,3 +127,14 @@ func parseDDLLog(data []byte) []string {
 	}
 	return out
 }
+
+// tableOfFile names the table a datadir file belongs to, as db.table
+// ("r/t1.MYD" is r.t1), in the server's file name encoding; a file
+// outside a database directory keeps its path.
+func tableOfFile(p string) string {
+	db, file, ok := strings.Cut(strings.TrimPrefix(p, "./"), "/")
+	if !ok || strings.Contains(file, "/") {
+		return p
+	}
+	return db + "." + strings.TrimSuffix(file, filepath.Ext(file))
+}

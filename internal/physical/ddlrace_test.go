@@ -143,3 +143,22 @@ fi
 		t.Errorf("repository holds %v (%v), want only %s: the raced attempt is discarded", ms, err, m.ID)
 	}
 }
+
+// A rename that crossed streams names the table it raced, as the DDL
+// log's refusals do, with the files.
+func TestTableOfFile(t *testing.T) {
+	for in, want := range map[string]string{
+		"r/myisam0_x.MYD":   "r.myisam0_x",
+		"./r/aria0.MAI":     "r.aria0",
+		"db/t#P#p0.ibd":     "db.t#P#p0",
+		"ibdata1":           "ibdata1",
+		"a/b/c.frm":         "a/b/c.frm",
+		"db/t@002dx.frm":    "db.t@002dx",
+		"db/no_extension":   "db.no_extension",
+		"r/myisam0.MYD.new": "r.myisam0.MYD",
+	} {
+		if got := tableOfFile(in); got != want {
+			t.Errorf("tableOfFile(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
