@@ -241,6 +241,28 @@ func TestPrepareFails(t *testing.T) {
 	}
 }
 
+// mariabackup --prepare runs with libeatmydata preloaded (scripts/deps.sh
+// installs it), its own syncs made redundant by the restore's final one,
+// and keeps an LD_PRELOAD the environment already had.
+func TestPrepareWithoutItsOwnSyncs(t *testing.T) {
+	lib := SyncFreeLibrary()
+	if lib == "" {
+		t.Fatal("libeatmydata is not installed (scripts/deps.sh installs the eatmydata package)")
+	}
+	dir := t.TempDir()
+	fake := fakeBinary(t, "echo \"$LD_PRELOAD\" > "+filepath.Join(dir, "preload")+"; echo 'completed OK!' >&2\n")
+	if err := Prepare(context.Background(), fake, dir, "", "", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "preload"))
+	if strings.TrimSpace(string(got)) != lib {
+		t.Errorf("mariabackup --prepare ran with LD_PRELOAD=%q, want %q", strings.TrimSpace(string(got)), lib)
+	}
+	if env := preload([]string{"A=1", "LD_PRELOAD=/x.so", "B=2"}, lib); strings.Join(env, " ") != "A=1 B=2 LD_PRELOAD="+lib+":/x.so" {
+		t.Errorf("preload with one there already: %q", env)
+	}
+}
+
 // TestPrepareRealFailure: the real mariabackup refuses to prepare a
 // directory that is not a backup, and Prepare reports it.
 func TestPrepareRealFailure(t *testing.T) {

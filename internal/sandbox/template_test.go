@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -93,5 +95,36 @@ func TestTemplateKey(t *testing.T) {
 	}
 	if _, err := templateKey(filepath.Join(t.TempDir(), "missing"), bin, nil); err == nil {
 		t.Errorf("key for a missing binary")
+	}
+}
+
+// A template's file copies whole, with holes where whole blocks are
+// zeros: same size and bytes, fewer blocks on disk.
+func TestCopySparse(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "ib_logfile0"), filepath.Join(dir, "copy")
+	data := make([]byte, 8<<20+123)
+	copy(data, "header")
+	copy(data[5<<20:], "a record in the middle")
+	data[len(data)-1] = 7
+	if err := os.WriteFile(src, data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("the copy differs: %d bytes, want %d", len(got), len(data))
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dst, &st); err != nil {
+		t.Fatal(err)
+	}
+	if allocated := st.Blocks * 512; allocated > 4<<20 {
+		t.Errorf("the copy of a file of %d bytes, mostly zeros, takes %d bytes on disk: no holes", len(data), allocated)
 	}
 }
