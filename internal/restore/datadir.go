@@ -84,8 +84,9 @@ type Options struct {
 	Files func(path string) bool
 	// NoSync leaves what the restore wrote to the page cache: Finish does
 	// not sync it (see durable), and the writers do not start writeback.
-	// For scratch datadirs only (a restore test, a merge's or an
-	// import's work directory), whose loss in a crash loses nothing.
+	// For scratch datadirs (a restore test, a merge's or an import's work
+	// directory), whose loss in a crash loses nothing, and where the user
+	// says so (--no-sync).
 	NoSync bool
 }
 
