@@ -257,6 +257,7 @@ $BACKSTREAM_TO_PASSWORD. No password is taken as a flag.`,
 	f.StringSliceVar(&choices.excludeDBs, "exclude-database", nil, "leave these databases out")
 	f.StringSliceVar(&choices.tables, "table", nil, "copy only these tables, as db.table (repeatable, comma-separated)")
 	f.StringSliceVar(&choices.excludeTbl, "exclude-table", nil, "leave these tables out, as db.table")
+	filterAliases(f)
 	f.StringArrayVar(&choices.rename, "rename-database", nil, "copy database a as b, given as a:b (repeatable)")
 	f.StringVar(&choices.definer, "definer", "", "make views, triggers, routines and events run as this account (user@host)")
 	f.BoolVar(&choices.dropExisting, "drop-existing", false, "drop tables the target already has instead of refusing, and start an unfinished copy on the target over")

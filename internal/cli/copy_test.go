@@ -63,7 +63,8 @@ func TestCopyRenameAndFilters(t *testing.T) {
 	}
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	r := run(t, append([]string{"copy", "--parallel", "2", "--chunk-size", "1MiB", "--json",
-		"--exclude-database", "other", "--exclude-table", "fid_b.left_out",
+		// The plural spelling, as backup and restore take it too.
+		"--exclude-databases", "other", "--exclude-table", "fid_b.left_out",
 		"--rename-database", "fid_a:fid_a_copy", "--rename-database", "fid_b:fid_b_copy"}, copyConn(src, dst)...)...).mustSucceed(t)
 	var rep copyReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {

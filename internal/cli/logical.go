@@ -77,8 +77,8 @@ func maskUsage(err error) error {
 
 // filterAliases makes the plural names of the filter flags (--databases,
 // --exclude-databases, --tables, --exclude-tables) hidden aliases of the
-// singular ones, so that backup and restore take the same names and old
-// command lines keep working.
+// singular ones, so that backup, restore and copy take the same names and
+// old command lines keep working.
 func filterAliases(f *pflag.FlagSet) {
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		switch name {

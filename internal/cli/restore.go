@@ -44,7 +44,7 @@ func (d *datadirFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&d.mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
 	f.IntVar(&d.parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
 	f.BoolVarP(&d.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
-	f.BoolVar(&d.noSync, "no-sync", false, "do not wait until the restored files are on disk before reporting success (faster; a crash of the host soon after can lose them)")
+	f.BoolVar(&d.noSync, "no-sync", false, "restoring a datadir: do not wait until the restored files are on disk before reporting success (faster; a crash of the host soon after can lose them)")
 	f.StringArrayVar(&d.dataDirs, "map-data-directory", nil, "OLD=NEW: place the tablespaces of tables created with DATA DIRECTORY under OLD in NEW (repeatable; needs --prepare); default: in the datadir")
 	f.StringVar(&d.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+"); with --until also options of the replaying server, read after those the backup recorded; with --datadir the option file of the server that runs on it, whose redo, undo and binary log places outside the datadir are checked (default with --start: the files the server reads)")
 }
