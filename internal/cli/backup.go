@@ -106,10 +106,10 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 func parseStorage(compress, hash string) (codec.Codec, error) {
 	c, err := codec.Parse(compress)
 	if err != nil {
-		return c, usageError{err}
+		return c, usagef("--compress: %v", err)
 	}
 	if _, err := archive.NewHash(hash); err != nil {
-		return c, usageError{err}
+		return c, usagef("--hash: %v", err)
 	}
 	return c, nil
 }

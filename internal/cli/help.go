@@ -3,6 +3,7 @@ package cli
 import (
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -54,7 +55,7 @@ func groupedFlagUsages(c *cobra.Command) string {
 			sets[g].SortFlags = true
 		}
 		if sets[g].Lookup(f.Name) == nil {
-			sets[g].AddFlag(f)
+			sets[g].AddFlag(shownFlag(f))
 		}
 	}
 	c.LocalFlags().VisitAll(add)
@@ -66,6 +67,19 @@ func groupedFlagUsages(c *cobra.Command) string {
 		}
 	}
 	return b.String()
+}
+
+// shownFlag is f as help shows it. A value a flag takes when given
+// without one that is not printable (--password's request to prompt, a
+// NUL and a word no password can be) is left out of the usage line, whose
+// help says what the bare flag does.
+func shownFlag(f *pflag.Flag) *pflag.Flag {
+	if strings.IndexFunc(f.NoOptDefVal, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return f
+	}
+	shown := *f
+	shown.NoOptDefVal = ""
+	return &shown
 }
 
 // addTemplateFuncs registers groupedFlagUsages with cobra's templates,

@@ -122,6 +122,56 @@ func (g *globals) parseMemory() error {
 	return nil
 }
 
+// checkGlobals checks the values of the flags every command has and
+// starts what they ask for.
+func (g *globals) checkGlobals() error {
+	if err := g.parseLimits(); err != nil {
+		return err
+	}
+	if err := g.parseMemory(); err != nil {
+		return err
+	}
+	if g.cpuprofile != "" {
+		f, err := os.Create(g.cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	if _, err := progress.ParseMode(g.progress); err != nil {
+		return usagef("--progress: %v", err)
+	}
+	if g.progressInterval <= 0 {
+		return usagef("--progress-interval %s: want a positive duration, like 5s or 500ms", g.progressInterval)
+	}
+	return g.checkMetricsFile()
+}
+
+// locate adds where a flag's bad value was set to a usage error about
+// it, when an option file set it: such an error starts with the flag
+// ("--max-rate \"10\" is ..."), as every check of a flag's value in this
+// package words it, and g.sources knows the file and line.
+func (g *globals) locate(err error) error {
+	var ue usageError
+	if err == nil || !errors.As(err, &ue) {
+		return err
+	}
+	name, ok := strings.CutPrefix(err.Error(), "--")
+	if !ok {
+		return err
+	}
+	if end := strings.IndexFunc(name, func(r rune) bool { return r != '-' && (r < 'a' || r > 'z') && (r < '0' || r > '9') }); end >= 0 {
+		name = name[:end]
+	}
+	where := g.sources[name]
+	if where == "" || strings.HasPrefix(where, "command line") || strings.HasPrefix(where, "$") {
+		return err
+	}
+	return usageError{fmt.Errorf("%w (set in %s)", err, where)}
+}
+
 // serialised makes w safe for the writes of several goroutines: the
 // progress tracker's lines and an operation's callbacks (a restore naming
 // its target, a receiver refusing a peer) reach stderr at the same time. A
@@ -166,28 +216,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			if err := g.applyOptionFiles(cmd); err != nil {
 				return err
 			}
-			if err := g.parseLimits(); err != nil {
-				return err
-			}
-			if err := g.parseMemory(); err != nil {
-				return err
-			}
-			if g.cpuprofile != "" {
-				f, err := os.Create(g.cpuprofile)
-				if err != nil {
-					return err
-				}
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-			}
-			if _, err := progress.ParseMode(g.progress); err != nil {
-				return usageError{err}
-			}
-			if g.progressInterval <= 0 {
-				return usagef("--progress-interval %s: want a positive duration, like 5s or 500ms", g.progressInterval)
-			}
-			return g.checkMetricsFile()
+			return g.locate(g.checkGlobals())
 		},
 	}
 	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
@@ -257,7 +286,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		if runE := c.RunE; runE != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				start := time.Now()
-				err := withKeyHint(runE(cmd, args))
+				err := withKeyHint(g.locate(runE(cmd, args)))
 				g.recordMetrics(cmd, start, err)
 				return err
 			}

@@ -44,7 +44,10 @@ func (s Summary) Rate() float64 {
 // String is the one-line summary:
 //
 //	backup: done in 1m4s: 10.0 GiB in, 3.1 GiB out (ratio 0.31), 160.0 MiB/s
-//	backup: FAILED after 12s: <error> (1.0 GiB in, 312.5 MiB out)
+//	backup: FAILED after 12s (1.0 GiB in, 312.5 MiB out)
+//
+// A failure's summary does not repeat the error: the command prints it
+// once, on the next line, as every failure of every command is printed.
 func (s Summary) String() string {
 	title := s.Title
 	if title == "" {
@@ -52,9 +55,7 @@ func (s Summary) String() string {
 	}
 	elapsed := roundDuration(s.Elapsed)
 	if s.Err != nil {
-		// The error goes on the same line: one line per outcome, greppable.
-		msg := strings.ReplaceAll(s.Err.Error(), "\n", "; ")
-		return fmt.Sprintf("%s: FAILED after %s: %s (%s in, %s out)", title, elapsed, msg, HumanBytes(s.BytesIn), HumanBytes(s.BytesOut))
+		return fmt.Sprintf("%s: FAILED after %s (%s in, %s out)", title, elapsed, HumanBytes(s.BytesIn), HumanBytes(s.BytesOut))
 	}
 	return fmt.Sprintf("%s: done in %s: %s in, %s out (ratio %.2f), %s", title, elapsed,
 		HumanBytes(s.BytesIn), HumanBytes(s.BytesOut), s.Ratio(), HumanRate(s.Rate()))
