@@ -26,6 +26,7 @@ want socat socat      # wsrep_sst_mariabackup's transport (bench/sst.sh compares
 want ip iproute2      # the veth pair bench/sst.sh shapes to 1 Gbit/s
 want tc iproute2
 want my_print_defaults mariadb-client-core  # the stock SST scripts read [sst] with it
+want debootstrap debootstrap  # scripts/versions.sh: the other MariaDB versions, each in a Debian root of its own
 want eatmydata eatmydata  # libeatmydata: mariabackup --prepare without its own syncs (restore syncs once, at the end)
 # Galera: the provider the cluster tests load. The stock SST scripts
 # (wsrep_sst_mariabackup, which bench/sst.sh compares against) come with

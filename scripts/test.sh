@@ -30,7 +30,9 @@ install_staticcheck() {
   fi
 }
 t=$SECONDS
-./scripts/deps.sh >"$log/deps" 2>&1 & deps=$!
+# The other MariaDB versions wait for deps.sh, which installs debootstrap:
+# two package installs at once would fight over the package manager's lock.
+(./scripts/deps.sh && ./scripts/versions.sh install) >"$log/deps" 2>&1 & deps=$!
 ./scripts/minio.sh install >"$log/minio" 2>&1 & minio=$!
 install_staticcheck >"$log/staticcheck" 2>&1 & sc=$!
 failed=0

@@ -89,10 +89,18 @@ type Options struct {
 	// datadir), server-id (the port) and binlog-format=ROW, which exist so
 	// that backups have binlog positions and GTIDs.
 	NoBinlog bool
-	// Mariadbd is the server binary. Empty: found in PATH or /usr/sbin.
+	// Basedir is another MariaDB installation than the host's, laid out
+	// as a basedir: the server in sbin/mariadbd, mariadb-install-db and
+	// the tools in bin, its messages and plugins under share and lib
+	// (scripts/versions.sh installs others so). The server and
+	// mariadb-install-db are found there and get --basedir, so that they
+	// read its messages and plugins, not the host's. Empty: the host's.
+	Basedir string
+	// Mariadbd is the server binary. Empty: Basedir's, else found in PATH
+	// or /usr/sbin.
 	Mariadbd string
-	// InstallDB is the mariadb-install-db script. Empty: found in PATH or
-	// /usr/bin, or beside Mariadbd.
+	// InstallDB is the mariadb-install-db script. Empty: Basedir's, else
+	// found in PATH or /usr/bin, or beside Mariadbd.
 	InstallDB string
 	// NoTemplate runs mariadb-install-db for this server instead of copying
 	// a datadir installed once into the user's cache directory
@@ -149,6 +157,14 @@ type Server struct {
 // ends; ctx bounds only the start. On failure no process is left behind and
 // the error carries the tail of the error log.
 func Start(ctx context.Context, opt Options) (_ *Server, err error) {
+	if opt.Basedir != "" {
+		if opt.Mariadbd == "" {
+			opt.Mariadbd = filepath.Join(opt.Basedir, "sbin", "mariadbd")
+		}
+		if opt.InstallDB == "" {
+			opt.InstallDB = filepath.Join(opt.Basedir, "bin", "mariadb-install-db")
+		}
+	}
 	mariadbd, err := findBinary(opt.Mariadbd, "mariadbd", "/usr/sbin")
 	if err != nil {
 		return nil, err
@@ -324,7 +340,7 @@ func (s *Server) installDB(ctx context.Context, mariadbd string) error {
 		defaults = "--defaults-file=" + s.opt.OptionFile
 	}
 	install := func(datadir, tmpdir string) error {
-		return runInstallDB(ctx, script, mariadbd, datadir, tmpdir, defaults, format)
+		return runInstallDB(ctx, script, mariadbd, s.opt.Basedir, datadir, tmpdir, defaults, format)
 	}
 	if s.opt.NoTemplate || s.opt.InstallDatadir {
 		if err := os.MkdirAll(s.tmpdir(), 0o750); err != nil {
@@ -359,8 +375,8 @@ func (s *Server) installDB(ctx context.Context, mariadbd string) error {
 
 // runInstallDB creates a datadir with mariadb-install-db, which reads the
 // option file defaults names ("--defaults-file=...") or none
-// ("--no-defaults").
-func runInstallDB(ctx context.Context, script, mariadbd, datadir, tmpdir, defaults string, format []string) error {
+// ("--no-defaults"), from basedir when it is not empty.
+func runInstallDB(ctx context.Context, script, mariadbd, basedir, datadir, tmpdir, defaults string, format []string) error {
 	if err := os.MkdirAll(datadir, 0o750); err != nil {
 		return fmt.Errorf("sandbox: create datadir %s: %w", datadir, err)
 	}
@@ -371,6 +387,9 @@ func runInstallDB(ctx context.Context, script, mariadbd, datadir, tmpdir, defaul
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
+	}
+	if basedir != "" {
+		args = append(args, "--basedir="+basedir)
 	}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
@@ -422,6 +441,9 @@ func (s *Server) serverArgs(port int) []string {
 		defaultMaxPacket,
 		defaultCharset,
 		defaultCollation,
+	}
+	if s.opt.Basedir != "" {
+		args = append(args, "--basedir="+s.opt.Basedir)
 	}
 	if s.opt.BufferPool != "" {
 		args = append(args, "--innodb-buffer-pool-size="+s.opt.BufferPool)
