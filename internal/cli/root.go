@@ -287,6 +287,15 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	return root
 }
 
+// checkKind refuses a --kind that names no kind of backup.
+func checkKind(kind string) error {
+	switch kind {
+	case "", archive.KindPhysical, archive.KindLogical:
+		return nil
+	}
+	return usagef("--kind %q: want physical or logical", kind)
+}
+
 // backupRef reads the optional backup argument: an id, a unique prefix of
 // one, or latest (the default).
 func backupRef(args []string) (string, error) {

@@ -27,6 +27,16 @@ type Options struct {
 	// source's archived binary log may be; a repository without any
 	// fails it.
 	MaxBinlogLag time.Duration
+	// MaxRestoreTestAge, when above 0, is how long ago a backup may have
+	// last passed a restore test (verify --restore-test, as its verdict
+	// records); a repository where none passed fails it.
+	MaxRestoreTestAge time.Duration
+	// Kind, when set (archive.KindPhysical or KindLogical), limits the
+	// newest backup MaxAge judges, and the restore tests
+	// MaxRestoreTestAge counts, to backups of that kind; unset, they are
+	// those repo.NewestWhole names. A partial logical backup counts for
+	// neither.
+	Kind string
 	// Now is the time to judge at; zero means the clock's.
 	Now time.Time
 }
@@ -38,8 +48,9 @@ type Kind string
 const (
 	Stale       Kind = "stale"        // no complete backup, or the newest is too old
 	BrokenChain Kind = "broken-chain" // an incremental's parent is missing or damaged
-	Damaged     Kind = "damaged"      // a manifest is stored but cannot be trusted
+	Damaged     Kind = "damaged"      // a manifest cannot be trusted, an object is missing, or verify found damage
 	BinlogLag   Kind = "binlog-lag"   // an archive is too far behind its server, or its lag is unknown
+	Untested    Kind = "untested"     // no backup passed a restore test recently enough
 )
 
 // Problem is one thing wrong with the repository.
@@ -67,10 +78,15 @@ type Source struct {
 type Report struct {
 	Location string
 	Now      time.Time
-	// Newest is the newest complete backup (nil if there is none) and
-	// Age how long before Now it finished.
+	// Newest is the newest complete whole-server backup of the kind
+	// asked (nil if there is none, see Options.Kind) and Age how long
+	// before Now it finished.
 	Newest *archive.Manifest
 	Age    time.Duration
+	// RestoreTested is the backup that last passed a restore test (nil
+	// if none did), at RestoreTestAt.
+	RestoreTested *archive.Manifest
+	RestoreTestAt time.Time
 	// Backups counts the complete backups, Incrementals those of them
 	// that build on a parent.
 	Backups, Incrementals int
@@ -123,6 +139,10 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	verdicts, err := Verdicts(ctx, r, entries)
+	if err != nil {
+		return rep, err
+	}
 	byID := map[string]repo.Entry{}
 	children := map[string][]string{}
 	var ms []*archive.Manifest
@@ -137,52 +157,82 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 			}
 		}
 	}
-	// Scan orders backups by when they became complete: the last complete
-	// one is the newest.
-	if len(ms) > 0 {
-		rep.Newest = ms[len(ms)-1]
+	rep.Newest = repo.NewestWhole(ms, opt.Kind)
+	if rep.Newest != nil {
 		rep.Age = now.Sub(rep.Newest.Finished)
 	}
 	if opt.MaxAge > 0 {
 		switch {
 		case rep.Newest == nil:
-			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Err: fmt.Errorf("no complete backup in %s", loc)})
+			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Err: fmt.Errorf("no complete whole-server %sbackup in %s%s", kindWord(opt.Kind), loc, partialNote(ms, opt.Kind))})
 		case rep.Age > opt.MaxAge:
 			m := rep.Newest
 			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Backup: m.ID,
-				Err: fmt.Errorf("the newest complete backup, %s, finished %s ago (%s): more than the %s allowed",
-					m.ID, Round(rep.Age), m.Finished.UTC().Format(time.RFC3339), Round(opt.MaxAge))})
+				Err: fmt.Errorf("the newest complete %sbackup, %s, finished %s ago (%s): more than the %s allowed",
+					kindWord(opt.Kind), m.ID, Round(rep.Age), m.Finished.UTC().Format(time.RFC3339), Round(opt.MaxAge))})
 		}
 	}
 
+	// A backup that cannot be given back by itself: objects its manifest
+	// names are missing, or the last verify of it found damage.
+	own := map[string]error{}
+	for _, e := range entries {
+		if err := ownDamage(e, verdicts[e.ID]); err != nil {
+			own[e.ID] = err
+			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Backup: e.ID, Err: err})
+		}
+	}
 	// A chain is broken where an incremental's parent is not a complete
-	// backup: gone (deleted, or never complete), or damaged. Every backup
-	// built on that incremental is lost with it.
+	// backup that can be restored: gone (deleted, or never complete),
+	// damaged, or missing objects. Every backup built on that incremental
+	// is lost with it.
 	named := map[string]bool{}
 	for _, m := range ms {
 		if m.Parent == "" {
 			continue
 		}
 		p, ok := byID[m.Parent]
-		if ok && p.Manifest != nil {
+		if ok && p.Manifest != nil && own[p.ID] == nil {
 			continue
 		}
 		lost := ""
 		if n := descendants(children, m.ID); n > 0 {
 			lost = fmt.Sprintf(" (nor can the %d backups built on it)", n)
 		}
-		if ok && p.Damage != nil {
+		switch {
+		case ok && p.Damage != nil:
 			named[p.ID] = true
 			rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
 				Err: archive.Corruptf("backup %s cannot be restored%s: its chain is broken at its parent %s, whose manifest is damaged: %v", m.ID, lost, p.ID, p.Damage)})
-			continue
+		case ok && own[p.ID] != nil:
+			rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
+				Err: archive.Corruptf("backup %s cannot be restored%s: its chain is broken at its parent %s: %v", m.ID, lost, p.ID, own[p.ID])})
+		default:
+			rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
+				Err: fmt.Errorf("backup %s cannot be restored%s: its chain is broken: its parent %s is not a complete backup in %s", m.ID, lost, m.Parent, loc)})
 		}
-		rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
-			Err: fmt.Errorf("backup %s cannot be restored%s: its chain is broken: its parent %s is not a complete backup in %s", m.ID, lost, m.Parent, loc)})
 	}
 	for _, e := range entries {
 		if e.Damage != nil && !named[e.ID] {
 			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Backup: e.ID, Err: e.Damage})
+		}
+	}
+
+	for _, m := range ms {
+		v := verdicts[m.ID].RestoreTest
+		if v != nil && v.OK && (opt.Kind == "" || m.Kind == opt.Kind) && m.WholeServer() && v.At.After(rep.RestoreTestAt) {
+			rep.RestoreTested, rep.RestoreTestAt = m, v.At
+		}
+	}
+	if opt.MaxRestoreTestAge > 0 {
+		switch {
+		case rep.RestoreTested == nil:
+			rep.Problems = append(rep.Problems, Problem{Kind: Untested,
+				Err: fmt.Errorf("no whole-server %sbackup in %s has passed a restore test (verify --restore-test): none is proven restorable", kindWord(opt.Kind), loc)})
+		case now.Sub(rep.RestoreTestAt) > opt.MaxRestoreTestAge:
+			rep.Problems = append(rep.Problems, Problem{Kind: Untested, Backup: rep.RestoreTested.ID,
+				Err: fmt.Errorf("no backup has been proven restorable for %s: the last restore test passed, on backup %s, %s ago (%s), more than the %s allowed",
+					Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTested.ID, Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTestAt.UTC().Format(time.RFC3339), Round(opt.MaxRestoreTestAge))})
 		}
 	}
 
@@ -250,6 +300,103 @@ func checkBinlogs(ctx context.Context, r *repo.Repo, ms []*archive.Manifest, max
 		}
 	}
 	return nil
+}
+
+// Verdicts reads the verdict of every complete backup of entries that has
+// one (repo.Entry.Verdict), by id.
+func Verdicts(ctx context.Context, r *repo.Repo, entries []repo.Entry) (map[string]repo.Verdict, error) {
+	out := map[string]repo.Verdict{}
+	for _, e := range entries {
+		if e.Manifest == nil || !e.Verdict {
+			continue
+		}
+		v, err := r.ReadVerdict(ctx, e.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[e.ID] = v
+	}
+	return out, nil
+}
+
+// ownDamage is why complete backup e cannot be restored by itself, as
+// the catalog shows and its verdict records: objects its manifest names
+// are missing, or the last verify of it found damage; nil if neither.
+func ownDamage(e repo.Entry, v repo.Verdict) error {
+	if e.Manifest == nil {
+		return nil
+	}
+	if err := e.MissingError(); err != nil {
+		return err
+	}
+	if c := v.Checksums; c != nil && !c.OK {
+		return archive.Corruptf("backup %s: the last verify, at %s, found damage: %s", e.ID, c.At.UTC().Format(time.RFC3339), c.Error)
+	}
+	return nil
+}
+
+// Unrestorable says, for each complete backup of entries that a restore
+// could not give back as far as the catalog and the verdicts show, why:
+// its own damage (see Check) or a link of its chain missing or damaged.
+// archive.IsCorrupt holds for each reason but a missing link.
+func Unrestorable(entries []repo.Entry, verdicts map[string]repo.Verdict) map[string]error {
+	byID := map[string]repo.Entry{}
+	for _, e := range entries {
+		byID[e.ID] = e
+	}
+	out := map[string]error{}
+	for _, e := range entries {
+		if e.Manifest == nil {
+			continue
+		}
+		if err := ownDamage(e, verdicts[e.ID]); err != nil {
+			out[e.ID] = err
+			continue
+		}
+		seen := map[string]bool{e.ID: true}
+		for p := e.Manifest.Parent; p != "" && !seen[p]; {
+			seen[p] = true
+			link, ok := byID[p]
+			switch {
+			case ok && link.Damage != nil:
+				out[e.ID] = archive.Corruptf("backup %s cannot be restored: its chain is broken at %s, whose manifest is damaged: %v", e.ID, p, link.Damage)
+			case !ok || link.Manifest == nil:
+				out[e.ID] = fmt.Errorf("backup %s cannot be restored: its chain is broken: %s is not a complete backup", e.ID, p)
+			default:
+				if err := ownDamage(link, verdicts[p]); err != nil {
+					out[e.ID] = archive.Corruptf("backup %s cannot be restored: its chain is broken at %s: %v", e.ID, p, err)
+				}
+			}
+			if out[e.ID] != nil || !ok || link.Manifest == nil {
+				break
+			}
+			p = link.Manifest.Parent
+		}
+	}
+	return out
+}
+
+// kindWord is kind as a word before "backup" ("" for any kind).
+func kindWord(kind string) string {
+	if kind == "" {
+		return ""
+	}
+	return kind + " "
+}
+
+// partialNote says how many partial backups of kind ms holds, which a
+// whole-server check does not count.
+func partialNote(ms []*archive.Manifest, kind string) string {
+	n := 0
+	for _, m := range ms {
+		if !m.WholeServer() && (kind == "" || m.Kind == kind) {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (its %d partial logical backups, of some databases or tables, do not count)", n)
 }
 
 // descendants counts the backups that build on id, directly or not.

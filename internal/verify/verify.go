@@ -1,4 +1,5 @@
-// Package verify checks a stored backup without writing anything: every
+// Package verify checks a stored backup without writing anything: its
+// chain of incrementals, every
 // metadata object against its digest, a logical backup's catalog against
 // its data files, and every stream object frame by frame, chunk by chunk
 // and file by file against the manifest; and the archived binary logs,
@@ -18,6 +19,35 @@ import (
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/repo"
 )
+
+// Restorable checks everything a restore of backup m of r reads: every
+// backup of its chain, the full base first, then m itself (see Backup). A
+// link that is gone, or damaged, is an error naming m, the link and the
+// object. It returns the chain it checked, without m.
+func Restorable(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) ([]*archive.Manifest, error) {
+	links, err := r.Chain(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if err := Backup(ctx, r, l, workers, counter); err != nil {
+			return links, &LinkError{Backup: m.ID, Link: l.ID, Err: err}
+		}
+	}
+	return links, Backup(ctx, r, m, workers, counter)
+}
+
+// LinkError is damage in a backup that another one builds on.
+type LinkError struct {
+	Backup, Link string
+	Err          error
+}
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("backup %s cannot be restored: its chain's %s is damaged: %v", e.Backup, e.Link, e.Err)
+}
+
+func (e *LinkError) Unwrap() error { return e.Err }
 
 // Backup checks every object of backup m of r: its metadata (Meta), then
 // every stream, decoded by workers goroutines (0 means GOMAXPROCS) and
