@@ -138,19 +138,19 @@ func healthyLine(rep health.Report, opt health.Options) string {
 
 // checkReport is what check --json prints.
 type checkReport struct {
-	OK           bool           `json:"ok"`
-	Location     string         `json:"location"`
-	Now          time.Time      `json:"now"`
-	Newest       string         `json:"newest,omitempty"` // the newest complete backup's id
-	AgeSeconds   float64        `json:"age_seconds,omitempty"`
-	Backups      int            `json:"backups"`
-	Incrementals int            `json:"incrementals"`
+	OK           bool      `json:"ok"`
+	Location     string    `json:"location"`
+	Now          time.Time `json:"now"`
+	Newest       string    `json:"newest,omitempty"` // the newest complete backup's id
+	AgeSeconds   float64   `json:"age_seconds,omitempty"`
+	Backups      int       `json:"backups"`
+	Incrementals int       `json:"incrementals"`
 	// RestoreTested is the backup that last passed a restore test, at
 	// RestoreTestAt.
-	RestoreTested string     `json:"restore_tested,omitempty"`
-	RestoreTestAt *time.Time `json:"restore_test_at,omitempty"`
-	Binlogs      []checkSource  `json:"binlogs,omitempty"`
-	Problems     []checkProblem `json:"problems,omitempty"`
+	RestoreTested string         `json:"restore_tested,omitempty"`
+	RestoreTestAt *time.Time     `json:"restore_test_at,omitempty"`
+	Binlogs       []checkSource  `json:"binlogs,omitempty"`
+	Problems      []checkProblem `json:"problems,omitempty"`
 }
 
 type checkSource struct {
