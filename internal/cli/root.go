@@ -89,6 +89,11 @@ type globals struct {
 	// metricsFile is --metrics-file; made is the backup the command
 	// made, whose size it records.
 	metricsFile string
+	// metricsCommand, when set, is the command label of the metrics
+	// instead of the command's name: restore-test for verify
+	// --restore-test, whose last success is what a restore drill's alert
+	// watches, apart from that of the checksums' verify.
+	metricsCommand string
 	made        *archive.Manifest
 	// json is --json of a command that makes a backup (see reportMade).
 	json bool

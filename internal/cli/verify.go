@@ -78,6 +78,7 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 				return runVerifyBinlogs(cmd, g, parallel)
 			}
 			if rt.enabled {
+				g.metricsCommand = "restore-test"
 				return runRestoreTest(cmd, g, args, parallel, kind, rt)
 			}
 			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "until", "until-gtid", "server", "base", "server-defaults-file"} {
