@@ -94,7 +94,7 @@ type globals struct {
 	// --restore-test, whose last success is what a restore drill's alert
 	// watches, apart from that of the checksums' verify.
 	metricsCommand string
-	made        *archive.Manifest
+	made           *archive.Manifest
 	// json is --json of a command that makes a backup (see reportMade).
 	json bool
 }
