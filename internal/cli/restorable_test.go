@@ -19,6 +19,9 @@ import (
 type damagedChain struct {
 	repo      testRepo
 	full, inc string
+	// gtid is a target past the incremental that the archived binary
+	// logs reach; binlog is the stream object of the last file archived.
+	gtid, binlog string
 }
 
 // damageRow is one way a user meets a damaged repository. object names
@@ -29,8 +32,10 @@ type damagedChain struct {
 // catalog alone, before any verify ran. names is what every error must
 // name besides the backups (the object, or part of its name). verify and
 // restore give the commands' arguments when they are not those of the
-// incremental (rows for archived binary logs: verify --binlogs, restore
-// --until).
+// incremental (rows for archived binary logs: verify --until, restore
+// --until); archive marks a row whose damage is in the binary log
+// archive, which check and list judge by the archive's own records (see
+// internal/binlog), not by a backup's.
 type damageRow struct {
 	name     string
 	backends []string // the backends the row runs on
@@ -41,6 +46,7 @@ type damageRow struct {
 	names    func(object string) string
 	verify   func(c damagedChain) []string
 	restore  func(c damagedChain, target string) []string
+	archive  bool
 }
 
 var bothBackends, localOnly = []string{"local", "s3"}, []string{"local"}
@@ -77,6 +83,19 @@ var damageRows = []damageRow{
 	// broken by a missing backup, exit 1 as documented.
 	{name: "parent manifest missing", backends: localOnly, object: fullObject("manifest.json"), code: ExitFailure, catalog: true,
 		names: func(string) string { return "is not a complete backup" }},
+	// A point-in-time restore past the incremental reads it, its chain,
+	// and the archived binary logs: verify --until checks all of them.
+	{name: "archived binary log flipped", backends: bothBackends, object: func(t *testing.T, c damagedChain) string { return c.binlog },
+		flip: true, code: ExitCorrupt, archive: true,
+		verify: func(c damagedChain) []string { return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location} },
+		restore: func(c damagedChain, target string) []string {
+			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.location, "--target-dir", target}
+		}},
+	{name: "full stream object flipped under --until", backends: localOnly, object: fullObject("streams/00000.xbs.zst"), flip: true, code: ExitCorrupt,
+		verify: func(c damagedChain) []string { return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location} },
+		restore: func(c damagedChain, target string) []string {
+			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.location, "--target-dir", target}
+		}},
 }
 
 // TestEveryOKIsRestorable damages a repository in each way a user could
@@ -100,6 +119,25 @@ func TestEveryOKIsRestorable(t *testing.T) {
 			t.Fatalf("want a full and an incremental on it: %+v", entries)
 		}
 		c := damagedChain{repo: repo, full: entries[0].ID, inc: entries[1].ID}
+		// A transaction after the incremental, in a binary log file
+		// archived whole.
+		mustExecAll(t, src.DB(), "CREATE DATABASE IF NOT EXISTS mark", "CREATE TABLE IF NOT EXISTS mark.t (id INT PRIMARY KEY)", "REPLACE INTO mark.t VALUES (1)")
+		if err := src.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&c.gtid); err != nil {
+			t.Fatal(err)
+		}
+		mustExecAll(t, src.DB(), "FLUSH BINARY LOGS")
+		run(t, append([]string{"binlog", "--repo", repo.location}, sandboxConn(src)...)...).mustSucceed(t)
+		files := archivedBinlogs(t, repo.location)
+		if len(files) == 0 {
+			t.Fatal("no binary log archived")
+		}
+		last := files[len(files)-1]
+		for _, o := range repo.streamObjectsUnder(t, "binlogs/"+last.Source+"/"+last.Name+"/streams/") {
+			c.binlog = o
+		}
+		if c.binlog == "" {
+			t.Fatalf("no stream object of the archived binary log %s", last.Name)
+		}
 		backend := filepath.Base(t.Name())
 		for _, row := range damageRows {
 			if !slices.Contains(row.backends, backend) {
@@ -153,21 +191,27 @@ func TestEveryOKIsRestorable(t *testing.T) {
 				if row.restore != nil {
 					restoreArgs = row.restore(c, filepath.Join(t.TempDir(), "target"))
 				}
-				if restoreArgs != nil {
+				if restoreArgs != nil && row.archive {
+					expect("restore", run(t, restoreArgs...))
+				} else if restoreArgs != nil {
 					expect("restore", run(t, restoreArgs...), c.full)
 				}
 				verifyArgs := []string{"verify", c.inc, "--repo", repo.location}
 				if row.verify != nil {
 					verifyArgs = row.verify(c)
 				}
-				expect("verify", run(t, verifyArgs...), c.inc, c.full)
-				expect("check", run(t, "check", "--repo", repo.location), c.inc, c.full)
-				var rep checkReport
-				r := run(t, "check", "--repo", repo.location, "--json")
-				if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.OK || r.code != row.code {
-					t.Errorf("check --json: exit %d, %v, ok %v", r.code, err, rep.OK)
+				if row.archive {
+					expect("verify", run(t, verifyArgs...))
+				} else {
+					expect("verify", run(t, verifyArgs...), c.inc, c.full)
+					expect("check", run(t, "check", "--repo", repo.location), c.inc, c.full)
+					var rep checkReport
+					r := run(t, "check", "--repo", repo.location, "--json")
+					if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.OK || r.code != row.code {
+						t.Errorf("check --json: exit %d, %v, ok %v", r.code, err, rep.OK)
+					}
+					listed("after a verify")
 				}
-				listed("after a verify")
 
 				repo.write(t, object, original)
 				run(t, verifyArgs...).mustSucceed(t)

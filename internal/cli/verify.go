@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/verify"
@@ -61,6 +62,12 @@ this host at the recorded path), then those of --server-defaults-file. --until o
 --until-gtid tests a point-in-time restore instead of a named backup. --json prints
 the report as JSON for monitoring.
 
+verify ID checks everything a restore of ID reads: for an incremental, every backup of
+its chain too. With --until or --until-gtid (and --server, --base) it checks what a
+point-in-time restore to that target reads instead: the backup it starts from, with its
+chain, and every archived binary log file it replays. What verify finds is recorded in
+the backup's directory (verified.json), where check and list report it.
+
 With --binlogs it checks the archived binary logs instead: every file archived whole
 against its manifest, every segment of a file being archived against its header's
 digest, and that those segments leave no hole.
@@ -81,10 +88,19 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 				g.metricsCommand = "restore-test"
 				return runRestoreTest(cmd, g, args, parallel, kind, rt)
 			}
-			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "until", "until-gtid", "server", "base", "server-defaults-file"} {
+			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "server-defaults-file"} {
 				if cmd.Flags().Changed(f) {
 					return usagef("--%s goes with --restore-test", f)
 				}
+			}
+			if rt.until != "" || rt.untilGTID != "" {
+				if kind != "" {
+					return usagef("--kind chooses what latest names; --until chooses the newest backup before its target (--base names its kind)")
+				}
+				return runVerifyUntil(cmd, g, args, parallel, rt)
+			}
+			if rt.base != "" || rt.server != "" {
+				return usagef("--server and --base go with --until or --until-gtid")
 			}
 			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, kind, repo.OpVerify)
 			if err != nil {
@@ -132,11 +148,45 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 	f.StringVar(&rt.useMemory, "use-memory", "", "memory for prepare and the sandbox's buffer pool, e.g. 1G")
 	f.StringVar(&rt.mariabackup, "mariabackup", "", "mariabackup binary for prepare")
 	f.StringVar(&rt.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its "+physical.FileKeyVariable+" is also the key file's password that prepare needs (default: $"+physical.FileKeyEnv+")")
-	f.StringVar(&rt.until, "until", "", "restore-test a point-in-time restore to this time (as restore --until)")
-	f.StringVar(&rt.untilGTID, "until-gtid", "", "restore-test a point-in-time restore up to this GTID (as restore --until-gtid)")
+	f.StringVar(&rt.until, "until", "", "check (or with --restore-test, restore-test) a point-in-time restore to this time (as restore --until): its backup and the binary logs it replays")
+	f.StringVar(&rt.untilGTID, "until-gtid", "", "check (or with --restore-test, restore-test) a point-in-time restore up to this GTID (as restore --until-gtid)")
 	f.StringVar(&rt.server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several (as restore --server)")
 	f.StringVar(&rt.base, "base", "", "with --until: the kind of backup the point-in-time restore starts from, physical or logical (as restore --base)")
 	return cmd
+}
+
+// runVerifyUntil checks what a point-in-time restore to --until or
+// --until-gtid reads: the backup it starts from, with its chain, and the
+// archived binary logs it replays.
+func runVerifyUntil(cmd *cobra.Command, g *globals, args []string, parallel int, rt restoreTestFlags) error {
+	t, err := pitrTarget(args, rt.until, rt.untilGTID, rt.server, rt.base)
+	if err != nil {
+		return err
+	}
+	r, ctx, release, err := g.openLocked(cmd.Context(), repo.OpVerify, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	p, err := pitr.Plan(ctx, r, t)
+	if err != nil {
+		return err
+	}
+	m := p.Base
+	tr := g.tracker("verify --until "+t.String(), 0)
+	tr.SetBackup(m.ID)
+	links, err := verify.Restorable(ctx, r, m, parallel, tr)
+	g.recordChecksums(ctx, r, m, links, err)
+	for i := 0; err == nil && i < len(p.Binlogs); i++ {
+		b := p.Binlogs[i]
+		err = verify.BinlogFile(ctx, r, b.Whole, b.Segments, parallel, tr)
+	}
+	tr.Finish(err)
+	if err != nil {
+		return fmt.Errorf("the point-in-time restore to %s (from backup %s) cannot be done: %w", t, m.ID, err)
+	}
+	fmt.Fprintf(g.stdout, "point-in-time restore to %s: OK (backup %s, %d backups below it, %d binary log files, every checksum matches)\n", t, m.ID, len(links), len(p.Binlogs))
+	return nil
 }
 
 // runVerifyBinlogs checks every archived binary log.

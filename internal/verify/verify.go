@@ -99,9 +99,8 @@ func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Cou
 		if e.Damage != nil {
 			return files, segments, e.Damage
 		}
-		m := e.Manifest
-		if err := archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {
-			return files, segments, fmt.Errorf("binlog %s/%s: %w", e.Source, e.Name, err)
+		if err := wholeBinlog(ctx, r, e.Manifest, workers, counter); err != nil {
+			return files, segments, err
 		}
 		files++
 	}
@@ -129,6 +128,31 @@ func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Cou
 		i = j
 	}
 	return files, segments, nil
+}
+
+// BinlogFile checks one archived binary log file that a replay reads:
+// archived whole (whole, a binary log manifest), else as the segments
+// segs, in order. What the replay needs of the archive besides (that no
+// file is missing on the way to its target) is for the plan that chose
+// the files to refuse.
+func BinlogFile(ctx context.Context, r *repo.Repo, whole *archive.Manifest, segs []repo.BinlogSegment, workers int, counter archive.Counter) error {
+	if whole != nil {
+		return wholeBinlog(ctx, r, whole, workers, counter)
+	}
+	for _, s := range segs {
+		if err := checkSegment(ctx, r, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wholeBinlog checks a binary log file archived whole, frame by frame.
+func wholeBinlog(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) error {
+	if err := archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {
+		return fmt.Errorf("binlog %s/%s: %w", m.Binlog.Source, m.Binlog.Name, err)
+	}
+	return nil
 }
 
 func checkSegment(ctx context.Context, r *repo.Repo, s repo.BinlogSegment) error {
