@@ -87,12 +87,16 @@ var damageRows = []damageRow{
 	// and the archived binary logs: verify --until checks all of them.
 	{name: "archived binary log flipped", backends: bothBackends, object: func(t *testing.T, c damagedChain) string { return c.binlog },
 		flip: true, code: ExitCorrupt, archive: true,
-		verify: func(c damagedChain) []string { return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location} },
+		verify: func(c damagedChain) []string {
+			return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location}
+		},
 		restore: func(c damagedChain, target string) []string {
 			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.location, "--target-dir", target}
 		}},
 	{name: "full stream object flipped under --until", backends: localOnly, object: fullObject("streams/00000.xbs.zst"), flip: true, code: ExitCorrupt,
-		verify: func(c damagedChain) []string { return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location} },
+		verify: func(c damagedChain) []string {
+			return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location}
+		},
 		restore: func(c damagedChain, target string) []string {
 			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.location, "--target-dir", target}
 		}},
