@@ -1,9 +1,13 @@
 // Package health decides whether a repository is as a schedule of backups
-// should keep it: its newest complete backup young enough, every chain of
-// incrementals whole, no manifest damaged, and each server's archived
-// binary log close behind the server. It only reads the repository's
-// catalog (manifests, binary log status objects), writes nothing and
-// takes no lock, so it runs beside a backup that holds one. It knows
+// should keep it: its newest complete whole-server backup young enough,
+// every backup restorable as far as its catalog shows (no manifest
+// damaged, no object missing, no damage the last verify recorded) and so
+// every chain of incrementals whole, a backup proven restorable by a
+// restore test recently enough, and each server's archived binary log
+// close behind the server. It only reads the repository's catalog
+// (manifests, the listing of objects, verdicts, binary log status
+// objects), writes nothing and takes no lock, so it runs beside a backup
+// that holds one. It knows
 // nothing of flags, exit codes or how its verdict is printed.
 package health
 
