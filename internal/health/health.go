@@ -7,8 +7,8 @@
 // close behind the server. It only reads the repository's catalog
 // (manifests, the listing of objects, verdicts, binary log status
 // objects), writes nothing and takes no lock, so it runs beside a backup
-// that holds one. It knows
-// nothing of flags, exit codes or how its verdict is printed.
+// that holds one. It knows nothing of flags, exit codes or how its
+// verdict is printed.
 package health
 
 import (

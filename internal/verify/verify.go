@@ -1,9 +1,9 @@
-// Package verify checks a stored backup without writing anything: its
-// chain of incrementals, every
-// metadata object against its digest, a logical backup's catalog against
-// its data files, and every stream object frame by frame, chunk by chunk
-// and file by file against the manifest; and the archived binary logs,
-// whole files and segments alike. Damage is reported as corruption
+// Package verify checks a stored backup without writing anything: with
+// the backups of its chain, every metadata object against its digest, a
+// logical backup's catalog against its data files, and every stream
+// object frame by frame, chunk by chunk and file by file against the
+// manifest; and the archived binary logs, whole files and segments
+// alike. (What it finds, the CLI records: see repo.Verdict.) Damage is reported as corruption
 // (archive.IsCorrupt) naming the backup and the object. The package knows
 // backups through the repository's API; it knows nothing of flags or of
 // how a result is shown.
