@@ -164,7 +164,7 @@ func newListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			broken := health.Unrestorable(entries, verdicts)
+			broken := health.Unrestorable(r.Backend.Location(), entries, verdicts)
 			if kind != "" {
 				// A damaged manifest's kind is unknown: it stays listed.
 				entries = slices.DeleteFunc(entries, func(e repo.Entry) bool { return e.Manifest != nil && e.Manifest.Kind != kind })

@@ -188,8 +188,9 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 	}
 	// A chain is broken where an incremental's parent is not a complete
 	// backup that can be restored: gone (deleted, or never complete),
-	// damaged, or missing objects. Every backup built on that incremental
-	// is lost with it.
+	// damaged, or missing objects. It is reported once, at the
+	// incremental on the broken link: every backup built on that
+	// incremental is lost with it.
 	named := map[string]bool{}
 	for _, m := range ms {
 		if m.Parent == "" {
@@ -199,22 +200,14 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 		if ok && p.Manifest != nil && own[p.ID] == nil {
 			continue
 		}
+		if ok && p.Damage != nil {
+			named[p.ID] = true
+		}
 		lost := ""
 		if n := descendants(children, m.ID); n > 0 {
 			lost = fmt.Sprintf(" (nor can the %d backups built on it)", n)
 		}
-		switch {
-		case ok && p.Damage != nil:
-			named[p.ID] = true
-			rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
-				Err: archive.Corruptf("backup %s cannot be restored%s: its chain is broken at its parent %s, whose manifest is damaged: %v", m.ID, lost, p.ID, p.Damage)})
-		case ok && own[p.ID] != nil:
-			rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
-				Err: archive.Corruptf("backup %s cannot be restored%s: its chain is broken at its parent %s: %v", m.ID, lost, p.ID, own[p.ID])})
-		default:
-			rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
-				Err: fmt.Errorf("backup %s cannot be restored%s: its chain is broken: its parent %s is not a complete backup in %s", m.ID, lost, m.Parent, loc)})
-		}
+		rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID, Err: chainError(m, byID, own, loc, lost)})
 	}
 	for _, e := range entries {
 		if e.Damage != nil && !named[e.ID] {
@@ -339,45 +332,60 @@ func ownDamage(e repo.Entry, v repo.Verdict) error {
 	return nil
 }
 
-// Unrestorable says, for each complete backup of entries that a restore
-// could not give back as far as the catalog and the verdicts show, why:
-// its own damage (see Check) or a link of its chain missing or damaged.
-// archive.IsCorrupt holds for each reason but a missing link.
-func Unrestorable(entries []repo.Entry, verdicts map[string]repo.Verdict) map[string]error {
+// Unrestorable says, for each complete backup of entries (of the
+// repository at location loc) that a restore could not give back as far
+// as the catalog and the verdicts show, why: its own damage (see Check)
+// or a link of its chain missing or damaged. archive.IsCorrupt holds for
+// each reason but a missing link.
+func Unrestorable(loc string, entries []repo.Entry, verdicts map[string]repo.Verdict) map[string]error {
 	byID := map[string]repo.Entry{}
+	own := map[string]error{}
 	for _, e := range entries {
 		byID[e.ID] = e
+		if err := ownDamage(e, verdicts[e.ID]); err != nil {
+			own[e.ID] = err
+		}
 	}
 	out := map[string]error{}
 	for _, e := range entries {
 		if e.Manifest == nil {
 			continue
 		}
-		if err := ownDamage(e, verdicts[e.ID]); err != nil {
+		if err := own[e.ID]; err != nil {
 			out[e.ID] = err
-			continue
-		}
-		seen := map[string]bool{e.ID: true}
-		for p := e.Manifest.Parent; p != "" && !seen[p]; {
-			seen[p] = true
-			link, ok := byID[p]
-			switch {
-			case ok && link.Damage != nil:
-				out[e.ID] = archive.Corruptf("backup %s cannot be restored: its chain is broken at %s, whose manifest is damaged: %v", e.ID, p, link.Damage)
-			case !ok || link.Manifest == nil:
-				out[e.ID] = fmt.Errorf("backup %s cannot be restored: its chain is broken: %s is not a complete backup", e.ID, p)
-			default:
-				if err := ownDamage(link, verdicts[p]); err != nil {
-					out[e.ID] = archive.Corruptf("backup %s cannot be restored: its chain is broken at %s: %v", e.ID, p, err)
-				}
-			}
-			if out[e.ID] != nil || !ok || link.Manifest == nil {
-				break
-			}
-			p = link.Manifest.Parent
+		} else if err := chainError(e.Manifest, byID, own, loc, ""); err != nil {
+			out[e.ID] = err
 		}
 	}
 	return out
+}
+
+// chainError is why backup m cannot be restored for its chain: the first
+// link from its parent down that is not a complete backup, whose
+// manifest is damaged, or that has damage of its own (own); nil when the
+// chain is whole. lost goes after "cannot be restored".
+func chainError(m *archive.Manifest, byID map[string]repo.Entry, own map[string]error, loc, lost string) error {
+	seen := map[string]bool{m.ID: true}
+	for child, p := m, m.Parent; p != ""; {
+		at := "its parent " + p
+		if child != m {
+			at = p + ", the parent of " + child.ID
+		}
+		link, ok := byID[p]
+		switch {
+		case seen[p]:
+			return archive.Corruptf("backup %s cannot be restored%s: its chain loops back to %s", m.ID, lost, p)
+		case ok && link.Damage != nil:
+			return archive.Corruptf("backup %s cannot be restored%s: its chain is broken at %s, whose manifest is damaged: %v", m.ID, lost, at, link.Damage)
+		case !ok || link.Manifest == nil:
+			return fmt.Errorf("backup %s cannot be restored%s: its chain is broken: %s is not a complete backup in %s", m.ID, lost, at, loc)
+		case own[p] != nil:
+			return archive.Corruptf("backup %s cannot be restored%s: its chain is broken at %s: %v", m.ID, lost, at, own[p])
+		}
+		seen[p] = true
+		child, p = link.Manifest, link.Manifest.Parent
+	}
+	return nil
 }
 
 // kindWord is kind as a word before "backup" ("" for any kind).
