@@ -116,7 +116,9 @@ func TestUnits(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	profile, metrics, units, repo := filepath.Join(dir, "etc"), filepath.Join(dir, "metrics"), filepath.Join(dir, "units"), filepath.Join(dir, "repo")
-	for _, d := range []string{profile, metrics, units} {
+	// The metrics directory is made after the first backup: a host
+	// without node_exporter still gets its backups.
+	for _, d := range []string{profile, units} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +129,8 @@ func TestUnits(t *testing.T) {
 	}
 	slices.Sort(names)
 	want := []string{"backstream-backup@.service", "backstream-backup@.timer", "backstream-binlog@.service", "backstream-check@.service",
-		"backstream-check@.timer", "backstream-expire@.service", "backstream-expire@.timer"}
+		"backstream-check@.timer", "backstream-expire@.service", "backstream-expire@.timer", "backstream-restore-test@.service",
+		"backstream-restore-test@.timer"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("units %v, want %v", names, want)
 	}
@@ -159,25 +162,35 @@ func TestUnits(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(profile, "db1.cnf"), "[backstream]\nprotocol = socket\nsocket = "+src.Socket+"\nuser = root\n")
-	writeFile(t, filepath.Join(profile, "db1.env"), "BACKSTREAM_REPO="+repo+"\nCHECK_FLAGS=--max-binlog-lag 10m\n")
+	// The repository is in the profile's option file, not the
+	// environment file: every unit must read the profile.
+	writeFile(t, filepath.Join(profile, "db1.cnf"), "[backstream]\nprotocol = socket\nsocket = "+src.Socket+"\nuser = root\nrepo = "+repo+"\n")
+	writeFile(t, filepath.Join(profile, "db1.env"), "CHECK_FLAGS=--max-binlog-lag 10m\n")
+	t.Setenv("BACKSTREAM_REPO", "")
 	// Once, by hand: the units never create a repository.
 	if out, err := exec.Command(bin, "init", "--repo", repo).CombinedOutput(); err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
 
-	runUnit := func(name string) {
+	runUnit := func(name string, extra ...string) string {
 		t.Helper()
 		args, env := parseUnit(t, filepath.Join(units, name)).command(t, "db1")
-		cmd := exec.Command(args[0], args[1:]...)
+		cmd := exec.Command(args[0], append(args[1:], extra...)...)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		t.Logf("%s: %s\n%s", name, strings.Join(args, " "), out)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		return string(out)
 	}
-	runUnit("backstream-backup@.service")
+	out := runUnit("backstream-backup@.service")
+	if !strings.Contains(out, "warning: --metrics-file") {
+		t.Errorf("the backup without a metrics directory does not warn:\n%s", out)
+	}
+	if err := os.Mkdir(metrics, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	runUnit("backstream-backup@.service") // the next night: an incremental
 	listing, err := exec.Command(bin, "list", "--repo", repo).Output()
 	if err != nil || !strings.Contains(string(listing), "physical +1") {
@@ -208,6 +221,15 @@ func TestUnits(t *testing.T) {
 		t.Fatalf("binlog --follow stopped by SIGTERM: %v\n%s", err, followOut.String())
 	}
 
+	// No restore drill has run yet: the check unit fails on it, naming
+	// what to run.
+	args, env = parseUnit(t, filepath.Join(units, "backstream-check@.service")).command(t, "db1")
+	untested := exec.Command(args[0], args[1:]...)
+	untested.Env = append(os.Environ(), env...)
+	if out, err := untested.CombinedOutput(); err == nil || !strings.Contains(string(out), "restore test") {
+		t.Errorf("check before any restore drill: %v, %s; want a failure naming the restore test", err, out)
+	}
+	runUnit("backstream-restore-test@.service")
 	runUnit("backstream-check@.service")
 	runUnit("backstream-expire@.service")
 
@@ -234,7 +256,7 @@ func TestUnits(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range []string{"backup", "binlog", "check", "expire"} {
+	for _, c := range []string{"backup", "binlog", "check", "expire", "restore-test"} {
 		if !succeeded[c] {
 			t.Errorf("the metrics file does not say %s succeeded:\n%s", c, data)
 		}
@@ -245,9 +267,15 @@ func TestUnits(t *testing.T) {
 	args, env = parseUnit(t, filepath.Join(units, "backstream-check@.service")).command(t, "db1")
 	later := exec.Command(args[0], append(args[1:], "--now", time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339))...)
 	later.Env = append(os.Environ(), env...)
-	out, err := later.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "newest complete backup") {
-		t.Errorf("check two days later: %v, %s; want a failure naming the newest backup", err, out)
+	outb, err := later.CombinedOutput()
+	if err == nil || !strings.Contains(string(outb), "newest complete backup") || strings.Contains(string(outb), "restore test") {
+		t.Errorf("check two days later: %v, %s; want a failure naming the newest backup (and the restore drill still recent)", err, outb)
+	}
+	// Nine days later, the restore drill is more than a week old.
+	later = exec.Command(args[0], append(args[1:], "--now", time.Now().Add(9*24*time.Hour).UTC().Format(time.RFC3339))...)
+	later.Env = append(os.Environ(), env...)
+	if outb, err = later.CombinedOutput(); err == nil || !strings.Contains(string(outb), "no backup has been proven restorable for") {
+		t.Errorf("check nine days later: %v, %s; want a failure saying no backup was proven restorable", err, outb)
 	}
 }
 

@@ -54,6 +54,12 @@ type Manifest struct {
 	Meta      []Object  `json:"meta,omitempty"`
 	Barriers  []Barrier `json:"barriers,omitempty"`
 	Stats     Stats     `json:"stats"`
+	// Partial marks a logical backup of part of the server (a database or
+	// table filter, skipped objects, masked values): no base for a
+	// restore of the whole server, never "latest" while a whole-server
+	// backup exists, and never what check's --max-age counts. Logical
+	// backups made before it existed have it unset.
+	Partial bool `json:"partial,omitempty"`
 	// Databases summarises a logical backup's content for listings; the
 	// full catalog is a meta object.
 	Databases []DatabaseStats `json:"databases,omitempty"`
@@ -72,6 +78,12 @@ type Manifest struct {
 	// file_key_management_filekey of backup-my.cnf): a prepare needs
 	// them given.
 	Withheld []string `json:"withheld,omitempty"`
+}
+
+// WholeServer reports whether m is a backup of the whole server: every
+// physical backup, and a logical one without a filter.
+func (m *Manifest) WholeServer() bool {
+	return (m.Kind == KindPhysical || m.Kind == KindLogical) && !m.Partial
 }
 
 // Encryption names the scheme and who can open a backup: age public keys

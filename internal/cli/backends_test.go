@@ -105,7 +105,13 @@ func (r testRepo) write(t *testing.T, name string, data []byte) {
 // streamObjects lists a backup's stream objects.
 func (r testRepo) streamObjects(t *testing.T, id string) []string {
 	t.Helper()
-	infos, err := r.backend.List(context.Background(), "backups/"+id+"/streams/")
+	return r.streamObjectsUnder(t, "backups/"+id+"/streams/")
+}
+
+// streamObjectsUnder lists the stream objects under prefix.
+func (r testRepo) streamObjectsUnder(t *testing.T, prefix string) []string {
+	t.Helper()
+	infos, err := r.backend.List(context.Background(), prefix)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ output, the way out to stock tools:  backstream cat latest --repo R | mbstream -
 			if term.IsTerminal(int(os.Stdout.Fd())) {
 				return usagef("refusing to write a binary stream to a terminal; pipe it into mbstream -x or a file")
 			}
-			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpCat)
+			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, "", repo.OpCat)
 			if err != nil {
 				return err
 			}

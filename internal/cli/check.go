@@ -12,7 +12,7 @@ import (
 )
 
 func newCheckCmd(g *globals) *cobra.Command {
-	var maxAge, maxLag, now string
+	var maxAge, maxLag, maxTest, kind, now string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -23,22 +23,34 @@ func newCheckCmd(g *globals) *cobra.Command {
 with OnFailure=): it exits 0 and prints one line beginning "OK:" when all is well,
 and otherwise exits non-zero and prints one line on stderr that names every problem:
 
-  - the newest complete backup finished longer ago than --max-age (or there is none);
-  - a chain of incrementals is broken: an incremental's parent is missing or damaged;
-  - a backup's manifest is damaged;
+  - the newest complete whole-server backup finished longer ago than --max-age (or
+    there is none): the newest physical one if the repository has any, else the
+    newest logical one, or with --kind the newest of that kind; a logical backup of
+    some databases or tables never counts;
+  - a backup cannot be restored: its manifest is damaged, an object its manifest
+    names is missing, or the last verify of it found damage;
+  - a chain of incrementals is broken: an incremental's parent is missing or cannot
+    be restored;
+  - with --max-restore-test-age, no backup passed a restore test (verify
+    --restore-test records when one did in the repository) within that long;
   - with --max-binlog-lag, a server's archived binary log was last known to hold all
     the server had written longer ago than that (see binlogs/<source>/status.json).
 
-Exit codes: 0 healthy; 1 a problem (too old, a broken chain, binary logs lagging)
-or the repository could not be read; 3 damage (a damaged manifest, a chain broken
-at one); 2 bad flags. check reads the catalog only and takes no lock: it runs
+Exit codes: 0 healthy; 1 a problem (too old, a chain broken by a missing backup,
+binary logs lagging, no recent restore test) or the repository could not be read;
+3 damage (a damaged manifest, a missing object, damage verify found, a chain broken
+at one of these); 2 bad flags. check reads the catalog only and takes no lock: it runs
 while a backup does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opt, err := checkOptions(maxAge, maxLag, now)
+			opt, err := checkOptions(maxAge, maxLag, maxTest, now)
 			if err != nil {
 				return err
 			}
+			if err := checkKind(kind); err != nil {
+				return err
+			}
+			opt.Kind = kind
 			r, err := g.openRepo(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -64,13 +76,15 @@ while a backup does.`,
 	f := cmd.Flags()
 	f.StringVar(&maxAge, "max-age", "", "fail when the newest complete backup finished longer ago than this, e.g. 26h or 8d (default: not checked)")
 	f.StringVar(&maxLag, "max-binlog-lag", "", "fail when a server's archived binary log was last known to hold everything longer ago than this, e.g. 60s or 2h (default: not checked)")
+	f.StringVar(&maxTest, "max-restore-test-age", "", "fail when no backup passed a restore test (verify --restore-test) within this long, e.g. 8d (default: not checked)")
+	f.StringVar(&kind, "kind", "", "judge only backups of this kind, physical or logical, by --max-age and --max-restore-test-age (default: the whole-server physical backups if there are any, else the logical ones)")
 	f.BoolVar(&asJSON, "json", false, "also print the report as one JSON object on stdout (ok, newest backup and its age, binary log lags, problems); the exit code stays")
 	f.StringVar(&now, "now", "", "judge as if it were this time (RFC 3339, e.g. 2026-11-30T00:00:00Z), to try an alert (default: the clock)")
 	return cmd
 }
 
 // checkOptions reads check's flags.
-func checkOptions(maxAge, maxLag, now string) (health.Options, error) {
+func checkOptions(maxAge, maxLag, maxTest, now string) (health.Options, error) {
 	var opt health.Options
 	var err error
 	if maxAge != "" {
@@ -81,6 +95,11 @@ func checkOptions(maxAge, maxLag, now string) (health.Options, error) {
 	if maxLag != "" {
 		if opt.MaxBinlogLag, err = retention.ParseDuration(maxLag); err != nil {
 			return opt, usagef("--max-binlog-lag: %v", err)
+		}
+	}
+	if maxTest != "" {
+		if opt.MaxRestoreTestAge, err = retention.ParseDuration(maxTest); err != nil {
+			return opt, usagef("--max-restore-test-age: %v", err)
 		}
 	}
 	if now != "" {
@@ -103,6 +122,13 @@ func healthyLine(rep health.Report, opt health.Options) string {
 	} else {
 		parts = append(parts, "no backups")
 	}
+	if m := rep.RestoreTested; m != nil {
+		s := fmt.Sprintf("backup %s passed a restore test %s ago", m.ID, health.Round(rep.Now.Sub(rep.RestoreTestAt)))
+		if opt.MaxRestoreTestAge > 0 {
+			s += fmt.Sprintf(" (at most %s)", health.Round(opt.MaxRestoreTestAge))
+		}
+		parts = append(parts, s)
+	}
 	parts = append(parts, fmt.Sprintf("%d complete backups (%d incremental), no chain broken", rep.Backups, rep.Incrementals))
 	for _, s := range rep.Sources {
 		parts = append(parts, fmt.Sprintf("binary logs of %s archived up to %s ago (at most %s)", s.Source, health.Round(s.Lag), health.Round(opt.MaxBinlogLag)))
@@ -112,15 +138,19 @@ func healthyLine(rep health.Report, opt health.Options) string {
 
 // checkReport is what check --json prints.
 type checkReport struct {
-	OK           bool           `json:"ok"`
-	Location     string         `json:"location"`
-	Now          time.Time      `json:"now"`
-	Newest       string         `json:"newest,omitempty"` // the newest complete backup's id
-	AgeSeconds   float64        `json:"age_seconds,omitempty"`
-	Backups      int            `json:"backups"`
-	Incrementals int            `json:"incrementals"`
-	Binlogs      []checkSource  `json:"binlogs,omitempty"`
-	Problems     []checkProblem `json:"problems,omitempty"`
+	OK           bool      `json:"ok"`
+	Location     string    `json:"location"`
+	Now          time.Time `json:"now"`
+	Newest       string    `json:"newest,omitempty"` // the newest complete backup's id
+	AgeSeconds   float64   `json:"age_seconds,omitempty"`
+	Backups      int       `json:"backups"`
+	Incrementals int       `json:"incrementals"`
+	// RestoreTested is the backup that last passed a restore test, at
+	// RestoreTestAt.
+	RestoreTested string         `json:"restore_tested,omitempty"`
+	RestoreTestAt *time.Time     `json:"restore_test_at,omitempty"`
+	Binlogs       []checkSource  `json:"binlogs,omitempty"`
+	Problems      []checkProblem `json:"problems,omitempty"`
 }
 
 type checkSource struct {
@@ -130,7 +160,7 @@ type checkSource struct {
 }
 
 type checkProblem struct {
-	Kind   string `json:"kind"` // stale, broken-chain, damaged, binlog-lag
+	Kind   string `json:"kind"` // stale, broken-chain, damaged, binlog-lag, untested
 	Backup string `json:"backup,omitempty"`
 	Source string `json:"source,omitempty"`
 	Error  string `json:"error"`
@@ -140,6 +170,9 @@ func checkReportOf(rep health.Report) checkReport {
 	out := checkReport{OK: rep.Err() == nil, Location: rep.Location, Now: rep.Now, Backups: rep.Backups, Incrementals: rep.Incrementals}
 	if rep.Newest != nil {
 		out.Newest, out.AgeSeconds = rep.Newest.ID, rep.Age.Seconds()
+	}
+	if m := rep.RestoreTested; m != nil {
+		out.RestoreTested, out.RestoreTestAt = m.ID, &rep.RestoreTestAt
 	}
 	for _, s := range rep.Sources {
 		out.Binlogs = append(out.Binlogs, checkSource{Source: s.Source, CompleteAt: s.CompleteAt, LagSeconds: s.Lag.Seconds()})

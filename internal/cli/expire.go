@@ -30,7 +30,9 @@ func newExpireCmd(g *globals) *cobra.Command {
   backstream expire --repo /backups --keep-daily 7 --keep-weekly 5 --keep-monthly 12 --confirm
   backstream expire --repo /backups --keep-pitr 7d --prune-incomplete --confirm`,
 		Long: `expire decides for every complete backup whether the policy keeps it and prints the plan:
-a backup is kept if any rule keeps it, and the newest backup is always kept. The rules
+a backup is kept if any rule keeps it, and the newest backup of each kind is always kept.
+The rules apply to physical and logical backups apart (--keep-last 7 keeps the newest 7
+of each), or with --kind to that kind only, keeping the others. They
 count backups by their start time in UTC: --keep-last N the newest N, --keep-within D
 those started within D (14d, 36h, 2w), --keep-daily N, --keep-weekly N, --keep-monthly N
 and --keep-yearly N the newest backup of each of the last N calendar days, ISO weeks,
@@ -43,6 +45,9 @@ streams' behind) and the incomplete multipart uploads an S3 server keeps. expire
 is running while it works: a writer whose lock goes stale stops itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkKind(p.Kind); err != nil {
+				return err
+			}
 			if within != "" {
 				d, err := retention.ParseDuration(within)
 				if err != nil {
@@ -88,6 +93,7 @@ is running while it works: a writer whose lock goes stale stops itself.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&p.Kind, "kind", "", "apply the rules to backups of this kind only, physical or logical, and keep the others (default: to each kind apart)")
 	f.IntVar(&p.KeepLast, "keep-last", 0, "keep the newest N backups")
 	f.StringVar(&within, "keep-within", "", "keep backups started within this long, e.g. 14d, 36h, 2w")
 	f.IntVar(&p.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days (UTC) that have one")

@@ -34,7 +34,7 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	if err != nil {
 		return err
 	}
-	r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
+	r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, archive.KindPhysical, repo.OpRestore)
 	if err != nil {
 		return err
 	}

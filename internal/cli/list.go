@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/binlog"
+	"github.com/backstream/backstream/internal/health"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repo"
 )
 
 // listEntry is one backup in `list --json`.
@@ -37,13 +40,19 @@ type listEntry struct {
 	// trusted; Damage says why. Only the id (and its time) are known of it.
 	Damaged bool   `json:"damaged,omitempty"`
 	Damage  string `json:"damage,omitempty"`
+	// Partial marks a logical backup of some databases or tables.
+	Partial bool `json:"partial,omitempty"`
+	// Unrestorable says why a complete backup cannot be restored, as the
+	// catalog and the last verify show: an object missing, damage a
+	// verify found, a link of its chain missing or damaged.
+	Unrestorable string `json:"unrestorable,omitempty"`
 }
 
 // entryOf is the listing of complete backup m.
 func entryOf(m *archive.Manifest) listEntry {
 	return listEntry{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, MergedFrom: m.MergedFrom, Started: m.Started, Finished: m.Finished,
 		Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
-		RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases}
+		RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases, Partial: m.Partial}
 }
 
 // madeResult is what --json prints of a backup a command made: its
@@ -96,6 +105,7 @@ type binlogListEntry struct {
 
 func newListCmd(g *globals) *cobra.Command {
 	var asJSON, binlogs, status bool
+	var kind string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the complete backups of a repository",
@@ -104,6 +114,9 @@ func newListCmd(g *globals) *cobra.Command {
   backstream list --repo /backups --binlogs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkKind(kind); err != nil {
+				return err
+			}
 			r, err := g.openRepo(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -147,6 +160,15 @@ func newListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			verdicts, err := health.Verdicts(cmd.Context(), r, entries)
+			if err != nil {
+				return err
+			}
+			broken := health.Unrestorable(r.Backend.Location(), entries, verdicts)
+			if kind != "" {
+				// A damaged manifest's kind is unknown: it stays listed.
+				entries = slices.DeleteFunc(entries, func(e repo.Entry) bool { return e.Manifest != nil && e.Manifest.Kind != kind })
+			}
 			var ms []*archive.Manifest
 			for _, e := range entries {
 				if e.Manifest != nil {
@@ -157,7 +179,11 @@ func newListCmd(g *globals) *cobra.Command {
 				out := make([]listEntry, 0, len(entries))
 				for _, e := range entries {
 					if m := e.Manifest; m != nil {
-						out = append(out, entryOf(m))
+						le := entryOf(m)
+						if err := broken[m.ID]; err != nil {
+							le.Unrestorable = err.Error()
+						}
+						out = append(out, le)
 					} else if e.Damage != nil {
 						started, _ := backupid.Time(e.ID)
 						out = append(out, listEntry{ID: e.ID, Started: started, StoredBytes: e.Size, Damaged: true, Damage: e.Damage.Error()})
@@ -188,12 +214,17 @@ func newListCmd(g *globals) *cobra.Command {
 				if gp := m.Positions.Galera; gp != nil {
 					pos += " galera " + gp.String()
 				}
-				kind := m.Kind
+				kind := m.Kind // shadows the flag, used above
 				switch {
 				case m.Parent != "":
 					kind = fmt.Sprintf("%s +%d", m.Kind, m.Depth)
 				case len(m.MergedFrom) > 0:
 					kind = m.Kind + " merged"
+				case m.Partial:
+					kind = m.Kind + " partial"
+				}
+				if broken[m.ID] != nil {
+					kind += " BROKEN"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, kind, m.Started.UTC().Format("2006-01-02 15:04:05"),
 					m.Finished.Sub(m.Started).Round(100*time.Millisecond), progress.HumanBytes(m.Stats.RawBytes),
@@ -206,11 +237,15 @@ func newListCmd(g *globals) *cobra.Command {
 				if e.Damage != nil {
 					fmt.Fprintf(g.stderr, "warning: %v; latest and new incrementals skip backup %s\n", e.Damage, e.ID)
 				}
+				if err := broken[e.ID]; err != nil {
+					fmt.Fprintf(g.stderr, "warning: %v\n", err)
+				}
 			}
 			return printDatabases(g, ms)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&kind, "kind", "", "list only the backups of this kind, physical or logical")
 	cmd.Flags().BoolVar(&binlogs, "binlogs", false, "list the archived binary logs instead, with the gaps between them")
 	cmd.Flags().BoolVar(&status, "status", false, "print per server only the recoverable window, the lag and the gaps of the archived binary logs (--json: one object per server)")
 	return cmd

@@ -13,15 +13,20 @@ import (
 	"github.com/backstream/backstream/internal/metrics"
 )
 
-// checkMetricsFile refuses a --metrics-file that could not be written
-// after the command, before the command starts.
+// checkMetricsFile refuses a --metrics-file that is not a file, before the
+// command starts. One whose directory does not exist (a host without
+// node_exporter's textfile directory) is a warning and no metrics are
+// written: the metrics are a report on the command, never a reason not
+// to run it.
 func (g *globals) checkMetricsFile() error {
 	if g.metricsFile == "" {
 		return nil
 	}
 	dir := filepath.Dir(g.metricsFile)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return usagef("--metrics-file %s: its directory %s does not exist", g.metricsFile, dir)
+		fmt.Fprintf(g.stderr, "backstream: warning: --metrics-file %s: its directory %s does not exist; no metrics are written\n", g.metricsFile, dir)
+		g.metricsFile = ""
+		return nil
 	}
 	if fi, err := os.Stat(g.metricsFile); err == nil && !fi.Mode().IsRegular() {
 		return usagef("--metrics-file %s is not a regular file", g.metricsFile)
@@ -36,7 +41,11 @@ func (g *globals) recordMetrics(cmd *cobra.Command, start time.Time, err error) 
 	if g.metricsFile == "" {
 		return
 	}
-	run := metrics.Run{Command: cmd.Name(), Repository: g.repo, Server: serverLabel(cmd.Flags()),
+	command := cmd.Name()
+	if g.metricsCommand != "" {
+		command = g.metricsCommand
+	}
+	run := metrics.Run{Command: command, Repository: g.repo, Server: serverLabel(cmd.Flags()),
 		Start: start, End: time.Now(), ExitCode: ExitCode(err, cmd.Context().Err() != nil)}
 	if m := g.made; m != nil && err == nil {
 		run.RawBytes, run.StoredBytes = m.Stats.RawBytes, m.Stats.StoredBytes

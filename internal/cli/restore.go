@@ -96,7 +96,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	var d datadirFlags
 	var l logicalRestoreFlags
 	var p placeFlags
-	var until, untilGTID, server, base, as string
+	var until, untilGTID, server, base, as, kind string
 	var applyTo bool
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
@@ -147,6 +147,12 @@ the live table (its triggers are then named, not created). --database db --apply
 every table of db. Only the tables' files and the system's are read from the repository. A
 table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkKind(kind); err != nil {
+				return err
+			}
+			if kind != "" && (until != "" || untilGTID != "" || applyTo) {
+				return usagef("--kind chooses what latest names; a point-in-time restore or an import chooses its backup itself (--base with --until)")
+			}
 			masking := len(l.mask.specs) > 0 || l.mask.keyFile != ""
 			if masking && (applyTo || until != "" || untilGTID != "") {
 				return usagef("--mask masks the load of a logical backup; --until, --until-gtid and --apply-to restore, replay or import data as it is, so they refuse it (the rules may come from an option file)")
@@ -188,7 +194,7 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 			if err := p.check(cmd.Flags()); err != nil {
 				return err
 			}
-			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpRestore)
+			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, kind, repo.OpRestore)
 			if err != nil {
 				return err
 			}
@@ -281,6 +287,7 @@ table the target has is refused, and each import must give the backup's CHECKSUM
 	p.register(cmd.Flags())
 	cmd.Flags().StringVar(&until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339: 2026-11-21T10:15:00+01:00); "end" replays everything archived`)
 	cmd.Flags().StringVar(&untilGTID, "until-gtid", "", "point-in-time restore up to and including these GTIDs' transactions, one per domain, e.g. 0-1-4711,1-1-20")
+	cmd.Flags().StringVar(&kind, "kind", "", "with latest (or no backup id): the latest backup of this kind, physical or logical (default: the newest whole-server physical backup, else logical)")
 	cmd.Flags().StringVar(&base, "base", "", "with --until: the kind of backup to start from, physical or logical (default: the newest before the target of either kind; a logical one only if it took the whole server)")
 	cmd.Flags().StringVar(&server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several")
 	cmd.Flags().BoolVar(&applyTo, "apply-to", false, "with --until: replay the archived binary logs onto the running server that --host/--socket name, from the GTID position it has reached, instead of restoring a datadir; with --table and a physical backup: import those InnoDB tables into that server")

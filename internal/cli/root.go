@@ -89,7 +89,12 @@ type globals struct {
 	// metricsFile is --metrics-file; made is the backup the command
 	// made, whose size it records.
 	metricsFile string
-	made        *archive.Manifest
+	// metricsCommand, when set, is the command label of the metrics
+	// instead of the command's name: restore-test for verify
+	// --restore-test, whose last success is what a restore drill's alert
+	// watches, apart from that of the checksums' verify.
+	metricsCommand string
+	made           *archive.Manifest
 	// json is --json of a command that makes a backup (see reportMade).
 	json bool
 }
@@ -314,6 +319,15 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		return usageError{errors.New(msg)}
 	}
 	return root
+}
+
+// checkKind refuses a --kind that names no kind of backup.
+func checkKind(kind string) error {
+	switch kind {
+	case "", archive.KindPhysical, archive.KindLogical:
+		return nil
+	}
+	return usagef("--kind %q: want physical or logical", kind)
 }
 
 // backupRef reads the optional backup argument: an id, a unique prefix of

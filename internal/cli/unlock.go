@@ -104,8 +104,9 @@ stale: others ignore it and unlock removes it.
 }
 
 // resolveLocked opens the repository and resolves the optional backup
-// argument under a shared lock (see repo.ResolveLocked).
-func (g *globals) resolveLocked(ctx context.Context, args []string, op string) (*repo.Repo, *archive.Manifest, context.Context, func(), error) {
+// argument under a shared lock (see repo.ResolveLocked); latest names the
+// latest backup of kind ("" for any, see repo.Latest).
+func (g *globals) resolveLocked(ctx context.Context, args []string, kind, op string) (*repo.Repo, *archive.Manifest, context.Context, func(), error) {
 	ref, err := backupRef(args)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -114,7 +115,7 @@ func (g *globals) resolveLocked(ctx context.Context, args []string, op string) (
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	m, lctx, release, err := r.ResolveLocked(ctx, ref, g.lockOptions(op, false))
+	m, lctx, release, err := r.ResolveLocked(ctx, ref, kind, g.lockOptions(op, false))
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/verify"
@@ -33,6 +37,7 @@ type restoreTestFlags struct {
 func newVerifyCmd(g *globals) *cobra.Command {
 	var parallel int
 	var binlogs bool
+	var kind string
 	var rt restoreTestFlags
 	cmd := &cobra.Command{
 		Use:   "verify [ID|latest] | --binlogs",
@@ -57,6 +62,12 @@ this host at the recorded path), then those of --server-defaults-file. --until o
 --until-gtid tests a point-in-time restore instead of a named backup. --json prints
 the report as JSON for monitoring.
 
+verify ID checks everything a restore of ID reads: for an incremental, every backup of
+its chain too. With --until or --until-gtid (and --server, --base) it checks what a
+point-in-time restore to that target reads instead: the backup it starts from, with its
+chain, and every archived binary log file it replays. What verify finds is recorded in
+the backup's directory (verified.json), where check and list report it.
+
 With --binlogs it checks the archived binary logs instead: every file archived whole
 against its manifest, every segment of a file being archived against its header's
 digest, and that those segments leave no hole.
@@ -64,6 +75,9 @@ digest, and that those segments leave no hole.
 Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore test;
 1 that the check could not run.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkKind(kind); err != nil {
+				return err
+			}
 			if binlogs {
 				if rt.enabled || len(args) > 0 {
 					return usagef("--binlogs checks the archived binary logs: it takes no backup id and no --restore-test")
@@ -71,32 +85,62 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 				return runVerifyBinlogs(cmd, g, parallel)
 			}
 			if rt.enabled {
-				return runRestoreTest(cmd, g, args, parallel, rt)
+				g.metricsCommand = "restore-test"
+				return runRestoreTest(cmd, g, args, parallel, kind, rt)
 			}
-			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "until", "until-gtid", "server", "base", "server-defaults-file"} {
+			for _, f := range []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "server-defaults-file"} {
 				if cmd.Flags().Changed(f) {
 					return usagef("--%s goes with --restore-test", f)
 				}
 			}
-			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, repo.OpVerify)
+			if rt.until != "" || rt.untilGTID != "" {
+				if kind != "" {
+					return usagef("--kind chooses what latest names; --until chooses the newest backup before its target (--base names its kind)")
+				}
+				return runVerifyUntil(cmd, g, args, parallel, rt)
+			}
+			if rt.base != "" || rt.server != "" {
+				return usagef("--server and --base go with --until or --until-gtid")
+			}
+			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, kind, repo.OpVerify)
 			if err != nil {
 				return err
 			}
 			defer release()
-			t := g.tracker("verify "+m.ID, m.Stats.StoredBytes)
-			t.SetBackup(m.ID)
-			err = verify.Backup(ctx, r, m, parallel, t)
-			t.Finish(err)
+			links, err := r.Chain(ctx, m)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "backup %s: OK (%d streams, %d files, every checksum matches)\n", m.ID, len(m.Streams), len(m.Files))
+			stored := m.Stats.StoredBytes
+			for _, l := range links {
+				stored += l.Stats.StoredBytes
+			}
+			t := g.tracker("verify "+m.ID, stored)
+			t.SetBackup(m.ID)
+			links, err = verify.Restorable(ctx, r, m, parallel, t)
+			t.Finish(err)
+			g.recordChecksums(ctx, r, m, links, err)
+			if err != nil {
+				return err
+			}
+			streams, files := len(m.Streams), len(m.Files)
+			chain := ""
+			if len(links) > 0 {
+				ids := make([]string, len(links))
+				for i, l := range links {
+					ids[i] = l.ID
+					streams, files = streams+len(l.Streams), files+len(l.Files)
+				}
+				chain = fmt.Sprintf("with its chain %s: ", strings.Join(ids, ", "))
+			}
+			fmt.Fprintf(g.stdout, "backup %s: OK (%s%d streams, %d files, every checksum matches)\n", m.ID, chain, streams, files)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&parallel, "parallel", 0, "decoding threads; with --restore-test also loading and checking connections (default: number of CPUs)")
 	f.BoolVar(&rt.enabled, "restore-test", false, "restore into a throwaway sandbox server and check every table")
+	f.StringVar(&kind, "kind", "", "with latest: the latest backup of this kind, physical or logical (default: the newest whole-server physical backup, else logical)")
 	f.BoolVar(&binlogs, "binlogs", false, "check every archived binary log file and segment instead of a backup")
 	f.BoolVar(&rt.json, "json", false, "print the restore test's report as JSON")
 	f.StringVar(&rt.workDir, "work-dir", "", "where the restore test's sandbox goes; needs room for the restored data (default: the temporary directory)")
@@ -104,11 +148,45 @@ Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore 
 	f.StringVar(&rt.useMemory, "use-memory", "", "memory for prepare and the sandbox's buffer pool, e.g. 1G")
 	f.StringVar(&rt.mariabackup, "mariabackup", "", "mariabackup binary for prepare")
 	f.StringVar(&rt.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its "+physical.FileKeyVariable+" is also the key file's password that prepare needs (default: $"+physical.FileKeyEnv+")")
-	f.StringVar(&rt.until, "until", "", "restore-test a point-in-time restore to this time (as restore --until)")
-	f.StringVar(&rt.untilGTID, "until-gtid", "", "restore-test a point-in-time restore up to this GTID (as restore --until-gtid)")
+	f.StringVar(&rt.until, "until", "", "check (or with --restore-test, restore-test) a point-in-time restore to this time (as restore --until): its backup and the binary logs it replays")
+	f.StringVar(&rt.untilGTID, "until-gtid", "", "check (or with --restore-test, restore-test) a point-in-time restore up to this GTID (as restore --until-gtid)")
 	f.StringVar(&rt.server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several (as restore --server)")
 	f.StringVar(&rt.base, "base", "", "with --until: the kind of backup the point-in-time restore starts from, physical or logical (as restore --base)")
 	return cmd
+}
+
+// runVerifyUntil checks what a point-in-time restore to --until or
+// --until-gtid reads: the backup it starts from, with its chain, and the
+// archived binary logs it replays.
+func runVerifyUntil(cmd *cobra.Command, g *globals, args []string, parallel int, rt restoreTestFlags) error {
+	t, err := pitrTarget(args, rt.until, rt.untilGTID, rt.server, rt.base)
+	if err != nil {
+		return err
+	}
+	r, ctx, release, err := g.openLocked(cmd.Context(), repo.OpVerify, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	p, err := pitr.Plan(ctx, r, t)
+	if err != nil {
+		return err
+	}
+	m := p.Base
+	tr := g.tracker("verify --until "+t.String(), 0)
+	tr.SetBackup(m.ID)
+	links, err := verify.Restorable(ctx, r, m, parallel, tr)
+	g.recordChecksums(ctx, r, m, links, err)
+	for i := 0; err == nil && i < len(p.Binlogs); i++ {
+		b := p.Binlogs[i]
+		err = verify.BinlogFile(ctx, r, b.Whole, b.Segments, parallel, tr)
+	}
+	tr.Finish(err)
+	if err != nil {
+		return fmt.Errorf("the point-in-time restore to %s (from backup %s) cannot be done: %w", t, m.ID, err)
+	}
+	fmt.Fprintf(g.stdout, "point-in-time restore to %s: OK (backup %s, %d backups below it, %d binary log files, every checksum matches)\n", t, m.ID, len(links), len(p.Binlogs))
+	return nil
 }
 
 // runVerifyBinlogs checks every archived binary log.
@@ -128,7 +206,7 @@ func runVerifyBinlogs(cmd *cobra.Command, g *globals, parallel int) error {
 	return nil
 }
 
-func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int, rt restoreTestFlags) error {
+func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int, kind string, rt restoreTestFlags) error {
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
@@ -155,7 +233,7 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 		job.Until, title = &t, "restore test --until "+t.String()
 	} else {
 		var err error
-		if job.Repo, job.Backup, ctx, release, err = g.resolveLocked(ctx, args, repo.OpRestore); err != nil {
+		if job.Repo, job.Backup, ctx, release, err = g.resolveLocked(ctx, args, kind, repo.OpRestore); err != nil {
 			return err
 		}
 		if err := job.Repo.CheckReadable(ctx, job.Backup); err != nil {
@@ -172,6 +250,14 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 	job.Progress = t
 	rep, err := restoretest.Run(ctx, job)
 	t.Finish(err)
+	testedID := ""
+	switch {
+	case rep != nil:
+		testedID = rep.Backup
+	case job.Backup != nil:
+		testedID = job.Backup.ID
+	}
+	g.recordRestoreTest(ctx, job.Repo, testedID, rep, err)
 	if err != nil {
 		return err
 	}
@@ -228,3 +314,52 @@ func printRestoreTest(g *globals, rep *restoretest.Report) {
 	}
 	fmt.Fprintf(g.stdout, " (%.1f s)\n", rep.Seconds)
 }
+
+// recordChecksums stores in the repository what a verify of m (with its
+// chain links) found, so that check and list report it: every backup
+// checked passed, or the one found damaged did not. A verify that could
+// not run (not damage) records nothing. A failure to store it is a
+// warning: the repository may be read-only to this account.
+func (g *globals) recordChecksums(ctx context.Context, r *repo.Repo, m *archive.Manifest, links []*archive.Manifest, err error) {
+	now := time.Now().UTC()
+	record := func(id string, o repo.Outcome) {
+		if werr := r.RecordVerdict(ctx, id, &o, nil); werr != nil {
+			fmt.Fprintf(g.stderr, "backstream: warning: the verify's verdict is not recorded (check cannot report it): %v\n", werr)
+		}
+	}
+	var link *verify.LinkError
+	switch {
+	case err == nil:
+		for _, l := range append(links, m) {
+			record(l.ID, repo.Outcome{At: now, OK: true})
+		}
+	case errors.As(err, &link) && archive.IsCorrupt(link.Err):
+		record(link.Link, repo.Outcome{At: now, Error: oneLine(link.Err)})
+	case archive.IsCorrupt(err):
+		record(m.ID, repo.Outcome{At: now, Error: oneLine(err)})
+	}
+}
+
+// recordRestoreTest stores in the repository how a restore test of backup
+// id ended (rep is nil when it failed before its report), so that check
+// (--max-restore-test-age) can tell when a backup was last proven
+// restorable. A test that did not get to name its backup, or could not
+// run, records nothing.
+func (g *globals) recordRestoreTest(ctx context.Context, r *repo.Repo, id string, rep *restoretest.Report, err error) {
+	if id == "" || (err != nil && !archive.IsCorrupt(err)) {
+		return
+	}
+	o := repo.Outcome{At: time.Now().UTC(), OK: err == nil && rep.Passed}
+	switch {
+	case err != nil:
+		o.Error = oneLine(err)
+	case !rep.Passed:
+		o.Error = rep.Problems[0]
+	}
+	if werr := r.RecordVerdict(ctx, rep.Backup, nil, &o); werr != nil {
+		fmt.Fprintf(g.stderr, "backstream: warning: the restore test's verdict is not recorded (check cannot report it): %v\n", werr)
+	}
+}
+
+// oneLine is err's message on one line.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }

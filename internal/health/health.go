@@ -1,10 +1,14 @@
 // Package health decides whether a repository is as a schedule of backups
-// should keep it: its newest complete backup young enough, every chain of
-// incrementals whole, no manifest damaged, and each server's archived
-// binary log close behind the server. It only reads the repository's
-// catalog (manifests, binary log status objects), writes nothing and
-// takes no lock, so it runs beside a backup that holds one. It knows
-// nothing of flags, exit codes or how its verdict is printed.
+// should keep it: its newest complete whole-server backup young enough,
+// every backup restorable as far as its catalog shows (no manifest
+// damaged, no object missing, no damage the last verify recorded) and so
+// every chain of incrementals whole, a backup proven restorable by a
+// restore test recently enough, and each server's archived binary log
+// close behind the server. It only reads the repository's catalog
+// (manifests, the listing of objects, verdicts, binary log status
+// objects), writes nothing and takes no lock, so it runs beside a backup
+// that holds one. It knows nothing of flags, exit codes or how its
+// verdict is printed.
 package health
 
 import (
@@ -27,6 +31,16 @@ type Options struct {
 	// source's archived binary log may be; a repository without any
 	// fails it.
 	MaxBinlogLag time.Duration
+	// MaxRestoreTestAge, when above 0, is how long ago a backup may have
+	// last passed a restore test (verify --restore-test, as its verdict
+	// records); a repository where none passed fails it.
+	MaxRestoreTestAge time.Duration
+	// Kind, when set (archive.KindPhysical or KindLogical), limits the
+	// newest backup MaxAge judges, and the restore tests
+	// MaxRestoreTestAge counts, to backups of that kind; unset, they are
+	// those repo.NewestWhole names. A partial logical backup counts for
+	// neither.
+	Kind string
 	// Now is the time to judge at; zero means the clock's.
 	Now time.Time
 }
@@ -38,8 +52,9 @@ type Kind string
 const (
 	Stale       Kind = "stale"        // no complete backup, or the newest is too old
 	BrokenChain Kind = "broken-chain" // an incremental's parent is missing or damaged
-	Damaged     Kind = "damaged"      // a manifest is stored but cannot be trusted
+	Damaged     Kind = "damaged"      // a manifest cannot be trusted, an object is missing, or verify found damage
 	BinlogLag   Kind = "binlog-lag"   // an archive is too far behind its server, or its lag is unknown
+	Untested    Kind = "untested"     // no backup passed a restore test recently enough
 )
 
 // Problem is one thing wrong with the repository.
@@ -67,10 +82,15 @@ type Source struct {
 type Report struct {
 	Location string
 	Now      time.Time
-	// Newest is the newest complete backup (nil if there is none) and
-	// Age how long before Now it finished.
+	// Newest is the newest complete whole-server backup of the kind
+	// asked (nil if there is none, see Options.Kind) and Age how long
+	// before Now it finished.
 	Newest *archive.Manifest
 	Age    time.Duration
+	// RestoreTested is the backup that last passed a restore test (nil
+	// if none did), at RestoreTestAt.
+	RestoreTested *archive.Manifest
+	RestoreTestAt time.Time
 	// Backups counts the complete backups, Incrementals those of them
 	// that build on a parent.
 	Backups, Incrementals int
@@ -123,6 +143,10 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	verdicts, err := Verdicts(ctx, r, entries)
+	if err != nil {
+		return rep, err
+	}
 	byID := map[string]repo.Entry{}
 	children := map[string][]string{}
 	var ms []*archive.Manifest
@@ -137,52 +161,75 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 			}
 		}
 	}
-	// Scan orders backups by when they became complete: the last complete
-	// one is the newest.
-	if len(ms) > 0 {
-		rep.Newest = ms[len(ms)-1]
+	rep.Newest = repo.NewestWhole(ms, opt.Kind)
+	if rep.Newest != nil {
 		rep.Age = now.Sub(rep.Newest.Finished)
 	}
 	if opt.MaxAge > 0 {
 		switch {
 		case rep.Newest == nil:
-			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Err: fmt.Errorf("no complete backup in %s", loc)})
+			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Err: fmt.Errorf("no complete whole-server %sbackup in %s%s", kindWord(opt.Kind), loc, partialNote(ms, opt.Kind))})
 		case rep.Age > opt.MaxAge:
 			m := rep.Newest
 			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Backup: m.ID,
-				Err: fmt.Errorf("the newest complete backup, %s, finished %s ago (%s): more than the %s allowed",
-					m.ID, Round(rep.Age), m.Finished.UTC().Format(time.RFC3339), Round(opt.MaxAge))})
+				Err: fmt.Errorf("the newest complete %sbackup, %s, finished %s ago (%s): more than the %s allowed",
+					kindWord(opt.Kind), m.ID, Round(rep.Age), m.Finished.UTC().Format(time.RFC3339), Round(opt.MaxAge))})
 		}
 	}
 
+	// A backup that cannot be given back by itself: objects its manifest
+	// names are missing, or the last verify of it found damage.
+	own := map[string]error{}
+	for _, e := range entries {
+		if err := ownDamage(e, verdicts[e.ID]); err != nil {
+			own[e.ID] = err
+			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Backup: e.ID, Err: err})
+		}
+	}
 	// A chain is broken where an incremental's parent is not a complete
-	// backup: gone (deleted, or never complete), or damaged. Every backup
-	// built on that incremental is lost with it.
+	// backup that can be restored: gone (deleted, or never complete),
+	// damaged, or missing objects. It is reported once, at the
+	// incremental on the broken link: every backup built on that
+	// incremental is lost with it.
 	named := map[string]bool{}
 	for _, m := range ms {
 		if m.Parent == "" {
 			continue
 		}
 		p, ok := byID[m.Parent]
-		if ok && p.Manifest != nil {
+		if ok && p.Manifest != nil && own[p.ID] == nil {
 			continue
+		}
+		if ok && p.Damage != nil {
+			named[p.ID] = true
 		}
 		lost := ""
 		if n := descendants(children, m.ID); n > 0 {
 			lost = fmt.Sprintf(" (nor can the %d backups built on it)", n)
 		}
-		if ok && p.Damage != nil {
-			named[p.ID] = true
-			rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
-				Err: archive.Corruptf("backup %s cannot be restored%s: its chain is broken at its parent %s, whose manifest is damaged: %v", m.ID, lost, p.ID, p.Damage)})
-			continue
-		}
-		rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID,
-			Err: fmt.Errorf("backup %s cannot be restored%s: its chain is broken: its parent %s is not a complete backup in %s", m.ID, lost, m.Parent, loc)})
+		rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID, Err: chainError(m, byID, own, loc, lost)})
 	}
 	for _, e := range entries {
 		if e.Damage != nil && !named[e.ID] {
 			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Backup: e.ID, Err: e.Damage})
+		}
+	}
+
+	for _, m := range ms {
+		v := verdicts[m.ID].RestoreTest
+		if v != nil && v.OK && (opt.Kind == "" || m.Kind == opt.Kind) && m.WholeServer() && v.At.After(rep.RestoreTestAt) {
+			rep.RestoreTested, rep.RestoreTestAt = m, v.At
+		}
+	}
+	if opt.MaxRestoreTestAge > 0 {
+		switch {
+		case rep.RestoreTested == nil:
+			rep.Problems = append(rep.Problems, Problem{Kind: Untested,
+				Err: fmt.Errorf("no whole-server %sbackup in %s has passed a restore test (verify --restore-test): none is proven restorable", kindWord(opt.Kind), loc)})
+		case now.Sub(rep.RestoreTestAt) > opt.MaxRestoreTestAge:
+			rep.Problems = append(rep.Problems, Problem{Kind: Untested, Backup: rep.RestoreTested.ID,
+				Err: fmt.Errorf("no backup has been proven restorable for %s: the last restore test passed, on backup %s, %s ago (%s), more than the %s allowed",
+					Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTested.ID, Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTestAt.UTC().Format(time.RFC3339), Round(opt.MaxRestoreTestAge))})
 		}
 	}
 
@@ -250,6 +297,118 @@ func checkBinlogs(ctx context.Context, r *repo.Repo, ms []*archive.Manifest, max
 		}
 	}
 	return nil
+}
+
+// Verdicts reads the verdict of every complete backup of entries that has
+// one (repo.Entry.Verdict), by id.
+func Verdicts(ctx context.Context, r *repo.Repo, entries []repo.Entry) (map[string]repo.Verdict, error) {
+	out := map[string]repo.Verdict{}
+	for _, e := range entries {
+		if e.Manifest == nil || !e.Verdict {
+			continue
+		}
+		v, err := r.ReadVerdict(ctx, e.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[e.ID] = v
+	}
+	return out, nil
+}
+
+// ownDamage is why complete backup e cannot be restored by itself, as
+// the catalog shows and its verdict records: objects its manifest names
+// are missing, or the last verify of it found damage; nil if neither.
+func ownDamage(e repo.Entry, v repo.Verdict) error {
+	if e.Manifest == nil {
+		return nil
+	}
+	if err := e.MissingError(); err != nil {
+		return err
+	}
+	if c := v.Checksums; c != nil && !c.OK {
+		return archive.Corruptf("backup %s: the last verify, at %s, found damage: %s", e.ID, c.At.UTC().Format(time.RFC3339), c.Error)
+	}
+	return nil
+}
+
+// Unrestorable says, for each complete backup of entries (of the
+// repository at location loc) that a restore could not give back as far
+// as the catalog and the verdicts show, why: its own damage (see Check)
+// or a link of its chain missing or damaged. archive.IsCorrupt holds for
+// each reason but a missing link.
+func Unrestorable(loc string, entries []repo.Entry, verdicts map[string]repo.Verdict) map[string]error {
+	byID := map[string]repo.Entry{}
+	own := map[string]error{}
+	for _, e := range entries {
+		byID[e.ID] = e
+		if err := ownDamage(e, verdicts[e.ID]); err != nil {
+			own[e.ID] = err
+		}
+	}
+	out := map[string]error{}
+	for _, e := range entries {
+		if e.Manifest == nil {
+			continue
+		}
+		if err := own[e.ID]; err != nil {
+			out[e.ID] = err
+		} else if err := chainError(e.Manifest, byID, own, loc, ""); err != nil {
+			out[e.ID] = err
+		}
+	}
+	return out
+}
+
+// chainError is why backup m cannot be restored for its chain: the first
+// link from its parent down that is not a complete backup, whose
+// manifest is damaged, or that has damage of its own (own); nil when the
+// chain is whole. lost goes after "cannot be restored".
+func chainError(m *archive.Manifest, byID map[string]repo.Entry, own map[string]error, loc, lost string) error {
+	seen := map[string]bool{m.ID: true}
+	for child, p := m, m.Parent; p != ""; {
+		at := "its parent " + p
+		if child != m {
+			at = p + ", the parent of " + child.ID
+		}
+		link, ok := byID[p]
+		switch {
+		case seen[p]:
+			return archive.Corruptf("backup %s cannot be restored%s: its chain loops back to %s", m.ID, lost, p)
+		case ok && link.Damage != nil:
+			return archive.Corruptf("backup %s cannot be restored%s: its chain is broken at %s, whose manifest is damaged: %v", m.ID, lost, at, link.Damage)
+		case !ok || link.Manifest == nil:
+			return fmt.Errorf("backup %s cannot be restored%s: its chain is broken: %s is not a complete backup in %s", m.ID, lost, at, loc)
+		case own[p] != nil:
+			return archive.Corruptf("backup %s cannot be restored%s: its chain is broken at %s: %v", m.ID, lost, at, own[p])
+		}
+		seen[p] = true
+		child, p = link.Manifest, link.Manifest.Parent
+	}
+	return nil
+}
+
+// kindWord is kind as a word before "backup" ("" for any kind).
+func kindWord(kind string) string {
+	if kind == "" {
+		return ""
+	}
+	return kind + " "
+}
+
+// partialNote says how many partial backups of kind ms holds, which a
+// whole-server check does not count.
+func partialNote(ms []*archive.Manifest, kind string) string {
+	n := 0
+	for _, m := range ms {
+		if !m.WholeServer() && (kind == "" || m.Kind == kind) {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (its %d partial logical backups, of some databases or tables, do not count)", n)
 }
 
 // descendants counts the backups that build on id, directly or not.

@@ -60,7 +60,7 @@ func TestNewestBackupAge(t *testing.T) {
 	t.Parallel()
 	r := repotest.New(t)
 	rep := check(t, r, Options{MaxAge: time.Hour, Now: time.Now()})
-	wantProblem(t, rep, Stale, false, "no complete backup in "+r.Backend.Location())
+	wantProblem(t, rep, Stale, false, "no complete whole-server backup in "+r.Backend.Location())
 
 	_, _, inc2 := chain(t, r)
 	// An unfinished backup after it (running, or crashed) is no backup yet.

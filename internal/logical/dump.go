@@ -429,6 +429,7 @@ func (d *DumpSession) toArchive(ctx context.Context, job DumpJob, header *archiv
 	m.Positions = pos
 	m.Meta = append(m.Meta, o)
 	m.Databases = summarise(cat)
+	m.Partial = !cat.Whole
 	m.Complete(written)
 	if err := job.Dest.Commit(ctx, &m); err != nil {
 		return nil, err

@@ -56,37 +56,11 @@ type Result struct {
 // serverDefaults ("" for none) after the backup's options. On any failure
 // the target directory is left empty (or absent, if Run made it).
 func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDefaults string) (res *Result, err error) {
-	ms, err := r.List(ctx)
+	p, err := plan(ctx, r, t)
 	if err != nil {
 		return nil, err
 	}
-	catalogs := map[string]*logical.Catalog{}
-	base, err := chooseBackup(ms, t, func(m *archive.Manifest) (bool, error) {
-		cat, err := readCatalog(ctx, r, m)
-		if err != nil {
-			return false, err
-		}
-		catalogs[m.ID] = cat
-		return cat.Whole, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	files, err := r.Binlogs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	needed, err := covering(ctx, r, base, files, t)
-	if err != nil {
-		return nil, err
-	}
-	start, err := ParsePosition(base.Positions.GTID)
-	if err != nil {
-		return nil, fmt.Errorf("backup %s: GTID position %w", base.ID, err)
-	}
-	if err := checkDomainsNamed(t, start, files, needed); err != nil {
-		return nil, err
-	}
+	base, needed := p.Base, p.needed
 	// A missing or wrong key must fail before the datadir is written,
 	// naming what it cannot open.
 	if err := checkReadable(ctx, r, needed); err != nil {
@@ -96,7 +70,7 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDef
 		job.Progress.SetBackup(base.ID)
 	}
 	if base.Kind == archive.KindLogical {
-		return fromLogical(ctx, r, t, job, serverDefaults, base, catalogs[base.ID], needed)
+		return fromLogical(ctx, r, t, job, serverDefaults, base, p.catalog, needed)
 	}
 	links, err := restore.Links(ctx, r, base)
 	if err != nil {
@@ -142,6 +116,72 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDef
 		return nil, err
 	}
 	return result(base, t, opts, needed), nil
+}
+
+// Planned is what a point-in-time restore to a target reads: the backup
+// it starts from (with its chain, for an incremental) and the archived
+// binary log files it replays, in order.
+type Planned struct {
+	Base    *archive.Manifest
+	Binlogs []Replayed
+
+	needed  []covered
+	catalog *logical.Catalog // of a logical base
+}
+
+// Replayed is one archived binary log file a point-in-time restore
+// replays: archived whole (Whole), or as segments.
+type Replayed struct {
+	Source, Name string
+	Whole        *archive.Manifest
+	Segments     []repo.BinlogSegment
+}
+
+// Plan chooses, as Run does, the backup and the archived binary logs a
+// point-in-time restore of r to t reads, refusing what Run refuses before
+// it writes (no base, a gap, a target past the archive), and reads
+// nothing else: what verify checks of such a restore.
+func Plan(ctx context.Context, r *repo.Repo, t Target) (*Planned, error) {
+	return plan(ctx, r, t)
+}
+
+func plan(ctx context.Context, r *repo.Repo, t Target) (*Planned, error) {
+	ms, err := r.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	catalogs := map[string]*logical.Catalog{}
+	base, err := chooseBackup(ms, t, func(m *archive.Manifest) (bool, error) {
+		cat, err := readCatalog(ctx, r, m)
+		if err != nil {
+			return false, err
+		}
+		catalogs[m.ID] = cat
+		return cat.Whole, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	files, err := r.Binlogs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	needed, err := covering(ctx, r, base, files, t)
+	if err != nil {
+		return nil, err
+	}
+	start, err := ParsePosition(base.Positions.GTID)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s: GTID position %w", base.ID, err)
+	}
+	if err := checkDomainsNamed(t, start, files, needed); err != nil {
+		return nil, err
+	}
+	p := &Planned{Base: base, needed: needed, catalog: catalogs[base.ID]}
+	for _, c := range needed {
+		p.Binlogs = append(p.Binlogs, Replayed{Source: c.Source, Name: c.Name, Whole: c.Whole, Segments: c.Segments})
+	}
+	return p, nil
 }
 
 func result(base *archive.Manifest, t Target, opts []mariadb.Option, needed []covered) *Result {

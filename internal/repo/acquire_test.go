@@ -57,7 +57,7 @@ func TestResolveLocked(t *testing.T) {
 	ctx := context.Background()
 	r := repotest.New(t)
 	first := repotest.Store(t, r, repotest.Backup{ID: "20261121T030000Z-0001", Files: map[string]string{"f": "1"}})
-	m, lctx, release, err := r.ResolveLocked(ctx, "latest", repo.LockOptions{Operation: repo.OpVerify})
+	m, lctx, release, err := r.ResolveLocked(ctx, "latest", "", repo.LockOptions{Operation: repo.OpVerify})
 	if err != nil || m.ID != first.ID {
 		t.Fatalf("ResolveLocked(latest) = %v, %v; want %s", m, err, first.ID)
 	}
@@ -65,7 +65,7 @@ func TestResolveLocked(t *testing.T) {
 		t.Fatalf("%d locks held while resolved, want 1", len(locks))
 	}
 	release()
-	if _, _, _, err := r.ResolveLocked(ctx, "20991231T000000Z-beef", repo.LockOptions{Operation: repo.OpVerify}); err == nil {
+	if _, _, _, err := r.ResolveLocked(ctx, "20991231T000000Z-beef", "", repo.LockOptions{Operation: repo.OpVerify}); err == nil {
 		t.Fatal("a missing backup resolved")
 	}
 	if locks, _ := repo.ReadLocks(ctx, r.Backend); len(locks) != 0 {

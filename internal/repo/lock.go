@@ -512,8 +512,10 @@ func (r *Repo) Acquire(ctx context.Context, opt LockOptions) (context.Context, f
 // describes: the backup is looked up again once the lock is held, so that
 // an expire that ran in between cannot leave the caller reading a deleted
 // backup.
-func (r *Repo) ResolveLocked(ctx context.Context, ref string, opt LockOptions) (*archive.Manifest, context.Context, func(), error) {
-	m, err := r.Resolve(ctx, ref)
+//
+// "latest" names the latest backup of kind ("" for any, see Latest).
+func (r *Repo) ResolveLocked(ctx context.Context, ref, kind string, opt LockOptions) (*archive.Manifest, context.Context, func(), error) {
+	m, err := r.ResolveKind(ctx, ref, kind)
 	if err != nil {
 		return nil, nil, nil, err
 	}

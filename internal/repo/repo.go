@@ -211,6 +211,12 @@ type Entry struct {
 	// another backup); archive.IsCorrupt holds for it.
 	Damage error
 	Size   int64 // bytes stored under its directory
+	// Missing names the objects the manifest names that the listing of
+	// the backup's directory lacks: the backup cannot be restored.
+	Missing []string
+	// Verdict says whether the backup's directory holds a verdict object
+	// (see ReadVerdict), which the listing alone shows.
+	Verdict bool
 }
 
 // Scan lists every backup directory, complete or not, oldest first: the
@@ -226,7 +232,9 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	}
 	byID := map[string]*Entry{}
 	var ids []string
+	stored := map[string]bool{}
 	for _, o := range objs {
+		stored[o.Name] = true
 		id, rest, ok := strings.Cut(strings.TrimPrefix(o.Name, backupsDir+"/"), "/")
 		if !ok || !backupid.Valid(id) {
 			continue
@@ -251,10 +259,49 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	}
 	out := make([]Entry, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, *byID[id])
+		e := byID[id]
+		e.Verdict = stored[Dir(id)+"/"+VerdictName]
+		if e.Manifest != nil {
+			for _, name := range ObjectNames(e.Manifest) {
+				if !stored[Dir(id)+"/"+name] {
+					e.Missing = append(e.Missing, Dir(id)+"/"+name)
+				}
+			}
+		}
+		out = append(out, *e)
 	}
 	slices.SortFunc(out, compareEntries)
 	return out, nil
+}
+
+// ObjectNames are the objects of backup m that a restore reads, relative
+// to its directory: its stream objects, their frame indexes when stored
+// apart, and its metadata objects.
+func ObjectNames(m *archive.Manifest) []string {
+	var names []string
+	for _, st := range m.Streams {
+		names = append(names, st.Name)
+		if st.Index.Name != "" {
+			names = append(names, st.Index.Name)
+		}
+	}
+	for _, o := range m.Meta {
+		names = append(names, o.Name)
+	}
+	return names
+}
+
+// MissingError is the damage of a backup whose manifest names objects
+// that are not stored: archive.IsCorrupt holds for it.
+func (e Entry) MissingError() error {
+	if len(e.Missing) == 0 {
+		return nil
+	}
+	more := ""
+	if len(e.Missing) > 1 {
+		more = fmt.Sprintf(" (and %d more objects)", len(e.Missing)-1)
+	}
+	return archive.Corruptf("backup %s: %s, named by its manifest, is missing%s", e.ID, e.Missing[0], more)
 }
 
 // compareEntries orders backups oldest first. A backup without a (whole)
@@ -320,8 +367,16 @@ func (r *Repo) readManifest(ctx context.Context, id string) (*archive.Manifest, 
 // maxManifest is the largest manifest read.
 const maxManifest = 256 << 20
 
-// Resolve finds a complete backup by id, "latest", or a unique prefix of an id.
+// Resolve finds a complete backup by id, "latest" (see Latest), or a
+// unique prefix of an id.
 func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, error) {
+	return r.ResolveKind(ctx, ref, "")
+}
+
+// ResolveKind is Resolve with "latest" naming the latest backup of kind
+// (archive.KindPhysical or KindLogical; "" for any, see Latest). A backup
+// named by its id is found whatever its kind.
+func (r *Repo) ResolveKind(ctx context.Context, ref, kind string) (*archive.Manifest, error) {
 	if ref == "" {
 		ref = "latest"
 	}
@@ -337,12 +392,18 @@ func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, erro
 		return nil, err
 	}
 	if ref == "latest" {
-		// The newest backup that is complete and not damaged: a damaged
-		// manifest is skipped (list names it).
-		for i := len(entries) - 1; i >= 0; i-- {
-			if entries[i].Manifest != nil {
-				return entries[i].Manifest, nil
+		// A damaged manifest is skipped (list names it).
+		var ms []*archive.Manifest
+		for _, e := range entries {
+			if e.Manifest != nil {
+				ms = append(ms, e.Manifest)
 			}
+		}
+		if m := Latest(ms, kind); m != nil {
+			return m, nil
+		}
+		if kind != "" {
+			return nil, fmt.Errorf("%s: no complete %s backups", r.Backend.Location(), kind)
 		}
 		return nil, fmt.Errorf("%s: no complete backups", r.Backend.Location())
 	}
@@ -359,6 +420,55 @@ func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, erro
 		return found[0].Manifest, found[0].Damage
 	}
 	return nil, fmt.Errorf("backup %s: ambiguous, matches %d backups (%s, %s, ...)", ref, len(found), found[0].ID, found[1].ID)
+}
+
+// Latest is the backup that "latest" names among the complete backups ms,
+// oldest first: the newest whole-server backup (see
+// archive.Manifest.WholeServer) of kind, or without a kind the newest
+// whole-server physical backup, else the newest whole-server logical one.
+// Only a repository without any whole-server backup of the kind asked
+// names its newest partial one. nil when ms holds no backup of kind.
+func Latest(ms []*archive.Manifest, kind string) *archive.Manifest {
+	if m := NewestWhole(ms, kind); m != nil {
+		return m
+	}
+	for _, k := range latestKinds(kind) {
+		if m := newest(ms, k, false); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// NewestWhole is the backup Latest names when ms holds a whole-server
+// backup of kind, else nil: the one a schedule of whole-server backups
+// is judged by.
+func NewestWhole(ms []*archive.Manifest, kind string) *archive.Manifest {
+	for _, k := range latestKinds(kind) {
+		if m := newest(ms, k, true); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// latestKinds are the kinds Latest looks for, in order.
+func latestKinds(kind string) []string {
+	if kind == "" {
+		return []string{archive.KindPhysical, archive.KindLogical}
+	}
+	return []string{kind}
+}
+
+// newest is the last backup of ms of kind, whole-server ones only when
+// whole is set.
+func newest(ms []*archive.Manifest, kind string, whole bool) *archive.Manifest {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if m := ms[i]; m.Kind == kind && (!whole || m.WholeServer()) {
+			return m
+		}
+	}
+	return nil
 }
 
 // Commit stores the manifest, which makes the backup complete. Call it only

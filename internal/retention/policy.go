@@ -32,6 +32,9 @@ type Policy struct {
 	// before its start (with its chain) and the archived binary logs from
 	// that backup's position on. Without it binary logs are never deleted.
 	KeepPITR time.Duration
+	// Kind, when set (archive.KindPhysical or KindLogical), limits the
+	// rules to backups of that kind: the others are all kept.
+	Kind string
 }
 
 // Empty reports whether no rule is set.
@@ -48,9 +51,12 @@ type Decision struct {
 
 // Plan decides for every complete backup whether policy p keeps it at
 // time now; the result lists them oldest first. A backup's time is its
-// start (the time in its id). The newest backup is always kept, and a
-// backup that a kept backup names as its parent is kept with it (the hook
-// for incremental backups). At least one rule must be set.
+// start (the time in its id). The counting rules apply to each kind of
+// backup apart (keep-last 7 keeps the newest 7 physical backups and the
+// newest 7 logical ones), so that frequent dumps of one database never
+// push the physical chain out; the newest backup of each kind is always
+// kept, and a backup that a kept backup names as its parent is kept with
+// it (the hook for incremental backups). At least one rule must be set.
 func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 	if p.Empty() {
 		return nil, errors.New("no retention rule given")
@@ -68,13 +74,54 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 		out[i].Keep = true
 		out[i].Reasons = append(out[i].Reasons, reason)
 	}
-	n := len(out)
-	if n == 0 {
+	if len(out) == 0 {
 		return out, nil
 	}
+	// The indexes of out by kind, oldest first.
+	byKind := map[string][]int{}
+	var kinds []string
+	for i, d := range out {
+		k := d.Manifest.Kind
+		if p.Kind != "" && k != p.Kind {
+			keep(i, "a "+k+" backup (the rules are for "+p.Kind+" backups)")
+			continue
+		}
+		if byKind[k] == nil {
+			kinds = append(kinds, k)
+		}
+		byKind[k] = append(byKind[k], i)
+	}
+	for _, kind := range kinds {
+		planKind(out, byKind[kind], now, p, keep)
+	}
+	// Parents of kept backups stay, transitively: an incremental is
+	// useless without its chain.
+	index := map[string]int{}
+	for i, d := range out {
+		index[d.Manifest.ID] = i
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, d := range out {
+			if !d.Keep || d.Manifest.Parent == "" {
+				continue
+			}
+			if j, ok := index[d.Manifest.Parent]; ok && !out[j].Keep {
+				keep(j, "parent of "+d.Manifest.ID)
+				changed = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// planKind applies the rules of p to the backups of one kind, out[idx[0]]
+// (the oldest) to out[idx[len(idx)-1]] (the newest), through keep.
+func planKind(out []Decision, idx []int, now time.Time, p Policy, keep func(i int, reason string)) {
+	n := len(idx)
 	// Newest first from here on.
 	for k := 0; k < n; k++ {
-		i := n - 1 - k
+		i := idx[n-1-k]
 		if k < p.KeepLast {
 			keep(i, fmt.Sprintf("keep-last %d", p.KeepLast))
 		}
@@ -84,7 +131,8 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 	}
 	periods := func(count int, label string, key func(time.Time) string) {
 		seen := map[string]bool{}
-		for i := n - 1; i >= 0 && len(seen) < count; i-- {
+		for j := n - 1; j >= 0 && len(seen) < count; j-- {
+			i := idx[j]
 			k := key(out[i].Manifest.Started.UTC())
 			if seen[k] {
 				continue
@@ -106,7 +154,8 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 		// backup is no base for it.
 		edge := now.Add(-p.KeepPITR)
 		based := map[string]bool{}
-		for i := n - 1; i >= 0; i-- {
+		for j := n - 1; j >= 0; j-- {
+			i := idx[j]
 			m := out[i].Manifest
 			src := binlog.SourceKey(m.Server.Hostname, m.Server.ServerID)
 			if m.Kind == archive.KindPhysical && m.Positions.BinlogFile != "" && !m.Finished.After(edge) && !based[src] {
@@ -115,28 +164,9 @@ func Plan(ms []*archive.Manifest, now time.Time, p Policy) ([]Decision, error) {
 			}
 		}
 	}
-	if !out[n-1].Keep {
-		keep(n-1, "newest")
+	if i := idx[n-1]; !out[i].Keep {
+		keep(i, strings.TrimSpace("newest "+out[i].Manifest.Kind))
 	}
-	// Parents of kept backups stay, transitively: an incremental is
-	// useless without its chain.
-	index := map[string]int{}
-	for i, d := range out {
-		index[d.Manifest.ID] = i
-	}
-	for changed := true; changed; {
-		changed = false
-		for _, d := range out {
-			if !d.Keep || d.Manifest.Parent == "" {
-				continue
-			}
-			if j, ok := index[d.Manifest.Parent]; ok && !out[j].Keep {
-				keep(j, "parent of "+d.Manifest.ID)
-				changed = true
-			}
-		}
-	}
-	return out, nil
 }
 
 // ParseDuration reads a retention duration: a number with the unit d

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -322,5 +323,36 @@ func TestPlanBinlogsAcrossLink(t *testing.T) {
 	}
 	if got["db2-2/bin.000025"] || !got["db2-2/bin.000030"] {
 		t.Errorf("binlog plan without db1's backups %v: want db2's files from its backup's bin.000030 on", got)
+	}
+}
+
+// The rules count each kind of backup apart: hourly dumps of one database
+// never push the nightly physical backups out; with Kind, the rules are
+// for that kind alone and every backup of another kind stays.
+func TestPlanPerKind(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	ms := backupsAt("2026-11-18 01:00", "2026-11-19 01:00", "2026-11-20 01:00", "2026-11-21 08:00", "2026-11-21 09:00", "2026-11-21 10:00", "2026-11-21 11:00")
+	for i, m := range ms {
+		m.Kind = archive.KindPhysical
+		if i >= 3 {
+			m.Kind, m.Partial = archive.KindLogical, true
+		}
+	}
+	plan, err := Plan(ms, now, Policy{KeepLast: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"2026-11-19 01:00": "keep-last 2", "2026-11-20 01:00": "keep-last 2", "2026-11-21 10:00": "keep-last 2", "2026-11-21 11:00": "keep-last 2"}
+	if got := kept(plan); !maps.Equal(got, want) {
+		t.Errorf("keep-last 2 over two kinds: kept %v, want %v", got, want)
+	}
+	plan, err = Plan(ms, now, Policy{KeepLast: 1, Kind: archive.KindLogical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]string{"2026-11-18 01:00": "a physical backup (the rules are for logical backups)", "2026-11-19 01:00": "a physical backup (the rules are for logical backups)",
+		"2026-11-20 01:00": "a physical backup (the rules are for logical backups)", "2026-11-21 11:00": "keep-last 1"}
+	if got := kept(plan); !maps.Equal(got, want) {
+		t.Errorf("keep-last 1 of logical backups: kept %v, want %v", got, want)
 	}
 }

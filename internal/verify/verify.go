@@ -1,8 +1,9 @@
-// Package verify checks a stored backup without writing anything: every
-// metadata object against its digest, a logical backup's catalog against
-// its data files, and every stream object frame by frame, chunk by chunk
-// and file by file against the manifest; and the archived binary logs,
-// whole files and segments alike. Damage is reported as corruption
+// Package verify checks a stored backup without writing anything: with
+// the backups of its chain, every metadata object against its digest, a
+// logical backup's catalog against its data files, and every stream
+// object frame by frame, chunk by chunk and file by file against the
+// manifest; and the archived binary logs, whole files and segments
+// alike. (What it finds, the CLI records: see repo.Verdict.) Damage is reported as corruption
 // (archive.IsCorrupt) naming the backup and the object. The package knows
 // backups through the repository's API; it knows nothing of flags or of
 // how a result is shown.
@@ -18,6 +19,35 @@ import (
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/repo"
 )
+
+// Restorable checks everything a restore of backup m of r reads: every
+// backup of its chain, the full base first, then m itself (see Backup). A
+// link that is gone, or damaged, is an error naming m, the link and the
+// object. It returns the chain it checked, without m.
+func Restorable(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) ([]*archive.Manifest, error) {
+	links, err := r.Chain(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if err := Backup(ctx, r, l, workers, counter); err != nil {
+			return links, &LinkError{Backup: m.ID, Link: l.ID, Err: err}
+		}
+	}
+	return links, Backup(ctx, r, m, workers, counter)
+}
+
+// LinkError is damage in a backup that another one builds on.
+type LinkError struct {
+	Backup, Link string
+	Err          error
+}
+
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("backup %s cannot be restored: its chain's %s is damaged: %v", e.Backup, e.Link, e.Err)
+}
+
+func (e *LinkError) Unwrap() error { return e.Err }
 
 // Backup checks every object of backup m of r: its metadata (Meta), then
 // every stream, decoded by workers goroutines (0 means GOMAXPROCS) and
@@ -69,9 +99,8 @@ func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Cou
 		if e.Damage != nil {
 			return files, segments, e.Damage
 		}
-		m := e.Manifest
-		if err := archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {
-			return files, segments, fmt.Errorf("binlog %s/%s: %w", e.Source, e.Name, err)
+		if err := wholeBinlog(ctx, r, e.Manifest, workers, counter); err != nil {
+			return files, segments, err
 		}
 		files++
 	}
@@ -99,6 +128,31 @@ func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Cou
 		i = j
 	}
 	return files, segments, nil
+}
+
+// BinlogFile checks one archived binary log file that a replay reads:
+// archived whole (whole, a binary log manifest), else as the segments
+// segs, in order. What the replay needs of the archive besides (that no
+// file is missing on the way to its target) is for the plan that chose
+// the files to refuse.
+func BinlogFile(ctx context.Context, r *repo.Repo, whole *archive.Manifest, segs []repo.BinlogSegment, workers int, counter archive.Counter) error {
+	if whole != nil {
+		return wholeBinlog(ctx, r, whole, workers, counter)
+	}
+	for _, s := range segs {
+		if err := checkSegment(ctx, r, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wholeBinlog checks a binary log file archived whole, frame by frame.
+func wholeBinlog(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) error {
+	if err := archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {
+		return fmt.Errorf("binlog %s/%s: %w", m.Binlog.Source, m.Binlog.Name, err)
+	}
+	return nil
 }
 
 func checkSegment(ctx context.Context, r *repo.Repo, s repo.BinlogSegment) error {
