@@ -9,8 +9,10 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
@@ -47,6 +49,7 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 		caFile     string
 		serverName string
 		asJSON     bool
+		idle       time.Duration
 		from       string // provision: the source as HOST:PORT
 		replicate  bool   // provision: insist on replicas, not only started servers
 	)
@@ -90,11 +93,15 @@ new replicas of the primary are made without loading it.`
 					return err
 				}
 			}
+			idleTimeout, err := parseIdleTimeout(idle)
+			if err != nil {
+				return err
+			}
 			tok, err := loadToken(tokenFile)
 			if err != nil {
 				return err
 			}
-			s, err := remote.Dial(cmd.Context(), to, transport.Options{Token: tok, CAFile: caFile, ServerName: serverName})
+			s, err := remote.Dial(cmd.Context(), to, transport.Options{Token: tok, CAFile: caFile, ServerName: serverName, IdleTimeout: idleTimeout})
 			if err != nil {
 				return err
 			}
@@ -172,6 +179,7 @@ new replicas of the primary are made without loading it.`
 	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
 	f.StringVar(&caFile, "tls-ca", "", "verify receivers' certificates against this CA (PEM) instead of the token-only default")
 	f.StringVar(&serverName, "tls-server-name", "", "name the receivers' certificates must carry (default: the host of --to)")
+	registerIdleTimeout(f, &idle, "a receiver")
 	f.BoolVar(&asJSON, "json", false, "print the backup sent (as backup --json has it) and each receiver's outcome (address, ok, report, replicating, error) as one JSON object instead of text; printed also when a receiver failed, with the exit code as without it")
 	if provision {
 		f.StringVar(&from, "from", "", "the server to provision from, as HOST:PORT over TCP (instead of --host/--port/--socket); it must run on this host, whose files mariabackup reads")
@@ -249,6 +257,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 		keyFile   string
 		keep      bool
 		asJSON    bool
+		idle      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
@@ -380,7 +389,11 @@ receiver reported: one send provisions every replica it names.`,
 			if keep {
 				report = printJSONLine
 			}
-			ln, err := transport.Listen(ctx, listen, transport.Options{Token: tok, CertFile: certFile, KeyFile: keyFile})
+			idleTimeout, err := parseIdleTimeout(idle)
+			if err != nil {
+				return err
+			}
+			ln, err := transport.Listen(ctx, listen, transport.Options{Token: tok, CertFile: certFile, KeyFile: keyFile, IdleTimeout: idleTimeout})
 			if err != nil {
 				return err
 			}
@@ -434,6 +447,7 @@ receiver reported: one send provisions every replica it names.`,
 	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
 	f.StringVar(&keyFile, "tls-key", "", "key of --tls-cert (PEM)")
 	f.BoolVar(&keep, "keep-listening", false, "serve transfers one after another (with --repo)")
+	registerIdleTimeout(f, &idle, "the sender")
 	f.BoolVar(&asJSON, "json", false, "print what became of the backup received as one JSON object instead of text (backup, into, where, prepared; with --datadir what was moved aside, the server started, its replication; error if what followed its arrival failed); with --keep-listening one object a line per backup")
 	g.registerEncrypt(f)
 	return cmd
@@ -452,4 +466,26 @@ can read, on both hosts:  backstream token > /etc/backstream/token && chmod 600 
 			return err
 		},
 	}
+}
+
+// minIdleTimeout is the shortest --idle-timeout taken: three of the
+// peer's heartbeats, so that one late heartbeat never ends a transfer.
+const minIdleTimeout = 3 * transport.DefaultHeartbeat
+
+// registerIdleTimeout adds --idle-timeout, how long a connection to peer
+// may bring nothing, not even a heartbeat.
+func registerIdleTimeout(f *pflag.FlagSet, idle *time.Duration, peer string) {
+	f.DurationVar(idle, "idle-timeout", transport.DefaultIdleTimeout, "give up when "+peer+" sends nothing for this long, not even the heartbeat every backstream sends each 10s while it has nothing else to say (a stopped process, a lost network); 0: wait for ever")
+}
+
+// parseIdleTimeout checks --idle-timeout and makes it transport's: 0 is
+// no limit there.
+func parseIdleTimeout(idle time.Duration) (time.Duration, error) {
+	switch {
+	case idle == 0:
+		return -1, nil
+	case idle < minIdleTimeout:
+		return 0, usagef("--idle-timeout %s: want at least %s (three of the peer's heartbeats), or 0 for no limit", idle, minIdleTimeout)
+	}
+	return idle, nil
 }

@@ -229,6 +229,14 @@ type Conn struct {
 
 	wmu  sync.Mutex
 	wbuf []byte // header plus the start of the payload, one full TLS record
+	// lastWrite is when the last message went out; writeEnded is set by
+	// CloseWrite and Abort, after which no heartbeat may follow.
+	lastWrite  time.Time
+	writeEnded bool
+
+	// stopBeats ends the heartbeat goroutine (see beat); closed once.
+	stopBeats     chan struct{}
+	stopBeatsOnce sync.Once
 }
 
 // recordPayload is the most plaintext one TLS record carries; a write of
@@ -236,7 +244,36 @@ type Conn struct {
 const recordPayload = 16 << 10
 
 func newConn(tc *tls.Conn, raw *deadlineConn, peer string) *Conn {
-	return &Conn{tls: tc, raw: raw, peer: peer}
+	return &Conn{tls: tc, raw: raw, peer: peer, stopBeats: make(chan struct{})}
+}
+
+// beat sends a heartbeat whenever the connection has written nothing for
+// every, until it is closed or ends writing, so that the peer's idle
+// timeout tells a process that stopped from one with nothing to say. A
+// write in progress is left alone (it is progress itself), and a failed
+// heartbeat leaves its error for the next write, as any failed write does.
+func (c *Conn) beat(every time.Duration) {
+	t := time.NewTicker(every / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stopBeats:
+			return
+		case now := <-t.C:
+			if !c.wmu.TryLock() {
+				continue
+			}
+			if !c.writeEnded && !c.aborted.Load() && now.Sub(c.lastWrite) >= every/2 {
+				_ = c.writeLocked(typeHeartbeat, nil)
+			}
+			c.wmu.Unlock()
+		}
+	}
+}
+
+// endBeats stops the heartbeats.
+func (c *Conn) endBeats() {
+	c.stopBeatsOnce.Do(func() { close(c.stopBeats) })
 }
 
 // Purpose is what the peer said it is for in its hello ("control",
@@ -285,6 +322,7 @@ func (c *Conn) writeLocked(typ byte, payload []byte) error {
 	if err != nil {
 		return c.writeError(len(payload), err)
 	}
+	c.lastWrite = time.Now()
 	return nil
 }
 
@@ -316,13 +354,18 @@ func (c *Conn) ReadMessage(buf []byte) (typ byte, payload []byte, err error) {
 	if c.ended {
 		return 0, nil, io.EOF
 	}
-	c.raw.readIdle = true
-	typ, payload, err = readFrame(c.tls, &c.hdr, buf, MaxPayload)
-	if err != nil {
-		if c.aborted.Load() {
-			return 0, nil, c.abortedError()
+	for {
+		c.raw.readIdle = true
+		typ, payload, err = readFrame(c.tls, &c.hdr, buf, MaxPayload)
+		if err != nil {
+			if c.aborted.Load() {
+				return 0, nil, c.abortedError()
+			}
+			return 0, nil, c.readError(err)
 		}
-		return 0, nil, c.readError(err)
+		if typ != typeHeartbeat {
+			break
+		}
 	}
 	switch {
 	case typ == typeEnd:
@@ -371,8 +414,10 @@ func (c *Conn) readError(err error) error {
 // side, so a sender that fails and closes is never taken for one that
 // finished.
 func (c *Conn) CloseWrite() error {
+	c.endBeats()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.writeEnded = true
 	if err := c.writeLocked(typeEnd, nil); err != nil {
 		return err
 	}
@@ -391,6 +436,7 @@ func (c *Conn) CloseWrite() error {
 // stalled peer: that write fails. After Abort it does nothing: the drain
 // closes the connection.
 func (c *Conn) Close() error {
+	c.endBeats()
 	if c.aborted.Load() {
 		return nil
 	}
@@ -425,7 +471,9 @@ func (c *Conn) Abort(reason string) error {
 	if c.aborted.Swap(true) {
 		return nil
 	}
+	c.endBeats()
 	c.wmu.Lock()
+	c.writeEnded = true
 	err := c.writeLocked(typeError, errorPayload(codeGeneric, reason))
 	if err == nil {
 		err = c.tls.CloseWrite()

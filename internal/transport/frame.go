@@ -27,6 +27,9 @@ const (
 	typeAuth  byte = 0xF2 // payload: the 32-byte token proof
 	typeHello byte = 0xF3 // payload: protocol version (uint16 BE), then the purpose
 	typeEnd   byte = 0xF4 // no payload: CloseWrite; no message follows
+	// typeHeartbeat (no payload) says the peer is alive while it has
+	// nothing else to send; ReadMessage skips it.
+	typeHeartbeat byte = 0xF5
 )
 
 // handshakeMax bounds every frame read before the peer has authenticated,

@@ -90,6 +90,10 @@ func handshake(ctx context.Context, rawConn net.Conn, server bool, cfg *tls.Conf
 		return nil, fmt.Errorf("clearing the handshake deadline: %w", err)
 	}
 	dc.active = true
+	c.lastWrite = time.Now()
+	if every := opt.heartbeat(); every > 0 {
+		go c.beat(every)
+	}
 	return c, nil
 }
 

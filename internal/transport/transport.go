@@ -49,9 +49,14 @@
 // must make progress within StallTimeout: deadlines are refreshed as bytes
 // move, so a large message on a slow link is fine but a peer that stops
 // for StallTimeout is an error. Waiting for the next message is bounded
-// only by IdleTimeout (off by default, since a sender may legitimately be
-// silent for a long time); a peer host that dies or a cut network is still
-// found while idle because TCP keepalive probes are tuned to StallTimeout.
+// by IdleTimeout (DefaultIdleTimeout, 2 minutes): a peer with nothing to
+// say (a sender whose mariabackup scans a large tablespace for changes, a
+// receiver preparing what it received) still sends a heartbeat whenever it
+// has written nothing for Heartbeat (10 seconds), until its CloseWrite, so
+// only a peer process that stopped (SIGSTOP, a hang of the whole process)
+// or lost its network goes silent; TCP keepalive probes, tuned to
+// StallTimeout, would miss a stopped process, whose kernel still answers
+// them.
 package transport
 
 import (
@@ -67,7 +72,8 @@ import (
 
 // ProtocolVersion is the version this backstream speaks in the hello. Both
 // ends must speak the same one.
-const ProtocolVersion uint16 = 1
+// Version 2 added heartbeats, which a version 1 peer would refuse.
+const ProtocolVersion uint16 = 2
 
 // MinTokenLen is the shortest token accepted, in bytes.
 const MinTokenLen = 16
@@ -79,6 +85,11 @@ const TokenEnv = "BACKSTREAM_TOKEN"
 const (
 	DefaultHandshakeTimeout = 15 * time.Second
 	DefaultStallTimeout     = 60 * time.Second
+	// DefaultIdleTimeout is twelve heartbeats: a peer is given up only
+	// when a dozen in a row failed to come, which no scheduling hiccup or
+	// busy link explains.
+	DefaultIdleTimeout = 2 * time.Minute
+	DefaultHeartbeat   = 10 * time.Second
 )
 
 // Options configures both ends of a connection. The same Options may be
@@ -108,9 +119,14 @@ type Options struct {
 	// may go without progress; zero means DefaultStallTimeout, negative
 	// means no limit.
 	StallTimeout time.Duration
-	// IdleTimeout bounds the wait for the next message; zero or negative
-	// means no limit.
+	// IdleTimeout bounds the wait for the next message (the peer's
+	// heartbeats count); zero means DefaultIdleTimeout, negative means no
+	// limit.
 	IdleTimeout time.Duration
+	// Heartbeat is how long this end may write nothing before it sends a
+	// heartbeat; zero means DefaultHeartbeat, negative means none (tests
+	// of a silent peer).
+	Heartbeat time.Duration
 
 	// version overrides ProtocolVersion in tests.
 	version uint16
@@ -142,7 +158,23 @@ func (o *Options) stallTimeout() time.Duration {
 }
 
 func (o *Options) idleTimeout() time.Duration {
-	return max(o.IdleTimeout, 0)
+	switch {
+	case o.IdleTimeout > 0:
+		return o.IdleTimeout
+	case o.IdleTimeout < 0:
+		return 0
+	}
+	return DefaultIdleTimeout
+}
+
+func (o *Options) heartbeat() time.Duration {
+	switch {
+	case o.Heartbeat > 0:
+		return o.Heartbeat
+	case o.Heartbeat < 0:
+		return 0
+	}
+	return DefaultHeartbeat
 }
 
 func (o *Options) protocolVersion() uint16 {

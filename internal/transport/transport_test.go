@@ -291,17 +291,17 @@ func TestVersionMismatch(t *testing.T) {
 	ctx := testContext(t)
 	ch := accept(ctx, l)
 	newer := testOptions()
-	newer.version = 2
+	newer.version = ProtocolVersion + 1
 	_, err := Dial(ctx, l.Addr().String(), "control", newer)
 	if !errors.Is(err, ErrProtocolVersion) {
 		t.Errorf("client: %v, want ErrProtocolVersion", err)
 	}
-	mustContain(t, err, "peer speaks protocol 1, this backstream speaks 2: upgrade the peer's backstream")
+	mustContain(t, err, fmt.Sprintf("peer speaks protocol %d, this backstream speaks %d: upgrade the peer's backstream", ProtocolVersion, ProtocolVersion+1))
 	r := <-ch
 	if !errors.Is(r.err, ErrProtocolVersion) {
 		t.Errorf("server: %v, want ErrProtocolVersion", r.err)
 	}
-	mustContain(t, r.err, "peer speaks protocol 2, this backstream speaks 1: upgrade this backstream")
+	mustContain(t, r.err, fmt.Sprintf("peer speaks protocol %d, this backstream speaks %d: upgrade this backstream", ProtocolVersion+1, ProtocolVersion))
 }
 
 func TestPlainTextClient(t *testing.T) {
@@ -430,6 +430,42 @@ func TestIdleIsNotStall(t *testing.T) {
 	_, server2 := pair(t, l2, "stream 0", opt)
 	_, _, err := server2.ReadMessage(nil)
 	mustContain(t, err, "no message for 300ms (idle timeout)")
+}
+
+// A peer with nothing to say for longer than the idle timeout stays
+// connected by its heartbeats; one that stops sending them (a stopped
+// process) is given up after the idle timeout, naming it.
+func TestHeartbeatsTellSilenceFromAStop(t *testing.T) {
+	opt := testOptions()
+	opt.IdleTimeout = 400 * time.Millisecond
+	opt.Heartbeat = 100 * time.Millisecond
+	l := listen(t, opt)
+	client, server := pair(t, l, "stream 0", opt)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_ = client.WriteMessage(1, []byte("after a long think"))
+	}()
+	if _, p, err := server.ReadMessage(nil); err != nil || string(p) != "after a long think" {
+		t.Fatalf("a silent peer that sends heartbeats: %q, %v", p, err)
+	}
+	// Both ways: the server's heartbeats keep the client's wait alive too.
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_ = server.WriteMessage(2, []byte("done"))
+	}()
+	if _, p, err := client.ReadMessage(nil); err != nil || string(p) != "done" {
+		t.Fatalf("waiting on a silent server: %q, %v", p, err)
+	}
+
+	stopped := opt
+	stopped.Heartbeat = -1
+	_, server2 := pair(t, l, "stream 1", stopped)
+	start := time.Now()
+	_, _, err := server2.ReadMessage(nil)
+	mustContain(t, err, "no message for 400ms (idle timeout)")
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("a stopped peer noticed after %s, want about 400ms", d)
+	}
 }
 
 // TestWriteStall has a peer that never reads: the writer must give up.
