@@ -403,8 +403,9 @@ func localRepoBackend(t *testing.T, dir string) storage.Backend {
 
 // Issue 28, item 1: a table imported into a running server is in every
 // later physical backup. Beside a live table (--as, --no-binlog) and in
-// place of a dropped one, the import is followed at once (no checkpoint
-// in between) by a full and an incremental backup; each is restored and
+// place of a dropped one, the import is followed at once by an
+// incremental on the full from before it, then by a full and an
+// incremental on that; each is restored and
 // prepared, a server started on it, and the imported tables' checksums
 // are the source's at that backup. mariabackup took an imported table's
 // tablespace for one dropped during the backup and left it out (the
@@ -460,8 +461,18 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 				t.Errorf("backup %s restored without %s's tablespace: %v\nits mariabackup log:\n%s", id, tbl, err, log)
 			}
 		}
-		compareChecksums(t, checksums(t, serverOn(t, target)), want)
+		on := serverOn(t, target)
+		got, err := sandbox.ChecksumTables(ctx, on.DB())
+		if err != nil {
+			mb, _ := os.ReadFile(filepath.Join(repoDir, repo.Dir(id), "meta", "mariabackup.log"))
+			elog, _ := os.ReadFile(on.ErrorLog)
+			t.Fatalf("backup %s restored: %v\nits mariabackup log:\n%s\nthe restored server's error log:\n%s", id, err, mb, elog)
+		}
+		compareChecksums(t, got, want)
 	}
+	// An incremental on the full taken before the imports.
+	across := backup("--incremental")
+	atAcross := checksums(t, src)
 	full := backup()
 	atFull := checksums(t, src)
 	for _, q := range []string{
@@ -480,6 +491,7 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 			t.Fatalf("%s: checksum %q at the full, %q at the incremental: the test needs it changed between them", tbl, atFull[tbl], atIncr[tbl])
 		}
 	}
+	restored(across, atAcross)
 	restored(full, atFull)
 	restored(incr, atIncr)
 }

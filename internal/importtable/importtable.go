@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
@@ -78,7 +77,7 @@ type Imported struct {
 // Run imports job's tables. Nothing changes on the target before the
 // backup is restored and every table found in it as an InnoDB table the
 // target can take; a failure after that names the table it hit.
-func Run(ctx context.Context, job Job) (out []Imported, err error) {
+func Run(ctx context.Context, job Job) ([]Imported, error) {
 	m := job.Backup
 	if err := CheckNames(job.Tables); err != nil {
 		return nil, err
@@ -158,17 +157,7 @@ func Run(ctx context.Context, job Job) (out []Imported, err error) {
 			return nil, err
 		}
 	}
-	defer func() {
-		// Every table imported, also before a failure, is live on the
-		// target: its DISCARD must be behind the checkpoint before the
-		// command returns.
-		if len(out) == 0 {
-			return
-		}
-		if cerr := checkpoint(ctx, target); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
+	var out []Imported
 	for i, t := range tables {
 		def, fks := defs[i], []string(nil)
 		if t.AsDB != t.DB || t.AsName != t.Name {
@@ -537,6 +526,21 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 			return imp, err
 		}
 	}
+	// The imported tablespace is rebuilt into a new one. Why: IMPORT
+	// TABLESPACE takes the file back under the id its DISCARD logged as
+	// deleted (FILE_DELETE), and keeps its pages' LSNs from the backup.
+	// mariabackup takes an id it finds deleted in the redo log it reads
+	// (from the checkpoint on; the server moves it lazily) for a table
+	// dropped during the backup and leaves the live table out ("We assume
+	// the table was dropped during xtrabackup execution and ignore the
+	// tablespace"), and an incremental copies only pages newer than its
+	// base, so one on a backup from before the import has a tablespace
+	// without its first page. The rebuild writes every page anew, through
+	// the redo log, into a tablespace of a new id; every later backup,
+	// full or incremental, holds it.
+	if err = exec("rebuilding the imported table", "ALTER TABLE "+asTable+" FORCE"); err != nil {
+		return imp, err
+	}
 	got, err := checksum(ctx, target, t.AsDB, t.AsName)
 	if err != nil {
 		return imp, fmt.Errorf("the target: %w", err)
@@ -715,108 +719,4 @@ func copyFile(src, dst string, uid, gid int) error {
 		return fmt.Errorf("the target's datadir: %s: %w", dst, err)
 	}
 	return nil
-}
-
-// checkpointWait bounds how long checkpoint waits for the server.
-const checkpointWait = 2 * time.Minute
-
-// checkpoint waits until the target's InnoDB checkpoint has passed
-// everything logged so far, flushing its dirty pages to get there.
-//
-// Why: an import writes, for the table's tablespace id, a FILE_CREATE
-// (CREATE TABLE) and a FILE_DELETE (DISCARD TABLESPACE) redo record, and
-// nothing when IMPORT TABLESPACE brings the file back under the same id.
-// mariabackup reads the redo log from the checkpoint at its start and
-// takes every tablespace id it sees deleted there for a table dropped
-// during the backup: it leaves the live table's .ibd out ("We assume the
-// table was dropped during xtrabackup execution and ignore the
-// tablespace"), of a full backup and of an incremental alike, and exits 0.
-// The server moves its checkpoint lazily (an idle server may not move it
-// for hours), so every backup until then would lack the table. Once the
-// checkpoint is past the DISCARD, no backup reads that record again.
-//
-// The server has no statement that makes a checkpoint; it makes one once
-// its dirty pages are written. innodb_max_dirty_pages_pct = 0 has the page
-// cleaner write them all; both it and innodb_max_dirty_pages_pct_lwm
-// (which the server lowers with it) are set back as they were.
-func checkpoint(ctx context.Context, db *sql.DB) (err error) {
-	lsns := func() (current, checkpoint uint64, err error) {
-		rows, err := db.QueryContext(ctx, "SELECT UPPER(VARIABLE_NAME), VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('INNODB_LSN_CURRENT', 'INNODB_LSN_LAST_CHECKPOINT')")
-		if err != nil {
-			return 0, 0, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var name string
-			var v uint64
-			if err := rows.Scan(&name, &v); err != nil {
-				return 0, 0, err
-			}
-			if name == "INNODB_LSN_CURRENT" {
-				current = v
-			} else {
-				checkpoint = v
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return 0, 0, err
-		}
-		if current == 0 {
-			return 0, 0, errors.New("the server reports no Innodb_lsn_current")
-		}
-		return current, checkpoint, nil
-	}
-	want, at, err := lsns()
-	if err != nil {
-		return fmt.Errorf("the target's redo log position: %w", err)
-	}
-	if at >= want {
-		return nil
-	}
-	var pct, lwm string
-	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct, @@GLOBAL.innodb_max_dirty_pages_pct_lwm").Scan(&pct, &lwm); err != nil {
-		return fmt.Errorf("the target's innodb_max_dirty_pages_pct: %w", err)
-	}
-	for _, v := range []string{pct, lwm} {
-		if !number.MatchString(v) {
-			return fmt.Errorf("the target's innodb_max_dirty_pages_pct: unexpected value %q", v)
-		}
-	}
-	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_max_dirty_pages_pct = 0"); err != nil {
-		return checkpointError(at, want, err)
-	}
-	defer func() {
-		rctx := context.WithoutCancel(ctx)
-		_, rerr := db.ExecContext(rctx, "SET GLOBAL innodb_max_dirty_pages_pct = "+pct)
-		if rerr == nil {
-			_, rerr = db.ExecContext(rctx, "SET GLOBAL innodb_max_dirty_pages_pct_lwm = "+lwm)
-		}
-		if rerr != nil {
-			err = errors.Join(err, fmt.Errorf("setting the target's innodb_max_dirty_pages_pct back to %s and innodb_max_dirty_pages_pct_lwm to %s failed, set them by hand: %w", pct, lwm, rerr))
-		}
-	}()
-	for deadline := time.Now().Add(checkpointWait); ; {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if _, at, err = lsns(); err != nil {
-			return fmt.Errorf("the target's redo log position: %w", err)
-		}
-		if at >= want {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return checkpointError(at, want, fmt.Errorf("it did not within %s", checkpointWait))
-		}
-	}
-}
-
-var number = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
-
-// checkpointError says what a checkpoint that did not come means for
-// the tables just imported, and what to do.
-func checkpointError(at, want uint64, err error) error {
-	return fmt.Errorf("the tables are imported, but the target's InnoDB checkpoint (LSN %d) must pass the import (LSN %d) before a physical backup can hold them: mariabackup would leave them out as dropped; wait until SHOW GLOBAL STATUS LIKE 'Innodb_lsn_last_checkpoint' reaches %d (SET GLOBAL innodb_max_dirty_pages_pct = 0 hastens it), then back up: %w", at, want, want, err)
 }
