@@ -403,13 +403,14 @@ func localRepoBackend(t *testing.T, dir string) storage.Backend {
 
 // Issue 28, item 1: a table imported into a running server is in every
 // later physical backup. Beside a live table (--as, --no-binlog) and in
-// place of a dropped one, the import is followed at once by an
-// incremental on the full from before it, then by a full and an
-// incremental on that; each is restored and
-// prepared, a server started on it, and the imported tables' checksums
-// are the source's at that backup. mariabackup took an imported table's
-// tablespace for one dropped during the backup and left it out (the
-// full), or failed to apply its delta (the chain).
+// place of a dropped one, the imports are followed at once by an
+// incremental on the full from before them, then by a full and an
+// incremental on that; each is restored and prepared, a server started on
+// it, and every table's checksum is the source's at that backup.
+// mariabackup took an imported table's tablespace for one dropped during
+// the backup and left it out (of the full and the incremental alike), and
+// an incremental on a backup from before the import lacked the pages the
+// import kept from the backup.
 func TestImportedTableInLaterBackups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -5,8 +5,10 @@
 // server there gives each table's definition and exports its tablespace
 // (FLUSH TABLES ... FOR EXPORT), and the target creates the table, discards
 // its empty tablespace, takes the exported files into its datadir and
-// imports them (ALTER TABLE ... IMPORT TABLESPACE). Each imported table's
-// CHECKSUM TABLE must equal the backup's, or the command fails.
+// imports them (ALTER TABLE ... IMPORT TABLESPACE), then rebuilds the
+// table (ALTER TABLE ... FORCE) so that later physical backups hold it
+// (see importOne). Each imported table's CHECKSUM TABLE must equal the
+// backup's, or the command fails.
 package importtable
 
 import (
@@ -399,7 +401,8 @@ var dataDirectory = regexp.MustCompile(`(?i)\bDATA DIRECTORY\s*=`)
 // table has those of each partition, <name>#P#<p>, and the server
 // discards and imports only whole non-partitioned tables: each partition
 // is imported into a table of its own and exchanged into its place
-// (ALTER TABLE ... EXCHANGE PARTITION), as MariaDB documents.
+// (ALTER TABLE ... EXCHANGE PARTITION), as MariaDB documents. The table is
+// then rebuilt, and its checksum compared after that.
 func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored, datadir string, noBinlog bool) (imp Imported, err error) {
 	imp.Table = t
 	want, err := checksum(ctx, src, t.DB, t.Name)
