@@ -422,6 +422,8 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 		"INSERT INTO shop.customers SELECT seq, CONCAT('customer ', seq), RANDOM_BYTES(150) FROM shop.seq_1_to_20000",
 		"CREATE TABLE shop.orders (id INT PRIMARY KEY, customer INT, total DECIMAL(12,2)) ENGINE=InnoDB",
 		"INSERT INTO shop.orders SELECT seq, seq % 20000, seq * 1.25 FROM shop.seq_1_to_30000",
+		"CREATE TABLE shop.parts (id INT, kind INT, name VARCHAR(20), PRIMARY KEY (id, kind)) ENGINE=InnoDB PARTITION BY HASH (kind) PARTITIONS 3",
+		"INSERT INTO shop.parts SELECT seq, seq % 7, CONCAT('part ', seq) FROM shop.seq_1_to_20000",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -438,13 +440,16 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 		return id[1]
 	}
 	backup()
-	if _, err := db.ExecContext(ctx, "DROP TABLE shop.orders"); err != nil {
+	if _, err := db.ExecContext(ctx, "DROP TABLE shop.orders, shop.parts"); err != nil {
 		t.Fatal(err)
 	}
 	run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.customers", "--apply-to", "--as", "shop.customers_restored", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
-	run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.orders", "--apply-to", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
+	run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.orders", "--table", "shop.parts", "--apply-to", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
 
-	imported := []string{"shop.customers_restored", "shop.orders"}
+	imported := []string{"shop.customers_restored", "shop.orders", "shop.parts"}
+	// Each imported table's tablespace (a partitioned table's first
+	// partition's), as a restore has it.
+	files := []string{"shop/customers_restored.ibd", "shop/orders.ibd", "shop/parts#P#p0.ibd"}
 	// restored restores backup id (and its chain), starts a server on it
 	// and compares every table's checksum with want.
 	restored := func(id string, want map[string]string) {
@@ -455,11 +460,10 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 			log, _ := os.ReadFile(filepath.Join(repoDir, repo.Dir(id), "meta", "mariabackup.log"))
 			t.Fatalf("restore --prepare of %s: %v\n%s\nits backup's mariabackup log:\n%s", id, r.err, r.stderr, log)
 		}
-		for _, tbl := range imported {
-			db, name, _ := strings.Cut(tbl, ".")
-			if _, err := os.Stat(filepath.Join(target, db, name+".ibd")); err != nil {
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(target, f)); err != nil {
 				log, _ := os.ReadFile(filepath.Join(repoDir, repo.Dir(id), "meta", "mariabackup.log"))
-				t.Errorf("backup %s restored without %s's tablespace: %v\nits mariabackup log:\n%s", id, tbl, err, log)
+				t.Errorf("backup %s restored without the tablespace %s: %v\nits mariabackup log:\n%s", id, f, err, log)
 			}
 		}
 		on := serverOn(t, target)
@@ -480,6 +484,7 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 		"UPDATE shop.customers_restored SET name = CONCAT(name, '+') WHERE id % 5 = 0",
 		"UPDATE shop.orders SET total = total + 1 WHERE id % 3 = 0",
 		"INSERT INTO shop.orders SELECT seq, seq % 20000, seq * 2.5 FROM shop.seq_30001_to_31000",
+		"UPDATE shop.parts SET name = CONCAT(name, '+') WHERE id % 4 = 0",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
