@@ -5,8 +5,10 @@
 // server there gives each table's definition and exports its tablespace
 // (FLUSH TABLES ... FOR EXPORT), and the target creates the table, discards
 // its empty tablespace, takes the exported files into its datadir and
-// imports them (ALTER TABLE ... IMPORT TABLESPACE). Each imported table's
-// CHECKSUM TABLE must equal the backup's, or the command fails.
+// imports them (ALTER TABLE ... IMPORT TABLESPACE), then rebuilds the
+// table (ALTER TABLE ... FORCE) so that later physical backups hold it
+// (see importOne). Each imported table's CHECKSUM TABLE must equal the
+// backup's, or the command fails.
 package importtable
 
 import (
@@ -399,7 +401,8 @@ var dataDirectory = regexp.MustCompile(`(?i)\bDATA DIRECTORY\s*=`)
 // table has those of each partition, <name>#P#<p>, and the server
 // discards and imports only whole non-partitioned tables: each partition
 // is imported into a table of its own and exchanged into its place
-// (ALTER TABLE ... EXCHANGE PARTITION), as MariaDB documents.
+// (ALTER TABLE ... EXCHANGE PARTITION), as MariaDB documents. The table is
+// then rebuilt, and its checksum compared after that.
 func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored, datadir string, noBinlog bool) (imp Imported, err error) {
 	imp.Table = t
 	want, err := checksum(ctx, src, t.DB, t.Name)
@@ -525,6 +528,21 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 		if err = exec("dropping partition "+mv.partition+"'s own table", "DROP TABLE "+qto); err != nil {
 			return imp, err
 		}
+	}
+	// The imported tablespace is rebuilt into a new one. Why: IMPORT
+	// TABLESPACE takes the file back under the id its DISCARD logged as
+	// deleted (FILE_DELETE), and keeps its pages' LSNs from the backup.
+	// mariabackup takes an id it finds deleted in the redo log it reads
+	// (from the checkpoint on; the server moves it lazily) for a table
+	// dropped during the backup and leaves the live table out ("We assume
+	// the table was dropped during xtrabackup execution and ignore the
+	// tablespace"), and an incremental copies only pages newer than its
+	// base, so one on a backup from before the import has a tablespace
+	// without its first page. The rebuild writes every page anew, through
+	// the redo log, into a tablespace of a new id; every later backup,
+	// full or incremental, holds it.
+	if err = exec("rebuilding the imported table", "ALTER TABLE "+asTable+" FORCE"); err != nil {
+		return imp, err
 	}
 	got, err := checksum(ctx, target, t.AsDB, t.AsName)
 	if err != nil {
