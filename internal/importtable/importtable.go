@@ -393,6 +393,23 @@ func withoutForeignKeys(def string) (string, []string) {
 	return strings.Join(kept, "\n"), fks
 }
 
+// fulltextLine is a FULLTEXT index of SHOW CREATE TABLE, one a line; its
+// quoted name is the submatch.
+var fulltextLine = regexp.MustCompile("^\\s*FULLTEXT KEY (`(?:[^`]|``)*`) ")
+
+// fulltextIndexes names the FULLTEXT indexes of a CREATE TABLE of SHOW
+// CREATE TABLE (quoted), and gives each one's definition as ALTER TABLE
+// ... ADD takes it.
+func fulltextIndexes(def string) (names, adds []string) {
+	for _, l := range strings.Split(def, "\n") {
+		if m := fulltextLine.FindStringSubmatch(l); m != nil {
+			names = append(names, m[1])
+			adds = append(adds, strings.TrimSuffix(strings.TrimSpace(l), ","))
+		}
+	}
+	return names, adds
+}
+
 var dataDirectory = regexp.MustCompile(`(?i)\bDATA DIRECTORY\s*=`)
 
 // importOne creates the table on the target, exports it from the restored
@@ -541,8 +558,24 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 	// without its first page. The rebuild writes every page anew, through
 	// the redo log, into a tablespace of a new id; every later backup,
 	// full or incremental, holds it.
-	if err = exec("rebuilding the imported table", "ALTER TABLE "+asTable+" FORCE"); err != nil {
+	//
+	// A FULLTEXT index is not in the exported files (its words are in
+	// tables of their own, FTS_*.ibd): IMPORT leaves it unusable (MATCH
+	// finds no index), and a rebuild that keeps it is refused ("Fulltext
+	// index ... is corrupt"). The rebuild drops it, and it is built again
+	// from the imported rows, one at a time as InnoDB builds them.
+	names, adds := fulltextIndexes(def)
+	rebuild := "ALTER TABLE " + asTable
+	for _, n := range names {
+		rebuild += " DROP INDEX " + n + ","
+	}
+	if err = exec("rebuilding the imported table", rebuild+" FORCE"); err != nil {
 		return imp, err
+	}
+	for i, add := range adds {
+		if err = exec("building its FULLTEXT index "+names[i], "ALTER TABLE "+asTable+" ADD "+add); err != nil {
+			return imp, err
+		}
 	}
 	got, err := checksum(ctx, target, t.AsDB, t.AsName)
 	if err != nil {
