@@ -49,11 +49,14 @@ func (e *LinkError) Error() string {
 
 func (e *LinkError) Unwrap() error { return e.Err }
 
-// Backup checks every object of backup m of r: its metadata (Meta), then
-// every stream, decoded by workers goroutines (0 means GOMAXPROCS) and
+// Backup checks every object of backup m of r: its metadata (Meta), that
+// its files hold the tables it lists (Tables), then every stream, decoded by workers goroutines (0 means GOMAXPROCS) and
 // counted on counter (may be nil).
 func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) error {
 	if err := Meta(ctx, r, m); err != nil {
+		return err
+	}
+	if err := Tables(m); err != nil {
 		return err
 	}
 	if err := archive.Read(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {
