@@ -76,17 +76,48 @@ func readCatalog(ctx context.Context, conn mariadb.Config) (map[string]*catalogT
 	if err != nil {
 		return nil, err
 	}
-	// InnoDB tables in the system tablespace have no file of their own:
-	// ibdata1 holds them.
+	// InnoDB's own list names every InnoDB table and partition, which
+	// the backup account (PROCESS) sees even where information_schema
+	// shows it no table (it needs a privilege on a table to see it there).
+	// A table in the system tablespace (space 0) has no file of its own:
+	// ibdata1 holds it. A name whose table part starts with '#' (which
+	// the encoding never writes) is InnoDB's own: an intermediate table of
+	// a running ALTER.
 	shared := map[string]bool{}
-	err = eachRow(ctx, db, "SELECT NAME FROM information_schema.INNODB_SYS_TABLES WHERE SPACE = 0", func(f []string) {
-		shared[f[0]] = true
+	unseen := map[string]*catalogTable{}
+	err = eachRow(ctx, db, `SELECT NAME, SPACE,
+		CONVERT(CONVERT(CAST(SUBSTRING_INDEX(NAME, '/', 1) AS BINARY) USING filename) USING utf8mb4),
+		CONVERT(CONVERT(CAST(SUBSTRING_INDEX(SUBSTRING_INDEX(NAME, '/', -1), '#', 1) AS BINARY) USING filename) USING utf8mb4)
+		FROM information_schema.INNODB_SYS_TABLES WHERE NAME LIKE '%/%'`, func(f []string) {
+		unit, space := f[0], f[1]
+		if space == "0" {
+			shared[unit] = true
+		}
+		db, table, _ := strings.Cut(unit, "/")
+		key, _, _ := strings.Cut(unit, "#")
+		if strings.HasPrefix(table, "#") || strings.Contains(excludedSchemas, "'"+db+"'") || tables[key] != nil || space == "0" {
+			return
+		}
+		t := unseen[key]
+		if t == nil {
+			t = &catalogTable{key: key}
+			t.Name, t.Engine = f[2]+"."+f[3], "InnoDB"
+			unseen[key] = t
+		}
+		t.Files = append(t.Files, unit+".ibd")
 	})
 	if err != nil {
 		return nil, err
 	}
 	for key, t := range tables {
 		t.Files = tableFiles(key, t.Type, t.Engine, parts[key], shared)
+	}
+	// A table only InnoDB's list shows is known by its tablespaces
+	// alone: an InnoDB table hidden from the account, or a full-text
+	// index's auxiliary table (db/FTS_..._CONFIG).
+	for key, t := range unseen {
+		slices.Sort(t.Files)
+		tables[key] = t
 	}
 	return tables, nil
 }
@@ -232,13 +263,9 @@ func ignoredTablespaces(log []byte) []string {
 }
 
 // checkTables is the guard, run once mariabackup has ended: it reads the
-// catalog again and compares the tables of both readings (before, taken
-// before mariabackup started) with the files of the stream. A table
-// listed both times with the same files, and not touched by DDL since
-// launched (the DDL log of datadir), must have every file in files, and
-// a tablespace the log (mariabackup's stderr) says it ignored as dropped
-// must not be a table the server still has; either fails the backup. It
-// returns the tables the backup holds, for its manifest, sorted by name.
+// catalog again and the server's DDL log of the copy that began at
+// launched, and compares them with the files of the stream (see
+// compareTables).
 func checkTables(ctx context.Context, conn mariadb.Config, before map[string]*catalogTable, files []archive.File, datadir string, launched time.Time, log []byte) ([]archive.Table, error) {
 	after, err := readCatalog(ctx, conn)
 	if err != nil {
@@ -248,7 +275,17 @@ func checkTables(ctx context.Context, conn mariadb.Config, before map[string]*ca
 	if err != nil {
 		return nil, err
 	}
-	touched := ddlTables(data)
+	return compareTables(before, after, ddlTables(data), files, log)
+}
+
+// compareTables compares the catalog's tables before and after the copy
+// with the stream's files. A table listed both times with the same files,
+// and not touched by DDL during the copy, must have every file in files,
+// and a tablespace the log (mariabackup's stderr) says it ignored as
+// dropped must not be of a table the server still has, untouched; either
+// fails the backup. It returns the tables the backup holds, for its
+// manifest, sorted by name.
+func compareTables(before, after map[string]*catalogTable, touched map[string]bool, files []archive.File, log []byte) ([]archive.Table, error) {
 	var required, others []archive.Table
 	for key, t := range after {
 		b := before[key]
@@ -261,10 +298,7 @@ func checkTables(ctx context.Context, conn mariadb.Config, before map[string]*ca
 	missing := MissingTableFiles(required, files)
 	var ignored []string
 	for _, p := range ignoredTablespaces(log) {
-		key := strings.TrimSuffix(p, ".ibd")
-		if i := strings.Index(key, "#P#"); i >= 0 {
-			key = key[:i]
-		}
+		key, _, _ := strings.Cut(strings.TrimSuffix(p, ".ibd"), "#")
 		if t := after[key]; t != nil && !touched[key] {
 			ignored = append(ignored, fmt.Sprintf("%s (%s)", t.Name, p))
 		}

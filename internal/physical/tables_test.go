@@ -41,6 +41,11 @@ func TestBackupHoldsEveryTable(t *testing.T) {
 		"SET GLOBAL innodb_file_per_table = 0",
 		"CREATE TABLE `we ird-db`.sys (id INT PRIMARY KEY) ENGINE=InnoDB",
 		"SET GLOBAL innodb_file_per_table = 1",
+		"CREATE TABLE `we ird-db`.ft (id INT PRIMARY KEY, s TEXT, FULLTEXT (s)) ENGINE=InnoDB",
+		// The privileges a backup needs, and no more: information_schema
+		// shows this account no table.
+		"CREATE USER bk@localhost",
+		"GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR ON *.* TO bk@localhost",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -105,14 +110,50 @@ func TestBackupHoldsEveryTable(t *testing.T) {
 	}
 	check("the incremental", inc)
 
+	// The account that sees no table in information_schema still has
+	// every InnoDB table listed, by its tablespaces.
+	bkJob := job
+	bkJob.Conn.User = "bk"
+	bk, err := RunBackup(ctx, bkJob)
+	if err != nil {
+		t.Fatalf("backup as the least privileged account: %v", err)
+	}
+	got := map[string][]string{}
+	for _, tb := range bk.Tables {
+		got[tb.Name] = tb.Files
+	}
+	for name, files := range map[string][]string{
+		"we ird-db.a b-ç":      {d + "a@0020b@002d@0n.ibd"},
+		"we ird-db.parts":      {d + "parts#P#p0#SP#p0sp0.ibd", d + "parts#P#p0#SP#p0sp1.ibd", d + "parts#P#p@00201#SP#p@00201sp0.ibd", d + "parts#P#p@00201#SP#p@00201sp1.ibd"},
+		"mysql.gtid_slave_pos": {"mysql/gtid_slave_pos.ibd"},
+	} {
+		if !slices.Equal(got[name], files) {
+			t.Errorf("the least privileged account's backup lists %s with %v, want %v", name, got[name], files)
+		}
+	}
+	if _, ok := got["we ird-db.sys"]; ok {
+		t.Errorf("the least privileged account's backup lists we ird-db.sys (in the system tablespace): %v", got["we ird-db.sys"])
+	}
+	fts := 0
+	for name := range got {
+		if strings.HasPrefix(name, "we ird-db.FTS_") {
+			fts++
+		}
+	}
+	if fts == 0 {
+		t.Errorf("the least privileged account's backup lists no table of the full-text index: %v", bk.Tables)
+	}
+
 	// The table's tablespace, under whichever name mariabackup streams it
 	// (.ibd, .new, .ibd.delta), never reaches the archive writer.
-	hiddenFromStream = func(p string) bool { return strings.HasPrefix(p, d+"a@0020b@002d@0n.") && !strings.HasSuffix(p, ".frm") }
+	hiddenFromStream = func(p string) bool {
+		return strings.HasPrefix(p, d+"a@0020b@002d@0n.") && !strings.HasSuffix(p, ".frm")
+	}
 	t.Cleanup(func() { hiddenFromStream = nil })
 	for _, tc := range []struct {
 		name string
 		job  BackupJob
-	}{{"full", job}, {"incremental", incJob}} {
+	}{{"full", job}, {"incremental", incJob}, {"least privileged", bkJob}} {
 		m, err := RunBackup(ctx, tc.job)
 		var missing *MissingTablesError
 		if !errors.As(err, &missing) || !strings.Contains(err.Error(), "we ird-db.a b-ç ("+d+"a@0020b@002d@0n.ibd)") || !strings.Contains(err.Error(), "nothing was committed") {
@@ -123,7 +164,97 @@ func TestBackupHoldsEveryTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 {
-		t.Fatalf("the repository holds %d backups, want the full and the incremental alone", len(ms))
+	if len(ms) != 3 {
+		t.Fatalf("the repository holds %d backups, want the three that held every table", len(ms))
+	}
+}
+
+// The guard's comparison, for every case it tells apart: what the
+// catalog listed before and after the copy, what DDL touched, what the
+// stream holds and what mariabackup said it ignored.
+func TestCompareTables(t *testing.T) {
+	table := func(key, name string, files ...string) *catalogTable {
+		return &catalogTable{key: key, Table: archive.Table{Name: name, Engine: "InnoDB", Files: files}}
+	}
+	catalog := func(ts ...*catalogTable) map[string]*catalogTable {
+		m := map[string]*catalogTable{}
+		for _, t := range ts {
+			m[t.key] = t
+		}
+		return m
+	}
+	stream := func(paths ...string) []archive.File {
+		var fs []archive.File
+		for _, p := range paths {
+			fs = append(fs, archive.File{Path: p})
+		}
+		return fs
+	}
+	live := table("shop/customers", "shop.customers", "shop/customers.frm", "shop/customers.ibd")
+	spaced := table("shop/a@0020b", "shop.a b", "shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd")
+	const ignored = "[00] 2026-11-28 06:47:48 Warning: We assume the  table was dropped during xtrabackup execution and ignore the tablespace ./shop/customers.ibd\n"
+	for _, tc := range []struct {
+		name           string
+		before, after  map[string]*catalogTable
+		touched        map[string]bool
+		files          []archive.File
+		log            string
+		listed, refuse string // the tables listed, or what the refusal names
+	}{
+		{name: "held", before: catalog(live, spaced), after: catalog(live, spaced),
+			files: stream("shop/customers.frm", "shop/customers.ibd", "shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd"), listed: "shop.a b,shop.customers"},
+		{name: "created since the checkpoint, or incremental", before: catalog(live), after: catalog(live),
+			files: stream("shop/customers.frm", "shop/customers.new.delta"), listed: "shop.customers"},
+		{name: "tablespace missing", before: catalog(live, spaced), after: catalog(live, spaced),
+			files: stream("shop/customers.frm", "shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd"), refuse: "shop.customers (shop/customers.ibd)"},
+		{name: "dropped during the copy", before: catalog(live, spaced), after: catalog(spaced),
+			files: stream("shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd"), log: ignored, listed: "shop.a b"},
+		{name: "created during the copy, not streamed", before: catalog(spaced), after: catalog(live, spaced),
+			files: stream("shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd"), listed: "shop.a b"},
+		{name: "created during the copy, streamed", before: catalog(spaced), after: catalog(live, spaced),
+			files: stream("shop/customers.frm", "shop/customers.ibd", "shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd"), listed: "shop.a b,shop.customers"},
+		{name: "touched by DDL", before: catalog(live), after: catalog(live), touched: map[string]bool{"shop/customers": true},
+			files: stream("shop/customers.frm"), log: ignored, listed: ""},
+		{name: "ignored as dropped, but live", before: catalog(live), after: catalog(live),
+			files: stream("shop/customers.frm"), log: ignored, refuse: "shop.customers (shop/customers.ibd)"},
+		{name: "ignored as dropped, but live, and streamed all the same", before: catalog(live), after: catalog(live),
+			files: stream("shop/customers.frm", "shop/customers.ibd"), log: ignored, refuse: "ignored the tablespaces of live tables as dropped: shop.customers (shop/customers.ibd)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held, err := compareTables(tc.before, tc.after, tc.touched, tc.files, []byte(tc.log))
+			if tc.refuse != "" {
+				var missing *MissingTablesError
+				if !errors.As(err, &missing) || !strings.Contains(err.Error(), tc.refuse) {
+					t.Fatalf("got %v, %v; want a refusal naming %s", held, err, tc.refuse)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, h := range held {
+				names = append(names, h.Name)
+			}
+			if got := strings.Join(names, ","); got != tc.listed {
+				t.Fatalf("listed %q, want %q", got, tc.listed)
+			}
+		})
+	}
+}
+
+func TestDDLTables(t *testing.T) {
+	log := "1732770000\tCREATE\tInnoDB\t0\tshop\tcustomers_restored\t\n" +
+		"1732770001\tRENAME\tAria\t0\tshop\told\t\tAria\t0\tshop2\ta@0020b\t\n" +
+		"short\tline\n"
+	got := ddlTables([]byte(log))
+	want := map[string]bool{"shop/customers_restored": true, "shop/old": true, "shop2/a@0020b": true}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k := range want {
+		if !got[k] {
+			t.Fatalf("got %v, want %v", got, want)
+		}
 	}
 }
