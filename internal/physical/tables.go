@@ -275,7 +275,11 @@ func checkTables(ctx context.Context, conn mariadb.Config, before map[string]*ca
 	if err != nil {
 		return nil, err
 	}
-	return compareTables(before, after, ddlTables(data), files, log)
+	var touched map[string]bool
+	if data != nil {
+		touched = ddlTables(data)
+	}
+	return compareTables(before, after, touched, files, log)
 }
 
 // compareTables compares the catalog's tables before and after the copy
@@ -283,7 +287,10 @@ func checkTables(ctx context.Context, conn mariadb.Config, before map[string]*ca
 // and not touched by DDL during the copy, must have every file in files,
 // and a tablespace the log (mariabackup's stderr) says it ignored as
 // dropped must not be of a table the server still has, untouched; either
-// fails the backup. It returns the tables the backup holds, for its
+// fails the backup. touched is nil when the server keeps no DDL log
+// (before 10.6): then a table rebuilt during the copy, whose old
+// tablespace mariabackup rightly ignores, cannot be told from a live one
+// it wrongly ignored, and only a missing file counts. It returns the tables the backup holds, for its
 // manifest, sorted by name.
 func compareTables(before, after map[string]*catalogTable, touched map[string]bool, files []archive.File, log []byte) ([]archive.Table, error) {
 	var required, others []archive.Table
@@ -298,6 +305,9 @@ func compareTables(before, after map[string]*catalogTable, touched map[string]bo
 	missing := MissingTableFiles(required, files)
 	var ignored []string
 	for _, p := range ignoredTablespaces(log) {
+		if touched == nil {
+			break
+		}
 		key, _, _ := strings.Cut(strings.TrimSuffix(p, ".ibd"), "#")
 		if t := after[key]; t != nil && !touched[key] {
 			ignored = append(ignored, fmt.Sprintf("%s (%s)", t.Name, p))

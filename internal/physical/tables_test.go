@@ -201,7 +201,7 @@ func TestCompareTables(t *testing.T) {
 		log            string
 		listed, refuse string // the tables listed, or what the refusal names
 	}{
-		{name: "held", before: catalog(live, spaced), after: catalog(live, spaced),
+		{name: "held", before: catalog(live, spaced), after: catalog(live, spaced), touched: map[string]bool{},
 			files: stream("shop/customers.frm", "shop/customers.ibd", "shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd"), listed: "shop.a b,shop.customers"},
 		{name: "created since the checkpoint, or incremental", before: catalog(live), after: catalog(live),
 			files: stream("shop/customers.frm", "shop/customers.new.delta"), listed: "shop.customers"},
@@ -215,9 +215,11 @@ func TestCompareTables(t *testing.T) {
 			files: stream("shop/customers.frm", "shop/customers.ibd", "shop/a@0020b.frm", "shop/a@0020b#P#p0.ibd"), listed: "shop.a b,shop.customers"},
 		{name: "touched by DDL", before: catalog(live), after: catalog(live), touched: map[string]bool{"shop/customers": true},
 			files: stream("shop/customers.frm"), log: ignored, listed: ""},
+		{name: "ignored as dropped, streamed all the same, no DDL log", before: catalog(live), after: catalog(live),
+			files: stream("shop/customers.frm", "shop/customers.ibd"), log: ignored, touched: nil, listed: "shop.customers"},
 		{name: "ignored as dropped, but live", before: catalog(live), after: catalog(live),
 			files: stream("shop/customers.frm"), log: ignored, refuse: "shop.customers (shop/customers.ibd)"},
-		{name: "ignored as dropped, but live, and streamed all the same", before: catalog(live), after: catalog(live),
+		{name: "ignored as dropped, but live, and streamed all the same", before: catalog(live), after: catalog(live), touched: map[string]bool{},
 			files: stream("shop/customers.frm", "shop/customers.ibd"), log: ignored, refuse: "ignored the tablespaces of live tables as dropped: shop.customers (shop/customers.ibd)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
