@@ -1,6 +1,7 @@
 // Package verify checks a stored backup without writing anything: with
 // the backups of its chain, every metadata object against its digest, a
-// logical backup's catalog against its data files, and every stream
+// logical backup's catalog against its data files, a physical backup's
+// table list against its files, and every stream
 // object frame by frame, chunk by chunk and file by file against the
 // manifest; and the archived binary logs, whole files and segments
 // alike. (What it finds, the CLI records: see repo.Verdict.) Damage is reported as corruption
