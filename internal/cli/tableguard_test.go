@@ -53,7 +53,9 @@ func TestBackupAfterImportHoldsTheTable(t *testing.T) {
 		id := after[len(after)-1].ID
 		m := readManifest(t, repoDir, id)
 		if !slices.ContainsFunc(m.Tables, func(tb archive.Table) bool { return tb.Name == "shop.customers_restored" }) ||
-			!slices.ContainsFunc(m.Files, func(f archive.File) bool { return strings.HasPrefix(f.Path, "shop/customers_restored.") && !strings.HasSuffix(f.Path, ".frm") }) {
+			!slices.ContainsFunc(m.Files, func(f archive.File) bool {
+				return strings.HasPrefix(f.Path, "shop/customers_restored.") && !strings.HasSuffix(f.Path, ".frm")
+			}) {
 			t.Fatalf("%s backup %s after the import said complete without shop.customers_restored: tables %v", kind, id, m.Tables)
 		}
 		run(t, "verify", id, "--repo", repoDir).mustSucceed(t)
