@@ -78,6 +78,27 @@ type Manifest struct {
 	// file_key_management_filekey of backup-my.cnf): a prepare needs
 	// them given.
 	Withheld []string `json:"withheld,omitempty"`
+	// Tables, in a physical backup, are the tables the server's catalog
+	// listed at the backup's start and at its end that the backup holds,
+	// each with the files it needs: the backup was refused had one of them
+	// lacked a file, and verify checks them again. Manifests written
+	// before it existed have none.
+	Tables []Table `json:"tables,omitempty"`
+}
+
+// Table is one table (or view, or sequence) of a physical backup's
+// server, and the datadir files it needs.
+type Table struct {
+	// Name is the table as the server names it, database.table.
+	Name string `json:"name"`
+	// Type is "view" or "sequence"; empty for a base table.
+	Type   string `json:"type,omitempty"`
+	Engine string `json:"engine,omitempty"`
+	// Files are the paths, relative to the datadir and in the server's
+	// file name encoding (@0020 for a space, ...), of the table's
+	// definition and data files: db/t.frm, db/t.ibd (one for each
+	// partition, db/t#P#p0.ibd), db/t.MAD and db/t.MAI, ...
+	Files []string `json:"files"`
 }
 
 // WholeServer reports whether m is a backup of the whole server: every

@@ -86,6 +86,12 @@ func TestMerge(t *testing.T) {
 	case !merged.Finished.Equal(chain[2].Finished):
 		t.Errorf("merged backup finished %v, the chain's end %v", merged.Finished, chain[2].Finished)
 	}
+	// It lists the chain end's tables, whose files it holds (verify checks).
+	if got, end := readManifest(t, repoDir, merged.ID).Tables, readManifest(t, repoDir, chain[2].ID).Tables; len(got) == 0 || !slices.EqualFunc(got, end, func(a, b archive.Table) bool {
+		return a.Name == b.Name && slices.Equal(a.Files, b.Files)
+	}) || !slices.ContainsFunc(got, func(tb archive.Table) bool { return tb.Name == "bank.accounts" }) {
+		t.Errorf("the merged backup lists tables %v, the chain's end %v", got, end)
+	}
 	run(t, "verify", merged.ID, "--repo", repoDir).mustSucceed(t)
 
 	prepared := filepath.Join(t.TempDir(), "prepared")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
@@ -561,6 +563,11 @@ func TestReceiveIntoRepository(t *testing.T) {
 	}
 	if id := entries[0].ID; !strings.HasPrefix(send.stdout, "backup "+id+" sent to "+addr+": 3 streams") || r.stdout != "backup "+id+" received and verified into "+repoDir+"\n" {
 		t.Errorf("send printed %q, receive %q; want both to name backup %s", send.stdout, r.stdout, id)
+	}
+	// The table guard ran on the sender: the received manifest lists the
+	// tables, and verify checks the stored files against them.
+	if m := readManifest(t, repoDir, entries[0].ID); !slices.ContainsFunc(m.Tables, func(tb archive.Table) bool { return tb.Name == "mysql.global_priv" }) {
+		t.Errorf("the received backup lists tables %v, want mysql.global_priv among them", m.Tables)
 	}
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
 	target := filepath.Join(t.TempDir(), "datadir")

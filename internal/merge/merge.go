@@ -190,6 +190,12 @@ func store(ctx context.Context, job Job, header *archive.Manifest, dir string, m
 	if err := physical.CheckPositions(&m, nil, meta); err != nil {
 		return nil, err
 	}
+	// The chain's end held every table it lists; its prepared datadir
+	// must too, or the merged backup would restore without them.
+	m.Tables = job.Backup.Tables
+	if missing := physical.MissingTableFiles(m.Tables, written.Files); len(missing) > 0 {
+		return nil, &physical.MissingTablesError{Tables: missing}
+	}
 	for _, name := range slices.Sorted(maps.Keys(meta)) {
 		o, err := job.Repo.PutMeta(ctx, header.ID, "meta/"+name, meta[name], job.Hash)
 		if err != nil {

@@ -251,6 +251,12 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		// history, read while commits are blocked, as the binlog info is.
 		args = append([]string{"--slave-info"}, args...)
 	}
+	// The catalog before the copy: the table guard's first reading.
+	before, err := readCatalog(ctx, job.Conn)
+	if err != nil {
+		w.Abort(err)
+		return nil, err
+	}
 	launched := time.Now()
 	mb, err := StartBackup(childCtx, BackupOptions{
 		Binary: bin, Conn: job.Conn, Datadir: server.Datadir, Parallel: job.Parallel,
@@ -319,8 +325,15 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	if err != nil {
 		return nil, err
 	}
+	logData, err := readAllFrom(logFile)
+	if err != nil {
+		return nil, fmt.Errorf("read mariabackup log: %w", err)
+	}
 
 	m := *header
+	if m.Tables, err = checkTables(ctx, job.Conn, before, written.Files, server.Datadir, launched, logData); err != nil {
+		return nil, err
+	}
 	m.Positions = archive.Positions{FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN}
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
@@ -362,10 +375,6 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 			return nil, err
 		}
 		m.Meta = append(m.Meta, o)
-	}
-	logData, err := readAllFrom(logFile)
-	if err != nil {
-		return nil, fmt.Errorf("read mariabackup log: %w", err)
 	}
 	o, err := job.Dest.PutMeta(ctx, id, LogName, logData, job.Hash)
 	if err != nil {
@@ -471,6 +480,9 @@ func pump(r *xbstream.Reader, w *archive.Writer, fileKey string, count *copyCoun
 			return nil, false, fmt.Errorf("mariabackup stream at byte %d: %w", r.Offset(), err)
 		}
 		count.chunk(&c)
+		if hidden(c.Path) {
+			continue
+		}
 		if withheld(c.Path) {
 			name := strings.TrimPrefix(c.Path, "./")
 			h, err := hold(held, &c)

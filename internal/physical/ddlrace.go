@@ -41,9 +41,19 @@ func (e *DDLRaceError) Error() string {
 
 // racedDDL reads the server's DDL log of the backup that started at
 // started and returns the statements that touched tables of other engines
-// than InnoDB. A log older than started belongs to an earlier backup: the
-// server keeps none (before 10.6), and nothing is known.
+// than InnoDB.
 func racedDDL(datadir string, started time.Time) ([]string, error) {
+	data, err := ddlLog(datadir, started)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	return parseDDLLog(data), nil
+}
+
+// ddlLog reads the server's DDL log of the backup that started at
+// started. A log older than started belongs to an earlier backup: the
+// server keeps none (before 10.6), and nothing is known (nil).
+func ddlLog(datadir string, started time.Time) ([]byte, error) {
 	name := filepath.Join(datadir, ddlLogName)
 	st, err := os.Stat(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -62,7 +72,7 @@ func racedDDL(datadir string, started time.Time) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the server's DDL log: %w", err)
 	}
-	return parseDDLLog(data), nil
+	return data, nil
 }
 
 // parseDDLLog names the tables of a DDL log that are not InnoDB, before

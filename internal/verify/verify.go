@@ -1,6 +1,7 @@
 // Package verify checks a stored backup without writing anything: with
 // the backups of its chain, every metadata object against its digest, a
-// logical backup's catalog against its data files, and every stream
+// logical backup's catalog against its data files, a physical backup's
+// table list against its files, and every stream
 // object frame by frame, chunk by chunk and file by file against the
 // manifest; and the archived binary logs, whole files and segments
 // alike. (What it finds, the CLI records: see repo.Verdict.) Damage is reported as corruption
@@ -49,11 +50,14 @@ func (e *LinkError) Error() string {
 
 func (e *LinkError) Unwrap() error { return e.Err }
 
-// Backup checks every object of backup m of r: its metadata (Meta), then
-// every stream, decoded by workers goroutines (0 means GOMAXPROCS) and
+// Backup checks every object of backup m of r: its metadata (Meta), that
+// its files hold the tables it lists (Tables), then every stream, decoded by workers goroutines (0 means GOMAXPROCS) and
 // counted on counter (may be nil).
 func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) error {
 	if err := Meta(ctx, r, m); err != nil {
+		return err
+	}
+	if err := Tables(m); err != nil {
 		return err
 	}
 	if err := archive.Read(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {

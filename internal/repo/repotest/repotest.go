@@ -45,6 +45,8 @@ type Backup struct {
 	// Finished is when it became complete; by default a minute after
 	// its start.
 	Finished time.Time
+	// Tables is the manifest's table list.
+	Tables []archive.Table
 }
 
 // Store commits b to r through the archive writer (two zstd streams) and
@@ -85,7 +87,7 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 	}
 	m := &archive.Manifest{Format: archive.FormatVersion, ID: b.ID, Kind: archive.KindPhysical, Codec: c.String(),
 		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files, Barriers: res.Barriers,
-		Started: started, Finished: b.Finished, Server: b.Server, Chain: b.ID}
+		Started: started, Finished: b.Finished, Server: b.Server, Chain: b.ID, Tables: b.Tables}
 	if m.Finished.IsZero() {
 		m.Finished = started.Add(time.Minute)
 	}
