@@ -472,15 +472,18 @@ func covering(ctx context.Context, r *repo.Repo, base *archive.Manifest, files [
 	case err == nil && t.End:
 		// The end is where the head says the archive reaches, not where the
 		// objects listed stop: a lost newest object is refused here.
-		return needed, archiveEnd(ctx, r, files, segs, needed[len(needed)-1].Source, t, time.Time{})
+		_, err := archiveEnd(ctx, r, files, segs, needed[len(needed)-1].Source, t, time.Time{})
+		return needed, err
 	case errors.As(err, &past) && !past.target.Time.IsZero():
 		// Past the newest event, but not past the time the archive was
 		// last known complete (binlog --follow caught up): no transaction
 		// before the target is missing.
-		if aerr := archiveEnd(ctx, r, files, segs, past.source, t, past.target.Time); aerr == nil {
-			return past.needed, nil
-		} else if archive.IsCorrupt(aerr) {
+		complete, aerr := archiveEnd(ctx, r, files, segs, past.source, t, past.target.Time)
+		switch {
+		case aerr != nil:
 			return nil, fmt.Errorf("%w; %w", err, aerr)
+		case complete:
+			return past.needed, nil
 		}
 		return nil, err
 	case err == nil || archive.IsCorrupt(err):
@@ -511,30 +514,23 @@ func covering(ctx context.Context, r *repo.Repo, base *archive.Manifest, files [
 }
 
 // archiveEnd checks that the archive of src reaches the end its head
-// records (no break: damage naming it otherwise) and, for a time target
-// until, that the head says the archive was complete at until or later
-// (an error, not damage, when it does not say so).
-func archiveEnd(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry, segs []repo.BinlogSegment, src string, t Target, until time.Time) error {
+// records (damage naming the break otherwise) and reports whether the
+// head says the archive was complete at until or later.
+func archiveEnd(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry, segs []repo.BinlogSegment, src string, t Target, until time.Time) (complete bool, err error) {
 	breaks, err := binlog.Breaks(ctx, r, files, segs)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, b := range breaks[src] {
 		if b.Tail { // a hole on the way is refused by coveringFiles
-			return archive.Corruptf("%s cannot be reached: %v", t, b)
+			return false, archive.Corruptf("%s cannot be reached: %v", t, b)
 		}
-	}
-	if until.IsZero() {
-		return nil
 	}
 	h, err := r.BinlogHeadOf(ctx, src)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if h == nil || h.CompleteAt.Before(until) {
-		return fmt.Errorf("the archive of %s is not known complete until %s", src, t)
-	}
-	return nil
+	return h != nil && !until.IsZero() && !h.CompleteAt.Before(until), nil
 }
 
 // gapError is a gap in the numbering of the archived files on the way to
