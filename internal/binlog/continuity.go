@@ -149,8 +149,12 @@ func sourceBreaks(src string, held []heldFile, gaps []repo.BinlogGap, head *repo
 		if missing == "" || slices.ContainsFunc(gaps, func(g repo.BinlogGap) bool { return g.Source == src && g.Before == f.name }) {
 			continue
 		}
+		where := repo.BinlogDir(src, missing) + "/"
+		if strings.Contains(missing, " .. ") {
+			where = repo.BinlogDir(src, "") // several files
+		}
 		out = append(out, Break{Source: src, After: prev.name,
-			Missing: fmt.Sprintf("%s, archived between %s and %s, is missing (%s)", missing, prev.name, f.name, repo.BinlogDir(src, missing))})
+			Missing: fmt.Sprintf("%s, archived between %s and %s, is missing (under %s)", missing, prev.name, f.name, where)})
 	}
 	newest := held[len(held)-1]
 	switch {
