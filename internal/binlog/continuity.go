@@ -53,7 +53,8 @@ type heldFile struct {
 // lists what the archive holds after, segments before files: the
 // archiver stores an object before the head that names it, and a file
 // whole before it deletes its segments, so a run archiving meanwhile
-// cannot make a break appear.
+// cannot make a break appear. The listing reads no manifest: files
+// gives what they say.
 func Breaks(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry, segs []repo.BinlogSegment) (map[string][]Break, error) {
 	heads := map[string]*repo.BinlogHead{}
 	headErrs := map[string]error{}
@@ -68,21 +69,25 @@ func Breaks(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry, segs []
 	if err != nil {
 		return nil, err
 	}
-	if files, err = r.Binlogs(ctx); err != nil {
+	names, err := r.BinlogNames(ctx)
+	if err != nil {
 		return nil, err
 	}
 	gaps, err := r.BinlogGaps(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bySource := map[string][]heldFile{}
+	headed := map[string]bool{} // source/name of the manifests that say so
 	for _, f := range files {
-		h := heldFile{name: f.Name, whole: true}
-		if f.Manifest != nil {
-			h.end, h.headed = f.Manifest.Binlog.Size, f.Manifest.Binlog.Headed
+		if f.Manifest != nil && f.Manifest.Binlog.Headed {
+			headed[f.Source+"/"+f.Name] = true
 		}
-		bySource[f.Source] = append(bySource[f.Source], h)
 	}
+	bySource := map[string][]heldFile{}
+	for _, f := range names {
+		bySource[f.Source] = append(bySource[f.Source], heldFile{name: f.Name, whole: true, headed: headed[f.Source+"/"+f.Name]})
+	}
+	newestSeg := map[string]repo.BinlogSegment{} // of each source's newest file held only as segments
 	for i := 0; i < len(segs); {
 		j := i
 		for j < len(segs) && segs[j].Source == segs[i].Source && segs[j].Name == segs[i].Name {
@@ -91,7 +96,8 @@ func Breaks(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry, segs []
 		src, name := segs[i].Source, segs[i].Name
 		if !slices.ContainsFunc(bySource[src], func(h heldFile) bool { return h.name == name }) {
 			_, end, _ := Chain(segs[i:j])
-			bySource[src] = append(bySource[src], heldFile{name: name, end: end, headed: segmentHeaded(ctx, r, segs[j-1])})
+			bySource[src] = append(bySource[src], heldFile{name: name, end: end})
+			newestSeg[src] = segs[j-1]
 		}
 		i = j
 	}
@@ -101,6 +107,12 @@ func Breaks(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry, segs []
 			continue // archived since the caller listed: judged next time
 		}
 		slices.SortFunc(held, func(a, b heldFile) int { return strings.Compare(a.name, b.name) })
+		// Without a head, whether one was kept: a manifest says, else the
+		// newest segment's header (read only then).
+		if s, ok := newestSeg[src]; ok && heads[src] == nil && headErrs[src] == nil &&
+			!slices.ContainsFunc(held, func(h heldFile) bool { return h.headed }) {
+			held[len(held)-1].headed = held[len(held)-1].name == s.Name && segmentHeaded(ctx, r, s)
+		}
 		if bs := sourceBreaks(src, held, gaps, heads[src], headErrs[src]); len(bs) > 0 {
 			out[src] = bs
 		}

@@ -103,6 +103,26 @@ func (r *Repo) Binlogs(ctx context.Context) ([]BinlogEntry, error) {
 	return out, nil
 }
 
+// BinlogNames lists the archived binary log files by source and name,
+// as Binlogs does, from one listing, without reading their manifests.
+func (r *Repo) BinlogNames(ctx context.Context) ([]BinlogEntry, error) {
+	objs, err := r.Backend.List(ctx, binlogsDir+"/")
+	if err != nil {
+		return nil, fmt.Errorf("%s: list binlogs: %w", r.Backend.Location(), err)
+	}
+	var out []BinlogEntry
+	for _, o := range objs {
+		dir, ok := strings.CutSuffix(o.Name, "/"+ManifestName)
+		if !ok || strings.Count(dir, "/") != 2 {
+			continue
+		}
+		_, rest, _ := strings.Cut(dir, "/")
+		source, name, _ := strings.Cut(rest, "/")
+		out = append(out, BinlogEntry{Source: source, Name: name})
+	}
+	return out, nil
+}
+
 // readBinlogManifest reads and parses the manifest of the archived binary
 // log file name of source. A manifest that is stored but cannot be
 // trusted is damage naming the object; a backend failure is returned as
