@@ -152,13 +152,16 @@ func sourceBreaks(src string, held []heldFile, gaps []repo.BinlogGap, head *repo
 	var out []Break
 	for i := 1; i < len(held); i++ {
 		prev, f := held[i-1], held[i]
+		if slices.ContainsFunc(gaps, func(g repo.BinlogGap) bool { return g.Source == src && g.Before == f.name }) {
+			continue // lost before it was archived, and recorded: a gap, which list shows
+		}
 		if !prev.whole {
 			out = append(out, Break{Source: src, After: prev.name,
 				Missing: fmt.Sprintf("%s is held only as segments, up to offset %d, and %s follows it: the rest of %s is in no object", prev.name, prev.end, f.name, prev.name)})
 			continue
 		}
 		missing := NumberGap(prev.name, f.name)
-		if missing == "" || slices.ContainsFunc(gaps, func(g repo.BinlogGap) bool { return g.Source == src && g.Before == f.name }) {
+		if missing == "" {
 			continue
 		}
 		where := repo.BinlogDir(src, missing) + "/"

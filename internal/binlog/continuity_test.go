@@ -36,6 +36,7 @@ func TestSourceBreaks(t *testing.T) {
 		{"the file whole, its segments gone", []heldFile{whole("000001"), whole("000002")}, nil, head("000002", 500, false), nil, "", false},
 		{"a file from the middle", []heldFile{whole("000001"), whole("000003")}, nil, head("000003", 1000, true), nil, "mariadb-bin.000002, archived between", false},
 		{"files never archived, recorded", []heldFile{whole("000001"), whole("000002"), whole("000005")}, gap, head("000005", 1000, true), nil, "", false},
+		{"segments of a file purged before it was archived whole, recorded", []heldFile{whole("000002"), segs("000003", 300), whole("000005")}, gap, head("000005", 1000, true), nil, "", false},
 		{"the newest whole file", []heldFile{whole("000001"), whole("000002")}, nil, head("000003", 1000, true), nil, "mariadb-bin.000003, archived up to offset 1000", true},
 		{"the newest files", []heldFile{whole("000001")}, nil, head("000004", 1000, true), nil, "mariadb-bin.000002 .. mariadb-bin.000003 and mariadb-bin.000004", true},
 		{"the newest segment", []heldFile{whole("000001"), segs("000002", 300)}, nil, head("000002", 500, false), nil, "bytes 300..500 of mariadb-bin.000002", true},

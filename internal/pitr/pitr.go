@@ -510,6 +510,11 @@ func covering(ctx context.Context, r *repo.Repo, base *archive.Manifest, files [
 				err, g.Object(), g.Missing, g.Reason, g.Detected.UTC().Format(time.DateTime), g.AfterGTID)
 		}
 	}
+	if errors.As(err, &ge) && ge.recorded == nil {
+		// binlog records every file it never archives: one missing without
+		// a marker was archived, and is lost from the repository.
+		return nil, archive.Corruptf("%v: no gap marker records it, so it was archived and is lost from the repository (verify --binlogs names what is missing)", err)
+	}
 	return needed, err
 }
 
