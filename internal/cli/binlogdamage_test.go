@@ -109,51 +109,56 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 		t.Fatalf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
 	}
 
-	// Item 9: the follower's progress counts what it stored.
-	if out := stderr.String(); strings.Contains(out, "0 B in, 0 B out") || !strings.Contains(out, "B in, ") {
-		t.Errorf("binlog --follow progress counts nothing:\n%s", out)
-	}
-	// A clean stop leaves nothing behind, and list says so.
-	lst := run(t, "list", "--repo", tr.location, "--binlogs").mustSucceed(t)
-	if strings.Contains(lst.stdout, "behind the server when binlog last ran") || !strings.Contains(lst.stdout, "lag: none") {
-		t.Errorf("list --binlogs after a clean stop of binlog --follow does not say the archive is complete:\n%s", lst.stdout)
-	}
-	// --json lists what the text does: the file held as segments too.
-	var entries []struct {
-		Name     string `json:"name"`
-		Size     int64  `json:"size"`
-		Segments int    `json:"segments"`
-	}
-	js := run(t, "list", "--repo", tr.location, "--binlogs", "--json").mustSucceed(t)
-	if err := json.Unmarshal([]byte(js.stdout), &entries); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, e := range entries {
-		found = found || (e.Name == active && e.Segments > 0 && e.Size == pos)
-	}
-	if !found {
-		t.Errorf("list --binlogs --json does not list %s, held as segments up to %d:\n%s", active, pos, js.stdout)
-	}
+	// Item 9, each symptom on the undamaged archive.
+	t.Run("progress_counts_bytes", func(t *testing.T) {
+		if out := stderr.String(); strings.Contains(out, "0 B in, 0 B out") || !strings.Contains(out, "B in, ") {
+			t.Errorf("binlog --follow progress counts nothing:\n%s", out)
+		}
+	})
+	t.Run("nothing_behind_after_a_clean_stop", func(t *testing.T) {
+		lst := run(t, "list", "--repo", tr.location, "--binlogs").mustSucceed(t)
+		if strings.Contains(lst.stdout, "behind the server when binlog last ran") || !strings.Contains(lst.stdout, "lag: none") {
+			t.Errorf("list --binlogs after a clean stop of binlog --follow does not say the archive is complete:\n%s", lst.stdout)
+		}
+	})
+	t.Run("json_lists_the_file_held_as_segments", func(t *testing.T) {
+		var entries []struct {
+			Name     string `json:"name"`
+			Size     int64  `json:"size"`
+			Segments int    `json:"segments"`
+		}
+		js := run(t, "list", "--repo", tr.location, "--binlogs", "--json").mustSucceed(t)
+		if err := json.Unmarshal([]byte(js.stdout), &entries); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range entries {
+			found = found || (e.Name == active && e.Segments > 0 && e.Size == pos)
+		}
+		if !found {
+			t.Errorf("list --binlogs --json does not list %s, held as segments up to %d:\n%s", active, pos, js.stdout)
+		}
+	})
+	t.Run("until_past_the_newest_event_while_complete", func(t *testing.T) {
+		// A moment after the newest event, before the follower, caught
+		// up, stopped: every row.
+		until := lastInsert.Add(2 * time.Second).UTC().Format(time.RFC3339)
+		target := filepath.Join(t.TempDir(), "restored")
+		run(t, "restore", "--repo", tr.location, "--until", until, "--target-dir", target).mustSucceed(t)
+		dst := serverOn(t, target)
+		defer dst.Stop(ctx)
+		var got int
+		if err := dst.DB().QueryRow("SELECT COUNT(*) FROM m.t").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != rows {
+			t.Errorf("restore --until %s: %d rows, want %d", until, got, rows)
+		}
+	})
 	run(t, "verify", "--repo", tr.location, "--binlogs").mustSucceed(t)
 	if c := run(t, "check", "--repo", tr.location); strings.Contains(said(c), "binary log archive") {
 		t.Errorf("check of an undamaged archive reports it:\n%s", said(c))
 	}
-
-	// --until a moment after the newest event, before the follower, caught
-	// up, stopped: every row.
-	until := lastInsert.Add(2 * time.Second).UTC().Format(time.RFC3339)
-	target := filepath.Join(t.TempDir(), "restored")
-	run(t, "restore", "--repo", tr.location, "--until", until, "--target-dir", target).mustSucceed(t)
-	dst := serverOn(t, target)
-	var got int
-	if err := dst.DB().QueryRow("SELECT COUNT(*) FROM m.t").Scan(&got); err != nil {
-		t.Fatal(err)
-	}
-	if got != rows {
-		t.Errorf("restore --until %s: %d rows, want %d", until, got, rows)
-	}
-	dst.Stop(ctx)
 
 	files, err := r.Binlogs(ctx)
 	if err != nil || len(files) < 3 {
@@ -178,6 +183,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 	}{
 		{"a file from the middle", []string{repo.BinlogDir(source, middle) + "/"}, middle, files[len(files)-3].Name},
 		{"the newest segment", []string{newestSeg.Object()}, active, ""},
+		{"a segment from the middle", []string{segs[len(segs)-2].Object()}, active, ""},
 		{"the newest segment and the head", []string{newestSeg.Object(), head}, "head", ""},
 		{"the head", []string{head}, "head", ""},
 	} {
