@@ -131,6 +131,10 @@ type BinlogFile struct {
 	LastGTID  string    `json:"last_gtid,omitempty"`
 	Previous  string    `json:"previous,omitempty"` // GTID list event: the last GTIDs before this file
 	Closed    bool      `json:"closed"`             // ends with a rotate or stop event
+	// Headed says the archiver that wrote this record keeps the source's
+	// head object (repo.BinlogHead): without one, the end of the archive
+	// cannot be proven, and that is damage. Absent in older archives.
+	Headed bool `json:"headed,omitempty"`
 }
 
 // DatabaseStats is one database of a logical backup.

@@ -57,6 +57,11 @@ type Archiver struct {
 	// Archived, if set, hears of each file archived whole, with its
 	// manifest, once it is committed.
 	Archived func(*archive.Manifest)
+	// Counter, if set, counts the binary log stored (in: its bytes, of
+	// segments and of whole files; out: what the repository holds of them).
+	Counter archive.Counter
+
+	head *repo.BinlogHead // the source's head object, as this run last stored or read it
 }
 
 // Lag is how far the archive is behind the server: the bytes of binary log
@@ -173,6 +178,11 @@ func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
 	src := SourceKey(server.Hostname, server.ServerID)
 	done, newest, err := a.archived(ctx, src)
 	if err != nil {
+		return err
+	}
+	// A damaged head is replaced by the next one stored (verify and check
+	// name it meanwhile).
+	if a.head, err = a.Repo.BinlogHeadOf(ctx, src); err != nil && !archive.IsCorrupt(err) {
 		return err
 	}
 	link, err := a.link(ctx, db, src, done, files)
@@ -490,6 +500,15 @@ func (a *Archiver) report(ctx context.Context, src string, m *lagMeter, files []
 		return nil
 	}
 	m.stored = now
+	if behind == 0 && a.head != nil {
+		// Caught up: nothing the server wrote until now is missing, which
+		// lets a restore --until reach past the newest event, up to now.
+		h := *a.head
+		h.CompleteAt, h.Updated = now.UTC(), now.UTC()
+		if err := a.putHead(ctx, h); err != nil {
+			return err
+		}
+	}
 	last := files[len(files)-1]
 	if archivedOffset < 0 {
 		archivedOffset = 0
@@ -504,12 +523,17 @@ func (a *Archiver) report(ctx context.Context, src string, m *lagMeter, files []
 		LagBytes: lag.Bytes, LagSeconds: lag.Seconds})
 }
 
-// stopFollowing marks src's status as no longer followed, so that list
-// does not show a stopped follower's last lag as live. Best effort, under
-// a fresh context: the run's own has ended.
-func (a *Archiver) stopFollowing(src string) {
+// stopFollowing stores src's status as no longer followed, measured
+// once more, so that list shows what the stopped follower left (usually
+// nothing behind) rather than its measure of up to statusEvery before.
+// Best effort, under a fresh context: the run's own has ended.
+func (a *Archiver) stopFollowing(db *sql.DB, src string, m *lagMeter, archivedFile string, archivedOffset int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if files, err := listServerFiles(ctx, db); err == nil {
+		_ = a.report(ctx, src, m, files, archivedFile, archivedOffset, false)
+		return
+	}
 	st, err := a.Repo.BinlogStatusOf(ctx, src)
 	if err != nil || st == nil || !st.Following {
 		return
@@ -587,14 +611,18 @@ func (a *Archiver) follow(ctx context.Context, bin string, db *sql.DB, server *m
 	defer active.close()
 	meter := &lagMeter{caughtUp: time.Now()}
 	archivedFile := first // how far the repository holds the server's log: file and offset
-	var archivedOffset int64
+	held, err := a.Repo.BinlogFileSegments(ctx, src, first)
+	if err != nil {
+		return err
+	}
+	_, archivedOffset, _ := Chain(held)
 	var measured time.Time
 	for {
 		var waitErr error
 		ended := false
 		select {
 		case <-ctx.Done():
-			a.stopFollowing(src)
+			a.stopFollowing(db, src, meter, archivedFile, archivedOffset)
 			return ctx.Err()
 		case waitErr = <-exited:
 			exited <- waitErr // for the deferred wait
@@ -700,7 +728,7 @@ func (a *Archiver) segment(ctx context.Context, src, spool, name string, f *acti
 	if !due || end == start {
 		return nil
 	}
-	ix.Source, ix.Name = src, name
+	ix.Source, ix.Name, ix.Headed = src, name, true
 	head, err := SegmentHeader(ix, start, end, f.seg.Bytes(start, end), a.Hash)
 	if err != nil {
 		return err
@@ -709,8 +737,40 @@ func (a *Archiver) segment(ctx context.Context, src, spool, name string, f *acti
 	if err := a.Repo.PutBinlogSegment(ctx, s, io.MultiReader(bytes.NewReader(head), f.seg.Bytes(start, end))); err != nil {
 		return err
 	}
+	if a.Counter != nil {
+		a.Counter.In(end - start)
+		a.Counter.Out(int64(len(head)) + end - start)
+	}
 	f.seg.Stored(end)
 	f.flushed = time.Now()
+	return a.advanceHead(ctx, src, name, end, false, ix)
+}
+
+// advanceHead stores the source's head after the object holding name up
+// to end was stored: a head never goes back (a run that stores an older
+// file again leaves it), and keeps the last GTID of an earlier object
+// when this one has no transaction.
+func (a *Archiver) advanceHead(ctx context.Context, src, name string, end int64, whole bool, ix archive.BinlogFile) error {
+	h := repo.BinlogHead{Source: src, File: name, End: end, Whole: whole, LastGTID: ix.LastGTID, LastTime: ix.LastTime, Updated: time.Now().UTC()}
+	if old := a.head; old != nil {
+		if old.File > name || (old.File == name && old.End > end) {
+			return nil
+		}
+		if h.LastGTID == "" {
+			h.LastGTID = old.LastGTID
+		}
+		if h.LastTime.IsZero() {
+			h.LastTime = old.LastTime
+		}
+	}
+	return a.putHead(ctx, h)
+}
+
+func (a *Archiver) putHead(ctx context.Context, h repo.BinlogHead) error {
+	if err := a.Repo.PutBinlogHead(ctx, h); err != nil {
+		return err
+	}
+	a.head = &h
 	return nil
 }
 
@@ -762,13 +822,13 @@ func (a *Archiver) store(ctx context.Context, server *mariadb.Server, src, path 
 	if !ix.Closed && !movedPast {
 		return fmt.Errorf("%s: %w", name, errOpen)
 	}
-	ix.Source, ix.Name = src, name
+	ix.Source, ix.Name, ix.Headed = src, name, true
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
 	started := time.Now().UTC()
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
-		Output: a.Repo.BinlogOutput(src, name, a.Hash), Streams: 1, Codec: a.Codec, Hash: a.Hash,
+		Output: a.Repo.BinlogOutput(src, name, a.Hash), Streams: 1, Codec: a.Codec, Hash: a.Hash, Counter: a.Counter,
 	})
 	if err != nil {
 		return err
@@ -789,6 +849,11 @@ func (a *Archiver) store(ctx context.Context, server *mariadb.Server, src, path 
 	}
 	m.Complete(res)
 	if err := a.Repo.CommitBinlog(ctx, m); err != nil {
+		return err
+	}
+	// The head moves before the segments go: at every moment it names
+	// bytes some object holds.
+	if err := a.advanceHead(ctx, src, name, ix.Size, true, ix); err != nil {
 		return err
 	}
 	held, err := a.Repo.BinlogFileSegments(ctx, src, name)

@@ -34,6 +34,14 @@ type Overview struct {
 	// SegmentOnly are the files held only as segments, not (yet) whole:
 	// the one being written, or one the server crashed in.
 	SegmentOnly []SegmentFile `json:"segment_only,omitempty"`
+	// Breaks are archived pieces that are missing (see Break): the window
+	// ends before the first one after its start.
+	Breaks []Break `json:"breaks,omitempty"`
+	// CompleteAt is when the archive was last known to hold all the
+	// server had written (the head's complete_at): a restore --until up
+	// to then reaches no further event, but is exact. Zero if unknown or
+	// the archive lost its tail.
+	CompleteAt time.Time `json:"complete_at,omitzero"`
 }
 
 // SegmentFile is a file held only as segments: its bytes [0, End) are
@@ -87,6 +95,10 @@ func Overviews(ctx context.Context, r *repo.Repo, ms []*archive.Manifest, files 
 		}
 	}
 	slices.Sort(sources)
+	breaks, err := Breaks(ctx, r, files, allSegs)
+	if err != nil {
+		return nil, err
+	}
 	var out []Overview
 	for _, src := range sources {
 		o := Overview{Source: src}
@@ -153,6 +165,27 @@ func Overviews(ctx context.Context, r *repo.Repo, ms []*archive.Manifest, files 
 			}
 			o.From, o.FromBackup = Point{File: m.Positions.BinlogFile, Time: m.Finished.UTC(), GTID: m.Positions.GTID}, m.ID
 			break // ms is oldest first
+		}
+		o.Breaks = breaks[src]
+		tail := false
+		for _, b := range o.Breaks {
+			if b.Tail {
+				tail = true
+				continue
+			}
+			if b.After >= o.From.File && b.After < o.To.File {
+				o.To = Point{File: b.After}
+				for _, f := range files {
+					if f.Source == src && f.Name == b.After && f.Manifest != nil {
+						o.To = Point{File: f.Name, Time: f.Manifest.Binlog.LastTime, GTID: f.Manifest.Binlog.LastGTID}
+					}
+				}
+				tail = true // what follows the hole is not reached either
+				break
+			}
+		}
+		if h, err := r.BinlogHeadOf(ctx, src); err == nil && h != nil && !tail {
+			o.CompleteAt = h.CompleteAt
 		}
 		if o.Status, err = r.BinlogStatusOf(ctx, src); err != nil {
 			return nil, err

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -86,7 +88,7 @@ lag_bytes behind the server; list --binlogs shows the last measure.`,
 			t := g.tracker("binlog", 0)
 			res := binlogResult{Archived: []archivedBinlog{}}
 			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, Version: version, Encryption: enc, FlushInterval: flush,
-				AllowGap: allowGap, Log: func(msg string) { t.Logf("%s", msg) },
+				AllowGap: allowGap, Counter: t, Log: func(msg string) { t.Logf("%s", msg) },
 				Lag: func(l binlog.Lag) {
 					t.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes})
 					if asJSON { // without --follow: one goroutine
@@ -142,6 +144,39 @@ type archivedBinlog struct {
 	StoredBytes int64 `json:"stored_bytes"`
 }
 
+// binlogListJSON is list --binlogs --json: every file archived whole,
+// every file held only as segments, and every break, by source and name.
+func binlogListJSON(files []repo.BinlogEntry, views []binlog.Overview) []binlogListEntry {
+	out := make([]binlogListEntry, 0, len(files))
+	for _, f := range files {
+		if f.Damage != nil {
+			out = append(out, binlogListEntry{BinlogFile: &archive.BinlogFile{Source: f.Source, Name: f.Name}, Damaged: true, Damage: f.Damage.Error()})
+			continue
+		}
+		out = append(out, binlogListEntry{BinlogFile: f.Manifest.Binlog})
+	}
+	for _, v := range views {
+		for _, s := range v.SegmentOnly {
+			b := &archive.BinlogFile{Source: v.Source, Name: s.File, Size: s.End}
+			if v.To.File == s.File {
+				b.LastTime, b.LastGTID = v.To.Time, v.To.GTID
+			}
+			out = append(out, binlogListEntry{BinlogFile: b, Segments: s.Segments})
+		}
+		for _, br := range v.Breaks {
+			name := br.After
+			if br.Tail {
+				name = v.To.File
+			}
+			out = append(out, binlogListEntry{BinlogFile: &archive.BinlogFile{Source: v.Source, Name: name}, Missing: true, Damage: br.Error()})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b binlogListEntry) int {
+		return strings.Compare(a.Source+"/"+a.Name, b.Source+"/"+b.Name)
+	})
+	return out
+}
+
 // printBinlogs lists archived binary logs per source, with the gaps in
 // their numbering (and the reason, if recorded); a file whose manifest is
 // damaged is listed as such, and named with the reason on stderr. Then,
@@ -161,7 +196,7 @@ func printBinlogs(g *globals, files []repo.BinlogEntry, views []binlog.Overview)
 			fmt.Fprintf(tw, "%s\tGAP: %s %s\t\t\t\t\t\t\n", f.Source, gap.Missing, gap.Reason)
 		} else if i > 0 && files[i-1].Source == f.Source {
 			if missing := binlog.NumberGap(files[i-1].Name, f.Name); missing != "" {
-				fmt.Fprintf(tw, "%s\tGAP: %s not archived\t\t\t\t\t\t\n", f.Source, missing)
+				fmt.Fprintf(tw, "%s\tMISSING: %s (archived, and no object holds it now)\t\t\t\t\t\t\n", f.Source, missing)
 			}
 		}
 		if f.Damage != nil {
@@ -212,6 +247,9 @@ func printOverview(g *globals, v binlog.Overview) {
 		fmt.Fprintf(w, "  lag: %s, %s behind the server (binlog --follow, measured %s UTC; %s:%d archived of %s:%d)\n",
 			(time.Duration(s.LagSeconds * float64(time.Second))).Round(time.Second), progress.HumanBytes(s.LagBytes),
 			s.Updated.UTC().Format(time.DateTime), s.ArchivedFile, s.ArchivedOffset, s.ServerFile, s.ServerSize)
+	case s.LagBytes == 0:
+		fmt.Fprintf(w, "  lag: none when binlog last ran, %s UTC: the archive held all the server had written (%s:%d)\n",
+			s.Updated.UTC().Format(time.DateTime), s.ArchivedFile, s.ArchivedOffset)
 	default:
 		fmt.Fprintf(w, "  lag: %s behind the server when binlog last ran, %s UTC (without --follow the active file %s is not archived)\n",
 			progress.HumanBytes(s.LagBytes), s.Updated.UTC().Format(time.DateTime), s.ServerFile)
@@ -219,6 +257,12 @@ func printOverview(g *globals, v binlog.Overview) {
 	if l := v.Continues; l != nil {
 		fmt.Fprintf(w, "  continues %s after GTID %s (a failover; from %s at offset %d): a restore from %s's backups goes on into this server's files\n",
 			l.Continues, l.GTID, l.File, l.Offset, l.Continues)
+	}
+	if !v.CompleteAt.IsZero() {
+		fmt.Fprintf(w, "  complete: the archive held all the server had written at %s UTC (a restore --until up to then is exact)\n", v.CompleteAt.UTC().Format(time.DateTime))
+	}
+	for _, b := range v.Breaks {
+		fmt.Fprintf(w, "  BROKEN: %s\n", b.Missing)
 	}
 	for _, f := range v.SegmentOnly {
 		fmt.Fprintf(w, "  segments only: %s, bytes 0..%d in %d segments (not archived whole yet)\n", f.File, f.End, f.Segments)

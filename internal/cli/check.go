@@ -31,6 +31,9 @@ and otherwise exits non-zero and prints one line on stderr that names every prob
     names is missing, or the last verify of it found damage;
   - a chain of incrementals is broken: an incremental's parent is missing or cannot
     be restored;
+  - an archived binary log file or segment is missing (a file between two archived
+    ones, or the newest ones the source's head object names, or the head itself):
+    a point-in-time restore cannot reach past it;
   - with --max-restore-test-age, no backup passed a restore test (verify
     --restore-test records when one did in the repository) within that long;
   - with --max-binlog-lag, a server's archived binary log was last known to hold all
@@ -38,8 +41,8 @@ and otherwise exits non-zero and prints one line on stderr that names every prob
 
 Exit codes: 0 healthy; 1 a problem (too old, a chain broken by a missing backup,
 binary logs lagging, no recent restore test) or the repository could not be read;
-3 damage (a damaged manifest, a missing object, damage verify found, a chain broken
-at one of these); 2 bad flags. check reads the catalog only and takes no lock: it runs
+3 damage (a damaged manifest, a missing object or archived binary log, damage verify
+found, a chain broken at one of these); 2 bad flags. check reads the catalog only and takes no lock: it runs
 while a backup does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

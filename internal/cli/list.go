@@ -101,6 +101,13 @@ type binlogListEntry struct {
 	// trusted; Damage says why. Only its source and name are known.
 	Damaged bool   `json:"damaged,omitempty"`
 	Damage  string `json:"damage,omitempty"`
+	// Segments, for a file held only as segments (the one binlog
+	// --follow is writing), is how many; its size is the bytes they hold
+	// from the start of the file.
+	Segments int `json:"segments,omitempty"`
+	// Missing marks where the archive lost what it held (a break, named
+	// by the file before it; Damage says what is missing).
+	Missing bool `json:"missing,omitempty"`
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -126,17 +133,6 @@ func newListCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON && !status {
-					out := make([]binlogListEntry, 0, len(files))
-					for _, f := range files {
-						if f.Damage != nil {
-							out = append(out, binlogListEntry{BinlogFile: &archive.BinlogFile{Source: f.Source, Name: f.Name}, Damaged: true, Damage: f.Damage.Error()})
-							continue
-						}
-						out = append(out, binlogListEntry{BinlogFile: f.Manifest.Binlog})
-					}
-					return printJSON(g.stdout, out)
-				}
 				ms, err := r.List(cmd.Context())
 				if err != nil {
 					return err
@@ -146,6 +142,8 @@ func newListCmd(g *globals) *cobra.Command {
 					return err
 				}
 				switch {
+				case asJSON && !status:
+					return printJSON(g.stdout, binlogListJSON(files, views))
 				case status && asJSON:
 					return printJSON(g.stdout, append([]binlog.Overview{}, views...))
 				case status:

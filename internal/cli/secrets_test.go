@@ -82,9 +82,9 @@ func TestEncryptedBinlogPITR(t *testing.T) {
 			}
 			return nil
 		}
-		// Like manifests, the status object and gap markers are plain
-		// metadata (docs/format.md): file names, offsets, GTIDs, times.
-		if d.Name() == "status.json" || filepath.Base(filepath.Dir(p)) == "gaps" {
+		// Like manifests, the status and head objects and gap markers are
+		// plain metadata (docs/format.md): file names, offsets, GTIDs, times.
+		if d.Name() == "status.json" || d.Name() == "head.json" || filepath.Base(filepath.Dir(p)) == "gaps" {
 			if !json.Valid(data) || len(data) > 4096 {
 				t.Errorf("%s is not the small JSON object of metadata it should be (%d bytes)", p, len(data))
 			}

@@ -70,7 +70,9 @@ the backup's directory (verified.json), where check and list report it.
 
 With --binlogs it checks the archived binary logs instead: every file archived whole
 against its manifest, every segment of a file being archived against its header's
-digest, and that those segments leave no hole.
+digest, that those segments leave no hole, and that nothing archived is missing:
+no file between two archived ones, and the newest file or segment the source's head
+object (binlogs/<source>/head.json) names is there.
 
 Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore test;
 1 that the check could not run.`,

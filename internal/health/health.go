@@ -14,6 +14,8 @@ package health
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -237,6 +239,8 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 		if err := checkBinlogs(ctx, r, ms, opt.MaxBinlogLag, &rep); err != nil {
 			return rep, err
 		}
+	} else if err := checkBinlogBreaks(ctx, r, &rep); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }
@@ -294,6 +298,35 @@ func checkBinlogs(ctx context.Context, r *repo.Repo, ms []*archive.Manifest, max
 	for _, f := range files {
 		if f.Damage != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Source: f.Source, Err: f.Damage})
+		}
+	}
+	for _, v := range views {
+		for _, b := range v.Breaks {
+			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Source: v.Source, Err: b.Damage()})
+		}
+	}
+	return nil
+}
+
+// checkBinlogBreaks adds a problem for each break of a source's archive
+// (a missing file, or a lost newest part): without --max-binlog-lag too,
+// since a window that cannot be restored is never OK.
+func checkBinlogBreaks(ctx context.Context, r *repo.Repo, rep *Report) error {
+	files, err := r.Binlogs(ctx)
+	if err != nil {
+		return err
+	}
+	segs, err := r.BinlogSegments(ctx, "")
+	if err != nil {
+		return err
+	}
+	breaks, err := binlog.Breaks(ctx, r, files, segs)
+	if err != nil {
+		return err
+	}
+	for _, src := range slices.Sorted(maps.Keys(breaks)) {
+		for _, b := range breaks[src] {
+			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Source: src, Err: b.Damage()})
 		}
 	}
 	return nil

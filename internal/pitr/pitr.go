@@ -467,7 +467,26 @@ func covering(ctx context.Context, r *repo.Repo, base *archive.Manifest, files [
 		defer rc.Close()
 		return binlog.ReadSegment(rc, s.Source, s.Name, s.Start, s.End, nil)
 	})
-	if err == nil || archive.IsCorrupt(err) {
+	var past *pastEndError
+	switch {
+	case err == nil && t.End:
+		// The end is where the head says the archive reaches, not where the
+		// objects listed stop: a lost newest object is refused here.
+		_, err := archiveEnd(ctx, r, files, segs, needed[len(needed)-1].Source, t, time.Time{})
+		return needed, err
+	case errors.As(err, &past) && !past.target.Time.IsZero():
+		// Past the newest event, but not past the time the archive was
+		// last known complete (binlog --follow caught up): no transaction
+		// before the target is missing.
+		complete, aerr := archiveEnd(ctx, r, files, segs, past.source, t, past.target.Time)
+		switch {
+		case aerr != nil:
+			return nil, fmt.Errorf("%w; %w", err, aerr)
+		case complete:
+			return past.needed, nil
+		}
+		return nil, err
+	case err == nil || archive.IsCorrupt(err):
 		return needed, err
 	}
 	// A refusal that a recorded gap explains names it: the gap between
@@ -491,7 +510,32 @@ func covering(ctx context.Context, r *repo.Repo, base *archive.Manifest, files [
 				err, g.Object(), g.Missing, g.Reason, g.Detected.UTC().Format(time.DateTime), g.AfterGTID)
 		}
 	}
+	if errors.As(err, &ge) && ge.recorded == nil {
+		// binlog records every file it never archives: one missing without
+		// a marker was archived, and is lost from the repository.
+		return nil, archive.Corruptf("%v: no gap marker records it, so it was archived and is lost from the repository (verify --binlogs names what is missing)", err)
+	}
 	return needed, err
+}
+
+// archiveEnd checks that the archive of src reaches the end its head
+// records (damage naming the break otherwise) and reports whether the
+// head says the archive was complete at until or later.
+func archiveEnd(ctx context.Context, r *repo.Repo, files []repo.BinlogEntry, segs []repo.BinlogSegment, src string, t Target, until time.Time) (complete bool, err error) {
+	breaks, err := binlog.Breaks(ctx, r, files, segs)
+	if err != nil {
+		return false, err
+	}
+	for _, b := range breaks[src] {
+		if b.Tail { // a hole on the way is refused by coveringFiles
+			return false, archive.Corruptf("%s cannot be reached: %v", t, b)
+		}
+	}
+	h, err := r.BinlogHeadOf(ctx, src)
+	if err != nil {
+		return false, err
+	}
+	return h != nil && !until.IsZero() && !h.CompleteAt.Before(until), nil
 }
 
 // gapError is a gap in the numbering of the archived files on the way to
@@ -611,8 +655,22 @@ func coveringFiles(base *archive.Manifest, files []repo.BinlogEntry, segs []repo
 	if t.End {
 		return needed, nil
 	}
-	return nil, fmt.Errorf("%s is past the archived binary logs of %s: the last archived file, %s, ends at %s UTC (GTID %s); archive more with backstream binlog",
-		t, src, ix.Name, ix.LastTime.Format(time.DateTime), ix.LastGTID)
+	return nil, &pastEndError{needed: needed, source: src, last: ix, target: t}
+}
+
+// pastEndError is a target after the newest archived event of source;
+// needed are the files up to it, which reach the target all the same if
+// the archive is known complete until then (covering decides).
+type pastEndError struct {
+	needed []covered
+	source string
+	last   archive.BinlogFile
+	target Target
+}
+
+func (e *pastEndError) Error() string {
+	return fmt.Sprintf("%s is past the archived binary logs of %s: the last archived file, %s, ends at %s UTC (GTID %s); archive more with backstream binlog",
+		e.target, e.source, e.last.Name, e.last.LastTime.Format(time.DateTime), e.last.LastGTID)
 }
 
 // sourceFile is one archived file of a source: whole, or as segments.

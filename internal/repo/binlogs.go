@@ -103,6 +103,26 @@ func (r *Repo) Binlogs(ctx context.Context) ([]BinlogEntry, error) {
 	return out, nil
 }
 
+// BinlogNames lists the archived binary log files by source and name,
+// as Binlogs does, from one listing, without reading their manifests.
+func (r *Repo) BinlogNames(ctx context.Context) ([]BinlogEntry, error) {
+	objs, err := r.Backend.List(ctx, binlogsDir+"/")
+	if err != nil {
+		return nil, fmt.Errorf("%s: list binlogs: %w", r.Backend.Location(), err)
+	}
+	var out []BinlogEntry
+	for _, o := range objs {
+		dir, ok := strings.CutSuffix(o.Name, "/"+ManifestName)
+		if !ok || strings.Count(dir, "/") != 2 {
+			continue
+		}
+		_, rest, _ := strings.Cut(dir, "/")
+		source, name, _ := strings.Cut(rest, "/")
+		out = append(out, BinlogEntry{Source: source, Name: name})
+	}
+	return out, nil
+}
+
 // readBinlogManifest reads and parses the manifest of the archived binary
 // log file name of source. A manifest that is stored but cannot be
 // trusted is damage naming the object; a backend failure is returned as
@@ -407,6 +427,67 @@ func (r *Repo) BinlogStatusOf(ctx context.Context, source string) (*BinlogStatus
 		return nil, archive.Corruptf("binlog status %s is damaged: it names source %q", binlogStatusObject(source), s.Source)
 	}
 	return &s, nil
+}
+
+// BinlogHead is the newest thing archived of a source, rewritten after
+// each whole file and each segment: binlogs/<source>/head.json, plain
+// JSON. A listing shows the objects that are there; the head says what
+// must be there, so a lost newest object (which no listing can miss) is
+// a broken promise rather than a shorter archive.
+type BinlogHead struct {
+	Source string `json:"source"`
+	// File and End: the archive holds the source's binary log up to byte
+	// End of File (Whole: the whole file, End its size).
+	File  string `json:"file"`
+	End   int64  `json:"end"`
+	Whole bool   `json:"whole"`
+	// LastGTID and LastTime are the newest archived transaction and event.
+	LastGTID string    `json:"last_gtid,omitempty"`
+	LastTime time.Time `json:"last_time"`
+	Updated  time.Time `json:"updated"`
+	// CompleteAt is the last time binlog --follow found the archive
+	// holding all the server had written (caught up): no transaction
+	// committed between LastTime and CompleteAt is missing from it.
+	CompleteAt time.Time `json:"complete_at,omitzero"`
+}
+
+// headName is a source's head object.
+const headName = "head.json"
+
+// BinlogHeadObject is the head object of source.
+func BinlogHeadObject(source string) string {
+	return binlogsDir + "/" + source + "/" + headName
+}
+
+// PutBinlogHead replaces the head of h.Source.
+func (r *Repo) PutBinlogHead(ctx context.Context, h BinlogHead) error {
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := r.Backend.Put(ctx, BinlogHeadObject(h.Source), bytes.NewReader(append(data, '\n'))); err != nil {
+		return fmt.Errorf("binlog %s: store head: %w", h.Source, err)
+	}
+	return nil
+}
+
+// BinlogHeadOf reads the head of source; nil if none is stored.
+func (r *Repo) BinlogHeadOf(ctx context.Context, source string) (*BinlogHead, error) {
+	data, err := r.readSmall(ctx, BinlogHeadObject(source))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var h BinlogHead
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, archive.Corruptf("binlog head %s is damaged: %v", BinlogHeadObject(source), err)
+	}
+	if h.Source != source || h.File == "" {
+		return nil, archive.Corruptf("binlog head %s is damaged: it names source %q, file %q", BinlogHeadObject(source), h.Source, h.File)
+	}
+	return &h, nil
 }
 
 // readSmall reads a small plain object whole (gap markers, status).

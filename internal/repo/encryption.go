@@ -18,7 +18,7 @@ const KeysDir = "keys/"
 
 // Encrypted reports whether the repository stores the object name
 // encrypted, when what wrote it encrypts: every object of a backup or an
-// archived binary log except the manifests, begun markers, verdicts, binary log status, gap markers and links, which hold
+// archived binary log except the manifests, begun markers, verdicts, binary log status and head, gap markers and links, which hold
 // no row data and must stay readable to list, plan and clean up without a
 // key. The config, locks and keys are never encrypted this way.
 func Encrypted(name string) bool {
@@ -26,10 +26,10 @@ func Encrypted(name string) bool {
 	case ManifestName, BegunName, VerdictName:
 		return false
 	}
-	// A binary log source's status, gap markers and link: what list
-	// --binlogs shows, with no row data either.
+	// A binary log source's status, head, gap markers and link: what
+	// list --binlogs shows, with no row data either.
 	if parts := strings.Split(name, "/"); parts[0] == binlogsDir &&
-		(len(parts) == 3 && (parts[2] == statusName || parts[2] == linkName) || len(parts) == 4 && parts[2] == gapsDir) {
+		(len(parts) == 3 && (parts[2] == statusName || parts[2] == headName || parts[2] == linkName) || len(parts) == 4 && parts[2] == gapsDir) {
 		return false
 	}
 	return strings.HasPrefix(name, backupsDir+"/") || strings.HasPrefix(name, binlogsDir+"/")

@@ -12,8 +12,11 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
@@ -131,7 +134,17 @@ func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Cou
 		}
 		i = j
 	}
-	return files, segments, nil
+	breaks, err := binlog.Breaks(ctx, r, entries, segs)
+	if err != nil {
+		return files, segments, err
+	}
+	var errs []error
+	for _, src := range slices.Sorted(maps.Keys(breaks)) {
+		for _, b := range breaks[src] {
+			errs = append(errs, b.Damage())
+		}
+	}
+	return files, segments, errors.Join(errs...)
 }
 
 // BinlogFile checks one archived binary log file that a replay reads:
