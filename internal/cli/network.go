@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -249,6 +250,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 		keyFile   string
 		keep      bool
 		asJSON    bool
+		idle      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
@@ -328,7 +330,10 @@ receiver reported: one send provisions every replica it names.`,
 			if err != nil {
 				return err
 			}
-			rv := &remote.Receiver{Workers: d.parallel,
+			if idle <= 0 {
+				idle = -1 // no limit
+			}
+			rv := &remote.Receiver{Workers: d.parallel, IdleTimeout: idle,
 				Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
 			got := receivedResult{Into: "target-dir", Where: d.target, Prepared: d.prepare}
 			if d.target != "" {
@@ -433,6 +438,7 @@ receiver reported: one send provisions every replica it names.`,
 	f.StringVar(&tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
 	f.StringVar(&certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
 	f.StringVar(&keyFile, "tls-key", "", "key of --tls-cert (PEM)")
+	f.DurationVar(&idle, "idle-timeout", remote.DefaultIdleTimeout, "give up on a transfer (its target removed, exit 1) when nothing has arrived from the sender for this long, as when the sender was stopped or hung; 0 waits for ever. Long enough for mariabackup's silent phases (its start, its lock phase)")
 	f.BoolVar(&keep, "keep-listening", false, "serve transfers one after another (with --repo)")
 	f.BoolVar(&asJSON, "json", false, "print what became of the backup received as one JSON object instead of text (backup, into, where, prepared; with --datadir what was moved aside, the server started, its replication; error if what followed its arrival failed); with --keep-listening one object a line per backup")
 	g.registerEncrypt(f)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -46,6 +47,33 @@ type Receiver struct {
 	// started and replicating): its text goes to the sender with the
 	// result (at most maxReport bytes), its error as the reason instead.
 	Finish func(ctx context.Context, m *archive.Manifest) (string, error)
+	// IdleTimeout bounds how long the receiver waits for a stream's next
+	// message while nothing at all arrives from the sender: zero means
+	// DefaultIdleTimeout, negative no limit. See DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// DefaultIdleTimeout is how long a receiver waits on a sender from which
+// nothing arrives, on any of its connections, before it gives up. The
+// transport's stall timeout covers a message in flight and TCP keepalive a
+// dead host or a cut network, but a sender that stops (SIGSTOP, a hung
+// mariabackup) keeps its connections alive and would hold the receiver and
+// its partial target for ever. A sender is legitimately silent while
+// mariabackup produces nothing: starting on a server with many tablespaces,
+// and in its lock phase (BACKUP STAGE BLOCK_COMMIT or FLUSH TABLES WITH
+// READ LOCK, which wait behind long statements, then the copy of the redo
+// log tail): minutes on a large, busy server. Ten minutes leaves that room
+// and still notices a stopped sender well within a nightly window.
+const DefaultIdleTimeout = 10 * time.Minute
+
+func (rv *Receiver) idleTimeout() time.Duration {
+	switch {
+	case rv.IdleTimeout > 0:
+		return rv.IdleTimeout
+	case rv.IdleTimeout < 0:
+		return 0
+	}
+	return DefaultIdleTimeout
 }
 
 // maxReport bounds the text a receiver sends with its result.
@@ -69,6 +97,47 @@ type session struct {
 	meta      map[string][]byte
 	trailerMu sync.Mutex
 	trailers  []archive.Stream
+
+	// heard is when (UnixNano) a message last arrived from the sender, or
+	// a stream reader started waiting for one; waiting counts the stream
+	// readers waiting. A reader held up by the restore behind it is not
+	// waiting, so a slow target is never taken for a silent sender.
+	heard   atomic.Int64
+	waiting atomic.Int32
+}
+
+// touch records that the sender was heard from, or that a wait began.
+func (s *session) touch() { s.heard.Store(time.Now().UnixNano()) }
+
+// wait marks the start of a wait for the sender, which the idle timeout
+// bounds; calling what it returns marks its end.
+func (s *session) wait() (done func()) {
+	s.touch()
+	s.waiting.Add(1)
+	return func() { s.waiting.Add(-1) }
+}
+
+// watchSender fails the session once a stream reader has waited limit with
+// nothing arriving from the sender on any connection. It ends with the
+// session or once the manifest, which the sender commits after every
+// stream, has arrived: what follows (a prepare, Finish) is the receiver's
+// own work, for which the sender waits.
+func (s *session) watchSender(ctx context.Context, limit time.Duration) {
+	tick := time.NewTicker(max(limit/8, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.final:
+			return
+		case <-tick.C:
+		}
+		if s.waiting.Load() > 0 && time.Since(time.Unix(0, s.heard.Load())) > limit {
+			s.cancel(fmt.Errorf("sender %s sent nothing for %s (the receiver's idle timeout): it was stopped or hung, or its host or the network failed", s.control.RemoteAddr(), limit))
+			return
+		}
+	}
 }
 
 // Serve waits for a sender, takes its backup, and reports the outcome to
@@ -155,6 +224,10 @@ func (rv *Receiver) accept(ctx context.Context, want func(*transport.Conn) bool)
 
 func (s *session) run(ctx context.Context) (*archive.Manifest, error) {
 	go s.acceptStreams(ctx, s.cancel)
+	if limit := s.rv.idleTimeout(); limit > 0 {
+		s.touch()
+		go s.watchSender(ctx, limit)
+	}
 	if s.rv.Datadir != nil {
 		return s.intoDatadir(ctx)
 	}
@@ -188,6 +261,7 @@ func (s *session) readControl(cancel context.CancelCauseFunc) {
 			fail(fmt.Errorf("control connection: %w", err))
 			return
 		}
+		s.touch()
 		switch typ {
 		case msgMeta:
 			name, content, err := parseMeta(data)
@@ -250,9 +324,14 @@ func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (arch
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
+	defer s.wait()()
 	select {
 	case c := <-s.slots[i]:
-		return &netFrames{ctx: ctx, s: s, num: i, c: c}, nil
+		s.touch()
+		// A read waits for the sender without a context: a session that
+		// fails (a silent sender, another stream's error) aborts it.
+		stop := context.AfterFunc(ctx, func() { c.Abort(context.Cause(ctx).Error()) })
+		return &netFrames{ctx: ctx, s: s, num: i, c: c, stop: stop}, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -273,10 +352,23 @@ type netFrames struct {
 	c   messageReader
 	off int64
 	n   int
+	// stop, if set, ends the abort of c when ctx ends.
+	stop func() bool
+}
+
+// read reads the next message, a wait for the sender.
+func (f *netFrames) read(buf []byte) (byte, []byte, error) {
+	done := f.s.wait()
+	typ, data, err := f.c.ReadMessage(buf)
+	done()
+	if err == nil {
+		f.s.touch()
+	}
+	return typ, data, err
 }
 
 func (f *netFrames) Next() (archive.Frame, []byte, error) {
-	typ, data, err := f.c.ReadMessage(nil)
+	typ, data, err := f.read(nil)
 	if err == io.EOF {
 		// Only the trailer ends a stream: without it the receiver has no
 		// record of the stream to store.
@@ -291,7 +383,7 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 		if err := json.Unmarshal(data, &st); err != nil {
 			return archive.Frame{}, nil, fmt.Errorf("stream trailer: %w", err)
 		}
-		if typ, _, err := f.c.ReadMessage(nil); err != io.EOF {
+		if typ, _, err := f.read(nil); err != io.EOF {
 			if err == nil {
 				err = fmt.Errorf("message %q", typ)
 			}
@@ -314,7 +406,7 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 	if err != nil {
 		return fr, nil, err
 	}
-	typ, data, err = f.c.ReadMessage(buf[:cap(buf)])
+	typ, data, err = f.read(buf[:cap(buf)])
 	if err == io.EOF {
 		// An end between a frame's record and its data is a truncation,
 		// never the end of the stream.
@@ -331,7 +423,12 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 	return fr, data, nil
 }
 
-func (f *netFrames) Close() error { return f.c.Close() }
+func (f *netFrames) Close() error {
+	if f.stop != nil {
+		f.stop()
+	}
+	return f.c.Close()
+}
 
 // intoDatadir restores the backup as it arrives.
 func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {

@@ -1064,3 +1064,72 @@ func TestReceiverChecksIncrementalChain(t *testing.T) {
 		checkStored(t, r, id, testFiles(4))
 	})
 }
+
+// A sender that stops mid-transfer (SIGSTOP, a hung mariabackup) keeps its
+// connections alive; the receiver gives up after its idle timeout, says so
+// naming the sender, and leaves no partial target or stored backup.
+func TestReceiverGivesUpOnSilentSender(t *testing.T) {
+	rec := record(t, 2)
+	id := rec.header.ID
+	const limit = 2 * time.Second
+	// stop sends the header, the metadata and the first frame of each
+	// stream, then nothing more, holding every connection open.
+	stop := func(f *fakeSender) {
+		f.announce(rec.header)
+		write(f.control, msgMeta, metaMessage(metaName, metaData))
+		for i, s := range rec.streams {
+			c := f.dial(streamPurpose(i, id))
+			write(c, msgFrame, frameRecord(s.frames[0]))
+			write(c, msgData, s.data[0])
+		}
+	}
+	check := func(t *testing.T, f *fakeSender, start time.Time, err error) {
+		t.Helper()
+		took := time.Since(start)
+		want := fmt.Sprintf("backup %s: sender %s sent nothing for %s (the receiver's idle timeout)", id, f.control.LocalAddr(), limit)
+		wantError(t, "receiver", err, want)
+		wantError(t, "sender", reason(f.control), want)
+		// Not the transport's stall timeout (10 s): the idle one.
+		if took < limit || took > limit+3*time.Second {
+			t.Errorf("the receiver gave up after %s, want about %s", took, limit)
+		}
+	}
+
+	t.Run("target directory", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "target")
+		rv := &Receiver{Listener: listen(t), Datadir: &restore.Job{TargetDir: target}, IdleTimeout: limit}
+		done := make(chan error, 1)
+		go func() { _, err := rv.Serve(testContext(t)); done <- err }()
+		f := dialFake(t, rv.Listener.Addr().String())
+		start := time.Now()
+		stop(f)
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the receiver still waits for a silent sender after 30 s")
+		}
+		check(t, f, start, err)
+		if left, _ := os.ReadDir(target); len(left) > 0 {
+			t.Errorf("the partial target %s holds %d entries", target, len(left))
+		}
+	})
+
+	t.Run("repository", func(t *testing.T) {
+		r := repotest.New(t)
+		addr, done := serve(t, &Receiver{Repo: r, IdleTimeout: limit})
+		f := dialFake(t, addr)
+		start := time.Now()
+		stop(f)
+		var got served
+		select {
+		case got = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the receiver still waits for a silent sender after 30 s")
+		}
+		check(t, f, start, got.err)
+		if held := backupObjects(t, r); len(held) > 0 {
+			t.Errorf("the repository holds %v of the abandoned backup", held)
+		}
+	})
+}
