@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,6 +429,48 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 		}
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
 			t.Errorf("target left behind after a failed transfer (%v)", err)
+		}
+	})
+
+	// Issue 28 item 7: a sender stopped mid-transfer keeps its
+	// connections open; the receiver gives up after --idle-timeout.
+	t.Run("sender stopped", func(t *testing.T) {
+		addr := freeAddr(t)
+		target := filepath.Join(t.TempDir(), "target")
+		recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok, "--idle-timeout", "5s")
+		cmd := exec.Command(bin, append([]string{"send", "--to", addr, "--token-file", tok, "--progress", "none",
+			"--max-io", "10"}, sandboxConn(src)...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			cmd.Process.Kill() // a stopped process dies of SIGKILL too
+			cmd.Wait()
+		}()
+		for deadline := time.Now().Add(time.Minute); dirBytes(target) < 1<<20 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped := time.Now()
+		var r result
+		select {
+		case r = <-recv:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the receiver still waits for the stopped sender after 60 s (--idle-timeout 5s)")
+		}
+		took := time.Since(stopped)
+		if r.code != 1 || !strings.Contains(fmt.Sprint(r.err), "sent nothing for 5s (the receiver's idle timeout)") {
+			t.Errorf("receiver after the sender stopped: exit %d, %v", r.code, r.err)
+		}
+		// The sender stopped at some point in the stream; the receiver
+		// may have had up to a few buffered frames left to read.
+		if took > 20*time.Second {
+			t.Errorf("the receiver gave up %s after the sender stopped, want about 5 s", took)
+		}
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Errorf("target left behind after the sender stopped (%v)", err)
 		}
 	})
 
