@@ -271,8 +271,8 @@ backup into that (empty) directory as it arrives, verifying every byte, and with
 verified, and commits it. It exits 0 only if the whole backup arrived and verified;
 --keep-listening serves one transfer after another (into a repository).
 
-With --datadir DIR it restores and prepares beside DIR and renames the result into
-place, as restore --datadir does (--force moves what DIR holds aside), and --start then
+With --datadir DIR it restores and prepares beside DIR (inside it, for a mount point or
+a symbolic link) and swaps the result into place, as restore --datadir does (--force moves what DIR holds aside), and --start then
 starts the server there, waits until it answers on the connection flags and checks it:
 a new replica's datadir in one step. --replicate then points it at its primary from the
 backup's position, as backstream replicate does (the primary's settings from

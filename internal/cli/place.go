@@ -26,7 +26,7 @@ type placeFlags struct {
 }
 
 func (p *placeFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&p.datadir, "datadir", "", "physical: restore and prepare beside this datadir, then rename the result into place (the datadir must be empty or absent unless --force)")
+	f.StringVar(&p.datadir, "datadir", "", "physical: restore and prepare beside this datadir (inside it, when it is a mount point or a symbolic link), then swap the result into place (the datadir must be empty or absent unless --force)")
 	f.BoolVar(&p.force, "force", false, "with --datadir: move what the datadir holds aside to <datadir>.replaced-<time> (never deleted) instead of refusing")
 	f.StringVar(&p.start, "start", "", "with --datadir: start the server on it, with systemd (--start, or --start=systemd: systemctl start mariadb) or a command (--start='...'), wait until it answers on --socket/--host, check it")
 	f.Lookup("start").NoOptDefVal = serverup.Systemd

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,26 +58,6 @@ func TestRestoreIntoPlace(t *testing.T) {
 	noStaging(datadir)
 	if r := run(t, "restore", "--repo", repoDir, "--target-dir", t.TempDir(), "--start"); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "--start goes with --datadir") {
 		t.Errorf("--start without --datadir: exit %d, %v", r.code, r.err)
-	}
-
-	// A symbolic link or a mount point cannot be renamed into place:
-	// refused before anything is written.
-	link := filepath.Join(base, "link")
-	if err := os.Symlink(datadir, link); err != nil {
-		t.Fatal(err)
-	}
-	if r := run(t, "restore", "--repo", repoDir, "--datadir", link, "--force"); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "is a symbolic link") {
-		t.Errorf("restore --datadir onto a symbolic link: exit %d, %v", r.code, r.err)
-	}
-	switch {
-	case os.Geteuid() == 0:
-		mount := smallDisk(t, "16m")
-		if r := run(t, "restore", "--repo", repoDir, "--datadir", mount, "--force"); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "is a mount point") {
-			t.Errorf("restore --datadir onto a mount point: exit %d, %v", r.code, r.err)
-		}
-		noStaging(mount)
-	case os.Getenv("CI") != "":
-		t.Fatal("mounting a tmpfs needs root, which CI has")
 	}
 
 	// --force moves it aside; --start runs the given command, and the
@@ -353,4 +334,124 @@ func checkPlacedJSON(t *testing.T, stdout, datadir, redo, undo, binlogs string) 
 		!strings.HasPrefix(st.BiggestTables[0].Table, "sample.") || !st.BiggestTables[0].Counted || st.BiggestTables[0].Rows == 0 {
 		t.Errorf("restore --json: started %+v; want the server's version, hostname, system tables checked, the biggest tables counted", st)
 	}
+}
+
+// loopDisk mounts a new ext4 filesystem of size (with its lost+found, as a
+// dedicated datadir volume has) on a new directory, unmounted at the end.
+func loopDisk(t *testing.T, size string) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "disk.img")
+	dir := t.TempDir()
+	for _, c := range [][]string{{"truncate", "-s", size, img}, {"mkfs.ext4", "-q", "-F", img}, {"mount", "-o", "loop", img, dir}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		// Lazily, as smallDisk does; the loop device is freed with the
+		// last reference.
+		if out, err := exec.Command("umount", "--lazy", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// restore --datadir into a datadir that cannot be renamed: a mount point
+// (its own ext4 volume, with lost+found) and a symbolic link. The restore
+// is written inside it and the entries swapped; what it held is kept aside
+// inside it, lost+found stays, and the server started there has the
+// source's data.
+func TestRestoreIntoMountAndLink(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("mounting a loop device needs root, which CI has")
+		}
+		t.Skip("mounting a loop device needs root")
+	}
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want := checksums(t, src)
+	repoDir := newRepoDir(t)
+	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+
+	// old fills dir with what an old datadir holds.
+	old := func(dir string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, "olddb"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "olddb", "keep"), []byte("the old datadir"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// restoreStarted restores into datadir (given as arg), starts a server
+	// there and compares its tables with the source's; it returns where
+	// the old entries went.
+	restoreStarted := func(arg, datadir string) string {
+		t.Helper()
+		base := t.TempDir()
+		sock := filepath.Join(base, "s.sock")
+		pidFile := filepath.Join(base, "mariadbd.pid")
+		start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M --innodb-log-file-size=16M >/dev/null 2>&1 &",
+			arg, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
+		t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
+		r := run(t, "restore", "--repo", repoDir, "--datadir", arg, "--force", "--start="+start, "--socket", sock, "--user", "root", "--no-defaults").mustSucceed(t)
+		aside, _ := filepath.Glob(filepath.Join(datadir, ".backstream-replaced-*"))
+		if len(aside) != 1 || !strings.Contains(r.stdout, "moved aside to "+aside[0]) {
+			t.Fatalf("moved aside: %v; stdout %q", aside, r.stdout)
+		}
+		if b, err := os.ReadFile(filepath.Join(aside[0], "olddb", "keep")); err != nil || string(b) != "the old datadir" {
+			t.Errorf("what the datadir held, moved aside: %q, %v", b, err)
+		}
+		if _, err := os.Stat(filepath.Join(datadir, "olddb")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the old olddb is still in the datadir: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(datadir, ".backstream-new")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the staging directory was left: %v", err)
+		}
+		db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		got, err := sandbox.ChecksumTables(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareChecksums(t, got, want)
+		return aside[0]
+	}
+
+	t.Run("mount point", func(t *testing.T) {
+		mount := loopDisk(t, "400M")
+		old(mount)
+		aside := restoreStarted(mount, mount)
+		if fi, err := os.Stat(filepath.Join(mount, "lost+found")); err != nil || !fi.IsDir() {
+			t.Errorf("lost+found of the volume: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(aside, "lost+found")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("lost+found was moved aside: %v", err)
+		}
+		if out, err := exec.Command("mountpoint", "-q", mount).CombinedOutput(); err != nil {
+			t.Errorf("%s is no longer a mount point: %v %s", mount, err, out)
+		}
+	})
+
+	t.Run("symbolic link", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "mysql")
+		old(target)
+		link := filepath.Join(t.TempDir(), "mysql")
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		restoreStarted(link, target)
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			t.Errorf("the link %s was replaced: %v", link, err)
+		}
+	})
 }

@@ -206,6 +206,8 @@ func TestEveryOKIsRestorable(t *testing.T) {
 				}
 				if row.archive {
 					expect("verify", run(t, verifyArgs...))
+					// The archive's own check reads every archived object.
+					expect("verify --binlogs", run(t, "verify", "--binlogs", "--repo", repo.location))
 				} else {
 					expect("verify", run(t, verifyArgs...), c.inc, c.full)
 					expect("check", run(t, "check", "--repo", repo.location), c.inc, c.full)

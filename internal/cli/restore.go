@@ -131,7 +131,9 @@ so that the target, its binary log included, never holds them.
 
 With --datadir DIR (physical) the backup is restored and prepared beside DIR, owned, and
 renamed into place only when complete; a DIR that holds anything is refused unless
---force, which moves it aside to DIR.replaced-<time>. The redo log, undo tablespaces and
+--force, which moves it aside to DIR.replaced-<time>. A DIR that is a mount point or a
+symbolic link is restored inside itself (in DIR/.backstream-new) and its entries swapped:
+what it held moves into DIR/.backstream-replaced-<time>, lost+found stays. The redo log, undo tablespaces and
 binary logs that the server's options (--server-defaults-file, or the option files --start
 makes it read) keep outside DIR are refused in the same way if they hold files, which
 --force moves aside while the restored ones take their places. --start then starts the server

@@ -252,7 +252,11 @@ func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (arch
 	}
 	select {
 	case c := <-s.slots[i]:
-		return &netFrames{ctx: ctx, s: s, num: i, c: c}, nil
+		// A read waits for the sender without a context: a session that
+		// fails (another stream's error, a connection's idle timeout)
+		// aborts it, rather than leave it waiting for its own timeout.
+		stop := context.AfterFunc(ctx, func() { c.Abort(context.Cause(ctx).Error()) })
+		return &netFrames{ctx: ctx, s: s, num: i, c: c, stop: stop}, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -273,6 +277,8 @@ type netFrames struct {
 	c   messageReader
 	off int64
 	n   int
+	// stop, if set, ends the abort of c when ctx ends.
+	stop func() bool
 }
 
 func (f *netFrames) Next() (archive.Frame, []byte, error) {
@@ -331,7 +337,12 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 	return fr, data, nil
 }
 
-func (f *netFrames) Close() error { return f.c.Close() }
+func (f *netFrames) Close() error {
+	if f.stop != nil {
+		f.stop()
+	}
+	return f.c.Close()
+}
 
 // intoDatadir restores the backup as it arrives.
 func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {

@@ -462,17 +462,18 @@ func record(t *testing.T, streams int) *recording {
 type fakeSender struct {
 	t       *testing.T
 	addr    string
+	opt     transport.Options
 	control *transport.Conn
 }
 
 func dialFake(t *testing.T, addr string) *fakeSender {
 	t.Helper()
-	return &fakeSender{t: t, addr: addr, control: dial(t, addr, controlPurpose)}
+	return &fakeSender{t: t, addr: addr, opt: testOptions(), control: dial(t, addr, controlPurpose, testOptions())}
 }
 
-func dial(t *testing.T, addr, purpose string) *transport.Conn {
+func dial(t *testing.T, addr, purpose string, opt transport.Options) *transport.Conn {
 	t.Helper()
-	c, err := transport.Dial(testContext(t), addr, purpose, testOptions())
+	c, err := transport.Dial(testContext(t), addr, purpose, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +483,7 @@ func dial(t *testing.T, addr, purpose string) *transport.Conn {
 
 func (f *fakeSender) dial(purpose string) *transport.Conn {
 	f.t.Helper()
-	return dial(f.t, f.addr, purpose)
+	return dial(f.t, f.addr, purpose, f.opt)
 }
 
 // write sends one message; a receiver that already gave up may have
@@ -726,7 +727,7 @@ func TestReceiverRefusesStrayConnections(t *testing.T) {
 
 	// Before a transfer: a stream with no control connection, and a peer
 	// with another token.
-	stray := dial(t, addr, streamPurpose(0, id))
+	stray := dial(t, addr, streamPurpose(0, id), testOptions())
 	var pe *transport.PeerError
 	if err := reason(stray); !errors.As(err, &pe) || !bytes.Contains([]byte(pe.Reason), []byte("unexpected connection")) {
 		t.Errorf("a stream before the transfer: %v, want a refusal", err)
@@ -1062,5 +1063,87 @@ func TestReceiverChecksIncrementalChain(t *testing.T) {
 			t.Fatalf("an incremental that joins its parent: %+v, %v", got.m, got.err)
 		}
 		checkStored(t, r, id, testFiles(4))
+	})
+}
+
+// A sender that stops mid-transfer (SIGSTOP) sends no heartbeat either:
+// each connection's idle timeout ends the session, whose failure aborts
+// the other streams' reads at once, and the receiver leaves no partial
+// target or stored backup.
+func TestReceiverGivesUpOnSilentSender(t *testing.T) {
+	rec := record(t, 2)
+	id := rec.header.ID
+	const limit = 2 * time.Second
+	recvOpt := testOptions()
+	recvOpt.IdleTimeout = limit
+	silent := testOptions()
+	silent.Heartbeat = -1
+	// stop sends the header, the metadata and the first frame of each
+	// stream, then nothing more, holding every connection open.
+	stop := func(addr string) *fakeSender {
+		f := &fakeSender{t: t, addr: addr, opt: silent, control: dial(t, addr, controlPurpose, silent)}
+		f.announce(rec.header)
+		write(f.control, msgMeta, metaMessage(metaName, metaData))
+		for i, s := range rec.streams {
+			c := f.dial(streamPurpose(i, id))
+			write(c, msgFrame, frameRecord(s.frames[0]))
+			write(c, msgData, s.data[0])
+		}
+		return f
+	}
+	check := func(t *testing.T, start time.Time, err error) {
+		t.Helper()
+		took := time.Since(start)
+		wantError(t, "receiver", err, fmt.Sprintf("no message for %s (idle timeout)", limit))
+		// Not the transport's stall timeout (10 s): the idle one, once.
+		if took < limit || took > limit+3*time.Second {
+			t.Errorf("the receiver gave up after %s, want about %s", took, limit)
+		}
+	}
+	listenIdle := func(t *testing.T) *transport.Listener {
+		l, err := transport.Listen(testContext(t), "127.0.0.1:0", recvOpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+
+	t.Run("target directory", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "target")
+		rv := &Receiver{Listener: listenIdle(t), Datadir: &restore.Job{TargetDir: target}}
+		done := make(chan error, 1)
+		go func() { _, err := rv.Serve(testContext(t)); done <- err }()
+		start := time.Now()
+		stop(rv.Listener.Addr().String())
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the receiver still waits for a silent sender after 30 s")
+		}
+		check(t, start, err)
+		if left, _ := os.ReadDir(target); len(left) > 0 {
+			t.Errorf("the partial target %s holds %d entries", target, len(left))
+		}
+	})
+
+	t.Run("repository", func(t *testing.T) {
+		r := repotest.New(t)
+		rv := &Receiver{Listener: listenIdle(t), Repo: r, Workers: 2}
+		done := make(chan error, 1)
+		go func() { _, err := rv.Serve(testContext(t)); done <- err }()
+		start := time.Now()
+		stop(rv.Listener.Addr().String())
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the receiver still waits for a silent sender after 30 s")
+		}
+		check(t, start, err)
+		if held := backupObjects(t, r); len(held) > 0 {
+			t.Errorf("the repository holds %v of the abandoned backup", held)
+		}
 	})
 }

@@ -12,13 +12,28 @@ import (
 
 	"github.com/backstream/backstream/internal/durable"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/physical"
 )
 
-// A restore into place (restore --datadir) writes beside the datadir a
-// server will run from, in a directory of the same filesystem, and only
-// once that is written, prepared and owned renames it into place: the
+// A restore into place (restore --datadir) writes where a server will
+// run from only once the restore is written, prepared and owned: the
 // datadir is never half a restore. What the datadir held (with --force)
-// is moved aside, never deleted.
+// is moved aside, never deleted, on the datadir's own filesystem.
+//
+// A plain directory is restored beside itself, in a directory of the same
+// filesystem, which is renamed into place; what it held is renamed aside
+// to <Dir>.replaced-<time>. A datadir that cannot be renamed is restored
+// inside itself: a mount point (a dedicated volume, the usual production
+// layout, where beside it is another filesystem) or a symbolic link
+// (renaming would move the link; the directory it points to is used). The
+// restore is written to <Dir>/.backstream-new, and the swap moves what Dir
+// held into <Dir>/.backstream-replaced-<time>, then the restored entries up
+// from .backstream-new into Dir. lost+found, which belongs to the
+// filesystem, stays where it is. Killed during that swap, Dir holds some of
+// the restored entries and some of the old ones, and the rest are in those
+// two hidden directories, nothing lost: a restore --force run again moves
+// all of it into a new .backstream-replaced-<time> and restores again, or
+// the user moves the old entries back (see docs/guide.md).
 
 // Place is a datadir restored into place: Staging is where the restore
 // writes (a Target of its own), Dir where it goes at Swap.
@@ -26,8 +41,17 @@ type Place struct {
 	Dir     string
 	Staging string
 	force   bool
+	inside  bool      // Staging is inside Dir, whose entries are swapped
 	outs    []outside // where the server keeps files of the datadir's state outside it
 }
+
+// Inside a datadir restored inside itself: where the restore is written,
+// where what the datadir held goes, and what is never moved.
+const (
+	insideStaging  = ".backstream-new"
+	insideReplaced = ".backstream-replaced-"
+	lostFound      = "lost+found"
+)
 
 // PlaceFor checks that dir can take a restore: no running process uses
 // it, and it is absent or empty unless force (its contents then move
@@ -40,51 +64,83 @@ func PlaceFor(dir string, force bool, sf mariadb.ServerFiles) (*Place, error) {
 	if err != nil {
 		return nil, err
 	}
+	abs, inside, err := swappable(abs)
+	if err != nil {
+		return nil, err
+	}
 	if err := notInUse(abs); err != nil {
 		return nil, err
 	}
-	if err := renamable(abs); err != nil {
-		return nil, err
+	p := &Place{Dir: abs, Staging: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".backstream-new"), force: force, inside: inside}
+	aside := abs + ".replaced-<time>"
+	if inside {
+		p.Staging, aside = filepath.Join(abs, insideStaging), filepath.Join(abs, insideReplaced+"<time>")
 	}
-	entries, err := os.ReadDir(abs)
+	entries, err := p.held()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("datadir %s: %w", abs, err)
 	case len(entries) > 0 && !force:
-		return nil, &RefusedError{fmt.Errorf("datadir %s is not empty (%d entries, e.g. %s); --force moves what it holds aside to %s.replaced-<time> when the restored one takes its place",
-			abs, len(entries), entries[0].Name(), abs)}
+		return nil, &RefusedError{fmt.Errorf("datadir %s is not empty (%d entries, e.g. %s); --force moves what it holds aside to %s when the restored one takes its place",
+			abs, len(entries), entries[0], aside)}
 	}
-	outs := outsidePlaces(abs, sf)
-	if err := checkOutside(outs, force); err != nil {
+	p.outs = outsidePlaces(abs, sf)
+	if err := checkOutside(p.outs, force); err != nil {
 		return nil, err
 	}
-	return &Place{Dir: abs, Staging: filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".backstream-new"), force: force, outs: outs}, nil
+	return p, nil
 }
 
-// renamable refuses a datadir the swap could not rename: a symbolic link
-// (rename would move the link, not the data) or a mount point (its files
-// live on another filesystem than the staging directory beside it, and a
-// mount point cannot be renamed), before anything is written.
-func renamable(dir string) error {
+// swappable says how the restore takes the place of dir: renamed into
+// place (inside false), or, for a datadir that cannot be renamed, its
+// entries swapped inside it (inside true): a mount point, whose files
+// live on another filesystem than its parent, and a symbolic link, which
+// is replaced by the directory it points to.
+func swappable(dir string) (string, bool, error) {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return dir, false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("datadir %s: %w", dir, err)
+		return "", false, fmt.Errorf("datadir %s: %w", dir, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return &RefusedError{fmt.Errorf("datadir %s is a symbolic link: restoring beside it and renaming would replace the link, not fill what it points to; give the directory it points to", dir)}
+		to, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			fi, err = os.Stat(to)
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("datadir %s is a symbolic link to a directory that cannot be reached; create what it points to, or give the directory itself: %w", dir, err)
+		}
+		if !fi.IsDir() {
+			return "", false, &RefusedError{fmt.Errorf("datadir %s is a symbolic link to %s, which is not a directory", dir, to)}
+		}
+		return to, true, nil
 	}
 	parent, err := os.Stat(filepath.Dir(dir))
 	if err != nil {
-		return fmt.Errorf("datadir %s: %w", dir, err)
+		return "", false, fmt.Errorf("datadir %s: %w", dir, err)
 	}
-	if fi.Sys().(*syscall.Stat_t).Dev != parent.Sys().(*syscall.Stat_t).Dev {
-		return &RefusedError{fmt.Errorf("datadir %s is a mount point: the restore is written beside it, on the parent's filesystem, and a mount point cannot be renamed; restore into a directory inside the mount (and point the server at it), or with --target-dir", dir)}
+	return dir, fi.Sys().(*syscall.Stat_t).Dev != parent.Sys().(*syscall.Stat_t).Dev, nil
+}
+
+// held is what Dir holds that a swap moves aside: every entry, but for a
+// datadir swapped inside itself its lost+found and the restore's staging
+// directory.
+func (p *Place) held() ([]string, error) {
+	entries, err := os.ReadDir(p.Dir)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	var names []string
+	for _, e := range entries {
+		if p.inside && (e.Name() == lostFound || e.Name() == insideStaging) {
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	return names, nil
 }
 
 // Swapped is what a Swap moved.
@@ -111,7 +167,7 @@ func (p *Place) Swap() (sw Swapped, err error) {
 	if err := checkOutside(p.outs, p.force); err != nil {
 		return sw, err
 	}
-	entries, err := os.ReadDir(p.Dir)
+	entries, err := p.held()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return sw, fmt.Errorf("datadir %s: %w", p.Dir, err)
 	}
@@ -127,28 +183,40 @@ func (p *Place) Swap() (sw Swapped, err error) {
 	if err != nil {
 		return sw, putBack(err)
 	}
-	if len(entries) > 0 {
-		replaced := p.Dir + ".replaced-" + stamp
-		if err := os.Rename(p.Dir, replaced); err != nil {
-			return sw, putBack(fmt.Errorf("datadir %s: moving it aside: %w", p.Dir, err))
+	if p.inside {
+		if sw.Replaced, err = p.swapInside(entries, stamp); err != nil {
+			return sw, putBack(err)
 		}
-		sw.Replaced = replaced
-	}
-	if err := os.Rename(p.Staging, p.Dir); err != nil {
-		err = fmt.Errorf("datadir %s: the restored datadir %s did not take its place: %w", p.Dir, p.Staging, err)
-		if sw.Replaced != "" {
-			if rerr := os.Rename(sw.Replaced, p.Dir); rerr != nil {
-				err = fmt.Errorf("%w (and what it held stays in %s: %v)", err, sw.Replaced, rerr)
-			} else {
-				sw.Replaced = ""
+	} else {
+		if len(entries) > 0 {
+			replaced := p.Dir + ".replaced-" + stamp
+			if err := os.Rename(p.Dir, replaced); err != nil {
+				return sw, putBack(fmt.Errorf("datadir %s: moving it aside: %w", p.Dir, err))
 			}
+			sw.Replaced = replaced
 		}
-		return sw, putBack(err)
+		if err := os.Rename(p.Staging, p.Dir); err != nil {
+			err = fmt.Errorf("datadir %s: the restored datadir %s did not take its place: %w", p.Dir, p.Staging, err)
+			if sw.Replaced != "" {
+				if rerr := os.Rename(sw.Replaced, p.Dir); rerr != nil {
+					err = fmt.Errorf("%w (and what it held stays in %s: %v)", err, sw.Replaced, rerr)
+				} else {
+					sw.Replaced = ""
+				}
+			}
+			return sw, putBack(err)
+		}
 	}
 	sw.Outside = outside
 	// The restore synced its files; the renames are durable once the
 	// directories that hold the new entries are.
 	synced := []string{filepath.Dir(p.Dir)}
+	if p.inside {
+		synced = []string{p.Dir}
+		if sw.Replaced != "" {
+			synced = append(synced, sw.Replaced)
+		}
+	}
 	for _, a := range outside {
 		synced = append(synced, a.Dir)
 		if a.To != "" {
@@ -169,6 +237,61 @@ func (p *Place) Swap() (sw Swapped, err error) {
 		}
 	}
 	return sw, nil
+}
+
+// swapInside moves the entries Dir held into <Dir>/.backstream-replaced-<stamp>
+// (none: no such directory), then the restored entries up from Staging,
+// and removes Staging. It returns where the held entries went. On failure
+// it puts back what it moved, and says what it could not.
+func (p *Place) swapInside(held []string, stamp string) (string, error) {
+	var moves []move
+	fail := func(err error) (string, error) {
+		err = fmt.Errorf("datadir %s: the restored datadir %s did not take its place: %w", p.Dir, p.Staging, err)
+		if uerr := undo(moves); uerr != nil {
+			err = fmt.Errorf("%w (and putting back what it held failed, the rest is in %s: %v)", err, filepath.Join(p.Dir, insideReplaced+stamp), uerr)
+		}
+		return "", err
+	}
+	replaced := ""
+	if len(held) > 0 {
+		replaced = filepath.Join(p.Dir, insideReplaced+stamp)
+		if err := os.Mkdir(replaced, physical.DirMode); err != nil {
+			return fail(err)
+		}
+		moves = append(moves, move{to: replaced, made: true})
+		for _, n := range held {
+			m := move{from: filepath.Join(p.Dir, n), to: filepath.Join(replaced, n)}
+			if err := os.Rename(m.from, m.to); err != nil {
+				return fail(err)
+			}
+			moves = append(moves, m)
+		}
+	}
+	restored, err := os.ReadDir(p.Staging)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range restored {
+		m := move{from: filepath.Join(p.Staging, e.Name()), to: filepath.Join(p.Dir, e.Name())}
+		if _, err := os.Lstat(m.to); err == nil && e.Name() == lostFound {
+			// The source's own lost+found, restored: this filesystem's
+			// stays.
+			if err := os.RemoveAll(m.from); err != nil {
+				return fail(err)
+			}
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fail(fmt.Errorf("%s appeared there while the restore ran (did something start a server on it?); the restore never writes over it", m.to))
+		}
+		if err := os.Rename(m.from, m.to); err != nil {
+			return fail(err)
+		}
+		moves = append(moves, m)
+	}
+	if err := os.Remove(p.Staging); err != nil {
+		return fail(err)
+	}
+	return replaced, nil
 }
 
 // relabel gives dir the SELinux context policy assigns its path (that of

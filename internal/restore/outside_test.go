@@ -2,6 +2,7 @@ package restore
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,52 @@ func TestPlaceWithFilesOutside(t *testing.T) {
 		if !strings.Contains(strings.Join(said, "\n"), w) {
 			t.Errorf("Swap said %q, want %q in it", said, w)
 		}
+	}
+}
+
+// A datadir given as a symbolic link is restored inside the directory it
+// points to: what it held moves into a hidden directory there, lost+found
+// stays (the restored one, from a source on its own volume, is dropped),
+// and the link is left as it is.
+func TestPlaceInsideLink(t *testing.T) {
+	base := t.TempDir()
+	dir, link := filepath.Join(base, "dir"), filepath.Join(base, "mysql")
+	writeFiles(t, dir, map[string]string{"olddb/t.frm": "old", "ibdata1": "old ibdata", "lost+found/#12": "fsck's"})
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	_, err := PlaceFor(link, false, mariadb.ServerFiles{})
+	if err == nil || !strings.Contains(err.Error(), "datadir "+dir+" is not empty (2 entries, e.g. ibdata1); --force moves what it holds aside to "+dir+"/.backstream-replaced-<time>") {
+		t.Fatalf("PlaceFor a link to an occupied datadir: %v", err)
+	}
+	p, err := PlaceFor(link, true, mariadb.ServerFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Dir != dir || p.Staging != filepath.Join(dir, ".backstream-new") {
+		t.Fatalf("place %s, staging %s; want inside %s", p.Dir, p.Staging, dir)
+	}
+	writeFiles(t, p.Staging, map[string]string{"ibdata1": "restored ibdata", "mysql/user.frm": "u", "lost+found/x": "the source's"})
+	sw, err := p.Swap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(sw.Replaced) != dir || !strings.HasPrefix(filepath.Base(sw.Replaced), ".backstream-replaced-") {
+		t.Fatalf("moved aside to %q", sw.Replaced)
+	}
+	aside := filepath.Base(sw.Replaced)
+	got := readTree(t, dir)
+	want := map[string]string{"ibdata1": "restored ibdata", "mysql/user.frm": "u", "lost+found/#12": "fsck's",
+		aside + "/ibdata1": "old ibdata", aside + "/olddb/t.frm": "old"}
+	if len(got) != len(want) {
+		t.Errorf("after the swap %s holds %v, want %v", dir, got, want)
+	}
+	for name, data := range want {
+		if got[name] != data {
+			t.Errorf("%s holds %q, want %q", name, got[name], data)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
 	}
 }
