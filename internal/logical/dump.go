@@ -298,6 +298,9 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 	if s.catalog, err = schema.Read(ctx, s.coord, opt.Filter, opt.Skip); err != nil {
 		return nil, explainPrivileges(err)
 	}
+	if err := s.checkSelection(ctx, f); err != nil {
+		return nil, err
+	}
 	if opt.Progress != nil {
 		for _, a := range s.catalog.IgnoredAccounts {
 			opt.Progress.Logf("account %s is in mysql.user but the server ignores it (skip-name-resolve, or an invalid entry): not in the backup", a)
@@ -316,6 +319,9 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 				s.tables = append(s.tables, newTableWork(d.Name, t, s.format))
 			}
 		}
+	}
+	if err := s.checkReadable(ctx); err != nil {
+		return nil, err
 	}
 	if opt.Mask != nil {
 		plan := opt.Mask.Plan()
