@@ -330,6 +330,7 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 				return nil, err
 			}
 		}
+		warnMasks(plan, opt.Progress)
 		if err := plan.Check(); err != nil {
 			return nil, err
 		}
