@@ -13,7 +13,7 @@ import (
 // does not have (or does not show the account), filters that together
 // select nothing, and a table the account may not read each fail the
 // backup, naming the filter or the table and the grant, and no backup is
-// committed.
+// committed. A copy refuses the same way.
 func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -65,4 +65,17 @@ func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
 			}
 		})
 	}
+	// copy dumps through the same session: a misspelt filter fails it
+	// before the target is touched.
+	t.Run("copy", func(t *testing.T) {
+		dst := sandboxtest.Start(t, sandbox.Options{})
+		r := run(t, append([]string{"copy", "--database", "sampel"}, copyConn(src, dst)...)...)
+		if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), "--database sampel") {
+			t.Fatalf("exit %d, %v: want exit %d naming --database sampel", r.code, r.err, ExitUsage)
+		}
+		var n int
+		if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'sampel'").Scan(&n); err != nil || n != 0 {
+			t.Errorf("the refused copy made a database on the target: %d, %v", n, err)
+		}
+	})
 }
