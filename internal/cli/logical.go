@@ -66,10 +66,12 @@ func (m *maskFlags) rules() (*mask.Rules, error) {
 	return r, nil
 }
 
-// maskUsage makes a rule that cannot apply (a *mask.Error) a usage error.
+// maskUsage makes a rule that cannot apply (a *mask.Error), and a dump's
+// filter that selects nothing (a *logical.FilterError), usage errors.
 func maskUsage(err error) error {
 	var me *mask.Error
-	if errors.As(err, &me) {
+	var fe *logical.FilterError
+	if errors.As(err, &me) || errors.As(err, &fe) {
 		return usageError{err}
 	}
 	return err

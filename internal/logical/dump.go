@@ -298,6 +298,9 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 	if s.catalog, err = schema.Read(ctx, s.coord, opt.Filter, opt.Skip); err != nil {
 		return nil, explainPrivileges(err)
 	}
+	if err := s.checkSelection(ctx, f); err != nil {
+		return nil, err
+	}
 	if opt.Progress != nil {
 		for _, a := range s.catalog.IgnoredAccounts {
 			opt.Progress.Logf("account %s is in mysql.user but the server ignores it (skip-name-resolve, or an invalid entry): not in the backup", a)
@@ -317,6 +320,9 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 			}
 		}
 	}
+	if err := s.checkReadable(ctx); err != nil {
+		return nil, err
+	}
 	if opt.Mask != nil {
 		plan := opt.Mask.Plan()
 		for _, w := range s.tables {
@@ -324,6 +330,7 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 				return nil, err
 			}
 		}
+		warnMasks(plan, opt.Progress)
 		if err := plan.Check(); err != nil {
 			return nil, err
 		}

@@ -560,6 +560,7 @@ func (l *loader) plan() error {
 		}
 		l.res.Masked = append(l.res.Masked, maskedColumns(t.db, t.name, t.masks)...)
 	}
+	warnMasks(plan, l.job.Progress)
 	return plan.Check()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mask"
+	"github.com/backstream/backstream/internal/progress"
 )
 
 // Masking (see package mask) happens where rows become data-file lines in
@@ -70,6 +71,17 @@ func planMasks(plan *mask.Plan, db string, t *schema.Table, names []string) (*ta
 		}
 	}
 	return m, nil
+}
+
+// warnMasks says, when the rules are bound to the schema, what the plan
+// warns of (a rule whose columns differ in type or length).
+func warnMasks(plan *mask.Plan, t *progress.Tracker) {
+	if t == nil {
+		return
+	}
+	for _, w := range plan.Warnings() {
+		t.Logf("warning: %s", w)
+	}
 }
 
 // fn is how column i of the data files is masked; nil when it is not.

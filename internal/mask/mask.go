@@ -132,11 +132,19 @@ type Plan struct {
 	r      *Rules
 	used   []bool
 	tables map[string]bool // db "\x00" table, of every table seen
+	// masked lists, per rule, the columns it masks with their types, as
+	// db.table.column (type).
+	masked [][]string
+	types  []map[string]bool
 }
 
 // Plan starts matching the rules against tables.
 func (r *Rules) Plan() *Plan {
-	return &Plan{r: r, used: make([]bool, len(r.rules)), tables: map[string]bool{}}
+	p := &Plan{r: r, used: make([]bool, len(r.rules)), tables: map[string]bool{}, masked: make([][]string, len(r.rules))}
+	for range r.rules {
+		p.types = append(p.types, map[string]bool{})
+	}
+	return p
 }
 
 // Table returns how the columns of table db.table, in the order given,
@@ -180,6 +188,8 @@ func (p *Plan) Table(db, table string, cols []Column) (*Table, error) {
 		}
 		t.funcs[i] = f
 		t.applied = append(t.applied, Applied{Column: c.Name, Function: rule.FunctionString()})
+		p.masked[best] = append(p.masked[best], db+"."+table+"."+c.Name+" ("+describeType(c)+")")
+		p.types[best][describeType(c)] = true
 	}
 	return t, nil
 }
@@ -203,6 +213,27 @@ func (p *Plan) Check() error {
 		return errorf("%s (check the names, and the database and table filters; nothing was written)", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// Warnings are what the rules bound so far do that a user may not mean:
+// a rule whose columns differ in type or length. Their stand-ins match
+// only where the types do: hash gives integers of different widths
+// different stand-ins, and a value one column holds another may not.
+func (p *Plan) Warnings() []string {
+	var out []string
+	for j, rule := range p.r.rules {
+		if len(p.types[j]) > 1 {
+			out = append(out, "mask rule "+rule.String()+" masks columns of different types or lengths: "+strings.Join(p.masked[j], ", ")+
+				"; a value gets the same stand-in in each only where the types hold the same values (hash gives integers of different widths different ones), so a join between them may find less than on the source")
+		}
+	}
+	return out
+}
+
+// describeType names a column's type, without its nullability.
+func describeType(c Column) string {
+	c.Nullable = true
+	return describe(c)
 }
 
 // describe names a column's type for a message.
@@ -275,15 +306,17 @@ func utf8Charset(cs string) bool {
 	return cs == "utf8mb4" || cs == "utf8mb3" || cs == "utf8"
 }
 
-// Lengths of the stand-ins: a hash is at most hashChars base32 digits
-// (130 bits); an e-mail is emailLocal of them (80 bits) @ emailDomain,
-// its local part shortened to fit a column down to minEmailLocal (40
-// bits).
+// Lengths of the stand-ins, fixed whatever the column's declared length,
+// so that one value masks alike in every column a rule names (a join
+// between a VARCHAR(32) and a VARCHAR(255) still finds its rows): a hash
+// is hashChars base32 digits (80 bits); an e-mail is emailLocal of them
+// (80 bits) @ emailDomain. A column too short for them is refused, never
+// given a shortened stand-in.
 const (
-	hashChars     = 26
-	emailLocal    = 16
-	minEmailLocal = 8
-	emailDomain   = "example.invalid"
+	hashChars   = 16
+	emailLocal  = 16
+	emailDomain = "example.invalid"
+	emailChars  = emailLocal + 1 + len(emailDomain)
 )
 
 // function makes the Func of rule for column c, or says why c cannot hold
@@ -317,18 +350,18 @@ func (k *keys) function(rule Rule, c Column) (Func, error) {
 		if !isString {
 			return nil, errorf("hash masks integer and string columns only; use fixed:VALUE or null")
 		}
-		if limit == 0 {
-			return nil, errorf("the column holds no characters")
+		if limit < hashChars {
+			return nil, errorf("the column holds at most %d characters; a hash stand-in is %d (use fixed:VALUE or null, or widen the column)", limit, hashChars)
 		}
-		return k.stringHash(int(min(limit, hashChars))), nil
+		return k.stringHash(hashChars), nil
 	case FuncEmail:
 		if !isString {
 			return nil, errorf("email masks string columns only")
 		}
-		if limit < minEmailLocal+1+int64(len(emailDomain)) {
-			return nil, errorf("the column holds at most %d characters; an e-mail stand-in needs %d", limit, minEmailLocal+1+len(emailDomain))
+		if limit < int64(emailChars) {
+			return nil, errorf("the column holds at most %d characters; an e-mail stand-in is %d (use hash, fixed:VALUE or null, or widen the column)", limit, emailChars)
 		}
-		return k.email(int(min(limit-1-int64(len(emailDomain)), emailLocal))), nil
+		return k.email(emailLocal), nil
 	case FuncPhone:
 		if !isString {
 			return nil, errorf("phone masks string columns only")

@@ -169,11 +169,11 @@ func TestStringHash(t *testing.T) {
 		col  Column
 		want int
 	}{
-		{Column{Name: "c", DataType: "varchar", Length: 64, Charset: "utf8mb4"}, 26},
-		{Column{Name: "c", DataType: "char", Length: 8, Charset: "latin1"}, 8},
-		{Column{Name: "c", DataType: "varbinary", Length: 3}, 3},
-		{Column{Name: "c", DataType: "text", Charset: "utf8mb4"}, 26},
-		{Column{Name: "c", DataType: "tinyblob"}, 26},
+		{Column{Name: "c", DataType: "varchar", Length: 64, Charset: "utf8mb4"}, 16},
+		{Column{Name: "c", DataType: "char", Length: 16, Charset: "latin1"}, 16},
+		{Column{Name: "c", DataType: "varbinary", Length: 16}, 16},
+		{Column{Name: "c", DataType: "text", Charset: "utf8mb4"}, 16},
+		{Column{Name: "c", DataType: "tinyblob"}, 16},
 	} {
 		f := funcOf(t, r, "d", "t", c.col)
 		seen := map[string]bool{}
@@ -285,13 +285,15 @@ func TestEmail(t *testing.T) {
 	if b := apply(t, f, "bob@example.com"); b == a {
 		t.Errorf("two addresses give %q", a)
 	}
-	short := funcOf(t, r, "d", "t", Column{Name: "email", DataType: "varchar", Length: 26, Charset: "utf8mb4"})
-	if s := apply(t, short, "alice.smith@example.com"); len(s) != 26 || !strings.HasSuffix(s, "@example.invalid") || !strings.HasPrefix(a, s[:10]) {
-		t.Errorf("in a varchar(26): %q (the 16-digit one: %q)", s, a)
+	// The stand-in does not depend on the column's length: the narrowest
+	// column that holds it gives the one the widest gives.
+	narrow := funcOf(t, r, "d", "t", Column{Name: "email", DataType: "varchar", Length: 32, Charset: "utf8mb4"})
+	if s := apply(t, narrow, "alice.smith@example.com"); s != a {
+		t.Errorf("in a varchar(32): %q, in a varchar(64): %q", s, a)
 	}
-	_, err := r.Plan().Table("d", "t", []Column{{Name: "email", DataType: "varchar", Length: 23, Charset: "utf8mb4"}})
-	if err == nil || !strings.Contains(err.Error(), "holds at most 23 characters; an e-mail stand-in needs 24") {
-		t.Errorf("varchar(23): %v", err)
+	_, err := r.Plan().Table("d", "t", []Column{{Name: "email", DataType: "varchar", Length: 30, Charset: "utf8mb4"}})
+	if err == nil || !strings.Contains(err.Error(), "column d.t.email (varchar(30)") || !strings.Contains(err.Error(), "holds at most 30 characters; an e-mail stand-in is 32") {
+		t.Errorf("varchar(30): %v", err)
 	}
 }
 
@@ -368,6 +370,7 @@ func TestRefused(t *testing.T) {
 		{"d.t.c=hash", Column{Name: "c", DataType: "longtext", JSON: true, Charset: "utf8mb4"}, "hash masks integer and string columns only"},
 		{"d.t.c=email", Column{Name: "c", DataType: "int"}, "email masks string columns only"},
 		{"d.t.c=phone", Column{Name: "c", DataType: "bigint"}, "phone masks string columns only"},
+		{"d.t.c=hash", Column{Name: "c", DataType: "varbinary", Length: 15}, "holds at most 15 characters; a hash stand-in is 16"},
 		{"d.t.c=hash", Column{Name: "c", DataType: "varchar", Length: 10, Charset: "utf16"}, "character set utf16 stores characters in several bytes"},
 		{"d.t.c=fixed:300", Column{Name: "c", DataType: "tinyint", Unsigned: true}, `the value "300" is not an integer the column holds`},
 		{"d.t.c=fixed:-1", Column{Name: "c", DataType: "int", Unsigned: true}, "is not an integer the column holds"},
@@ -393,7 +396,7 @@ func TestRefused(t *testing.T) {
 		{"d.t.c=fixed:2020-01-01", Column{Name: "c", DataType: "date"}},
 		{"d.t.c=fixed:18446744073709551615", Column{Name: "c", DataType: "bigint", Unsigned: true}},
 		{"d.t.c=null", Column{Name: "c", DataType: "utf16text", Charset: "utf16", Nullable: true}},
-		{"d.t.c=hash", Column{Name: "c", DataType: "varbinary", Length: 2}},
+		{"d.t.c=hash", Column{Name: "c", DataType: "varbinary", Length: 16}},
 	} {
 		r := rulesWith(t, testKey, c.spec)
 		if _, err := r.Plan().Table("d", "t", []Column{c.col}); err != nil {
@@ -530,5 +533,39 @@ func TestUnmaskable(t *testing.T) {
 	_, err := r.Plan().Table("d", "t", []Column{{Name: "g", DataType: "int", Nullable: true, Unmaskable: "it is generated"}})
 	if err == nil || !strings.Contains(err.Error(), "column d.t.g: mask rule d.t.g=null: it is generated") {
 		t.Errorf("an unmaskable column: %v", err)
+	}
+}
+
+// One rule on columns of different lengths gives a value one stand-in in
+// both, and the plan warns that the rule's columns differ.
+func TestStandInsDoNotDependOnLength(t *testing.T) {
+	for _, spec := range []string{"*.*.c=hash", "*.*.c=email"} {
+		r := rulesWith(t, testKey, spec)
+		p := r.Plan()
+		var outs []string
+		for _, n := range []int64{32, 255} {
+			mt, err := p.Table("d", fmt.Sprintf("t%d", n), []Column{{Name: "c", DataType: "varchar", Length: n, Charset: "utf8mb4"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs = append(outs, apply(t, mt.Func(0), "Alice@example.com"))
+		}
+		if outs[0] != outs[1] {
+			t.Errorf("%s: varchar(32) gives %q, varchar(255) %q", spec, outs[0], outs[1])
+		}
+		w := p.Warnings()
+		if len(w) != 1 || !strings.Contains(w[0], "d.t32.c (varchar(32))") || !strings.Contains(w[0], "d.t255.c (varchar(255))") {
+			t.Errorf("%s: warnings %q, want one naming both columns and their types", spec, w)
+		}
+	}
+	r := rulesWith(t, testKey, "*.*.c=hash")
+	p := r.Plan()
+	for _, tb := range []string{"a", "b"} {
+		if _, err := p.Table("d", tb, []Column{{Name: "c", DataType: "varchar", Length: 40, Charset: "utf8mb4"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := p.Warnings(); len(w) != 0 {
+		t.Errorf("columns of one type: warnings %q", w)
 	}
 }

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+)
+
+// A logical backup of nothing is refused: a filter naming what the server
+// does not have (or does not show the account), filters that together
+// select nothing, and a table the account may not read each fail the
+// backup, naming the filter or the table and the grant, and no backup is
+// committed. A copy refuses the same way.
+func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE USER nogrant@localhost", "GRANT RELOAD, PROCESS, BINLOG MONITOR ON *.* TO nogrant@localhost",
+		"CREATE USER noselect@localhost", "GRANT RELOAD, PROCESS, BINLOG MONITOR ON *.* TO noselect@localhost",
+		"GRANT INSERT ON sample.* TO noselect@localhost",
+	} {
+		if _, err := src.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user string) []string {
+		return []string{"--socket", src.Socket, "--user", user, "--no-defaults"}
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		code  int
+		wants []string
+	}{
+		{"misspelled database", append([]string{"--database", "sampel"}, sandboxConn(src)...), ExitUsage, []string{"--database sampel", "SELECT ON `sampel`.*"}},
+		{"missing table", append([]string{"--table", "sample.nosuch"}, sandboxConn(src)...), ExitUsage, []string{"--table sample.nosuch"}},
+		{"misspelled exclusion", append([]string{"--exclude-table", "sample.nosuch"}, sandboxConn(src)...), ExitUsage, []string{"--exclude-table sample.nosuch"}},
+		{"everything excluded", append([]string{"--exclude-database", "sample", "--skip-users"}, sandboxConn(src)...), ExitUsage, []string{"select nothing"}},
+		{"no grant", append([]string{"--database", "sample"}, as("nogrant")...), ExitUsage, []string{"--database sample", "SELECT ON `sample`.*"}},
+		{"no select", append([]string{"--database", "sample"}, as("noselect")...), ExitFailure, []string{"table sample.", "GRANT SELECT ON `sample`.", "'noselect'@'localhost'"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repoDir := newRepoDir(t)
+			r := run(t, append([]string{"backup", "--logical", "--repo", repoDir}, c.args...)...)
+			if r.code != c.code || r.err == nil {
+				t.Fatalf("exit %d, %v, stdout %q: want exit %d", r.code, r.err, r.stdout, c.code)
+			}
+			for _, w := range c.wants {
+				if !strings.Contains(r.err.Error(), w) {
+					t.Errorf("error %q does not say %q", r.err, w)
+				}
+			}
+			if strings.Contains(r.stdout, "complete") {
+				t.Errorf("stdout %q says complete", r.stdout)
+			}
+			if entries := backupListing(t, repoDir); len(entries) != 0 {
+				t.Errorf("list shows %+v after a refused backup", entries)
+			}
+		})
+	}
+	// copy dumps through the same session: a misspelt filter fails it
+	// before the target is touched.
+	t.Run("copy", func(t *testing.T) {
+		dst := sandboxtest.Start(t, sandbox.Options{})
+		r := run(t, append([]string{"copy", "--database", "sampel"}, copyConn(src, dst)...)...)
+		if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), "--database sampel") {
+			t.Fatalf("exit %d, %v: want exit %d naming --database sampel", r.code, r.err, ExitUsage)
+		}
+		var n int
+		if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'sampel'").Scan(&n); err != nil || n != 0 {
+			t.Errorf("the refused copy made a database on the target: %d, %v", n, err)
+		}
+	})
+}
