@@ -115,8 +115,9 @@ func TestFormatDocNamesCatalogKeys(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("docs/format.md, section Logical backups, does not name these keys of the catalog as \"key\": %s", strings.Join(missing, ", "))
 	}
-	// The manifest's kind and its value, which the section quotes too.
-	shown := map[string]bool{"kind": true, "logical": true}
+	// The manifest's kind and its value, and its partial mark, which the
+	// section quotes too.
+	shown := map[string]bool{"kind": true, "logical": true, "partial": true}
 	var stale []string
 	for _, m := range regexp.MustCompile(`"([A-Za-z_]+)"`).FindAllStringSubmatch(section, -1) {
 		if k := m[1]; !keys[k] && !stats[k] && !shown[k] && !slices.Contains(stale, k) {
