@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // datadirFlags are the options of writing a datadir, shared by restore and
@@ -78,7 +79,7 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
 		placed = g.stderr
 	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log, NoSync: d.noSync,
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: d.parallel, Log: log, NoSync: d.noSync,
 		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 

@@ -101,7 +101,7 @@ func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, log
 	if err := mariadb.WriteDefaultsFile(cnf, conn); err != nil {
 		return nil, err
 	}
-	applied, err := pipeBinlogs(ctx, cnf, append([]string{"--start-position=" + from.String()}, stopArgs(t)...), paths, log)
+	applied, err := pipeBinlogs(ctx, "mariadb-binlog", cnf, append([]string{"--start-position=" + from.String()}, stopArgs(t)...), paths, log)
 	if err != nil {
 		if !logBin {
 			// Which transactions got in before the failure is not known
