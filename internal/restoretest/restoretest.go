@@ -94,6 +94,9 @@ type Report struct {
 	Until   string   `json:"until,omitempty"`
 	Binlogs []string `json:"binlogs,omitempty"` // replayed for Until
 	Passed  bool     `json:"passed"`
+	// Server is the version of the server the test ran on: for a
+	// physical backup the backup's own (pitr.FindServer).
+	Server string `json:"server,omitempty"`
 	// Problems says in words what failed, each naming the table or the
 	// step; empty when Passed.
 	Problems []string `json:"problems,omitempty"`
@@ -220,6 +223,9 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		return nil
 	}
 	defer srv.Close()
+	if rep.Server, err = srv.Version(ctx); err != nil {
+		return fmt.Errorf("restore test: %w", err)
+	}
 	db, err := connect(ctx, srv, job.Workers)
 	if err != nil {
 		return err
