@@ -128,3 +128,35 @@ func requireVersion(t *testing.T, s *sandbox.Server, version string) {
 		t.Fatalf("server is MariaDB %s, want %s", got, version)
 	}
 }
+
+// --mariadb-path comes from the command line, else
+// BACKSTREAM_MARIADB_PATH, else the option files' mariadb-path, as config
+// shows. Not parallel: t.Setenv.
+func TestMariadbPathOption(t *testing.T) {
+	cnf := filepath.Join(t.TempDir(), "my.cnf")
+	if err := os.WriteFile(cnf, []byte("[backstream]\nmariadb-path = /opt/mariadb-10.11:/opt/mariadb-10.5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	line := func(args ...string) string {
+		t.Helper()
+		out := run(t, append([]string{"config", "restore", "--defaults-file", cnf}, args...)...).mustSucceed(t).stdout
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "--mariadb-path ") {
+				return strings.Join(strings.Fields(l), " ")
+			}
+		}
+		t.Fatalf("config restore shows no --mariadb-path:\n%s", out)
+		return ""
+	}
+	t.Setenv("BACKSTREAM_MARIADB_PATH", "")
+	if got, want := line(), "--mariadb-path /opt/mariadb-10.11:/opt/mariadb-10.5 "+cnf+":2 [backstream]"; got != want {
+		t.Errorf("from the file: %q, want %q", got, want)
+	}
+	if got, want := line("--mariadb-path", "/usr/local/mariadb"), "--mariadb-path /usr/local/mariadb command line"; got != want {
+		t.Errorf("on the command line: %q, want %q", got, want)
+	}
+	t.Setenv("BACKSTREAM_MARIADB_PATH", "/srv/mariadb-11.8")
+	if got, want := line(), "--mariadb-path /srv/mariadb-11.8 $BACKSTREAM_MARIADB_PATH"; got != want {
+		t.Errorf("from the environment: %q, want %q", got, want)
+	}
+}
