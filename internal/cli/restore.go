@@ -349,7 +349,7 @@ func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestore
 	if d.verbose {
 		log = g.stderr
 	}
-	res, err := pitr.Apply(ctx, r, t, conn, log)
+	res, err := pitr.Apply(ctx, r, t, conn, toolpath.Parse(g.mariadbPath), log)
 	if err != nil {
 		return refused(err)
 	}

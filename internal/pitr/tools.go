@@ -36,9 +36,10 @@ func FindServer(ctx context.Context, path toolpath.Path, version string) (*toolp
 var binlogNames = []string{"mariadb-binlog", "mysqlbinlog"}
 
 // findBinlog returns the mariadb-binlog that reads the binary logs of a
-// server of version: its own version's, else the newest newer one (a
-// newer mariadb-binlog reads the events of older servers; an older one
-// may not know a newer server's events).
+// server of version: its own version's, else the oldest newer one (a
+// newer mariadb-binlog reads the events of older servers, the nearest
+// with the fewest changes since; an older one may not know a newer
+// server's events).
 func findBinlog(ctx context.Context, path toolpath.Path, version string) (string, error) {
 	major, minor, _, err := mariadb.ParseVersion(version)
 	if err != nil {
@@ -51,15 +52,15 @@ func findBinlog(ctx context.Context, path toolpath.Path, version string) (string
 	if t != nil {
 		return t.Path, nil
 	}
-	var newest *toolpath.Tool
+	var nearest *toolpath.Tool
 	for i, f := range found {
 		if (f.Major > major || f.Major == major && f.Minor > minor) &&
-			(newest == nil || f.Major > newest.Major || f.Major == newest.Major && f.Minor > newest.Minor) {
-			newest = &found[i]
+			(nearest == nil || f.Major < nearest.Major || f.Major == nearest.Major && f.Minor < nearest.Minor) {
+			nearest = &found[i]
 		}
 	}
-	if newest != nil {
-		return newest.Path, nil
+	if nearest != nil {
+		return nearest.Path, nil
 	}
 	if len(found) == 0 {
 		return "", fmt.Errorf("no mariadb-binlog found in --mariadb-path or PATH: install the MariaDB %d.%d client (Debian: apt-get install mariadb-client), or put its directory on --mariadb-path DIR", major, minor)

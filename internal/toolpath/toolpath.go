@@ -151,15 +151,35 @@ type Tool struct {
 	Major, Minor int
 }
 
+// clients are the programs whose version a program that prints none
+// takes: the client of the same directory, from the same package.
+var clients = []string{"mariadb", "mysql"}
+
 // Probe runs the candidate's --version and reads the MariaDB version.
+// mariadb-binlog before 11.x prints only its own ("Ver 3.5"): it takes
+// the version of the mariadb client beside it.
 func Probe(ctx context.Context, c Candidate) (Tool, error) {
 	out, err := VersionOutput(ctx, c.Path)
 	if err != nil {
 		return Tool{}, err
 	}
 	m := serverVersion.FindStringSubmatch(out)
+	for _, name := range clients {
+		client := filepath.Join(filepath.Dir(c.Path), name)
+		if m != nil || client == c.Path {
+			break
+		}
+		if _, err := os.Stat(client); err != nil {
+			continue
+		}
+		clientOut, err := VersionOutput(ctx, client)
+		if err != nil {
+			return Tool{}, err
+		}
+		m = serverVersion.FindStringSubmatch(clientOut)
+	}
 	if m == nil {
-		return Tool{}, fmt.Errorf("%s --version names no MariaDB version: %q", c.Path, strings.TrimSpace(out))
+		return Tool{}, fmt.Errorf("%s --version names no MariaDB version, nor does a mariadb client beside it: %q", c.Path, strings.TrimSpace(out))
 	}
 	t := Tool{Candidate: c, Version: strings.TrimSuffix(m[0], "-MariaDB")}
 	t.Major, _ = strconv.Atoi(m[1])
