@@ -21,6 +21,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/throttle"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Exit codes, documented in docs/troubleshooting.md.
@@ -311,7 +312,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	root.Flags().BoolVarP(&showVersion, "version", "v", false, "print the version, the revision it was built from and the MariaDB tools found (as the version command)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if showVersion && len(args) == 0 {
-			return printVersion(cmd.Context(), g.stdout, version, false)
+			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), false)
 		}
 		if len(args) == 0 {
 			return cmd.Help()
