@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,10 +75,13 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 		t.Fatalf("the second backup is no incremental: %s", r.stdout)
 	}
 	want := checksums(t, src)
-	entries := backupListing(t, repoDir)
-	for _, e := range entries {
+	var incremental string
+	for _, e := range backupListing(t, repoDir) {
 		if !strings.HasPrefix(e.Server.Version, version+".") {
 			t.Errorf("backup %s records server %q, want MariaDB %s", e.ID, e.Server.Version, version)
+		}
+		if e.Depth == 1 {
+			incremental = e.ID
 		}
 	}
 
@@ -90,6 +94,19 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 		requireVersion(t, s, version)
 		compareChecksums(t, checksums(t, s), want)
 		s.Close()
+	}
+	if basedir != "" {
+		// With only PATH, the host's 10.11 tools: refused, naming the
+		// backup's version, what was found and where to say more.
+		refused := filepath.Join(t.TempDir(), "refused")
+		r := run(t, "restore", "latest", "--repo", repoDir, "--target-dir", refused, "--prepare", "--mariadb-path", "")
+		if msg := fmt.Sprint(r.err); r.code == ExitOK || !strings.Contains(msg, "the backup is MariaDB "+version+", but /usr/bin/mariabackup is built from MariaDB 10.11.") ||
+			!strings.Contains(msg, "--mariadb-path DIR") {
+			t.Errorf("restore --prepare of a %s backup with the host's mariabackup only: exit %d, %v", version, r.code, r.err)
+		}
+		if _, err := os.Stat(refused); !os.IsNotExist(err) {
+			t.Errorf("the refused restore left its target behind: %v", err)
+		}
 	}
 	restored("the chain", "latest")
 
@@ -114,6 +131,14 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 	restored("the merged backup", merged.ID)
 	if rep, res := restoreTestReport(t, repoDir, merged.ID); !rep.Passed || !strings.HasPrefix(rep.Server, version+".") {
 		t.Errorf("restore test of the merged backup: passed %v on server %q: %v\n%s", rep.Passed, rep.Server, rep.Problems, res.stderr)
+	}
+
+	// One table of the chain, exported by the backup's mariabackup and
+	// server, imported into the running source under another name.
+	run(t, append([]string{"restore", incremental, "--repo", repoDir, "--table", "app.orders", "--as", "app.orders_restored", "--apply-to", "--no-binlog"},
+		sandboxConn(src)...)...).mustSucceed(t)
+	if got := checksums(t, src)["app.orders_restored"]; got != want["app.orders"] {
+		t.Errorf("restore --table app.orders --as app.orders_restored: checksum %q, want %q", got, want["app.orders"])
 	}
 }
 
