@@ -155,6 +155,13 @@ func (g *globals) checkGlobals() error {
 	if g.progressInterval <= 0 {
 		return usagef("--progress-interval %s: want a positive duration, like 5s or 500ms", g.progressInterval)
 	}
+	// A mistyped entry would only show later, as a tool of the wrong
+	// version "found" in PATH.
+	for _, dir := range toolpath.Parse(g.mariadbPath) {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usagef("--mariadb-path %q: %s is not a directory (want MariaDB installations, each a basedir or a directory of programs, separated by colons)", g.mariadbPath, dir)
+		}
+	}
 	return g.checkMetricsFile()
 }
 

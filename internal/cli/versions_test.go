@@ -183,7 +183,7 @@ func requireVersion(t *testing.T, s *sandbox.Server, version string) {
 // shows. Not parallel: t.Setenv.
 func TestMariadbPathOption(t *testing.T) {
 	cnf := filepath.Join(t.TempDir(), "my.cnf")
-	if err := os.WriteFile(cnf, []byte("[backstream]\nmariadb-path = /opt/mariadb-10.11:/opt/mariadb-10.5\n"), 0o600); err != nil {
+	if err := os.WriteFile(cnf, []byte("[backstream]\nmariadb-path = /usr:/usr/local/bin\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	line := func(args ...string) string {
@@ -198,14 +198,19 @@ func TestMariadbPathOption(t *testing.T) {
 		return ""
 	}
 	t.Setenv("BACKSTREAM_MARIADB_PATH", "")
-	if got, want := line(), "--mariadb-path /opt/mariadb-10.11:/opt/mariadb-10.5 "+cnf+":2 [backstream]"; got != want {
+	if got, want := line(), "--mariadb-path /usr:/usr/local/bin "+cnf+":2 [backstream]"; got != want {
 		t.Errorf("from the file: %q, want %q", got, want)
 	}
-	if got, want := line("--mariadb-path", "/usr/local/mariadb"), "--mariadb-path /usr/local/mariadb command line"; got != want {
+	if got, want := line("--mariadb-path", "/usr/sbin"), "--mariadb-path /usr/sbin command line"; got != want {
 		t.Errorf("on the command line: %q, want %q", got, want)
 	}
-	t.Setenv("BACKSTREAM_MARIADB_PATH", "/srv/mariadb-11.8")
-	if got, want := line(), "--mariadb-path /srv/mariadb-11.8 $BACKSTREAM_MARIADB_PATH"; got != want {
+	t.Setenv("BACKSTREAM_MARIADB_PATH", "/usr/local")
+	if got, want := line(), "--mariadb-path /usr/local $BACKSTREAM_MARIADB_PATH"; got != want {
 		t.Errorf("from the environment: %q, want %q", got, want)
+	}
+	// A directory that is not there is a mistake, said at once.
+	r := run(t, "version", "--mariadb-path", "/usr:/no/such/mariadb")
+	if r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "/no/such/mariadb is not a directory") {
+		t.Errorf("--mariadb-path with a missing directory: exit %d, %v", r.code, r.err)
 	}
 }
