@@ -6,18 +6,15 @@
 package about
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
 
-	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
@@ -124,9 +121,6 @@ var toolNames = []struct {
 // an sbin directory, which an ordinary account's PATH often lacks.
 var serverDirs = []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"}
 
-// versionTimeout bounds one tool's --version.
-const versionTimeout = 10 * time.Second
-
 // Tools finds each MariaDB program backstream runs, in the installations
 // of path (--mariadb-path), then PATH (and, for the server, sbin
 // directories), and asks each its version. Every one found is listed: on
@@ -173,24 +167,13 @@ func tools(ctx context.Context, path toolpath.Path, sbin []string) []Tool {
 	return out
 }
 
-// toolVersion runs `path --version`; both outputs are read, as
-// mariabackup prints its version on stderr.
+// toolVersion runs `path --version` and reads the version it prints.
 func toolVersion(ctx context.Context, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = childenv.Env()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return "", fmt.Errorf("%s --version: %w", path, ctxErr)
-	}
+	out, err := toolpath.VersionOutput(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("%s --version failed: %w", path, err)
+		return "", err
 	}
-	return parseVersion(out.String())
+	return parseVersion(out)
 }
 
 // mariadbVersion is a MariaDB version as the tools print it:
