@@ -6,20 +6,16 @@
 package about
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
 
-	"github.com/backstream/backstream/internal/childenv"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Info is what `backstream version` prints.
@@ -54,9 +50,9 @@ type Tool struct {
 	Name string `json:"name"`
 	// Path is where it was found; "" when it was not.
 	Path string `json:"path,omitempty"`
-	// Version is the MariaDB version it is built from (10.11.19-MariaDB),
-	// or, for a tool that does not print one, the first line of its
-	// --version output.
+	// Version is the MariaDB version it is built from (10.11.19-MariaDB;
+	// for mariadb-binlog before 11.x, its client's), or, for a tool that
+	// does not print one, the first line of its --version output.
 	Version string `json:"version,omitempty"`
 	// Error says why it was not found, or why its version is unknown.
 	Error string `json:"error,omitempty"`
@@ -125,75 +121,59 @@ var toolNames = []struct {
 // an sbin directory, which an ordinary account's PATH often lacks.
 var serverDirs = []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"}
 
-// versionTimeout bounds one tool's --version.
-const versionTimeout = 10 * time.Second
-
-// Tools finds each MariaDB program backstream runs and asks it its
-// version. A program that is missing or fails is reported in its Tool,
-// never as an error: the answer is what this host has.
-func Tools(ctx context.Context) []Tool { return tools(ctx, serverDirs) }
+// Tools finds each MariaDB program backstream runs, in the installations
+// of path (--mariadb-path), then PATH (and, for the server, sbin
+// directories), and asks each its version. Every one found is listed: on
+// a host with several MariaDB versions the one backstream takes depends on
+// the server or backup at hand. A program that is missing or fails is
+// reported in a Tool, never as an error: the answer is what this host has.
+func Tools(ctx context.Context, path toolpath.Path) []Tool { return tools(ctx, path, serverDirs) }
 
 // tools is Tools, looking for mariadbd in sbin after PATH.
-func tools(ctx context.Context, sbin []string) []Tool {
+func tools(ctx context.Context, path toolpath.Path, sbin []string) []Tool {
 	var out []Tool
 	for _, t := range toolNames {
-		tool := Tool{Name: t.name}
 		var dirs []string
 		if t.name == "mariadbd" {
 			dirs = sbin
 		}
-		tool.Path = find(t.names, dirs)
-		if tool.Path == "" {
-			tool.Error = fmt.Sprintf("not found (looked for %s in PATH)", strings.Join(t.names, " and "))
+		found := path.Candidates(t.names, dirs...)
+		if len(found) == 0 {
+			where := "--mariadb-path and PATH"
 			if len(dirs) > 0 {
-				tool.Error = fmt.Sprintf("not found (looked for %s in PATH and %s)", strings.Join(t.names, " and "), strings.Join(dirs, ", "))
+				where = "--mariadb-path, PATH and " + strings.Join(dirs, ", ")
 			}
-		} else if v, err := toolVersion(ctx, tool.Path); err != nil {
-			tool.Error = err.Error()
-		} else {
-			tool.Version = v
+			out = append(out, Tool{Name: t.name, Error: fmt.Sprintf("not found (looked for %s in %s)", strings.Join(t.names, " and "), where)})
+			continue
 		}
-		out = append(out, tool)
+		for _, c := range found {
+			tool := Tool{Name: t.name, Path: c.Path}
+			v, err := toolVersion(ctx, c.Path)
+			if err == nil && !mariadbVersion.MatchString(v) {
+				// mariadb-binlog before 11.x prints only its own
+				// version: backstream goes by its client's.
+				if p, perr := toolpath.Probe(ctx, c); perr == nil {
+					v = p.Version + "-MariaDB"
+				}
+			}
+			if err != nil {
+				tool.Error = err.Error()
+			} else {
+				tool.Version = v
+			}
+			out = append(out, tool)
+		}
 	}
 	return out
 }
 
-// find returns the first of names in PATH, else in dirs; "" if none.
-func find(names, dirs []string) string {
-	for _, n := range names {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	for _, d := range dirs {
-		for _, n := range names {
-			p := filepath.Join(d, n)
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-				return p
-			}
-		}
-	}
-	return ""
-}
-
-// toolVersion runs `path --version`; both outputs are read, as
-// mariabackup prints its version on stderr.
+// toolVersion runs `path --version` and reads the version it prints.
 func toolVersion(ctx context.Context, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = childenv.Env()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return "", fmt.Errorf("%s --version: %w", path, ctxErr)
-	}
+	out, err := toolpath.VersionOutput(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("%s --version failed: %w", path, err)
+		return "", err
 	}
-	return parseVersion(out.String())
+	return parseVersion(out)
 }
 
 // mariadbVersion is a MariaDB version as the tools print it:

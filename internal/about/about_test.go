@@ -3,9 +3,13 @@ package about
 import (
 	"context"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -70,7 +74,7 @@ func TestFromBuildInfo(t *testing.T) {
 // installs them) and reports the version they print themselves.
 func TestTools(t *testing.T) {
 	t.Parallel()
-	tools := Tools(context.Background())
+	tools := Tools(context.Background(), nil)
 	byName := map[string]Tool{}
 	for _, tool := range tools {
 		byName[tool.Name] = tool
@@ -99,9 +103,26 @@ func TestTools(t *testing.T) {
 
 func TestToolsReportsWhatIsMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	for _, tool := range tools(context.Background(), nil) {
+	for _, tool := range tools(context.Background(), nil, nil) {
 		if tool.Path != "" || !strings.Contains(tool.Error, "not found") {
 			t.Errorf("with an empty PATH: %+v", tool)
 		}
+	}
+}
+
+// With an installation on the path, its programs are listed before the
+// host's, each with its own version.
+func TestToolsOnThePath(t *testing.T) {
+	t.Parallel()
+	b118 := sandboxtest.Basedir(t, "11.8")
+	var backups []Tool
+	for _, tool := range Tools(context.Background(), toolpath.Path{b118}) {
+		if tool.Name == "mariabackup" {
+			backups = append(backups, tool)
+		}
+	}
+	if len(backups) != 2 || backups[0].Path != filepath.Join(b118, "bin", "mariabackup") || !strings.HasPrefix(backups[0].Version, "11.8.") ||
+		!strings.HasPrefix(backups[1].Version, "10.11.") {
+		t.Errorf("mariabackup with 11.8 on the path: %+v", backups)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/retention"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // backupFlags are the options of taking a physical backup, shared by
@@ -97,7 +98,7 @@ func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physi
 	if b.verbose {
 		log = g.stderr
 	}
-	return physical.BackupJob{Conn: cfg, Mariabackup: b.mariabackup, Parallel: b.parallel, Codec: c, Hash: b.hash,
+	return physical.BackupJob{Conn: cfg, Mariabackup: b.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Parallel: b.parallel, Codec: c, Hash: b.hash,
 		ExtraArgs: b.extra, Log: log, Version: version, MaxRate: rate, MaxIO: b.maxIO, Checkpoint: b.checkpoint}, nil
 }
 

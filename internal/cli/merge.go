@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/scratch"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 func newMergeCmd(g *globals, version string) *cobra.Command {
@@ -80,7 +81,7 @@ An encrypted chain is merged only with --encrypt, so that the new backup is too.
 			t := g.tracker("merge "+m.ID, m.Stats.StoredBytes)
 			merged, err := merge.Merge(ctx, merge.Job{
 				Repo: r, Backup: m, WorkDir: workDir, Parallel: parallel, Codec: c, Hash: hash, Encryption: enc, Version: version,
-				Restore: restore.Options{UseMemory: useMemory, Mariabackup: mariabackup, Workers: parallel, Log: log, Progress: t, FileKey: fileKey},
+				Restore: restore.Options{UseMemory: useMemory, Mariabackup: mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Log: log, Progress: t, FileKey: fileKey},
 			})
 			t.Finish(err)
 			if err != nil {

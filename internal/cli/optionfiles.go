@@ -49,7 +49,7 @@ var notFromFiles = map[string]bool{
 
 // envDefaults are the flags whose default comes from an environment
 // variable, which beats the option files.
-var envDefaults = map[string]string{"repo": "BACKSTREAM_REPO"}
+var envDefaults = map[string]string{"repo": "BACKSTREAM_REPO", "mariadb-path": "BACKSTREAM_MARIADB_PATH"}
 
 // addsToCommandLine is the annotation of a repeatable flag whose values in
 // option files add to those of the command line instead of giving way.

@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // datadirFlags are the options of writing a datadir, shared by restore and
@@ -78,7 +79,7 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
 		placed = g.stderr
 	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, Workers: d.parallel, Log: log, NoSync: d.noSync,
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: d.parallel, Log: log, NoSync: d.noSync,
 		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 
@@ -350,7 +351,7 @@ func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestore
 	if d.verbose {
 		log = g.stderr
 	}
-	res, err := pitr.Apply(ctx, r, t, conn, log)
+	res, err := pitr.Apply(ctx, r, t, conn, toolpath.Parse(g.mariadbPath), log)
 	if err != nil {
 		return refused(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/throttle"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Exit codes, documented in docs/troubleshooting.md.
@@ -78,6 +79,9 @@ type globals struct {
 	uploadLimit, downloadLimit *throttle.Limiter
 	// memory is --memory: the budget of the frames a reading command holds.
 	memory string
+	// mariadbPath is --mariadb-path: where the MariaDB tools of each
+	// version are looked for before PATH.
+	mariadbPath string
 	// progressInterval is how often plain lines and JSON events come.
 	progressInterval time.Duration
 	// Keys: age recipients (to encrypt, with backup --encrypt) and
@@ -150,6 +154,13 @@ func (g *globals) checkGlobals() error {
 	}
 	if g.progressInterval <= 0 {
 		return usagef("--progress-interval %s: want a positive duration, like 5s or 500ms", g.progressInterval)
+	}
+	// A mistyped entry would only show later, as a tool of the wrong
+	// version "found" in PATH.
+	for _, dir := range toolpath.Parse(g.mariadbPath) {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usagef("--mariadb-path %q: %s is not a directory (want MariaDB installations, each a basedir or a directory of programs, separated by colons)", g.mariadbPath, dir)
+		}
 	}
 	return g.checkMetricsFile()
 }
@@ -237,6 +248,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	pf.StringVar(&g.limitUpload, "limit-upload", "", "store into the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
 	pf.StringVar(&g.limitDownload, "limit-download", "", "read from the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
 	pf.StringVar(&g.memory, "memory", "512MiB", "restore, verify, cat, receive: hold at most this much backup data in memory at once, e.g. 256M or 1G, all streams together (mariabackup --prepare's memory is --use-memory)")
+	pf.StringVar(&g.mariadbPath, "mariadb-path", os.Getenv("BACKSTREAM_MARIADB_PATH"), "MariaDB installations to take mariabackup, mariadb-binlog and mariadbd from before PATH, each a basedir (bin and sbin searched) or a directory of programs, separated by colons: the tool whose version is the server's or the backup's is used (env BACKSTREAM_MARIADB_PATH)")
 	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
 	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
 	pf.DurationVar(&g.progressInterval, "progress-interval", progress.DefaultInterval, "how often --progress plain writes a line and json an event (besides one at each change of stage)")
@@ -307,7 +319,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	root.Flags().BoolVarP(&showVersion, "version", "v", false, "print the version, the revision it was built from and the MariaDB tools found (as the version command)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if showVersion && len(args) == 0 {
-			return printVersion(cmd.Context(), g.stdout, version, false)
+			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), false)
 		}
 		if len(args) == 0 {
 			return cmd.Help()

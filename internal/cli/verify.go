@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restoretest"
+	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/verify"
 )
 
@@ -217,7 +218,7 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 		return err
 	}
 	job := restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, ServerDefaults: rt.serverDefaults, FileKey: fileKey,
-		Mariabackup: rt.mariabackup, Workers: parallel, Keep: rt.keep}
+		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Keep: rt.keep}
 	var release func()
 	ctx := cmd.Context()
 	title := ""

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/about"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 func newVersionCmd(g *globals, version string) *cobra.Command {
@@ -21,10 +22,11 @@ func newVersionCmd(g *globals, version string) *cobra.Command {
 		Long: `version prints the version of this backstream and the VCS revision it was built
 from (as Go recorded them in the binary), the Go it was built with, and each MariaDB
 program it runs (mariabackup, mariadb, mariadb-binlog, mariadbd) as found on this
-host, with the version it reports. backstream --version prints the same.`,
+host, in --mariadb-path and then PATH, each with the version it reports: every one
+found is listed, as the one taken depends on the server's or the backup's version. backstream --version prints the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return printVersion(cmd.Context(), g.stdout, version, asJSON)
+			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -32,9 +34,9 @@ host, with the version it reports. backstream --version prints the same.`,
 }
 
 // printVersion prints what about says of this build and this host.
-func printVersion(ctx context.Context, w io.Writer, version string, asJSON bool) error {
+func printVersion(ctx context.Context, w io.Writer, version string, path toolpath.Path, asJSON bool) error {
 	info := about.Build(version)
-	info.Tools = about.Tools(ctx)
+	info.Tools = about.Tools(ctx, path)
 	if asJSON {
 		return printJSON(w, info)
 	}

@@ -120,6 +120,10 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	if err != nil {
 		return nil, err
 	}
+	mariadbd, err := pitr.FindServer(ctx, job.Restore.MariadbPath, m.Server.Version)
+	if err != nil {
+		return nil, err
+	}
 	work, err := os.MkdirTemp(job.WorkDir, "backstream-import-*")
 	if err != nil {
 		return nil, err
@@ -139,7 +143,7 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: restored, Options: opt}); err != nil {
 		return nil, err
 	}
-	srv, err := pitr.StartServer(ctx, filepath.Join(work, "server"), restored, opt.UseMemory, opts)
+	srv, err := pitr.StartServer(ctx, filepath.Join(work, "server"), restored, opt.UseMemory, mariadbd, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: server version %q: %w", end.ID, end.Server.Version, err)
 	}
-	bin, err := physical.FindBinary(ctx, job.Restore.Mariabackup, major, minor)
+	bin, err := physical.FindBinary(ctx, job.Restore.Mariabackup, job.Restore.MariadbPath, major, minor, physical.ForBackup)
 	if err != nil {
 		return nil, err
 	}

@@ -326,6 +326,40 @@ func SyncFreeLibrary() string {
 	return ""
 }
 
+// syncFreeLoads remembers, per mariabackup path, whether it runs with
+// libeatmydata preloaded.
+var syncFreeLoads sync.Map // path -> bool
+
+// syncFreeFor returns libeatmydata if bin runs with it preloaded, else "".
+// The library is the host's, built for the host's C library: a
+// mariabackup of another installation (--mariadb-path) may run on an
+// older one, whose loader refuses it ("version `GLIBC_2.34' not found")
+// and so every run; such a mariabackup prepares with its syncs.
+func syncFreeFor(ctx context.Context, bin *Binary) string {
+	lib := SyncFreeLibrary()
+	if lib == "" {
+		return ""
+	}
+	if ok, known := syncFreeLoads.Load(bin.Path); known {
+		if ok.(bool) {
+			return lib
+		}
+		return ""
+	}
+	cmd := exec.CommandContext(ctx, bin.Path, "--version")
+	cmd.Env = preload(childenv.Env(), lib)
+	cmd.WaitDelay = waitDelay
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return "" // not known: the prepare fails on the context anyway
+	}
+	syncFreeLoads.Store(bin.Path, err == nil)
+	if err != nil {
+		return ""
+	}
+	return lib
+}
+
 // preload adds lib to LD_PRELOAD in env.
 func preload(env []string, lib string) []string {
 	out := make([]string, 0, len(env)+1)
@@ -388,7 +422,7 @@ func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory, fileKey s
 	}
 	sink := &stderrSink{log: log, withhold: []string{fileKey}}
 	cmd := newCommand(ctx, bin.Path, args)
-	if lib := SyncFreeLibrary(); lib != "" {
+	if lib := syncFreeFor(ctx, bin); lib != "" {
 		cmd.Env = preload(cmd.Env, lib)
 	}
 	cmd.Dir = abs

@@ -19,6 +19,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/scratch"
 	"github.com/backstream/backstream/internal/throttle"
+	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -37,9 +38,10 @@ type Progress interface {
 type BackupJob struct {
 	Dest        archive.Destination
 	Conn        mariadb.Config
-	Mariabackup string // explicit mariabackup path; "" searches PATH
-	Parallel    int    // streams and mariabackup copy threads
-	Workers     int    // compression goroutines; 0 means GOMAXPROCS
+	Mariabackup string        // explicit mariabackup path; "" searches MariadbPath, then PATH
+	MariadbPath toolpath.Path // searched before PATH for mariabackup
+	Parallel    int           // streams and mariabackup copy threads
+	Workers     int           // compression goroutines; 0 means GOMAXPROCS
 	Codec       codec.Codec
 	Hash        string
 	ExtraArgs   []string  // passed to mariabackup as given
@@ -127,7 +129,7 @@ func RunBackup(ctx context.Context, job BackupJob) (m *archive.Manifest, err err
 	if err != nil {
 		return nil, err
 	}
-	bin, err := FindBinary(ctx, job.Mariabackup, server.Major, server.Minor)
+	bin, err := FindBinary(ctx, job.Mariabackup, job.MariadbPath, server.Major, server.Minor, ForServer)
 	if err != nil {
 		return nil, err
 	}

@@ -7,16 +7,14 @@
 package physical
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
-	"time"
 
-	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Binary is a mariabackup executable and the server version it is built from.
@@ -27,21 +25,25 @@ type Binary struct {
 	Minor   int
 }
 
-// binaryNames are tried in this order in PATH. Debian and upstream ship both
-// names since 10.5 (one a symlink); older packages only have mariabackup and
-// newer releases may drop it, hence both.
+// binaryNames are tried in this order. Debian and upstream ship both
+// names since 10.5 (one a symlink); older packages only have mariabackup
+// and newer releases may drop it, hence both.
 var binaryNames = []string{"mariabackup", "mariadb-backup"}
 
-// versionTimeout bounds `mariabackup --version`, which should be instant; a
-// hang there (a wrapper script waiting on a terminal) must not stall a backup.
-const versionTimeout = 30 * time.Second
+// Whose version a mariabackup must match, for FindBinary's messages: a
+// backup runs against the server, a prepare on the backup's files.
+const (
+	ForServer = "server"
+	ForBackup = "backup"
+)
 
-// FindBinary returns the mariabackup to use for a server of major.minor: the
-// explicit path if given, else the first of "mariabackup" and
-// "mariadb-backup" in PATH whose version matches. mariabackup can only back up
-// and prepare the server version it was built from (it embeds that InnoDB), so
-// a mismatch is refused rather than tried.
-func FindBinary(ctx context.Context, explicit string, major, minor int) (*Binary, error) {
+// FindBinary returns the mariabackup to use for a server or backup (whose)
+// of major.minor: the explicit path if given, else the first of
+// "mariabackup" and "mariadb-backup" in the search path, then PATH, whose
+// version matches. mariabackup can only back up and prepare the server
+// version it was built from (it embeds that InnoDB), so a mismatch is
+// refused rather than tried, naming what was found.
+func FindBinary(ctx context.Context, explicit string, path toolpath.Path, major, minor int, whose string) (*Binary, error) {
 	want := fmt.Sprintf("%d.%d", major, minor)
 	if explicit != "" {
 		p, err := exec.LookPath(explicit)
@@ -53,69 +55,52 @@ func FindBinary(ctx context.Context, explicit string, major, minor int) (*Binary
 			return nil, err
 		}
 		if b.Major != major || b.Minor != minor {
-			return nil, fmt.Errorf("mariabackup %s is built from MariaDB %s, but the server is MariaDB %s: "+
+			return nil, fmt.Errorf("mariabackup %s is built from MariaDB %s, but the %s is MariaDB %s: "+
 				"mariabackup only works with the server version it was built from; "+
-				"install mariadb-backup %s and pass its path with --mariabackup PATH",
-				b.Path, b.Version, want, want)
+				"pass the path of mariadb-backup %s with --mariabackup PATH, or leave --mariabackup out and "+
+				"put its installation on --mariadb-path DIR",
+				b.Path, b.Version, whose, want, want)
 		}
 		return b, nil
 	}
 
 	var found []*Binary
-	seen := make(map[string]bool)
-	for _, name := range binaryNames {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			continue
-		}
-		b, err := binaryVersion(ctx, p)
+	for _, c := range path.Candidates(binaryNames) {
+		b, err := binaryVersion(ctx, c.Path)
 		if err != nil {
 			return nil, err
 		}
 		if b.Major == major && b.Minor == minor {
 			return b, nil
 		}
-		if !seen[b.Path] {
-			seen[b.Path] = true
-			found = append(found, b)
-		}
+		found = append(found, b)
 	}
 	if len(found) == 0 {
-		return nil, fmt.Errorf("no mariabackup found in PATH (looked for %s): "+
+		return nil, fmt.Errorf("no mariabackup found in --mariadb-path or PATH (looked for %s): "+
 			"install the mariadb-backup package for MariaDB %s (Debian/Ubuntu: apt install mariadb-backup; "+
-			"RHEL: dnf install MariaDB-backup), or pass its path with --mariabackup PATH",
+			"RHEL: dnf install MariaDB-backup), or put its directory on --mariadb-path DIR",
 			strings.Join(binaryNames, " and "), want)
 	}
 	var have []string
 	for _, b := range found {
 		have = append(have, fmt.Sprintf("%s is built from MariaDB %s", b.Path, b.Version))
 	}
-	return nil, fmt.Errorf("the server is MariaDB %s, but %s: "+
+	return nil, fmt.Errorf("the %s is MariaDB %s, but %s (searched --mariadb-path, then PATH): "+
 		"mariabackup only works with the server version it was built from; "+
-		"install mariadb-backup %s and pass its path with --mariabackup PATH",
-		want, strings.Join(have, " and "), want)
+		"install mariadb-backup %s and put its installation (a basedir or its bin directory) on "+
+		"--mariadb-path DIR (option-file key mariadb-path, or $BACKSTREAM_MARIADB_PATH), or pass its path with --mariabackup PATH",
+		whose, want, strings.Join(have, " and "), want)
 }
 
 // binaryVersion runs `path --version`. mariabackup prints the line on stderr
 // ("mariabackup based on MariaDB server 10.11.19-MariaDB debian-linux-gnu
-// (x86_64)"), so both outputs are searched.
+// (x86_64)").
 func binaryVersion(ctx context.Context, path string) (*Binary, error) {
-	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = childenv.Env()
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return nil, fmt.Errorf("%s --version: %w", path, ctxErr)
-	}
+	out, err := toolpath.VersionOutput(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s --version failed: %w: %s", path, err, truncate(strings.TrimSpace(out.String()), 300))
+		return nil, err
 	}
-	b, err := parseVersionOutput(out.String())
+	b, err := parseVersionOutput(out)
 	if err != nil {
 		return nil, fmt.Errorf("%s --version: %w", path, err)
 	}

@@ -105,7 +105,7 @@ func testConn(srv *sandbox.Server) mariadb.Config {
 
 func testBinary(t *testing.T) *Binary {
 	t.Helper()
-	b, err := FindBinary(context.Background(), "", 10, 11)
+	b, err := FindBinary(context.Background(), "", nil, 10, 11, ForServer)
 	if err != nil {
 		t.Fatalf("FindBinary: %v", err)
 	}

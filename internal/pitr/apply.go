@@ -15,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/scratch"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Applied says what Apply did.
@@ -31,8 +32,10 @@ type Applied struct {
 // twice. A position the archive does not hold (another server's
 // transactions, or one before or after the archive) is refused, naming
 // both. On a server without a binary log the new position is recorded in
-// gtid_slave_pos, so that the next Apply starts after it.
-func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, log io.Writer) (*Applied, error) {
+// gtid_slave_pos, so that the next Apply starts after it. The binary logs
+// are read with the mariadb-binlog of their server's version found on
+// path (findBinlog).
+func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, path toolpath.Path, log io.Writer) (*Applied, error) {
 	db, err := mariadb.Open(ctx, conn, "")
 	if err != nil {
 		return nil, err
@@ -77,6 +80,10 @@ func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, log
 		}
 	}
 	m := mine[first].Manifest
+	binlog, err := findBinlog(ctx, path, m.Server.Version)
+	if err != nil {
+		return nil, err
+	}
 	at := &archive.Manifest{ID: "at the server's position " + from.String(), Server: m.Server, Positions: archive.Positions{BinlogFile: m.Binlog.Name}}
 	needed, err := covering(ctx, r, at, files, t)
 	if err != nil {
@@ -101,7 +108,7 @@ func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, log
 	if err := mariadb.WriteDefaultsFile(cnf, conn); err != nil {
 		return nil, err
 	}
-	applied, err := pipeBinlogs(ctx, cnf, append([]string{"--start-position=" + from.String()}, stopArgs(t)...), paths, log)
+	applied, err := pipeBinlogs(ctx, binlog, cnf, append([]string{"--start-position=" + from.String()}, stopArgs(t)...), paths, log)
 	if err != nil {
 		if !logBin {
 			// Which transactions got in before the failure is not known

@@ -46,6 +46,14 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if err := r.CheckReadable(ctx, base); err != nil {
 		return nil, err
 	}
+	mariadbd, err := FindServer(ctx, job.MariadbPath, base.Server.Version)
+	if err != nil {
+		return nil, err
+	}
+	binlog, err := findBinlog(ctx, job.MariadbPath, base.Server.Version)
+	if err != nil {
+		return nil, err
+	}
 	opts, err := ServerOptions(ctx, r, nil, serverDefaults, "")
 	if err != nil {
 		return nil, err
@@ -69,7 +77,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if job.Progress != nil {
 		job.Progress.Stage("making a server in the target directory")
 	}
-	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), target.WorkDir(), job.UseMemory, opts, true, "--max-allowed-packet=1G")
+	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), target.WorkDir(), job.UseMemory, mariadbd, opts, true, "--max-allowed-packet=1G")
 	if err != nil {
 		return nil, fmt.Errorf("start a server in %s: %w", target.WorkDir(), err)
 	}
@@ -91,7 +99,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if job.Progress != nil {
 		job.Progress.Stage("replaying binary logs")
 	}
-	if err := replayOn(ctx, work, srv, account, base, paths, t, job.Log); err != nil {
+	if err := replayOn(ctx, work, binlog, srv, account, base, paths, t, job.Log); err != nil {
 		return nil, err
 	}
 	if err := stopReplay(ctx, srv, account); err != nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/scratch"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Result says what was restored and replayed.
@@ -716,12 +717,20 @@ func replay(ctx context.Context, work, datadir string, server []mariadb.Option, 
 	}
 	// A row event of many rows is one BINLOG statement, which may be far
 	// above the defaults.
-	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), datadir, opt.UseMemory, server, false, "--max-allowed-packet=1G")
+	mariadbd, err := FindServer(ctx, opt.MariadbPath, base.Server.Version)
+	if err != nil {
+		return err
+	}
+	binlog, err := findBinlog(ctx, opt.MariadbPath, base.Server.Version)
+	if err != nil {
+		return err
+	}
+	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), datadir, opt.UseMemory, mariadbd, server, false, "--max-allowed-packet=1G")
 	if err != nil {
 		return fmt.Errorf("start a server on the restored datadir: %w", err)
 	}
 	defer srv.Close()
-	if err := replayOn(ctx, work, srv, account, base, files, t, opt.Log); err != nil {
+	if err := replayOn(ctx, work, binlog, srv, account, base, files, t, opt.Log); err != nil {
 		return err
 	}
 	return stopReplay(ctx, srv, account)
@@ -729,7 +738,7 @@ func replay(ctx context.Context, work, datadir string, server []mariadb.Option, 
 
 // replayOn pipes mariadb-binlog's output for the files, from the backup's
 // position to the target, into srv, connected as account.
-func replayOn(ctx context.Context, work string, srv *sandbox.Server, account *tempAccount, base *archive.Manifest, files []string, t Target, log io.Writer) error {
+func replayOn(ctx context.Context, work, binlog string, srv *sandbox.Server, account *tempAccount, base *archive.Manifest, files []string, t Target, log io.Writer) error {
 	start, _ := ParsePosition(base.Positions.GTID) // Run has read it
 	cnf := filepath.Join(work, "client.cnf")
 	if err := mariadb.WriteDefaultsFile(cnf, account.config(srv)); err != nil {
@@ -741,7 +750,7 @@ func replayOn(ctx context.Context, work string, srv *sandbox.Server, account *te
 	} else {
 		from = []string{fmt.Sprintf("--start-position=%d", base.Positions.BinlogPosition)}
 	}
-	applied, err := pipeBinlogs(ctx, cnf, append(from, stopArgs(t)...), files, log)
+	applied, err := pipeBinlogs(ctx, binlog, cnf, append(from, stopArgs(t)...), files, log)
 	if err != nil {
 		return err
 	}
@@ -775,8 +784,8 @@ func stopArgs(t Target) []string {
 // pipeBinlogs pipes mariadb-binlog's output for files, with args, into the
 // mariadb client reading the option file cnf (the server and credentials:
 // never on argv), and returns the last GTID of each domain it passed on.
-func pipeBinlogs(ctx context.Context, cnf string, args, files []string, log io.Writer) (Position, error) {
-	dump := exec.CommandContext(ctx, "mariadb-binlog", append(append([]string{"--no-defaults"}, args...), files...)...)
+func pipeBinlogs(ctx context.Context, binlog, cnf string, args, files []string, log io.Writer) (Position, error) {
+	dump := exec.CommandContext(ctx, binlog, append(append([]string{"--no-defaults"}, args...), files...)...)
 	dump.Env = childenv.Env("TZ=UTC")
 	load := exec.CommandContext(ctx, "mariadb", "--defaults-file="+cnf, "--binary-mode", "--max-allowed-packet=1G")
 	load.Env = childenv.Env()
@@ -899,8 +908,8 @@ func (e *StartError) Unwrap() error { return e.Err }
 // argv, and a key file's password among them goes into a file of the
 // private scratch directory, which the option file names: dir may be kept
 // for a look after a restore test.
-func StartServer(ctx context.Context, dir, datadir, useMemory string, opts []mariadb.Option, args ...string) (*sandbox.Server, error) {
-	return startServer(ctx, dir, datadir, useMemory, opts, nil, false, args)
+func StartServer(ctx context.Context, dir, datadir, useMemory string, server *toolpath.Tool, opts []mariadb.Option, args ...string) (*sandbox.Server, error) {
+	return startServer(ctx, dir, datadir, useMemory, server, opts, nil, false, args)
 }
 
 // startReplayServer is StartServer with grants on, as account statements
@@ -911,16 +920,16 @@ func StartServer(ctx context.Context, dir, datadir, useMemory string, opts []mar
 // caller drops after the replay (stopReplay). With install, datadir holds
 // no datadir yet: the system tables are made there first
 // (sandbox.Options.InstallDatadir).
-func startReplayServer(ctx context.Context, dir, datadir, useMemory string, opts []mariadb.Option, install bool, args ...string) (*sandbox.Server, *tempAccount, error) {
+func startReplayServer(ctx context.Context, dir, datadir, useMemory string, server *toolpath.Tool, opts []mariadb.Option, install bool, args ...string) (*sandbox.Server, *tempAccount, error) {
 	acct, err := newTempAccount()
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := startServer(ctx, dir, datadir, useMemory, opts, acct, install, args)
+	srv, err := startServer(ctx, dir, datadir, useMemory, server, opts, acct, install, args)
 	return srv, acct, err
 }
 
-func startServer(ctx context.Context, dir, datadir, useMemory string, opts []mariadb.Option, acct *tempAccount, install bool, args []string) (*sandbox.Server, error) {
+func startServer(ctx context.Context, dir, datadir, useMemory string, server *toolpath.Tool, opts []mariadb.Option, acct *tempAccount, install bool, args []string) (*sandbox.Server, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("start a server: %w", err)
 	}
@@ -935,6 +944,13 @@ func startServer(ctx context.Context, dir, datadir, useMemory string, opts []mar
 		return nil, err
 	}
 	o := sandbox.Options{Dir: dir, Datadir: datadir, NoBinlog: true, BufferPool: useMemory, OptionFile: cnf, InstallDatadir: install}
+	switch {
+	case server == nil:
+	case server.Basedir != "":
+		o.Basedir = server.Basedir
+	default:
+		o.Mariadbd = server.Path
+	}
 	if acct == nil {
 		// Without grants anyone who reaches it reads the whole backup:
 		// its socket only, in the 0700 directory dir, never TCP.

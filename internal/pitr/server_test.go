@@ -37,7 +37,7 @@ func TestStartServerEncryption(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("this is no key file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := StartServer(ctx, filepath.Join(t.TempDir(), "server"), src.Datadir, "", recorded())
+	srv, err := StartServer(ctx, filepath.Join(t.TempDir(), "server"), src.Datadir, "", nil, recorded())
 	if err == nil {
 		srv.Close()
 		t.Fatal("a server without its encryption plugin was accepted")
@@ -50,7 +50,7 @@ func TestStartServerEncryption(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("1;"+strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err = StartServer(ctx, filepath.Join(t.TempDir(), "server"), src.Datadir, "", recorded())
+	srv, err = StartServer(ctx, filepath.Join(t.TempDir(), "server"), src.Datadir, "", nil, recorded())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/backstream/backstream/internal/durable"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Link is one backup a restore writes: a full backup, or one link of an
@@ -51,8 +52,11 @@ type Link struct {
 type Options struct {
 	Prepare     bool   // run mariabackup --prepare on the result (a chain needs it)
 	UseMemory   string // --use-memory for prepare, e.g. "1G"
-	Mariabackup string // explicit mariabackup binary; "" searches PATH
-	Workers     int    // decoding goroutines shared by all links; 0 means GOMAXPROCS
+	Mariabackup string // explicit mariabackup binary; "" searches MariadbPath, then PATH
+	// MariadbPath is searched before PATH for the tools of the backup's
+	// version: mariabackup, and the server a restore test or a replay starts.
+	MariadbPath toolpath.Path
+	Workers     int // decoding goroutines shared by all links; 0 means GOMAXPROCS
 	Log         io.Writer
 	Progress    physical.Progress
 	// DataDirs place the tablespaces of tables created with DATA
@@ -314,7 +318,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 		if err != nil {
 			return fmt.Errorf("backup %s: server version %q: %w", m.ID, m.Server.Version, err)
 		}
-		if bin, err = physical.FindBinary(ctx, opt.Mariabackup, major, minor); err != nil {
+		if bin, err = physical.FindBinary(ctx, opt.Mariabackup, opt.MariadbPath, major, minor, physical.ForBackup); err != nil {
 			return err
 		}
 	}

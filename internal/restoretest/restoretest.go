@@ -37,6 +37,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/verify"
 )
 
@@ -59,6 +60,9 @@ type Job struct {
 	// backup that withheld it (restore.Options.FileKey).
 	FileKey     string
 	Mariabackup string
+	// MariadbPath is searched before PATH for the tools and the server
+	// of the backup's version (restore.Options.MariadbPath).
+	MariadbPath toolpath.Path
 	Workers     int  // decoding threads, loading connections and CHECK TABLE connections
 	Keep        bool // leave the sandbox's directory for a look after the test
 	Log         io.Writer
@@ -90,6 +94,9 @@ type Report struct {
 	Until   string   `json:"until,omitempty"`
 	Binlogs []string `json:"binlogs,omitempty"` // replayed for Until
 	Passed  bool     `json:"passed"`
+	// Server is the version of the server the test ran on: for a
+	// physical backup the backup's own (pitr.FindServer).
+	Server string `json:"server,omitempty"`
 	// Problems says in words what failed, each naming the table or the
 	// step; empty when Passed.
 	Problems []string `json:"problems,omitempty"`
@@ -165,17 +172,19 @@ func (job *Job) stage(name string) {
 // encrypted table.
 func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 	datadir := filepath.Join(work, "data")
-	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, Workers: job.Workers, Log: job.Log,
+	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, MariadbPath: job.MariadbPath, Workers: job.Workers, Log: job.Log,
 		FileKey: job.FileKey, NoSync: true} // a scratch datadir, removed after the test
 	if job.Progress != nil {
 		opt.Progress = job.Progress
 	}
 	var restoreErr error
 	var server []mariadb.Option
+	version := "" // the restored backup's server version
 	if job.Until != nil {
 		res, err := pitr.Run(ctx, job.Repo, *job.Until, restore.Job{TargetDir: datadir, Options: opt}, job.ServerDefaults)
 		if res != nil {
 			rep.Backup, rep.Kind, rep.Binlogs, server = res.Backup.ID, res.Backup.Kind, res.Binlogs, res.ServerOptions
+			version = res.Backup.Server.Version
 		}
 		restoreErr = err
 	} else {
@@ -190,6 +199,7 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 			return fmt.Errorf("restore test: %w", err)
 		}
 		restoreErr = restore.Datadir(ctx, restore.Job{Links: links, TargetDir: datadir, Options: opt})
+		version = job.Backup.Server.Version
 	}
 	if restoreErr != nil {
 		if !againstBackup(restoreErr) {
@@ -199,7 +209,11 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		return nil
 	}
 	job.stage("starting a server on the restored datadir")
-	srv, err := pitr.StartServer(ctx, filepath.Join(work, "server"), datadir, job.UseMemory, server)
+	mariadbd, err := pitr.FindServer(ctx, job.MariadbPath, version)
+	if err != nil {
+		return fmt.Errorf("restore test: %w", err)
+	}
+	srv, err := pitr.StartServer(ctx, filepath.Join(work, "server"), datadir, job.UseMemory, mariadbd, server)
 	if err != nil {
 		var refused *pitr.StartError
 		if ctx.Err() != nil || !errors.As(err, &refused) || errors.Is(err, sandbox.ErrNotInstalled) {
@@ -209,6 +223,9 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		return nil
 	}
 	defer srv.Close()
+	if rep.Server, err = srv.Version(ctx); err != nil {
+		return fmt.Errorf("restore test: %w", err)
+	}
 	db, err := connect(ctx, srv, job.Workers)
 	if err != nil {
 		return err

@@ -1,0 +1,71 @@
+package pitr
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/toolpath"
+)
+
+// serverNames are the server's names, new and old.
+var serverNames = []string{"mariadbd", "mysqld"}
+
+// FindServer returns the mariadbd of the backup's version (e.g.
+// "11.8.5-MariaDB") on the search path, then PATH and /usr/sbin, for
+// StartServer: a server of another version would upgrade the restored
+// datadir, or refuse it, instead of showing what the backup holds. Nil
+// when there is no server anywhere: starting one then fails as the
+// sandbox does on a host without MariaDB.
+func FindServer(ctx context.Context, path toolpath.Path, version string) (*toolpath.Tool, error) {
+	major, minor, _, err := mariadb.ParseVersion(version)
+	if err != nil {
+		return nil, fmt.Errorf("the backup's server version %q: %w", version, err)
+	}
+	t, found, err := path.Find(ctx, serverNames, major, minor, "/usr/sbin")
+	if err != nil || t != nil || len(found) == 0 {
+		return t, err
+	}
+	return nil, fmt.Errorf("the backup is MariaDB %d.%d, but the servers found are %s (searched --mariadb-path, then PATH and /usr/sbin): "+
+		"a server of another version would upgrade the restored datadir or refuse it; "+
+		"put the installation of MariaDB %d.%d (its basedir) on --mariadb-path DIR (option-file key mariadb-path, or $BACKSTREAM_MARIADB_PATH)",
+		major, minor, toolpath.Describe(found), major, minor)
+}
+
+// binlogNames are mariadb-binlog's names, new and old.
+var binlogNames = []string{"mariadb-binlog", "mysqlbinlog"}
+
+// findBinlog returns the mariadb-binlog that reads the binary logs of a
+// server of version: its own version's, else the oldest newer one (a
+// newer mariadb-binlog reads the events of older servers, the nearest
+// with the fewest changes since; an older one may not know a newer
+// server's events).
+func findBinlog(ctx context.Context, path toolpath.Path, version string) (string, error) {
+	major, minor, _, err := mariadb.ParseVersion(version)
+	if err != nil {
+		return "", fmt.Errorf("the binary logs' server version %q: %w", version, err)
+	}
+	t, found, err := path.Find(ctx, binlogNames, major, minor)
+	if err != nil {
+		return "", err
+	}
+	if t != nil {
+		return t.Path, nil
+	}
+	var nearest *toolpath.Tool
+	for i, f := range found {
+		if (f.Major > major || f.Major == major && f.Minor > minor) &&
+			(nearest == nil || f.Major < nearest.Major || f.Major == nearest.Major && f.Minor < nearest.Minor) {
+			nearest = &found[i]
+		}
+	}
+	if nearest != nil {
+		return nearest.Path, nil
+	}
+	if len(found) == 0 {
+		return "", fmt.Errorf("no mariadb-binlog found in --mariadb-path or PATH: install the MariaDB %d.%d client (Debian: apt-get install mariadb-client), or put its directory on --mariadb-path DIR", major, minor)
+	}
+	return "", fmt.Errorf("the binary logs are MariaDB %d.%d's, but the mariadb-binlog found are older: %s (searched --mariadb-path, then PATH); "+
+		"put the installation of MariaDB %d.%d on --mariadb-path DIR (option-file key mariadb-path, or $BACKSTREAM_MARIADB_PATH)",
+		major, minor, toolpath.Describe(found), major, minor)
+}
