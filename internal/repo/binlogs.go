@@ -400,33 +400,49 @@ func binlogStatusObject(source string) string {
 
 // PutBinlogStatus replaces the status of s.Source.
 func (r *Repo) PutBinlogStatus(ctx context.Context, s BinlogStatus) error {
-	data, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	if _, err := r.Backend.Put(ctx, binlogStatusObject(s.Source), bytes.NewReader(append(data, '\n'))); err != nil {
-		return fmt.Errorf("binlog %s: store status: %w", s.Source, err)
-	}
-	return nil
+	return r.putSourceJSON(ctx, s.Source, "status", binlogStatusObject(s.Source), s)
 }
 
 // BinlogStatusOf reads the status of source; nil if none was stored.
 func (r *Repo) BinlogStatusOf(ctx context.Context, source string) (*BinlogStatus, error) {
-	data, err := r.readSmall(ctx, binlogStatusObject(source))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var s BinlogStatus
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, archive.Corruptf("binlog status %s is damaged: %v", binlogStatusObject(source), err)
+	if found, err := r.readSourceJSON(ctx, "binlog status", binlogStatusObject(source), &s); !found || err != nil {
+		return nil, err
 	}
 	if s.Source != source {
 		return nil, archive.Corruptf("binlog status %s is damaged: it names source %q", binlogStatusObject(source), s.Source)
 	}
 	return &s, nil
+}
+
+// putSourceJSON replaces a source's small JSON object (what: "status",
+// "head") with v.
+func (r *Repo) putSourceJSON(ctx context.Context, source, what, object string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if _, err := r.Backend.Put(ctx, object, bytes.NewReader(append(data, '\n'))); err != nil {
+		return fmt.Errorf("binlog %s: store %s: %w", source, what, err)
+	}
+	return nil
+}
+
+// readSourceJSON reads a source's small JSON object into v; found is
+// false when it is not stored. An object that is not JSON is damage
+// (what names it: "binlog head").
+func (r *Repo) readSourceJSON(ctx context.Context, what, object string, v any) (found bool, err error) {
+	data, err := r.readSmall(ctx, object)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return true, archive.Corruptf("%s %s is damaged: %v", what, object, err)
+	}
+	return true, nil
 }
 
 // BinlogHead is the newest thing archived of a source, rewritten after
@@ -461,28 +477,14 @@ func BinlogHeadObject(source string) string {
 
 // PutBinlogHead replaces the head of h.Source.
 func (r *Repo) PutBinlogHead(ctx context.Context, h BinlogHead) error {
-	data, err := json.MarshalIndent(h, "", "  ")
-	if err != nil {
-		return err
-	}
-	if _, err := r.Backend.Put(ctx, BinlogHeadObject(h.Source), bytes.NewReader(append(data, '\n'))); err != nil {
-		return fmt.Errorf("binlog %s: store head: %w", h.Source, err)
-	}
-	return nil
+	return r.putSourceJSON(ctx, h.Source, "head", BinlogHeadObject(h.Source), h)
 }
 
 // BinlogHeadOf reads the head of source; nil if none is stored.
 func (r *Repo) BinlogHeadOf(ctx context.Context, source string) (*BinlogHead, error) {
-	data, err := r.readSmall(ctx, BinlogHeadObject(source))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var h BinlogHead
-	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, archive.Corruptf("binlog head %s is damaged: %v", BinlogHeadObject(source), err)
+	if found, err := r.readSourceJSON(ctx, "binlog head", BinlogHeadObject(source), &h); !found || err != nil {
+		return nil, err
 	}
 	if h.Source != source || h.File == "" {
 		return nil, archive.Corruptf("binlog head %s is damaged: it names source %q, file %q", BinlogHeadObject(source), h.Source, h.File)
