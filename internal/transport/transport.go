@@ -147,34 +147,22 @@ func (o *Options) preAuthTimeout() time.Duration {
 	return min(d, o.handshakeTimeout())
 }
 
-func (o *Options) stallTimeout() time.Duration {
-	switch {
-	case o.StallTimeout > 0:
-		return o.StallTimeout
-	case o.StallTimeout < 0:
-		return 0
-	}
-	return DefaultStallTimeout
-}
+func (o *Options) stallTimeout() time.Duration { return limit(o.StallTimeout, DefaultStallTimeout) }
 
-func (o *Options) idleTimeout() time.Duration {
-	switch {
-	case o.IdleTimeout > 0:
-		return o.IdleTimeout
-	case o.IdleTimeout < 0:
-		return 0
-	}
-	return DefaultIdleTimeout
-}
+func (o *Options) idleTimeout() time.Duration { return limit(o.IdleTimeout, DefaultIdleTimeout) }
 
-func (o *Options) heartbeat() time.Duration {
+func (o *Options) heartbeat() time.Duration { return limit(o.Heartbeat, DefaultHeartbeat) }
+
+// limit reads a duration option whose zero means def and whose negative
+// means none (0).
+func limit(v, def time.Duration) time.Duration {
 	switch {
-	case o.Heartbeat > 0:
-		return o.Heartbeat
-	case o.Heartbeat < 0:
+	case v > 0:
+		return v
+	case v < 0:
 		return 0
 	}
-	return DefaultHeartbeat
+	return def
 }
 
 func (o *Options) protocolVersion() uint16 {
