@@ -323,6 +323,11 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 	if err := s.checkReadable(ctx); err != nil {
 		return nil, err
 	}
+	if !opt.Skip.Events {
+		if err := s.checkEventsVisible(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if opt.Mask != nil {
 		plan := opt.Mask.Plan()
 		for _, w := range s.tables {
