@@ -1109,9 +1109,10 @@ func TestReceiverGivesUpOnSilentSender(t *testing.T) {
 		return l
 	}
 
-	t.Run("target directory", func(t *testing.T) {
-		target := filepath.Join(t.TempDir(), "target")
-		rv := &Receiver{Listener: listenIdle(t), Datadir: &restore.Job{TargetDir: target}}
+	// giveUp serves rv to a sender that goes silent and checks that it
+	// gives up after the idle timeout.
+	giveUp := func(t *testing.T, rv *Receiver) {
+		t.Helper()
 		done := make(chan error, 1)
 		go func() { _, err := rv.Serve(testContext(t)); done <- err }()
 		start := time.Now()
@@ -1123,6 +1124,11 @@ func TestReceiverGivesUpOnSilentSender(t *testing.T) {
 			t.Fatal("the receiver still waits for a silent sender after 30 s")
 		}
 		check(t, start, err)
+	}
+
+	t.Run("target directory", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "target")
+		giveUp(t, &Receiver{Listener: listenIdle(t), Datadir: &restore.Job{TargetDir: target}})
 		if left, _ := os.ReadDir(target); len(left) > 0 {
 			t.Errorf("the partial target %s holds %d entries", target, len(left))
 		}
@@ -1130,18 +1136,7 @@ func TestReceiverGivesUpOnSilentSender(t *testing.T) {
 
 	t.Run("repository", func(t *testing.T) {
 		r := repotest.New(t)
-		rv := &Receiver{Listener: listenIdle(t), Repo: r, Workers: 2}
-		done := make(chan error, 1)
-		go func() { _, err := rv.Serve(testContext(t)); done <- err }()
-		start := time.Now()
-		stop(rv.Listener.Addr().String())
-		var err error
-		select {
-		case err = <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the receiver still waits for a silent sender after 30 s")
-		}
-		check(t, start, err)
+		giveUp(t, &Receiver{Listener: listenIdle(t), Repo: r, Workers: 2})
 		if held := backupObjects(t, r); len(held) > 0 {
 			t.Errorf("the repository holds %v of the abandoned backup", held)
 		}
