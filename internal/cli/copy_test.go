@@ -365,7 +365,7 @@ func TestCopyMasked(t *testing.T) {
 		t.Errorf("copy --replicate --mask: exit %d, %v; want a usage error", r.code, r.err)
 	}
 	r = run(t, append(append([]string{"copy", "--parallel", "2", "--rename-database", "shop:staging"}, masks...), copyConn(src, dst)...)...).mustSucceed(t)
-	if !strings.Contains(r.stdout, "masked as copied: shop.customers.id=hash") {
+	if !strings.Contains(r.stdout, "masked as copied: shop.customers.email=email, shop.customers.id=hash, shop.orders.customer_id=hash, shop.orders.email=email\n") {
 		t.Errorf("copy did not say what it masked:\n%s", r.stdout)
 	}
 	var joined, leaked, sameID int

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -85,7 +86,7 @@ type Result struct {
 	// Replication is what setting up replication did (Job.Replicate).
 	Replication *replica.Result
 	// Masked lists the columns masked as they were read, as
-	// db.table.column=function.
+	// db.table.column=function, sorted.
 	Masked []string
 }
 
@@ -180,6 +181,8 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			res.Masked = append(res.Masked, t.Database+"."+t.Table+"."+m.Column+"="+m.Function)
 		}
 	}
+	// The catalog's order is the order tables finished.
+	slices.Sort(res.Masked)
 	dump.Close() // the snapshot is over: let the source go
 	if res.Load, err = ld.Finish(ctx); err != nil {
 		return nil, err
