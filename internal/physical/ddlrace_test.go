@@ -16,7 +16,9 @@ import (
 
 // The server's DDL log names the tables mariabackup copies as files that
 // DDL touched during a backup, with the engine an ALTER gave one; InnoDB's
-// DDL, which mariabackup follows in the redo log, is left out.
+// DDL, which mariabackup follows in the redo log, and a database's own
+// (CREATE, ALTER, DROP DATABASE), which it takes again under BLOCK_DDL,
+// are left out; a table that DROP DATABASE drops is not.
 func TestParseDDLLog(t *testing.T) {
 	log := "2026-11-25  0:30:16\tRENAME\tAria\t0\tr\taria0\t\tAria\t0\tr\taria0_x\t\n" +
 		"2026-11-25  0:30:16\tALTER\tInnoDB\t0\tr\tbig\t\tInnoDB\t0\tr\tbig\t\n" +
@@ -25,6 +27,10 @@ func TestParseDDLLog(t *testing.T) {
 		"2026-11-25  0:30:16\tRENAME\tAria\t0\tr\taria0_x\t\tAria\t0\tr\taria0\t\n" +
 		"2026-11-25  0:30:17\tALTER\tInnoDB\t0\tr\tconv\t\tAria\t0\tr\tconv\t\n" +
 		"2026-11-25  0:30:17\tALTER\tAria\t0\tr\tback\t\tInnoDB\t0\tr\tback\t\n" +
+		"2026-11-25  0:30:18\tCREATE\tDATABASE\t0\tpe_db1\t\t\t\t0\t\t\t\n" +
+		"2026-11-25  0:30:18\tDROP\tMyISAM\t0\tpe_db0\tm\tid\t\t0\t\t\t\n" +
+		"2026-11-25  0:30:18\tDROP\tDATABASE\t0\tpe_db0\t\t\t\t0\t\t\t\n" +
+		"2026-11-25  0:30:18\tALTER\tDATABASE\t0\tpe_db1\t\t\t\t0\t\t\t\n" +
 		"short line\n"
 	got := parseDDLLog([]byte(log))
 	want := []string{
@@ -34,6 +40,7 @@ func TestParseDDLLog(t *testing.T) {
 		"r.my@0020t (MyISAM: TRUNCATE)",
 		"r.conv (InnoDB to Aria: ALTER)",
 		"r.back (Aria to InnoDB: ALTER)",
+		"pe_db0.m (MyISAM: DROP)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("parseDDLLog:\n got %q\nwant %q", got, want)
