@@ -267,8 +267,10 @@ func listNames(names []string) string {
 // checkTriggersVisible refuses a dump of a table whose triggers the
 // account may not see: the server lists a table's triggers (in
 // information_schema.TRIGGERS and SHOW TRIGGERS) only to an account
-// holding TRIGGER on that table, and leaves them out without an error, so
-// the dump would say complete without them.
+// holding TRIGGER on that table, or (without their statement, which SHOW
+// CREATE TRIGGER then refuses loudly) some privilege beyond SELECT on it;
+// to an account holding SELECT alone it lists none, without an error, so
+// the dump would say complete without them (10.11 and 11.8 alike).
 //
 // No statement without side effects fails for want of TRIGGER (as SHOW
 // EVENTS FROM does for EVENT): every read of triggers filters silently,
@@ -320,8 +322,9 @@ var routinePrivileges = []string{"CREATE ROUTINE", "ALTER ROUTINE", "EXECUTE", "
 // SELECT on mysql.proc is the proof that holds on every version: it is
 // the server's own test for full access to routines, and being a real
 // SELECT it goes through the account's roles. Its count per database must
-// match what the dump listed (a column-level grant on mysql.proc passes
-// the SELECT but not the server's test). An account that may not read
+// not exceed what the dump listed, in case the SELECT passes where the
+// server's test does not (a grant on some columns of mysql.proc). An
+// account that may not read
 // mysql.proc still sees every routine of a database where it holds one of
 // routinePrivileges (SHOW GRANTS, role-aware as for triggers): routines
 // another account defined then show without their body, which fails the
