@@ -264,7 +264,7 @@ func TestLogicalBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r := run(t, "backup", "--logical", "--repo", newRepoDir(t), "--socket", src.Socket, "--user", "weak", "--no-defaults", "--databases", "sample", "--skip-events")
+		r := run(t, "backup", "--logical", "--repo", newRepoDir(t), "--socket", src.Socket, "--user", "weak", "--no-defaults", "--databases", "sample", "--skip-events", "--skip-triggers", "--skip-routines")
 		if r.code != ExitFailure || !strings.Contains(r.err.Error(), "RELOAD") {
 			t.Errorf("exit %d, %v: want a failure naming the missing RELOAD privilege", r.code, r.err)
 		}

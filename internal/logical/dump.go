@@ -328,6 +328,22 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 			return nil, err
 		}
 	}
+	if !opt.Skip.Triggers || !opt.Skip.Routines {
+		g, err := s.readGrants(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !opt.Skip.Triggers {
+			if err := s.checkTriggersVisible(ctx, g); err != nil {
+				return nil, err
+			}
+		}
+		if !opt.Skip.Routines {
+			if err := s.checkRoutinesVisible(ctx, g); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if opt.Mask != nil {
 		plan := opt.Mask.Plan()
 		for _, w := range s.tables {

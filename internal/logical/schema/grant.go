@@ -157,3 +157,41 @@ func isCredentialPlugin(w string) bool {
 func (a *Account) Passwordless() bool {
 	return !a.Role && passwordless(a.Create)
 }
+
+// GrantPrivileges returns the privileges a GRANT line of SHOW GRANTS gives,
+// upper case and without column lists ("SELECT", "SHOW CREATE ROUTINE",
+// "ALL PRIVILEGES"); nil for a line that grants a role or that it cannot
+// read.
+func GrantPrivileges(g string) []string {
+	toks := significant(lex(g, lexMode{}))
+	if len(toks) == 0 || !toks[0].is(g, "GRANT") {
+		return nil
+	}
+	var privs, words []string
+	depth := 0
+	for _, t := range toks[1:] {
+		switch {
+		case t.punct(g, '('):
+			depth++
+		case t.punct(g, ')'):
+			depth--
+		case depth > 0:
+		case t.punct(g, ','):
+			if len(words) > 0 {
+				privs = append(privs, strings.Join(words, " "))
+			}
+			words = nil
+		case t.is(g, "ON"):
+			if len(words) > 0 {
+				privs = append(privs, strings.Join(words, " "))
+			}
+			return privs
+		case t.kind == tokWord:
+			words = append(words, strings.ToUpper(t.text(g)))
+		default:
+			// A name or a string before ON: a role granted, not a privilege.
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,6 +1,9 @@
 package schema
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestParseGrant(t *testing.T) {
 	for _, c := range []struct {
@@ -46,5 +49,25 @@ func TestPasswordless(t *testing.T) {
 	}
 	if (&Account{User: "r", Role: true}).Passwordless() {
 		t.Error("a role counts as passwordless")
+	}
+}
+
+func TestGrantPrivileges(t *testing.T) {
+	for _, c := range []struct {
+		grant string
+		want  []string
+	}{
+		{"GRANT USAGE ON *.* TO `u`@`%`", []string{"USAGE"}},
+		{"GRANT ALL PRIVILEGES ON `shop`.* TO `u`@`%` WITH GRANT OPTION", []string{"ALL PRIVILEGES"}},
+		{"GRANT SELECT (`id`, ` on `), UPDATE (`id`) ON `a.b`.`t``x` TO `u`@`h`", []string{"SELECT", "UPDATE"}},
+		{"GRANT SELECT, SHOW CREATE ROUTINE, trigger ON `d`.* TO `r`", []string{"SELECT", "SHOW CREATE ROUTINE", "TRIGGER"}},
+		{"GRANT EXECUTE, ALTER ROUTINE ON FUNCTION `shop`.`f` TO `u`@`%`", []string{"EXECUTE", "ALTER ROUTINE"}},
+		{"GRANT `reader` TO `u`@`%` WITH ADMIN OPTION", nil},
+		{"SET DEFAULT ROLE `r` FOR `u`@`localhost`", nil},
+		{"GRANT SELECT ON TO", []string{"SELECT"}},
+	} {
+		if got := GrantPrivileges(c.grant); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.grant, got, c.want)
+		}
 	}
 }
