@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
@@ -24,7 +27,10 @@ import (
 // equal to the source's at the marker, and one --until end equal to the
 // end's, each replayed by the server's own mariadb-binlog into a server of
 // its version, all taken from BACKSTREAM_MARIADB_PATH (11.8's basedir
-// first, so that a 10.5 server's tools are not simply the first found).
+// first, so that a 10.5 server's tools are not simply the first found; the
+// host's 10.11 mariadb-binlog in PATH would stop at an 11.8 server, see
+// "older mariadb-binlog"). Following, the file being written is stored as
+// segments and a restore from them alone is exact too.
 //
 // Not parallel: t.Setenv, and each version is a server of its own.
 func TestVersionsBinlog(t *testing.T) {
@@ -36,6 +42,9 @@ func TestVersionsBinlog(t *testing.T) {
 	} {
 		t.Run(c.version, func(t *testing.T) {
 			binlogMatrix(t, c.version, c.basedir)
+		})
+		t.Run(c.version+" follow", func(t *testing.T) {
+			followMatrix(t, c.version, c.basedir)
 		})
 	}
 	// The host's mariadb-binlog (10.11) refuses an 11.8 server ("Master
@@ -126,6 +135,98 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 		compareChecksums(t, checksums(t, s), c.want)
 		s.Close()
 	}
+}
+
+// followMatrix: binlog --follow stores the file the server is writing as
+// segments, which the Segmenter cuts reading the version's events (its
+// format description, checksums and GTID events); a restore --until end
+// from the backup and those segments alone (the file never rotated) has
+// the source's checksums.
+func followMatrix(t *testing.T, version, basedir string) {
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
+	requireVersion(t, src, version)
+	writeBinlogRows(t, src,
+		"CREATE DATABASE app",
+		"CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(80), doc JSON) ENGINE=InnoDB",
+		"INSERT INTO app.t SELECT seq, SHA1(seq), JSON_OBJECT('n', seq) FROM app.seq_1_to_2000",
+	)
+	var hostname string
+	var serverID uint32
+	if err := src.DB().QueryRow("SELECT @@hostname, @@server_id").Scan(&hostname, &serverID); err != nil {
+		t.Fatal(err)
+	}
+	repoDir := newRepoDir(t)
+	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+
+	follow := exec.Command(buildBinary(t), append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "none"}, sandboxConn(src)...)...)
+	var stderr bytes.Buffer
+	follow.Stderr = &stderr
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer follow.Process.Kill()
+	for i := range 20 {
+		writeBinlogRows(t, src,
+			fmt.Sprintf("UPDATE app.t SET v = CONCAT(v, '+%d'), doc = JSON_SET(doc, '$.u', %d) WHERE id %% 20 = %d", i, i, i),
+			fmt.Sprintf("INSERT INTO app.t VALUES (%d, 'during --follow', NULL)", 10000+i),
+			fmt.Sprintf("DELETE FROM app.t WHERE id = %d", 100+i),
+		)
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := checksums(t, src)
+	var gtid string
+	if err := src.DB().QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtid); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err := local.New(repoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := ""
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && reached != gtid; time.Sleep(200 * time.Millisecond) {
+		segs, err := r.BinlogSegments(ctx, binlog.SourceKey(hostname, serverID))
+		if err != nil || len(segs) == 0 {
+			continue
+		}
+		last := segs[len(segs)-1]
+		rc, err := r.OpenBinlogSegment(ctx, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := binlog.ReadSegment(rc, last.Source, last.Name, last.Start, last.End, nil)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reached = head.LastGTID
+	}
+	if reached != gtid {
+		t.Fatalf("binlog --follow stored segments up to GTID %q, not the server's %s, within a minute:\n%s", reached, gtid, stderr.String())
+	}
+	if err := follow.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := follow.Wait(); err != nil {
+		t.Errorf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
+	}
+	for _, f := range archivedBinlogs(t, repoDir) {
+		if f.Closed {
+			t.Fatalf("%s archived whole: the test wants the active file's segments alone", f.Name)
+		}
+	}
+
+	target := filepath.Join(t.TempDir(), "end")
+	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
+	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
+	requireVersion(t, s, version)
+	compareChecksums(t, checksums(t, s), want)
+	s.Close()
 }
 
 // writeBinlogRows runs each statement on one connection (a session's
