@@ -23,6 +23,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/scratch"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Archiver copies a server's binary logs into a repository through the
@@ -33,13 +34,16 @@ import (
 // being written is stored meanwhile as segments (see Segmenter), removed
 // once the file is archived whole.
 type Archiver struct {
-	Repo    *repo.Repo
-	Conn    mariadb.Config
-	Codec   codec.Codec
-	Hash    string
-	Binary  string           // mariadb-binlog; "" searches PATH
-	Version string           // backstream's, for manifests
-	Log     func(msg string) // hears of each file archived, and of restarts
+	Repo  *repo.Repo
+	Conn  mariadb.Config
+	Codec codec.Codec
+	Hash  string
+	// Binary is mariadb-binlog's path; "" picks it by the server's version
+	// from MariadbPath, then PATH (see findBinary).
+	Binary      string
+	MariadbPath toolpath.Path
+	Version     string           // backstream's, for manifests
+	Log         func(msg string) // hears of each file archived, and of restarts
 	// FlushInterval is how long --follow lets new transactions of the
 	// active file wait before it stores them as a segment; 0 means
 	// DefaultFlushInterval.
@@ -62,6 +66,9 @@ type Archiver struct {
 	Counter archive.Counter
 
 	head *repo.BinlogHead // the source's head object, as this run last stored or read it
+	// bin is the mariadb-binlog findBinary chose, for the server version
+	// binVersion (a server upgraded between two passes gets its own).
+	bin, binVersion string
 }
 
 // Lag is how far the archive is behind the server: the bytes of binary log
@@ -111,12 +118,8 @@ func (a *Archiver) log(format string, args ...any) {
 // it, archives each file once the server moves to the next, and reconnects
 // when the server goes away; it returns when ctx ends.
 func (a *Archiver) Run(ctx context.Context, follow bool) error {
-	bin, err := a.findBinary()
-	if err != nil {
-		return err
-	}
 	for {
-		err := a.pass(ctx, bin, follow)
+		err := a.pass(ctx, follow)
 		var p permanent
 		if errors.As(err, &p) {
 			return p.error
@@ -136,21 +139,45 @@ func (a *Archiver) Run(ctx context.Context, follow bool) error {
 	}
 }
 
-func (a *Archiver) findBinary() (string, error) {
+// binlogNames are mariadb-binlog's names, new and old.
+var binlogNames = []string{"mariadb-binlog", "mysqlbinlog"}
+
+// findBinary returns the mariadb-binlog that copies server's binary logs:
+// Binary if set, else one of the server's version on MariadbPath, then
+// PATH, else the oldest newer one (as a point-in-time restore picks the
+// one that replays them, pitr.findBinlog). The copy is the bytes the
+// server sends (--raw), so a newer one copies exactly what an older
+// server wrote; an older one is refused here, naming what was found: it
+// may refuse the server itself (10.11's stops at an 11.x server with
+// "Master reported unrecognized MariaDB version", TestVersionsBinlog),
+// and a restore would need a newer one anyway.
+func (a *Archiver) findBinary(ctx context.Context, server *mariadb.Server) (string, error) {
 	if a.Binary != "" {
 		return a.Binary, nil
 	}
-	for _, name := range []string{"mariadb-binlog", "mysqlbinlog"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
+	if a.bin != "" && a.binVersion == server.Version {
+		return a.bin, nil
 	}
-	return "", errors.New("mariadb-binlog not found in PATH (Debian: apt-get install mariadb-client)")
+	t, found, err := a.MariadbPath.FindReader(ctx, binlogNames, server.Major, server.Minor)
+	if err != nil {
+		return "", err
+	}
+	if t == nil && len(found) == 0 {
+		return "", fmt.Errorf("no mariadb-binlog found in --mariadb-path or PATH: install the MariaDB %d.%d client (Debian: apt-get install mariadb-client), or put its directory on --mariadb-path DIR", server.Major, server.Minor)
+	}
+	if t == nil {
+		return "", fmt.Errorf("the server is MariaDB %d.%d, but the mariadb-binlog found are older: %s (searched --mariadb-path, then PATH); "+
+			"an older mariadb-binlog may not read a newer server's binary log: put the installation of MariaDB %d.%d (or newer) on --mariadb-path DIR "+
+			"(option-file key mariadb-path, or $BACKSTREAM_MARIADB_PATH), or pass its mariadb-binlog with --mariadb-binlog PATH",
+			server.Major, server.Minor, toolpath.Describe(found), server.Major, server.Minor)
+	}
+	a.bin, a.binVersion = t.Path, server.Version
+	return t.Path, nil
 }
 
 // pass connects once, archives what is closed and, following, streams on
 // until the connection or the tool ends.
-func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
+func (a *Archiver) pass(ctx context.Context, follow bool) error {
 	db, err := mariadb.Open(ctx, a.Conn, "")
 	if err != nil {
 		return err
@@ -170,6 +197,10 @@ func (a *Archiver) pass(ctx context.Context, bin string, follow bool) error {
 	}
 	for _, w := range warnings {
 		a.log("binlog: warning: %s", w)
+	}
+	bin, err := a.findBinary(ctx, server)
+	if err != nil {
+		return permanent{err}
 	}
 	files, err := listServerFiles(ctx, db)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/toolpath"
 )
 
 func newBinlogCmd(g *globals, version string) *cobra.Command {
@@ -87,7 +88,7 @@ lag_bytes behind the server; list --binlogs shows the last measure.`,
 			}
 			t := g.tracker("binlog", 0)
 			res := binlogResult{Archived: []archivedBinlog{}}
-			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, Version: version, Encryption: enc, FlushInterval: flush,
+			a := &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: hash, Binary: binary, MariadbPath: toolpath.Parse(g.mariadbPath), Version: version, Encryption: enc, FlushInterval: flush,
 				AllowGap: allowGap, Counter: t, Log: func(msg string) { t.Logf("%s", msg) },
 				Lag: func(l binlog.Lag) {
 					t.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes})
@@ -118,7 +119,7 @@ lag_bytes behind the server; list --binlogs shows the last measure.`,
 	f.StringVar(&hash, "hash", archive.DefaultHash, "digest algorithm: blake3 or sha256")
 	f.DurationVar(&flush, "flush-interval", binlog.DefaultFlushInterval, "with --follow, store the active file's new transactions at least this often")
 	f.BoolVar(&allowGap, "allow-gap", false, "archive on past a gap (files purged on the server before they were archived), which is recorded")
-	f.StringVar(&binary, "mariadb-binlog", "", "mariadb-binlog binary (default: from PATH)")
+	f.StringVar(&binary, "mariadb-binlog", "", "mariadb-binlog binary (default: the server's version's, from --mariadb-path, then PATH)")
 	f.BoolVar(&asJSON, "json", false, "without --follow: print what the run archived as one JSON object (archived: each file's source, name, size, events, times, GTIDs, stored bytes; files, bytes, stored_bytes; lag_bytes)")
 	g.registerEncrypt(f)
 	return cmd

@@ -36,31 +36,20 @@ func FindServer(ctx context.Context, path toolpath.Path, version string) (*toolp
 var binlogNames = []string{"mariadb-binlog", "mysqlbinlog"}
 
 // findBinlog returns the mariadb-binlog that reads the binary logs of a
-// server of version: its own version's, else the oldest newer one (a
-// newer mariadb-binlog reads the events of older servers, the nearest
-// with the fewest changes since; an older one may not know a newer
-// server's events).
+// server of version: its own version's, else the oldest newer one
+// (toolpath.FindReader); never an older one, which may not know a newer
+// server's events.
 func findBinlog(ctx context.Context, path toolpath.Path, version string) (string, error) {
 	major, minor, _, err := mariadb.ParseVersion(version)
 	if err != nil {
 		return "", fmt.Errorf("the binary logs' server version %q: %w", version, err)
 	}
-	t, found, err := path.Find(ctx, binlogNames, major, minor)
+	t, found, err := path.FindReader(ctx, binlogNames, major, minor)
 	if err != nil {
 		return "", err
 	}
 	if t != nil {
 		return t.Path, nil
-	}
-	var nearest *toolpath.Tool
-	for i, f := range found {
-		if (f.Major > major || f.Major == major && f.Minor > minor) &&
-			(nearest == nil || f.Major < nearest.Major || f.Major == nearest.Major && f.Minor < nearest.Minor) {
-			nearest = &found[i]
-		}
-	}
-	if nearest != nil {
-		return nearest.Path, nil
 	}
 	if len(found) == 0 {
 		return "", fmt.Errorf("no mariadb-binlog found in --mariadb-path or PATH: install the MariaDB %d.%d client (Debian: apt-get install mariadb-client), or put its directory on --mariadb-path DIR", major, minor)

@@ -205,6 +205,34 @@ func (p Path) Find(ctx context.Context, names []string, major, minor int, extra 
 	return nil, found, nil
 }
 
+// FindReader returns the program, of names, that reads what a server of
+// major.minor writes: one of that version, else the oldest newer one (a
+// newer mariadb-binlog reads the events of older servers, the nearest
+// with the fewest changes since; an older one may not know a newer
+// server's events). When there is neither, it returns every one it probed
+// (nil when no program of those names is anywhere on the path).
+func (p Path) FindReader(ctx context.Context, names []string, major, minor int, extra ...string) (*Tool, []Tool, error) {
+	t, found, err := p.Find(ctx, names, major, minor, extra...)
+	if err != nil || t != nil {
+		return t, nil, err
+	}
+	var nearest *Tool
+	for i, f := range found {
+		if Newer(f.Major, f.Minor, major, minor) && (nearest == nil || Newer(nearest.Major, nearest.Minor, f.Major, f.Minor)) {
+			nearest = &found[i]
+		}
+	}
+	if nearest != nil {
+		return nearest, nil, nil
+	}
+	return nil, found, nil
+}
+
+// Newer reports whether version major.minor is newer than than.thanMinor.
+func Newer(major, minor, than, thanMinor int) bool {
+	return major > than || major == than && minor > thanMinor
+}
+
 // Describe lists tools as "PATH (MariaDB X.Y.Z)", for a message saying
 // what was found instead.
 func Describe(tools []Tool) string {
