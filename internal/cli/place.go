@@ -70,22 +70,9 @@ func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, er
 		return mariadb.ServerFiles{}, nil
 	case p.start == serverup.Systemd:
 	default:
-		words, err := shellWords(p.start)
-		if err != nil {
+		var err error
+		if src, err = mariadb.StartCommandSource(p.start, "the --start command"); err != nil {
 			return mariadb.ServerFiles{}, usagef("--start: %v", err)
-		}
-		src.ArgsFrom = "the --start command"
-		for _, w := range words {
-			switch {
-			case w == "--no-defaults":
-				src.NoDefaults = true
-			case strings.HasPrefix(w, "--defaults-file="):
-				src.DefaultsFile = strings.TrimPrefix(w, "--defaults-file=")
-			case strings.HasPrefix(w, "--defaults-extra-file="):
-				src.DefaultsExtraFile = strings.TrimPrefix(w, "--defaults-extra-file=")
-			case strings.HasPrefix(w, "--"):
-				src.Args = append(src.Args, w)
-			}
 		}
 	}
 	sf, err := mariadb.ReadServerFiles(src)
@@ -93,57 +80,6 @@ func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, er
 		return sf, fmt.Errorf("the options of the server to start on the datadir: %w", err)
 	}
 	return sf, nil
-}
-
-// shellWords splits a command into words as /bin/sh would for simple
-// commands: blanks separate words, single quotes keep everything, double
-// quotes and backslashes work as in the shell. Expansions are not done.
-func shellWords(s string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, fmt.Errorf("unterminated quote in %q", s)
-			}
-			w.WriteString(s[i+1 : i+1+end])
-			i += end + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-					i++
-				}
-				w.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, fmt.Errorf("unterminated quote in %q", s)
-			}
-			inWord = true
-		case c == '\\' && i+1 < len(s):
-			i++
-			w.WriteByte(s[i])
-			inWord = true
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words, nil
 }
 
 // inPlace is what finish did, as --json prints it: where what the datadir
