@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/servercopy"
 )
@@ -106,15 +105,15 @@ Connection flags (--host, --socket, --user, ...) reach the local replica.`,
 				}
 				opt.Backup = replica.FromManifest(m)
 			}
-			out := g.stdout
-			if asJSON {
-				out = io.Discard
-			}
-			res, err := startReplication(ctx, out, cfg, p, opt)
-			if err != nil || !asJSON {
+			res, err := startReplication(ctx, cfg, p, opt)
+			if err != nil {
 				return err
 			}
-			return printJSON(g.stdout, res)
+			if asJSON {
+				return printJSON(g.stdout, res)
+			}
+			printReplication(g.stdout, res)
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -208,68 +207,28 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet, def replica.Primary) (replica.
 	return p, nil
 }
 
-// replicatingFrom starts the line startReplication prints once a replica
-// runs; provision looks for it in each receiver's report.
-const replicatingFrom = "replicating from "
-
 // replicationResult is what replicate --json prints (and receive --json
-// of the replica it started): the primary, where replication started,
-// and its status once both threads ran (and, with --catch-up, once the
-// replica caught up).
-type replicationResult struct {
-	Primary        string `json:"primary"` // host:port
-	PrimaryUser    string `json:"primary_user"`
-	ConnectionName string `json:"connection_name"` // "" is the default connection
-	// The backup's position replication started from: by GTID (its
-	// gtid_slave_pos) when using_gtid, else by binlog file and position.
-	UsingGTID      bool   `json:"using_gtid"`
-	GTID           string `json:"gtid"`
-	BinlogFile     string `json:"binlog_file"`
-	BinlogPosition uint64 `json:"binlog_position"`
-	// PositionFrom is where that position was read: a file of the
-	// datadir, or "backup ID" for a backup's manifest.
-	PositionFrom string          `json:"position_from"`
-	Replaced     bool            `json:"replaced"`  // a configured connection was replaced (--force)
-	CaughtUp     bool            `json:"caught_up"` // --catch-up waited until the replica caught up
-	Notes        []string        `json:"notes,omitempty"`
-	Status       *replica.Status `json:"status"`
-}
+// of the replica it started).
+type replicationResult = replica.Summary
 
-// startReplication points the server cfg reaches at p and says so on out.
-func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p replica.Primary, opt replica.Options) (*replicationResult, error) {
-	db, err := mariadb.Open(ctx, cfg, "")
+// startReplication points the server cfg reaches at p.
+func startReplication(ctx context.Context, cfg mariadb.Config, p replica.Primary, opt replica.Options) (*replicationResult, error) {
+	res, err := replica.SetupOn(ctx, cfg, p, opt)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	res, err := replica.Setup(ctx, db, p, opt)
-	var unsure *replica.UnsureError
-	if errors.As(err, &unsure) {
-		return nil, fmt.Errorf("%w; nothing was changed: if the primary is the backup's source, give --primary-is %s; if it is the source's primary (or, replicating by GTID, a server with its history), --primary-is %s",
-			err, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
-	}
-	if errors.Is(err, replica.ErrNoGTID) {
-		return nil, fmt.Errorf("%w; --use-file-pos replicates from that file and position instead", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return reportReplication(out, p, opt, res), nil
+	return replica.Summarize(p, opt, res), nil
 }
 
 // reportReplication says on out that the replica replicates from p, as
 // res says replica.Setup set it up, and returns what --json prints of it.
 func reportReplication(out io.Writer, p replica.Primary, opt replica.Options, res *replica.Result) *replicationResult {
-	how := fmt.Sprintf("GTID %s", res.Coordinates.GTID)
-	if !res.UsingGTID {
-		how = fmt.Sprintf("%s:%d", res.Coordinates.File, res.Coordinates.Position)
-	}
-	fmt.Fprintf(out, replicatingFrom+"%s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
-	if len(res.Notes) > 0 {
-		fmt.Fprintf(out, "note: %s\n", strings.Join(res.Notes, "; "))
-	}
-	c := res.Coordinates
-	return &replicationResult{Primary: p.Addr(), PrimaryUser: p.User, ConnectionName: opt.ConnectionName, UsingGTID: res.UsingGTID,
-		GTID: c.GTID, BinlogFile: c.File, BinlogPosition: c.Position, PositionFrom: res.From, Replaced: res.Replaced,
-		CaughtUp: opt.CatchUp, Notes: res.Notes, Status: res.Status}
+	s := replica.Summarize(p, opt, res)
+	printReplication(out, s)
+	return s
+}
+
+// printReplication says on out that the replica replicates, as s says.
+func printReplication(out io.Writer, s *replicationResult) {
+	provision.DefaultMessages.WriteReplication(out, s)
 }

@@ -32,7 +32,7 @@ type peer struct {
 	reasonOnce sync.Once
 	reason     string
 	outcome    *Outcome // what the receiver told of the backup, once Commit ran
-	err        error  // why it did not take the backup, once Commit ran
+	err        error    // why it did not take the backup, once Commit ran
 }
 
 func (p *peer) errorf(format string, a ...any) error {
