@@ -221,8 +221,8 @@ func FuzzParseOutcome(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := o.check(); err != nil {
-			t.Fatalf("%q accepted as %+v, which fails its checks: %v", b, o, err)
+		if why := o.check(); why != "" {
+			t.Fatalf("%q accepted as %+v, which fails its checks: %s", b, o, why)
 		}
 		if o.Replicating() && (o.Status != StatusOK || o.Server == nil || o.Into != IntoDatadir) {
 			t.Fatalf("%q accepted as replicating: %+v", b, o)

@@ -3,7 +3,6 @@ package remote
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -111,35 +110,37 @@ func parseOutcome(b []byte) (*Outcome, error) {
 	if err := d.Decode(&o); err != nil {
 		return nil, fmt.Errorf("the receiver's outcome: %w", err)
 	}
+	why := o.check()
 	if d.More() {
-		return nil, errors.New("the receiver's outcome: more than one JSON value")
+		why = "more than one JSON value"
 	}
-	if err := o.check(); err != nil {
-		return nil, fmt.Errorf("the receiver's outcome: %w", err)
+	if why != "" {
+		return nil, fmt.Errorf("the receiver's outcome: %s", why)
 	}
 	o.Text, o.Error = printable(o.Text), printable(o.Error)
 	return &o, nil
 }
 
-// check refuses an outcome whose fields contradict each other.
-func (o *Outcome) check() error {
+// check says what of an outcome's fields contradicts the others, "" if
+// nothing does.
+func (o *Outcome) check() string {
 	switch {
 	case o.Backup == "":
-		return errors.New("no backup named")
+		return "no backup named"
 	case o.Into != IntoTargetDir && o.Into != IntoDatadir && o.Into != IntoRepository:
-		return fmt.Errorf("into %q", o.Into)
+		return fmt.Sprintf("into %q", o.Into)
 	case o.Status == StatusOK && (o.Error != "" || o.Step != ""):
-		return errors.New("status ok with an error")
+		return "status ok with an error"
 	case o.Status == StatusFailed && o.Error == "":
-		return errors.New("status failed without an error")
+		return "status failed without an error"
 	case o.Status != StatusOK && o.Status != StatusFailed:
-		return fmt.Errorf("status %q", o.Status)
+		return fmt.Sprintf("status %q", o.Status)
 	case o.Step != "" && o.Step != StepPlace && o.Step != StepStart && o.Step != StepReplicate:
-		return fmt.Errorf("step %q", o.Step)
+		return fmt.Sprintf("step %q", o.Step)
 	case (o.Server != nil || o.Replication != nil) && o.Into != IntoDatadir:
-		return fmt.Errorf("a server started on a backup received into the %s", o.Into)
+		return "a server started on a backup received into the " + o.Into
 	case o.Replication != nil && o.Server == nil:
-		return errors.New("replication without a server")
+		return "replication without a server"
 	}
-	return nil
+	return ""
 }
