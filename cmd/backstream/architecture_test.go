@@ -69,6 +69,8 @@ var layerRules = []struct {
 		"who this build is and the metrics file know nothing of backups or repositories"},
 	{[]string{"internal/mariadb", "internal/transport", "internal/progress", "internal/sandbox"}, []string{"internal/archive", "internal/repo", "internal/physical", "internal/logical", "internal/cli", "internal/storage/"},
 		"connecting, transport, progress and the sandbox know nothing of backups"},
+	{[]string{"internal/provision"}, []string{"internal/progress"},
+		"provisioning knows no flags and no display: it returns a Result and its sentences are Messages"},
 	{[]string{"internal/"}, []string{"internal/cli"},
 		"only the command imports the CLI"},
 }
