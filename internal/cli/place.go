@@ -176,7 +176,7 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 	if err != nil {
 		return did, err
 	}
-	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout, Biggest: 5})
+	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, DatadirVersion: m.Server.Version, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout, Biggest: 5})
 	if err != nil {
 		return did, err
 	}
@@ -191,6 +191,9 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 			}
 		}
 		fmt.Fprintf(out, "biggest tables: %s\n", strings.Join(parts, ", "))
+	}
+	if rep.Upgrade != "" {
+		fmt.Fprintln(out, rep.Upgrade)
 	}
 	return did, nil
 }
