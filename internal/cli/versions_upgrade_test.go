@@ -15,22 +15,31 @@ import (
 )
 
 // TestVersionsPhysicalUpgrade is the physical upgrade path (issue 30 item
-// 5): a physical backup of the host's MariaDB 10.11, restored into place
-// on a host upgraded to 11.8 (BACKSTREAM_MARIADB_PATH lists 11.8's
-// basedir; 10.11's tools are still in PATH, as Debian keeps none but the
-// new ones would be named with --mariadb-path), is prepared with 10.11's
-// mariabackup and started by 11.8's mariadbd (restore --datadir --start);
+// 5): a physical backup of MariaDB 10.11 (the host's) and one of 10.5,
+// each restored into place on a host upgraded to 11.8
+// (BACKSTREAM_MARIADB_PATH lists 11.8's basedir first, then 10.5's;
+// 10.11's tools are in PATH), is prepared with its own version's
+// mariabackup and started by 11.8's mariadbd (restore --datadir --start),
+// which names the upgrade step;
 // then 11.8's mariadb-upgrade, as the guide says, after which every
 // table's CHECKSUM TABLE equals the source's and the datadir records the
 // upgrade.
 //
 // Not parallel: t.Setenv.
 func TestVersionsPhysicalUpgrade(t *testing.T) {
+	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
+	t.Setenv("BACKSTREAM_MARIADB_PATH", b118+string(os.PathListSeparator)+b105)
+	for _, c := range []struct{ version, basedir string }{{"10.11", ""}, {"10.5", b105}} {
+		t.Run(c.version+" to 11.8", func(t *testing.T) {
+			physicalUpgrade(t, c.version, c.basedir, b118)
+		})
+	}
+}
+
+func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
 	ctx := context.Background()
-	b118 := sandboxtest.Basedir(t, "11.8")
-	t.Setenv("BACKSTREAM_MARIADB_PATH", b118)
-	src := sandboxtest.Start(t, sandbox.Options{})
-	requireVersion(t, src, "10.11")
+	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
+	requireVersion(t, src, version)
 	for _, q := range []string{
 		"CREATE DATABASE app",
 		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), doc JSON, note TEXT) ENGINE=InnoDB",
@@ -59,12 +68,12 @@ func TestVersionsPhysicalUpgrade(t *testing.T) {
 	r := run(t, "restore", "--repo", repoDir, "--datadir", datadir, "--start="+start, "--socket", sock, "--user", "root", "--no-defaults")
 	log, _ := os.ReadFile(filepath.Join(base, "error.log"))
 	if r.code != ExitOK {
-		t.Fatalf("restore --datadir --start of a 10.11 backup with 11.8's server: exit %d, %v\n%s\n%s\nserver log:\n%s", r.code, r.err, r.stdout, r.stderr, log)
+		t.Fatalf("restore --datadir --start of a %s backup with 11.8's server: exit %d, %v\n%s\n%s\nserver log:\n%s", version, r.code, r.err, r.stdout, r.stderr, log)
 	}
 	t.Logf("restore --datadir --start:\n%s%s", r.stdout, r.stderr)
 
-	if !strings.Contains(r.stdout, "run the server's mariadb-upgrade") || !strings.Contains(r.stdout, "the datadir is of MariaDB 10.11") {
-		t.Errorf("restore --datadir --start of a 10.11 backup on 11.8 printed %q; want the upgrade step named", r.stdout)
+	if !strings.Contains(r.stdout, "run the server's mariadb-upgrade (11.8's) now") || !strings.Contains(r.stdout, "the datadir is of MariaDB "+version+" (") {
+		t.Errorf("restore --datadir --start of a %s backup on 11.8 printed %q; want the upgrade step named", version, r.stdout)
 	}
 	if out, err := upgrade118(t, b118, sock).CombinedOutput(); err != nil {
 		t.Fatalf("11.8's mariadb-upgrade on the restored datadir: %v\n%s", err, out)
@@ -74,9 +83,9 @@ func TestVersionsPhysicalUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT @@version").Scan(&version); err != nil || !strings.HasPrefix(version, "11.8.") {
-		t.Fatalf("the started server is %q (%v), want MariaDB 11.8", version, err)
+	var started string
+	if err := db.QueryRowContext(ctx, "SELECT @@version").Scan(&started); err != nil || !strings.HasPrefix(started, "11.8.") {
+		t.Fatalf("the started server is %q (%v), want MariaDB 11.8", started, err)
 	}
 	got, err := sandbox.ChecksumTables(ctx, db)
 	if err != nil {
@@ -93,9 +102,9 @@ func TestVersionsPhysicalUpgrade(t *testing.T) {
 	defer conn.Close()
 	var s, sum string
 	if _, err := conn.ExecContext(ctx, "CALL app.total(@s)"); err != nil {
-		t.Errorf("the 10.11 routine on 11.8: %v", err)
+		t.Errorf("the %s routine on 11.8: %v", version, err)
 	} else if err := conn.QueryRowContext(ctx, "SELECT @s, (SELECT SUM(total) FROM app.orders)").Scan(&s, &sum); err != nil || s != sum {
-		t.Errorf("the 10.11 routine's result on 11.8: %q, want %q (%v)", s, sum, err)
+		t.Errorf("the %s routine's result on 11.8: %q, want %q (%v)", version, s, sum, err)
 	}
 }
 
