@@ -92,7 +92,7 @@ func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, 
 			return inPlace{}, err
 		}
 	}
-	did, step, err := provision.Place(cmd.Context(), place, p.startAt(cfg))
+	did, step, err := provision.Place(cmd.Context(), place, p.startAt(cfg), m.Server.Version)
 	provision.DefaultMessages.WritePlaced(out, m.ID, place.Dir, did, step != remote.StepPlace, p.checkTimeout)
 	return did, err
 }

@@ -16,7 +16,10 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/backstream/backstream/internal/mariadb"
 )
 
 //go:embed corpus/*.sql
@@ -54,7 +57,52 @@ type Fixture struct {
 	// time (the fixture then runs alone); empty: the round trip must be
 	// exact.
 	Refuse string
-	SQL    []byte
+	// Since is the oldest MariaDB the fixture can be loaded into (zero:
+	// every version). LogicalSince is the oldest a logical backup of it
+	// can be restored into: an older target refuses it by design.
+	Since, LogicalSince Guard
+	SQL                 []byte
+}
+
+// Guard is a version guard: the oldest MariaDB (major, minor) that has
+// what a fixture needs, and what that is.
+type Guard struct {
+	Major, Minor int
+	Why          string
+}
+
+// Allows reports whether a server of version (@@version, or
+// major.minor.patch) passes the guard; when it does not, why says what
+// the fixture needs, for the test log.
+func (g Guard) Allows(version string) (ok bool, why string) {
+	major, minor, _, err := mariadb.ParseVersion(version)
+	if err != nil {
+		return false, err.Error()
+	}
+	if major > g.Major || major == g.Major && minor >= g.Minor {
+		return true, ""
+	}
+	return false, fmt.Sprintf("needs MariaDB %d.%d or newer (%s)", g.Major, g.Minor, g.Why)
+}
+
+// RunsOn reports whether the fixture can be loaded into a server of
+// version, and if not why.
+func (f *Fixture) RunsOn(version string) (ok bool, why string) {
+	return f.Since.Allows(version)
+}
+
+func parseGuard(value string) (Guard, error) {
+	v, why, _ := strings.Cut(value, " ")
+	major, minor, ok := strings.Cut(v, ".")
+	var g Guard
+	var err1, err2 error
+	g.Major, err1 = strconv.Atoi(major)
+	g.Minor, err2 = strconv.Atoi(minor)
+	g.Why = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(why), "("), ")")
+	if !ok || err1 != nil || err2 != nil || g.Why == "" {
+		return Guard{}, fmt.Errorf("%q: want major.minor (what it needs)", value)
+	}
+	return g, nil
 }
 
 // Takes reports whether the fixture runs on path under mode.
@@ -91,6 +139,14 @@ func Corpus() ([]*Fixture, error) {
 //	-- paths: logical, physical
 //	-- modes: strict, permissive
 //	-- refuse: db.table
+//	-- since: 10.7 (what it needs: UUID)
+//	-- logical-since: 10.11 (what a logical restore of it needs)
+//
+// since is the version guard of a fixture whose syntax or types an older
+// server lacks: the corpus runs it on that version and newer only, and a
+// test of an older server names it as skipped. logical-since names the
+// oldest server a logical backup of the fixture restores into; an older
+// one refuses it, naming its tables.
 func parse(name string, data []byte) (*Fixture, error) {
 	if strings.ContainsFunc(name, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') }) {
 		return nil, fmt.Errorf("name %q: use a-z, 0-9 and _", name)
@@ -136,6 +192,16 @@ func parse(name string, data []byte) (*Fixture, error) {
 			}
 		case "refuse":
 			f.Refuse = value
+		case "since", "logical-since":
+			g, err := parseGuard(value)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			if key == "since" {
+				f.Since = g
+			} else {
+				f.LogicalSince = g
+			}
 		default:
 			// A comment that happens to hold a colon.
 		}

@@ -297,6 +297,9 @@ func OpenLoad(ctx context.Context, job LoadJob) (_ *Loading, err error) {
 	if err := l.describeTarget(ctx); err != nil {
 		return nil, err
 	}
+	if err := l.checkVersions(); err != nil {
+		return nil, err
+	}
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
@@ -365,6 +368,32 @@ func (l *loader) phases(ctx context.Context, phases []phase) error {
 		if err := p.run(ctx); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkVersions refuses a backup's load into a server older than the
+// backup's source (by major.minor), before anything changes: MariaDB
+// supports no downgrade, and an older server may not know the source's
+// types, syntax and defaults, so such a load would fail midway, having
+// created and filled part of the target. The same or a newer version
+// takes it, as copy (servercopy) does.
+func (l *loader) checkVersions() error {
+	if l.job.Manifest == nil || l.job.Manifest.Server.Version == "" {
+		return nil
+	}
+	src := l.job.Manifest.Server.Version
+	sMajor, sMinor, _, err := mariadb.ParseVersion(src)
+	if err != nil {
+		return fmt.Errorf("the backup's source: %w", err)
+	}
+	dMajor, dMinor, _, err := mariadb.ParseVersion(l.res.Target.Version)
+	if err != nil {
+		return fmt.Errorf("target server: %w", err)
+	}
+	if dMajor < sMajor || dMajor == sMajor && dMinor < sMinor {
+		return fmt.Errorf("the target runs MariaDB %d.%d (%s), older than the backup's source, MariaDB %d.%d (%s): MariaDB does not support moving data to an older major version, whose server may not know the source's types, syntax and defaults; restore into %d.%d or newer",
+			dMajor, dMinor, l.res.Target.Version, sMajor, sMinor, src, sMajor, sMinor)
 	}
 	return nil
 }

@@ -77,17 +77,20 @@ func (m Messages) WritePlaced(w io.Writer, id, datadir string, did Placed, place
 		return
 	}
 	fmt.Fprintf(w, m.Runs, rep.Version, rep.Hostname, datadir, rep.SystemTables)
-	if len(rep.Counted) == 0 {
-		return
-	}
-	parts := make([]string, len(rep.Counted))
-	for i, c := range rep.Counted {
-		parts[i] = fmt.Sprintf(m.Counted, c.Table, c.Rows)
-		if !c.Counted {
-			parts[i] = fmt.Sprintf(m.NotCounted, c.Table, checkTimeout)
+	if len(rep.Counted) > 0 {
+		parts := make([]string, len(rep.Counted))
+		for i, c := range rep.Counted {
+			parts[i] = fmt.Sprintf(m.Counted, c.Table, c.Rows)
+			if !c.Counted {
+				parts[i] = fmt.Sprintf(m.NotCounted, c.Table, checkTimeout)
+			}
 		}
+		fmt.Fprintf(w, m.Biggest, strings.Join(parts, m.ListSeparator))
 	}
-	fmt.Fprintf(w, m.Biggest, strings.Join(parts, m.ListSeparator))
+	// The note is the server check's own (serverup), printed as it says.
+	if rep.Upgrade != "" {
+		fmt.Fprintln(w, rep.Upgrade)
+	}
 }
 
 // WriteReplication writes that the server replicates, as s says.

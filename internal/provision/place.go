@@ -25,7 +25,7 @@ const biggest = 5
 // Place swaps the restored datadir into place and, with start, starts the
 // server there and checks it. What it did is returned also with an
 // error, and the step that failed (remote.StepPlace or StepStart).
-func Place(ctx context.Context, place *restore.Place, start *Start) (Placed, string, error) {
+func Place(ctx context.Context, place *restore.Place, start *Start, datadirVersion string) (Placed, string, error) {
 	sw, err := place.Swap()
 	did := Placed{Replaced: sw.Replaced, Outside: sw.Outside}
 	if err != nil {
@@ -35,7 +35,7 @@ func Place(ctx context.Context, place *restore.Place, start *Start) (Placed, str
 		return did, "", nil
 	}
 	rep, err := serverup.Start(ctx, serverup.Options{How: start.How, Conn: start.Conn, Datadir: place.Dir,
-		Timeout: start.Timeout, CheckTimeout: start.CheckTimeout, Biggest: biggest})
+		DatadirVersion: datadirVersion, Timeout: start.Timeout, CheckTimeout: start.CheckTimeout, Biggest: biggest})
 	if err != nil {
 		return did, remote.StepStart, err
 	}

@@ -125,7 +125,7 @@ func Receive(ctx context.Context, req Request) (*Result, error) {
 // failed.
 func finish(ctx context.Context, req Request, place *restore.Place, m *archive.Manifest, res *Result) error {
 	var err error
-	res.Placed, res.Step, err = Place(ctx, place, req.Start)
+	res.Placed, res.Step, err = Place(ctx, place, req.Start, m.Server.Version)
 	if err != nil || req.Replicate == nil {
 		return err
 	}

@@ -31,6 +31,11 @@ type Options struct {
 	Timeout time.Duration  // for the start command and the wait until it answers together
 	// Biggest is how many of the biggest tables to count the rows of.
 	Biggest int
+	// DatadirVersion is the @@version of the server that wrote the
+	// datadir (a backup's source), empty if unknown: a server of a newer
+	// major.minor started on it is told to run its mariadb-upgrade
+	// (Report.Upgrade).
+	DatadirVersion string
 	// CheckTimeout bounds the checks once the server answers (that it is
 	// the one started, CHECK TABLE of the system tables, the row counts),
 	// apart from Timeout; 0 means DefaultCheckTimeout. A row count it
@@ -49,6 +54,11 @@ type Report struct {
 	Hostname     string       `json:"hostname"`
 	SystemTables int          `json:"system_tables"`  // system tables CHECK TABLE found OK
 	Counted      []TableCount `json:"biggest_tables"` // the biggest tables, biggest first
+	// Upgrade, when the server is of a newer major.minor than the
+	// datadir, says to run the server's mariadb-upgrade, which is the
+	// DBA's step (the system tables and the datadir's record of the
+	// version are brought up to date by it, as after any upgrade).
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // TableCount is the row count of one table.
@@ -85,6 +95,7 @@ func Start(ctx context.Context, opt Options) (*Report, error) {
 	if err := startedSince(ctx, db, began); err != nil {
 		return nil, fmt.Errorf("the server answering as %s: %w", opt.Conn, err)
 	}
+	rep.Upgrade = upgradeNote(opt.DatadirVersion, rep.Version)
 	if rep.SystemTables, err = checkSystemTables(ctx, db); err != nil {
 		return nil, err
 	}
@@ -92,6 +103,18 @@ func Start(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	return &rep, nil
+}
+
+// upgradeNote says to run mariadb-upgrade when server is of a newer
+// major.minor than the datadir's writer, else nothing.
+func upgradeNote(datadir, server string) string {
+	dMajor, dMinor, _, err1 := mariadb.ParseVersion(datadir)
+	sMajor, sMinor, _, err2 := mariadb.ParseVersion(server)
+	if err1 != nil || err2 != nil || sMajor < dMajor || sMajor == dMajor && sMinor <= dMinor {
+		return ""
+	}
+	return fmt.Sprintf("the datadir is of MariaDB %d.%d (%s), the server MariaDB %d.%d: run the server's mariadb-upgrade (%d.%d's) now, as after any upgrade, to bring the system tables up to date",
+		dMajor, dMinor, datadir, sMajor, sMinor, sMajor, sMinor)
 }
 
 // startAndWait runs the start command and waits until the server answers,

@@ -92,3 +92,23 @@ func TestCountBiggestIsBounded(t *testing.T) {
 		t.Errorf("%d counts still run on the server (%v)", waiting, err)
 	}
 }
+
+// A server of a newer major.minor than the datadir's writer is told to run
+// mariadb-upgrade; the same or an unknown version is not.
+func TestUpgradeNote(t *testing.T) {
+	for _, c := range []struct {
+		datadir, server string
+		note            bool
+	}{
+		{"10.11.19-MariaDB-0+deb12u1-log", "11.8.9-MariaDB-0+deb13u1 from Debian-log", true},
+		{"10.5.23-MariaDB", "10.11.19-MariaDB", true},
+		{"10.11.2-MariaDB", "10.11.19-MariaDB", false},
+		{"11.8.9-MariaDB", "10.11.19-MariaDB", false},
+		{"", "11.8.9-MariaDB", false},
+	} {
+		got := upgradeNote(c.datadir, c.server)
+		if (got != "") != c.note || c.note && !strings.Contains(got, "mariadb-upgrade") {
+			t.Errorf("upgradeNote(%q, %q) = %q, want a note: %v", c.datadir, c.server, got, c.note)
+		}
+	}
+}

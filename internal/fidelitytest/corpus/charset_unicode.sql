@@ -1,5 +1,6 @@
 -- title: utf8mb3 and utf8mb4 (4-byte supplementary characters, combining sequences, zero-width and bidi controls), ucs2, utf16, utf16le and utf32 with surrogate pairs; unicode collations (general, bin, unicode_520, uca1400 with pad and nopad)
 -- source: MariaDB server mysql-test/main/ctype_utf8mb4.test, main/ctype_ucs.test, main/ctype_utf16.test, main/ctype_utf16le.test, main/ctype_utf32.test, main/ctype_uca.test; MDEV-27009 (uca1400 collations)
+-- since: 10.10 (the uca1400 collations, new in 10.10)
 CREATE TABLE u (
   id INT PRIMARY KEY,
   m3 VARCHAR(100) CHARACTER SET utf8mb3 COLLATE utf8mb3_general_ci,

@@ -1,5 +1,6 @@
 -- title: index kinds: BTREE, prefix and composite keys, descending key parts, FULLTEXT on InnoDB and MyISAM (with a stopword-only row), SPATIAL, long UNIQUE keys on BLOB/TEXT (USING HASH), IGNORED indexes, index COMMENTs, a primary key that is not the first index
 -- source: MariaDB server mysql-test/main/long_unique.test (MDEV-371), main/ignored_index.test (MDEV-7317), main/desc_index_range.test (MDEV-13756 descending indexes), main/fulltext.test, suite/innodb_fts/t/fulltext.test, main/gis-rtree.test
+-- since: 10.8 (descending key parts, new in 10.8; IGNORED indexes, new in 10.6)
 CREATE TABLE ix (
   id INT NOT NULL,
   a VARCHAR(200), b INT, c TEXT, d BLOB, g POINT NOT NULL,

@@ -1,5 +1,6 @@
 -- title: UUID, INET4 and INET6 data types: their extremes, IPv4-mapped IPv6, and indexes on them
 -- source: MariaDB server plugin/type_uuid/mysql-test/type_uuid/type_uuid.test, plugin/type_inet/mysql-test/type_inet/type_inet4.test and type_inet6.test; MDEV-4958 (UUID), MDEV-274 (INET6), MDEV-23287 (INET4)
+-- since: 10.10 (INET4, new in 10.10; UUID, new in 10.7)
 CREATE TABLE ui (
   id INT PRIMARY KEY,
   u UUID, i4 INET4, i6 INET6,

@@ -1,5 +1,6 @@
 -- title: system-versioned tables (timestamp-based): implicit and explicit ROW START/ROW END columns, invisible and visible, history rows from updates and deletes, a column WITHOUT SYSTEM VERSIONING, versioning on MyISAM
 -- source: MariaDB server mysql-test/suite/versioning/t/create.test, suite/versioning/t/select.test, suite/versioning/t/update.test, suite/versioning/t/delete.test; MDEV-16029 (mariadb-dump --dump-history, history rows lost by a dump)
+-- logical-since: 10.11 (loading history rows needs system_versioning_insert_history, new in 10.11)
 SET @@system_versioning_alter_history = KEEP;
 CREATE TABLE implicit_v (id INT PRIMARY KEY, v INT) ENGINE=InnoDB WITH SYSTEM VERSIONING;
 INSERT INTO implicit_v VALUES (1, 1), (2, 2);

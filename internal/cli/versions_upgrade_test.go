@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+)
+
+// TestVersionsPhysicalUpgrade is the physical upgrade path (issue 30 item
+// 5): a physical backup of MariaDB 10.11 (the host's) and one of 10.5,
+// each restored into place on a host upgraded to 11.8
+// (BACKSTREAM_MARIADB_PATH lists 11.8's basedir first, then 10.5's;
+// 10.11's tools are in PATH), is prepared with its own version's
+// mariabackup and started by 11.8's mariadbd (restore --datadir --start),
+// which names the upgrade step;
+// then 11.8's mariadb-upgrade, as the guide says, after which every
+// table's CHECKSUM TABLE equals the source's and the datadir records the
+// upgrade.
+//
+// Not parallel: t.Setenv.
+func TestVersionsPhysicalUpgrade(t *testing.T) {
+	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
+	t.Setenv("BACKSTREAM_MARIADB_PATH", b118+string(os.PathListSeparator)+b105)
+	for _, c := range []struct{ version, basedir string }{{"10.11", ""}, {"10.5", b105}} {
+		t.Run(c.version+" to 11.8", func(t *testing.T) {
+			physicalUpgrade(t, c.version, c.basedir, b118)
+		})
+	}
+}
+
+func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
+	ctx := context.Background()
+	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
+	requireVersion(t, src, version)
+	for _, q := range []string{
+		"CREATE DATABASE app",
+		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), doc JSON, note TEXT) ENGINE=InnoDB",
+		"INSERT INTO app.orders SELECT seq, CONCAT('customer ', seq % 97), seq * 1.25, JSON_OBJECT('n', seq), REPEAT(SHA2(seq, 256), 4) FROM app.seq_1_to_20000",
+		"CREATE TABLE app.log (id INT PRIMARY KEY, line VARCHAR(200)) ENGINE=Aria",
+		"INSERT INTO app.log SELECT seq, SHA2(seq, 512) FROM app.seq_1_to_5000",
+		"CREATE TABLE app.old (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=MyISAM",
+		"INSERT INTO app.old SELECT seq, seq FROM app.seq_1_to_1000",
+		"CREATE PROCEDURE app.total(OUT s DECIMAL(20,2)) SELECT SUM(total) INTO s FROM app.orders",
+	} {
+		if _, err := src.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	want := checksums(t, src)
+	repoDir := newRepoDir(t)
+	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+
+	base := t.TempDir()
+	datadir := filepath.Join(base, "mysql")
+	sock := filepath.Join(base, "s.sock")
+	pidFile := filepath.Join(base, "mariadbd.pid")
+	start := fmt.Sprintf("%s --no-defaults --basedir=%s --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
+		filepath.Join(b118, "sbin", "mariadbd"), b118, datadir, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
+	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
+	r := run(t, "restore", "--repo", repoDir, "--datadir", datadir, "--start="+start, "--socket", sock, "--user", "root", "--no-defaults")
+	log, _ := os.ReadFile(filepath.Join(base, "error.log"))
+	if r.code != ExitOK {
+		t.Fatalf("restore --datadir --start of a %s backup with 11.8's server: exit %d, %v\n%s\n%s\nserver log:\n%s", version, r.code, r.err, r.stdout, r.stderr, log)
+	}
+	t.Logf("restore --datadir --start:\n%s%s", r.stdout, r.stderr)
+
+	if !strings.Contains(r.stdout, "run the server's mariadb-upgrade (11.8's) now") || !strings.Contains(r.stdout, "the datadir is of MariaDB "+version+" (") {
+		t.Errorf("restore --datadir --start of a %s backup on 11.8 printed %q; want the upgrade step named", version, r.stdout)
+	}
+	if out, err := upgrade118(t, b118, sock).CombinedOutput(); err != nil {
+		t.Fatalf("11.8's mariadb-upgrade on the restored datadir: %v\n%s", err, out)
+	}
+	db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var started string
+	if err := db.QueryRowContext(ctx, "SELECT @@version").Scan(&started); err != nil || !strings.HasPrefix(started, "11.8.") {
+		t.Fatalf("the started server is %q (%v), want MariaDB 11.8", started, err)
+	}
+	got, err := sandbox.ChecksumTables(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareChecksums(t, got, want)
+	if info, err := os.ReadFile(filepath.Join(datadir, "mariadb_upgrade_info")); err != nil || !strings.HasPrefix(string(info), "11.8.") {
+		t.Errorf("mariadb_upgrade_info after mariadb-upgrade: %q, %v; want 11.8", info, err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var s, sum string
+	if _, err := conn.ExecContext(ctx, "CALL app.total(@s)"); err != nil {
+		t.Errorf("the %s routine on 11.8: %v", version, err)
+	} else if err := conn.QueryRowContext(ctx, "SELECT @s, (SELECT SUM(total) FROM app.orders)").Scan(&s, &sum); err != nil || s != sum {
+		t.Errorf("the %s routine's result on 11.8: %q, want %q (%v)", version, s, sum, err)
+	}
+}
+
+// upgrade118 is 11.8's mariadb-upgrade for the server on sock. It runs the
+// mariadb and mariadb-check found beside its argv[0], which for a binary
+// of another root must be wrappers through that root's loader: the
+// wrappers and argv[0] are made in a directory of their own.
+func upgrade118(t *testing.T, b118, sock string) *exec.Cmd {
+	t.Helper()
+	root := filepath.Join(filepath.Dir(b118), "root")
+	loader := filepath.Join(root, "usr", "lib", "x86_64-linux-gnu", "ld-linux-x86-64.so.2")
+	libs := filepath.Join(root, "usr", "lib", "x86_64-linux-gnu") + ":" + filepath.Join(root, "lib", "x86_64-linux-gnu")
+	dir := t.TempDir()
+	for _, tool := range []string{"mariadb", "mariadb-check"} {
+		script := fmt.Sprintf("#!/bin/sh\nexec %q --library-path %q %q \"$@\"\n", loader, libs, filepath.Join(root, "usr", "bin", tool))
+		if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return exec.Command(loader, "--library-path", libs, "--argv0", filepath.Join(dir, "mariadb-upgrade"), filepath.Join(root, "usr", "bin", "mariadb-upgrade"),
+		"--no-defaults", "--socket="+sock, "--user=root")
+}
