@@ -3,6 +3,7 @@
 # run against.
 #
 #   scripts/minio.sh install      build the pinned MinIO with `go install` if it is missing
+#   scripts/minio.sh path         print the path of the pinned MinIO (installing it if missing)
 #   scripts/minio.sh start DIR    start one on free loopback ports with data in DIR/data
 #   scripts/minio.sh stop DIR     stop the one started in DIR
 #
@@ -13,8 +14,10 @@
 # environment, or random ones; they are never shown on a terminal.
 set -euo pipefail
 
-# The MinIO release the project is tested with.
+# The MinIO release the project is tested with. internal/storage/s3/s3test
+# names the same version (PinnedMinio; a test keeps the two equal).
 MINIO_MODULE=github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO_VERSION=${MINIO_MODULE#*@}
 
 say() { echo "minio.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -26,31 +29,55 @@ gobin() {
   echo "$bin"
 }
 
-# find_minio prints the path of a minio binary: PATH first, then Go's bin dir.
+# The build is kept outside the checkout, keyed by its version, so that a
+# fresh clone on a machine that built it once does not build it again (a
+# build takes minutes), and a change of the pinned version builds anew.
+cache_dir() {
+  echo "${XDG_CACHE_HOME:-$HOME/.cache}/backstream-minio/$MINIO_VERSION"
+}
+
+# built_version prints the module version a minio binary was built from.
+built_version() {
+  go version -m "$1" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/minio/minio" { print $3 }'
+}
+
+# find_minio prints the path of the pinned minio: the cache, else one on
+# PATH or in Go's bin dir built from the pinned version (an earlier
+# install's, which is then kept in the cache).
 find_minio() {
-  if command -v minio >/dev/null 2>&1; then
-    command -v minio
+  local cached
+  cached="$(cache_dir)/minio"
+  if [ -x "$cached" ]; then
+    echo "$cached"
     return 0
   fi
-  if command -v go >/dev/null 2>&1 && [ -x "$(gobin)/minio" ]; then
-    echo "$(gobin)/minio"
-    return 0
-  fi
+  local candidate
+  for candidate in "$(command -v minio 2>/dev/null || true)" "$( (command -v go >/dev/null 2>&1 && echo "$(gobin)/minio") || true)"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ] && [ "$(built_version "$candidate")" = "$MINIO_VERSION" ]; then
+      mkdir -p "$(cache_dir)"
+      cp "$candidate" "$cached.tmp" && mv "$cached.tmp" "$cached"
+      echo "$cached"
+      return 0
+    fi
+  done
   return 1
 }
 
 install_minio() {
   if path=$(find_minio); then
-    say "MinIO is installed: $path"
+    say "MinIO $MINIO_VERSION is installed: $path"
     return 0
   fi
   command -v go >/dev/null 2>&1 || die "Go is not installed; it is needed to build MinIO"
-  say "MinIO is missing: building $MINIO_MODULE into $(gobin)"
-  say "this downloads and compiles a few hundred modules and takes about 5 minutes on 2 cores; progress follows"
+  local dir
+  dir=$(cache_dir)
+  say "MinIO is missing: building $MINIO_MODULE into $dir"
+  say "this downloads and compiles a few hundred modules and takes about 5 minutes on 2 cores (once per machine and version); progress follows"
   local start=$SECONDS
+  mkdir -p "$dir"
   # -x would drown the user; a line per module downloaded, and a heartbeat
   # while compiling, show that something is happening.
-  go install "$MINIO_MODULE" 2>&1 | while IFS= read -r line; do say "$line"; done &
+  GOBIN=$dir go install "$MINIO_MODULE" 2>&1 | while IFS= read -r line; do say "$line"; done &
   local pid=$!
   local last=$SECONDS
   while kill -0 "$pid" 2>/dev/null; do
@@ -143,6 +170,10 @@ stop_minio() {
 
 case "${1:-}" in
   install) install_minio ;;
+  path)
+    install_minio
+    find_minio
+    ;;
   start)
     [ $# -eq 2 ] || die "usage: $0 start DIR"
     start_minio "$2"
@@ -151,5 +182,5 @@ case "${1:-}" in
     [ $# -eq 2 ] || die "usage: $0 stop DIR"
     stop_minio "$2"
     ;;
-  *) die "usage: $0 install | start DIR | stop DIR" ;;
+  *) die "usage: $0 install | path | start DIR | stop DIR" ;;
 esac

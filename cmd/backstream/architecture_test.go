@@ -69,10 +69,12 @@ var layerRules = []struct {
 		"who this build is and the metrics file know nothing of backups or repositories"},
 	{[]string{"internal/mariadb", "internal/transport", "internal/progress", "internal/sandbox"}, []string{"internal/archive", "internal/repo", "internal/physical", "internal/logical", "internal/cli", "internal/storage/"},
 		"connecting, transport, progress and the sandbox know nothing of backups"},
-	{[]string{"internal/restoredserver", "internal/serverup"}, []string{"internal/pitr", "internal/importtable", "internal/restoretest", "internal/restorecase", "internal/remote", "internal/cli"},
+	{[]string{"internal/restoredserver", "internal/serverup"}, []string{"internal/pitr", "internal/importtable", "internal/restoretest", "internal/restorecase", "internal/remote", "internal/provision", "internal/cli"},
 		"starting a server on a datadir knows no use case that asks for one"},
 	{[]string{"internal/importtable"}, []string{"internal/pitr"},
 		"an import starts its throwaway server through restoredserver, not through another use case"},
+	{[]string{"internal/provision"}, []string{"internal/progress"},
+		"provisioning knows no flags and no display: it returns a Result and its sentences are Messages"},
 	{[]string{"internal/"}, []string{"internal/cli"},
 		"only the command imports the CLI"},
 }

@@ -1,8 +1,9 @@
-// Package backup holds what a backup decides about the repository it goes
-// into before mariabackup runs: which backup an incremental builds on, and
-// that its positions hold. It knows backups through the repository's API
-// and the chain policy; it knows nothing of flags or of how it is reported.
 package backup
+
+// What a backup decides about the repository it goes into before
+// mariabackup runs: which backup an incremental builds on, and that its
+// positions hold. It knows backups through the repository's API and the
+// chain policy.
 
 import (
 	"context"

@@ -13,7 +13,6 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/codec"
-	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
@@ -74,32 +73,41 @@ func parseRate(flag, s string) (int64, error) {
 	return v, nil
 }
 
-// job checks the flags and builds the job, less its destination.
-func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physical.BackupJob, error) {
+// request checks the flags and builds the request's shared and physical
+// options, less its repository.
+func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (backup.Request, error) {
 	if b.parallel < 1 {
-		return physical.BackupJob{}, usagef("--parallel must be at least 1")
+		return backup.Request{}, usagef("--parallel must be at least 1")
 	}
 	c, err := parseStorage(b.compress, b.hash)
 	if err != nil {
-		return physical.BackupJob{}, err
+		return backup.Request{}, err
 	}
 	rate, err := parseRate("--max-rate", b.maxRate)
 	if err != nil {
-		return physical.BackupJob{}, err
+		return backup.Request{}, err
 	}
 	if b.maxIO < 0 {
-		return physical.BackupJob{}, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", b.maxIO)
+		return backup.Request{}, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", b.maxIO)
 	}
 	cfg, err := b.conn.resolve(cmd.Flags())
 	if err != nil {
-		return physical.BackupJob{}, err
+		return backup.Request{}, err
 	}
 	var log io.Writer
 	if b.verbose {
 		log = g.stderr
 	}
-	return physical.BackupJob{Conn: cfg, Mariabackup: b.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Parallel: b.parallel, Codec: c, Hash: b.hash,
-		ExtraArgs: b.extra, Log: log, Version: version, MaxRate: rate, MaxIO: b.maxIO, Checkpoint: b.checkpoint}, nil
+	return backup.Request{Conn: cfg, Parallel: b.parallel, Codec: c, Hash: b.hash, MaxRate: rate, Version: version,
+		Physical: backup.PhysicalOptions{Mariabackup: b.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath),
+			ExtraArgs: b.extra, Log: log, MaxIO: b.maxIO, Checkpoint: b.checkpoint}}, nil
+}
+
+// job checks the flags and builds the physical job, less its destination
+// (send's).
+func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physical.BackupJob, error) {
+	req, err := b.request(g, cmd, version)
+	return backup.PhysicalJob(req), err
 }
 
 // parseStorage reads --compress and checks --hash, which every command
@@ -115,12 +123,101 @@ func parseStorage(compress, hash string) (codec.Codec, error) {
 	return c, nil
 }
 
-// run runs the job with a progress display.
+// runBackupJob runs a physical job with a progress display (send's).
 func runBackupJob(ctx context.Context, g *globals, title string, job physical.BackupJob) (*archive.Manifest, progress.Summary, error) {
 	t := g.tracker(title, 0)
 	job.Progress = t
 	m, err := physical.RunBackup(ctx, job)
 	return m, t.Finish(err), err
+}
+
+// backupRequest checks backup's flags and builds its request, less the
+// repository and its encryption.
+func backupRequest(g *globals, cmd *cobra.Command, version string, b *backupFlags, l *logicalBackupFlags, inc *incrementalFlags) (backup.Request, error) {
+	req, err := b.request(g, cmd, version)
+	if err != nil {
+		return req, err
+	}
+	if l.on && cmd.Flags().Changed("max-io") {
+		return req, usagef("--max-io is mariabackup's I/O limit, for physical backups; bound a logical backup with --max-rate")
+	}
+	if l.on && b.checkpoint {
+		return req, usagef("--checkpoint is for physical backups: a logical backup reads no redo log")
+	}
+	if l.on {
+		req.Logical = true
+		if req.Dump, err = l.options(); err != nil {
+			return req, err
+		}
+	} else if len(l.mask.specs) > 0 || l.mask.keyFile != "" {
+		return req, usagef("--mask needs --logical: a physical backup copies the server's files as they are and cannot mask a value (the rules may come from an option file)")
+	} else if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
+		return req, usagef("--%s needs --logical", f)
+	}
+	if l.on && inc.on {
+		return req, usagef("--incremental is for physical backups; a logical backup is always whole")
+	}
+	if !inc.on {
+		if f := firstChanged(cmd.Flags(), []string{"parent", "max-chain", "full-every"}); f != "" {
+			return req, usagef("--%s needs --incremental", f)
+		}
+	}
+	policy, err := inc.policy()
+	if err != nil {
+		return req, err
+	}
+	if inc.on {
+		req.Physical.Incremental = &backup.Incremental{Parent: inc.parent, Policy: policy,
+			FullBecause: func(why string) { fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why) }}
+	}
+	return req, nil
+}
+
+// runBackup takes the backup with a progress display and prints it.
+func runBackup(ctx context.Context, g *globals, req backup.Request) error {
+	title := "backup"
+	if req.Logical {
+		title = "backup --logical"
+	}
+	t := g.tracker(title, 0)
+	req.Progress = t
+	res, err := backup.Run(ctx, req)
+	t.Finish(err)
+	if err != nil {
+		if req.Logical {
+			return maskUsage(err)
+		}
+		return err
+	}
+	g.made = res.Manifest
+	if g.json {
+		return printJSON(g.stdout, madeOf(res.Manifest))
+	}
+	return printBackup(g.stdout, res)
+}
+
+// printBackup is backup's text printer: the backup made, and for a
+// logical one what it holds without history and what it masked.
+func printBackup(w io.Writer, res *backup.Result) error {
+	m := res.Manifest
+	what, streams := "full", fmt.Sprintf("%d streams, %d files", len(m.Streams), len(m.Files))
+	switch {
+	case m.Kind == archive.KindLogical:
+		what = fmt.Sprintf("logical, %d databases, %d tables, %d rows", len(m.Databases), res.Tables, res.Rows)
+		streams = fmt.Sprintf("%d streams", len(m.Streams))
+	case m.Parent != "":
+		what = fmt.Sprintf("incremental on %s (depth %d of chain %s)", m.Parent, m.Depth, m.Chain)
+	}
+	if _, err := fmt.Fprintf(w, "backup %s complete: %s, %s, %s stored\n", m.ID, what, streams, humanRatio(m)); err != nil {
+		return err
+	}
+	for _, t := range res.NoHistory {
+		fmt.Fprintf(w, "backup %s: table %s: history not in the backup (--versioned-current-only)\n", m.ID, t)
+	}
+	if len(res.Masked) > 0 {
+		fmt.Fprintf(w, "backup %s: masked when dumped: %s\n", m.ID, strings.Join(res.Masked, ", "))
+	}
+	return nil
 }
 
 // incrementalFlags choose the parent of an incremental backup.
@@ -182,68 +279,22 @@ replaces a column's values as rows are dumped, so that the repository never hold
 mariabackup's I/O operations per second, so that a backup leaves the server room.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			job, err := b.job(g, cmd, version)
+			req, err := backupRequest(g, cmd, version, &b, &l, &inc)
 			if err != nil {
 				return err
 			}
-			var dump logical.DumpJob
-			if l.on && cmd.Flags().Changed("max-io") {
-				return usagef("--max-io is mariabackup's I/O limit, for physical backups; bound a logical backup with --max-rate")
-			}
-			if l.on && b.checkpoint {
-				return usagef("--checkpoint is for physical backups: a logical backup reads no redo log")
-			}
-			if l.on {
-				if dump, err = l.job(job); err != nil {
-					return err
-				}
-			} else if len(l.mask.specs) > 0 || l.mask.keyFile != "" {
-				return usagef("--mask needs --logical: a physical backup copies the server's files as they are and cannot mask a value (the rules may come from an option file)")
-			} else if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
-				return usagef("--%s needs --logical", f)
-			}
-			if l.on && inc.on {
-				return usagef("--incremental is for physical backups; a logical backup is always whole")
-			}
-			if !inc.on {
-				if f := firstChanged(cmd.Flags(), []string{"parent", "max-chain", "full-every"}); f != "" {
-					return usagef("--%s needs --incremental", f)
-				}
-			}
-			policy, err := inc.policy()
-			if err != nil {
+			if req.Repo, err = g.openRepo(cmd.Context(), false); err != nil {
 				return err
 			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
+			if req.Encryption, err = g.encryption(cmd.Context(), req.Repo); err != nil {
 				return err
 			}
-			if job.Encryption, err = g.encryption(cmd.Context(), r); err != nil {
-				return err
-			}
-			dump.Encryption = job.Encryption
-			ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpBackup, true)
+			ctx, release, err := g.lockRepo(cmd.Context(), req.Repo, repo.OpBackup, true)
 			if err != nil {
 				return err
 			}
 			defer release()
-			if l.on {
-				return runDump(ctx, g, r, dump)
-			}
-			job.Dest = r
-			if inc.on {
-				job.Parent = backup.Parent{Repo: r, Explicit: inc.parent, Policy: policy,
-					FullBecause: func(why string) { fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why) }}.For
-			}
-			m, _, err := runBackupJob(ctx, g, "backup", job)
-			if err != nil {
-				return err
-			}
-			kind := "full"
-			if m.Parent != "" {
-				kind = fmt.Sprintf("incremental on %s (depth %d of chain %s)", m.Parent, m.Depth, m.Chain)
-			}
-			return g.reportMade(m, fmt.Sprintf("backup %s complete: %s, %d streams, %d files, %s stored", m.ID, kind, len(m.Streams), len(m.Files), humanRatio(m)))
+			return runBackup(ctx, g, req)
 		},
 	}
 	b.register(cmd.Flags())

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -228,7 +227,7 @@ $BACKSTREAM_TO_PASSWORD. No password is taken as a flag.`,
 			}
 			var repl *replicationResult
 			if res.Replication != nil {
-				repl = reportReplication(io.Discard, *job.Replicate, replica.Options{}, res.Replication)
+				repl = replica.Summarize(*job.Replicate, replica.Options{}, res.Replication)
 			}
 			rep := copyReport{
 				Copy: res.ID, Source: res.Source, Target: res.Target, Resumed: res.Resumed,

@@ -97,29 +97,6 @@ func TestIncrementalChain(t *testing.T) {
 	}
 }
 
-// An incremental on a backup of another server is refused, naming both.
-func TestIncrementalParentFromAnotherServer(t *testing.T) {
-	t.Parallel()
-	a := sandboxtest.Start(t, sandbox.Options{})
-	b := sandboxtest.Start(t, sandbox.Options{})
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(a)...)...).mustSucceed(t)
-	other := backupListing(t, repoDir)[0].ID
-
-	// --incremental alone picks a backup of this server: b has none, so full.
-	r := run(t, append([]string{"backup", "--repo", repoDir, "--incremental"}, sandboxConn(b)...)...).mustSucceed(t)
-	if !strings.Contains(r.stdout, "full") {
-		t.Errorf("--incremental with only another server's backup: %q, want a full backup", r.stdout)
-	}
-	r = run(t, append([]string{"backup", "--repo", repoDir, "--incremental", "--parent", other}, sandboxConn(b)...)...)
-	if r.code == ExitOK || !strings.Contains(r.err.Error(), other) || !strings.Contains(r.err.Error(), "not of this one") {
-		t.Errorf("incremental on another server's backup: exit %d, %v", r.code, r.err)
-	}
-	if n := len(backupListing(t, repoDir)); n != 2 {
-		t.Errorf("%d backups after a refused incremental, want 2", n)
-	}
-}
-
 // On a server whose checkpoint lags (a large redo log, a bulk load that
 // stays dirty in the buffer pool), incrementals hold what changed since
 // their parent, not every page written since its checkpoint: after no

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,12 +9,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mask"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restorecase"
 )
 
@@ -121,11 +119,11 @@ func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
 	l.mask.register(f, "as it is dumped, so that the repository never holds it")
 }
 
-// job builds the dump job from the shared backup flags' job and these.
-func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) {
+// options checks the flags and builds the dump's own options.
+func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 	chunk, err := progress.ParseBytes(l.chunkSize)
 	if err != nil || chunk < 64<<10 {
-		return logical.DumpJob{}, usagef("--chunk-size %q: want a size of at least 64KiB, like 16MiB", l.chunkSize)
+		return backup.DumpOptions{}, usagef("--chunk-size %q: want a size of at least 64KiB, like 16MiB", l.chunkSize)
 	}
 	skip := l.skip.s
 	limited := len(l.databases) > 0 || len(l.tables) > 0
@@ -134,46 +132,18 @@ func (l *logicalBackupFlags) job(b physical.BackupJob) (logical.DumpJob, error) 
 	}
 	for _, t := range append(append([]string{}, l.tables...), l.excludeTbl...) {
 		if db, name, ok := strings.Cut(t, "."); !ok || db == "" || name == "" {
-			return logical.DumpJob{}, usagef("table %q: give it as database.table", t)
+			return backup.DumpOptions{}, usagef("table %q: give it as database.table", t)
 		}
 	}
 	masks, err := l.mask.rules()
 	if err != nil {
-		return logical.DumpJob{}, err
+		return backup.DumpOptions{}, err
 	}
-	return logical.DumpJob{
-		DumpOptions: logical.DumpOptions{
-			Conn: b.Conn, Parallel: b.Parallel,
-			Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
-			Skip:     skip,
-			BlockDDL: l.blockDDL, ChunkBytes: chunk, MaxRate: b.MaxRate, VersionedCurrentOnly: l.currentOnly,
-			Mask: masks,
-		},
-		Codec: b.Codec, Hash: b.Hash, Version: b.Version, Encryption: b.Encryption,
+	return backup.DumpOptions{
+		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
+		Skip:     skip,
+		BlockDDL: l.blockDDL, ChunkBytes: chunk, VersionedCurrentOnly: l.currentOnly, Mask: masks,
 	}, nil
-}
-
-func runDump(ctx context.Context, g *globals, r *repo.Repo, job logical.DumpJob) error {
-	t := g.tracker("backup --logical", 0)
-	job.Progress, job.Dest = t, r
-	m, err := logical.Dump(ctx, job)
-	t.Finish(err)
-	if err != nil {
-		return maskUsage(err)
-	}
-	var tables int
-	var rows int64
-	for _, d := range m.Databases {
-		tables += d.Tables
-		rows += d.Rows
-	}
-	if err := g.reportMade(m, fmt.Sprintf("backup %s complete: logical, %d databases, %d tables, %d rows, %d streams, %s stored",
-		m.ID, len(m.Databases), tables, rows, len(m.Streams), humanRatio(m))); err != nil || g.json {
-		return err
-	}
-	printNoHistory(g, m)
-	printMasked(g, m)
-	return nil
 }
 
 // printMasked says which columns of a logical backup were masked.

@@ -1,17 +1,13 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-	"strings"
+	"errors"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/serverup"
 )
 
@@ -55,147 +51,27 @@ func (p *placeFlags) check(f *pflag.FlagSet) error {
 }
 
 // serverFiles reads where the server that will run on the datadir keeps
-// files of its state outside it, from the option files backstream can
-// know it reads: serverDefaults (--server-defaults-file) when given;
-// otherwise, with --start=systemd, the global option files; with
-// --start='COMMAND', those the command's words choose (--no-defaults,
-// --defaults-file, --defaults-extra-file, else the global files) and the
-// options among its words; without --start, none.
+// files of its state outside it (provision.ServerFiles): from
+// serverDefaults (--server-defaults-file) or the option files --start
+// chooses.
 func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, error) {
-	var src mariadb.ServerSource
-	switch {
-	case serverDefaults != "":
-		src.DefaultsFile = serverDefaults
-	case p.start == "":
-		return mariadb.ServerFiles{}, nil
-	case p.start == serverup.Systemd:
-	default:
-		words, err := shellWords(p.start)
-		if err != nil {
-			return mariadb.ServerFiles{}, usagef("--start: %v", err)
-		}
-		src.ArgsFrom = "the --start command"
-		for _, w := range words {
-			switch {
-			case w == "--no-defaults":
-				src.NoDefaults = true
-			case strings.HasPrefix(w, "--defaults-file="):
-				src.DefaultsFile = strings.TrimPrefix(w, "--defaults-file=")
-			case strings.HasPrefix(w, "--defaults-extra-file="):
-				src.DefaultsExtraFile = strings.TrimPrefix(w, "--defaults-extra-file=")
-			case strings.HasPrefix(w, "--"):
-				src.Args = append(src.Args, w)
-			}
-		}
+	sf, err := provision.ServerFiles(p.start, serverDefaults)
+	var bad *provision.StartCommandError
+	if errors.As(err, &bad) {
+		return sf, usagef("--start: %v", bad.Err)
 	}
-	sf, err := mariadb.ReadServerFiles(src)
-	if err != nil {
-		return sf, fmt.Errorf("the options of the server to start on the datadir: %w", err)
-	}
-	return sf, nil
+	return sf, err
 }
 
-// shellWords splits a command into words as /bin/sh would for simple
-// commands: blanks separate words, single quotes keep everything, double
-// quotes and backslashes work as in the shell. Expansions are not done.
-func shellWords(s string) ([]string, error) {
-	var words []string
-	var w strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, fmt.Errorf("unterminated quote in %q", s)
-			}
-			w.WriteString(s[i+1 : i+1+end])
-			i += end + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-					i++
-				}
-				w.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, fmt.Errorf("unterminated quote in %q", s)
-			}
-			inWord = true
-		case c == '\\' && i+1 < len(s):
-			i++
-			w.WriteByte(s[i])
-			inWord = true
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words, nil
-}
-
-// inPlace is what finish did, as --json prints it: where what the datadir
+// inPlace is what placing did, as --json prints it: where what the datadir
 // held went, what moved outside it, and the server started on it.
-type inPlace struct {
-	Replaced string           `json:"replaced,omitempty"` // where what the datadir held was moved aside
-	Outside  []restore.Aside  `json:"outside,omitempty"`  // what moved aside from, and was placed in, the places outside it
-	Started  *serverup.Report `json:"started,omitempty"`  // the server --start started there, checked
-}
+type inPlace = provision.Placed
 
-// finish swaps the restored datadir into place, and starts and checks the
-// server with --start. What it did is returned also with an error.
-func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, m *archive.Manifest, place *restore.Place) (inPlace, error) {
-	sw, err := place.Swap()
-	did := inPlace{Replaced: sw.Replaced, Outside: sw.Outside}
-	if sw.Replaced != "" {
-		fmt.Fprintf(out, "what %s held was moved aside to %s\n", place.Dir, sw.Replaced)
-	}
-	for _, a := range sw.Outside {
-		fmt.Fprintln(out, a)
-	}
-	if err != nil {
-		return did, err
-	}
-	fmt.Fprintf(out, "backup %s restored and prepared in place: %s\n", m.ID, place.Dir)
+// startAt is how --start starts the server that cfg reaches, nil without
+// --start.
+func (p *placeFlags) startAt(cfg mariadb.Config) *provision.Start {
 	if p.start == "" {
-		return did, nil
+		return nil
 	}
-	cfg, err := conn.resolve(cmd.Flags())
-	if err != nil {
-		return did, err
-	}
-	rep, err := serverup.Start(cmd.Context(), serverup.Options{How: p.start, Conn: cfg, Datadir: place.Dir, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout, Biggest: 5})
-	if err != nil {
-		return did, err
-	}
-	did.Started = rep
-	fmt.Fprintf(out, "server %s (%s)"+serverRunsOn+"%s: CHECK TABLE of %d system tables OK\n", rep.Version, rep.Hostname, place.Dir, rep.SystemTables)
-	if len(rep.Counted) > 0 {
-		parts := make([]string, len(rep.Counted))
-		for i, c := range rep.Counted {
-			parts[i] = fmt.Sprintf("%s %d rows", c.Table, c.Rows)
-			if !c.Counted {
-				parts[i] = fmt.Sprintf("%s not counted within --check-timeout %s", c.Table, p.checkTimeout)
-			}
-		}
-		fmt.Fprintf(out, "biggest tables: %s\n", strings.Join(parts, ", "))
-	}
-	return did, nil
+	return &provision.Start{How: p.start, Conn: cfg, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout}
 }
-
-// serverRunsOn is in the line a restore into place prints once the server
-// it started answers (provision --replicate=false looks for it in each
-// receiver's report).
-const serverRunsOn = " runs on "

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,25 +143,6 @@ func TestRestoreIntoPlace(t *testing.T) {
 		t.Errorf("restore --datadir --json printed %+v; want backup %s restored and prepared in %s, nothing replaced or started", done, id, fresh)
 	}
 	compareChecksums(t, checksums(t, serverOn(t, fresh)), want)
-}
-
-func TestShellWords(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []string
-	}{
-		{"mariadbd --defaults-file=/etc/my.cnf &", []string{"mariadbd", "--defaults-file=/etc/my.cnf", "&"}},
-		{`sudo -u mysql mariadbd '--log-bin=/a b/bin' --x="q\"uote" --y=\ z`, []string{"sudo", "-u", "mysql", "mariadbd", "--log-bin=/a b/bin", `--x=q"uote`, "--y= z"}},
-		{"  ", nil},
-	} {
-		got, err := shellWords(c.in)
-		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("shellWords(%q) = %q, %v; want %q", c.in, got, err, c.want)
-		}
-	}
-	if _, err := shellWords("mariadbd '--log-bin=x"); err == nil {
-		t.Error("an unterminated quote was accepted")
-	}
 }
 
 // The server's option file puts its redo log, undo tablespaces and binary

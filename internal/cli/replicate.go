@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,24 +13,14 @@ import (
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/servercopy"
 )
 
-func newReplicateCmd(g *globals) *cobra.Command {
-	var (
-		conn     connFlags
-		primary  primaryFlags
-		datadir  string
-		from     string
-		fromCopy bool
-		filePos  bool
-		catchUp  bool
-		force    bool
-		wait     time.Duration
-		asJSON   bool
-	)
-	cmd := &cobra.Command{
+// replicateHelp is the replicate command, without its RunE.
+func replicateHelp() *cobra.Command {
+	return &cobra.Command{
 		Use:   "replicate --primary-host HOST [--primary-user USER] [--from-backup ID --repo R]",
 		Short: "Make a server restored from a backup replicate from the backup's source (or the source's primary)",
 		Example: `  backstream replicate --primary-host db1 --primary-user repl --datadir /var/lib/mysql
@@ -60,76 +48,117 @@ The primary's settings come from the [backstream-primary] group of the option fi
 (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf, then --primary-defaults-file), then the
 flags; its password from that group or BACKSTREAM_PRIMARY_PASSWORD, never a flag.
 Connection flags (--host, --socket, --user, ...) reach the local replica.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			p, err := primary.resolve(cmd.Flags(), replica.Primary{})
-			if err != nil {
-				return err
-			}
-			cfg, err := conn.resolve(cmd.Flags())
-			if err != nil {
-				return err
-			}
-			opt := replica.Options{
-				Datadir: datadir, UseFilePos: filePos, CatchUp: catchUp, Force: force, WaitTimeout: wait, PrimaryIs: primary.is,
-			}
-			if fromCopy {
-				if datadir != "" || from != "" {
-					return usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
-				}
-				c, err := servercopy.LastCopy(ctx, cfg)
-				if err != nil {
-					return err
-				}
-				p := c.Position
-				opt.Coordinates = &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}
-				opt.CoordinatesFrom = "copy " + c.ID + " from " + c.Source
-			}
-			if from != "" {
-				if datadir != "" {
-					return usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
-				}
-				if g.repo == "" {
-					return usagef("--from-backup needs the repository holding the backup: --repo R")
-				}
-				r, err := g.openRepo(ctx, false)
-				if err != nil {
-					return err
-				}
-				m, err := r.Resolve(ctx, from)
-				if err != nil {
-					return err
-				}
-				if cols := maskedIn(m); len(cols) > 0 {
-					return usagef("backup %s was masked when dumped (%s): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup", m.ID, strings.Join(cols, ", "))
-				}
-				opt.Backup = replica.FromManifest(m)
-			}
-			out := g.stdout
-			if asJSON {
-				out = io.Discard
-			}
-			res, err := startReplication(ctx, out, cfg, p, opt)
-			if err != nil || !asJSON {
-				return err
-			}
-			return printJSON(g.stdout, res)
-		},
 	}
-	f := cmd.Flags()
-	conn.register(f)
-	primary.register(f)
-	primary.registerIs(f)
-	f.StringVar(&datadir, "datadir", "", "the restored datadir (default: the server's @@datadir)")
-	f.BoolVar(&fromCopy, "from-copy", false, "take the position from the record of the newest finished copy into the server (backstream copy) instead of the datadir")
-	f.StringVar(&from, "from-backup", "", "take the positions from this backup's manifest (ID, prefix or latest, in --repo) instead of the datadir: for a server a logical backup was restored into")
-	f.BoolVar(&filePos, "use-file-pos", false, "replicate by binlog file and position instead of GTID")
-	f.BoolVar(&catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
-	f.BoolVar(&force, "force", false, "replace a replication connection that is configured and running")
-	f.DurationVar(&wait, "wait", replica.DefaultWaitTimeout, "how long to wait for both replication threads to run")
-	f.BoolVar(&asJSON, "json", false, "print what was set up as one JSON object (primary, the position started from, connection name, the replication status when both threads run) instead of text")
+}
+
+func newReplicateCmd(g *globals) *cobra.Command {
+	var rf replicateFlags
+	cmd := replicateHelp()
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		p, err := rf.primary.resolve(cmd.Flags(), replica.Primary{})
+		if err != nil {
+			return err
+		}
+		cfg, err := rf.conn.resolve(cmd.Flags())
+		if err != nil {
+			return err
+		}
+		opt := replica.Options{
+			Datadir: rf.datadir, UseFilePos: rf.filePos, CatchUp: rf.catchUp, Force: rf.force, WaitTimeout: rf.wait, PrimaryIs: rf.primary.is,
+		}
+		if rf.fromCopy {
+			if rf.datadir != "" || rf.from != "" {
+				return usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
+			}
+			if err := positionOfLastCopy(ctx, cfg, &opt); err != nil {
+				return err
+			}
+		}
+		if rf.from != "" {
+			if rf.datadir != "" {
+				return usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
+			}
+			if err := positionsOfBackup(ctx, g, rf.from, &opt); err != nil {
+				return err
+			}
+		}
+		res, err := startReplication(ctx, cfg, p, opt)
+		if err != nil {
+			return err
+		}
+		if rf.asJSON {
+			return printJSON(g.stdout, res)
+		}
+		printReplication(g.stdout, res)
+		return nil
+	}
+	rf.register(cmd)
 	return cmd
+}
+
+// replicateFlags are replicate's flags.
+type replicateFlags struct {
+	conn     connFlags
+	primary  primaryFlags
+	datadir  string
+	from     string
+	fromCopy bool
+	filePos  bool
+	catchUp  bool
+	force    bool
+	wait     time.Duration
+	asJSON   bool
+}
+
+func (rf *replicateFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	rf.conn.register(f)
+	rf.primary.register(f)
+	rf.primary.registerIs(f)
+	f.StringVar(&rf.datadir, "datadir", "", "the restored datadir (default: the server's @@datadir)")
+	f.BoolVar(&rf.fromCopy, "from-copy", false, "take the position from the record of the newest finished copy into the server (backstream copy) instead of the datadir")
+	f.StringVar(&rf.from, "from-backup", "", "take the positions from this backup's manifest (ID, prefix or latest, in --repo) instead of the datadir: for a server a logical backup was restored into")
+	f.BoolVar(&rf.filePos, "use-file-pos", false, "replicate by binlog file and position instead of GTID")
+	f.BoolVar(&rf.catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
+	f.BoolVar(&rf.force, "force", false, "replace a replication connection that is configured and running")
+	f.DurationVar(&rf.wait, "wait", replica.DefaultWaitTimeout, "how long to wait for both replication threads to run")
+	f.BoolVar(&rf.asJSON, "json", false, "print what was set up as one JSON object (primary, the position started from, connection name, the replication status when both threads run) instead of text")
+}
+
+// positionOfLastCopy sets opt to start where the newest finished copy
+// into the server cfg reaches left it (--from-copy).
+func positionOfLastCopy(ctx context.Context, cfg mariadb.Config, opt *replica.Options) error {
+	c, err := servercopy.LastCopy(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	p := c.Position
+	opt.Coordinates = &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}
+	opt.CoordinatesFrom = "copy " + c.ID + " from " + c.Source
+	return nil
+}
+
+// positionsOfBackup sets opt to choose among the positions of backup id's
+// manifest (--from-backup), refusing a masked backup.
+func positionsOfBackup(ctx context.Context, g *globals, id string, opt *replica.Options) error {
+	if g.repo == "" {
+		return usagef("--from-backup needs the repository holding the backup: --repo R")
+	}
+	r, err := g.openRepo(ctx, false)
+	if err != nil {
+		return err
+	}
+	m, err := r.Resolve(ctx, id)
+	if err != nil {
+		return err
+	}
+	if cols := maskedIn(m); len(cols) > 0 {
+		return usagef("backup %s was masked when dumped (%s): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup", m.ID, strings.Join(cols, ", "))
+	}
+	opt.Backup = replica.FromManifest(m)
+	return nil
 }
 
 // primaryFlags name the primary a replica replicates from.
@@ -208,68 +237,28 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet, def replica.Primary) (replica.
 	return p, nil
 }
 
-// replicatingFrom starts the line startReplication prints once a replica
-// runs; provision looks for it in each receiver's report.
-const replicatingFrom = "replicating from "
-
 // replicationResult is what replicate --json prints (and receive --json
-// of the replica it started): the primary, where replication started,
-// and its status once both threads ran (and, with --catch-up, once the
-// replica caught up).
-type replicationResult struct {
-	Primary        string `json:"primary"` // host:port
-	PrimaryUser    string `json:"primary_user"`
-	ConnectionName string `json:"connection_name"` // "" is the default connection
-	// The backup's position replication started from: by GTID (its
-	// gtid_slave_pos) when using_gtid, else by binlog file and position.
-	UsingGTID      bool   `json:"using_gtid"`
-	GTID           string `json:"gtid"`
-	BinlogFile     string `json:"binlog_file"`
-	BinlogPosition uint64 `json:"binlog_position"`
-	// PositionFrom is where that position was read: a file of the
-	// datadir, or "backup ID" for a backup's manifest.
-	PositionFrom string          `json:"position_from"`
-	Replaced     bool            `json:"replaced"`  // a configured connection was replaced (--force)
-	CaughtUp     bool            `json:"caught_up"` // --catch-up waited until the replica caught up
-	Notes        []string        `json:"notes,omitempty"`
-	Status       *replica.Status `json:"status"`
-}
+// of the replica it started).
+type replicationResult = replica.Summary
 
-// startReplication points the server cfg reaches at p and says so on out.
-func startReplication(ctx context.Context, out io.Writer, cfg mariadb.Config, p replica.Primary, opt replica.Options) (*replicationResult, error) {
-	db, err := mariadb.Open(ctx, cfg, "")
+// startReplication points the server cfg reaches at p.
+func startReplication(ctx context.Context, cfg mariadb.Config, p replica.Primary, opt replica.Options) (*replicationResult, error) {
+	res, err := replica.SetupOn(ctx, cfg, p, opt)
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	res, err := replica.Setup(ctx, db, p, opt)
-	var unsure *replica.UnsureError
-	if errors.As(err, &unsure) {
-		return nil, fmt.Errorf("%w; nothing was changed: if the primary is the backup's source, give --primary-is %s; if it is the source's primary (or, replicating by GTID, a server with its history), --primary-is %s",
-			err, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
-	}
-	if errors.Is(err, replica.ErrNoGTID) {
-		return nil, fmt.Errorf("%w; --use-file-pos replicates from that file and position instead", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return reportReplication(out, p, opt, res), nil
+	return replica.Summarize(p, opt, res), nil
 }
 
 // reportReplication says on out that the replica replicates from p, as
 // res says replica.Setup set it up, and returns what --json prints of it.
 func reportReplication(out io.Writer, p replica.Primary, opt replica.Options, res *replica.Result) *replicationResult {
-	how := fmt.Sprintf("GTID %s", res.Coordinates.GTID)
-	if !res.UsingGTID {
-		how = fmt.Sprintf("%s:%d", res.Coordinates.File, res.Coordinates.Position)
-	}
-	fmt.Fprintf(out, replicatingFrom+"%s, starting at %s (from %s); IO and SQL threads running\n", p, how, res.From)
-	if len(res.Notes) > 0 {
-		fmt.Fprintf(out, "note: %s\n", strings.Join(res.Notes, "; "))
-	}
-	c := res.Coordinates
-	return &replicationResult{Primary: p.Addr(), PrimaryUser: p.User, ConnectionName: opt.ConnectionName, UsingGTID: res.UsingGTID,
-		GTID: c.GTID, BinlogFile: c.File, BinlogPosition: c.Position, PositionFrom: res.From, Replaced: res.Replaced,
-		CaughtUp: opt.CatchUp, Notes: res.Notes, Status: res.Status}
+	s := replica.Summarize(p, opt, res)
+	printReplication(out, s)
+	return s
+}
+
+// printReplication says on out that the replica replicates, as s says.
+func printReplication(out io.Writer, s *replicationResult) {
+	provision.DefaultMessages.WriteReplication(out, s)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/restorecase"
@@ -445,11 +446,9 @@ func restoredOf(r *restorecase.DatadirResult) restoredJSON {
 // what was moved aside and the server started. Once the restore is done
 // it is printed also when what follows fails, with the error.
 type placedJSON struct {
-	restoredJSON                  // target is the datadir
-	Replaced     string           `json:"replaced,omitempty"` // where what the datadir held was moved aside
-	Outside      []restore.Aside  `json:"outside,omitempty"`  // what moved aside from, and was placed in, the places outside it
-	Started      *serverup.Report `json:"started,omitempty"`  // the server --start started there, checked
-	Error        string           `json:"error,omitempty"`
+	restoredJSON // target is the datadir
+	provision.Placed
+	Error string `json:"error,omitempty"`
 }
 
 // pointInTimeJSON is what restore --until --json prints.
@@ -490,7 +489,7 @@ func printRestored(g *globals, res *restorecase.DatadirResult, asJSON bool) erro
 // start failed with err, and returns err.
 func (o *restoreFlags) printInPlace(g *globals, res *restorecase.InPlaceResult, err error) error {
 	if o.l.asJSON {
-		out := placedJSON{restoredJSON: restoredOf(&res.DatadirResult), Replaced: res.Replaced, Outside: res.Outside, Started: res.Started}
+		out := placedJSON{restoredJSON: restoredOf(&res.DatadirResult), Placed: placedOf(res)}
 		if err != nil {
 			out.Error = err.Error()
 		}
@@ -499,34 +498,10 @@ func (o *restoreFlags) printInPlace(g *globals, res *restorecase.InPlaceResult, 
 		}
 		return err
 	}
-	if res.Replaced != "" {
-		fmt.Fprintf(g.stdout, "what %s held was moved aside to %s\n", res.Target, res.Replaced)
-	}
-	for _, a := range res.Outside {
-		fmt.Fprintln(g.stdout, a)
-	}
-	if res.Swapped {
-		fmt.Fprintf(g.stdout, "backup %s restored and prepared in place: %s\n", res.Backup.ID, res.Target)
-	}
-	if rep := res.Started; rep != nil {
-		fmt.Fprintf(g.stdout, "server %s (%s)"+serverRunsOn+"%s: CHECK TABLE of %d system tables OK\n", rep.Version, rep.Hostname, res.Target, rep.SystemTables)
-		printBiggest(g, rep, o.p.checkTimeout)
-	}
+	provision.DefaultMessages.WritePlaced(g.stdout, res.Backup.ID, res.Target, placedOf(res), res.Swapped, o.p.checkTimeout)
 	return err
 }
 
-// printBiggest prints the row counts of the biggest tables of a started
-// server.
-func printBiggest(g *globals, rep *serverup.Report, checkTimeout time.Duration) {
-	if len(rep.Counted) == 0 {
-		return
-	}
-	parts := make([]string, len(rep.Counted))
-	for i, c := range rep.Counted {
-		parts[i] = fmt.Sprintf("%s %d rows", c.Table, c.Rows)
-		if !c.Counted {
-			parts[i] = fmt.Sprintf("%s not counted within --check-timeout %s", c.Table, checkTimeout)
-		}
-	}
-	fmt.Fprintf(g.stdout, "biggest tables: %s\n", strings.Join(parts, ", "))
+func placedOf(res *restorecase.InPlaceResult) provision.Placed {
+	return provision.Placed{Replaced: res.Replaced, Outside: res.Outside, Started: res.Started}
 }

@@ -96,50 +96,20 @@ func RunBackup(ctx context.Context, job BackupJob) (m *archive.Manifest, err err
 	if job.Hash == "" {
 		job.Hash = archive.DefaultHash
 	}
-	db, err := mariadb.Open(ctx, job.Conn, "")
+	a := &attempt{job: job}
+	galera, err := a.inspect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	server, err := mariadb.Inspect(ctx, db)
-	if err == nil {
-		err = mariadb.CheckBackupPrivileges(ctx, db, server)
-	}
-	if err == nil {
-		err = CheckLocal(job.Conn, server.Datadir, "/proc")
-	}
-	fileKey := ""
-	if err == nil {
-		fileKey, err = serverFileKey(ctx, db)
-	}
-	var sources []mariadb.ReplicationSource
-	if err == nil {
-		sources, err = replicaSources(ctx, db, server, job.Progress)
-	}
-	var galera mariadb.Galera
-	if err == nil {
-		galera, err = mariadb.ReadGalera(ctx, db)
-	}
-	if err == nil && job.Checkpoint {
-		// The statement returns once the checkpoint is written.
-		if _, err = db.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now = ON"); err != nil {
-			err = fmt.Errorf("--checkpoint: the server did not advance its checkpoint: %w", err)
-		}
-	}
-	db.Close()
-	if err != nil {
+	if a.bin, err = FindBinary(ctx, job.Mariabackup, job.MariadbPath, a.server.Major, a.server.Minor, ForServer); err != nil {
 		return nil, err
 	}
-	bin, err := FindBinary(ctx, job.Mariabackup, job.MariadbPath, server.Major, server.Minor, ForServer)
-	if err != nil {
-		return nil, err
-	}
-	var parent *archive.Manifest
 	if job.Parent != nil {
-		if parent, err = job.Parent(ctx, server); err != nil {
+		if a.parent, err = job.Parent(ctx, a.server); err != nil {
 			return nil, err
 		}
-		if parent != nil {
-			if err := CheckParent(parent, server); err != nil {
+		if a.parent != nil {
+			if err := CheckParent(a.parent, a.server); err != nil {
 				return nil, err
 			}
 		}
@@ -157,112 +127,226 @@ func RunBackup(ctx context.Context, job BackupJob) (m *archive.Manifest, err err
 				err = errors.Join(err, rerr)
 			}
 		}()
-		job.ExtraArgs = append(slices.Clone(job.ExtraArgs), GaleraArg)
+		a.galera = true
+		a.job.ExtraArgs = append(slices.Clone(job.ExtraArgs), GaleraArg)
 	}
-	for attempt := 1; ; attempt++ {
-		var count *copyCounter
-		if job.Progress != nil {
+	return a.retryDDLRaces(ctx, started)
+}
+
+// attempt is what one try at a physical backup works with: the job, and
+// what RunBackup learned of the server before mariabackup runs, which
+// every try shares; then the try's own id, header, log and counter.
+type attempt struct {
+	job     BackupJob
+	server  *mariadb.Server
+	fileKey string                      // the password of the server's key file, which the backup withholds ("" for none)
+	sources []mariadb.ReplicationSource // the server's replication connections (none when it is no replica)
+	galera  bool                        // the server is a Galera node
+	bin     *Binary
+	parent  *archive.Manifest // nil for a full backup
+
+	// This try's own.
+	started time.Time
+	count   *copyCounter // nil without progress
+	header  *archive.Manifest
+	log     io.Writer // mariabackup's stderr: logFile, and the job's Log
+	logFile *os.File
+}
+
+// inspect reads what the backup needs to know of the server before
+// mariabackup runs, checks that it may take it here, and advances the
+// checkpoint when the job asks.
+func (a *attempt) inspect(ctx context.Context) (mariadb.Galera, error) {
+	var galera mariadb.Galera
+	db, err := mariadb.Open(ctx, a.job.Conn, "")
+	if err != nil {
+		return galera, err
+	}
+	defer db.Close()
+	if a.server, err = mariadb.Inspect(ctx, db); err != nil {
+		return galera, err
+	}
+	if err = mariadb.CheckBackupPrivileges(ctx, db, a.server); err != nil {
+		return galera, err
+	}
+	if err = CheckLocal(a.job.Conn, a.server.Datadir, "/proc"); err != nil {
+		return galera, err
+	}
+	if a.fileKey, err = serverFileKey(ctx, db); err != nil {
+		return galera, err
+	}
+	if a.sources, err = replicaSources(ctx, db, a.server, a.job.Progress); err != nil {
+		return galera, err
+	}
+	if galera, err = mariadb.ReadGalera(ctx, db); err != nil {
+		return galera, err
+	}
+	if a.job.Checkpoint {
+		// The statement returns once the checkpoint is written.
+		if _, err = db.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now = ON"); err != nil {
+			return galera, fmt.Errorf("--checkpoint: the server did not advance its checkpoint: %w", err)
+		}
+	}
+	return galera, nil
+}
+
+// retryDDLRaces takes the backup, again under a new id while DDL raced
+// the copy (a *DDLRaceError), up to ddlRaceAttempts times.
+func (a *attempt) retryDDLRaces(ctx context.Context, started time.Time) (*archive.Manifest, error) {
+	p := a.job.Progress
+	for n := 1; ; n++ {
+		try := *a
+		try.started, try.count = started, nil
+		if p != nil {
 			stage := "streaming"
-			if attempt > 1 {
+			if n > 1 {
 				// This attempt copies the datadir again from its start (and
 				// the DDL may have changed its size): it is counted alone.
-				job.Progress.Restart()
-				stage = fmt.Sprintf("streaming, attempt %d of %d", attempt, ddlRaceAttempts)
+				p.Restart()
+				stage = fmt.Sprintf("streaming, attempt %d of %d", n, ddlRaceAttempts)
 			}
-			count = newCopyCounter(job.Progress, estimateCopy(server))
-			job.Progress.Stage(stage)
+			try.count = newCopyCounter(p, estimateCopy(a.server))
+			p.Stage(stage)
 		}
-		m, err = backupOnce(ctx, job, started, parent, server, sources, galera.Node, bin, fileKey, count)
+		m, err := try.backupOnce(ctx)
 		var race *DDLRaceError
-		if !errors.As(err, &race) || attempt == ddlRaceAttempts {
+		if !errors.As(err, &race) || n == ddlRaceAttempts {
 			return m, err
 		}
-		if job.Progress != nil {
-			job.Progress.Logf("%v; taking the backup again (attempt %d of %d)", err, attempt+1, ddlRaceAttempts)
+		if p != nil {
+			p.Logf("%v; taking the backup again (attempt %d of %d)", err, n+1, ddlRaceAttempts)
 		}
 		started = time.Now().UTC()
 	}
 }
 
-// backupOnce takes the backup once, under a new id. fileKey is the
-// password of the server's key file, which the backup withholds ("" for
-// none); sources are the server's replication connections (none when it
-// is no replica); galera says the server is a Galera node.
-func backupOnce(ctx context.Context, job BackupJob, started time.Time, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, galera bool, bin *Binary, fileKey string, count *copyCounter) (*archive.Manifest, error) {
-	id := backupid.New(started)
-	if job.Progress != nil {
-		job.Progress.SetBackup(id)
+// backupOnce takes the backup once, under a new id.
+func (a *attempt) backupOnce(ctx context.Context) (*archive.Manifest, error) {
+	a.header = a.newHeader()
+	id := a.header.ID
+	if a.job.Progress != nil {
+		a.job.Progress.SetBackup(id)
 	}
-	header := &archive.Manifest{
-		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: started,
-		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
-		Tools:  archive.Tools{Backstream: job.Version, Mariabackup: bin.Version},
-		Codec:  job.Codec.String(), Hash: job.Hash, Encryption: job.Encryption,
-	}
-	header.Chain = id
-	if fileKey != "" {
-		// The header says so from the start: a receiver restoring as the
-		// backup arrives needs the password before it prepares.
-		header.Withheld = []string{FileKeyVariable}
-	}
-	if parent != nil {
-		header.Parent, header.Chain, header.Depth = parent.ID, parent.Chain, parent.Depth+1
-		if header.Chain == "" {
-			header.Chain = parent.ID
-		}
-	}
-	header.Streams = archive.Streams(job.Parallel, job.Codec)
 	logFile, err := scratch.CreateTemp("mariabackup-*.log")
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
 	}
 	defer os.Remove(logFile.Name())
 	defer logFile.Close()
-	var log io.Writer = logFile
-	if job.Log != nil {
-		log = io.MultiWriter(logFile, job.Log)
+	a.logFile, a.log = logFile, logFile
+	if a.job.Log != nil {
+		a.log = io.MultiWriter(logFile, a.job.Log)
 	}
-	return archive.WriteTo(ctx, job.Dest, header, func() (*archive.Manifest, error) {
-		return runBackup(ctx, job, header, parent, server, sources, galera, bin, fileKey, log, logFile, count)
+	return archive.WriteTo(ctx, a.job.Dest, a.header, func() (*archive.Manifest, error) {
+		return a.runBackup(ctx)
 	})
 }
 
-func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manifest, server *mariadb.Server, sources []mariadb.ReplicationSource, galera bool, bin *Binary, fileKey string, log io.Writer, logFile *os.File, count *copyCounter) (*archive.Manifest, error) {
-	id := header.ID
-	childCtx, stopChild := context.WithCancel(ctx)
-	defer stopChild()
+// newHeader is the manifest of this try as far as it is known before
+// mariabackup runs, under a new id.
+func (a *attempt) newHeader() *archive.Manifest {
+	id := backupid.New(a.started)
+	job, server := a.job, a.server
+	header := &archive.Manifest{
+		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Started: a.started,
+		Server: archive.Server{Version: server.Version, Hostname: server.Hostname, ServerID: server.ServerID, Datadir: server.Datadir},
+		Tools:  archive.Tools{Backstream: job.Version, Mariabackup: a.bin.Version},
+		Codec:  job.Codec.String(), Hash: job.Hash, Encryption: job.Encryption,
+	}
+	header.Chain = id
+	if a.fileKey != "" {
+		// The header says so from the start: a receiver restoring as the
+		// backup arrives needs the password before it prepares.
+		header.Withheld = []string{FileKeyVariable}
+	}
+	if parent := a.parent; parent != nil {
+		header.Parent, header.Chain, header.Depth = parent.ID, parent.Chain, parent.Depth+1
+		if header.Chain == "" {
+			header.Chain = parent.ID
+		}
+	}
+	header.Streams = archive.Streams(job.Parallel, job.Codec)
+	return header
+}
+
+// copyOutcome is what mariabackup's copy left: its result, the stream's
+// metadata files, and what the checks after it need.
+type copyOutcome struct {
+	res        *Result
+	meta       map[string][]byte
+	hadFileKey bool                     // backup-my.cnf set the key file's password
+	before     map[string]*catalogTable // the catalog before the copy
+	launched   time.Time                // when mariabackup started
+	primary    *archive.PrimaryPosition // a replica's position in its primary's history
+}
+
+func (a *attempt) runBackup(ctx context.Context) (*archive.Manifest, error) {
+	job := a.job
 	var counter archive.Counter
 	if job.Progress != nil {
 		counter = inUncounted{job.Progress}
 	}
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
-		Output: job.Dest.Output(id, job.Hash), Streams: job.Parallel, Workers: job.Workers,
+		Output: job.Dest.Output(a.header.ID, job.Hash), Streams: job.Parallel, Workers: job.Workers,
 		Codec: job.Codec, Hash: job.Hash, Counter: counter,
 	})
 	if err != nil {
 		return nil, err
 	}
+	c, err := a.copyInto(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkCopy(ctx, c, w); err != nil {
+		w.Abort(err)
+		return nil, err
+	}
+	written, err := w.Close()
+	if err != nil {
+		return nil, err
+	}
+	logData, err := readAllFrom(a.logFile)
+	if err != nil {
+		return nil, fmt.Errorf("read mariabackup log: %w", err)
+	}
+	m, err := a.manifest(ctx, c, written, logData)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.commit(ctx, m, c.meta, logData, written); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// copyInto runs mariabackup and pumps its stream into w; on failure it
+// has aborted w.
+func (a *attempt) copyInto(ctx context.Context, w *archive.Writer) (*copyOutcome, error) {
+	job := a.job
+	childCtx, stopChild := context.WithCancel(ctx)
+	defer stopChild()
 	args := job.ExtraArgs
-	if parent != nil {
+	if a.parent != nil {
 		// The parent's end LSN comes from its manifest, never from a file
 		// the user keeps.
-		args = append([]string{fmt.Sprintf("--incremental-lsn=%d", IncrementalLSN(parent))}, args...)
+		args = append([]string{fmt.Sprintf("--incremental-lsn=%d", IncrementalLSN(a.parent))}, args...)
 	}
-	if len(sources) > 0 {
+	if len(a.sources) > 0 {
 		// A replica's backup records where it stood in its primary's
 		// history, read while commits are blocked, as the binlog info is.
 		args = append([]string{"--slave-info"}, args...)
 	}
+	c := &copyOutcome{}
+	var err error
 	// The catalog before the copy: the table guard's first reading.
-	before, err := readCatalog(ctx, job.Conn)
-	if err != nil {
+	if c.before, err = readCatalog(ctx, job.Conn); err != nil {
 		w.Abort(err)
 		return nil, err
 	}
-	launched := time.Now()
+	c.launched = time.Now()
 	mb, err := StartBackup(childCtx, BackupOptions{
-		Binary: bin, Conn: job.Conn, Datadir: server.Datadir, Parallel: job.Parallel,
-		Throttle: job.MaxIO, ExtraArgs: args, Log: log, Withhold: []string{fileKey},
+		Binary: a.bin, Conn: job.Conn, Datadir: a.server.Datadir, Parallel: job.Parallel,
+		Throttle: job.MaxIO, ExtraArgs: args, Log: a.log, Withhold: []string{a.fileKey},
 	})
 	if err != nil {
 		w.Abort(err)
@@ -270,7 +354,8 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 	}
 	xr := xbstream.NewReader(throttle.NewReader(childCtx, mb.Stdout, throttle.NewLimiter(job.MaxRate)))
 	xr.Alloc = w.Buffer
-	meta, hadFileKey, streamErr := pump(xr, w, fileKey, count)
+	var streamErr error
+	c.meta, c.hadFileKey, streamErr = pump(xr, w, a.fileKey, a.count)
 	if streamErr != nil && !mb.stdoutEnded() {
 		// mariabackup may still be writing: stop it, or it blocks on the
 		// full pipe. One that closed its stdout is ending by itself (it
@@ -279,63 +364,78 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 		stopChild()
 	}
 	res, waitErr := mb.Wait()
+	if err := copyFailed(w, streamErr, waitErr); err != nil {
+		return nil, err
+	}
+	c.res = res
+	return c, nil
+}
+
+// copyFailed says, after mariabackup exited, whether the copy failed and
+// why, from the stream's error and mariabackup's; when it failed, it
+// aborts w.
+func copyFailed(w *archive.Writer, streamErr, waitErr error) error {
 	var across *archive.RenameAcrossStreamsError
 	switch {
 	case streamErr != nil && waitErr != nil && !errors.Is(streamErr, errSink):
 		// The stream broke because mariabackup failed: its message is the one to read.
 		w.Abort(waitErr)
-		return nil, fmt.Errorf("%w (the stream ended early: %v)", waitErr, streamErr)
+		return fmt.Errorf("%w (the stream ended early: %v)", waitErr, streamErr)
 	case errors.As(streamErr, &across):
 		// DDL renamed a non-InnoDB table during the copy: the same race
 		// the DDL log shows, met before the log can be read.
 		err := &DDLRaceError{Tables: []string{fmt.Sprintf("%s (file %s renamed to %s)", tableOfFile(across.Path), across.Path, across.NewPath)}}
 		w.Abort(err)
-		return nil, err
+		return err
 	case streamErr != nil:
 		w.Abort(streamErr)
-		return nil, streamErr
+		return streamErr
 	case waitErr != nil:
 		w.Abort(waitErr)
-		return nil, waitErr
+		return waitErr
 	}
+	return nil
+}
+
+// checkCopy checks, before the stream objects are closed, what the copy
+// must hold to be committed: no DDL raced it, the key file's password did
+// not pass unseen, and a replica still replicates from the primaries it
+// did (whose position it then adds to the stream).
+func (a *attempt) checkCopy(ctx context.Context, c *copyOutcome, w *archive.Writer) error {
 	// mariabackup has ended its backup stages: the server's DDL log holds
 	// what ran during the copy.
-	raced, err := racedDDL(server.Datadir, launched)
+	raced, err := racedDDL(a.server.Datadir, c.launched)
 	if err == nil && len(raced) > 0 {
 		err = &DDLRaceError{Tables: raced}
 	}
 	if err != nil {
-		w.Abort(err)
-		return nil, err
+		return err
 	}
-	if hadFileKey && fileKey == "" {
+	if c.hadFileKey && a.fileKey == "" {
 		// backup-my.cnf held a password the server did not show: the
 		// stream's copy went without it, but the manifest cannot tell a
 		// restore that it must be given.
-		err := fmt.Errorf("the stream's %s sets %s, which the server did not show: the backup is not committed", BackupMyCnf, FileKeyVariable)
-		w.Abort(err)
-		return nil, err
+		return fmt.Errorf("the stream's %s sets %s, which the server did not show: the backup is not committed", BackupMyCnf, FileKeyVariable)
 	}
-	var primary *archive.PrimaryPosition
-	if len(sources) > 0 {
-		if primary, err = addSourceInfo(ctx, job, server, sources, meta, w); err != nil {
-			w.Abort(err)
-			return nil, err
+	if len(a.sources) > 0 {
+		if c.primary, err = addSourceInfo(ctx, a.job, a.server, a.sources, c.meta, w); err != nil {
+			return err
 		}
 	}
-	written, err := w.Close()
-	if err != nil {
-		return nil, err
-	}
-	logData, err := readAllFrom(logFile)
-	if err != nil {
-		return nil, fmt.Errorf("read mariabackup log: %w", err)
-	}
+	return nil
+}
 
-	m := *header
-	if m.Tables, err = checkTables(ctx, job.Conn, before, written.Files, server.Datadir, launched, logData); err != nil {
+// manifest builds the backup's manifest from the header, the copy and
+// the tables written, and checks its positions against the stream's
+// metadata files and mariabackup's extra-lsndir (which then replace
+// them in c.meta).
+func (a *attempt) manifest(ctx context.Context, c *copyOutcome, written archive.Result, logData []byte) (*archive.Manifest, error) {
+	m := *a.header
+	var err error
+	if m.Tables, err = checkTables(ctx, a.job.Conn, c.before, written.Files, a.server.Datadir, c.launched, logData); err != nil {
 		return nil, err
 	}
+	res, meta := c.res, c.meta
 	m.Positions = archive.Positions{FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN}
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
@@ -346,48 +446,51 @@ func runBackup(ctx context.Context, job BackupJob, header, parent *archive.Manif
 			m.Positions.BinlogFile, m.Positions.BinlogPosition, m.Positions.GTID = bi.File, bi.Position, bi.GTID
 		}
 	}
-	m.Positions.Primary = primary
+	m.Positions.Primary = c.primary
 	if m.Positions.Galera, err = galeraPosition(meta); err != nil {
 		return nil, fmt.Errorf("%w in the stream", err)
 	}
-	if galera && m.Positions.Galera == nil {
-		return nil, fmt.Errorf("backup %s: mariabackup %s wrote no galera info on this Galera node: the backup is not committed", id, GaleraArg)
+	if a.galera && m.Positions.Galera == nil {
+		return nil, fmt.Errorf("backup %s: mariabackup %s wrote no galera info on this Galera node: the backup is not committed", m.ID, GaleraArg)
 	}
 	// The stream's copies are what --prepare reads in a restored datadir;
 	// the extra-lsndir's replace them as meta objects. The manifest must
 	// agree with both, or it is not committed.
-	if err := CheckPositions(&m, parent, meta); err != nil {
+	if err := CheckPositions(&m, a.parent, meta); err != nil {
 		return nil, fmt.Errorf("%w (in the stream)", err)
 	}
 	if res.CheckpointsName != "" {
 		meta[res.CheckpointsName] = res.RawCheckpoints
 	}
 	if res.InfoName != "" {
-		meta[res.InfoName] = withholdInfo(res.RawInfo, fileKey)
+		meta[res.InfoName] = withholdInfo(res.RawInfo, a.fileKey)
 	}
-	if err := CheckPositions(&m, parent, meta); err != nil {
+	if err := CheckPositions(&m, a.parent, meta); err != nil {
 		return nil, err
 	}
+	return &m, nil
+}
+
+// commit stores the meta objects and mariabackup's log, then commits m.
+func (a *attempt) commit(ctx context.Context, m *archive.Manifest, meta map[string][]byte, logData []byte, written archive.Result) error {
+	job := a.job
 	if job.Progress != nil {
 		job.Progress.Stage("committing")
 	}
 	for _, name := range slices.Sorted(maps.Keys(meta)) {
-		o, err := job.Dest.PutMeta(ctx, id, "meta/"+name, meta[name], job.Hash)
+		o, err := job.Dest.PutMeta(ctx, m.ID, "meta/"+name, meta[name], job.Hash)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m.Meta = append(m.Meta, o)
 	}
-	o, err := job.Dest.PutMeta(ctx, id, LogName, logData, job.Hash)
+	o, err := job.Dest.PutMeta(ctx, m.ID, LogName, logData, job.Hash)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	m.Meta = append(m.Meta, o)
 	m.Complete(written)
-	if err := job.Dest.Commit(ctx, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
+	return job.Dest.Commit(ctx, m)
 }
 
 // replicaSources lists the replication connections of the server db

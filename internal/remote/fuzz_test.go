@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -196,6 +197,46 @@ func FuzzStreamMessages(f *testing.F) {
 		runtime.ReadMemStats(&after)
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > maxFrame+16*uint64(len(in))+1<<20 {
 			t.Fatalf("allocated %d bytes reading %d bytes of messages", grew, len(in))
+		}
+	})
+}
+
+func FuzzParseOutcome(f *testing.F) {
+	for _, o := range []Outcome{
+		{Status: StatusOK, Backup: testID, Into: IntoRepository},
+		{Status: StatusOK, Backup: testID, Into: IntoDatadir, Server: &Server{Address: "/run/m.sock", Datadir: "/var/lib/mysql", Version: "11.8.3"},
+			Replication: &Replication{Primary: "db1:3306", UsingGTID: true, GTID: "0-1-9,1-2-3", CaughtUp: true}, Text: "replicating\n"},
+		{Status: StatusFailed, Backup: testID, Into: IntoDatadir, Step: StepStart, Error: "exit status 3"},
+	} {
+		b, err := encodeOutcome(o)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"status":"ok","backup":"x","into":"datadir"} {}`))
+	f.Add([]byte(`{"status":"failed","backup":"x","into":"datadir","error":"\u001b[2J"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := parseOutcome(b)
+		if err != nil {
+			return
+		}
+		if why := o.check(); why != "" {
+			t.Fatalf("%q accepted as %+v, which fails its checks: %s", b, o, why)
+		}
+		if o.Replicating() && (o.Status != StatusOK || o.Server == nil || o.Into != IntoDatadir) {
+			t.Fatalf("%q accepted as replicating: %+v", b, o)
+		}
+		if printable(o.Text) != o.Text || printable(o.Error) != o.Error {
+			t.Fatalf("%q accepted with unprintable text: %+v", b, o)
+		}
+		again, err := encodeOutcome(*o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o2, err := parseOutcome(again)
+		if err != nil || !reflect.DeepEqual(o, o2) {
+			t.Fatalf("%+v does not survive a round trip: %+v, %v", o, o2, err)
 		}
 	})
 }

@@ -3,7 +3,7 @@
 // one transfer into a datadir (restoring as it arrives) or into a
 // repository. Connections come from internal/transport (TLS, token).
 //
-// Protocol, version 1. One control connection and one connection per
+// Protocol, version 3 (transport.ProtocolVersion). One control connection and one connection per
 // stream, from sender to receiver:
 //
 //	control "control":
@@ -12,7 +12,9 @@
 //	              (a refusal is a transport abort carrying the reason)
 //	  sender   M  a metadata object: u16 name length, name, content (any number)
 //	  sender   C  the complete manifest (JSON), after every stream ended
-//	  receiver S  the transfer arrived, verified (and was prepared or committed)
+//	  receiver R  the transfer arrived, verified, and its outcome (JSON, Outcome):
+//	              prepared, committed, or put into place, started, replicating;
+//	              or the step that failed after the arrival, and why
 //	stream "stream <i> <id>":
 //	  sender   F  a frame's record: stored size, raw size, CRC-32C (u32 little endian each)
 //	  sender   D  the frame's stored bytes
@@ -37,7 +39,7 @@ const (
 	msgAccept  byte = 'A'
 	msgMeta    byte = 'M'
 	msgCommit  byte = 'C'
-	msgResult  byte = 'S'
+	msgOutcome byte = 'R'
 	msgFrame   byte = 'F'
 	msgData    byte = 'D'
 	msgTrailer byte = 'T'

@@ -43,13 +43,33 @@ type Receiver struct {
 	Rejected func(error)
 	// Finish, if set, runs once a backup has arrived whole and verified,
 	// before the sender is told (a datadir put into place, its server
-	// started and replicating): its text goes to the sender with the
-	// result (at most maxReport bytes), its error as the reason instead.
-	Finish func(ctx context.Context, m *archive.Manifest) (string, error)
+	// started and replicating): the outcome it returns goes to the sender
+	// (its Status, Backup and, unless set, Into filled in), with its error
+	// as the outcome's Error.
+	Finish func(ctx context.Context, m *archive.Manifest) (Outcome, error)
 }
 
-// maxReport bounds the text a receiver sends with its result.
-const maxReport = 4096
+// finish runs Finish, if set, and returns the outcome to tell the sender,
+// with the error it says failed.
+func (rv *Receiver) finish(ctx context.Context, m *archive.Manifest) (Outcome, error) {
+	var out Outcome
+	var err error
+	if rv.Finish != nil {
+		out, err = rv.Finish(ctx, m)
+	}
+	out.Backup, out.Status = m.ID, StatusOK
+	if out.Into == "" {
+		out.Into = IntoTargetDir
+		if rv.Repo != nil {
+			out.Into = IntoRepository
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("backup %s arrived and verified, then: %w", m.ID, err)
+		out.Status, out.Error = StatusFailed, err.Error()
+	}
+	return out, err
+}
 
 // session is one transfer in progress.
 type session struct {
@@ -112,18 +132,17 @@ func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
 		control.Abort(err.Error())
 		return nil, err
 	}
-	var report []byte
-	if rv.Finish != nil {
-		text, err := rv.Finish(ctx, m)
-		if err != nil {
-			err = fmt.Errorf("backup %s arrived and verified, then: %w", h.ID, err)
-			control.Abort(err.Error())
-			return nil, err
-		}
-		report = []byte(text)[:min(len(text), maxReport)]
+	out, err := rv.finish(ctx, m)
+	msg, merr := encodeOutcome(out)
+	if merr != nil {
+		return nil, fmt.Errorf("backup %s arrived and verified, but its outcome: %w", h.ID, merr)
 	}
-	if err := control.WriteMessage(msgResult, report); err != nil {
-		return nil, fmt.Errorf("backup %s arrived and verified, but telling the sender failed: %w", h.ID, err)
+	if werr := control.WriteMessage(msgOutcome, msg); werr != nil {
+		return nil, errors.Join(err, fmt.Errorf("backup %s arrived and verified, but telling the sender failed: %w", h.ID, werr))
+	}
+	if err != nil {
+		control.CloseWrite()
+		return nil, err
 	}
 	control.CloseWrite()
 	return m, nil

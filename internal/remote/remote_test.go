@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -275,12 +276,12 @@ func TestSendToRepositories(t *testing.T) {
 // does the backup fail.
 func TestSendWithAFailedReceiver(t *testing.T) {
 	ctx := testContext(t)
-	finish := []func(context.Context, *archive.Manifest) (string, error){
-		func(context.Context, *archive.Manifest) (string, error) {
-			return "server started\nreplicating from the primary", nil
-		},
-		func(context.Context, *archive.Manifest) (string, error) {
-			return "", errors.New("starting the server failed: exit status 3")
+	started := Outcome{Into: IntoDatadir, Server: &Server{Address: "/run/x.sock", Datadir: "/x", Version: "11.8.3-MariaDB"},
+		Replication: &Replication{Primary: "db1:3306", UsingGTID: true, GTID: "0-1-5"}, Text: "server started\nreplicating from the primary"}
+	finish := []func(context.Context, *archive.Manifest) (Outcome, error){
+		func(context.Context, *archive.Manifest) (Outcome, error) { return started, nil },
+		func(context.Context, *archive.Manifest) (Outcome, error) {
+			return Outcome{Into: IntoDatadir, Step: StepStart}, errors.New("starting the server failed: exit status 3")
 		},
 	}
 	var addrs []string
@@ -298,12 +299,19 @@ func TestSendWithAFailedReceiver(t *testing.T) {
 		t.Fatalf("send with one receiver failing: %v, want the backup taken by the other", err)
 	}
 	rep := s.Reports()
-	if len(rep) != 2 || rep[0].Addr != addrs[0] || rep[0].Err != nil || rep[0].Text != "server started\nreplicating from the primary" {
-		t.Errorf("the receiver that succeeded: %+v", rep)
+	if len(rep) != 2 || rep[0].Addr != addrs[0] || rep[0].Err != nil || rep[0].Outcome == nil || !rep[0].Outcome.Replicating() {
+		t.Fatalf("the receiver that succeeded: %+v", rep)
 	}
-	if len(rep) == 2 && (rep[1].Addr != addrs[1] || rep[1].Text != "" || rep[1].Err == nil ||
-		!strings.Contains(rep[1].Err.Error(), "arrived and verified, then: starting the server failed: exit status 3")) {
-		t.Errorf("the receiver that failed: %+v, want its reason", rep[1])
+	want := started
+	want.Status, want.Backup = StatusOK, rep[0].Outcome.Backup
+	if got := *rep[0].Outcome; want.Backup == "" || !reflect.DeepEqual(got, want) {
+		t.Errorf("the receiver that succeeded told %+v, want %+v", got, want)
+	}
+	var failed *FailedError
+	if rep[1].Addr != addrs[1] || !errors.As(rep[1].Err, &failed) || failed.Outcome != rep[1].Outcome ||
+		rep[1].Outcome.Status != StatusFailed || rep[1].Outcome.Step != StepStart || rep[1].Outcome.Replicating() ||
+		!strings.Contains(rep[1].Err.Error(), "arrived and verified, then: starting the server failed: exit status 3") {
+		t.Errorf("the receiver that failed: %+v (%+v), want its reason", rep[1], rep[1].Outcome)
 	}
 	if got := outcome(t, dones[0]); got.err != nil {
 		t.Errorf("receiver 0: %v", got.err)
@@ -700,9 +708,12 @@ func TestReceiverRefusesBadMessages(t *testing.T) {
 		f := dialFake(t, addr)
 		f.announce(rec.header)
 		sendRest(f)
-		typ, _, err := f.control.ReadMessage(nil)
-		if err != nil || typ != msgResult {
+		typ, data, err := f.control.ReadMessage(nil)
+		if err != nil || typ != msgOutcome {
 			t.Fatalf("result: message %q, %v", typ, err)
+		}
+		if o, err := parseOutcome(data); err != nil || o.Status != StatusOK || o.Into != IntoRepository || o.Backup != id {
+			t.Errorf("outcome %+v, %v; want the backup %s ok into the repository", o, err, id)
 		}
 		if got := outcome(t, done); got.err != nil {
 			t.Fatal(got.err)
@@ -841,8 +852,8 @@ func TestSenderHandlesBadReceivers(t *testing.T) {
 		}, false, "peer says: target directory /x is not empty"},
 		{"answer out of turn", func(c *transport.Conn, _ <-chan *transport.Conn) {
 			readHeader(c)
-			write(c, msgResult, nil)
-		}, false, "unexpected message 'S' instead of an acceptance"},
+			write(c, msgOutcome, nil)
+		}, false, "unexpected message 'R' instead of an acceptance"},
 		{"silence then close", func(c *transport.Conn, _ <-chan *transport.Conn) {
 			readHeader(c)
 			c.Close()

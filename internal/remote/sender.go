@@ -31,8 +31,8 @@ type peer struct {
 
 	reasonOnce sync.Once
 	reason     string
-	report     string // what the receiver said with its result
-	err        error  // why it did not take the backup, once Commit ran
+	outcome    *Outcome // what the receiver told of the backup, once Commit ran
+	err        error    // why it did not take the backup, once Commit ran
 }
 
 func (p *peer) errorf(format string, a ...any) error {
@@ -236,14 +236,14 @@ func (p *peer) commit(ctx context.Context, manifest []byte) error {
 	done := make(chan error, 1)
 	go func() {
 		typ, data, err := p.control.ReadMessage(nil)
-		if err == nil && typ != msgResult {
+		if err == nil && typ != msgOutcome {
 			err = fmt.Errorf("unexpected message %q instead of the result", typ)
 		}
-		if err == nil && len(data) > maxReport {
-			err = fmt.Errorf("a result of %d bytes, more than %d", len(data), maxReport)
-		}
 		if err == nil {
-			p.report = printable(string(data))
+			p.outcome, err = parseOutcome(data)
+		}
+		if err == nil && p.outcome.Status == StatusFailed {
+			err = fmt.Errorf("from %s: %w", p.addr, &FailedError{Outcome: p.outcome})
 		}
 		done <- err
 	}()
@@ -262,21 +262,22 @@ func (p *peer) commit(ctx context.Context, manifest []byte) error {
 }
 
 // Reports are the receivers' outcomes after Commit, in the order of the
-// receivers: what each said with its result (empty for one that said
-// nothing), or why it failed.
+// receivers: what each told of the backup, or why it failed.
 func (s *Sender) Reports() []Report {
 	out := make([]Report, len(s.peers))
 	for i, p := range s.peers {
-		out[i] = Report{Addr: p.addr, Text: p.report, Err: p.err}
+		out[i] = Report{Addr: p.addr, Outcome: p.outcome, Err: p.err}
 	}
 	return out
 }
 
-// Report is one receiver's outcome: what it said with its result, or Err
-// if it did not take the backup.
+// Report is one receiver's outcome: what it told of the backup (nil if it
+// told nothing), and Err if it did not take it or failed after (then a
+// FailedError, with the Outcome that says so).
 type Report struct {
-	Addr, Text string
-	Err        error
+	Addr    string
+	Outcome *Outcome
+	Err     error
 }
 
 // printable keeps a peer's text to what a terminal shows as text.

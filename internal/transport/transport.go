@@ -72,8 +72,10 @@ import (
 
 // ProtocolVersion is the version this backstream speaks in the hello. Both
 // ends must speak the same one.
-// Version 2 added heartbeats, which a version 1 peer would refuse.
-const ProtocolVersion uint16 = 2
+// Version 2 added heartbeats, which a version 1 peer would refuse; version 3
+// made the receiver's result a typed outcome (internal/remote's message R),
+// which a version 2 sender would not read.
+const ProtocolVersion uint16 = 3
 
 // MinTokenLen is the shortest token accepted, in bytes.
 const MinTokenLen = 16

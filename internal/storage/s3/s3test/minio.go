@@ -43,12 +43,30 @@ type Server struct {
 	removeDir bool
 }
 
-// findMinio looks for the minio binary where scripts/minio.sh puts it.
+// PinnedMinio is the MinIO release the tests run against, as
+// scripts/minio.sh pins it (TestPinnedMinioIsTheScripts keeps the two
+// equal).
+const PinnedMinio = "v0.0.0-20260212201848-7aac2a2c5b7c"
+
+// findMinio looks for the minio binary where scripts/minio.sh puts it:
+// its cache of the pinned release, then PATH, then Go's bin directories
+// (where an older minio.sh installed it).
 func findMinio() (string, error) {
+	var dirs []string
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if home, err := os.UserHomeDir(); cache == "" && err == nil {
+		cache = filepath.Join(home, ".cache")
+	}
+	if cache != "" {
+		dir := filepath.Join(cache, "backstream-minio", PinnedMinio)
+		if p := filepath.Join(dir, "minio"); isFile(p) {
+			return p, nil
+		}
+		dirs = append(dirs, dir)
+	}
 	if p, err := exec.LookPath("minio"); err == nil {
 		return p, nil
 	}
-	var dirs []string
 	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
 		// One line each; GOBIN's is empty when unset, so trim only the
 		// end: trimming the front too would lose the line.
@@ -61,12 +79,16 @@ func findMinio() (string, error) {
 		}
 	}
 	for _, d := range dirs {
-		p := filepath.Join(d, "minio")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		if p := filepath.Join(d, "minio"); isFile(p) {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("minio not found on PATH nor in %v: run scripts/minio.sh install", dirs)
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func freePort(t *testing.T) int {

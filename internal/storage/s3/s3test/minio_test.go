@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -23,9 +24,38 @@ func TestFindMinioInGOPATH(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", filepath.Dir(goBin))
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv("GOPATH", gopath)
 	t.Setenv("GOBIN", "")
 	if got, err := findMinio(); err != nil || got != want {
 		t.Fatalf("findMinio() = %q, %v; want %q", got, err, want)
+	}
+}
+
+// scripts/minio.sh builds the pinned release into a cache outside the
+// checkout, keyed by its version; the tests take it from there first.
+func TestFindMinioInTheCache(t *testing.T) {
+	cache := t.TempDir()
+	want := filepath.Join(cache, "backstream-minio", PinnedMinio, "minio")
+	if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", cache)
+	if got, err := findMinio(); err != nil || got != want {
+		t.Fatalf("findMinio() = %q, %v; want %q", got, err, want)
+	}
+}
+
+// The script and the tests name one MinIO release.
+func TestPinnedMinioIsTheScripts(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "scripts", "minio.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pin := "MINIO_MODULE=github.com/minio/minio@" + PinnedMinio + "\n"; !strings.Contains(string(script), pin) {
+		t.Errorf("scripts/minio.sh does not pin %q: the script and PinnedMinio disagree", pin)
 	}
 }

@@ -1,0 +1,173 @@
+// Package backup takes a backup of a running server into a repository:
+// the engine (mariabackup's physical copy, or a consistent logical dump)
+// chosen from the request behind one interface, and, for an incremental,
+// which backup it builds on and that its positions hold. It takes a typed
+// Request and returns a typed Result; it knows nothing of flags, of how
+// the result is printed, or of exit codes.
+package backup
+
+import (
+	"context"
+	"io"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/mask"
+	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/toolpath"
+)
+
+// Request is one backup to take.
+type Request struct {
+	// Repo receives the backup; it is opened (and locked) by the caller.
+	Repo *repo.Repo
+	// Logical chooses the engine: a consistent dump of the tables instead
+	// of mariabackup's copy of the datadir.
+	Logical bool
+
+	// What both engines take.
+	Conn       mariadb.Config
+	Parallel   int // streams; mariabackup copy threads or dump connections
+	Codec      codec.Codec
+	Hash       string
+	MaxRate    int64               // bytes per second read from the source; 0 is no bound
+	Version    string              // backstream's, for the manifest
+	Encryption *archive.Encryption // recorded in the manifest when the repository encrypts
+
+	Physical PhysicalOptions // used when !Logical
+	Dump     DumpOptions     // used when Logical
+
+	// Progress, if set, hears the backup's progress; the caller finishes it.
+	Progress *progress.Tracker
+}
+
+// PhysicalOptions are the physical engine's own options.
+type PhysicalOptions struct {
+	Mariabackup string        // explicit mariabackup path; "" searches MariadbPath, then PATH
+	MariadbPath toolpath.Path // searched before PATH for mariabackup
+	ExtraArgs   []string      // passed to mariabackup as given
+	Log         io.Writer     // optional live copy of mariabackup's stderr
+	MaxIO       int           // mariabackup's --throttle; 0 is none
+	Checkpoint  bool          // advance the server's redo log checkpoint first
+	// Incremental, if set, makes the backup an incremental (or a full
+	// one, when the chain policy or the repository says so).
+	Incremental *Incremental
+}
+
+// Incremental chooses the parent of an incremental backup (see Parent).
+type Incremental struct {
+	// Parent, if set, names the parent (an id, a prefix of one, or
+	// latest); the policy is then not consulted.
+	Parent string
+	Policy physical.ChainPolicy
+	// FullBecause, if set, hears why a full backup is taken instead.
+	FullBecause func(why string)
+}
+
+// DumpOptions are the logical engine's own options.
+type DumpOptions struct {
+	Filter               schema.Filter
+	Skip                 schema.Skip
+	BlockDDL             bool
+	ChunkBytes           int64
+	VersionedCurrentOnly bool
+	Mask                 *mask.Rules
+}
+
+// Result is the backup made.
+type Result struct {
+	Manifest *archive.Manifest
+	// Logical only: what the dump holds, over all its databases.
+	Tables int
+	Rows   int64
+	// NoHistory lists the tables dumped without their history
+	// (VersionedCurrentOnly), as db.table; Masked the columns masked as
+	// they were dumped, as db.table.column=function.
+	NoHistory []string
+	Masked    []string
+}
+
+// Engine takes one backup of a server into the request's repository and
+// returns its committed manifest; on failure nothing is committed.
+type Engine interface {
+	Backup(ctx context.Context, req Request) (*archive.Manifest, error)
+}
+
+// EngineFor returns the engine the request asks for.
+func EngineFor(req Request) Engine {
+	if req.Logical {
+		return logicalEngine{}
+	}
+	return physicalEngine{}
+}
+
+// Run takes the backup the request describes.
+func Run(ctx context.Context, req Request) (*Result, error) {
+	m, err := EngineFor(req).Backup(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return ResultOf(m), nil
+}
+
+// ResultOf describes backup m.
+func ResultOf(m *archive.Manifest) *Result {
+	r := &Result{Manifest: m}
+	for _, d := range m.Databases {
+		r.Tables += d.Tables
+		r.Rows += d.Rows
+		for _, t := range d.NoHistory {
+			r.NoHistory = append(r.NoHistory, d.Name+"."+t)
+		}
+		for _, c := range d.Masked {
+			r.Masked = append(r.Masked, d.Name+"."+c)
+		}
+	}
+	return r
+}
+
+// PhysicalJob is the physical engine's job for the request, less its
+// destination and parent: also what send streams to its receivers.
+func PhysicalJob(req Request) physical.BackupJob {
+	o := req.Physical
+	job := physical.BackupJob{Conn: req.Conn, Mariabackup: o.Mariabackup, MariadbPath: o.MariadbPath, Parallel: req.Parallel,
+		Codec: req.Codec, Hash: req.Hash, ExtraArgs: o.ExtraArgs, Log: o.Log, Version: req.Version, Encryption: req.Encryption,
+		MaxRate: req.MaxRate, MaxIO: o.MaxIO, Checkpoint: o.Checkpoint}
+	if req.Progress != nil {
+		// A nil *Tracker in the interface would not read as none.
+		job.Progress = req.Progress
+	}
+	return job
+}
+
+// physicalEngine runs mariabackup (physical.RunBackup).
+type physicalEngine struct{}
+
+func (physicalEngine) Backup(ctx context.Context, req Request) (*archive.Manifest, error) {
+	job := PhysicalJob(req)
+	job.Dest = req.Repo
+	if inc := req.Physical.Incremental; inc != nil {
+		job.Parent = Parent{Repo: req.Repo, Explicit: inc.Parent, Policy: inc.Policy, FullBecause: inc.FullBecause}.For
+	}
+	return physical.RunBackup(ctx, job)
+}
+
+// logicalEngine dumps the tables (logical.Dump).
+type logicalEngine struct{}
+
+func (logicalEngine) Backup(ctx context.Context, req Request) (*archive.Manifest, error) {
+	o := req.Dump
+	return logical.Dump(ctx, logical.DumpJob{
+		DumpOptions: logical.DumpOptions{
+			Conn: req.Conn, Parallel: req.Parallel, Filter: o.Filter, Skip: o.Skip,
+			BlockDDL: o.BlockDDL, ChunkBytes: o.ChunkBytes, MaxRate: req.MaxRate, VersionedCurrentOnly: o.VersionedCurrentOnly,
+			Mask: o.Mask, Progress: req.Progress,
+		},
+		Dest: req.Repo, Codec: req.Codec, Hash: req.Hash, Version: req.Version, Encryption: req.Encryption,
+	})
+}

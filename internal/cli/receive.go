@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/provision"
+	"github.com/backstream/backstream/internal/remote"
+	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/transport"
+)
+
+// receiveFlags are receive's flags.
+type receiveFlags struct {
+	d         datadirFlags
+	p         placeFlags
+	conn      connFlags
+	primary   primaryFlags
+	replicate bool
+	catchUp   bool
+	listen    string
+	tokenFile string
+	certFile  string
+	keyFile   string
+	keep      bool
+	asJSON    bool
+	idle      time.Duration
+}
+
+// receivedResult is what receive --json prints of a backup that arrived
+// whole and verified: where it went, and with --datadir what was moved
+// aside, the server started and its replication. Error says what failed
+// after its arrival (into place, the start, replication).
+type receivedResult struct {
+	Backup   string `json:"backup"`
+	Into     string `json:"into"`  // target-dir, datadir or repository
+	Where    string `json:"where"` // the directory, or the repository's location
+	Prepared bool   `json:"prepared"`
+	inPlace
+	Replicating *replicationResult `json:"replicating,omitempty"`
+	Error       string             `json:"error,omitempty"`
+}
+
+func newReceiveCmd(g *globals) *cobra.Command {
+	var rf receiveFlags
+	cmd := &cobra.Command{
+		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
+		Short: "Take a backup streamed by send: restore it as it arrives, or store it in a repository",
+		Example: `  backstream receive --listen :4444 --target-dir /var/lib/mysql.new --prepare --token-file /etc/backstream/token
+  backstream receive --listen :4444 --datadir /var/lib/mysql --start --replicate --primary-host db1 --token-file /etc/backstream/token
+  backstream receive --listen :4444 --repo /backups --keep-listening --token-file /etc/backstream/token`,
+		Long: `receive listens for one transfer from backstream send. With --target-dir it restores the
+backup into that (empty) directory as it arrives, verifying every byte, and with
+--prepare prepares it; with --repo it stores the backup in a repository on this host,
+verified, and commits it. It exits 0 only if the whole backup arrived and verified;
+--keep-listening serves one transfer after another (into a repository).
+
+With --datadir DIR it restores and prepares beside DIR (inside it, for a mount point or
+a symbolic link) and swaps the result into place, as restore --datadir does (--force moves what DIR holds aside), and --start then
+starts the server there, waits until it answers on the connection flags and checks it:
+a new replica's datadir in one step. --replicate then points it at its primary from the
+backup's position, as backstream replicate does (the primary's settings from
+[backstream-primary] and the --primary-* flags), and with --catch-up waits until it has
+caught up. All this happens before the sender is told, and send prints what each
+receiver reported: one send provisions every replica it names.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repo != "" && rf.p.datadir == "")
+			if err := rf.check(cmd, g, intoRepo); err != nil {
+				return err
+			}
+			if rf.p.datadir == "" {
+				return rf.store(cmd, g, intoRepo)
+			}
+			req, err := rf.provisionRequest(cmd, g)
+			if err != nil {
+				return err
+			}
+			t := g.tracker("receive", 0)
+			req.Progress = t
+			res, err := provision.Receive(cmd.Context(), req)
+			t.Finish(err)
+			return rf.printProvisioned(g, res, refused(err))
+		},
+	}
+	rf.register(cmd, g)
+	return cmd
+}
+
+func (rf *receiveFlags) register(cmd *cobra.Command, g *globals) {
+	f := cmd.Flags()
+	rf.d.register(f)
+	rf.p.register(f)
+	rf.conn.register(f)
+	rf.primary.register(f)
+	rf.primary.registerIs(f)
+	f.BoolVar(&rf.replicate, "replicate", false, "with --datadir and --start: then make the started server replicate from its primary (--primary-host, ... as replicate takes them), from the backup's position")
+	f.BoolVar(&rf.catchUp, "catch-up", false, "with --replicate: also wait until the replica has applied what the primary had when replication started")
+	f.StringVar(&rf.listen, "listen", "", "address to listen on, e.g. :4444 or 10.0.0.5:4444")
+	f.StringVar(&rf.tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
+	f.StringVar(&rf.certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
+	f.StringVar(&rf.keyFile, "tls-key", "", "key of --tls-cert (PEM)")
+	f.BoolVar(&rf.keep, "keep-listening", false, "serve transfers one after another (with --repo)")
+	registerIdleTimeout(f, &rf.idle, "the sender")
+	f.BoolVar(&rf.asJSON, "json", false, "print what became of the backup received as one JSON object instead of text (backup, into, where, prepared; with --datadir what was moved aside, the server started, its replication; error if what followed its arrival failed); with --keep-listening one object a line per backup")
+	g.registerEncrypt(f)
+}
+
+// check refuses flags that contradict each other.
+func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) error {
+	d, p := &rf.d, &rf.p
+	switch {
+	case rf.listen == "":
+		return usagef("--listen ADDR is required, e.g. --listen :4444")
+	case d.target != "" && intoRepo:
+		return usagef("give either --target-dir or --repo, not both")
+	case d.target == "" && !intoRepo && p.datadir == "":
+		return usagef("give --target-dir DIR (restore), --datadir DIR (restore into place) or --repo DIR (store)")
+	case d.serverDefaults != "" && !d.prepare && p.datadir == "":
+		return usagef("--server-defaults-file goes with --prepare or --datadir: it gives what the prepare needs")
+	case rf.keep && d.target != "":
+		return usagef("--keep-listening needs --repo: a target directory takes one backup")
+	case g.encrypt && (d.target != "" || p.datadir != ""):
+		return usagef("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
+	case (rf.certFile == "") != (rf.keyFile == ""):
+		return usagef("--tls-cert and --tls-key go together")
+	case p.datadir != "" && (d.target != "" || cmd.Flags().Changed("repo")):
+		return usagef("--datadir restores into place: it takes neither --target-dir nor --repo")
+	case p.datadir != "" && rf.keep:
+		return usagef("--keep-listening needs --repo: a datadir takes one backup")
+	}
+	if err := p.check(cmd.Flags()); err != nil {
+		return err
+	}
+	if f := firstChanged(cmd.Flags(), connFlagNames); f != "" && p.start == "" {
+		return usagef("--%s reaches the started server: it goes with --datadir and --start", f)
+	}
+	if f := firstChanged(cmd.Flags(), append(rf.primary.names(), "catch-up")); f != "" && !rf.replicate {
+		return usagef("--%s goes with --replicate", f)
+	}
+	if rf.replicate && p.start == "" {
+		return usagef("--replicate points the server --start started at its primary: give --datadir and --start")
+	}
+	return nil
+}
+
+// transport is the transport's options of the flags.
+func (rf *receiveFlags) transport() (transport.Options, error) {
+	idle, err := parseIdleTimeout(rf.idle)
+	if err != nil {
+		return transport.Options{}, err
+	}
+	tok, err := loadToken(rf.tokenFile)
+	if err != nil {
+		return transport.Options{}, err
+	}
+	return transport.Options{Token: tok, CertFile: rf.certFile, KeyFile: rf.keyFile, IdleTimeout: idle}, nil
+}
+
+// provisionRequest is the provisioning the flags ask for: receive
+// --datadir, with --start and --replicate.
+func (rf *receiveFlags) provisionRequest(cmd *cobra.Command, g *globals) (provision.Request, error) {
+	req := provision.Request{Listen: rf.listen, Datadir: rf.p.datadir, Force: rf.p.force, ServerDefaults: rf.d.serverDefaults,
+		Listening: func(a net.Addr) { fmt.Fprintf(g.stderr, "receive: listening on %s\n", a) },
+		Rejected:  func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
+	if _, err := rf.p.serverFiles(rf.d.serverDefaults); err != nil {
+		return req, err // a --start whose words do not split is a usage error
+	}
+	var err error
+	if req.Transport, err = rf.transport(); err != nil {
+		return req, err
+	}
+	if req.Restore, err = rf.d.job(g, cmd.Flags()); err != nil {
+		return req, err
+	}
+	if rf.p.start == "" {
+		return req, nil
+	}
+	cfg, err := rf.conn.resolve(cmd.Flags())
+	if err != nil {
+		return req, err
+	}
+	req.Start = rf.p.startAt(cfg)
+	if rf.replicate {
+		prim, err := rf.primary.resolve(cmd.Flags(), replica.Primary{})
+		if err != nil {
+			return req, err
+		}
+		req.Replicate = &provision.Replicate{Primary: prim, PrimaryIs: rf.primary.is, CatchUp: rf.catchUp, WaitTimeout: replica.DefaultWaitTimeout}
+	}
+	return req, nil
+}
+
+// printProvisioned prints what became of the backup received into place:
+// with --json the one object (also when what followed its arrival
+// failed), else the lines its receiver said; and returns err.
+func (rf *receiveFlags) printProvisioned(g *globals, res *provision.Result, err error) error {
+	if res == nil || res.Backup == "" {
+		return err
+	}
+	if !rf.asJSON {
+		fmt.Fprint(g.stdout, provision.DefaultMessages.Text(res, rf.p.checkTimeout))
+		return err
+	}
+	got := receivedResult{Backup: res.Backup, Into: remote.IntoDatadir, Where: res.Datadir, Prepared: true,
+		inPlace: res.Placed, Replicating: res.Replication}
+	if err != nil {
+		got.Error = err.Error()
+	}
+	if perr := printJSON(g.stdout, got); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// store receives into --target-dir or --repo: one backup, or with
+// --keep-listening one after another.
+func (rf *receiveFlags) store(cmd *cobra.Command, g *globals, intoRepo bool) error {
+	ctx := cmd.Context()
+	rv, got, err := rf.storeReceiver(ctx, g, cmd, intoRepo)
+	if err != nil {
+		return err
+	}
+	opt, err := rf.transport()
+	if err != nil {
+		return err
+	}
+	ln, err := transport.Listen(ctx, rf.listen, opt)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	rv.Listener = ln
+	fmt.Fprintf(g.stderr, "receive: listening on %s\n", ln.Addr())
+	for {
+		t := g.tracker("receive", 0)
+		rv.Progress = t
+		m, err := g.serveLocked(ctx, rv)
+		err = refused(err)
+		t.Finish(err)
+		if err == nil {
+			got.Backup = m.ID
+			if perr := rf.printStored(g, got); perr != nil {
+				return perr
+			}
+		}
+		if !rf.keep || ctx.Err() != nil {
+			return err
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(g.stderr, "receive: %v\n", err)
+		}
+	}
+}
+
+// storeReceiver is the receiver into --target-dir or --repo, and what
+// receive --json says of where a backup goes.
+func (rf *receiveFlags) storeReceiver(ctx context.Context, g *globals, cmd *cobra.Command, intoRepo bool) (*remote.Receiver, receivedResult, error) {
+	rv := &remote.Receiver{Workers: rf.d.parallel,
+		Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
+	got := receivedResult{Into: remote.IntoTargetDir, Where: rf.d.target, Prepared: rf.d.prepare}
+	if !intoRepo {
+		job, err := rf.d.job(g, cmd.Flags())
+		rv.Datadir = &job
+		return rv, got, err
+	}
+	var err error
+	if rv.Repo, err = g.openRepo(ctx, false); err != nil {
+		return nil, got, err
+	}
+	if rv.Encryption, err = g.encryption(ctx, rv.Repo); err != nil {
+		return nil, got, err
+	}
+	got.Into, got.Where = remote.IntoRepository, rv.Repo.Backend.Location()
+	return rv, got, nil
+}
+
+// printStored prints a backup received and verified: with --json one
+// object (with --keep-listening one a line), else a line.
+func (rf *receiveFlags) printStored(g *globals, got receivedResult) error {
+	switch {
+	case !rf.asJSON:
+		_, err := fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", got.Backup, got.Where)
+		return err
+	case rf.keep:
+		return printJSONLine(g.stdout, got)
+	}
+	return printJSON(g.stdout, got)
+}
