@@ -10,7 +10,9 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/importtable"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/scratch"
 )
 
@@ -42,49 +44,72 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	if m.Kind == archive.KindLogical {
 		return usagef("backup %s is logical: restore its tables with --table alone (it loads into the server the connection flags name)", m.ID)
 	}
-	if err := r.CheckReadable(ctx, m); err != nil {
-		return err
-	}
-	fileKey, err := physical.UserFileKey(d.serverDefaults)
+	req, err := importRequest(cmd, g, d, l, m)
 	if err != nil {
 		return err
+	}
+	req.Repo, req.Tables, req.Conn = r, tables, conn
+	res, err := restorecase.ImportTables(ctx, req)
+	if l.asJSON && err == nil {
+		return printJSON(g.stdout, importedOf(res))
+	}
+	if res != nil {
+		printImported(g, res)
+	}
+	return refused(err)
+}
+
+// importRequest is the request of an import of tables of m, but for the
+// repository, the tables and the target.
+func importRequest(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestoreFlags, m *archive.Manifest) (restorecase.ImportRequest, error) {
+	var req restorecase.ImportRequest
+	fileKey, err := physical.UserFileKey(d.serverDefaults)
+	if err != nil {
+		return req, err
 	}
 	work, err := scratch.Dir()
 	if err != nil {
-		return err
+		return req, err
 	}
 	job, err := d.job(g, cmd.Flags())
 	if err != nil {
-		return err
+		return req, err
 	}
-	t := g.tracker("restore "+strings.Join(append(slices.Clone(l.tables), l.databases...), ", ")+" of "+m.ID, m.Stats.StoredBytes)
-	t.SetBackup(m.ID)
-	job.Progress, job.FileKey = t, fileKey
-	imported, err := importtable.Run(ctx, importtable.Job{
-		Repo: r, Backup: m, Tables: tables, Databases: l.databases, Conn: conn, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog,
-	})
-	t.Finish(err)
-	if l.asJSON && err == nil {
-		type table struct {
-			Table       string   `json:"table"` // in the backup
-			As          string   `json:"as"`    // on the target
-			Checksum    int64    `json:"checksum"`
-			Triggers    []string `json:"triggers,omitempty"`
-			Skipped     []string `json:"triggers_not_created,omitempty"`
-			ForeignKeys []string `json:"foreign_keys_not_created,omitempty"`
-		}
-		out := struct {
-			Backup string  `json:"backup"`
-			Target string  `json:"target"`
-			Tables []table `json:"tables"`
-		}{Backup: m.ID, Target: conn.String()}
-		for _, i := range imported {
-			out.Tables = append(out.Tables, table{i.Table.String(), i.Table.As(), i.Checksum, i.Triggers, i.Skipped, i.ForeignKeys})
-		}
-		return printJSON(g.stdout, out)
+	job.FileKey = fileKey
+	req.Job = importtable.Job{Backup: m, Databases: l.databases, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog}
+	title := "restore " + strings.Join(append(slices.Clone(l.tables), l.databases...), ", ") + " of " + m.ID
+	req.Progress = func() *progress.Tracker { return g.tracker(title, m.Stats.StoredBytes) }
+	return req, nil
+}
+
+// importedJSON is what restore --table --apply-to --json prints.
+type importedJSON struct {
+	Backup string              `json:"backup"`
+	Target string              `json:"target"`
+	Tables []importedTableJSON `json:"tables"`
+}
+
+type importedTableJSON struct {
+	Table       string   `json:"table"` // in the backup
+	As          string   `json:"as"`    // on the target
+	Checksum    int64    `json:"checksum"`
+	Triggers    []string `json:"triggers,omitempty"`
+	Skipped     []string `json:"triggers_not_created,omitempty"`
+	ForeignKeys []string `json:"foreign_keys_not_created,omitempty"`
+}
+
+func importedOf(res *restorecase.ImportResult) importedJSON {
+	out := importedJSON{Backup: res.Backup.ID, Target: res.Conn.String()}
+	for _, i := range res.Imported {
+		out.Tables = append(out.Tables, importedTableJSON{i.Table.String(), i.Table.As(), i.Checksum, i.Triggers, i.Skipped, i.ForeignKeys})
 	}
-	for _, i := range imported {
-		fmt.Fprintf(g.stdout, "table %s of backup %s imported as %s into %s: CHECKSUM TABLE %d, equal to the backup's\n", i.Table, m.ID, i.Table.As(), conn, i.Checksum)
+	return out
+}
+
+// printImported prints the tables imported (also those before a failure).
+func printImported(g *globals, res *restorecase.ImportResult) {
+	for _, i := range res.Imported {
+		fmt.Fprintf(g.stdout, "table %s of backup %s imported as %s into %s: CHECKSUM TABLE %d, equal to the backup's\n", i.Table, res.Backup.ID, i.Table.As(), res.Conn, i.Checksum)
 		if len(i.Triggers) > 0 {
 			fmt.Fprintf(g.stdout, "  with its triggers %s\n", strings.Join(i.Triggers, ", "))
 		}
@@ -95,7 +120,6 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 			fmt.Fprintf(g.stdout, "  its triggers %s were not created: under another name they would clash with the original's; create them by hand from the backup's definitions (restore --target-dir)\n", strings.Join(i.Skipped, ", "))
 		}
 	}
-	return refused(err)
 }
 
 // importTables reads --table (db.table, one or more) and --as (db.table,

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,8 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restorecase"
 )
 
 // skipFlags leave kinds of objects out, of a dump or of a load.
@@ -335,25 +333,15 @@ func detailsOf(res *logical.LoadResult) loadDetails {
 	}
 }
 
-func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest, job logical.LoadJob, asJSON bool) error {
-	t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
-	t.SetBackup(m.ID)
-	job.Progress = t
-	job.OnTarget = func(tg logical.Target) {
-		// With the progress (above a bar, a log event in JSON), so that
-		// stdout stays the result.
-		t.Logf("restore %s: loading into %s", m.ID, tg)
-	}
-	res, err := restore.Load(ctx, r, m, job)
-	t.Finish(err)
-	if err != nil {
-		return maskUsage(err)
-	}
-	warnPasswordless(g, res)
+// printLoad prints a logical backup loaded; users says whether accounts
+// were asked for (--users).
+func printLoad(g *globals, res *restorecase.LoadResult, users, asJSON bool) error {
+	m := res.Backup
+	warnPasswordless(g, &res.LoadResult)
 	if asJSON {
 		return printJSON(g.stdout, loadReport{
 			Backup: m.ID, Target: res.Target, Tables: res.Tables, DataFiles: res.Chunks, LoadedBefore: res.Skipped, Rows: res.Rows,
-			loadDetails: detailsOf(res), MaskedInBackup: orEmpty(maskedIn(m)), GTIDPosition: m.Positions.GTID,
+			loadDetails: detailsOf(&res.LoadResult), MaskedInBackup: orEmpty(maskedIn(m)), GTIDPosition: m.Positions.GTID,
 		})
 	}
 	fmt.Fprintf(g.stdout, "backup %s loaded: %d tables, %d data files, %d rows", m.ID, res.Tables, res.Chunks, res.Rows)
@@ -369,7 +357,7 @@ func runLoad(ctx context.Context, g *globals, r *repo.Repo, m *archive.Manifest,
 	if cols := maskedIn(m); len(cols) > 0 {
 		fmt.Fprintf(g.stdout, "masked in the backup: %s\n", strings.Join(cols, ", "))
 	}
-	printLoaded(g, res, job.Users, "restore", "restores")
+	printLoaded(g, &res.LoadResult, users, "restore", "restores")
 	return nil
 }
 

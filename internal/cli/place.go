@@ -2,17 +2,12 @@ package cli
 
 import (
 	"errors"
-	"io"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/provision"
-	"github.com/backstream/backstream/internal/remote"
-	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/serverup"
 )
 
@@ -68,7 +63,7 @@ func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, er
 	return sf, err
 }
 
-// inPlace is what finish did, as --json prints it: where what the datadir
+// inPlace is what placing did, as --json prints it: where what the datadir
 // held went, what moved outside it, and the server started on it.
 type inPlace = provision.Placed
 
@@ -79,20 +74,4 @@ func (p *placeFlags) startAt(cfg mariadb.Config) *provision.Start {
 		return nil
 	}
 	return &provision.Start{How: p.start, Conn: cfg, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout}
-}
-
-// finish swaps the restored datadir into place, and starts and checks the
-// server with --start, saying so on out. What it did is returned also
-// with an error.
-func (p *placeFlags) finish(cmd *cobra.Command, out io.Writer, conn *connFlags, m *archive.Manifest, place *restore.Place) (inPlace, error) {
-	var cfg mariadb.Config
-	if p.start != "" {
-		var err error
-		if cfg, err = conn.resolve(cmd.Flags()); err != nil {
-			return inPlace{}, err
-		}
-	}
-	did, step, err := provision.Place(cmd.Context(), place, p.startAt(cfg), m.Server.Version)
-	provision.DefaultMessages.WritePlaced(out, m.ID, place.Dir, did, step != remote.StepPlace, p.checkTimeout)
-	return did, err
 }

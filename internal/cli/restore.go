@@ -14,8 +14,12 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restorecase"
+	"github.com/backstream/backstream/internal/serverup"
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
@@ -94,11 +98,7 @@ func refused(err error) error {
 }
 
 func newRestoreCmd(g *globals) *cobra.Command {
-	var d datadirFlags
-	var l logicalRestoreFlags
-	var p placeFlags
-	var until, untilGTID, server, base, as, kind string
-	var applyTo bool
+	var o restoreFlags
 	cmd := &cobra.Command{
 		Use:   "restore [ID|latest]",
 		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
@@ -149,154 +149,179 @@ from the backup's definition, with its triggers; --as db.t2 gives it another nam
 the live table (its triggers are then named, not created). --database db --apply-to imports
 every table of db. Only the tables' files and the system's are read from the repository. A
 table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkKind(kind); err != nil {
-				return err
-			}
-			if kind != "" && (until != "" || untilGTID != "" || applyTo) {
-				return usagef("--kind chooses what latest names; a point-in-time restore or an import chooses its backup itself (--base with --until)")
-			}
-			masking := len(l.mask.specs) > 0 || l.mask.keyFile != ""
-			if masking && (applyTo || until != "" || untilGTID != "") {
-				return usagef("--mask masks the load of a logical backup; --until, --until-gtid and --apply-to restore, replay or import data as it is, so they refuse it (the rules may come from an option file)")
-			}
-			if applyTo && until == "" && untilGTID == "" && (len(l.tables) > 0 || len(l.databases) > 0) {
-				if server != "" || base != "" {
-					return usagef("--server and --base go with --until or --until-gtid")
-				}
-				if f := firstChanged(cmd.Flags(), p.names()); f != "" {
-					return usagef("--%s restores a whole backup into place; --table --apply-to imports tables into a running server", f)
-				}
-				return runImport(cmd, g, &d, &l, args, as)
-			}
-			if as != "" {
-				return usagef("--as goes with --table and --apply-to")
-			}
-			if until != "" || untilGTID != "" {
-				if f := firstChanged(cmd.Flags(), p.names()); f != "" {
-					return usagef("--%s restores a backup into place; a point-in-time restore writes a --target-dir", f)
-				}
-				t, err := pitrTarget(args, until, untilGTID, server, base)
-				if err != nil {
-					return err
-				}
-				if applyTo {
-					if base != "" {
-						return usagef("--base chooses the backup a point-in-time restore starts from; --apply-to starts from the position of the server it replays onto")
-					}
-					return runApply(cmd, g, &d, &l, t, d.serverDefaults)
-				}
-				return runPITR(cmd, g, &d, t, l.asJSON)
-			}
-			if d.serverDefaults != "" && !d.prepare && p.datadir == "" {
-				return usagef("--server-defaults-file goes with --prepare, --datadir, --until or --until-gtid: only they prepare the backup or start a server")
-			}
-			if applyTo || server != "" || base != "" {
-				return usagef("--apply-to, --server and --base go with --until or --until-gtid")
-			}
-			if err := p.check(cmd.Flags()); err != nil {
-				return err
-			}
-			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, kind, repo.OpRestore)
-			if err != nil {
-				return err
-			}
-			defer release()
-			if err := r.CheckReadable(ctx, m); err != nil {
-				return err
-			}
-			if m.Kind == archive.KindLogical {
-				if d.target != "" || d.prepare || p.datadir != "" {
-					return usagef("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir or --datadir", m.ID)
-				}
-				job, err := l.job(cmd.Flags(), d.parallel)
-				if err != nil {
-					return err
-				}
-				return runLoad(ctx, g, r, m, job, l.asJSON)
-			}
-			if masking {
-				return usagef("--mask masks the load of a logical backup; backup %s is physical: its files are restored as they are and cannot be masked (the rules may come from an option file)", m.ID)
-			}
-			if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" && f != "json" && (p.start == "" || !slices.Contains(connFlagNames, f)) {
-				return usagef("--%s is for logical backups (or, to reach the started server, with --start); backup %s is physical", f, m.ID)
-			}
-			var place *restore.Place
-			switch {
-			case p.datadir != "" && d.target != "":
-				return usagef("--datadir restores into place, --target-dir into a new directory: give one")
-			case p.datadir != "":
-				sf, err := p.serverFiles(d.serverDefaults)
-				if err != nil {
-					return err
-				}
-				if place, err = restore.PlaceFor(p.datadir, p.force, sf); err != nil {
-					return refused(err)
-				}
-				// A datadir in place is prepared: a server runs on it.
-				d.target, d.prepare = place.Staging, true
-			case d.target == "":
-				return usagef("--target-dir (or --datadir) is required")
-			}
-			job, err := d.job(g, cmd.Flags())
-			if err != nil {
-				return err
-			}
-			if job.Links, err = restore.Links(ctx, r, m); err != nil {
-				return err
-			}
-			t := g.tracker("restore "+m.ID, m.Stats.StoredBytes)
-			t.SetBackup(m.ID)
-			job.Progress = t
-			err = restore.Datadir(ctx, job)
-			sum := t.Finish(err)
-			if err != nil {
-				return refused(err)
-			}
-			restored := restoredResult{Backup: m.ID, Chain: linkIDs(job.Links), Target: d.target, Prepared: d.prepare,
-				ReadBytes: sum.BytesIn, Seconds: sum.Elapsed.Seconds()}
-			if place != nil {
-				if !l.asJSON {
-					_, err := p.finish(cmd, g.stdout, &l.conn, m, place)
-					return err
-				}
-				did, err := p.finish(cmd, io.Discard, &l.conn, m, place)
-				restored.Target = place.Dir
-				res := placedResult{restoredResult: restored, inPlace: did}
-				if err != nil {
-					res.Error = err.Error()
-				}
-				if perr := printJSON(g.stdout, res); perr != nil {
-					return perr
-				}
-				return err
-			}
-			if l.asJSON {
-				return printJSON(g.stdout, restored)
-			}
-			state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
-			if d.prepare {
-				state = "restored and prepared: a server can start on it"
-			}
-			fmt.Fprintf(g.stdout, "backup %s %s: %s\n", m.ID, state, d.target)
-			if gp := m.Positions.Galera; gp != nil && d.prepare {
-				fmt.Fprintf(g.stdout, "Galera: its grastate.dat holds %s: a node started on it joins its cluster by IST while a donor's gcache still holds the write sets after it (else by a snapshot), or bootstraps a new cluster with --wsrep-new-cluster\n", gp)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
-	d.register(cmd.Flags())
-	l.register(cmd.Flags())
-	p.register(cmd.Flags())
-	cmd.Flags().StringVar(&until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339: 2026-11-21T10:15:00+01:00); "end" replays everything archived`)
-	cmd.Flags().StringVar(&untilGTID, "until-gtid", "", "point-in-time restore up to and including these GTIDs' transactions, one per domain, e.g. 0-1-4711,1-1-20")
-	cmd.Flags().StringVar(&kind, "kind", "", "with latest (or no backup id): the latest backup of this kind, physical or logical (default: the newest whole-server physical backup, else logical)")
-	cmd.Flags().StringVar(&base, "base", "", "with --until: the kind of backup to start from, physical or logical (default: the newest before the target of either kind; a logical one only if it took the whole server)")
-	cmd.Flags().StringVar(&server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several")
-	cmd.Flags().BoolVar(&applyTo, "apply-to", false, "with --until: replay the archived binary logs onto the running server that --host/--socket name, from the GTID position it has reached, instead of restoring a datadir; with --table and a physical backup: import those InnoDB tables into that server")
-	cmd.Flags().StringVar(&as, "as", "", "with --table db.t --apply-to: the name the table takes on the target, as db.table (e.g. beside the live one)")
-	cmd.Flags().Lookup("parallel").Usage = "decoding threads; for a logical backup also loading connections (default: number of CPUs)"
+	o.register(cmd.Flags())
 	return cmd
+}
+
+// restoreFlags are restore's flags: which of its modes they choose, and
+// the request of each.
+type restoreFlags struct {
+	d                                        datadirFlags
+	l                                        logicalRestoreFlags
+	p                                        placeFlags
+	until, untilGTID, server, base, as, kind string
+	applyTo                                  bool
+}
+
+func (o *restoreFlags) register(f *pflag.FlagSet) {
+	o.d.register(f)
+	o.l.register(f)
+	o.p.register(f)
+	f.StringVar(&o.until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339: 2026-11-21T10:15:00+01:00); "end" replays everything archived`)
+	f.StringVar(&o.untilGTID, "until-gtid", "", "point-in-time restore up to and including these GTIDs' transactions, one per domain, e.g. 0-1-4711,1-1-20")
+	f.StringVar(&o.kind, "kind", "", "with latest (or no backup id): the latest backup of this kind, physical or logical (default: the newest whole-server physical backup, else logical)")
+	f.StringVar(&o.base, "base", "", "with --until: the kind of backup to start from, physical or logical (default: the newest before the target of either kind; a logical one only if it took the whole server)")
+	f.StringVar(&o.server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several")
+	f.BoolVar(&o.applyTo, "apply-to", false, "with --until: replay the archived binary logs onto the running server that --host/--socket name, from the GTID position it has reached, instead of restoring a datadir; with --table and a physical backup: import those InnoDB tables into that server")
+	f.StringVar(&o.as, "as", "", "with --table db.t --apply-to: the name the table takes on the target, as db.table (e.g. beside the live one)")
+	f.Lookup("parallel").Usage = "decoding threads; for a logical backup also loading connections (default: number of CPUs)"
+}
+
+func (o *restoreFlags) pointInTime() bool { return o.until != "" || o.untilGTID != "" }
+
+func (o *restoreFlags) masking() bool { return len(o.l.mask.specs) > 0 || o.l.mask.keyFile != "" }
+
+// run chooses the mode from the flags, refusing what does not go
+// together before anything is opened, and runs it.
+func (o *restoreFlags) run(cmd *cobra.Command, g *globals, args []string) error {
+	f := cmd.Flags()
+	if err := checkKind(o.kind); err != nil {
+		return err
+	}
+	if o.kind != "" && (o.pointInTime() || o.applyTo) {
+		return usagef("--kind chooses what latest names; a point-in-time restore or an import chooses its backup itself (--base with --until)")
+	}
+	if o.masking() && (o.applyTo || o.pointInTime()) {
+		return usagef("--mask masks the load of a logical backup; --until, --until-gtid and --apply-to restore, replay or import data as it is, so they refuse it (the rules may come from an option file)")
+	}
+	if o.applyTo && !o.pointInTime() && (len(o.l.tables) > 0 || len(o.l.databases) > 0) {
+		if o.server != "" || o.base != "" {
+			return usagef("--server and --base go with --until or --until-gtid")
+		}
+		if n := firstChanged(f, o.p.names()); n != "" {
+			return usagef("--%s restores a whole backup into place; --table --apply-to imports tables into a running server", n)
+		}
+		return runImport(cmd, g, &o.d, &o.l, args, o.as)
+	}
+	if o.as != "" {
+		return usagef("--as goes with --table and --apply-to")
+	}
+	if o.pointInTime() {
+		return o.runPointInTime(cmd, g, args)
+	}
+	if o.d.serverDefaults != "" && !o.d.prepare && o.p.datadir == "" {
+		return usagef("--server-defaults-file goes with --prepare, --datadir, --until or --until-gtid: only they prepare the backup or start a server")
+	}
+	if o.applyTo || o.server != "" || o.base != "" {
+		return usagef("--apply-to, --server and --base go with --until or --until-gtid")
+	}
+	if err := o.p.check(f); err != nil {
+		return err
+	}
+	return o.runBackup(cmd, g, args)
+}
+
+// runPointInTime restores to a point in time, or with --apply-to replays
+// onto a running server.
+func (o *restoreFlags) runPointInTime(cmd *cobra.Command, g *globals, args []string) error {
+	if n := firstChanged(cmd.Flags(), o.p.names()); n != "" {
+		return usagef("--%s restores a backup into place; a point-in-time restore writes a --target-dir", n)
+	}
+	t, err := pitrTarget(args, o.until, o.untilGTID, o.server, o.base)
+	if err != nil {
+		return err
+	}
+	if !o.applyTo {
+		return runPITR(cmd, g, &o.d, t, o.l.asJSON)
+	}
+	if o.base != "" {
+		return usagef("--base chooses the backup a point-in-time restore starts from; --apply-to starts from the position of the server it replays onto")
+	}
+	return runApply(cmd, g, &o.d, &o.l, t)
+}
+
+// runBackup restores the backup named (or latest) through the engine its
+// manifest chooses.
+func (o *restoreFlags) runBackup(cmd *cobra.Command, g *globals, args []string) error {
+	r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, o.kind, repo.OpRestore)
+	if err != nil {
+		return err
+	}
+	defer release()
+	eng, err := restorecase.EngineFor(m)
+	if err != nil {
+		return err
+	}
+	req, err := o.request(cmd, g, r, m, eng.Kind())
+	if err != nil {
+		return err
+	}
+	res, err := eng.Restore(ctx, req)
+	switch {
+	case eng.Kind() == archive.KindLogical && err != nil:
+		return maskUsage(err)
+	case eng.Kind() == archive.KindLogical:
+		return printLoad(g, res.Load, req.Load.Users, o.l.asJSON)
+	case res == nil || res.Datadir == nil && res.InPlace == nil:
+		return refused(err)
+	case res.InPlace != nil:
+		return o.printInPlace(g, res.InPlace, err)
+	}
+	return printRestored(g, res.Datadir, o.l.asJSON)
+}
+
+// request maps the flags to the request of a backup of kind, refusing
+// those that are for the other kind.
+func (o *restoreFlags) request(cmd *cobra.Command, g *globals, r *repo.Repo, m *archive.Manifest, kind string) (restorecase.Request, error) {
+	f := cmd.Flags()
+	req := restorecase.Request{Repo: r, Backup: m, Progress: func() *progress.Tracker { return g.tracker("restore "+m.ID, m.Stats.StoredBytes) }}
+	var err error
+	if kind == archive.KindLogical {
+		if o.d.target != "" || o.d.prepare || o.p.datadir != "" {
+			return req, usagef("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir or --datadir", m.ID)
+		}
+		req.Load, err = o.l.job(f, o.d.parallel)
+		return req, err
+	}
+	if o.masking() {
+		return req, usagef("--mask masks the load of a logical backup; backup %s is physical: its files are restored as they are and cannot be masked (the rules may come from an option file)", m.ID)
+	}
+	if n := firstChanged(f, o.l.onlyLogical()); n != "" && n != "json" && (o.p.start == "" || !slices.Contains(connFlagNames, n)) {
+		return req, usagef("--%s is for logical backups (or, to reach the started server, with --start); backup %s is physical", n, m.ID)
+	}
+	switch {
+	case o.p.datadir != "" && o.d.target != "":
+		return req, usagef("--datadir restores into place, --target-dir into a new directory: give one")
+	case o.p.datadir != "":
+		if req.InPlace, err = o.place(f); err != nil {
+			return req, err
+		}
+	case o.d.target == "":
+		return req, usagef("--target-dir (or --datadir) is required")
+	}
+	req.Datadir, err = o.d.job(g, f)
+	return req, err
+}
+
+// place is the request of a restore into place (--datadir), with --start
+// the server to start there.
+func (o *restoreFlags) place(f *pflag.FlagSet) (*restorecase.Place, error) {
+	sf, err := o.p.serverFiles(o.d.serverDefaults)
+	if err != nil {
+		return nil, err
+	}
+	pl := &restorecase.Place{Dir: o.p.datadir, Force: o.p.force, ServerFiles: sf}
+	if o.p.start == "" {
+		return pl, nil
+	}
+	cfg, err := o.l.conn.resolve(f)
+	if err != nil {
+		return nil, err
+	}
+	pl.Start = &serverup.Options{How: o.p.start, Conn: cfg, Timeout: o.p.startTimeout, CheckTimeout: o.p.checkTimeout, Biggest: 5}
+	return pl, nil
 }
 
 // runPITR restores to a point in time: the backup is chosen, not named.
@@ -313,29 +338,21 @@ func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, t pitr.Target, asJ
 	if err != nil {
 		return err
 	}
-	tr := g.tracker("restore --until "+t.String(), 0)
-	job.Progress = tr
-	res, err := pitr.Run(ctx, r, t, job, d.serverDefaults)
-	sum := tr.Finish(err)
+	res, err := restorecase.PointInTime(ctx, restorecase.PointInTimeRequest{Repo: r, Target: t, Job: job, ServerDefaults: d.serverDefaults,
+		Progress: func() *progress.Tracker { return g.tracker("restore --until "+t.String(), 0) }})
 	if err != nil {
 		return refused(err)
 	}
 	if asJSON {
-		return printJSON(g.stdout, struct {
-			Backup   string   `json:"backup"`
-			Binlogs  []string `json:"binlogs"`
-			Replayed string   `json:"replayed"` // the position replay stopped at, as asked
-			Target   string   `json:"target"`
-			Seconds  float64  `json:"seconds"`
-		}{res.Backup.ID, res.Binlogs, res.Replayed, d.target, sum.Elapsed.Seconds()})
+		return printJSON(g.stdout, pointInTimeJSON{res.Backup.ID, res.Binlogs, res.Replayed, res.Target, res.Elapsed.Seconds()})
 	}
-	fmt.Fprintf(g.stdout, "restored backup %s and replayed %s up to %s: %s is ready\n", res.Backup.ID, strings.Join(res.Binlogs, ", "), res.Replayed, d.target)
+	fmt.Fprintf(g.stdout, "restored backup %s and replayed %s up to %s: %s is ready\n", res.Backup.ID, strings.Join(res.Binlogs, ", "), res.Replayed, res.Target)
 	return nil
 }
 
 // runApply replays the archived binary logs onto a running server.
-func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestoreFlags, t pitr.Target, serverDefaults string) error {
-	if d.target != "" || d.prepare || serverDefaults != "" {
+func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestoreFlags, t pitr.Target) error {
+	if d.target != "" || d.prepare || d.serverDefaults != "" {
 		return usagef("--apply-to replays onto the running server that --host/--socket name: it takes no --target-dir, --prepare or --server-defaults-file")
 	}
 	conn, err := l.conn.resolve(cmd.Flags())
@@ -347,28 +364,22 @@ func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestore
 		return err
 	}
 	defer release()
-	var log io.Writer
+	req := restorecase.ApplyRequest{Repo: r, Target: t, Conn: conn, MariadbPath: toolpath.Parse(g.mariadbPath)}
 	if d.verbose {
-		log = g.stderr
+		req.Log = g.stderr
 	}
-	res, err := pitr.Apply(ctx, r, t, conn, toolpath.Parse(g.mariadbPath), log)
+	res, err := restorecase.Apply(ctx, req)
 	if err != nil {
 		return refused(err)
 	}
 	if l.asJSON {
-		return printJSON(g.stdout, struct {
-			Server  string   `json:"server"` // whose binary logs, hostname-server_id
-			Target  string   `json:"target"` // the server applied onto
-			Binlogs []string `json:"binlogs"`
-			From    string   `json:"from"` // the target's GTID position before and after
-			To      string   `json:"to"`
-		}{res.Server, conn.String(), res.Binlogs, res.From.String(), res.To.String()})
+		return printJSON(g.stdout, applyJSON{res.Server, res.Conn.String(), res.Binlogs, res.From.String(), res.To.String()})
 	}
-	if len(res.Binlogs) == 0 || res.To.String() == res.From.String() {
-		fmt.Fprintf(g.stdout, "%s is at GTID %s: nothing of %s to apply up to %s\n", conn, res.From, res.Server, t)
+	if res.Nothing() {
+		fmt.Fprintf(g.stdout, "%s is at GTID %s: nothing of %s to apply up to %s\n", res.Conn, res.From, res.Server, res.Target)
 		return nil
 	}
-	fmt.Fprintf(g.stdout, "applied %s of %s onto %s: GTID %s to %s (up to %s)\n", strings.Join(res.Binlogs, ", "), res.Server, conn, res.From, res.To, t)
+	fmt.Fprintf(g.stdout, "applied %s of %s onto %s: GTID %s to %s (up to %s)\n", strings.Join(res.Binlogs, ", "), res.Server, res.Conn, res.From, res.To, res.Target)
 	return nil
 }
 
@@ -416,9 +427,9 @@ func parseUntil(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC), 2026-11-21T10:15:00+01:00, or end", s)
 }
 
-// restoredResult is what restore --json prints of a physical backup
+// restoredJSON is what restore --json prints of a physical backup
 // restored into a directory.
-type restoredResult struct {
+type restoredJSON struct {
 	Backup    string   `json:"backup"`
 	Chain     []string `json:"chain"` // the links written, base first
 	Target    string   `json:"target"`
@@ -427,19 +438,70 @@ type restoredResult struct {
 	Seconds   float64  `json:"seconds"`
 }
 
-// placedResult is what restore --datadir --json prints: the restore, then
+func restoredOf(r *restorecase.DatadirResult) restoredJSON {
+	return restoredJSON{Backup: r.Backup.ID, Chain: r.Chain, Target: r.Target, Prepared: r.Prepared, ReadBytes: r.ReadBytes, Seconds: r.Elapsed.Seconds()}
+}
+
+// placedJSON is what restore --datadir --json prints: the restore, then
 // what was moved aside and the server started. Once the restore is done
 // it is printed also when what follows fails, with the error.
-type placedResult struct {
-	restoredResult // target is the datadir
-	inPlace
+type placedJSON struct {
+	restoredJSON // target is the datadir
+	provision.Placed
 	Error string `json:"error,omitempty"`
 }
 
-func linkIDs(links []restore.Link) []string {
-	ids := make([]string, len(links))
-	for i, l := range links {
-		ids[i] = l.Manifest.ID
+// pointInTimeJSON is what restore --until --json prints.
+type pointInTimeJSON struct {
+	Backup   string   `json:"backup"`
+	Binlogs  []string `json:"binlogs"`
+	Replayed string   `json:"replayed"` // the position replay stopped at, as asked
+	Target   string   `json:"target"`
+	Seconds  float64  `json:"seconds"`
+}
+
+// applyJSON is what restore --until --apply-to --json prints.
+type applyJSON struct {
+	Server  string   `json:"server"` // whose binary logs, hostname-server_id
+	Target  string   `json:"target"` // the server applied onto
+	Binlogs []string `json:"binlogs"`
+	From    string   `json:"from"` // the target's GTID position before and after
+	To      string   `json:"to"`
+}
+
+// printRestored prints a physical backup restored into a directory.
+func printRestored(g *globals, res *restorecase.DatadirResult, asJSON bool) error {
+	if asJSON {
+		return printJSON(g.stdout, restoredOf(res))
 	}
-	return ids
+	state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
+	if res.Prepared {
+		state = "restored and prepared: a server can start on it"
+	}
+	fmt.Fprintf(g.stdout, "backup %s %s: %s\n", res.Backup.ID, state, res.Target)
+	if gp := res.Backup.Positions.Galera; gp != nil && res.Prepared {
+		fmt.Fprintf(g.stdout, "Galera: its grastate.dat holds %s: a node started on it joins its cluster by IST while a donor's gcache still holds the write sets after it (else by a snapshot), or bootstraps a new cluster with --wsrep-new-cluster\n", gp)
+	}
+	return nil
+}
+
+// printInPlace prints a restore into place, also when the swap or the
+// start failed with err, and returns err.
+func (o *restoreFlags) printInPlace(g *globals, res *restorecase.InPlaceResult, err error) error {
+	if o.l.asJSON {
+		out := placedJSON{restoredJSON: restoredOf(&res.DatadirResult), Placed: placedOf(res)}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if perr := printJSON(g.stdout, out); perr != nil {
+			return perr
+		}
+		return err
+	}
+	provision.DefaultMessages.WritePlaced(g.stdout, res.Backup.ID, res.Target, placedOf(res), res.Swapped, o.p.checkTimeout)
+	return err
+}
+
+func placedOf(res *restorecase.InPlaceResult) provision.Placed {
+	return provision.Placed{Replaced: res.Replaced, Outside: res.Outside, Started: res.Started}
 }

@@ -27,9 +27,9 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restoredserver"
 )
 
 // Table names a table to restore and the name it takes on the target.
@@ -116,11 +116,11 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts, err := pitr.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.Restore.FileKey)
+	opts, err := restoredserver.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.Restore.FileKey)
 	if err != nil {
 		return nil, err
 	}
-	mariadbd, err := pitr.FindServer(ctx, job.Restore.MariadbPath, m.Server.Version)
+	mariadbd, err := restoredserver.FindServer(ctx, job.Restore.MariadbPath, m.Server.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: restored, Options: opt}); err != nil {
 		return nil, err
 	}
-	srv, err := pitr.StartServer(ctx, filepath.Join(work, "server"), restored, opt.UseMemory, mariadbd, opts)
+	srv, err := restoredserver.Start(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: restored, UseMemory: opt.UseMemory, Server: mariadbd, Options: opts})
 	if err != nil {
 		return nil, err
 	}

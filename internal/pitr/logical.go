@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restoredserver"
 )
 
 // readCatalog reads and checks the catalog of logical backup m.
@@ -46,7 +47,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if err := r.CheckReadable(ctx, base); err != nil {
 		return nil, err
 	}
-	mariadbd, err := FindServer(ctx, job.MariadbPath, base.Server.Version)
+	mariadbd, err := restoredserver.FindServer(ctx, job.MariadbPath, base.Server.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +55,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if err != nil {
 		return nil, err
 	}
-	opts, err := ServerOptions(ctx, r, nil, serverDefaults, "")
+	opts, err := restoredserver.ServerOptions(ctx, r, nil, serverDefaults, "")
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if job.Progress != nil {
 		job.Progress.Stage("making a server in the target directory")
 	}
-	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), target.WorkDir(), job.UseMemory, mariadbd, opts, true, "--max-allowed-packet=1G")
+	srv, account, err := startReplayServer(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: target.WorkDir(), UseMemory: job.UseMemory, Server: mariadbd, Options: opts, Install: true, Args: replayArgs})
 	if err != nil {
 		return nil, fmt.Errorf("start a server in %s: %w", target.WorkDir(), err)
 	}
@@ -90,7 +91,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	}
 	tracker, _ := job.Progress.(*progress.Tracker)
 	_, err = logical.Load(ctx, logical.LoadJob{
-		Conn: account.config(srv), Input: r.Input(base), Manifest: base, Catalog: cat,
+		Conn: account.Config(srv), Input: r.Input(base), Manifest: base, Catalog: cat,
 		Parallel: max(job.Workers, 1), NoBinlog: true, Users: true, Progress: tracker,
 	})
 	if err != nil {
@@ -115,7 +116,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 // without a password among them), but for the server's own mariadb.sys,
 // the PUBLIC role and the replay's account: the backup's accounts take
 // their place.
-func dropInstalledAccounts(ctx context.Context, db *sql.DB, account *tempAccount) error {
+func dropInstalledAccounts(ctx context.Context, db *sql.DB, account *restoredserver.Account) error {
 	rows, err := db.QueryContext(ctx, `SELECT User, Host FROM mysql.user
 		WHERE NOT (User = 'mariadb.sys' AND Host = 'localhost') AND NOT (User = 'PUBLIC' AND Host = '') AND NOT (User = ? AND Host = 'localhost')`, account.User)
 	if err != nil {

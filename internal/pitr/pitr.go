@@ -3,8 +3,8 @@
 // position up to the target, replayed by a throwaway server and stopped
 // cleanly; or, with Apply, onto a running server from the position it has
 // reached. A physical base (its chain included) is restored and prepared,
-// and the server starts on it with the options the backup recorded
-// (StartServer, which a restore test shares); a logical base of the whole
+// and a throwaway server (package restoredserver) starts on it with the
+// options the backup recorded to replay them; a logical base of the whole
 // server is loaded, accounts too, into a server made in the target
 // directory. It reads the repository through its API and writes the
 // datadir through packages restore and logical; it knows nothing of flags
@@ -13,8 +13,6 @@ package pitr
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -34,9 +32,9 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restoredserver"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/scratch"
-	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Result says what was restored and replayed.
@@ -86,7 +84,7 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDef
 	if err := restore.CheckFileKey(links, job.Options); err != nil {
 		return nil, err
 	}
-	opts, err := ServerOptions(ctx, r, links, serverDefaults, job.FileKey)
+	opts, err := restoredserver.ServerOptions(ctx, r, links, serverDefaults, job.FileKey)
 	if err != nil {
 		return nil, err
 	}
@@ -715,9 +713,7 @@ func replay(ctx context.Context, work, datadir string, server []mariadb.Option, 
 	if opt.Progress != nil {
 		opt.Progress.Stage("replaying binary logs")
 	}
-	// A row event of many rows is one BINLOG statement, which may be far
-	// above the defaults.
-	mariadbd, err := FindServer(ctx, opt.MariadbPath, base.Server.Version)
+	mariadbd, err := restoredserver.FindServer(ctx, opt.MariadbPath, base.Server.Version)
 	if err != nil {
 		return err
 	}
@@ -725,7 +721,7 @@ func replay(ctx context.Context, work, datadir string, server []mariadb.Option, 
 	if err != nil {
 		return err
 	}
-	srv, account, err := startReplayServer(ctx, filepath.Join(work, "server"), datadir, opt.UseMemory, mariadbd, server, false, "--max-allowed-packet=1G")
+	srv, account, err := startReplayServer(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: datadir, UseMemory: opt.UseMemory, Server: mariadbd, Options: server, Args: replayArgs})
 	if err != nil {
 		return fmt.Errorf("start a server on the restored datadir: %w", err)
 	}
@@ -738,10 +734,10 @@ func replay(ctx context.Context, work, datadir string, server []mariadb.Option, 
 
 // replayOn pipes mariadb-binlog's output for the files, from the backup's
 // position to the target, into srv, connected as account.
-func replayOn(ctx context.Context, work, binlog string, srv *sandbox.Server, account *tempAccount, base *archive.Manifest, files []string, t Target, log io.Writer) error {
+func replayOn(ctx context.Context, work, binlog string, srv *sandbox.Server, account *restoredserver.Account, base *archive.Manifest, files []string, t Target, log io.Writer) error {
 	start, _ := ParsePosition(base.Positions.GTID) // Run has read it
 	cnf := filepath.Join(work, "client.cnf")
-	if err := mariadb.WriteDefaultsFile(cnf, account.config(srv)); err != nil {
+	if err := mariadb.WriteDefaultsFile(cnf, account.Config(srv)); err != nil {
 		return err
 	}
 	var from []string
@@ -760,9 +756,9 @@ func replayOn(ctx context.Context, work, binlog string, srv *sandbox.Server, acc
 // stopReplay drops the replay's account and stops the server. The account
 // existed only for the replay: the grant tables end as the backup and the
 // binary logs leave them.
-func stopReplay(ctx context.Context, srv *sandbox.Server, account *tempAccount) error {
-	if _, err := srv.DB().ExecContext(ctx, "DROP USER "+account.quoted()); err != nil {
-		return fmt.Errorf("drop the replay's temporary account %s: %w", account.quoted(), err)
+func stopReplay(ctx context.Context, srv *sandbox.Server, account *restoredserver.Account) error {
+	if _, err := srv.DB().ExecContext(ctx, "DROP USER "+account.Quoted()); err != nil {
+		return fmt.Errorf("drop the replay's temporary account %s: %w", account.Quoted(), err)
 	}
 	if err := srv.Stop(ctx); err != nil {
 		return fmt.Errorf("stop the server after the replay: %w", err)
@@ -863,175 +859,21 @@ func (g *gtidScanner) header(line []byte) {
 	}
 }
 
-// ServerOptions returns what a server on the restored datadir of links
-// needs: the options each link's backup-my.cnf recorded (base first, so
-// the newest link's win), then those of the option file defaultsFile (""
-// for none), then the key file's password fileKey if the backup withheld
-// it (restore.FileKeyWithheld). It fails before anything is written if
-// they name a file this host lacks (see physical.ServerOptions): prepare
-// needs the same files.
-func ServerOptions(ctx context.Context, r *repo.Repo, links []restore.Link, defaultsFile, fileKey string) ([]mariadb.Option, error) {
-	name := "meta/" + physical.BackupMyCnf
-	var cnfs [][]byte
-	for _, l := range links {
-		if !slices.ContainsFunc(l.Manifest.Meta, func(o archive.Object) bool { return o.Name == name }) {
-			continue
-		}
-		cnf, err := r.ReadMeta(ctx, l.Manifest, name)
-		if err != nil {
-			return nil, err
-		}
-		cnfs = append(cnfs, cnf)
-	}
-	opts, err := physical.ServerOptions(cnfs, defaultsFile)
-	if err != nil || fileKey == "" || !restore.FileKeyWithheld(links) {
-		return opts, err
-	}
-	return append(opts, mariadb.Option{Key: physical.FileKeyOption, Value: fileKey}), nil
-}
+// replayArgs are the replaying server's options: a row event of many rows
+// is one BINLOG statement, which may be far above the defaults.
+var replayArgs = []string{"--max-allowed-packet=1G"}
 
-// StartError is mariadbd refusing to start on a restored datadir, as
-// opposed to what kept it from being tried or what is this host's fault
-// (no option file written, a key file the encryption plugin cannot read):
-// a restore test counts it against the backup.
-type StartError struct{ Err error }
-
-func (e *StartError) Error() string { return e.Err.Error() }
-func (e *StartError) Unwrap() error { return e.Err }
-
-// StartServer starts a throwaway server in dir on the prepared datadir
-// with opts (from ServerOptions) and then args. The restored grant tables
-// hold the source's accounts, whose passwords backstream does not know,
-// so grants are off; so are replication and the binary log.
-//
-// The options go to the server in a 0600 option file in dir, not on its
-// argv, and a key file's password among them goes into a file of the
-// private scratch directory, which the option file names: dir may be kept
-// for a look after a restore test.
-func StartServer(ctx context.Context, dir, datadir, useMemory string, server *toolpath.Tool, opts []mariadb.Option, args ...string) (*sandbox.Server, error) {
-	return startServer(ctx, dir, datadir, useMemory, server, opts, nil, false, args)
-}
-
-// startReplayServer is StartServer with grants on, as account statements
-// (CREATE USER, GRANT, ALTER USER, DROP USER) need: a server without them
-// refuses those. It connects as a temporary account that its init file
-// creates before it accepts connections, with every privilege and the
-// admin option of every role (granting a role needs it), and that the
-// caller drops after the replay (stopReplay). With install, datadir holds
-// no datadir yet: the system tables are made there first
-// (sandbox.Options.InstallDatadir).
-func startReplayServer(ctx context.Context, dir, datadir, useMemory string, server *toolpath.Tool, opts []mariadb.Option, install bool, args ...string) (*sandbox.Server, *tempAccount, error) {
-	acct, err := newTempAccount()
+// startReplayServer starts a server as o says with grants on, as account
+// statements (CREATE USER, GRANT, ALTER USER, DROP USER) need: a server
+// without them refuses those. It connects as a temporary account that
+// the server creates before it accepts connections, and that the caller
+// drops after the replay (stopReplay).
+func startReplayServer(ctx context.Context, o restoredserver.Options) (*sandbox.Server, *restoredserver.Account, error) {
+	acct, err := restoredserver.NewAccount("backstream_replay_")
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := startServer(ctx, dir, datadir, useMemory, server, opts, acct, install, args)
+	o.Account = acct
+	srv, err := restoredserver.Start(ctx, o)
 	return srv, acct, err
-}
-
-func startServer(ctx context.Context, dir, datadir, useMemory string, server *toolpath.Tool, opts []mariadb.Option, acct *tempAccount, install bool, args []string) (*sandbox.Server, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("start a server: %w", err)
-	}
-	opts, removeKey, err := physical.FileKeyInFile(opts)
-	if err != nil {
-		return nil, err
-	}
-	// The plugin reads it once, as the server starts.
-	defer removeKey()
-	cnf := filepath.Join(dir, "server.cnf")
-	if err := mariadb.WriteOptionFile(cnf, "mysqld", opts); err != nil {
-		return nil, err
-	}
-	o := sandbox.Options{Dir: dir, Datadir: datadir, NoBinlog: true, BufferPool: useMemory, OptionFile: cnf, InstallDatadir: install}
-	switch {
-	case server == nil:
-	case server.Basedir != "":
-		o.Basedir = server.Basedir
-	default:
-		o.Mariadbd = server.Path
-	}
-	if acct == nil {
-		// Without grants anyone who reaches it reads the whole backup:
-		// its socket only, in the 0700 directory dir, never TCP.
-		o.Args = append([]string{"--skip-grant-tables", "--skip-slave-start", "--skip-networking"}, args...)
-	} else {
-		init := filepath.Join(dir, "init.sql")
-		if err := os.WriteFile(init, []byte(acct.initSQL()), 0o600); err != nil {
-			return nil, fmt.Errorf("start a server: %w", err)
-		}
-		o.Args = append([]string{"--init-file=" + init, "--skip-slave-start"}, args...)
-		o.User, o.Password = acct.User, acct.Password
-	}
-	srv, err := sandbox.Start(ctx, o)
-	if err != nil {
-		return nil, &StartError{err}
-	}
-	if err := checkEncryption(ctx, srv, opts); err != nil {
-		srv.Close()
-		return nil, err
-	}
-	return srv, nil
-}
-
-// tempAccount is the replay's account: a name no source has, and a random
-// password that lives only in 0600 files of the replay's work directory.
-type tempAccount struct{ User, Password string }
-
-func newTempAccount() (*tempAccount, error) {
-	var b [20]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	h := hex.EncodeToString(b[:])
-	return &tempAccount{User: "backstream_replay_" + h[:8], Password: h[8:]}, nil
-}
-
-func (a *tempAccount) quoted() string { return "'" + a.User + "'@'localhost'" }
-
-// config connects to srv as the account over its socket.
-func (a *tempAccount) config(srv *sandbox.Server) mariadb.Config {
-	return mariadb.Config{Socket: srv.Socket, User: a.User, Password: a.Password, PasswordSet: true, Protocol: "socket"}
-}
-
-// initSQL creates the account (one statement a line, as --init-file
-// reads), with every privilege, PROXY too. Roles are granted through the
-// grant table: the init file takes no compound statement to loop over
-// them.
-func (a *tempAccount) initSQL() string {
-	return "CREATE USER " + a.quoted() + " IDENTIFIED BY '" + a.Password + "';\n" +
-		"GRANT ALL PRIVILEGES ON *.* TO " + a.quoted() + " WITH GRANT OPTION;\n" +
-		// Granting PROXY needs it (root has it from mariadb-install-db);
-		// the init file may not grant it, having no user to grant it as.
-		"INSERT INTO mysql.proxies_priv (Host, User, Proxied_host, Proxied_user, With_grant) VALUES ('localhost', '" + a.User + "', '%', '', 1);\n" +
-		"INSERT INTO mysql.roles_mapping (Host, User, Role, Admin_option) SELECT 'localhost', '" + a.User +
-		"', User, 'Y' FROM mysql.user WHERE is_role = 'Y' AND User <> 'PUBLIC';\n" +
-		"FLUSH PRIVILEGES;\n"
-}
-
-// checkEncryption fails, with the end of the error log, if opts load a plugin from backup-my.cnf (mariabackup records only the
-// encryption plugin there) and no encryption plugin is active: a plugin
-// that fails to load does not stop the server, which would then call
-// every encrypted table corrupt. The key file on this host is then not
-// one the plugin can read: the backup is not at fault.
-func checkEncryption(ctx context.Context, srv *sandbox.Server, opts []mariadb.Option) error {
-	load := ""
-	for _, o := range opts {
-		if o.File == physical.BackupMyCnf && (o.Key == "plugin-load" || o.Key == "plugin-load-add") {
-			load = o.Value
-		}
-	}
-	if load == "" {
-		return nil
-	}
-	var active int
-	err := srv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_TYPE = 'ENCRYPTION' AND PLUGIN_STATUS = 'ACTIVE'").Scan(&active)
-	if err != nil {
-		return fmt.Errorf("list the server's encryption plugins: %w", err)
-	}
-	if active == 0 {
-		return fmt.Errorf("the server started without the encryption plugin that the backup's options load (plugin_load = %s): is the key file on this host the one the backup's server used? The end of its error log %s:\n%s",
-			load, srv.ErrorLog, srv.ErrorLogTail(10))
-	}
-	return nil
 }

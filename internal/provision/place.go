@@ -7,16 +7,13 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/serverup"
 )
 
 // Placed is what Place did: where what the datadir held went, what moved
 // outside it, and the server started on it.
-type Placed struct {
-	Replaced string           `json:"replaced,omitempty"` // where what the datadir held was moved aside
-	Outside  []restore.Aside  `json:"outside,omitempty"`  // what moved aside from, and was placed in, the places outside it
-	Started  *serverup.Report `json:"started,omitempty"`  // the server started there, checked
-}
+type Placed = restorecase.Placed
 
 // biggest is how many of the biggest tables the check of a started server
 // counts.
@@ -26,20 +23,17 @@ const biggest = 5
 // server there and checks it. What it did is returned also with an
 // error, and the step that failed (remote.StepPlace or StepStart).
 func Place(ctx context.Context, place *restore.Place, start *Start, datadirVersion string) (Placed, string, error) {
-	sw, err := place.Swap()
-	did := Placed{Replaced: sw.Replaced, Outside: sw.Outside}
-	if err != nil {
+	var o *serverup.Options
+	if start != nil {
+		o = &serverup.Options{How: start.How, Conn: start.Conn, Timeout: start.Timeout, CheckTimeout: start.CheckTimeout, Biggest: biggest}
+	}
+	did, swapped, err := restorecase.SwapAndStart(ctx, place, o, datadirVersion)
+	switch {
+	case err != nil && !swapped:
 		return did, remote.StepPlace, err
-	}
-	if start == nil {
-		return did, "", nil
-	}
-	rep, err := serverup.Start(ctx, serverup.Options{How: start.How, Conn: start.Conn, Datadir: place.Dir,
-		DatadirVersion: datadirVersion, Timeout: start.Timeout, CheckTimeout: start.CheckTimeout, Biggest: biggest})
-	if err != nil {
+	case err != nil:
 		return did, remote.StepStart, err
 	}
-	did.Started = rep
 	return did, "", nil
 }
 

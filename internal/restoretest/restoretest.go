@@ -8,8 +8,9 @@
 // writer bug, a bad prepare or a version mismatch would make, which no
 // checksum can.
 //
-// It composes restore, pitr and the sandbox; it knows nothing of flags or
-// of how a report is printed.
+// It composes restore, pitr (for a point-in-time restore test) and
+// restoredserver (the server on the restored datadir); it knows nothing
+// of flags or of how a report is printed.
 package restoretest
 
 import (
@@ -36,6 +37,7 @@ import (
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restoredserver"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/verify"
@@ -54,7 +56,7 @@ type Job struct {
 	UseMemory string // --use-memory for prepare, and the sandbox's buffer pool
 	// ServerDefaults is an option file whose server groups the sandbox of
 	// a physical backup reads after the options the backup recorded
-	// (pitr.ServerOptions); "" for none.
+	// (restoredserver.ServerOptions); "" for none.
 	ServerDefaults string
 	// FileKey is the password of the encryption plugin's key file, for a
 	// backup that withheld it (restore.Options.FileKey).
@@ -95,7 +97,7 @@ type Report struct {
 	Binlogs []string `json:"binlogs,omitempty"` // replayed for Until
 	Passed  bool     `json:"passed"`
 	// Server is the version of the server the test ran on: for a
-	// physical backup the backup's own (pitr.FindServer).
+	// physical backup the backup's own (restoredserver.FindServer).
 	Server string `json:"server,omitempty"`
 	// Problems says in words what failed, each naming the table or the
 	// step; empty when Passed.
@@ -195,7 +197,7 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		for _, l := range links[:len(links)-1] {
 			rep.Chain = append(rep.Chain, l.Manifest.ID)
 		}
-		if server, err = pitr.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.FileKey); err != nil {
+		if server, err = restoredserver.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.FileKey); err != nil {
 			return fmt.Errorf("restore test: %w", err)
 		}
 		restoreErr = restore.Datadir(ctx, restore.Job{Links: links, TargetDir: datadir, Options: opt})
@@ -209,13 +211,13 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 		return nil
 	}
 	job.stage("starting a server on the restored datadir")
-	mariadbd, err := pitr.FindServer(ctx, job.MariadbPath, version)
+	mariadbd, err := restoredserver.FindServer(ctx, job.MariadbPath, version)
 	if err != nil {
 		return fmt.Errorf("restore test: %w", err)
 	}
-	srv, err := pitr.StartServer(ctx, filepath.Join(work, "server"), datadir, job.UseMemory, mariadbd, server)
+	srv, err := restoredserver.Start(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: datadir, UseMemory: job.UseMemory, Server: mariadbd, Options: server})
 	if err != nil {
-		var refused *pitr.StartError
+		var refused *restoredserver.StartError
 		if ctx.Err() != nil || !errors.As(err, &refused) || errors.Is(err, sandbox.ErrNotInstalled) {
 			return fmt.Errorf("restore test: %w", err)
 		}

@@ -1,4 +1,4 @@
-package pitr
+package restoredserver
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
-// StartServer gives the server the options a backup recorded through an
+// Start gives the server the options a backup recorded through an
 // option file, not its argv; when the encryption plugin they load does
 // not start (a key file it cannot read), it fails saying so, with the
 // server's error log, rather than leave a server that calls every
 // encrypted table corrupt.
-func TestStartServerEncryption(t *testing.T) {
+func TestStartEncryption(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
@@ -37,7 +37,7 @@ func TestStartServerEncryption(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("this is no key file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := StartServer(ctx, filepath.Join(t.TempDir(), "server"), src.Datadir, "", nil, recorded())
+	srv, err := Start(ctx, Options{Dir: filepath.Join(t.TempDir(), "server"), Datadir: src.Datadir, Options: recorded()})
 	if err == nil {
 		srv.Close()
 		t.Fatal("a server without its encryption plugin was accepted")
@@ -50,7 +50,7 @@ func TestStartServerEncryption(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("1;"+strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err = StartServer(ctx, filepath.Join(t.TempDir(), "server"), src.Datadir, "", nil, recorded())
+	srv, err = Start(ctx, Options{Dir: filepath.Join(t.TempDir(), "server"), Datadir: src.Datadir, Options: recorded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,125 @@
+// Package restorecase is the restore use case: each way to restore is a
+// named entry point taking a typed request and returning a typed result.
+// A backup named by the user restores through the engine its manifest
+// chooses (EngineFor: physical into a datadir, Datadir or InPlace;
+// logical into a running server, Load); a point in time (PointInTime)
+// and a replay onto a running server (Apply) go through pitr, single
+// tables (ImportTables) through importtable. It composes those packages
+// and restore; it knows nothing of flags, exit codes or how a result is
+// printed (progress is a tracker passed in and finished here).
+package restorecase
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/serverup"
+)
+
+// Request restores one backup through the engine its kind chooses.
+type Request struct {
+	Repo   *repo.Repo
+	Backup *archive.Manifest
+	// Datadir is what a physical backup is written as (its target
+	// directory and options; the links are chosen here). With InPlace
+	// set, its TargetDir is ignored.
+	Datadir restore.Job
+	// InPlace, set, restores a physical backup into place instead.
+	InPlace *Place
+	// Load is how a logical backup loads (the connection, filters, ...).
+	Load     logical.LoadJob
+	Progress Progress // started when the work starts, finished here; nil for none
+}
+
+// Place says where a restore into place goes and what follows it.
+type Place struct {
+	Dir         string              // the datadir
+	Force       bool                // move what it (and the places outside it) holds aside instead of refusing
+	ServerFiles mariadb.ServerFiles // the places outside Dir the server keeps its state in
+	// Start, set, starts the server on Dir once in place and checks it;
+	// its Datadir is set here.
+	Start *serverup.Options
+}
+
+// Result is what Restore did: one of its fields is set, by the engine.
+type Result struct {
+	Datadir *DatadirResult // a physical backup into a directory
+	InPlace *InPlaceResult // a physical backup into place
+	Load    *LoadResult    // a logical backup loaded
+}
+
+// Progress starts the tracker of a restore's progress: a restore refused
+// before it writes (a datadir in place that holds files) shows none.
+type Progress func() *progress.Tracker
+
+func (p Progress) start() *progress.Tracker {
+	if p == nil {
+		return nil
+	}
+	return p()
+}
+
+// Engine restores backups of one kind (as vitess's restore engines do).
+type Engine interface {
+	// Kind is the kind of backup it restores (archive.KindPhysical, ...).
+	Kind() string
+	// Restore restores req.Backup, of that kind.
+	Restore(ctx context.Context, req Request) (*Result, error)
+}
+
+// EngineFor is the one place the engine of a backup is chosen: from its
+// manifest's kind.
+func EngineFor(m *archive.Manifest) (Engine, error) {
+	switch m.Kind {
+	case archive.KindLogical:
+		return logicalEngine{}, nil
+	case archive.KindPhysical:
+		return physicalEngine{}, nil
+	}
+	return nil, fmt.Errorf("backup %s is a %s backup: only physical and logical backups restore", m.ID, m.Kind)
+}
+
+// Restore restores req.Backup through the engine its manifest chooses;
+// an engine first checks that the repository can read the backup.
+func Restore(ctx context.Context, req Request) (*Result, error) {
+	e, err := EngineFor(req.Backup)
+	if err != nil {
+		return nil, err
+	}
+	return e.Restore(ctx, req)
+}
+
+type physicalEngine struct{}
+
+func (physicalEngine) Kind() string { return archive.KindPhysical }
+
+func (physicalEngine) Restore(ctx context.Context, req Request) (*Result, error) {
+	if err := req.Repo.CheckReadable(ctx, req.Backup); err != nil {
+		return nil, err
+	}
+	d := DatadirRequest{Repo: req.Repo, Backup: req.Backup, Job: req.Datadir, Progress: req.Progress}
+	if req.InPlace == nil {
+		res, err := Datadir(ctx, d)
+		return &Result{Datadir: res}, err
+	}
+	res, err := InPlace(ctx, InPlaceRequest{DatadirRequest: d, Place: *req.InPlace})
+	return &Result{InPlace: res}, err
+}
+
+type logicalEngine struct{}
+
+func (logicalEngine) Kind() string { return archive.KindLogical }
+
+func (logicalEngine) Restore(ctx context.Context, req Request) (*Result, error) {
+	if err := req.Repo.CheckReadable(ctx, req.Backup); err != nil {
+		return nil, err
+	}
+	res, err := Load(ctx, LoadRequest{Repo: req.Repo, Backup: req.Backup, Job: req.Load, Progress: req.Progress})
+	return &Result{Load: res}, err
+}
