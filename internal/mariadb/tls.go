@@ -232,7 +232,7 @@ func (t *TLS) setOption(key string, o Option, from string, sources map[string]st
 	}
 	switch key {
 	case "ssl", "ssl-verify-server-cert":
-		on, err := parseOptionBool(o.Value, o.Bare)
+		on, err := ParseOptionBool(o.Value, o.Bare)
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.Key, err)
 		}
@@ -329,11 +329,11 @@ func (t *TLS) absolutePaths() error {
 	return nil
 }
 
-// parseOptionBool reads a boolean as my_getopt does: a bare key is true;
+// ParseOptionBool reads an option file boolean as my_getopt does: a bare key is true;
 // 1, on and true, 0, off and false, in any case. my_getopt turns anything
 // else into false with a warning; backstream refuses it, since a TLS
 // option silently read as off would connect with less than was asked.
-func parseOptionBool(v string, bare bool) (bool, error) {
+func ParseOptionBool(v string, bare bool) (bool, error) {
 	if bare {
 		return true, nil
 	}

@@ -116,7 +116,7 @@ func PrimaryDefaults(files []string, lookupEnv func(string) (string, bool)) (p P
 				}
 				p.Port = n
 			case "ssl":
-				on, err := parseBool(o.Value, o.Bare)
+				on, err := mariadb.ParseOptionBool(o.Value, o.Bare)
 				if err != nil {
 					return Primary{}, nil, fmt.Errorf("%s:%d: ssl: %w", o.File, o.Line, err)
 				}
@@ -136,17 +136,3 @@ func PrimaryDefaults(files []string, lookupEnv func(string) (string, bool)) (p P
 	return p, sources, nil
 }
 
-// parseBool reads an option file boolean the way MariaDB does: a bare key,
-// 1/0, on/off, true/false, yes/no.
-func parseBool(v string, bare bool) (bool, error) {
-	if bare {
-		return true, nil
-	}
-	switch strings.ToLower(v) {
-	case "1", "on", "true", "yes":
-		return true, nil
-	case "0", "off", "false", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("%q is not a boolean", v)
-}

@@ -51,9 +51,14 @@ func TestPrimaryDefaults(t *testing.T) {
 	if _, _, err := PrimaryDefaults([]string{bad}, nil); err == nil || !strings.Contains(err.Error(), bad+":2") {
 		t.Errorf("want an error naming %s:2, got %v", bad, err)
 	}
-	write(bad, "[backstream-primary]\nssl=maybe\n")
-	if _, _, err := PrimaryDefaults([]string{bad}, nil); err == nil || !strings.Contains(err.Error(), "ssl") {
-		t.Errorf("want an ssl error, got %v", err)
+	// A boolean is read as the server's option parser reads it, and as
+	// the connection's ssl is: "yes" is not one (my_getopt would turn it
+	// off with a warning).
+	for _, v := range []string{"maybe", "yes"} {
+		write(bad, "[backstream-primary]\nssl="+v+"\n")
+		if _, _, err := PrimaryDefaults([]string{bad}, nil); err == nil || !strings.Contains(err.Error(), `ssl: "`+v+`" is not a boolean (use 1, 0, on, off, true or false)`) {
+			t.Errorf("ssl=%s: want a boolean error, got %v", v, err)
+		}
 	}
 }
 
