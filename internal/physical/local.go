@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/backstream/backstream/internal/filelocks"
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
@@ -69,28 +70,23 @@ func locksIn(proc string, pid int, dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	files := map[string]bool{}
-	for _, e := range entries {
-		var st unix.Stat_t
-		if !e.Type().IsRegular() || unix.Stat(filepath.Join(dir, e.Name()), &st) != nil {
-			continue
-		}
-		files[fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)] = true
-	}
-	f, err := os.Open(filepath.Join(proc, "locks"))
+	held, err := filelocks.Holders(filepath.Join(proc, "locks"))
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 28: POSIX  ADVISORY  WRITE 19799 fe:00:5317394 0 EOF
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 6 && fields[4] == strconv.Itoa(pid) && files[fields[5]] {
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if f, ok := filelocks.Of(fi); ok && held[f] == strconv.Itoa(pid) {
 			return true, nil
 		}
 	}
-	return false, sc.Err()
+	return false, nil
 }
 
 // serverProcess returns the pid (in this host's view) of the process that

@@ -135,4 +135,3 @@ func PrimaryDefaults(files []string, lookupEnv func(string) (string, bool)) (p P
 	}
 	return p, sources, nil
 }
-

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/backstream/backstream/internal/filelocks"
 	"github.com/backstream/backstream/internal/physical"
 )
 
@@ -453,32 +454,9 @@ func permittedCaps(base string) (uint64, error) {
 // entries in /proc could not be read, and one in another PID namespace.
 // Its error comes with about.
 func lockHolder(locks string, paths []string, about *user) (*user, error) {
-	data, err := os.ReadFile(locks)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // a kernel without file locking
-	}
+	held, err := filelocks.Holders(locks)
 	if err != nil {
 		return about, fmt.Errorf("cannot tell whether a running process uses it: %w", err)
-	}
-	type file struct{ major, minor, ino uint64 }
-	held := map[file]string{}
-	for _, line := range strings.Split(string(data), "\n") {
-		// "1: POSIX  ADVISORY  WRITE 3807 fe:00:778327 0 EOF", with "->"
-		// after the number for a waiter.
-		f := strings.Fields(line)
-		for i, field := range f {
-			parts := strings.Split(field, ":")
-			if i == 0 || len(parts) != 3 {
-				continue
-			}
-			major, err1 := strconv.ParseUint(parts[0], 16, 32)
-			minor, err2 := strconv.ParseUint(parts[1], 16, 32)
-			ino, err3 := strconv.ParseUint(parts[2], 10, 64)
-			if err1 == nil && err2 == nil && err3 == nil {
-				held[file{major, minor, ino}] = f[i-1]
-			}
-			break
-		}
 	}
 	if len(held) == 0 {
 		return nil, nil
@@ -496,14 +474,11 @@ func lockHolder(locks string, paths []string, about *user) (*user, error) {
 			if err != nil {
 				return nil // removed meanwhile
 			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
+			f, ok := filelocks.Of(fi)
 			if !ok {
 				return nil
 			}
-			dev := uint64(st.Dev)
-			major := (dev>>8)&0xfff | (dev>>32)&^0xfff
-			minor := dev&0xff | (dev>>12)&^0xff
-			if pid, ok := held[file{major, minor, st.Ino}]; ok {
+			if pid, ok := held[f]; ok {
 				found = &user{path: top, pid: pid, lock: path}
 				return filepath.SkipAll
 			}
