@@ -20,6 +20,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/gtid"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/scratch"
@@ -422,10 +423,8 @@ func numberingRestarted(ctx context.Context, db *sql.DB, newest *repo.BinlogEntr
 func sameGTIDSet(a, b string) bool {
 	set := func(s string) map[GTID]bool {
 		out := map[GTID]bool{}
-		for _, f := range strings.Split(s, ",") {
-			if g, err := parseGTID(strings.TrimSpace(f)); err == nil {
-				out[g] = true
-			}
+		for _, g := range gtid.Entries(s) {
+			out[g] = true
 		}
 		return out
 	}
@@ -448,13 +447,9 @@ func continuesHistory(list string, newest *repo.BinlogEntry) bool {
 	if last == "" {
 		last = newest.Manifest.Binlog.Previous
 	}
-	for _, want := range strings.Split(last, ",") {
-		w, err := parseGTID(strings.TrimSpace(want))
-		if err != nil {
-			continue
-		}
-		for _, have := range strings.Split(list, ",") {
-			if h, err := parseGTID(strings.TrimSpace(have)); err == nil && h.Domain == w.Domain && h.Server == w.Server && h.Seq >= w.Seq {
+	for _, w := range gtid.Entries(last) {
+		for _, h := range gtid.Entries(list) {
+			if h.Domain == w.Domain && h.Server == w.Server && h.Seq >= w.Seq {
 				return true
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/gtid"
 )
 
 // Magic starts every binary log file.
@@ -36,15 +37,7 @@ const (
 )
 
 // GTID is one MariaDB global transaction id, domain-server-sequence.
-type GTID struct {
-	Domain, Server uint32
-	Seq            uint64
-}
-
-func (g GTID) String() string { return fmt.Sprintf("%d-%d-%d", g.Domain, g.Server, g.Seq) }
-
-// IsZero reports a missing GTID.
-func (g GTID) IsZero() bool { return g == GTID{} }
+type GTID = gtid.GTID
 
 // Scan reads a whole binary log file and indexes it. It checks the magic,
 // that every event header is whole and its size sane, and that events

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backstream/backstream/internal/gtid"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -58,7 +59,7 @@ func (a *Archiver) link(ctx context.Context, db *sql.DB, src string, done map[st
 		// Of several servers whose last archived transaction this one
 		// holds, the one archived last: sequence numbers of different
 		// domains do not compare.
-		g, err := parseGTID(v.To.GTID)
+		g, err := gtid.Parse(v.To.GTID)
 		if err != nil || (best != nil && !v.To.Time.After(bestTime)) {
 			continue
 		}
@@ -99,8 +100,8 @@ func findGTID(ctx context.Context, db *sql.DB, files []serverFile, g GTID) (file
 
 // seqIn is the sequence number of domain's GTID in a GTID list, 0 if none.
 func seqIn(list string, domain uint32) uint64 {
-	for _, s := range strings.Split(list, ",") {
-		if g, err := parseGTID(strings.TrimSpace(s)); err == nil && g.Domain == domain {
+	for _, g := range gtid.Entries(list) {
+		if g.Domain == domain {
 			return g.Seq
 		}
 	}
@@ -147,15 +148,6 @@ func transactionEnd(ctx context.Context, db *sql.DB, name string, g GTID) (int64
 		}
 	}
 	return last, found, rows.Err()
-}
-
-// parseGTID reads domain-server-sequence.
-func parseGTID(s string) (GTID, error) {
-	var g GTID
-	if _, err := fmt.Sscanf(s, "%d-%d-%d", &g.Domain, &g.Server, &g.Seq); err != nil {
-		return g, fmt.Errorf("GTID %q: %w", s, err)
-	}
-	return g, nil
 }
 
 // CutBefore rewrites the binary log file at path to hold its format

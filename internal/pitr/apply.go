@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/gtid"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
@@ -175,10 +176,8 @@ func startFile(files []repo.BinlogEntry, pos Position) (int, error) {
 	var end Position = Position{}
 	for i, e := range files {
 		for _, s := range []string{e.Manifest.Binlog.Previous, e.Manifest.Binlog.FirstGTID, e.Manifest.Binlog.LastGTID} {
-			for _, part := range strings.Split(s, ",") {
-				if d, sv, _, err := ParseGTID(strings.TrimSpace(part)); err == nil {
-					servers[d] = append(servers[d], sv)
-				}
+			for _, g := range gtid.Entries(s) {
+				servers[g.Domain] = append(servers[g.Domain], g.Server)
 			}
 		}
 		e, _ := endOf(files, i)

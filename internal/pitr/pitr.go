@@ -20,13 +20,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/childenv"
+	"github.com/backstream/backstream/internal/gtid"
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
@@ -390,28 +390,12 @@ func gtidNotAfter(pos, target string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("--until-gtid %q: %w", target, err)
 	}
-	for _, p := range strings.Split(pos, ",") {
-		d, _, s, err := ParseGTID(strings.TrimSpace(p))
-		if g, ok := want[d]; err == nil && ok && s > g.seq {
+	for _, p := range gtid.Entries(pos) {
+		if g, ok := want[p.Domain]; ok && p.Seq > g.seq {
 			return false, nil
 		}
 	}
 	return true, nil // a domain with no transactions before the backup is not past the target
-}
-
-// ParseGTID reads one GTID, domain-server-sequence.
-func ParseGTID(s string) (domain, server uint32, seq uint64, err error) {
-	parts := strings.Split(s, "-")
-	if len(parts) != 3 {
-		return 0, 0, 0, fmt.Errorf("want domain-server-sequence, e.g. 0-1-4711")
-	}
-	d, err1 := strconv.ParseUint(parts[0], 10, 32)
-	sv, err2 := strconv.ParseUint(parts[1], 10, 32)
-	sq, err3 := strconv.ParseUint(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return 0, 0, 0, fmt.Errorf("want domain-server-sequence, e.g. 0-1-4711")
-	}
-	return uint32(d), uint32(sv), sq, nil
 }
 
 // covered is one binary log file a replay reads: archived whole, or,
@@ -854,8 +838,8 @@ func (g *gtidScanner) header(line []byte) {
 		return
 	}
 	id, _, _ := strings.Cut(rest, " ")
-	if d, s, q, err := ParseGTID(id); err == nil {
-		g.pos[d] = gtid{s, q}
+	if id, err := gtid.Parse(id); err == nil {
+		g.pos[id.Domain] = last{id.Server, id.Seq}
 	}
 }
 

@@ -12,34 +12,6 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 )
 
-func TestParseGTID(t *testing.T) {
-	for _, tt := range []struct {
-		in             string
-		domain, server uint32
-		seq            uint64
-	}{
-		{"0-1-4711", 0, 1, 4711},
-		{"3-100-1", 3, 100, 1},
-		{"4294967295-4294967295-18446744073709551615", 1<<32 - 1, 1<<32 - 1, 1<<64 - 1},
-		{"00-01-007", 0, 1, 7},
-	} {
-		d, s, q, err := ParseGTID(tt.in)
-		if err != nil || d != tt.domain || s != tt.server || q != tt.seq {
-			t.Errorf("ParseGTID(%q) = %d, %d, %d, %v; want %d, %d, %d", tt.in, d, s, q, err, tt.domain, tt.server, tt.seq)
-		}
-	}
-	for _, in := range []string{
-		"", "0", "0-1", "0-1-2-3", "a-1-2", "0-b-2", "0-1-c", "-1-2", "0--2", "0-1-", " 0-1-2", "0-1-2 ",
-		"4294967296-1-2", "0-4294967296-2", "0-1-18446744073709551616", "+0-1-2", "0-1-2,0-1-3", "0x1-1-2", "0-0x1-2", "0-1-0x2", "0-1-1_000",
-	} {
-		if d, s, q, err := ParseGTID(in); err == nil {
-			t.Errorf("ParseGTID(%q) = %d, %d, %d, want an error", in, d, s, q)
-		} else if !strings.Contains(err.Error(), "want domain-server-sequence") {
-			t.Errorf("ParseGTID(%q): error %q does not say what a GTID looks like", in, err)
-		}
-	}
-}
-
 func TestGtidNotAfter(t *testing.T) {
 	for _, tt := range []struct {
 		pos, target string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
+	"github.com/backstream/backstream/internal/gtid"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -37,31 +38,28 @@ func (t Target) String() string {
 	return t.Time.UTC().Format(time.DateTime) + " UTC"
 }
 
-// gtid is the last transaction of one domain in a Position.
-type gtid struct {
+// last is the last transaction of one domain in a Position.
+type last struct {
 	server uint32
 	seq    uint64
 }
 
 // Position is a GTID position as the server shows it (gtid_binlog_pos,
 // gtid_slave_pos, a GTID list event): per domain, its last transaction.
-type Position map[uint32]gtid
+type Position map[uint32]last
 
 // ParsePosition reads a comma-separated list of GTIDs. A domain listed
 // more than once (gtid_binlog_state lists one entry per server) keeps its
 // highest sequence.
 func ParsePosition(s string) (Position, error) {
-	p := Position{}
-	if strings.TrimSpace(s) == "" {
-		return p, nil
+	list, err := gtid.ParseList(s)
+	if err != nil {
+		return nil, err
 	}
-	for _, part := range strings.Split(s, ",") {
-		d, sv, sq, err := ParseGTID(strings.TrimSpace(part))
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", part, err)
-		}
-		if old, ok := p[d]; !ok || sq > old.seq {
-			p[d] = gtid{sv, sq}
+	p := Position{}
+	for _, g := range list {
+		if old, ok := p[g.Domain]; !ok || g.Seq > old.seq {
+			p[g.Domain] = last{g.Server, g.Seq}
 		}
 	}
 	return p, nil
@@ -70,18 +68,18 @@ func ParsePosition(s string) (Position, error) {
 // ParseTargetGTIDs reads --until-gtid: one GTID per domain.
 func ParseTargetGTIDs(s string) (Position, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, fmt.Errorf("want domain-server-sequence, e.g. 0-1-4711")
+		return nil, gtid.ErrSyntax
 	}
 	seen := map[uint32]bool{}
 	for _, part := range strings.Split(s, ",") {
-		d, _, _, err := ParseGTID(strings.TrimSpace(part))
+		g, err := gtid.Parse(strings.TrimSpace(part))
 		if err != nil {
 			return nil, err
 		}
-		if seen[d] {
-			return nil, fmt.Errorf("domain %d is named twice: give one GTID per domain", d)
+		if seen[g.Domain] {
+			return nil, fmt.Errorf("domain %d is named twice: give one GTID per domain", g.Domain)
 		}
-		seen[d] = true
+		seen[g.Domain] = true
 	}
 	return ParsePosition(s)
 }
