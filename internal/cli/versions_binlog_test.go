@@ -26,24 +26,25 @@ import (
 // and after a marker time; a restore --until that time has CHECKSUM TABLE
 // equal to the source's at the marker, and one --until end equal to the
 // end's, each replayed by the server's own mariadb-binlog into a server of
-// its version, all taken from BACKSTREAM_MARIADB_PATH (11.8's basedir
+// its version, all taken from --mariadb-path (11.8's basedir
 // first, so that a 10.5 server's tools are not simply the first found; the
 // host's 10.11 mariadb-binlog in PATH would stop at an 11.8 server, see
 // "older mariadb-binlog"). Following, the file being written is stored as
 // segments and a restore from them alone is exact too.
-//
-// Not parallel: t.Setenv, and each version is a server of its own.
 func TestVersionsBinlog(t *testing.T) {
 	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
-	t.Setenv("BACKSTREAM_MARIADB_PATH", b118+string(os.PathListSeparator)+b105)
+	t.Parallel()
+	useMariadbPath(t, b118, b105)
 	for _, c := range []struct{ version, basedir string }{
 		{"11.8", b118},
 		{"10.5", b105},
 	} {
 		t.Run(c.version, func(t *testing.T) {
+			t.Parallel()
 			binlogMatrix(t, c.version, c.basedir)
 		})
 		t.Run(c.version+" follow", func(t *testing.T) {
+			t.Parallel()
 			followMatrix(t, c.version, c.basedir)
 		})
 	}
@@ -51,6 +52,7 @@ func TestVersionsBinlog(t *testing.T) {
 	// reported unrecognized MariaDB version"): binlog refuses first, naming
 	// what it found and where to say more, and stores nothing.
 	t.Run("older mariadb-binlog", func(t *testing.T) {
+		t.Parallel()
 		src := sandboxtest.Start(t, sandbox.Options{Basedir: b118})
 		requireVersion(t, src, "11.8")
 		writeBinlogRows(t, src, "CREATE DATABASE app", "FLUSH BINARY LOGS")
@@ -159,7 +161,10 @@ func followMatrix(t *testing.T, version, basedir string) {
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 
-	follow := exec.Command(buildBinary(t), append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "none"}, sandboxConn(src)...)...)
+	// A process of its own: run's --mariadb-path is given by hand.
+	p, _ := mariadbPaths.Load(topTest(t))
+	follow := exec.Command(buildBinary(t), append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "none",
+		"--mariadb-path", p.(string)}, sandboxConn(src)...)...)
 	var stderr bytes.Buffer
 	follow.Stderr = &stderr
 	if err := follow.Start(); err != nil {

@@ -20,21 +20,21 @@ import (
 // with CHECKSUM TABLE equal to the source's, merge, and verify
 // --restore-test on the chain and on the merged backup. No --mariabackup:
 // the tools and the restore test's server come from
-// BACKSTREAM_MARIADB_PATH, which lists 11.8's basedir first, so that for
+// --mariadb-path, which lists 11.8's basedir first, so that for
 // the host's 10.11 (whose tools are in PATH) the first mariabackup found
 // is the wrong one, as on a host upgraded to 11.8 restoring an older
 // backup.
-//
-// Not parallel: t.Setenv, and each version is a server of its own.
 func TestVersionsPhysical(t *testing.T) {
 	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
-	t.Setenv("BACKSTREAM_MARIADB_PATH", b118+string(os.PathListSeparator)+b105)
+	t.Parallel()
+	useMariadbPath(t, b118, b105)
 	for _, c := range []struct{ version, basedir string }{
 		{"10.5", b105},
 		{"11.8", b118},
 		{"10.11", ""}, // the host's, in PATH
 	} {
 		t.Run(c.version, func(t *testing.T) {
+			t.Parallel()
 			physicalMatrix(t, c.version, c.basedir)
 		})
 	}

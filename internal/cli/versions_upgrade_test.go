@@ -17,20 +17,20 @@ import (
 // TestVersionsPhysicalUpgrade is the physical upgrade path (issue 30 item
 // 5): a physical backup of MariaDB 10.11 (the host's) and one of 10.5,
 // each restored into place on a host upgraded to 11.8
-// (BACKSTREAM_MARIADB_PATH lists 11.8's basedir first, then 10.5's;
+// (--mariadb-path lists 11.8's basedir first, then 10.5's;
 // 10.11's tools are in PATH), is prepared with its own version's
 // mariabackup and started by 11.8's mariadbd (restore --datadir --start),
 // which names the upgrade step;
 // then 11.8's mariadb-upgrade, as the guide says, after which every
 // table's CHECKSUM TABLE equals the source's and the datadir records the
 // upgrade.
-//
-// Not parallel: t.Setenv.
 func TestVersionsPhysicalUpgrade(t *testing.T) {
 	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
-	t.Setenv("BACKSTREAM_MARIADB_PATH", b118+string(os.PathListSeparator)+b105)
+	t.Parallel()
+	useMariadbPath(t, b118, b105)
 	for _, c := range []struct{ version, basedir string }{{"10.11", ""}, {"10.5", b105}} {
 		t.Run(c.version+" to 11.8", func(t *testing.T) {
+			t.Parallel()
 			physicalUpgrade(t, c.version, c.basedir, b118)
 		})
 	}

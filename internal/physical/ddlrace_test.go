@@ -16,9 +16,9 @@ import (
 
 // The server's DDL log names the tables mariabackup copies as files that
 // DDL touched during a backup, with the engine an ALTER gave one; InnoDB's
-// DDL, which mariabackup follows in the redo log, and a database's own
-// (CREATE, ALTER, DROP DATABASE), which it takes again under BLOCK_DDL,
-// are left out; a table that DROP DATABASE drops is not.
+// DDL, which mariabackup follows in the redo log, is left out; a
+// database's own (CREATE, ALTER, DROP DATABASE) is not, nor a table that
+// DROP DATABASE drops.
 func TestParseDDLLog(t *testing.T) {
 	log := "2026-11-25  0:30:16\tRENAME\tAria\t0\tr\taria0\t\tAria\t0\tr\taria0_x\t\n" +
 		"2026-11-25  0:30:16\tALTER\tInnoDB\t0\tr\tbig\t\tInnoDB\t0\tr\tbig\t\n" +
@@ -40,7 +40,9 @@ func TestParseDDLLog(t *testing.T) {
 		"r.my@0020t (MyISAM: TRUNCATE)",
 		"r.conv (InnoDB to Aria: ALTER)",
 		"r.back (Aria to InnoDB: ALTER)",
+		"pe_db1. (DATABASE: CREATE, ALTER)",
 		"pe_db0.m (MyISAM: DROP)",
+		"pe_db0. (DATABASE: DROP)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("parseDDLLog:\n got %q\nwant %q", got, want)
