@@ -4,6 +4,13 @@
 BENCH_OUT=${BENCH_OUT:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/out}
 mkdir -p "$BENCH_OUT"
 
+# MARIADB_BASEDIR, when set, is another MariaDB's basedir (scripts/versions.sh
+# basedir VERSION): its server and tools come first in PATH, and the servers
+# get --basedir, so that every sandbox and client here is that version's.
+if [ -n "${MARIADB_BASEDIR:-}" ]; then
+  PATH=$MARIADB_BASEDIR/sbin:$MARIADB_BASEDIR/bin:$PATH
+fi
+
 now() { date +%s.%N; }
 elapsed() { echo "$(now) - $1" | bc -l | xargs printf '%.2f'; }
 ratio() { echo "$1 / $2" | bc -l | xargs printf '%.2f'; }
@@ -20,12 +27,13 @@ sandbox_start() {
   local dir=$1; shift
   mkdir -p "$dir/tmp"
   if [ ! -d "$dir/data/mysql" ]; then
-    mariadb-install-db --no-defaults --user=root --datadir="$dir/data" --tmpdir="$dir/tmp" \
+    mariadb-install-db --no-defaults ${MARIADB_BASEDIR:+--basedir="$MARIADB_BASEDIR"} --user=root \
+      --datadir="$dir/data" --tmpdir="$dir/tmp" \
       --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1
   fi
   SANDBOX_SOCKET=$dir/mysqld.sock
   local port; port=$(free_port)
-  mariadbd --no-defaults --user=root --datadir="$dir/data" --tmpdir="$dir/tmp" --socket="$SANDBOX_SOCKET" \
+  mariadbd --no-defaults ${MARIADB_BASEDIR:+--basedir="$MARIADB_BASEDIR"} --user=root --datadir="$dir/data" --tmpdir="$dir/tmp" --socket="$SANDBOX_SOCKET" \
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --log-error="$dir/error.log" \
     --pid-file="$dir/mysqld.pid" --log-bin=mariadb-bin --server-id=1 --binlog-format=ROW \
     --innodb-buffer-pool-size="${BUFFER_POOL:-1G}" --innodb-log-file-size=256M \

@@ -5,6 +5,8 @@
 #   bench/logical.sh                        # about 1 GB of sysbench data, N=2, 3 rounds
 #   SIZE_GB=4 N=4 ROUNDS=5 bench/logical.sh
 #   SKIP_BACKSTREAM=1 bench/logical.sh      # the peers only
+#   VERSION=11.8 SIZE_MB=300 bench/logical.sh  # on MariaDB 11.8 (scripts/versions.sh), adding
+#                                           # mariadb-dump --dir / mariadb-import --dir (11.6+)
 #
 # Each round runs every pipeline once, in turn. The table shows the best of
 # the rounds (a shared VM's noise only ever adds time) and the median; every
@@ -20,19 +22,33 @@
 # that loads nothing must not look fast.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/lib.sh
 SIZE_GB=${SIZE_GB:-1}
+SIZE_MB=${SIZE_MB:-$((SIZE_GB * 1000))}
+VERSION=${VERSION:-}
+if [ -n "$VERSION" ]; then
+  # Every server, mariadb-dump, mariadb-import and mariadb of the run is that
+  # version's; backstream is told where its tools are.
+  MARIADB_BASEDIR=$(./scripts/versions.sh basedir "$VERSION")
+  export MARIADB_BASEDIR BACKSTREAM_MARIADB_PATH=$MARIADB_BASEDIR/bin
+fi
 N=${N:-2}
 TABLES=${TABLES:-4}
 ROUNDS=${ROUNDS:-3}
 SKIP_BACKSTREAM=${SKIP_BACKSTREAM:-0}
 TARGET_BINLOG=${TARGET_BINLOG:-0}
+source bench/lib.sh
+# mariadb-dump --dir and mariadb-import --dir came in 11.6.
+DIRDUMP=0
+mariadb-dump --help 2>/dev/null | grep -q -- '--dir' && DIRDUMP=1
 ./scripts/deps.sh mydumper sysbench bc >/dev/null
 
 BS=$BENCH_OUT/backstream
 [ "$SKIP_BACKSTREAM" = 1 ] || go build -o "$BS" ./cmd/backstream
 WORK=$BENCH_OUT/logical
-DATA=$(dataset_dir $((SIZE_GB * 1000)))
+DATA=$(dataset_dir "$SIZE_MB")
+# Another version's server keeps a dataset of its own (a datadir is not shared
+# across versions).
+[ -z "$VERSION" ] || DATA=$DATA-$VERSION
 mkdir -p "$WORK"
 
 # Two servers run at once: the source for the whole run, and one load target
@@ -41,7 +57,7 @@ SRC_PID=
 stop_all() { sandbox_stop; SANDBOX_PID=$SRC_PID sandbox_stop; }
 trap stop_all EXIT
 
-dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
+dataset_start "$DATA" "$SIZE_MB" "$TABLES"
 SRC=$SANDBOX_SOCKET SRC_PID=$SANDBOX_PID SANDBOX_PID=
 datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*')
 
@@ -53,6 +69,7 @@ SRC_SUMS=$(sbtest_source_checksums "$SRC" "$TABLES" "$DATA")
 declare -A T B M S
 
 keys=(dump_dump dump_load myd_dump myd_load mydc_dump mydc_load)
+[ "$DIRDUMP" = 0 ] || keys+=(dir_dump dir_load)
 [ "$SKIP_BACKSTREAM" = 1 ] || keys=(bs_dump bs_load "${keys[@]}")
 
 for round in $(seq 1 "$ROUNDS"); do
@@ -92,6 +109,20 @@ for round in $(seq 1 "$ROUNDS"); do
     check_load "$name"
     rm -rf "$out"
   done
+
+  # 11.6+: one directory per database, a .sql (schema) and a .txt (data,
+  # LOAD DATA format) file per table, dumped and loaded N tables at a time.
+  if [ "$DIRDUMP" = 1 ]; then
+    out=$WORK/dir
+    rm -rf "$out"; mkdir -p "$out"   # mariadb-dump --dir wants it to exist
+    run dir_dump durably "$out" mariadb-dump --no-defaults --socket="$SRC" -uroot --single-transaction \
+      --dir="$out" --parallel="$N" --databases sbtest
+    S[dir]=$(size_of "$out")
+    target_start
+    run dir_load mariadb-import --no-defaults --socket="$TARGET" -uroot --dir="$out" --parallel="$N"
+    check_load "mariadb-dump --dir"
+    rm -rf "$out"
+  fi
 done
 
 for k in "${keys[@]}"; do
@@ -101,6 +132,7 @@ done
 binlog="without binary log"
 [ "$TARGET_BINLOG" != 1 ] || binlog="with binary log"
 echo
+echo "server: $(mariadb --no-defaults --socket="$SRC" -uroot -N -B -e 'SELECT VERSION()')"
 echo "dataset: sysbench, $TABLES tables, datadir $(human "$datadir_size") (binlogs excluded); N=$N; $(nproc) cores; best (median) of $ROUNDS rounds; loads into a fresh server $binlog"
 echo
 row "pipeline" "dump s" "load s" "output" "dump time vs backstream" "load time vs backstream"
@@ -118,6 +150,7 @@ line() { # line NAME KEY
 line "mariadb-dump --single-transaction; mariadb < dump.sql" dump
 line "mydumper -t $N; myloader -t $N" myd
 line "mydumper -c -t $N (gzip); myloader -t $N" mydc
+[ "$DIRDUMP" = 0 ] || line "mariadb-dump --dir --parallel=$N; mariadb-import --dir --parallel=$N" dir
 echo
 echo "all runs (s): $(for k in "${keys[@]}"; do printf '%s:%s; ' "$k" "${T[$k]}"; done)"
 if [ "$SKIP_BACKSTREAM" = 1 ]; then
@@ -125,4 +158,5 @@ if [ "$SKIP_BACKSTREAM" = 1 ]; then
 else
   echo "backstream / mydumper: dump $(ratio "${B[bs_dump]}" "${B[myd_dump]}")x, load $(ratio "${B[bs_load]}" "${B[myd_load]}")x (targets <= 1.0x, <= 0.5x)"
   echo "backstream / mariadb-dump: dump $(ratio "${B[bs_dump]}" "${B[dump_dump]}")x, load $(ratio "${B[bs_load]}" "${B[dump_load]}")x (targets <= 0.4x, <= 0.2x)"
+  [ "$DIRDUMP" = 0 ] || echo "backstream / mariadb-dump --dir: dump $(ratio "${B[bs_dump]}" "${B[dir_dump]}")x, load $(ratio "${B[bs_load]}" "${B[dir_load]}")x"
 fi
