@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -41,9 +40,6 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 		return err
 	}
 	defer release()
-	if m.Kind == archive.KindLogical {
-		return usagef("backup %s is logical: restore its tables with --table alone (it loads into the server the connection flags name)", m.ID)
-	}
 	req, err := importRequest(cmd, g, d, l, m)
 	if err != nil {
 		return err
@@ -51,10 +47,10 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 	req.Repo, req.Tables, req.Conn = r, tables, conn
 	res, err := restorecase.ImportTables(ctx, req)
 	if l.asJSON && err == nil {
-		return printJSON(g.stdout, importedOf(res))
+		return printJSON(g.stdout, res.JSON())
 	}
 	if res != nil {
-		printImported(g, res)
+		res.WriteText(g.stdout)
 	}
 	return refused(err)
 }
@@ -80,46 +76,6 @@ func importRequest(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRe
 	title := "restore " + strings.Join(append(slices.Clone(l.tables), l.databases...), ", ") + " of " + m.ID
 	req.Progress = func() *progress.Tracker { return g.tracker(title, m.Stats.StoredBytes) }
 	return req, nil
-}
-
-// importedJSON is what restore --table --apply-to --json prints.
-type importedJSON struct {
-	Backup string              `json:"backup"`
-	Target string              `json:"target"`
-	Tables []importedTableJSON `json:"tables"`
-}
-
-type importedTableJSON struct {
-	Table       string   `json:"table"` // in the backup
-	As          string   `json:"as"`    // on the target
-	Checksum    int64    `json:"checksum"`
-	Triggers    []string `json:"triggers,omitempty"`
-	Skipped     []string `json:"triggers_not_created,omitempty"`
-	ForeignKeys []string `json:"foreign_keys_not_created,omitempty"`
-}
-
-func importedOf(res *restorecase.ImportResult) importedJSON {
-	out := importedJSON{Backup: res.Backup.ID, Target: res.Conn.String()}
-	for _, i := range res.Imported {
-		out.Tables = append(out.Tables, importedTableJSON{i.Table.String(), i.Table.As(), i.Checksum, i.Triggers, i.Skipped, i.ForeignKeys})
-	}
-	return out
-}
-
-// printImported prints the tables imported (also those before a failure).
-func printImported(g *globals, res *restorecase.ImportResult) {
-	for _, i := range res.Imported {
-		fmt.Fprintf(g.stdout, "table %s of backup %s imported as %s into %s: CHECKSUM TABLE %d, equal to the backup's\n", i.Table, res.Backup.ID, i.Table.As(), res.Conn, i.Checksum)
-		if len(i.Triggers) > 0 {
-			fmt.Fprintf(g.stdout, "  with its triggers %s\n", strings.Join(i.Triggers, ", "))
-		}
-		if len(i.ForeignKeys) > 0 {
-			fmt.Fprintf(g.stdout, "  its foreign keys %s were not created: under another name their constraint names would clash with the original's, and they would bind the copy to the original's parent tables\n", strings.Join(i.ForeignKeys, ", "))
-		}
-		if len(i.Skipped) > 0 {
-			fmt.Fprintf(g.stdout, "  its triggers %s were not created: under another name they would clash with the original's; create them by hand from the backup's definitions (restore --target-dir)\n", strings.Join(i.Skipped, ", "))
-		}
-	}
 }
 
 // importTables reads --table (db.table, one or more) and --as (db.table,

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -155,15 +154,7 @@ func printMasked(g *globals, m *archive.Manifest) {
 
 // maskedIn lists the columns a logical backup's dump masked, as
 // db.table.column=function.
-func maskedIn(m *archive.Manifest) []string {
-	var out []string
-	for _, d := range m.Databases {
-		for _, c := range d.Masked {
-			out = append(out, d.Name+"."+c)
-		}
-	}
-	return out
-}
+func maskedIn(m *archive.Manifest) []string { return restorecase.MaskedIn(m) }
 
 // printNoHistory says which tables of a logical backup have no history in it.
 func printNoHistory(g *globals, m *archive.Manifest) {
@@ -297,107 +288,18 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 	}, nil
 }
 
-// loadReport is what `restore --json` prints for a logical backup.
-type loadReport struct {
-	Backup       string         `json:"backup"`
-	Target       logical.Target `json:"target"`
-	Tables       int            `json:"tables"`
-	DataFiles    int            `json:"data_files"`
-	LoadedBefore int            `json:"data_files_loaded_before"`
-	Rows         int64          `json:"rows"`
-	loadDetails
-	MaskedInBackup []string `json:"masked_in_backup"`        // by the dump, under the backup's names
-	GTIDPosition   string   `json:"gtid_position,omitempty"` // the backup's, for restore --until --apply-to
-}
+// loadDetails, detailsOf, printLoaded and warnPasswordless are copy's
+// names for restorecase's load printers.
+type loadDetails = restorecase.LoadDetails
 
-// loadDetails are the lists of what a load did that restore --json and
-// copy --json print alike.
-type loadDetails struct {
-	CreatedAccounts  []string `json:"created_accounts"`
-	ReplacedAccounts []string `json:"replaced_accounts"`
-	KeptAccounts     []string `json:"kept_accounts"`
-	Passwordless     []string `json:"passwordless_accounts"`
-	LeftOut          []string `json:"left_out"`
-	ReloadedTables   []string `json:"reloaded_tables"`
-	DefinitionOnly   []string `json:"definition_only"`
-	HistoryLeftOut   []string `json:"history_left_out"`
-	Masked           []string `json:"masked"` // by this load, as db.table.column=function
-}
+func detailsOf(res *logical.LoadResult) loadDetails { return restorecase.DetailsOf(res) }
 
-func detailsOf(res *logical.LoadResult) loadDetails {
-	return loadDetails{
-		CreatedAccounts: orEmpty(res.CreatedAccounts), ReplacedAccounts: orEmpty(res.ReplacedAccounts),
-		KeptAccounts: orEmpty(res.KeptAccounts), Passwordless: orEmpty(res.Passwordless), LeftOut: orEmpty(res.LeftOut),
-		ReloadedTables: orEmpty(res.Reloaded), DefinitionOnly: orEmpty(res.DefinitionOnly), HistoryLeftOut: orEmpty(res.HistoryLeftOut),
-		Masked: orEmpty(res.Masked),
-	}
-}
-
-// printLoad prints a logical backup loaded; users says whether accounts
-// were asked for (--users).
-func printLoad(g *globals, res *restorecase.LoadResult, users, asJSON bool) error {
-	m := res.Backup
-	warnPasswordless(g, &res.LoadResult)
-	if asJSON {
-		return printJSON(g.stdout, loadReport{
-			Backup: m.ID, Target: res.Target, Tables: res.Tables, DataFiles: res.Chunks, LoadedBefore: res.Skipped, Rows: res.Rows,
-			loadDetails: detailsOf(&res.LoadResult), MaskedInBackup: orEmpty(maskedIn(m)), GTIDPosition: m.Positions.GTID,
-		})
-	}
-	fmt.Fprintf(g.stdout, "backup %s loaded: %d tables, %d data files, %d rows", m.ID, res.Tables, res.Chunks, res.Rows)
-	if res.Skipped > 0 {
-		fmt.Fprintf(g.stdout, " (%d data files were loaded before)", res.Skipped)
-	}
-	fmt.Fprintln(g.stdout)
-	if m.Positions.GTID != "" {
-		// What restore --until --apply-to needs to start from; a load
-		// sets no replication position by itself.
-		fmt.Fprintf(g.stdout, "GTID position of the backup: %s (before restore --until ... --apply-to onto this server: SET GLOBAL gtid_slave_pos = '%s')\n", m.Positions.GTID, m.Positions.GTID)
-	}
-	if cols := maskedIn(m); len(cols) > 0 {
-		fmt.Fprintf(g.stdout, "masked in the backup: %s\n", strings.Join(cols, ", "))
-	}
-	printLoaded(g, &res.LoadResult, users, "restore", "restores")
-	return nil
-}
-
-// printLoaded says, after a load's first line, what else it did: tables
-// reloaded, kept, dropped, made without rows or history, the accounts,
-// and what it left out. what names the command, does what it does
-// ("restore", "restores").
 func printLoaded(g *globals, res *logical.LoadResult, users bool, what, does string) {
-	for _, s := range slices.Concat(res.Reloaded, res.Kept, res.Dropped, res.DefinitionOnly, res.HistoryLeftOut) {
-		fmt.Fprintln(g.stdout, s)
-	}
-	if len(res.Masked) > 0 {
-		fmt.Fprintf(g.stdout, "masked as loaded: %s\n", strings.Join(res.Masked, ", "))
-	}
-	if !users {
-		fmt.Fprintln(g.stdout, "accounts: none created or changed (--users "+does+" them)")
-	}
-	if len(res.CreatedAccounts) > 0 {
-		fmt.Fprintf(g.stdout, "accounts created: %s\n", strings.Join(res.CreatedAccounts, ", "))
-	}
-	if len(res.ReplacedAccounts) > 0 {
-		fmt.Fprintf(g.stdout, "accounts replaced: %s\n", strings.Join(res.ReplacedAccounts, ", "))
-	}
-	if len(res.KeptAccounts) > 0 {
-		fmt.Fprintf(g.stdout, "accounts already on the target, kept as they were (--replace-users replaces them): %s\n", strings.Join(res.KeptAccounts, ", "))
-	}
-	if len(res.LeftOut) > 0 {
-		fmt.Fprintf(g.stdout, "left out %d objects and grants that refer to what this %s does not load:\n", len(res.LeftOut), what)
-		for _, s := range res.LeftOut {
-			fmt.Fprintf(g.stdout, "  %s\n", s)
-		}
-	}
+	restorecase.WriteLoaded(g.stdout, res, users, what, does)
 }
 
-// warnPasswordless warns of accounts a load made that log in without a
-// password.
 func warnPasswordless(g *globals, res *logical.LoadResult) {
-	for _, a := range res.Passwordless {
-		fmt.Fprintf(g.stderr, "warning: account %s has no password: anyone who reaches the server can log in as it\n", a)
-	}
+	restorecase.WarnPasswordless(g.stderr, res)
 }
 
 func orEmpty(s []string) []string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
@@ -13,19 +14,17 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
-	"github.com/backstream/backstream/internal/scratch"
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
-func newMergeCmd(g *globals, version string) *cobra.Command {
-	var parallel int
-	var compress, hash, workDir, useMemory, mariabackup, serverDefaults string
-	var verbose bool
-	cmd := &cobra.Command{
-		Use:     "merge [ID|latest]",
-		Short:   "Build a full backup from an incremental chain, without touching the server",
-		Example: `  backstream merge latest --repo /backups     # a full backup from the newest chain`,
-		Long: `merge restores the chain that ends at the named incremental (the newest backup by
+// mergeFlags are merge's flags.
+type mergeFlags struct {
+	parallel                                                        int
+	compress, hash, workDir, useMemory, mariabackup, serverDefaults string
+	verbose                                                         bool
+}
+
+const mergeHelp = `merge restores the chain that ends at the named incremental (the newest backup by
 default) into a work directory, prepares it, and stores the prepared datadir in the
 repository as a new full backup of the chain's end: the same positions (LSNs, binary log,
 GTID), the same finishing time, and merged_from naming the chain. Restoring it reads one
@@ -34,73 +33,91 @@ expire drops them. The source server is not contacted.
 
 The chain is prepared in a new subdirectory of --work-dir (default: under $TMPDIR),
 which needs the space of the restored datadir and is removed at the end.
-An encrypted chain is merged only with --encrypt, so that the new backup is too.`,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if parallel < 1 {
-				return usagef("--parallel must be at least 1")
-			}
-			c, err := parseStorage(compress, hash)
-			if err != nil {
-				return err
-			}
-			ref, err := backupRef(args)
-			if err != nil {
-				return err
-			}
-			fileKey, err := physical.UserFileKey(serverDefaults)
-			if err != nil {
-				return err
-			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			ctx, release, err := g.lockRepo(cmd.Context(), r, repo.OpMerge, true)
-			if err != nil {
-				return err
-			}
-			defer release()
-			m, err := r.Resolve(ctx, ref)
-			if err != nil {
-				return err
-			}
-			enc, err := g.encryption(ctx, r)
-			if err != nil {
-				return err
-			}
-			if workDir == "" {
-				if workDir, err = scratch.Dir(); err != nil {
-					return err
-				}
-			}
-			var log io.Writer
-			if verbose {
-				log = g.stderr
-			}
-			t := g.tracker("merge "+m.ID, m.Stats.StoredBytes)
-			merged, err := merge.Merge(ctx, merge.Job{
-				Repo: r, Backup: m, WorkDir: workDir, Parallel: parallel, Codec: c, Hash: hash, Encryption: enc, Version: version,
-				Restore: restore.Options{UseMemory: useMemory, Mariabackup: mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Log: log, Progress: t, FileKey: fileKey},
-			})
-			t.Finish(err)
-			if err != nil {
-				return refused(err)
-			}
-			return g.reportMade(merged, fmt.Sprintf("backup %s complete: full, merged from %s, %d streams, %d files, %s stored",
-				merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), humanRatio(merged)))
-		},
+An encrypted chain is merged only with --encrypt, so that the new backup is too.`
+
+func newMergeCmd(g *globals, version string) *cobra.Command {
+	var o mergeFlags
+	cmd := &cobra.Command{
+		Use:     "merge [ID|latest]",
+		Short:   "Build a full backup from an incremental chain, without touching the server",
+		Example: `  backstream merge latest --repo /backups     # a full backup from the newest chain`,
+		Long:    mergeHelp,
+		Args:    cobra.MaximumNArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, version, args) },
 	}
 	f := cmd.Flags()
 	g.registerJSON(f)
-	f.IntVar(&parallel, "parallel", defaultParallel(), "decoding threads, and stream objects of the merged backup")
-	f.StringVar(&compress, "compress", codec.Default, "compression of the merged backup: zstd, lz4, gzip or none, with an optional :level")
-	f.StringVar(&hash, "hash", archive.DefaultHash, "digest algorithm of the merged backup: blake3 or sha256")
-	f.StringVar(&workDir, "work-dir", "", "directory to prepare the chain in, in a subdirectory backstream-merge-<id> removed at the end; needs room for the datadir (default: under $TMPDIR)")
-	f.StringVar(&useMemory, "use-memory", "", "memory for mariabackup --prepare, e.g. 1G")
-	f.StringVar(&mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
-	f.StringVar(&serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+")")
-	f.BoolVarP(&verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+	o.register(f)
 	g.registerEncrypt(f)
 	return cmd
+}
+
+func (o *mergeFlags) register(f *pflag.FlagSet) {
+	f.IntVar(&o.parallel, "parallel", defaultParallel(), "decoding threads, and stream objects of the merged backup")
+	f.StringVar(&o.compress, "compress", codec.Default, "compression of the merged backup: zstd, lz4, gzip or none, with an optional :level")
+	f.StringVar(&o.hash, "hash", archive.DefaultHash, "digest algorithm of the merged backup: blake3 or sha256")
+	f.StringVar(&o.workDir, "work-dir", "", "directory to prepare the chain in, in a subdirectory backstream-merge-<id> removed at the end; needs room for the datadir (default: under $TMPDIR)")
+	f.StringVar(&o.useMemory, "use-memory", "", "memory for mariabackup --prepare, e.g. 1G")
+	f.StringVar(&o.mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
+	f.StringVar(&o.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+")")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+}
+
+// job maps the flags to a merge, less the repository, the backup and the
+// encryption.
+func (o *mergeFlags) job(g *globals, version string) (merge.Job, error) {
+	if o.parallel < 1 {
+		return merge.Job{}, usagef("--parallel must be at least 1")
+	}
+	c, err := parseStorage(o.compress, o.hash)
+	if err != nil {
+		return merge.Job{}, err
+	}
+	fileKey, err := physical.UserFileKey(o.serverDefaults)
+	if err != nil {
+		return merge.Job{}, err
+	}
+	var log io.Writer
+	if o.verbose {
+		log = g.stderr
+	}
+	return merge.Job{WorkDir: o.workDir, Parallel: o.parallel, Codec: c, Hash: o.hash, Version: version,
+		Restore: restore.Options{UseMemory: o.useMemory, Mariabackup: o.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: o.parallel, Log: log, FileKey: fileKey},
+	}, nil
+}
+
+// run merges the chain ending at the backup args name, under the
+// repository's exclusive lock, and prints the backup made.
+func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []string) error {
+	job, err := o.job(g, version)
+	if err != nil {
+		return err
+	}
+	ref, err := backupRef(args)
+	if err != nil {
+		return err
+	}
+	if job.Repo, err = g.openRepo(cmd.Context(), false); err != nil {
+		return err
+	}
+	ctx, release, err := g.lockRepo(cmd.Context(), job.Repo, repo.OpMerge, true)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if job.Backup, err = job.Repo.Resolve(ctx, ref); err != nil {
+		return err
+	}
+	if job.Encryption, err = g.encryption(ctx, job.Repo); err != nil {
+		return err
+	}
+	t := g.tracker("merge "+job.Backup.ID, job.Backup.Stats.StoredBytes)
+	job.Restore.Progress = t
+	merged, err := merge.Merge(ctx, job)
+	t.Finish(err)
+	if err != nil {
+		return refused(err)
+	}
+	return g.reportMade(merged, fmt.Sprintf("backup %s complete: full, merged from %s, %d streams, %d files, %s stored",
+		merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), humanRatio(merged)))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,18 +96,7 @@ func refused(err error) error {
 	return err
 }
 
-func newRestoreCmd(g *globals) *cobra.Command {
-	var o restoreFlags
-	cmd := &cobra.Command{
-		Use:   "restore [ID|latest]",
-		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
-		Example: `  backstream restore latest --repo /backups --target-dir /var/lib/mysql.new --prepare
-  backstream restore latest --repo /backups --datadir /var/lib/mysql --force --start
-  backstream restore --repo /backups --until "2026-11-21 10:15:00" --target-dir /srv/pitr
-  backstream restore latest --repo /backups --table shop.orders --apply-to --as shop.orders_restored --socket /run/mysqld/mysqld.sock
-  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock    # a logical backup into a running server
-  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock --mask 'shop.*.email=email' --mask-key-file /etc/backstream/mask.key`,
-		Long: `restore reads every stream of a backup in parallel, verifies every checksum and writes
+const restoreHelp = `restore reads every stream of a backup in parallel, verifies every checksum and writes
 the files into --target-dir, which must be empty or absent. With --prepare it then runs
 mariabackup --prepare, so that a server starts on the result. Ownership and modes
 (directories 0700, files 0660, as the server makes them) are set at the end. A failed restore leaves the target empty.
@@ -148,7 +136,20 @@ running server the connection flags name (on this host, same MariaDB major.minor
 from the backup's definition, with its triggers; --as db.t2 gives it another name, beside
 the live table (its triggers are then named, not created). --database db --apply-to imports
 every table of db. Only the tables' files and the system's are read from the repository. A
-table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`,
+table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`
+
+func newRestoreCmd(g *globals) *cobra.Command {
+	var o restoreFlags
+	cmd := &cobra.Command{
+		Use:   "restore [ID|latest]",
+		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
+		Example: `  backstream restore latest --repo /backups --target-dir /var/lib/mysql.new --prepare
+  backstream restore latest --repo /backups --datadir /var/lib/mysql --force --start
+  backstream restore --repo /backups --until "2026-11-21 10:15:00" --target-dir /srv/pitr
+  backstream restore latest --repo /backups --table shop.orders --apply-to --as shop.orders_restored --socket /run/mysqld/mysqld.sock
+  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock    # a logical backup into a running server
+  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock --mask 'shop.*.email=email' --mask-key-file /etc/backstream/mask.key`,
+		Long: restoreHelp,
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	o.register(cmd.Flags())
@@ -260,16 +261,26 @@ func (o *restoreFlags) runBackup(cmd *cobra.Command, g *globals, args []string) 
 	}
 	res, err := eng.Restore(ctx, req)
 	switch {
-	case eng.Kind() == archive.KindLogical && err != nil:
-		return maskUsage(err)
-	case eng.Kind() == archive.KindLogical:
-		return printLoad(g, res.Load, req.Load.Users, o.l.asJSON)
-	case res == nil || res.Datadir == nil && res.InPlace == nil:
-		return refused(err)
-	case res.InPlace != nil:
+	case res != nil && res.Load != nil:
+		restorecase.WarnPasswordless(g.stderr, &res.Load.LoadResult)
+		return printResult(g, o.l.asJSON, res.Load.JSON(), res.Load.WriteText)
+	case res != nil && res.InPlace != nil:
 		return o.printInPlace(g, res.InPlace, err)
+	case res != nil && res.Datadir != nil:
+		return printResult(g, o.l.asJSON, res.Datadir.JSON(), res.Datadir.WriteText)
+	case eng.Kind() == archive.KindLogical:
+		return maskUsage(err)
 	}
-	return printRestored(g, res.Datadir, o.l.asJSON)
+	return refused(err)
+}
+
+// printResult prints a result: with --json its JSON form, else its text.
+func printResult(g *globals, asJSON bool, form any, text func(io.Writer)) error {
+	if asJSON {
+		return printJSON(g.stdout, form)
+	}
+	text(g.stdout)
+	return nil
 }
 
 // request maps the flags to the request of a backup of kind, refusing
@@ -343,11 +354,7 @@ func runPITR(cmd *cobra.Command, g *globals, d *datadirFlags, t pitr.Target, asJ
 	if err != nil {
 		return refused(err)
 	}
-	if asJSON {
-		return printJSON(g.stdout, pointInTimeJSON{res.Backup.ID, res.Binlogs, res.Replayed, res.Target, res.Elapsed.Seconds()})
-	}
-	fmt.Fprintf(g.stdout, "restored backup %s and replayed %s up to %s: %s is ready\n", res.Backup.ID, strings.Join(res.Binlogs, ", "), res.Replayed, res.Target)
-	return nil
+	return printResult(g, asJSON, res.JSON(), res.WriteText)
 }
 
 // runApply replays the archived binary logs onto a running server.
@@ -372,15 +379,7 @@ func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestore
 	if err != nil {
 		return refused(err)
 	}
-	if l.asJSON {
-		return printJSON(g.stdout, applyJSON{res.Server, res.Conn.String(), res.Binlogs, res.From.String(), res.To.String()})
-	}
-	if res.Nothing() {
-		fmt.Fprintf(g.stdout, "%s is at GTID %s: nothing of %s to apply up to %s\n", res.Conn, res.From, res.Server, res.Target)
-		return nil
-	}
-	fmt.Fprintf(g.stdout, "applied %s of %s onto %s: GTID %s to %s (up to %s)\n", strings.Join(res.Binlogs, ", "), res.Server, res.Conn, res.From, res.To, res.Target)
-	return nil
+	return printResult(g, l.asJSON, res.JSON(), res.WriteText)
 }
 
 // pitrTarget reads --until or --until-gtid, which choose the backup
@@ -427,69 +426,20 @@ func parseUntil(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC), 2026-11-21T10:15:00+01:00, or end", s)
 }
 
-// restoredJSON is what restore --json prints of a physical backup
-// restored into a directory.
-type restoredJSON struct {
-	Backup    string   `json:"backup"`
-	Chain     []string `json:"chain"` // the links written, base first
-	Target    string   `json:"target"`
-	Prepared  bool     `json:"prepared"`
-	ReadBytes int64    `json:"read_bytes"` // stored bytes read from the repository
-	Seconds   float64  `json:"seconds"`
-}
-
-func restoredOf(r *restorecase.DatadirResult) restoredJSON {
-	return restoredJSON{Backup: r.Backup.ID, Chain: r.Chain, Target: r.Target, Prepared: r.Prepared, ReadBytes: r.ReadBytes, Seconds: r.Elapsed.Seconds()}
-}
-
 // placedJSON is what restore --datadir --json prints: the restore, then
 // what was moved aside and the server started. Once the restore is done
 // it is printed also when what follows fails, with the error.
 type placedJSON struct {
-	restoredJSON // target is the datadir
+	restorecase.DatadirJSON // target is the datadir
 	provision.Placed
 	Error string `json:"error,omitempty"`
-}
-
-// pointInTimeJSON is what restore --until --json prints.
-type pointInTimeJSON struct {
-	Backup   string   `json:"backup"`
-	Binlogs  []string `json:"binlogs"`
-	Replayed string   `json:"replayed"` // the position replay stopped at, as asked
-	Target   string   `json:"target"`
-	Seconds  float64  `json:"seconds"`
-}
-
-// applyJSON is what restore --until --apply-to --json prints.
-type applyJSON struct {
-	Server  string   `json:"server"` // whose binary logs, hostname-server_id
-	Target  string   `json:"target"` // the server applied onto
-	Binlogs []string `json:"binlogs"`
-	From    string   `json:"from"` // the target's GTID position before and after
-	To      string   `json:"to"`
-}
-
-// printRestored prints a physical backup restored into a directory.
-func printRestored(g *globals, res *restorecase.DatadirResult, asJSON bool) error {
-	if asJSON {
-		return printJSON(g.stdout, restoredOf(res))
-	}
-	state := "restored (not prepared: run with --prepare, or mariabackup --prepare, before starting a server)"
-	if res.Prepared {
-		state = "restored and prepared: a server can start on it"
-	}
-	fmt.Fprintf(g.stdout, "backup %s %s: %s\n", res.Backup.ID, state, res.Target)
-	if gp := res.Backup.Positions.Galera; gp != nil && res.Prepared {
-		fmt.Fprintf(g.stdout, "Galera: its grastate.dat holds %s: a node started on it joins its cluster by IST while a donor's gcache still holds the write sets after it (else by a snapshot), or bootstraps a new cluster with --wsrep-new-cluster\n", gp)
-	}
-	return nil
 }
 
 // printInPlace prints a restore into place, also when the swap or the
 // start failed with err, and returns err.
 func (o *restoreFlags) printInPlace(g *globals, res *restorecase.InPlaceResult, err error) error {
 	if o.l.asJSON {
-		out := placedJSON{restoredJSON: restoredOf(&res.DatadirResult), Placed: placedOf(res)}
+		out := placedJSON{DatadirJSON: res.DatadirResult.JSON(), Placed: placedOf(res)}
 		if err != nil {
 			out.Error = err.Error()
 		}

@@ -25,13 +25,14 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/scratch"
 )
 
 // Job is one merge of the chain that ends at Backup.
 type Job struct {
 	Repo     *repo.Repo
 	Backup   *archive.Manifest // the chain's newest link
-	WorkDir  string            // where the chain is prepared, in a subdirectory of its own that is removed at the end
+	WorkDir  string            // where the chain is prepared, in a subdirectory of its own that is removed at the end; "" for the process's scratch directory
 	Parallel int               // stream objects of the new backup
 	Codec    codec.Codec
 	Hash     string
@@ -52,20 +53,9 @@ const chunkSize = 1 << 20
 // checked and prepared, and the checkpoints prepare left say so.
 func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	end := job.Backup
-	if end.Kind != archive.KindPhysical {
-		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s is a %s backup; only a chain of physical backups merges", end.ID, end.Kind)}
-	}
-	if end.Parent == "" {
-		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s is a full backup: there is no chain to merge", end.ID)}
-	}
-	links, err := restore.Links(ctx, job.Repo, end)
+	links, err := chain(ctx, job)
 	if err != nil {
 		return nil, err
-	}
-	for _, l := range links {
-		if l.Manifest.Encryption != nil && job.Encryption == nil {
-			return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s of the chain is encrypted: merge it with --encrypt, so that the merged backup is encrypted too", l.Manifest.ID)}
-		}
 	}
 	major, minor, _, err := mariadb.ParseVersion(end.Server.Version)
 	if err != nil {
@@ -75,53 +65,17 @@ func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(job.WorkDir, "backstream-merge-"+end.ID)
-	defer os.RemoveAll(dir)
-	opt := job.Restore
-	// The tablespaces of tables created with DATA DIRECTORY keep their
-	// .isl as the chain recorded them: a restore of the merged backup
-	// places them as it would the chain's. The work directory is
-	// scratch: the merged backup is durable once stored.
-	opt.Prepare, opt.KeepLinkFiles, opt.NoGaleraState, opt.DataDirs, opt.Placed, opt.NoSync = true, true, true, nil, nil, true
-	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: dir, Options: opt}); err != nil {
-		return nil, err
-	}
-	// The prepared datadir's position files describe the chain's end; the
-	// base's copies of what prepare does not rewrite are replaced by the
-	// newest link's, which the manifest checks against.
-	meta := map[string][]byte{}
-	for _, o := range end.Meta {
-		name := strings.TrimPrefix(o.Name, "meta/")
-		if name == o.Name || strings.Contains(name, "/") || o.Name == physical.LogName || slices.Contains(physical.CheckpointsNames, name) {
-			continue
-		}
-		data, err := job.Repo.ReadMeta(ctx, end, o.Name)
-		if err != nil {
+	if job.WorkDir == "" {
+		if job.WorkDir, err = scratch.Dir(); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, physical.FileMode); err != nil {
-			return nil, fmt.Errorf("merge: %w", err)
-		}
-		meta[name] = data
 	}
-	// Prepare leaves the checkpoints of the last increment it applied
-	// (to_lsn is where that increment began); every change up to the
-	// chain's end is in the pages now. The merged backup says so: an
-	// incremental on it starts there (physical.IncrementalLSN).
-	lsn := physical.IncrementalLSN(end)
-	name, data, err := physical.SetCheckpoints(dir, map[string]uint64{"from_lsn": 0, "to_lsn": lsn, "last_lsn": lsn})
+	dir := filepath.Join(job.WorkDir, "backstream-merge-"+end.ID)
+	defer os.RemoveAll(dir)
+	meta, checkpoints, err := prepare(ctx, job, links, dir)
 	if err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
+		return nil, err
 	}
-	checkpoints, err := physical.ParseCheckpoints(data)
-	if err != nil {
-		return nil, fmt.Errorf("merge: the prepared chain's %s: %w", name, err)
-	}
-	if !physical.Prepared(checkpoints) {
-		return nil, fmt.Errorf("merge: the prepared chain's %s says backup_type %q, not prepared: not merged", name, checkpoints.BackupType)
-	}
-	meta[name] = data
-
 	id := backupid.New(end.Started)
 	header := &archive.Manifest{
 		Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Chain: id,
@@ -141,6 +95,80 @@ func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
 	return archive.WriteTo(ctx, job.Repo, header, func() (*archive.Manifest, error) {
 		return store(ctx, job, header, dir, meta, checkpoints)
 	})
+}
+
+// chain is the chain that ends at job.Backup, refused (a
+// *restore.RefusedError) unless it is a chain of physical backups that
+// job can store as they are (encrypted, if any link is).
+func chain(ctx context.Context, job Job) ([]restore.Link, error) {
+	end := job.Backup
+	if end.Kind != archive.KindPhysical {
+		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s is a %s backup; only a chain of physical backups merges", end.ID, end.Kind)}
+	}
+	if end.Parent == "" {
+		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s is a full backup: there is no chain to merge", end.ID)}
+	}
+	links, err := restore.Links(ctx, job.Repo, end)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if l.Manifest.Encryption != nil && job.Encryption == nil {
+			return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s of the chain is encrypted: merge it with --encrypt, so that the merged backup is encrypted too", l.Manifest.ID)}
+		}
+	}
+	return links, nil
+}
+
+// prepare restores and prepares links in dir and returns the metadata
+// the merged backup stores, with the checkpoints that say it is prepared.
+func prepare(ctx context.Context, job Job, links []restore.Link, dir string) (map[string][]byte, physical.Checkpoints, error) {
+	end := job.Backup
+	opt := job.Restore
+	// The tablespaces of tables created with DATA DIRECTORY keep their
+	// .isl as the chain recorded them: a restore of the merged backup
+	// places them as it would the chain's. The work directory is
+	// scratch: the merged backup is durable once stored.
+	opt.Prepare, opt.KeepLinkFiles, opt.NoGaleraState, opt.DataDirs, opt.Placed, opt.NoSync = true, true, true, nil, nil, true
+	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: dir, Options: opt}); err != nil {
+		return nil, physical.Checkpoints{}, err
+	}
+	// The prepared datadir's position files describe the chain's end; the
+	// base's copies of what prepare does not rewrite are replaced by the
+	// newest link's, which the manifest checks against.
+	meta := map[string][]byte{}
+	for _, o := range end.Meta {
+		name := strings.TrimPrefix(o.Name, "meta/")
+		if name == o.Name || strings.Contains(name, "/") || o.Name == physical.LogName || slices.Contains(physical.CheckpointsNames, name) {
+			continue
+		}
+		data, err := job.Repo.ReadMeta(ctx, end, o.Name)
+		if err != nil {
+			return nil, physical.Checkpoints{}, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, physical.FileMode); err != nil {
+			return nil, physical.Checkpoints{}, fmt.Errorf("merge: %w", err)
+		}
+		meta[name] = data
+	}
+	// Prepare leaves the checkpoints of the last increment it applied
+	// (to_lsn is where that increment began); every change up to the
+	// chain's end is in the pages now. The merged backup says so: an
+	// incremental on it starts there (physical.IncrementalLSN).
+	lsn := physical.IncrementalLSN(end)
+	name, data, err := physical.SetCheckpoints(dir, map[string]uint64{"from_lsn": 0, "to_lsn": lsn, "last_lsn": lsn})
+	if err != nil {
+		return nil, physical.Checkpoints{}, fmt.Errorf("merge: %w", err)
+	}
+	checkpoints, err := physical.ParseCheckpoints(data)
+	if err != nil {
+		return nil, checkpoints, fmt.Errorf("merge: the prepared chain's %s: %w", name, err)
+	}
+	if !physical.Prepared(checkpoints) {
+		return nil, checkpoints, fmt.Errorf("merge: the prepared chain's %s says backup_type %q, not prepared: not merged", name, checkpoints.BackupType)
+	}
+	meta[name] = data
+	return meta, checkpoints, nil
 }
 
 // store writes the files of dir as header's backup and commits it.

@@ -27,6 +27,7 @@ type LoadRequest struct {
 // LoadResult is a logical backup loaded.
 type LoadResult struct {
 	Backup *archive.Manifest
+	Users  bool // accounts were asked for (LoadJob.Users)
 	logical.LoadResult
 }
 
@@ -51,7 +52,7 @@ func Load(ctx context.Context, req LoadRequest) (*LoadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LoadResult{Backup: req.Backup, LoadResult: *res}, nil
+	return &LoadResult{Backup: req.Backup, Users: job.Users, LoadResult: *res}, nil
 }
 
 // PointInTimeRequest restores into Job.TargetDir the newest backup
