@@ -30,6 +30,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/restoredserver"
+	"github.com/backstream/backstream/internal/sandbox"
 )
 
 // Table names a table to restore and the name it takes on the target.
@@ -80,24 +81,15 @@ type Imported struct {
 // backup is restored and every table found in it as an InnoDB table the
 // target can take; a failure after that names the table it hit.
 func Run(ctx context.Context, job Job) ([]Imported, error) {
-	m := job.Backup
-	if err := CheckNames(job.Tables); err != nil {
+	if err := checkJob(job); err != nil {
 		return nil, err
-	}
-	for _, d := range job.Databases {
-		if !plainName.MatchString(d) {
-			return nil, &restore.RefusedError{Err: fmt.Errorf("database %q has characters other than letters, digits and _, which the server encodes in file names; importing its tables is not supported: restore the backup with --target-dir and copy them from there", d)}
-		}
-	}
-	if m.Kind != archive.KindPhysical {
-		return nil, &restore.RefusedError{Err: fmt.Errorf("backup %s is a %s backup; --table with --apply-to imports tables from a physical backup (a logical one loads with --table alone)", m.ID, m.Kind)}
 	}
 	target, err := mariadb.Open(ctx, job.Conn, "")
 	if err != nil {
 		return nil, err
 	}
 	defer target.Close()
-	datadir, err := checkTarget(ctx, target, job.Conn, m, job.NoBinlog)
+	datadir, err := checkTarget(ctx, target, job.Conn, job.Backup, job.NoBinlog)
 	if err != nil {
 		return nil, err
 	}
@@ -111,57 +103,15 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 			return nil, err
 		}
 	}
-
-	links, err := restore.Links(ctx, job.Repo, m)
+	srv, restored, done, err := startRestored(ctx, job)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := restoredserver.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.Restore.FileKey)
-	if err != nil {
-		return nil, err
-	}
-	mariadbd, err := restoredserver.FindServer(ctx, job.Restore.MariadbPath, m.Server.Version)
-	if err != nil {
-		return nil, err
-	}
-	work, err := os.MkdirTemp(job.WorkDir, "backstream-import-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	restored := filepath.Join(work, "datadir")
-	opt := job.Restore
-	// The work directory is scratch: what the target imports, it makes
-	// durable itself.
-	opt.Prepare, opt.DataDirs, opt.Placed, opt.KeepLinkFiles, opt.NoSync = true, nil, nil, false, true
-	opt.Files = Needed(job.Tables, job.Databases)
-	if renamesDuringBackup(links) {
-		// Which table a rename file (<old>.ren, naming the new) makes is
-		// known only once prepare applied it: everything is restored.
-		opt.Files = nil
-	}
-	if err := restore.Datadir(ctx, restore.Job{Links: links, TargetDir: restored, Options: opt}); err != nil {
-		return nil, err
-	}
-	srv, err := restoredserver.Start(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: restored, UseMemory: opt.UseMemory, Server: mariadbd, Options: opts})
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
+	defer done()
 	src := srv.DB()
-	tables := job.Tables
-	for _, d := range job.Databases {
-		more, err := databaseTables(ctx, src, target, d, m)
-		if err != nil {
-			return nil, err
-		}
-		tables = append(tables, more...)
-	}
-	defs := make([]string, len(tables))
-	for i, t := range tables {
-		if defs[i], err = definition(ctx, src, t, m); err != nil {
-			return nil, err
-		}
+	tables, defs, err := definitions(ctx, src, target, job)
+	if err != nil {
+		return nil, err
 	}
 	var out []Imported
 	for i, t := range tables {
@@ -180,6 +130,85 @@ func Run(ctx context.Context, job Job) ([]Imported, error) {
 		out = append(out, imp)
 	}
 	return out, nil
+}
+
+// checkJob refuses, before anything is opened, what no import can do.
+func checkJob(job Job) error {
+	m := job.Backup
+	if err := CheckNames(job.Tables); err != nil {
+		return err
+	}
+	for _, d := range job.Databases {
+		if !plainName.MatchString(d) {
+			return &restore.RefusedError{Err: fmt.Errorf("database %q has characters other than letters, digits and _, which the server encodes in file names; importing its tables is not supported: restore the backup with --target-dir and copy them from there", d)}
+		}
+	}
+	if m.Kind != archive.KindPhysical {
+		return &restore.RefusedError{Err: fmt.Errorf("backup %s is a %s backup; --table with --apply-to imports tables from a physical backup (a logical one loads with --table alone)", m.ID, m.Kind)}
+	}
+	return nil
+}
+
+// startRestored restores what the import needs of job.Backup (its chain)
+// into a work directory, prepared, and starts a throwaway server there;
+// done stops it and removes the work directory.
+func startRestored(ctx context.Context, job Job) (srv *sandbox.Server, restored string, done func(), err error) {
+	links, err := restore.Links(ctx, job.Repo, job.Backup)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	opts, err := restoredserver.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.Restore.FileKey)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	mariadbd, err := restoredserver.FindServer(ctx, job.Restore.MariadbPath, job.Backup.Server.Version)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	work, err := os.MkdirTemp(job.WorkDir, "backstream-import-*")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	restored = filepath.Join(work, "datadir")
+	opt := job.Restore
+	// The work directory is scratch: what the target imports, it makes
+	// durable itself.
+	opt.Prepare, opt.DataDirs, opt.Placed, opt.KeepLinkFiles, opt.NoSync = true, nil, nil, false, true
+	opt.Files = Needed(job.Tables, job.Databases)
+	if renamesDuringBackup(links) {
+		// Which table a rename file (<old>.ren, naming the new) makes is
+		// known only once prepare applied it: everything is restored.
+		opt.Files = nil
+	}
+	if err = restore.Datadir(ctx, restore.Job{Links: links, TargetDir: restored, Options: opt}); err == nil {
+		srv, err = restoredserver.Start(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: restored, UseMemory: opt.UseMemory, Server: mariadbd, Options: opts})
+	}
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, "", nil, err
+	}
+	return srv, restored, func() { srv.Close(); os.RemoveAll(work) }, nil
+}
+
+// definitions lists the tables to import, job's and those of its
+// databases, with each one's CREATE TABLE in the backup.
+func definitions(ctx context.Context, src, target *sql.DB, job Job) ([]Table, []string, error) {
+	tables := job.Tables
+	for _, d := range job.Databases {
+		more, err := databaseTables(ctx, src, target, d, job.Backup)
+		if err != nil {
+			return nil, nil, err
+		}
+		tables = append(tables, more...)
+	}
+	defs := make([]string, len(tables))
+	for i, t := range tables {
+		var err error
+		if defs[i], err = definition(ctx, src, t, job.Backup); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tables, defs, nil
 }
 
 // databaseTables lists the base tables of database d in the restored
@@ -443,143 +472,16 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 		return imp, err
 	}
 	defer tc.Close()
-	exec := func(what, q string) error {
-		if _, err := tc.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("%s on the target: %w", what, err)
-		}
-		return nil
-	}
-	asTable := quoteTable(t.AsDB, t.AsName)
-	// Foreign keys: the imported rows are the backup's, checked there.
-	// Nothing reaches a binary log (checkTarget refused one unless asked).
-	session := "SET SESSION foreign_key_checks = 0"
-	if noBinlog {
-		session += ", sql_log_bin = 0"
-	}
-	if err := exec("session settings", session); err != nil {
+	ti := &tableImport{t: t, tc: tc, asTable: quoteTable(t.AsDB, t.AsName)}
+	if err := ti.create(ctx, def, noBinlog); err != nil {
 		return imp, err
 	}
-	if err := exec("creating the table", def); err != nil {
+	defer func() { err = ti.cleanup(ctx, err) }()
+	if err = ti.importFiles(ctx, src, parts, restored, datadir); err != nil {
 		return imp, err
 	}
-	// What was made on the target goes again on failure: the table and
-	// the partitions' own tables, with their files.
-	made := []string{asTable}
-	var copied []string
-	defer func() {
-		// The tables go first: a file is never unlinked under a table
-		// that uses it. What a DROP leaves (a tablespace copied for a
-		// table not yet imported) goes after it.
-		var left []string
-		if err != nil {
-			for _, tbl := range made {
-				if _, derr := tc.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+tbl); derr != nil {
-					left = append(left, fmt.Sprintf("dropping %s: %v", tbl, derr))
-				}
-			}
-		}
-		for _, p := range copied {
-			if strings.HasSuffix(p, ".cfg") || err != nil {
-				if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-					left = append(left, rerr.Error())
-				}
-			}
-		}
-		if len(left) > 0 {
-			err = fmt.Errorf("%w (cleaning up the target failed, check it by hand: %s)", err, strings.Join(left, "; "))
-		}
-	}()
-	// Each file stem of the backup's table goes into one table of the
-	// target: the table itself, or one per partition.
-	type move struct{ from, to, partition string }
-	var moves []move
-	if len(parts) == 0 {
-		moves = []move{{from: t.Name, to: t.AsName}}
-		if err := exec("discarding the empty tablespace", "ALTER TABLE "+asTable+" DISCARD TABLESPACE"); err != nil {
-			return imp, err
-		}
-	}
-	for i, p := range parts {
-		tmp := fmt.Sprintf("%s_backstream_p%d", t.AsName, i)
-		qtmp := quoteTable(t.AsDB, tmp)
-		// Dropped on failure only once made here: a table of that name
-		// the target already had stops the import and stays.
-		if err = exec("a table for partition "+p, "CREATE TABLE "+qtmp+" LIKE "+asTable); err != nil {
-			return imp, err
-		}
-		made = append(made, qtmp)
-		for _, q := range []string{"ALTER TABLE " + qtmp + " REMOVE PARTITIONING", "ALTER TABLE " + qtmp + " DISCARD TABLESPACE"} {
-			if err = exec("a table for partition "+p, q); err != nil {
-				return imp, err
-			}
-		}
-		moves = append(moves, move{from: t.Name + "#P#" + p, to: tmp, partition: p})
-	}
-	sc, err := src.Conn(ctx)
-	if err != nil {
+	if err = ti.rebuild(ctx, def); err != nil {
 		return imp, err
-	}
-	defer sc.Close()
-	if _, err = sc.ExecContext(ctx, "FLUSH TABLES "+quoteTable(t.DB, t.Name)+" FOR EXPORT"); err != nil {
-		return imp, fmt.Errorf("exporting it from the restored backup: %w", err)
-	}
-	for _, mv := range moves {
-		var files []string
-		files, err = copyTablespace(filepath.Join(restored, t.DB), mv.from, filepath.Join(datadir, t.AsDB), mv.to)
-		copied = append(copied, files...)
-		if err != nil {
-			break
-		}
-	}
-	sc.ExecContext(ctx, "UNLOCK TABLES")
-	if err != nil {
-		return imp, err
-	}
-	for _, mv := range moves {
-		qto := quoteTable(t.AsDB, mv.to)
-		if err = exec("importing the tablespace", "ALTER TABLE "+qto+" IMPORT TABLESPACE"); err != nil {
-			return imp, err
-		}
-		if mv.partition == "" {
-			continue
-		}
-		if err = exec("exchanging partition "+mv.partition, "ALTER TABLE "+asTable+" EXCHANGE PARTITION "+mariadb.QuoteIdent(mv.partition)+" WITH TABLE "+qto); err != nil {
-			return imp, err
-		}
-		if err = exec("dropping partition "+mv.partition+"'s own table", "DROP TABLE "+qto); err != nil {
-			return imp, err
-		}
-	}
-	// The imported tablespace is rebuilt into a new one. Why: IMPORT
-	// TABLESPACE takes the file back under the id its DISCARD logged as
-	// deleted (FILE_DELETE), and keeps its pages' LSNs from the backup.
-	// mariabackup takes an id it finds deleted in the redo log it reads
-	// (from the checkpoint on; the server moves it lazily) for a table
-	// dropped during the backup and leaves the live table out ("We assume
-	// the table was dropped during xtrabackup execution and ignore the
-	// tablespace"), and an incremental copies only pages newer than its
-	// base, so one on a backup from before the import has a tablespace
-	// without its first page. The rebuild writes every page anew, through
-	// the redo log, into a tablespace of a new id; every later backup,
-	// full or incremental, holds it.
-	//
-	// A FULLTEXT index is not in the exported files (its words are in
-	// tables of their own, FTS_*.ibd): IMPORT leaves it unusable (MATCH
-	// finds no index), and a rebuild that keeps it is refused ("Fulltext
-	// index ... is corrupt"). The rebuild drops it, and it is built again
-	// from the imported rows, one at a time as InnoDB builds them.
-	names, adds := fulltextIndexes(def)
-	rebuild := "ALTER TABLE " + asTable
-	for _, n := range names {
-		rebuild += " DROP INDEX " + n + ","
-	}
-	if err = exec("rebuilding the imported table", rebuild+" FORCE"); err != nil {
-		return imp, err
-	}
-	for i, add := range adds {
-		if err = exec("building its FULLTEXT index "+names[i], "ALTER TABLE "+asTable+" ADD "+add); err != nil {
-			return imp, err
-		}
 	}
 	got, err := checksum(ctx, target, t.AsDB, t.AsName)
 	if err != nil {
@@ -602,6 +504,185 @@ func importOne(ctx context.Context, src, target *sql.DB, t Table, def, restored,
 		imp.Triggers = append(imp.Triggers, tr)
 	}
 	return imp, nil
+}
+
+// tableImport is one table's import under way: the connection to the
+// target and what the import made there, the table and the partitions'
+// own tables (made) with their files (copied).
+type tableImport struct {
+	t       Table
+	tc      *sql.Conn
+	asTable string // quoted
+	made    []string
+	copied  []string
+}
+
+// move takes the files of one stem of the backup's table (from) into one
+// table of the target (to): the table itself, or, for a partition, a
+// table of its own.
+type move struct{ from, to, partition string }
+
+func (ti *tableImport) exec(ctx context.Context, what, q string) error {
+	if _, err := ti.tc.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("%s on the target: %w", what, err)
+	}
+	return nil
+}
+
+// create creates the table on the target, from def.
+func (ti *tableImport) create(ctx context.Context, def string, noBinlog bool) error {
+	// Foreign keys: the imported rows are the backup's, checked there.
+	// Nothing reaches a binary log (checkTarget refused one unless asked).
+	session := "SET SESSION foreign_key_checks = 0"
+	if noBinlog {
+		session += ", sql_log_bin = 0"
+	}
+	if err := ti.exec(ctx, "session settings", session); err != nil {
+		return err
+	}
+	if err := ti.exec(ctx, "creating the table", def); err != nil {
+		return err
+	}
+	// What was made on the target goes again on failure.
+	ti.made = []string{ti.asTable}
+	return nil
+}
+
+// cleanup removes, when the import failed with err, what it made on the
+// target, and in any case the copied .cfg files; it returns err, with
+// what it could not clean up.
+func (ti *tableImport) cleanup(ctx context.Context, err error) error {
+	// The tables go first: a file is never unlinked under a table
+	// that uses it. What a DROP leaves (a tablespace copied for a
+	// table not yet imported) goes after it.
+	var left []string
+	if err != nil {
+		for _, tbl := range ti.made {
+			if _, derr := ti.tc.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+tbl); derr != nil {
+				left = append(left, fmt.Sprintf("dropping %s: %v", tbl, derr))
+			}
+		}
+	}
+	for _, p := range ti.copied {
+		if strings.HasSuffix(p, ".cfg") || err != nil {
+			if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				left = append(left, rerr.Error())
+			}
+		}
+	}
+	if len(left) > 0 {
+		err = fmt.Errorf("%w (cleaning up the target failed, check it by hand: %s)", err, strings.Join(left, "; "))
+	}
+	return err
+}
+
+// importFiles discards the new table's tablespace (or, partitioned, makes
+// a table of its own for each partition and discards that), copies the
+// files the restored server exports into the target's datadir, imports
+// them and exchanges each partition into place.
+func (ti *tableImport) importFiles(ctx context.Context, src *sql.DB, parts []string, restored, datadir string) error {
+	t := ti.t
+	moves, err := ti.discard(ctx, parts)
+	if err != nil {
+		return err
+	}
+	sc, err := src.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	if _, err = sc.ExecContext(ctx, "FLUSH TABLES "+quoteTable(t.DB, t.Name)+" FOR EXPORT"); err != nil {
+		return fmt.Errorf("exporting it from the restored backup: %w", err)
+	}
+	for _, mv := range moves {
+		var files []string
+		files, err = copyTablespace(filepath.Join(restored, t.DB), mv.from, filepath.Join(datadir, t.AsDB), mv.to)
+		ti.copied = append(ti.copied, files...)
+		if err != nil {
+			break
+		}
+	}
+	sc.ExecContext(ctx, "UNLOCK TABLES")
+	if err != nil {
+		return err
+	}
+	for _, mv := range moves {
+		qto := quoteTable(t.AsDB, mv.to)
+		if err := ti.exec(ctx, "importing the tablespace", "ALTER TABLE "+qto+" IMPORT TABLESPACE"); err != nil {
+			return err
+		}
+		if mv.partition == "" {
+			continue
+		}
+		if err := ti.exec(ctx, "exchanging partition "+mv.partition, "ALTER TABLE "+ti.asTable+" EXCHANGE PARTITION "+mariadb.QuoteIdent(mv.partition)+" WITH TABLE "+qto); err != nil {
+			return err
+		}
+		if err := ti.exec(ctx, "dropping partition "+mv.partition+"'s own table", "DROP TABLE "+qto); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// discard makes the tables that take the backup's files, their
+// tablespaces discarded, and says which files go into which.
+func (ti *tableImport) discard(ctx context.Context, parts []string) ([]move, error) {
+	t := ti.t
+	if len(parts) == 0 {
+		return []move{{from: t.Name, to: t.AsName}}, ti.exec(ctx, "discarding the empty tablespace", "ALTER TABLE "+ti.asTable+" DISCARD TABLESPACE")
+	}
+	var moves []move
+	for i, p := range parts {
+		tmp := fmt.Sprintf("%s_backstream_p%d", t.AsName, i)
+		qtmp := quoteTable(t.AsDB, tmp)
+		// Dropped on failure only once made here: a table of that name
+		// the target already had stops the import and stays.
+		if err := ti.exec(ctx, "a table for partition "+p, "CREATE TABLE "+qtmp+" LIKE "+ti.asTable); err != nil {
+			return nil, err
+		}
+		ti.made = append(ti.made, qtmp)
+		for _, q := range []string{"ALTER TABLE " + qtmp + " REMOVE PARTITIONING", "ALTER TABLE " + qtmp + " DISCARD TABLESPACE"} {
+			if err := ti.exec(ctx, "a table for partition "+p, q); err != nil {
+				return nil, err
+			}
+		}
+		moves = append(moves, move{from: t.Name + "#P#" + p, to: tmp, partition: p})
+	}
+	return moves, nil
+}
+
+// rebuild rebuilds the imported table. Why: IMPORT TABLESPACE takes the
+// file back under the id its DISCARD logged as deleted (FILE_DELETE), and
+// keeps its pages' LSNs from the backup. mariabackup takes an id it finds
+// deleted in the redo log it reads (from the checkpoint on; the server
+// moves it lazily) for a table dropped during the backup and leaves the
+// live table out ("We assume the table was dropped during xtrabackup
+// execution and ignore the tablespace"), and an incremental copies only
+// pages newer than its base, so one on a backup from before the import
+// has a tablespace without its first page. The rebuild writes every page
+// anew, through the redo log, into a tablespace of a new id; every later
+// backup, full or incremental, holds it.
+//
+// A FULLTEXT index is not in the exported files (its words are in tables
+// of their own, FTS_*.ibd): IMPORT leaves it unusable (MATCH finds no
+// index), and a rebuild that keeps it is refused ("Fulltext index ... is
+// corrupt"). The rebuild drops it, and it is built again from the
+// imported rows, one at a time as InnoDB builds them.
+func (ti *tableImport) rebuild(ctx context.Context, def string) error {
+	names, adds := fulltextIndexes(def)
+	rebuild := "ALTER TABLE " + ti.asTable
+	for _, n := range names {
+		rebuild += " DROP INDEX " + n + ","
+	}
+	if err := ti.exec(ctx, "rebuilding the imported table", rebuild+" FORCE"); err != nil {
+		return err
+	}
+	for i, add := range adds {
+		if err := ti.exec(ctx, "building its FULLTEXT index "+names[i], "ALTER TABLE "+ti.asTable+" ADD "+add); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // triggersOf names the table's triggers in the backup, in their order.

@@ -171,9 +171,8 @@ func prepare(ctx context.Context, job Job, links []restore.Link, dir string) (ma
 	return meta, checkpoints, nil
 }
 
-// store writes the files of dir as header's backup and commits it.
-func store(ctx context.Context, job Job, header *archive.Manifest, dir string, meta map[string][]byte, c physical.Checkpoints) (*archive.Manifest, error) {
-	began := time.Now()
+// writeFiles writes every file of dir into header's streams.
+func writeFiles(ctx context.Context, job Job, header *archive.Manifest, dir string) (archive.Result, error) {
 	var counter archive.Counter
 	if p := job.Restore.Progress; p != nil {
 		p.SetTotal(physical.DatadirSize(dir))
@@ -185,7 +184,7 @@ func store(ctx context.Context, job Job, header *archive.Manifest, dir string, m
 		Codec: job.Codec, Hash: job.Hash, Counter: counter,
 	})
 	if err != nil {
-		return nil, err
+		return archive.Result{}, err
 	}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -205,9 +204,15 @@ func store(ctx context.Context, job Job, header *archive.Manifest, dir string, m
 	if err != nil {
 		err = fmt.Errorf("merge: %w", err)
 		w.Abort(err)
-		return nil, err
+		return archive.Result{}, err
 	}
-	written, err := w.Close()
+	return w.Close()
+}
+
+// store writes the files of dir as header's backup and commits it.
+func store(ctx context.Context, job Job, header *archive.Manifest, dir string, meta map[string][]byte, c physical.Checkpoints) (*archive.Manifest, error) {
+	began := time.Now()
+	written, err := writeFiles(ctx, job, header, dir)
 	if err != nil {
 		return nil, err
 	}

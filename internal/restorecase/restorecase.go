@@ -4,9 +4,10 @@
 // chooses (EngineFor: physical into a datadir, Datadir or InPlace;
 // logical into a running server, Load); a point in time (PointInTime)
 // and a replay onto a running server (Apply) go through pitr, single
-// tables (ImportTables) through importtable. It composes those packages
-// and restore; it knows nothing of flags, exit codes or how a result is
-// printed (progress is a tracker passed in and finished here).
+// tables (ImportTables) through importtable. Each result has its JSON
+// form and writes its text (print.go). It composes those packages and
+// restore; it knows nothing of flags or exit codes (progress is a tracker
+// passed in and finished here).
 package restorecase
 
 import (

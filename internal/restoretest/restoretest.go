@@ -9,8 +9,10 @@
 // checksum can.
 //
 // It composes restore, pitr (for a point-in-time restore test) and
-// restoredserver (the server on the restored datadir); it knows nothing
-// of flags or of how a report is printed.
+// restoredserver (the server on the restored datadir). Prove is the use
+// case verify --restore-test runs: the test with its progress, its
+// verdict recorded in the repository; the Report writes itself as text
+// and marshals as JSON. It knows nothing of flags or exit codes.
 package restoretest
 
 import (
@@ -174,41 +176,9 @@ func (job *Job) stage(name string) {
 // encrypted table.
 func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 	datadir := filepath.Join(work, "data")
-	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, MariadbPath: job.MariadbPath, Workers: job.Workers, Log: job.Log,
-		FileKey: job.FileKey, NoSync: true} // a scratch datadir, removed after the test
-	if job.Progress != nil {
-		opt.Progress = job.Progress
-	}
-	var restoreErr error
-	var server []mariadb.Option
-	version := "" // the restored backup's server version
-	if job.Until != nil {
-		res, err := pitr.Run(ctx, job.Repo, *job.Until, restore.Job{TargetDir: datadir, Options: opt}, job.ServerDefaults)
-		if res != nil {
-			rep.Backup, rep.Kind, rep.Binlogs, server = res.Backup.ID, res.Backup.Kind, res.Binlogs, res.ServerOptions
-			version = res.Backup.Server.Version
-		}
-		restoreErr = err
-	} else {
-		links, err := restore.Links(ctx, job.Repo, job.Backup)
-		if err != nil {
-			return err
-		}
-		for _, l := range links[:len(links)-1] {
-			rep.Chain = append(rep.Chain, l.Manifest.ID)
-		}
-		if server, err = restoredserver.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.FileKey); err != nil {
-			return fmt.Errorf("restore test: %w", err)
-		}
-		restoreErr = restore.Datadir(ctx, restore.Job{Links: links, TargetDir: datadir, Options: opt})
-		version = job.Backup.Server.Version
-	}
-	if restoreErr != nil {
-		if !againstBackup(restoreErr) {
-			return fmt.Errorf("restore test: %w", restoreErr)
-		}
-		rep.fail("restore: %v", restoreErr)
-		return nil
+	server, version, restored, err := restorePhysical(ctx, job, datadir, rep)
+	if err != nil || !restored {
+		return err
 	}
 	job.stage("starting a server on the restored datadir")
 	mariadbd, err := restoredserver.FindServer(ctx, job.MariadbPath, version)
@@ -242,6 +212,48 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 	return serverStopped(ctx, srv, rep)
 }
 
+// restorePhysical restores what runPhysical tests into datadir and
+// returns the options its server takes and the backup's server version.
+// A restore that failed because of the backup fails the test (restored
+// is false); err is for what kept it from running.
+func restorePhysical(ctx context.Context, job Job, datadir string, rep *Report) (server []mariadb.Option, version string, restored bool, err error) {
+	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, MariadbPath: job.MariadbPath, Workers: job.Workers, Log: job.Log,
+		FileKey: job.FileKey, NoSync: true} // a scratch datadir, removed after the test
+	if job.Progress != nil {
+		opt.Progress = job.Progress
+	}
+	var restoreErr error
+	if job.Until != nil {
+		res, err := pitr.Run(ctx, job.Repo, *job.Until, restore.Job{TargetDir: datadir, Options: opt}, job.ServerDefaults)
+		if res != nil {
+			rep.Backup, rep.Kind, rep.Binlogs, server = res.Backup.ID, res.Backup.Kind, res.Binlogs, res.ServerOptions
+			version = res.Backup.Server.Version
+		}
+		restoreErr = err
+	} else {
+		links, err := restore.Links(ctx, job.Repo, job.Backup)
+		if err != nil {
+			return nil, "", false, err
+		}
+		for _, l := range links[:len(links)-1] {
+			rep.Chain = append(rep.Chain, l.Manifest.ID)
+		}
+		if server, err = restoredserver.ServerOptions(ctx, job.Repo, links, job.ServerDefaults, job.FileKey); err != nil {
+			return nil, "", false, fmt.Errorf("restore test: %w", err)
+		}
+		restoreErr = restore.Datadir(ctx, restore.Job{Links: links, TargetDir: datadir, Options: opt})
+		version = job.Backup.Server.Version
+	}
+	if restoreErr != nil {
+		if !againstBackup(restoreErr) {
+			return nil, "", false, fmt.Errorf("restore test: %w", restoreErr)
+		}
+		rep.fail("restore: %v", restoreErr)
+		return nil, "", false, nil
+	}
+	return server, version, true, nil
+}
+
 // runLogical loads the backup into a fresh sandbox server.
 func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 	m := job.Backup
@@ -272,10 +284,20 @@ func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 		rep.fail("load: %v", err)
 		return nil
 	}
-	recorded := map[string]logical.TableData{}
-	for _, t := range cat.Tables {
-		recorded[t.Database+"."+t.Table] = t
+	db, err := connect(ctx, srv, job.Workers)
+	if err != nil {
+		return err
 	}
+	defer db.Close()
+	checked := checkTables(ctx, job, db, catalogTables(cat), compareRecorded(cat))
+	rep.add(checked)
+	db.Close()
+	return serverStopped(ctx, srv, rep)
+}
+
+// catalogTables lists the tables a logical backup's catalog defines,
+// less sequences.
+func catalogTables(cat *logical.Catalog) []tableRef {
 	var tables []tableRef
 	for _, d := range cat.Schema.Databases {
 		for _, t := range d.Tables {
@@ -284,12 +306,17 @@ func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 			}
 		}
 	}
-	db, err := connect(ctx, srv, job.Workers)
-	if err != nil {
-		return err
+	return tables
+}
+
+// compareRecorded reads back the rows and row sum of each table whose
+// backup recorded them.
+func compareRecorded(cat *logical.Catalog) compare {
+	recorded := map[string]logical.TableData{}
+	for _, t := range cat.Tables {
+		recorded[t.Database+"."+t.Table] = t
 	}
-	defer db.Close()
-	checked := checkTables(ctx, job, db, tables, func(ctx context.Context, c *sql.Conn, ref tableRef, res *Table) error {
+	return func(ctx context.Context, c *sql.Conn, ref tableRef, res *Table) error {
 		td, ok := recorded[ref.name()]
 		if !ok {
 			td = logical.TableData{Database: ref.db, Table: ref.t.Name} // no data files: no rows
@@ -305,10 +332,7 @@ func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 		res.Rows, res.ExpectedRows = &rows, &wantRows
 		res.RowSum, res.ExpectedRowSum = sum.String(), wantSum.String()
 		return nil
-	})
-	rep.add(checked)
-	db.Close()
-	return serverStopped(ctx, srv, rep)
+	}
 }
 
 // againstBackup tells a restore or load that failed because of the backup

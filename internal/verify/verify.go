@@ -4,10 +4,15 @@
 // table list against its files, and every stream
 // object frame by frame, chunk by chunk and file by file against the
 // manifest; and the archived binary logs, whole files and segments
-// alike. (What it finds, the CLI records: see repo.Verdict.) Damage is reported as corruption
-// (archive.IsCorrupt) naming the backup and the object. The package knows
-// backups through the repository's API; it knows nothing of flags or of
-// how a result is shown.
+// alike. Damage is reported as corruption (archive.IsCorrupt) naming the
+// backup and the object.
+//
+// Run is the verify use case: a typed Request (a backup with its chain,
+// what a point-in-time restore to a target reads, or every archived
+// binary log) and a Result that writes itself as verify's text; what it
+// finds of a backup is recorded in the repository (repo.Verdict). The
+// package knows backups through the repository's API; it knows nothing
+// of flags or exit codes.
 package verify
 
 import (
