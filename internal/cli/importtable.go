@@ -8,11 +8,9 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/importtable"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restorecase"
-	"github.com/backstream/backstream/internal/scratch"
 )
 
 // runImport restores tables of a physical backup into the running server
@@ -59,20 +57,11 @@ func runImport(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestor
 // repository, the tables and the target.
 func importRequest(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestoreFlags, m *archive.Manifest) (restorecase.ImportRequest, error) {
 	var req restorecase.ImportRequest
-	fileKey, err := physical.UserFileKey(d.serverDefaults)
+	job, err := d.job(g, cmd.Flags()) // with the key file's password
 	if err != nil {
 		return req, err
 	}
-	work, err := scratch.Dir()
-	if err != nil {
-		return req, err
-	}
-	job, err := d.job(g, cmd.Flags())
-	if err != nil {
-		return req, err
-	}
-	job.FileKey = fileKey
-	req.Job = importtable.Job{Backup: m, Databases: l.databases, WorkDir: work, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog}
+	req.Job = importtable.Job{Backup: m, Databases: l.databases, ServerDefaults: d.serverDefaults, Restore: job.Options, NoBinlog: l.noBinlog}
 	title := "restore " + strings.Join(append(slices.Clone(l.tables), l.databases...), ", ") + " of " + m.ID
 	req.Progress = func() *progress.Tracker { return g.tracker(title, m.Stats.StoredBytes) }
 	return req, nil

@@ -268,10 +268,8 @@ func (o *restoreFlags) runBackup(cmd *cobra.Command, g *globals, args []string) 
 		return o.printInPlace(g, res.InPlace, err)
 	case res != nil && res.Datadir != nil:
 		return printResult(g, o.l.asJSON, res.Datadir.JSON(), res.Datadir.WriteText)
-	case eng.Kind() == archive.KindLogical:
-		return maskUsage(err)
 	}
-	return refused(err)
+	return maskUsage(refused(err))
 }
 
 // printResult prints a result: with --json its JSON form, else its text.
@@ -426,32 +424,13 @@ func parseUntil(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC), 2026-11-21T10:15:00+01:00, or end", s)
 }
 
-// placedJSON is what restore --datadir --json prints: the restore, then
-// what was moved aside and the server started. Once the restore is done
-// it is printed also when what follows fails, with the error.
-type placedJSON struct {
-	restorecase.DatadirJSON // target is the datadir
-	provision.Placed
-	Error string `json:"error,omitempty"`
-}
-
 // printInPlace prints a restore into place, also when the swap or the
 // start failed with err, and returns err.
 func (o *restoreFlags) printInPlace(g *globals, res *restorecase.InPlaceResult, err error) error {
-	if o.l.asJSON {
-		out := placedJSON{DatadirJSON: res.DatadirResult.JSON(), Placed: placedOf(res)}
-		if err != nil {
-			out.Error = err.Error()
-		}
-		if perr := printJSON(g.stdout, out); perr != nil {
-			return perr
-		}
-		return err
+	if !o.l.asJSON {
+		provision.DefaultMessages.WritePlaced(g.stdout, res.Backup.ID, res.Target, res.Placed, res.Swapped, o.p.checkTimeout)
+	} else if perr := printJSON(g.stdout, res.JSON(err)); perr != nil {
+		return perr
 	}
-	provision.DefaultMessages.WritePlaced(g.stdout, res.Backup.ID, res.Target, placedOf(res), res.Swapped, o.p.checkTimeout)
 	return err
-}
-
-func placedOf(res *restorecase.InPlaceResult) provision.Placed {
-	return provision.Placed{Replaced: res.Replaced, Outside: res.Outside, Started: res.Started}
 }

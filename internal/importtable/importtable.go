@@ -31,6 +31,7 @@ import (
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/restoredserver"
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/scratch"
 )
 
 // Table names a table to restore and the name it takes on the target.
@@ -52,7 +53,7 @@ type Job struct {
 	Tables    []Table
 	Databases []string
 	Conn      mariadb.Config
-	WorkDir   string // where the backup is restored, in a subdirectory removed at the end
+	WorkDir   string // where the backup is restored, in a subdirectory removed at the end; "" for the process's scratch directory
 	// ServerDefaults and Restore are as for a restore test's server: the
 	// option file read after backup-my.cnf, and how the chain is prepared.
 	ServerDefaults string
@@ -164,6 +165,11 @@ func startRestored(ctx context.Context, job Job) (srv *sandbox.Server, restored 
 	mariadbd, err := restoredserver.FindServer(ctx, job.Restore.MariadbPath, job.Backup.Server.Version)
 	if err != nil {
 		return nil, "", nil, err
+	}
+	if job.WorkDir == "" {
+		if job.WorkDir, err = scratch.Dir(); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	work, err := os.MkdirTemp(job.WorkDir, "backstream-import-*")
 	if err != nil {

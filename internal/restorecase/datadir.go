@@ -74,10 +74,8 @@ type InPlaceRequest struct {
 // (Target is the datadir), what was moved aside, the server started.
 type InPlaceResult struct {
 	DatadirResult
-	Replaced string          // where what the datadir held was moved aside; "" if nothing was
-	Outside  []restore.Aside // what moved aside from, and was placed in, the places outside it
-	Swapped  bool            // the restore is in place
-	Started  *serverup.Report
+	Placed
+	Swapped bool // the restore is in place
 }
 
 // InPlace restores req.Backup into req.Place.Dir (see restore.Place): a
@@ -103,7 +101,7 @@ func InPlace(ctx context.Context, req InPlaceRequest) (*InPlaceResult, error) {
 		start = &o
 	}
 	did, swapped, err := SwapAndStart(ctx, place, start, restored.Backup.Server.Version)
-	res.Replaced, res.Outside, res.Swapped, res.Started = did.Replaced, did.Outside, swapped, did.Started
+	res.Placed, res.Swapped = did, swapped
 	return res, err
 }
 

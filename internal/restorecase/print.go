@@ -42,6 +42,25 @@ func (r *DatadirResult) WriteText(w io.Writer) {
 	}
 }
 
+// InPlaceJSON is the JSON form of a physical backup restored into place:
+// the restore, then what was moved aside and the server started. Once the
+// restore is done it is printed also when what follows failed, with the
+// error.
+type InPlaceJSON struct {
+	DatadirJSON // target is the datadir
+	Placed
+	Error string `json:"error,omitempty"`
+}
+
+// JSON is r's JSON form, with err, the error of the swap or the start.
+func (r *InPlaceResult) JSON(err error) InPlaceJSON {
+	out := InPlaceJSON{DatadirJSON: r.DatadirResult.JSON(), Placed: r.Placed}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}
+
 // PointInTimeJSON is the JSON form of a point-in-time restore.
 type PointInTimeJSON struct {
 	Backup   string   `json:"backup"`

@@ -25,29 +25,32 @@ func TestBackupFindsEveryDamage(t *testing.T) {
 	if err := Backup(ctx, r, m, 2, nil); err != nil {
 		t.Fatalf("an intact backup: %v", err)
 	}
-	flip := func(t *testing.T, name string) {
-		t.Helper()
-		p := filepath.Join(r.Backend.Location(), repo.Dir(m.ID), name)
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[len(data)/2] ^= 1
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			data[len(data)/2] ^= 1
-			os.WriteFile(p, data, 0o600)
-		})
-	}
 	for _, name := range []string{m.Streams[0].Name, m.Streams[1].Name, meta.Name} {
 		t.Run(name, func(t *testing.T) {
-			flip(t, name)
+			flip(t, r, m.ID, name)
 			err := Backup(ctx, r, m, 2, nil)
 			if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), m.ID) {
 				t.Fatalf("a byte flipped in %s: %v; want corruption naming the backup", name, err)
 			}
 		})
 	}
+}
+
+// flip flips a byte in the middle of object name of backup id, until the
+// test ends.
+func flip(t *testing.T, r *repo.Repo, id, name string) {
+	t.Helper()
+	p := filepath.Join(r.Backend.Location(), repo.Dir(id), name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		data[len(data)/2] ^= 1
+		os.WriteFile(p, data, 0o600)
+	})
 }
