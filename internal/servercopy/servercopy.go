@@ -83,8 +83,8 @@ type Result struct {
 	// for: its GTID position (gtid_binlog_pos) and file and offset.
 	Position archive.Positions
 	Load     *logical.LoadResult
-	// Replication is what setting up replication did (Job.Replicate).
-	Replication *replica.Result
+	// Replication is the replication set up (Job.Replicate).
+	Replication *replica.Summary
 	// Masked lists the columns masked as they were read, as
 	// db.table.column=function, sorted.
 	Masked []string
@@ -195,12 +195,14 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 			job.Progress.Stage("starting replication")
 		}
 		p := res.Position
-		res.Replication, err = replica.Setup(ctx, dst, *job.Replicate, replica.Options{
+		opt := replica.Options{
 			Coordinates: &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}, CoordinatesFrom: "copy " + res.ID,
-		})
+		}
+		set, err := replica.Setup(ctx, dst, *job.Replicate, opt)
 		if err != nil {
 			return res, fmt.Errorf("copy %s is complete, but the target does not replicate: %w", res.ID, err)
 		}
+		res.Replication = replica.Summarize(*job.Replicate, opt, set)
 	}
 	return res, nil
 }
