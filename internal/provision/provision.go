@@ -134,13 +134,10 @@ func finish(ctx context.Context, req Request, place *restore.Place, m *archive.M
 	// The manifest names the source and, for a backup of a replica, its
 	// primary: the positions to choose from.
 	opt := replica.Options{Backup: replica.FromManifest(m), PrimaryIs: r.PrimaryIs, CatchUp: r.CatchUp, WaitTimeout: r.WaitTimeout}
-	set, err := replica.SetupOn(ctx, req.Start.Conn, p, opt)
-	if err != nil {
+	if res.Replication, err = replica.SetupOn(ctx, req.Start.Conn, p, opt); err != nil {
 		res.Step = remote.StepReplicate
-		return err
 	}
-	res.Replication = replica.Summarize(p, opt, set)
-	return nil
+	return err
 }
 
 func startHow(s *Start) string {
