@@ -18,7 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/transport"
 )
 
-// tokenFlag loads the shared token of send and receive.
+// loadToken loads the shared token of send and receive.
 func loadToken(file string) ([]byte, error) {
 	tok, err := transport.LoadToken(file)
 	if err != nil {
@@ -141,15 +141,23 @@ func (tf *transferFlags) want(provision bool) int {
 
 // transport is the transport's options of the flags.
 func (tf *transferFlags) transport() (transport.Options, error) {
-	idle, err := parseIdleTimeout(tf.idle)
+	opt, err := transportOf(tf.idle, tf.tokenFile)
+	opt.CAFile, opt.ServerName = tf.caFile, tf.serverName
+	return opt, err
+}
+
+// transportOf is what send and receive share of the transport's
+// options: the token of tokenFile (--token-file) and the idle timeout.
+func transportOf(idle time.Duration, tokenFile string) (transport.Options, error) {
+	idle, err := parseIdleTimeout(idle)
 	if err != nil {
 		return transport.Options{}, err
 	}
-	tok, err := loadToken(tf.tokenFile)
+	tok, err := loadToken(tokenFile)
 	if err != nil {
 		return transport.Options{}, err
 	}
-	return transport.Options{Token: tok, CAFile: tf.caFile, ServerName: tf.serverName, IdleTimeout: idle}, nil
+	return transport.Options{Token: tok, IdleTimeout: idle}, nil
 }
 
 func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {

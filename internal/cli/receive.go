@@ -148,15 +148,9 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 
 // transport is the transport's options of the flags.
 func (rf *receiveFlags) transport() (transport.Options, error) {
-	idle, err := parseIdleTimeout(rf.idle)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	tok, err := loadToken(rf.tokenFile)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	return transport.Options{Token: tok, CertFile: rf.certFile, KeyFile: rf.keyFile, IdleTimeout: idle}, nil
+	opt, err := transportOf(rf.idle, rf.tokenFile)
+	opt.CertFile, opt.KeyFile = rf.certFile, rf.keyFile
+	return opt, err
 }
 
 // provisionRequest is the provisioning the flags ask for: receive

@@ -3,8 +3,8 @@
 // (logical.DumpSession) loaded into the target as it is made
 // (logical.Loading), resumable after an interruption, with the source's
 // binary log position recorded on the target, from which the target may
-// then replicate (through replica). It must not know flags, exit codes or
-// how results are printed.
+// then replicate (through replica). It must not know flags or exit codes;
+// its Result writes its own text (WriteText).
 package servercopy
 
 import (
