@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/servercopy"
@@ -144,9 +143,7 @@ func positionOfLastCopy(ctx context.Context, cfg mariadb.Config, opt *replica.Op
 	if err != nil {
 		return err
 	}
-	p := c.Position
-	opt.Coordinates = &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}
-	opt.CoordinatesFrom = "copy " + c.ID + " from " + c.Source
+	c.StartAt(opt)
 	return nil
 }
 

@@ -23,7 +23,6 @@ import (
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/mask"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
 )
@@ -194,10 +193,8 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		if job.Progress != nil {
 			job.Progress.Stage("starting replication")
 		}
-		p := res.Position
-		opt := replica.Options{
-			Coordinates: &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}, CoordinatesFrom: "copy " + res.ID,
-		}
+		var opt replica.Options
+		startAt(&opt, res.Position, "copy "+res.ID)
 		set, err := replica.Setup(ctx, dst, *job.Replicate, opt)
 		if err != nil {
 			return res, fmt.Errorf("copy %s is complete, but the target does not replicate: %w", res.ID, err)
