@@ -129,7 +129,7 @@ func (tf *transferFlags) dial(cmd *cobra.Command, g *globals, version string) (p
 }
 
 // want is what send (or provision) asks of each receiver.
-func (tf *transferFlags) want(provision bool) int {
+func (tf *transferFlags) want(provision bool) remote.Want {
 	switch {
 	case !provision:
 		return remote.WantTaken

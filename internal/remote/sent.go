@@ -77,16 +77,19 @@ func (res *Sent) WriteReports(w io.Writer) {
 	}
 }
 
-// What a send asks of each receiver beyond taking the backup whole.
+// Want is what a send asks of each receiver beyond taking the backup
+// whole.
+type Want int
+
 const (
-	WantTaken       = iota // nothing more (send)
-	WantRunning            // a server started on it (provision --replicate=false)
-	WantReplicating        // that server replicating (provision)
+	WantTaken       Want = iota // nothing more (send)
+	WantRunning                 // a server started on it (provision --replicate=false)
+	WantReplicating             // that server replicating (provision)
 )
 
 // Check returns an error naming the receivers that failed and those
 // that took the backup without doing what want asks.
-func (res *Sent) Check(want int) error {
+func (res *Sent) Check(want Want) error {
 	var errs, idle, stopped []string
 	if failed := res.Addresses(false); len(failed) > 0 {
 		errs = append(errs, fmt.Sprintf("backup %s did not reach receiver %s (see above); it reached %s", res.Backup, strings.Join(failed, ", "), strings.Join(res.Addresses(true), ", ")))
