@@ -223,7 +223,7 @@ func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bo
 	req.Listening, req.Rejected = receiveNotes(g)
 	var err error
 	if intoRepo {
-		err = rf.intoRepo(cmd.Context(), g, &req)
+		err = storeIntoRepo(cmd.Context(), g, &req)
 	} else {
 		var job restore.Job
 		job, err = rf.d.job(g, cmd.Flags())
@@ -236,9 +236,9 @@ func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bo
 	return req, err
 }
 
-// intoRepo sets req to store into the repository, locked for each
+// storeIntoRepo sets req to store into the repository, locked for each
 // transfer once a sender has announced its backup.
-func (rf *receiveFlags) intoRepo(ctx context.Context, g *globals, req *remote.StoreRequest) error {
+func storeIntoRepo(ctx context.Context, g *globals, req *remote.StoreRequest) error {
 	r, err := g.openRepo(ctx, false)
 	if err != nil {
 		return err
