@@ -7,8 +7,8 @@
 // close behind the server. It only reads the repository's catalog
 // (manifests, the listing of objects, verdicts, binary log status
 // objects), writes nothing and takes no lock, so it runs beside a backup
-// that holds one. It knows nothing of flags, exit codes or how its
-// verdict is printed.
+// that holds one. It writes its verdict as check prints it, a line of
+// text or a JSON object; it knows nothing of flags or exit codes.
 package health
 
 import (
@@ -84,6 +84,8 @@ type Source struct {
 type Report struct {
 	Location string
 	Now      time.Time
+	// Options are what the report was judged by.
+	Options Options
 	// Newest is the newest complete whole-server backup of the kind
 	// asked (nil if there is none, see Options.Kind) and Age how long
 	// before Now it finished.
@@ -140,7 +142,7 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 		now = time.Now()
 	}
 	loc := r.Backend.Location()
-	rep := Report{Location: loc, Now: now}
+	rep := Report{Location: loc, Now: now, Options: opt}
 	entries, err := r.Scan(ctx)
 	if err != nil {
 		return rep, err

@@ -59,9 +59,9 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := byID(plan)
+	got := byID(plan.Entries)
 	if len(got) != 5 {
-		t.Fatalf("plan has %d entries, want 4 backups and the crashed one: %+v", len(got), plan)
+		t.Fatalf("plan has %d entries, want 4 backups and the crashed one: %+v", len(got), plan.Entries)
 	}
 	for i, id := range ids {
 		if want := i >= 2; got[id].Keep != want || !got[id].Complete || got[id].Deleted {
@@ -83,7 +83,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = byID(done)
+	got = byID(done.Entries)
 	for i, id := range ids {
 		gone := i < 2
 		if got[id].Deleted != gone {
@@ -102,7 +102,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = byID(done)
+	got = byID(done.Entries)
 	if !got[crashed].Deleted || exists(t, r, repo.Dir(crashed)+"/streams/00000.xbs") {
 		t.Errorf("pruning left the crashed backup: %+v", got[crashed])
 	}
@@ -178,7 +178,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := leftovers(plan); l == nil || l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 4, Bytes: 10}) || l.Size != 10 {
+	if l := leftovers(plan.Entries); l == nil || l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 4, Bytes: 10}) || l.Size != 10 {
 		t.Fatalf("dry run: leftovers entry %+v, want 4 temporary files of 10 bytes, not deleted", l)
 	}
 	if n := len(tree(t, filepath.Join(root, "backups", tempOnly))); n != 3 {
@@ -190,7 +190,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := leftovers(done); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 1, Bytes: 1}) {
+	if l := leftovers(done.Entries); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 1, Bytes: 1}) {
 		t.Errorf("by policy: leftovers entry %+v, want the old backup's temporary file", l)
 	}
 	if left := tree(t, filepath.Join(root, "backups", old.ID)); len(left) != 0 {
@@ -201,7 +201,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := leftovers(done); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 3, Bytes: 9}) {
+	if l := leftovers(done.Entries); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 3, Bytes: 9}) {
 		t.Errorf("pruning: leftovers entry %+v, want 3 temporary files of 9 bytes, deleted", l)
 	}
 	for _, id := range []string{killed, tempOnly} {
@@ -223,7 +223,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	}
 
 	again, err := Run(ctx, r, Request{PruneIncomplete: true, Confirm: true, Now: now})
-	if err != nil || leftovers(again) != nil {
-		t.Errorf("pruning again: %+v, %v; want no leftovers entry", leftovers(again), err)
+	if err != nil || leftovers(again.Entries) != nil {
+		t.Errorf("pruning again: %+v, %v; want no leftovers entry", leftovers(again.Entries), err)
 	}
 }
