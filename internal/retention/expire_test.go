@@ -68,8 +68,9 @@ func TestRun(t *testing.T) {
 			t.Errorf("dry run: %s planned %+v, want keep=%v, complete, not deleted", id, got[id], want)
 		}
 	}
-	if c := got[crashed]; c.Complete || !c.Keep || c.Started.Year() != 2026 || c.Size != int64(len("partial")) {
-		t.Errorf("dry run: crashed backup planned %+v, want incomplete, kept, started in 2026, its size", c)
+	if c := got[crashed]; c.Complete || !c.Keep || c.Started.Year() != 2026 || c.Size != int64(len("partial")) ||
+		len(c.Reasons) != 1 || c.Reasons[0] != incompleteKept {
+		t.Errorf("dry run: crashed backup planned %+v, want incomplete, kept for want of --prune-incomplete, started in 2026, its size", c)
 	}
 	for _, id := range ids {
 		if !exists(t, r, repo.Dir(id)+"/"+repo.ManifestName) {
@@ -103,7 +104,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = byID(done.Entries)
-	if !got[crashed].Deleted || exists(t, r, repo.Dir(crashed)+"/streams/00000.xbs") {
+	if !got[crashed].Deleted || got[crashed].Keep || len(got[crashed].Reasons) != 0 || exists(t, r, repo.Dir(crashed)+"/streams/00000.xbs") {
 		t.Errorf("pruning left the crashed backup: %+v", got[crashed])
 	}
 	for _, id := range ids[2:] {
