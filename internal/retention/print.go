@@ -107,6 +107,12 @@ func policyFlags(p Policy) string {
 	if p.KeepWeekly > 0 {
 		parts = append(parts, fmt.Sprintf("--keep-weekly %d", p.KeepWeekly))
 	}
+	if p.KeepMonthly > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-monthly %d", p.KeepMonthly))
+	}
+	if p.KeepYearly > 0 {
+		parts = append(parts, fmt.Sprintf("--keep-yearly %d", p.KeepYearly))
+	}
 	if p.KeepPITR > 0 {
 		parts = append(parts, "--keep-pitr "+FormatDuration(p.KeepPITR))
 	}

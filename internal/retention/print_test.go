@@ -89,3 +89,23 @@ func TestWriteTextTotals(t *testing.T) {
 		}
 	}
 }
+
+// Every rule is named by its flag where the plan says why a backup goes:
+// --keep-monthly and --keep-yearly were left out, and a plan by them alone
+// said "not kept by" and nothing more.
+func TestPolicyFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		p    Policy
+		want string
+	}{
+		{Policy{KeepMonthly: 12}, "--keep-monthly 12"},
+		{Policy{KeepYearly: 3}, "--keep-yearly 3"},
+		{Policy{KeepLast: 1, KeepWithin: 36 * time.Hour, KeepDaily: 7, KeepWeekly: 5, KeepMonthly: 12, KeepYearly: 3, KeepPITR: 7 * 24 * time.Hour},
+			"--keep-last 1 --keep-within 36h --keep-daily 7 --keep-weekly 5 --keep-monthly 12 --keep-yearly 3 --keep-pitr 1w"},
+	} {
+		if got := policyFlags(c.p); got != c.want {
+			t.Errorf("policyFlags(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}
