@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -90,12 +91,12 @@ func backupUnderRoutineDDL(t *testing.T, version, basedir string) {
 		t.Logf("%s under DDL (%d rounds so far): exit %d, %v", what, round, r.code, r.err)
 		return r
 	}
-	latest := func() listEntry {
+	latest := func() inventory.Backup {
 		t.Helper()
 		entries := backupListing(t, repoDir)
 		return entries[len(entries)-1]
 	}
-	check := func(what string, m listEntry) {
+	check := func(what string, m inventory.Backup) {
 		t.Helper()
 		target := filepath.Join(t.TempDir(), "datadir")
 		run(t, "restore", m.ID, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
