@@ -151,6 +151,18 @@ type DatabaseStats struct {
 	Masked []string `json:"masked,omitempty"`
 }
 
+// MaskedColumns lists the columns whose values the dump of databases dbs
+// masked, as db.table.column=function.
+func MaskedColumns(dbs []DatabaseStats) []string {
+	var out []string
+	for _, d := range dbs {
+		for _, c := range d.Masked {
+			out = append(out, d.Name+"."+c)
+		}
+	}
+	return out
+}
+
 // Barrier orders the streams around one chunk whose effect reaches files
 // in several streams: a remove of a directory (DROP DATABASE, or DDL on
 // non-InnoDB tables, during the backup). Every stream i first applies its

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -229,6 +231,12 @@ func (w *Writer) Add(c *xbstream.Chunk, raw []byte) error {
 		w.binding[c.NewPath] = i
 	}
 	return w.send(i, routed{c: *c, raw: raw})
+}
+
+// Paths lists every path the writer routed a chunk of (a removed or
+// renamed one too), sorted. Call it from the goroutine that calls Add.
+func (w *Writer) Paths() []string {
+	return slices.Sorted(maps.Keys(w.binding))
 }
 
 // newPathStream picks the stream of a path seen for the first time: its

@@ -140,6 +140,52 @@ func (a *Archiver) Run(ctx context.Context, follow bool) error {
 	}
 }
 
+// Summary is what one run without follow archived (binlog --json): each
+// file, their sum, and what the archive still lacks of the server's
+// binary log.
+type Summary struct {
+	Archived    []ArchivedFile `json:"archived"`
+	Files       int            `json:"files"`
+	Bytes       int64          `json:"bytes"` // binary log archived, as on the server
+	StoredBytes int64          `json:"stored_bytes"`
+	// LagBytes is the binary log the server holds that the archive does
+	// not: at least the active file. Absent when not measured (nothing
+	// was open on the server to archive).
+	LagBytes *int64 `json:"lag_bytes,omitempty"`
+}
+
+// ArchivedFile is one file a run archived: its index, as list --binlogs
+// --json has it, and its size in the repository.
+type ArchivedFile struct {
+	*archive.BinlogFile
+	StoredBytes int64 `json:"stored_bytes"`
+}
+
+// RunOnce archives every closed file the repository lacks, as Run without
+// follow, and says what it archived. Archived and Lag, if set, still hear
+// of each file and measure.
+func (a *Archiver) RunOnce(ctx context.Context) (*Summary, error) {
+	s := &Summary{Archived: []ArchivedFile{}}
+	run := *a
+	run.Archived = func(m *archive.Manifest) {
+		s.Archived = append(s.Archived, ArchivedFile{BinlogFile: m.Binlog, StoredBytes: m.Stats.StoredBytes})
+		s.Bytes += m.Binlog.Size
+		s.StoredBytes += m.Stats.StoredBytes
+		if a.Archived != nil {
+			a.Archived(m)
+		}
+	}
+	run.Lag = func(l Lag) { // without follow: one goroutine
+		s.LagBytes = &l.Bytes
+		if a.Lag != nil {
+			a.Lag(l)
+		}
+	}
+	err := run.Run(ctx, false)
+	s.Files = len(s.Archived)
+	return s, err
+}
+
 // binlogNames are mariadb-binlog's names, new and old.
 var binlogNames = []string{"mariadb-binlog", "mysqlbinlog"}
 

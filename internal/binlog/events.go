@@ -1,6 +1,7 @@
 // Package binlog archives a server's binary logs into a repository and
 // reads back what is archived: which files, which GTIDs and which moments
-// each one covers. Following a server, it stores the file being written
+// each one covers, written as list --binlogs shows it (WriteListing).
+// Following a server, it stores the file being written
 // as segments cut at transaction boundaries (Segmenter), in segment
 // objects whose format it defines (Segment, ReadSegment). A server
 // promoted after a failover continues the old primary's archive through

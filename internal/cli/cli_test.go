@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/sandbox"
 )
@@ -165,10 +166,10 @@ func compareTrees(t *testing.T, what string, got, want map[string]string) {
 }
 
 // backupListing parses `list --json`; flags are added to the command.
-func backupListing(t *testing.T, repoDir string, flags ...string) []listEntry {
+func backupListing(t *testing.T, repoDir string, flags ...string) []inventory.Backup {
 	t.Helper()
 	r := run(t, append([]string{"list", "--repo", repoDir, "--json"}, flags...)...).mustSucceed(t)
-	var entries []listEntry
+	var entries []inventory.Backup
 	if err := json.Unmarshal([]byte(r.stdout), &entries); err != nil {
 		t.Fatalf("list --json: %v\n%s", err, r.stdout)
 	}

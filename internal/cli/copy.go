@@ -6,11 +6,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
@@ -96,21 +96,9 @@ type copyReport struct {
 	Error       string             `json:"error,omitempty"`
 }
 
-func newCopyCmd(g *globals) *cobra.Command {
-	var (
-		from, to    endpointFlags
-		choices     loadChoices
-		masks       maskFlags
-		primary     primaryFlags
-		parallel    int
-		chunkSize   string
-		maxRate     string
-		blockDDL    bool
-		currentOnly bool
-		replicate   bool
-		asJSON      bool
-	)
-	cmd := &cobra.Command{
+// copyHelp is the copy command, without its RunE.
+func copyHelp() *cobra.Command {
+	return &cobra.Command{
 		Use:   "copy --from SOURCE --to TARGET",
 		Short: "Copy databases from one server into another, with no staging on disk",
 		Example: `  backstream copy --from db1.example.com --to /run/mysqld/mysqld.sock --from-defaults-file /etc/backstream/db1.cnf
@@ -145,113 +133,48 @@ The source's connection options come from --from-defaults-file (its [client] and
 [backstream] groups), else the option files the global flags choose, and its password
 also from $BACKSTREAM_FROM_PASSWORD; the target's likewise from --to-defaults-file and
 $BACKSTREAM_TO_PASSWORD. No password is taken as a flag.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f := cmd.Flags()
-			src, err := from.resolve(g)
-			if err != nil {
-				return err
-			}
-			dst, err := to.resolve(g)
-			if err != nil {
-				return err
-			}
-			filter, rename, err := choices.parse()
-			if err != nil {
-				return err
-			}
-			chunk, err := progress.ParseBytes(chunkSize)
-			if err != nil || chunk < 64<<10 {
-				return usagef("--chunk-size %q: want a size of at least 64KiB, like 16MiB", chunkSize)
-			}
-			rate, err := parseRate("--max-rate", maxRate)
-			if err != nil {
-				return err
-			}
-			if parallel < 1 {
-				return usagef("--parallel must be at least 1")
-			}
-			rules, err := masks.rules()
-			if err != nil {
-				return err
-			}
-			if rules != nil && replicate {
-				return usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
-			}
-			skip := choices.skip.s
-			if !choices.users {
-				skip.Users = true // the dump need not read what the load will not make
-			}
-			job := servercopy.Job{
-				From: src, To: dst, Parallel: parallel, Filter: filter, Skip: skip, Rename: rename, Definer: choices.definer,
-				DropExisting: choices.dropExisting, Resume: choices.resume, NoBinlog: choices.noBinlog,
-				Users: choices.users, ReplaceUsers: choices.replaceUsers, BlockDDL: blockDDL, VersionedCurrentOnly: currentOnly,
-				ChunkBytes: chunk, MaxRate: rate, Mask: rules,
-				OnServers: func(s, t servercopy.Server) {
-					fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t)
-				},
-			}
-			if !replicate {
-				if name := firstChanged(f, primary.names()); name != "" {
-					return usagef("--%s names the primary of --replicate", name)
-				}
-			} else {
-				if name := firstChanged(f, []string{"database", "exclude-database", "table", "exclude-table", "rename-database"}); name != "" {
-					return usagef("--replicate copies the whole server: a replica applies every write of its primary, and would stop at the first to what --%s leaves out or renames", name)
-				}
-				def := replica.Primary{}
-				if !src.UsesSocket() {
-					def.Host, def.Port = src.Host, src.Port
-				}
-				p, err := primary.resolve(f, def)
-				if err != nil {
-					return err
-				}
-				job.Replicate = &p
-			}
-			t := g.tracker("copy", 0)
-			job.Progress = t
-			res, err := servercopy.Run(cmd.Context(), job)
-			err = maskUsage(err)
-			sum := t.Finish(err)
-			if res == nil || res.Load == nil {
-				return err
-			}
-			warnPasswordless(g, res.Load)
-			if !asJSON {
-				printCopied(g, res, choices.users)
-				if res.Replication != nil {
-					reportReplication(g.stdout, *job.Replicate, replica.Options{}, res.Replication)
-				}
-				return err
-			}
-			var repl *replicationResult
-			if res.Replication != nil {
-				repl = replica.Summarize(*job.Replicate, replica.Options{}, res.Replication)
-			}
-			rep := copyReport{
-				Copy: res.ID, Source: res.Source, Target: res.Target, Resumed: res.Resumed,
-				Tables: res.Load.Tables, DataFiles: res.Load.Chunks, Rows: res.Load.Rows,
-				GTIDPosition: res.Position.GTID, BinlogFile: res.Position.BinlogFile, BinlogPosition: res.Position.BinlogPosition,
-				KeptTables: orEmpty(res.Load.Kept), DroppedTables: orEmpty(res.Load.Dropped), loadDetails: detailsOf(res.Load),
-				Replication: repl, Seconds: sum.Elapsed.Seconds(),
-			}
-			rep.Masked = orEmpty(res.Masked)
-			if err != nil {
-				rep.Error = err.Error()
-			}
-			if perr := printJSON(g.stdout, rep); perr != nil {
-				return perr
-			}
-			return err
-		},
 	}
-	f := cmd.Flags()
-	from.register(f, "from", "source")
-	to.register(f, "to", "target")
-	f.IntVar(&parallel, "parallel", defaultParallel(), "dump connections on the source, and as many loading connections on the target")
-	f.StringVar(&chunkSize, "chunk-size", "16MiB", "size at which table data is cut into data files")
-	f.StringVar(&maxRate, "max-rate", "", "read at most this many bytes of table data per second from the source, all connections together, e.g. 50MiB/s (default: no limit)")
+}
+
+// copyFlags are copy's flags.
+type copyFlags struct {
+	from, to                         endpointFlags
+	choices                          loadChoices
+	masks                            maskFlags
+	primary                          primaryFlags
+	parallel                         int
+	chunkSize, maxRate               string
+	blockDDL, currentOnly, replicate bool
+	asJSON                           bool
+}
+
+func newCopyCmd(g *globals) *cobra.Command {
+	var cf copyFlags
+	cmd := copyHelp()
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		job, err := cf.job(cmd.Flags(), g)
+		if err != nil {
+			return err
+		}
+		t := g.tracker("copy", 0)
+		job.Progress = t
+		res, err := servercopy.Run(cmd.Context(), job)
+		err = maskUsage(err)
+		sum := t.Finish(err)
+		return cf.print(g, res, sum.Elapsed, err)
+	}
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+func (cf *copyFlags) register(f *pflag.FlagSet) {
+	choices := &cf.choices
+	cf.from.register(f, "from", "source")
+	cf.to.register(f, "to", "target")
+	f.IntVar(&cf.parallel, "parallel", defaultParallel(), "dump connections on the source, and as many loading connections on the target")
+	f.StringVar(&cf.chunkSize, "chunk-size", "16MiB", "size at which table data is cut into data files")
+	f.StringVar(&cf.maxRate, "max-rate", "", "read at most this many bytes of table data per second from the source, all connections together, e.g. 50MiB/s (default: no limit)")
 	f.StringSliceVar(&choices.databases, "database", nil, "copy only these databases (repeatable, comma-separated)")
 	f.StringSliceVar(&choices.excludeDBs, "exclude-database", nil, "leave these databases out")
 	f.StringSliceVar(&choices.tables, "table", nil, "copy only these tables, as db.table (repeatable, comma-separated)")
@@ -265,30 +188,133 @@ $BACKSTREAM_TO_PASSWORD. No password is taken as a flag.`,
 	f.BoolVar(&choices.users, "users", false, "create the source's users, roles and grants on the target (accounts the target has are kept)")
 	f.BoolVar(&choices.replaceUsers, "replace-users", false, "with --users: replace accounts the target already has")
 	choices.skip.register(f)
-	masks.register(f, "as they are read from the source, so that they never reach the target")
-	f.BoolVar(&blockDDL, "block-ddl", false, "block DDL on the copied tables while the dump runs, instead of failing when it happens")
-	f.BoolVar(&currentOnly, "versioned-current-only", false, "copy tables system-versioned by transaction id with their current rows only (without this flag they make the copy refuse)")
-	f.BoolVar(&replicate, "replicate", false, "once the copy is complete, make the target replicate from the source from the copy's position (the whole server only)")
-	primary.register(f)
-	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of text: the servers, the tables, rows and position copied, what was kept, reloaded and left out, the replication started")
-	return cmd
+	cf.masks.register(f, "as they are read from the source, so that they never reach the target")
+	f.BoolVar(&cf.blockDDL, "block-ddl", false, "block DDL on the copied tables while the dump runs, instead of failing when it happens")
+	f.BoolVar(&cf.currentOnly, "versioned-current-only", false, "copy tables system-versioned by transaction id with their current rows only (without this flag they make the copy refuse)")
+	f.BoolVar(&cf.replicate, "replicate", false, "once the copy is complete, make the target replicate from the source from the copy's position (the whole server only)")
+	cf.primary.register(f)
+	f.BoolVar(&cf.asJSON, "json", false, "print the result as one JSON object instead of text: the servers, the tables, rows and position copied, what was kept, reloaded and left out, the replication started")
 }
 
-// printCopied prints a finished copy as text.
-func printCopied(g *globals, res *servercopy.Result, users bool) {
-	l := res.Load
-	fmt.Fprintf(g.stdout, "copy %s complete: %d tables, %d data files, %d rows", res.ID, l.Tables, l.Chunks, l.Rows)
-	if res.Resumed {
-		fmt.Fprintf(g.stdout, " (resumed: %d tables kept from the earlier run)", len(l.Kept))
+// job checks the flags and builds the copy they ask for, less its
+// progress.
+func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
+	var job servercopy.Job
+	src, err := cf.from.resolve(g)
+	if err != nil {
+		return job, err
 	}
-	fmt.Fprintln(g.stdout)
-	if p := res.Position; p.BinlogFile != "" {
-		fmt.Fprintf(g.stdout, "source position: GTID %s, binary log %s at %d (recorded on the target in %s.copies)\n", p.GTID, p.BinlogFile, p.BinlogPosition, logical.JournalDatabase)
-	} else {
-		fmt.Fprintln(g.stdout, "source position: none (the source writes no binary log)")
+	dst, err := cf.to.resolve(g)
+	if err != nil {
+		return job, err
 	}
-	if len(res.Masked) > 0 {
-		fmt.Fprintf(g.stdout, "masked as copied: %s\n", strings.Join(res.Masked, ", "))
+	filter, rename, err := cf.choices.parse()
+	if err != nil {
+		return job, err
 	}
-	printLoaded(g, l, users, "copy", "copies")
+	chunk, rate, err := cf.sizes()
+	if err != nil {
+		return job, err
+	}
+	rules, err := cf.masks.rules()
+	if err != nil {
+		return job, err
+	}
+	if rules != nil && cf.replicate {
+		return job, usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
+	}
+	c := &cf.choices
+	skip := c.skip.s
+	if !c.users {
+		skip.Users = true // the dump need not read what the load will not make
+	}
+	job = servercopy.Job{
+		From: src, To: dst, Parallel: cf.parallel, Filter: filter, Skip: skip, Rename: rename, Definer: c.definer,
+		DropExisting: c.dropExisting, Resume: c.resume, NoBinlog: c.noBinlog,
+		Users: c.users, ReplaceUsers: c.replaceUsers, BlockDDL: cf.blockDDL, VersionedCurrentOnly: cf.currentOnly,
+		ChunkBytes: chunk, MaxRate: rate, Mask: rules,
+		OnServers: func(s, t servercopy.Server) {
+			fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t)
+		},
+	}
+	job.Replicate, err = cf.replicateTo(f, src)
+	return job, err
+}
+
+// sizes checks --chunk-size, --max-rate and --parallel.
+func (cf *copyFlags) sizes() (chunk, rate int64, err error) {
+	chunk, err = progress.ParseBytes(cf.chunkSize)
+	if err != nil || chunk < 64<<10 {
+		return 0, 0, usagef("--chunk-size %q: want a size of at least 64KiB, like 16MiB", cf.chunkSize)
+	}
+	rate, err = parseRate("--max-rate", cf.maxRate)
+	if err != nil {
+		return 0, 0, err
+	}
+	if cf.parallel < 1 {
+		return 0, 0, usagef("--parallel must be at least 1")
+	}
+	return chunk, rate, nil
+}
+
+// replicateTo is the primary the target replicates from with --replicate
+// (the source src, unless the --primary-* flags say how the target reaches
+// it), nil without.
+func (cf *copyFlags) replicateTo(f *pflag.FlagSet, src mariadb.Config) (*replica.Primary, error) {
+	if !cf.replicate {
+		if name := firstChanged(f, cf.primary.names()); name != "" {
+			return nil, usagef("--%s names the primary of --replicate", name)
+		}
+		return nil, nil
+	}
+	if name := firstChanged(f, []string{"database", "exclude-database", "table", "exclude-table", "rename-database"}); name != "" {
+		return nil, usagef("--replicate copies the whole server: a replica applies every write of its primary, and would stop at the first to what --%s leaves out or renames", name)
+	}
+	def := replica.Primary{}
+	if !src.UsesSocket() {
+		def.Host, def.Port = src.Host, src.Port
+	}
+	p, err := cf.primary.resolve(f, def)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// print prints the copy res as text or, with --json, as one object (also
+// when it failed after the load); and returns err.
+func (cf *copyFlags) print(g *globals, res *servercopy.Result, elapsed time.Duration, err error) error {
+	if res == nil || res.Load == nil {
+		return err
+	}
+	warnPasswordless(g, res.Load)
+	if !cf.asJSON {
+		res.WriteText(g.stdout)
+		printLoaded(g, res.Load, cf.choices.users, "copy", "copies")
+		if res.Replication != nil {
+			printReplication(g.stdout, res.Replication)
+		}
+		return err
+	}
+	rep := copyReportOf(res, elapsed)
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	if perr := printJSON(g.stdout, rep); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// copyReportOf is what copy --json prints of res.
+func copyReportOf(res *servercopy.Result, elapsed time.Duration) copyReport {
+	rep := copyReport{
+		Copy: res.ID, Source: res.Source, Target: res.Target, Resumed: res.Resumed,
+		Tables: res.Load.Tables, DataFiles: res.Load.Chunks, Rows: res.Load.Rows,
+		GTIDPosition: res.Position.GTID, BinlogFile: res.Position.BinlogFile, BinlogPosition: res.Position.BinlogPosition,
+		KeptTables: orEmpty(res.Load.Kept), DroppedTables: orEmpty(res.Load.Dropped), loadDetails: detailsOf(res.Load),
+		Replication: res.Replication, Seconds: elapsed.Seconds(),
+	}
+	rep.Masked = orEmpty(res.Masked)
+	return rep
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -121,7 +122,7 @@ func TestIncrementalOnLaggingCheckpoint(t *testing.T) {
 		"CREATE TABLE bank.bulk (id INT PRIMARY KEY, pad VARBINARY(100)) ENGINE=InnoDB",
 		fmt.Sprintf("INSERT INTO bank.bulk SELECT seq, CONCAT(UNHEX(SHA2(seq, 512)), UNHEX(SHA2(-seq, 256))) FROM bank.seq_1_to_%d", rows))
 	repoDir := newRepoDir(t)
-	backup := func(flags ...string) listEntry {
+	backup := func(flags ...string) inventory.Backup {
 		t.Helper()
 		run(t, append(append([]string{"backup", "--repo", repoDir, "--incremental", "--parallel", "2"}, flags...), sandboxConn(src)...)...).mustSucceed(t)
 		entries := backupListing(t, repoDir)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -145,24 +144,10 @@ func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 	}, nil
 }
 
-// printMasked says which columns of a logical backup were masked.
-func printMasked(g *globals, m *archive.Manifest) {
-	if cols := maskedIn(m); len(cols) > 0 {
-		fmt.Fprintf(g.stdout, "backup %s: masked when dumped: %s\n", m.ID, strings.Join(cols, ", "))
-	}
-}
-
 // maskedIn lists the columns a logical backup's dump masked, as
 // db.table.column=function.
-func maskedIn(m *archive.Manifest) []string { return restorecase.MaskedIn(m) }
-
-// printNoHistory says which tables of a logical backup have no history in it.
-func printNoHistory(g *globals, m *archive.Manifest) {
-	for _, d := range m.Databases {
-		for _, t := range d.NoHistory {
-			fmt.Fprintf(g.stdout, "backup %s: table %s.%s: history not in the backup (--versioned-current-only)\n", m.ID, d.Name, t)
-		}
-	}
+func maskedIn(m *archive.Manifest) []string {
+	return archive.MaskedColumns(m.Databases)
 }
 
 // loadChoices are what a logical load takes and how: restore's of a

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -63,7 +64,7 @@ func TestMerge(t *testing.T) {
 	if len(entries) != 4 {
 		t.Fatalf("%d backups after merge, want 4", len(entries))
 	}
-	var merged listEntry
+	var merged inventory.Backup
 	for _, e := range entries {
 		if len(e.MergedFrom) > 0 {
 			merged = e

@@ -13,11 +13,12 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/transport"
 )
 
-// tokenFlag loads the shared token of send and receive.
+// loadToken loads the shared token of send and receive.
 func loadToken(file string) ([]byte, error) {
 	tok, err := transport.LoadToken(file)
 	if err != nil {
@@ -84,56 +85,79 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 	cmd := transferHelp(provision)
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(tf.to) == 0 {
-			return usagef("name at least one receiver with --to HOST:PORT")
-		}
-		job, err := tf.b.job(g, cmd, version)
-		if err != nil {
-			return err
-		}
-		if tf.from != "" {
-			if job.Conn, err = sourceAt(cmd, job.Conn, tf.from); err != nil {
-				return err
-			}
-		}
-		opt, err := tf.transport()
-		if err != nil {
-			return err
-		}
-		s, err := remote.Dial(cmd.Context(), tf.to, opt)
+		job, s, err := tf.dial(cmd, g, version)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		job.Dest = s
 		m, sum, err := runBackupJob(cmd.Context(), g, "send", job)
 		if err != nil {
 			return err
 		}
-		res := sentOf(m, s.Reports())
-		printFailed(g, res)
-		if tf.asJSON {
-			err = printJSON(g.stdout, res)
-		} else {
-			printSent(g, res, sum.Elapsed)
-		}
-		return errors.Join(err, res.failures(provision, tf.replicate))
+		sent := remote.SentOf(m.ID, s.Reports())
+		return errors.Join(tf.print(g, m, sent, sum.Elapsed), sent.Check(tf.want(provision)))
 	}
 	tf.register(cmd, provision)
 	return cmd
 }
 
+// dial checks the flags, builds the backup job they ask for and connects
+// to the receivers, its destination.
+func (tf *transferFlags) dial(cmd *cobra.Command, g *globals, version string) (physical.BackupJob, *remote.Sender, error) {
+	if len(tf.to) == 0 {
+		return physical.BackupJob{}, nil, usagef("name at least one receiver with --to HOST:PORT")
+	}
+	job, err := tf.b.job(g, cmd, version)
+	if err != nil {
+		return job, nil, err
+	}
+	if tf.from != "" {
+		if job.Conn, err = sourceAt(cmd, job.Conn, tf.from); err != nil {
+			return job, nil, err
+		}
+	}
+	opt, err := tf.transport()
+	if err != nil {
+		return job, nil, err
+	}
+	s, err := remote.Dial(cmd.Context(), tf.to, opt)
+	if err != nil {
+		return job, nil, err
+	}
+	job.Dest = s
+	return job, s, nil
+}
+
+// want is what send (or provision) asks of each receiver.
+func (tf *transferFlags) want(provision bool) remote.Want {
+	switch {
+	case !provision:
+		return remote.WantTaken
+	case tf.replicate:
+		return remote.WantReplicating
+	}
+	return remote.WantRunning
+}
+
 // transport is the transport's options of the flags.
 func (tf *transferFlags) transport() (transport.Options, error) {
-	idle, err := parseIdleTimeout(tf.idle)
+	opt, err := transportOf(tf.idle, tf.tokenFile)
+	opt.CAFile, opt.ServerName = tf.caFile, tf.serverName
+	return opt, err
+}
+
+// transportOf is what send and receive share of the transport's
+// options: the token of tokenFile (--token-file) and the idle timeout.
+func transportOf(idle time.Duration, tokenFile string) (transport.Options, error) {
+	idle, err := parseIdleTimeout(idle)
 	if err != nil {
 		return transport.Options{}, err
 	}
-	tok, err := loadToken(tf.tokenFile)
+	tok, err := loadToken(tokenFile)
 	if err != nil {
 		return transport.Options{}, err
 	}
-	return transport.Options{Token: tok, CAFile: tf.caFile, ServerName: tf.serverName, IdleTimeout: idle}, nil
+	return transport.Options{Token: tok, IdleTimeout: idle}, nil
 }
 
 func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
@@ -155,102 +179,20 @@ func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
 // sent, as backup --json has it, and what became of it on each receiver.
 type sentResult struct {
 	madeResult
-	Receivers []receiverOutcome `json:"receivers"`
-	m         *archive.Manifest
+	*remote.Sent
 }
 
-// receiverOutcome is one receiver's outcome: it took the backup whole and
-// verified (ok) and told what it did with it (outcome, and report: its
-// text for people), or why it did not (error). Running and replicating
-// come from the outcome's fields, never from its text.
-type receiverOutcome struct {
-	Address     string          `json:"address"`
-	OK          bool            `json:"ok"`
-	Report      string          `json:"report,omitempty"`
-	Running     bool            `json:"running"`     // a server started on the backup and checked
-	Replicating bool            `json:"replicating"` // that server replicates (what provision insists on)
-	Outcome     *remote.Outcome `json:"outcome,omitempty"`
-	Error       string          `json:"error,omitempty"`
-}
-
-// sentOf is the backup m sent and what the receivers reported.
-func sentOf(m *archive.Manifest, reports []remote.Report) sentResult {
-	res := sentResult{madeResult: madeOf(m), Receivers: []receiverOutcome{}, m: m}
-	for _, r := range reports {
-		out := receiverOutcome{Address: r.Addr, OK: r.Err == nil, Outcome: r.Outcome}
-		if o := r.Outcome; o != nil {
-			out.Report = strings.TrimSpace(o.Text)
-			out.Running, out.Replicating = o.Running(), o.Replicating()
-		}
-		if r.Err != nil {
-			out.Error = r.Err.Error()
-		}
-		res.Receivers = append(res.Receivers, out)
+// print names the receivers that failed on stderr, then says what was
+// sent where and what each receiver reported, as text or JSON.
+func (tf *transferFlags) print(g *globals, m *archive.Manifest, sent *remote.Sent, elapsed time.Duration) error {
+	sent.WriteFailed(g.stderr)
+	if tf.asJSON {
+		return printJSON(g.stdout, sentResult{madeResult: madeOf(m), Sent: sent})
 	}
-	return res
-}
-
-// addresses are the receivers that took the backup (ok) or did not.
-func (res sentResult) addresses(ok bool) []string {
-	var out []string
-	for _, r := range res.Receivers {
-		if r.OK == ok {
-			out = append(out, r.Address)
-		}
-	}
-	return out
-}
-
-// printFailed names on stderr the receivers that failed, and why.
-func printFailed(g *globals, res sentResult) {
-	for _, r := range res.Receivers {
-		if !r.OK {
-			fmt.Fprintf(g.stderr, "receiver %s failed: %s\n", r.Address, r.Error)
-		}
-	}
-}
-
-// printSent says what was sent where and what each receiver reported.
-func printSent(g *globals, res sentResult, elapsed time.Duration) {
-	m := res.m
 	fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
-		strings.Join(res.addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), elapsed.Round(1e7))
-	for _, r := range res.Receivers {
-		for _, line := range strings.Split(r.Report, "\n") {
-			if line != "" {
-				fmt.Fprintf(g.stdout, "receiver %s: %s\n", r.Address, line)
-			}
-		}
-	}
-}
-
-// failures are the receivers that failed and, for provision, those that
-// took the backup without a server replicating (or, replicate false,
-// running) on it.
-func (res sentResult) failures(provision, replicate bool) error {
-	var errs, idle, stopped []string
-	if failed := res.addresses(false); len(failed) > 0 {
-		errs = append(errs, fmt.Sprintf("backup %s did not reach receiver %s (see above); it reached %s", res.ID, strings.Join(failed, ", "), strings.Join(res.addresses(true), ", ")))
-	}
-	for _, r := range res.Receivers {
-		switch {
-		case !r.OK || !provision:
-		case replicate && !r.Replicating:
-			idle = append(idle, r.Address)
-		case !replicate && !r.Running:
-			stopped = append(stopped, r.Address)
-		}
-	}
-	if len(idle) > 0 {
-		errs = append(errs, fmt.Sprintf("receiver %s took the backup but reports no replication: a replica is provisioned by a receiver started with receive --datadir DIR --start --replicate", strings.Join(idle, ", ")))
-	}
-	if len(stopped) > 0 {
-		errs = append(errs, fmt.Sprintf("receiver %s took the backup but reports no server started on it: provision needs receivers started with receive --datadir DIR --start", strings.Join(stopped, ", ")))
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(errs, "\n"))
+		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), elapsed.Round(1e7))
+	sent.WriteReports(g.stdout)
+	return nil
 }
 
 // sourceAt is cfg connecting to from (HOST:PORT) over TCP, for provision

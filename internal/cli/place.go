@@ -63,10 +63,6 @@ func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, er
 	return sf, err
 }
 
-// inPlace is what placing did, as --json prints it: where what the datadir
-// held went, what moved outside it, and the server started on it.
-type inPlace = provision.Placed
-
 // startAt is how --start starts the server that cfg reaches, nil without
 // --start.
 func (p *placeFlags) startAt(cfg mariadb.Config) *provision.Start {

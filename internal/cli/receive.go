@@ -2,16 +2,18 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -32,23 +34,9 @@ type receiveFlags struct {
 	idle      time.Duration
 }
 
-// receivedResult is what receive --json prints of a backup that arrived
-// whole and verified: where it went, and with --datadir what was moved
-// aside, the server started and its replication. Error says what failed
-// after its arrival (into place, the start, replication).
-type receivedResult struct {
-	Backup   string `json:"backup"`
-	Into     string `json:"into"`  // target-dir, datadir or repository
-	Where    string `json:"where"` // the directory, or the repository's location
-	Prepared bool   `json:"prepared"`
-	inPlace
-	Replicating *replicationResult `json:"replicating,omitempty"`
-	Error       string             `json:"error,omitempty"`
-}
-
-func newReceiveCmd(g *globals) *cobra.Command {
-	var rf receiveFlags
-	cmd := &cobra.Command{
+// receiveHelp is the receive command, without its RunE.
+func receiveHelp() *cobra.Command {
+	return &cobra.Command{
 		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
 		Short: "Take a backup streamed by send: restore it as it arrives, or store it in a repository",
 		Example: `  backstream receive --listen :4444 --target-dir /var/lib/mysql.new --prepare --token-file /etc/backstream/token
@@ -68,25 +56,34 @@ backup's position, as backstream replicate does (the primary's settings from
 [backstream-primary] and the --primary-* flags), and with --catch-up waits until it has
 caught up. All this happens before the sender is told, and send prints what each
 receiver reported: one send provisions every replica it names.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repo != "" && rf.p.datadir == "")
-			if err := rf.check(cmd, g, intoRepo); err != nil {
-				return err
-			}
-			if rf.p.datadir == "" {
-				return rf.store(cmd, g, intoRepo)
-			}
-			req, err := rf.provisionRequest(cmd, g)
+	}
+}
+
+func newReceiveCmd(g *globals) *cobra.Command {
+	var rf receiveFlags
+	cmd := receiveHelp()
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repo != "" && rf.p.datadir == "")
+		if err := rf.check(cmd, g, intoRepo); err != nil {
+			return err
+		}
+		if rf.p.datadir == "" {
+			req, err := rf.storeRequest(cmd, g, intoRepo)
 			if err != nil {
 				return err
 			}
-			t := g.tracker("receive", 0)
-			req.Progress = t
-			res, err := provision.Receive(cmd.Context(), req)
-			t.Finish(err)
-			return rf.printProvisioned(g, res, refused(err))
-		},
+			return refused(remote.Store(cmd.Context(), req))
+		}
+		req, err := rf.provisionRequest(cmd, g)
+		if err != nil {
+			return err
+		}
+		t := g.tracker("receive", 0)
+		req.Progress = t
+		res, err := provision.Receive(cmd.Context(), req)
+		t.Finish(err)
+		return rf.printProvisioned(g, res, refused(err))
 	}
 	rf.register(cmd, g)
 	return cmd
@@ -151,23 +148,16 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 
 // transport is the transport's options of the flags.
 func (rf *receiveFlags) transport() (transport.Options, error) {
-	idle, err := parseIdleTimeout(rf.idle)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	tok, err := loadToken(rf.tokenFile)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	return transport.Options{Token: tok, CertFile: rf.certFile, KeyFile: rf.keyFile, IdleTimeout: idle}, nil
+	opt, err := transportOf(rf.idle, rf.tokenFile)
+	opt.CertFile, opt.KeyFile = rf.certFile, rf.keyFile
+	return opt, err
 }
 
 // provisionRequest is the provisioning the flags ask for: receive
 // --datadir, with --start and --replicate.
 func (rf *receiveFlags) provisionRequest(cmd *cobra.Command, g *globals) (provision.Request, error) {
-	req := provision.Request{Listen: rf.listen, Datadir: rf.p.datadir, Force: rf.p.force, ServerDefaults: rf.d.serverDefaults,
-		Listening: func(a net.Addr) { fmt.Fprintf(g.stderr, "receive: listening on %s\n", a) },
-		Rejected:  func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
+	req := provision.Request{Listen: rf.listen, Datadir: rf.p.datadir, Force: rf.p.force, ServerDefaults: rf.d.serverDefaults}
+	req.Listening, req.Rejected = receiveNotes(g)
 	if _, err := rf.p.serverFiles(rf.d.serverDefaults); err != nil {
 		return req, err // a --start whose words do not split is a usage error
 	}
@@ -207,86 +197,68 @@ func (rf *receiveFlags) printProvisioned(g *globals, res *provision.Result, err 
 		fmt.Fprint(g.stdout, provision.DefaultMessages.Text(res, rf.p.checkTimeout))
 		return err
 	}
-	got := receivedResult{Backup: res.Backup, Into: remote.IntoDatadir, Where: res.Datadir, Prepared: true,
-		inPlace: res.Placed, Replicating: res.Replication}
-	if err != nil {
-		got.Error = err.Error()
-	}
-	if perr := printJSON(g.stdout, got); perr != nil {
+	if perr := printJSON(g.stdout, res.Report(err)); perr != nil {
 		return perr
 	}
 	return err
 }
 
-// store receives into --target-dir or --repo: one backup, or with
-// --keep-listening one after another.
-func (rf *receiveFlags) store(cmd *cobra.Command, g *globals, intoRepo bool) error {
-	ctx := cmd.Context()
-	rv, got, err := rf.storeReceiver(ctx, g, cmd, intoRepo)
-	if err != nil {
-		return err
-	}
-	opt, err := rf.transport()
-	if err != nil {
-		return err
-	}
-	ln, err := transport.Listen(ctx, rf.listen, opt)
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
-	rv.Listener = ln
-	fmt.Fprintf(g.stderr, "receive: listening on %s\n", ln.Addr())
-	for {
-		t := g.tracker("receive", 0)
-		rv.Progress = t
-		m, err := g.serveLocked(ctx, rv)
-		err = refused(err)
-		t.Finish(err)
-		if err == nil {
-			got.Backup = m.ID
-			if perr := rf.printStored(g, got); perr != nil {
-				return perr
-			}
-		}
-		if !rf.keep || ctx.Err() != nil {
-			return err
-		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(g.stderr, "receive: %v\n", err)
-		}
-	}
+// receiveNotes say on stderr where receive listens and which connections
+// it refused.
+func receiveNotes(g *globals) (listening func(net.Addr), rejected func(error)) {
+	return func(a net.Addr) { fmt.Fprintf(g.stderr, "receive: listening on %s\n", a) },
+		func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }
 }
 
-// storeReceiver is the receiver into --target-dir or --repo, and what
-// receive --json says of where a backup goes.
-func (rf *receiveFlags) storeReceiver(ctx context.Context, g *globals, cmd *cobra.Command, intoRepo bool) (*remote.Receiver, receivedResult, error) {
-	rv := &remote.Receiver{Workers: rf.d.parallel,
-		Rejected: func(err error) { fmt.Fprintf(g.stderr, "receive: refused: %v\n", err) }}
-	got := receivedResult{Into: remote.IntoTargetDir, Where: rf.d.target, Prepared: rf.d.prepare}
-	if !intoRepo {
-		job, err := rf.d.job(g, cmd.Flags())
-		rv.Datadir = &job
-		return rv, got, err
-	}
+// storeRequest is the receiving into --target-dir or --repo the flags
+// ask for: one backup, or with --keep-listening one after another.
+func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bool) (remote.StoreRequest, error) {
+	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Keep: rf.keep,
+		Progress: func() (physical.Progress, func(error)) {
+			t := g.tracker("receive", 0)
+			return t, func(err error) { t.Finish(err) }
+		},
+		Stored: func(s remote.Stored) error { return rf.printStored(g, s) },
+		Failed: func(err error) { fmt.Fprintf(g.stderr, "receive: %v\n", err) }}
+	req.Listening, req.Rejected = receiveNotes(g)
 	var err error
-	if rv.Repo, err = g.openRepo(ctx, false); err != nil {
-		return nil, got, err
+	if intoRepo {
+		err = storeIntoRepo(cmd.Context(), g, &req)
+	} else {
+		var job restore.Job
+		job, err = rf.d.job(g, cmd.Flags())
+		req.TargetDir = &job
 	}
-	if rv.Encryption, err = g.encryption(ctx, rv.Repo); err != nil {
-		return nil, got, err
+	if err != nil {
+		return req, err
 	}
-	got.Into, got.Where = remote.IntoRepository, rv.Repo.Backend.Location()
-	return rv, got, nil
+	req.Transport, err = rf.transport()
+	return req, err
+}
+
+// storeIntoRepo sets req to store into the repository, locked for each
+// transfer once a sender has announced its backup.
+func storeIntoRepo(ctx context.Context, g *globals, req *remote.StoreRequest) error {
+	r, err := g.openRepo(ctx, false)
+	if err != nil {
+		return err
+	}
+	req.Repo = r
+	if req.Encryption, err = g.encryption(ctx, r); err != nil {
+		return err
+	}
+	req.LockRepo = func(ctx context.Context) (context.Context, func(), error) {
+		return g.lockRepo(ctx, r, repo.OpReceive, true)
+	}
+	return nil
 }
 
 // printStored prints a backup received and verified: with --json one
 // object (with --keep-listening one a line), else a line.
-func (rf *receiveFlags) printStored(g *globals, got receivedResult) error {
+func (rf *receiveFlags) printStored(g *globals, got remote.Stored) error {
 	switch {
 	case !rf.asJSON:
-		_, err := fmt.Fprintf(g.stdout, "backup %s received and verified into %s\n", got.Backup, got.Where)
-		return err
+		return got.WriteText(g.stdout)
 	case rf.keep:
 		return printJSONLine(g.stdout, got)
 	}

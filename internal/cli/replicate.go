@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/servercopy"
@@ -56,7 +55,6 @@ func newReplicateCmd(g *globals) *cobra.Command {
 	cmd := replicateHelp()
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ctx := cmd.Context()
 		p, err := rf.primary.resolve(cmd.Flags(), replica.Primary{})
 		if err != nil {
 			return err
@@ -65,26 +63,11 @@ func newReplicateCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		opt := replica.Options{
-			Datadir: rf.datadir, UseFilePos: rf.filePos, CatchUp: rf.catchUp, Force: rf.force, WaitTimeout: rf.wait, PrimaryIs: rf.primary.is,
+		opt, err := rf.options(cmd.Context(), g, cfg)
+		if err != nil {
+			return err
 		}
-		if rf.fromCopy {
-			if rf.datadir != "" || rf.from != "" {
-				return usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
-			}
-			if err := positionOfLastCopy(ctx, cfg, &opt); err != nil {
-				return err
-			}
-		}
-		if rf.from != "" {
-			if rf.datadir != "" {
-				return usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
-			}
-			if err := positionsOfBackup(ctx, g, rf.from, &opt); err != nil {
-				return err
-			}
-		}
-		res, err := startReplication(ctx, cfg, p, opt)
+		res, err := replica.SetupOn(cmd.Context(), cfg, p, opt)
 		if err != nil {
 			return err
 		}
@@ -96,6 +79,32 @@ func newReplicateCmd(g *globals) *cobra.Command {
 	}
 	rf.register(cmd)
 	return cmd
+}
+
+// options are the replication's options the flags ask for, with the
+// positions from the newest copy into the server cfg reaches
+// (--from-copy) or a backup's manifest (--from-backup), else the datadir.
+func (rf *replicateFlags) options(ctx context.Context, g *globals, cfg mariadb.Config) (replica.Options, error) {
+	opt := replica.Options{
+		Datadir: rf.datadir, UseFilePos: rf.filePos, CatchUp: rf.catchUp, Force: rf.force, WaitTimeout: rf.wait, PrimaryIs: rf.primary.is,
+	}
+	if rf.fromCopy {
+		if rf.datadir != "" || rf.from != "" {
+			return opt, usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
+		}
+		if err := positionOfLastCopy(ctx, cfg, &opt); err != nil {
+			return opt, err
+		}
+	}
+	if rf.from != "" {
+		if rf.datadir != "" {
+			return opt, usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
+		}
+		if err := positionsOfBackup(ctx, g, rf.from, &opt); err != nil {
+			return opt, err
+		}
+	}
+	return opt, nil
 }
 
 // replicateFlags are replicate's flags.
@@ -134,9 +143,7 @@ func positionOfLastCopy(ctx context.Context, cfg mariadb.Config, opt *replica.Op
 	if err != nil {
 		return err
 	}
-	p := c.Position
-	opt.Coordinates = &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}
-	opt.CoordinatesFrom = "copy " + c.ID + " from " + c.Source
+	c.StartAt(opt)
 	return nil
 }
 
@@ -240,23 +247,6 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet, def replica.Primary) (replica.
 // replicationResult is what replicate --json prints (and receive --json
 // of the replica it started).
 type replicationResult = replica.Summary
-
-// startReplication points the server cfg reaches at p.
-func startReplication(ctx context.Context, cfg mariadb.Config, p replica.Primary, opt replica.Options) (*replicationResult, error) {
-	res, err := replica.SetupOn(ctx, cfg, p, opt)
-	if err != nil {
-		return nil, err
-	}
-	return replica.Summarize(p, opt, res), nil
-}
-
-// reportReplication says on out that the replica replicates from p, as
-// res says replica.Setup set it up, and returns what --json prints of it.
-func reportReplication(out io.Writer, p replica.Primary, opt replica.Options, res *replica.Result) *replicationResult {
-	s := replica.Summarize(p, opt, res)
-	printReplication(out, s)
-	return s
-}
 
 // printReplication says on out that the replica replicates, as s says.
 func printReplication(out io.Writer, s *replicationResult) {

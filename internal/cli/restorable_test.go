@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/health"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -211,7 +212,7 @@ func TestEveryOKIsRestorable(t *testing.T) {
 				} else {
 					expect("verify", run(t, verifyArgs...), c.inc, c.full)
 					expect("check", run(t, "check", "--repo", repo.location), c.inc, c.full)
-					var rep checkReport
+					var rep health.Summary
 					r := run(t, "check", "--repo", repo.location, "--json")
 					if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.OK || r.code != row.code {
 						t.Errorf("check --json: exit %d, %v, ok %v", r.code, err, rep.OK)

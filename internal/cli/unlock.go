@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -120,16 +119,4 @@ func (g *globals) resolveLocked(ctx context.Context, args []string, kind, op str
 		return nil, nil, nil, nil, err
 	}
 	return r, m, lctx, release, nil
-}
-
-// serveLocked serves one transfer; into a repository the receiver takes
-// the exclusive lock once a sender has announced its backup, and holds it
-// for that transfer only.
-func (g *globals) serveLocked(ctx context.Context, rv *remote.Receiver) (*archive.Manifest, error) {
-	if rv.Repo != nil {
-		rv.LockRepo = func(ctx context.Context) (context.Context, func(), error) {
-			return g.lockRepo(ctx, rv.Repo, repo.OpReceive, true)
-		}
-	}
-	return rv.Serve(ctx)
 }

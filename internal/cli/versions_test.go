@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
@@ -140,7 +141,7 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 	}
 
 	run(t, "merge", "latest", "--repo", repoDir).mustSucceed(t)
-	var merged listEntry
+	var merged inventory.Backup
 	for _, e := range backupListing(t, repoDir) {
 		if len(e.MergedFrom) > 0 {
 			merged = e

@@ -7,8 +7,8 @@
 // close behind the server. It only reads the repository's catalog
 // (manifests, the listing of objects, verdicts, binary log status
 // objects), writes nothing and takes no lock, so it runs beside a backup
-// that holds one. It knows nothing of flags, exit codes or how its
-// verdict is printed.
+// that holds one. It writes its verdict as check prints it, a line of
+// text or a JSON object; it knows nothing of flags or exit codes.
 package health
 
 import (
@@ -84,6 +84,8 @@ type Source struct {
 type Report struct {
 	Location string
 	Now      time.Time
+	// Options are what the report was judged by.
+	Options Options
 	// Newest is the newest complete whole-server backup of the kind
 	// asked (nil if there is none, see Options.Kind) and Age how long
 	// before Now it finished.
@@ -139,8 +141,7 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	loc := r.Backend.Location()
-	rep := Report{Location: loc, Now: now}
+	rep := Report{Location: r.Backend.Location(), Now: now, Options: opt}
 	entries, err := r.Scan(ctx)
 	if err != nil {
 		return rep, err
@@ -149,40 +150,64 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	byID := map[string]repo.Entry{}
-	children := map[string][]string{}
 	var ms []*archive.Manifest
 	for _, e := range entries {
-		byID[e.ID] = e
 		if m := e.Manifest; m != nil {
 			ms = append(ms, m)
 			rep.Backups++
 			if m.Parent != "" {
 				rep.Incrementals++
-				children[m.Parent] = append(children[m.Parent], m.ID)
 			}
 		}
 	}
+	rep.judgeAge(ms)
+	rep.judgeDamage(entries, verdicts)
+	rep.judgeRestoreTests(ms, verdicts)
+	if opt.MaxBinlogLag > 0 {
+		if err := checkBinlogs(ctx, r, ms, opt.MaxBinlogLag, &rep); err != nil {
+			return rep, err
+		}
+	} else if err := checkBinlogBreaks(ctx, r, &rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// judgeAge finds the newest of the complete backups ms that counts, and
+// adds a problem when there is none or it is too old (with MaxAge).
+func (rep *Report) judgeAge(ms []*archive.Manifest) {
+	opt := rep.Options
 	rep.Newest = repo.NewestWhole(ms, opt.Kind)
 	if rep.Newest != nil {
-		rep.Age = now.Sub(rep.Newest.Finished)
+		rep.Age = rep.Now.Sub(rep.Newest.Finished)
 	}
-	if opt.MaxAge > 0 {
-		switch {
-		case rep.Newest == nil:
-			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Err: fmt.Errorf("no complete whole-server %sbackup in %s%s", kindWord(opt.Kind), loc, partialNote(ms, opt.Kind))})
-		case rep.Age > opt.MaxAge:
-			m := rep.Newest
-			rep.Problems = append(rep.Problems, Problem{Kind: Stale, Backup: m.ID,
-				Err: fmt.Errorf("the newest complete %sbackup, %s, finished %s ago (%s): more than the %s allowed",
-					kindWord(opt.Kind), m.ID, Round(rep.Age), m.Finished.UTC().Format(time.RFC3339), Round(opt.MaxAge))})
-		}
+	if opt.MaxAge <= 0 {
+		return
 	}
+	switch {
+	case rep.Newest == nil:
+		rep.Problems = append(rep.Problems, Problem{Kind: Stale, Err: fmt.Errorf("no complete whole-server %sbackup in %s%s", kindWord(opt.Kind), rep.Location, partialNote(ms, opt.Kind))})
+	case rep.Age > opt.MaxAge:
+		m := rep.Newest
+		rep.Problems = append(rep.Problems, Problem{Kind: Stale, Backup: m.ID,
+			Err: fmt.Errorf("the newest complete %sbackup, %s, finished %s ago (%s): more than the %s allowed",
+				kindWord(opt.Kind), m.ID, Round(rep.Age), m.Finished.UTC().Format(time.RFC3339), Round(opt.MaxAge))})
+	}
+}
 
-	// A backup that cannot be given back by itself: objects its manifest
-	// names are missing, or the last verify of it found damage.
+// judgeDamage adds a problem for each backup of entries that cannot be
+// given back by itself (objects its manifest names are missing, or the
+// last verify of it found damage), for each broken chain, and for each
+// damaged manifest no broken chain names.
+func (rep *Report) judgeDamage(entries []repo.Entry, verdicts map[string]repo.Verdict) {
+	byID := map[string]repo.Entry{}
+	children := map[string][]string{}
 	own := map[string]error{}
 	for _, e := range entries {
+		byID[e.ID] = e
+		if m := e.Manifest; m != nil && m.Parent != "" {
+			children[m.Parent] = append(children[m.Parent], m.ID)
+		}
 		if err := ownDamage(e, verdicts[e.ID]); err != nil {
 			own[e.ID] = err
 			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Backup: e.ID, Err: err})
@@ -194,8 +219,9 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 	// incremental on the broken link: every backup built on that
 	// incremental is lost with it.
 	named := map[string]bool{}
-	for _, m := range ms {
-		if m.Parent == "" {
+	for _, e := range entries {
+		m := e.Manifest
+		if m == nil || m.Parent == "" {
 			continue
 		}
 		p, ok := byID[m.Parent]
@@ -209,40 +235,39 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 		if n := descendants(children, m.ID); n > 0 {
 			lost = fmt.Sprintf(" (nor can the %d backups built on it)", n)
 		}
-		rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID, Err: chainError(m, byID, own, loc, lost)})
+		rep.Problems = append(rep.Problems, Problem{Kind: BrokenChain, Backup: m.ID, Err: chainError(m, byID, own, rep.Location, lost)})
 	}
 	for _, e := range entries {
 		if e.Damage != nil && !named[e.ID] {
 			rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Backup: e.ID, Err: e.Damage})
 		}
 	}
+}
 
+// judgeRestoreTests finds the backup of ms that last passed a restore
+// test, and adds a problem when none did recently enough (with
+// MaxRestoreTestAge).
+func (rep *Report) judgeRestoreTests(ms []*archive.Manifest, verdicts map[string]repo.Verdict) {
+	opt := rep.Options
 	for _, m := range ms {
 		v := verdicts[m.ID].RestoreTest
 		if v != nil && v.OK && (opt.Kind == "" || m.Kind == opt.Kind) && m.WholeServer() && v.At.After(rep.RestoreTestAt) {
 			rep.RestoreTested, rep.RestoreTestAt = m, v.At
 		}
 	}
-	if opt.MaxRestoreTestAge > 0 {
-		switch {
-		case rep.RestoreTested == nil:
-			rep.Problems = append(rep.Problems, Problem{Kind: Untested,
-				Err: fmt.Errorf("no whole-server %sbackup in %s has passed a restore test (verify --restore-test): none is proven restorable", kindWord(opt.Kind), loc)})
-		case now.Sub(rep.RestoreTestAt) > opt.MaxRestoreTestAge:
-			rep.Problems = append(rep.Problems, Problem{Kind: Untested, Backup: rep.RestoreTested.ID,
-				Err: fmt.Errorf("no backup has been proven restorable for %s: the last restore test passed, on backup %s, %s ago (%s), more than the %s allowed",
-					Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTested.ID, Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTestAt.UTC().Format(time.RFC3339), Round(opt.MaxRestoreTestAge))})
-		}
+	if opt.MaxRestoreTestAge <= 0 {
+		return
 	}
-
-	if opt.MaxBinlogLag > 0 {
-		if err := checkBinlogs(ctx, r, ms, opt.MaxBinlogLag, &rep); err != nil {
-			return rep, err
-		}
-	} else if err := checkBinlogBreaks(ctx, r, &rep); err != nil {
-		return rep, err
+	loc, now := rep.Location, rep.Now
+	switch {
+	case rep.RestoreTested == nil:
+		rep.Problems = append(rep.Problems, Problem{Kind: Untested,
+			Err: fmt.Errorf("no whole-server %sbackup in %s has passed a restore test (verify --restore-test): none is proven restorable", kindWord(opt.Kind), loc)})
+	case now.Sub(rep.RestoreTestAt) > opt.MaxRestoreTestAge:
+		rep.Problems = append(rep.Problems, Problem{Kind: Untested, Backup: rep.RestoreTested.ID,
+			Err: fmt.Errorf("no backup has been proven restorable for %s: the last restore test passed, on backup %s, %s ago (%s), more than the %s allowed",
+				Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTested.ID, Round(now.Sub(rep.RestoreTestAt)), rep.RestoreTestAt.UTC().Format(time.RFC3339), Round(opt.MaxRestoreTestAge))})
 	}
-	return rep, nil
 }
 
 // checkBinlogs adds the lag of each source's archive to rep, and a

@@ -53,6 +53,11 @@ type BackupOptions struct {
 	// a single goroutine; it must not block for long, or mariabackup stalls
 	// on its stderr pipe.
 	OnProgress func(Event)
+	// AtBlockCommit, if set, runs while mariabackup holds BACKUP STAGE
+	// BLOCK_COMMIT (see holder): mariabackup is stopped from the moment it
+	// reports the lock until the function returns. Held says whether it
+	// ran.
+	AtBlockCommit func() error
 }
 
 // Backup is a running mariabackup --backup.
@@ -65,6 +70,8 @@ type Backup struct {
 	ctx    context.Context
 	cmd    *exec.Cmd
 	sink   *stderrSink
+	errs   *stderrPump
+	hold   *holder // nil without AtBlockCommit
 	stdout *os.File
 	tmp    string
 	lsnDir string
@@ -156,7 +163,13 @@ func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
 	// [client] user or password would override the credentials we resolved
 	// (from that same file among others). An empty private HOME stops it.
 	cmd.Env = append(cmd.Env, "HOME="+tmp)
-	cmd.Stderr = sink
+	// Our own stderr pipe, read by our own goroutine, so that a hold can
+	// tell when everything mariabackup printed has been read.
+	er, ew, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start backup: pipe: %w", err)
+	}
+	cmd.Stderr = ew
 
 	// Our own pipe rather than StdoutPipe: exec's Wait closes a StdoutPipe,
 	// which would lose data still buffered when a caller waits and reads
@@ -173,19 +186,40 @@ func StartBackup(ctx context.Context, opt BackupOptions) (*Backup, error) {
 	if err := cmd.Start(); err != nil {
 		r.Close()
 		w.Close()
+		er.Close()
+		ew.Close()
 		return nil, fmt.Errorf("start backup: %s: %w", opt.Binary.Path, err)
 	}
 	w.Close()
+	ew.Close()
 	ok = true
-	return &Backup{
+	b := &Backup{
 		Stdout: &pipeReader{f: r},
 		ctx:    ctx,
 		cmd:    cmd,
 		sink:   sink,
+		errs:   newStderrPump(er, sink),
 		stdout: r,
 		tmp:    tmp,
 		lsnDir: lsnDir,
-	}, nil
+	}
+	if opt.AtBlockCommit != nil {
+		b.hold = &holder{fn: opt.AtBlockCommit, pump: b.errs, pid: cmd.Process.Pid}
+		sink.hook = b.hold.line
+	}
+	go b.errs.run()
+	return b, nil
+}
+
+// Held says whether the AtBlockCommit function ran while mariabackup
+// held BLOCK_COMMIT (false when mariabackup let go of it before it could
+// be stopped, or never took it), how long mariabackup was stopped, and
+// the error of the function or of the hold. Call it after Wait.
+func (b *Backup) Held() (ran bool, held time.Duration, err error) {
+	if b.hold == nil {
+		return false, 0, nil
+	}
+	return b.hold.outcome()
 }
 
 // Pid is the process id of the mariabackup child.
@@ -204,6 +238,7 @@ func (b *Backup) Wait() (*Result, error) {
 func (b *Backup) wait() (*Result, error) {
 	defer os.RemoveAll(b.tmp)
 	err := b.cmd.Wait()
+	b.errs.wait(waitDelay)
 	b.sink.flush()
 	if ctxErr := b.ctx.Err(); ctxErr != nil {
 		b.stdout.Close()

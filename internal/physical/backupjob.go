@@ -278,6 +278,7 @@ type copyOutcome struct {
 	before     map[string]*catalogTable // the catalog before the copy
 	launched   time.Time                // when mariabackup started
 	primary    *archive.PrimaryPosition // a replica's position in its primary's history
+	retake     *retake                  // the tables DDL touched, taken again under BLOCK_COMMIT
 }
 
 func (a *attempt) runBackup(ctx context.Context) (*archive.Manifest, error) {
@@ -297,6 +298,7 @@ func (a *attempt) runBackup(ctx context.Context) (*archive.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer c.retake.remove()
 	if err := a.checkCopy(ctx, c, w); err != nil {
 		w.Abort(err)
 		return nil, err
@@ -344,9 +346,11 @@ func (a *attempt) copyInto(ctx context.Context, w *archive.Writer) (*copyOutcome
 		return nil, err
 	}
 	c.launched = time.Now()
+	c.retake = &retake{datadir: a.server.Datadir, launched: c.launched}
 	mb, err := StartBackup(childCtx, BackupOptions{
 		Binary: a.bin, Conn: job.Conn, Datadir: a.server.Datadir, Parallel: job.Parallel,
 		Throttle: job.MaxIO, ExtraArgs: args, Log: a.log, Withhold: []string{a.fileKey},
+		AtBlockCommit: c.retake.take,
 	})
 	if err != nil {
 		w.Abort(err)
@@ -365,10 +369,39 @@ func (a *attempt) copyInto(ctx context.Context, w *archive.Writer) (*copyOutcome
 	}
 	res, waitErr := mb.Wait()
 	if err := copyFailed(w, streamErr, waitErr); err != nil {
+		c.retake.remove()
 		return nil, err
 	}
 	c.res = res
+	if err := a.endWithRetake(mb, c.retake, w); err != nil {
+		c.retake.remove()
+		w.Abort(err)
+		return nil, err
+	}
 	return c, nil
+}
+
+// endWithRetake ends the stream with the tables DDL touched as they stood
+// while mariabackup held BLOCK_COMMIT, when it could be held there (else
+// the retake is dropped, and checkCopy refuses what DDL touched).
+func (a *attempt) endWithRetake(mb *Backup, rt *retake, w *archive.Writer) error {
+	ran, held, err := mb.Held()
+	if err != nil {
+		return fmt.Errorf("taking again the tables DDL touched during the copy: %w", err)
+	}
+	if !ran {
+		rt.remove()
+		*rt = retake{}
+		return nil
+	}
+	if len(rt.owners) > 0 && a.job.Progress != nil {
+		a.job.Progress.Logf("%d tables and databases that DDL touched during the copy taken again under BACKUP STAGE BLOCK_COMMIT (%d files, %d bytes; commits held %v)",
+			len(rt.owners), len(rt.files), rt.bytes, held.Round(time.Millisecond))
+	}
+	if err := rt.apply(w); err != nil {
+		return fmt.Errorf("%w: %w", errSink, err)
+	}
+	return nil
 }
 
 // copyFailed says, after mariabackup exited, whether the copy failed and
@@ -405,8 +438,14 @@ func (a *attempt) checkCopy(ctx context.Context, c *copyOutcome, w *archive.Writ
 	// mariabackup has ended its backup stages: the server's DDL log holds
 	// what ran during the copy.
 	raced, err := racedDDL(a.server.Datadir, c.launched)
-	if err == nil && len(raced) > 0 {
-		err = &DDLRaceError{Tables: raced}
+	var left []string
+	for _, e := range raced {
+		if !c.retake.covers(e) {
+			left = append(left, e.String())
+		}
+	}
+	if err == nil && len(left) > 0 {
+		err = &DDLRaceError{Tables: left}
 	}
 	if err != nil {
 		return err

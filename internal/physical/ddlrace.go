@@ -25,11 +25,12 @@ const ddlLogName = "ddl.log"
 const ddlRaceAttempts = 3
 
 // DDLRaceError is a backup that DDL on tables mariabackup copies as files
-// (every engine but InnoDB: Aria, MyISAM, ...) ran during: their copy may
-// hold a state of theirs other than the one at the recorded position, or
-// none (a table copied under a name it had for a moment). mariabackup
-// means to handle that DDL, but does not always, so such a backup is
-// never committed.
+// (every engine but InnoDB: Aria, MyISAM, ...) ran during, and whose
+// tables backstream could not take again under BLOCK_COMMIT (see
+// retake): their copy may hold a state of theirs other than the one at
+// the recorded position, or none (a table copied under a name it had for
+// a moment). mariabackup means to handle that DDL, but does not always,
+// so such a backup is never committed.
 type DDLRaceError struct {
 	Tables []string // each table, with its engine and the statements, e.g. "r.a (Aria: RENAME, ALTER)", "r.b (InnoDB to Aria: ALTER)"
 }
@@ -40,9 +41,9 @@ func (e *DDLRaceError) Error() string {
 }
 
 // racedDDL reads the server's DDL log of the backup that started at
-// started and returns the statements that touched tables of other engines
-// than InnoDB.
-func racedDDL(datadir string, started time.Time) ([]string, error) {
+// started and returns what it names of other engines than InnoDB (see
+// parseDDLLog).
+func racedDDL(datadir string, started time.Time) ([]ddlEntry, error) {
 	data, err := ddlLog(datadir, started)
 	if err != nil || data == nil {
 		return nil, err
@@ -75,43 +76,49 @@ func ddlLog(datadir string, started time.Time) ([]byte, error) {
 	return data, nil
 }
 
-// parseDDLLog names the tables of a DDL log that are not InnoDB, before
-// or after the statement, each as "<db>.<table> (<engine>: <statements>)"
-// ("<old engine> to <new engine>" for one whose engine the statement
-// changed), in the order the log first names them; a rename names both
-// the old and the new name.
+// ddlEntry is a table, or a database, that DDL of the server's DDL log
+// touched, in the server's file name encoding (@0020 for a space, ...).
+type ddlEntry struct {
+	DB, Table string   // Table is "" for a database's own DDL
+	Engine    string   // e.g. "Aria", "InnoDB to Aria", "DATABASE"
+	Stmts     []string // e.g. RENAME, ALTER
+}
+
+// String is the entry as a refusal names it: "r.b (InnoDB to Aria: ALTER)",
+// "pe_db1. (DATABASE: CREATE, DROP)".
+func (e ddlEntry) String() string {
+	return fmt.Sprintf("%s.%s (%s: %s)", e.DB, e.Table, e.Engine, strings.Join(e.Stmts, ", "))
+}
+
+// parseDDLLog lists the tables of a DDL log that are not InnoDB, before
+// or after the statement, with their engine ("<old engine> to <new
+// engine>" for one whose engine the statement changed) and statements, in
+// the order the log first names them; a rename names both the old and the
+// new name.
 //
 // A database's own DDL (CREATE, ALTER and DROP DATABASE; engine
-// "DATABASE") is reported too, though mariabackup means to follow it:
-// alone, such backups restored exactly, but with other DDL in the same
-// copy an incremental's prepare failed removing a dropped database's
-// directory (TestPhysicalBackupUnderRoutineDDL, docs/architecture.md).
-// DDL on Aria, MyISAM, ... tables and changes of engine to or from
-// InnoDB: mariabackup 10.11.19 and 11.8.9 restore such a table without
-// its data files (".MAI not found" after an ALTER ... ENGINE=Aria during
-// the copy) or with a state other than the position's (an Aria table
-// renamed away and back), so those backups are retried, then
-// refused (TestPhysicalBackupRacingNonTransactionalDDL). A line's
+// "DATABASE") is listed too, with Table "". mariabackup alone restores
+// such DDL, and DDL on Aria, MyISAM, ... tables and changes of engine to
+// or from InnoDB, wrongly at times (docs/architecture.md, "DDL during a
+// physical backup"), so everything listed is taken again under
+// BLOCK_COMMIT, or the backup is retried, then refused. A line's
 // fields, tab-separated: time, statement, engine, partitioned, database,
 // table, table id, then for a rename the new engine, partitioned,
 // database, table and id. Names are in the server's file name encoding
 // (@0020 for a space, ...).
-func parseDDLLog(data []byte) []string {
-	type table struct {
-		engine string
-		stmts  []string
-	}
-	var order []string
-	tables := map[string]*table{}
-	note := func(name, engine, stmt string) {
-		t := tables[name]
-		if t == nil {
-			t = &table{engine: engine}
-			tables[name] = t
-			order = append(order, name)
+func parseDDLLog(data []byte) []ddlEntry {
+	var out []ddlEntry
+	index := map[[2]string]int{}
+	note := func(db, table, engine, stmt string) {
+		k := [2]string{db, table}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, ddlEntry{DB: db, Table: table, Engine: engine})
 		}
-		if !slices.Contains(t.stmts, stmt) {
-			t.stmts = append(t.stmts, stmt)
+		if !slices.Contains(out[i].Stmts, stmt) {
+			out[i].Stmts = append(out[i].Stmts, stmt)
 		}
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -137,15 +144,10 @@ func parseDDLLog(data []byte) []string {
 		if newEngine != "" && !strings.EqualFold(newEngine, engine) {
 			label = engine + " to " + newEngine
 		}
-		note(field(4)+"."+field(5), label, stmt)
+		note(field(4), field(5), label, stmt)
 		if field(10) != "" && field(9)+"."+field(10) != field(4)+"."+field(5) {
-			note(field(9)+"."+field(10), newEngine, stmt)
+			note(field(9), field(10), newEngine, stmt)
 		}
-	}
-	out := make([]string, len(order))
-	for i, name := range order {
-		t := tables[name]
-		out[i] = fmt.Sprintf("%s (%s: %s)", name, t.engine, strings.Join(t.stmts, ", "))
 	}
 	return out
 }

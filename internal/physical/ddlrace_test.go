@@ -32,7 +32,10 @@ func TestParseDDLLog(t *testing.T) {
 		"2026-11-25  0:30:18\tDROP\tDATABASE\t0\tpe_db0\t\t\t\t0\t\t\t\n" +
 		"2026-11-25  0:30:18\tALTER\tDATABASE\t0\tpe_db1\t\t\t\t0\t\t\t\n" +
 		"short line\n"
-	got := parseDDLLog([]byte(log))
+	var got []string
+	for _, e := range parseDDLLog([]byte(log)) {
+		got = append(got, e.String())
+	}
 	want := []string{
 		"r.aria0 (Aria: RENAME)",
 		"r.aria0_x (Aria: RENAME)",

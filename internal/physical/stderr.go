@@ -105,15 +105,16 @@ func parseEvent(line string) (Event, bool) {
 // tailLines is how many stderr lines an error quotes.
 const tailLines = 8
 
-// stderrSink receives a child's stderr (or combined output) as the exec
-// package's copy goroutine writes it: it forwards every line to log as soon as
-// the line is complete, parses events, remembers "completed OK!" and keeps the
-// last lines for error messages. Only exec's single goroutine writes; the
-// mutex is for the readers after Wait.
+// stderrSink receives a child's stderr (or combined output) as one
+// goroutine writes it (exec's copy goroutine, or a backup's stderrPump):
+// it forwards every line to log as soon as the line is complete, parses
+// events, remembers "completed OK!" and keeps the last lines for error
+// messages. The mutex is for the readers after Wait.
 type stderrSink struct {
 	log        io.Writer
 	onProgress func(Event)
-	withhold   []string // secrets replaced in every line ("" is ignored)
+	hook       func(raw string) // called with every line as mariabackup wrote it
+	withhold   []string         // secrets replaced in every line ("" is ignored)
 
 	mu        sync.Mutex
 	partial   []byte
@@ -178,6 +179,9 @@ func (s *stderrSink) lineLocked(raw string) {
 	}
 	if strings.TrimSpace(raw) == "" {
 		return
+	}
+	if s.hook != nil {
+		s.hook(raw)
 	}
 	if strings.Contains(raw, "completed OK!") {
 		s.completed = true

@@ -83,6 +83,27 @@ type Result struct {
 	Step        string
 }
 
+// Report is what receive --json prints of a backup received into place:
+// where it went, what placing did, the server's replication, and what
+// failed after its arrival.
+type Report struct {
+	remote.Stored
+	Placed
+	Replicating *replica.Summary `json:"replicating,omitempty"`
+	Error       string           `json:"error,omitempty"`
+}
+
+// Report is res as receive --json prints it; err is what failed after
+// the backup arrived.
+func (res *Result) Report(err error) Report {
+	r := Report{Stored: remote.Stored{Backup: res.Backup, Into: remote.IntoDatadir, Where: res.Datadir, Prepared: true},
+		Placed: res.Placed, Replicating: res.Replication}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
 // Receive listens for one transfer and provisions from it. The error says
 // what failed; the Result says what was done, also with an error (a
 // *restore.RefusedError means the datadir cannot be claimed as asked).
@@ -134,13 +155,10 @@ func finish(ctx context.Context, req Request, place *restore.Place, m *archive.M
 	// The manifest names the source and, for a backup of a replica, its
 	// primary: the positions to choose from.
 	opt := replica.Options{Backup: replica.FromManifest(m), PrimaryIs: r.PrimaryIs, CatchUp: r.CatchUp, WaitTimeout: r.WaitTimeout}
-	set, err := replica.SetupOn(ctx, req.Start.Conn, p, opt)
-	if err != nil {
+	if res.Replication, err = replica.SetupOn(ctx, req.Start.Conn, p, opt); err != nil {
 		res.Step = remote.StepReplicate
-		return err
 	}
-	res.Replication = replica.Summarize(p, opt, set)
-	return nil
+	return err
 }
 
 func startHow(s *Start) string {

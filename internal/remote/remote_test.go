@@ -143,11 +143,17 @@ var metaData = []byte("backup_type = full-backuped\nfrom_lsn = 0\nto_lsn = 42\n"
 // writeBackup writes files as a backup into dest the way a backup job
 // does: header, streams, a metadata object, the manifest.
 func writeBackup(ctx context.Context, t *testing.T, dest archive.Destination, files []testFile, streams int) (*archive.Manifest, error) {
+	return writeBackupAs(ctx, t, dest, testID, files, streams)
+}
+
+// writeBackupAs is writeBackup of a backup with that id.
+func writeBackupAs(ctx context.Context, t *testing.T, dest archive.Destination, id string, files []testFile, streams int) (*archive.Manifest, error) {
 	c, err := codec.Parse("zstd:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := testHeader(streams)
+	h.ID = id
 	for i := range h.Streams {
 		h.Streams[i].Name = archive.StreamName(i, c)
 	}

@@ -38,10 +38,10 @@ func Summarize(p Primary, opt Options, res *Result) *Summary {
 		CaughtUp: opt.CatchUp, Notes: res.Notes, Status: res.Status}
 }
 
-// SetupOn runs Setup on the server cfg reaches. An error that a choice of
-// the user's resolves says which (the replicate and receive commands take
-// them as --primary-is and --use-file-pos).
-func SetupOn(ctx context.Context, cfg mariadb.Config, p Primary, opt Options) (*Result, error) {
+// SetupOn runs Setup on the server cfg reaches and says what it set up.
+// An error that a choice of the user's resolves says which (the replicate
+// and receive commands take them as --primary-is and --use-file-pos).
+func SetupOn(ctx context.Context, cfg mariadb.Config, p Primary, opt Options) (*Summary, error) {
 	db, err := mariadb.Open(ctx, cfg, "")
 	if err != nil {
 		return nil, err
@@ -56,5 +56,8 @@ func SetupOn(ctx context.Context, cfg mariadb.Config, p Primary, opt Options) (*
 	if errors.Is(err, ErrNoGTID) {
 		return nil, fmt.Errorf("%w; --use-file-pos replicates from that file and position instead", err)
 	}
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return Summarize(p, opt, res), nil
 }

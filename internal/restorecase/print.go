@@ -187,7 +187,7 @@ func (r *LoadResult) JSON() LoadJSON {
 	m := r.Backup
 	return LoadJSON{
 		Backup: m.ID, Target: r.Target, Tables: r.Tables, DataFiles: r.Chunks, LoadedBefore: r.Skipped, Rows: r.Rows,
-		LoadDetails: DetailsOf(&r.LoadResult), MaskedInBackup: orEmpty(MaskedIn(m)), GTIDPosition: m.Positions.GTID,
+		LoadDetails: DetailsOf(&r.LoadResult), MaskedInBackup: orEmpty(archive.MaskedColumns(m.Databases)), GTIDPosition: m.Positions.GTID,
 	}
 }
 
@@ -205,7 +205,7 @@ func (r *LoadResult) WriteText(w io.Writer) {
 		// sets no replication position by itself.
 		fmt.Fprintf(w, "GTID position of the backup: %s (before restore --until ... --apply-to onto this server: SET GLOBAL gtid_slave_pos = '%s')\n", m.Positions.GTID, m.Positions.GTID)
 	}
-	if cols := MaskedIn(m); len(cols) > 0 {
+	if cols := archive.MaskedColumns(m.Databases); len(cols) > 0 {
 		fmt.Fprintf(w, "masked in the backup: %s\n", strings.Join(cols, ", "))
 	}
 	WriteLoaded(w, &r.LoadResult, r.Users, "restore", "restores")
@@ -248,18 +248,6 @@ func WarnPasswordless(w io.Writer, res *logical.LoadResult) {
 	for _, a := range res.Passwordless {
 		fmt.Fprintf(w, "warning: account %s has no password: anyone who reaches the server can log in as it\n", a)
 	}
-}
-
-// MaskedIn lists the columns a logical backup's dump masked, as
-// db.table.column=function.
-func MaskedIn(m *archive.Manifest) []string {
-	var out []string
-	for _, d := range m.Databases {
-		for _, c := range d.Masked {
-			out = append(out, d.Name+"."+c)
-		}
-	}
-	return out
 }
 
 func orEmpty(s []string) []string {

@@ -28,7 +28,7 @@ func TestRunKeepsDamaged(t *testing.T) {
 		t.Fatalf("expire failed because of one damaged manifest: %v", err)
 	}
 	deleted := map[string]bool{}
-	for _, e := range out {
+	for _, e := range out.Entries {
 		if e.ID == damaged && (!e.Keep || e.Deleted || e.Damaged == "" || len(e.Reasons) != 1 || e.Reasons[0] != keepDamaged) {
 			t.Errorf("damaged backup: %+v; want it kept, with the damage and why", e)
 		}

@@ -57,6 +57,18 @@ func leftoversEntry(l storage.Leftovers, deleted bool) Entry {
 		Reasons: []string{"left by writes that never finished: " + l.String()}, Leftovers: &l}
 }
 
+// Result is what Run planned, and what it did.
+type Result struct {
+	// Entries are the plan, with what was deleted marked: the complete
+	// backups oldest first, the backups that never committed, those whose
+	// manifest is damaged, with KeepPITR the archived binary log files,
+	// and at most one entry of KindLeftovers. Their JSON is what expire
+	// --json prints. Nil when Run failed before it had a plan.
+	Entries []Entry
+	// Request is what was planned; the text names its rules.
+	Request Request
+}
+
 // Run plans the request over every backup of r, complete or not, and,
 // with Confirm, deletes what the plan does not keep, in plan order: older
 // first, each backup's manifest before its objects. It returns the plan
@@ -65,7 +77,24 @@ func leftoversEntry(l storage.Leftovers, deleted bool) Entry {
 //
 // The caller holds r's exclusive lock, so that no backup that could still
 // commit runs meanwhile.
-func Run(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
+func Run(ctx context.Context, r *repo.Repo, req Request) (Result, error) {
+	res := Result{Request: req}
+	var err error
+	if res.Entries, err = planAll(ctx, r, req); err != nil {
+		return res, err
+	}
+	if !req.Confirm {
+		return res, res.findLeftovers(ctx, r)
+	}
+	return res, res.carryOut(ctx, r)
+}
+
+// incompleteKept is why a backup that never committed is kept.
+const incompleteKept = "incomplete (--prune-incomplete removes it)"
+
+// planAll is the plan of req over every backup of r and, with KeepPITR,
+// every archived binary log file.
+func planAll(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
 	entries, err := r.Scan(ctx)
 	if err != nil {
 		return nil, err
@@ -98,107 +127,139 @@ func Run(ctx context.Context, r *repo.Repo, req Request) ([]Entry, error) {
 			continue
 		}
 		started, _ := backupid.Time(e.ID)
-		out = append(out, Entry{ID: e.ID, Started: started, Size: e.Size, Keep: !req.PruneIncomplete})
+		i := Entry{ID: e.ID, Started: started, Size: e.Size, Keep: !req.PruneIncomplete}
+		if i.Keep {
+			i.Reasons = []string{incompleteKept}
+		}
+		out = append(out, i)
 	}
 	out = append(out, damaged...)
-	if req.Policy.KeepPITR > 0 {
-		var kept []*archive.Manifest
-		for _, d := range plan {
-			if d.Keep {
-				kept = append(kept, d.Manifest)
-			}
-		}
-		files, err := r.Binlogs(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var whole []*archive.Manifest
-		for _, f := range files {
-			if f.Damage == nil {
-				whole = append(whole, f.Manifest)
-				continue
-			}
-			out = append(out, Entry{ID: f.Source + "/" + f.Name, Kind: archive.KindBinlog, Size: f.Size, Keep: true,
-				Reasons: []string{keepDamaged}, Damaged: f.Damage.Error()})
-		}
-		links, err := r.BinlogLinks(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range PlanBinlogs(kept, links, whole) {
-			b := d.Manifest.Binlog
-			out = append(out, Entry{ID: b.Source + "/" + b.Name, Kind: archive.KindBinlog, Started: b.FirstTime, Complete: true,
-				Size: d.Manifest.Stats.StoredBytes, Keep: d.Keep, Reasons: []string{d.Reason}})
-		}
-		segmented, err := segmentOnly(ctx, r, files)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range PlanSegments(kept, links, segmented) {
-			f := d.File
-			out = append(out, Entry{ID: f.Source + "/" + f.Name, Kind: archive.KindBinlog, Size: f.Size, Keep: d.Keep,
-				Reasons: []string{fmt.Sprintf("held only as %d segments, never archived whole", f.Segments), d.Reason}})
-		}
-	}
-	if !req.Confirm {
-		if !req.PruneIncomplete {
-			return out, nil
-		}
-		var pruned []string
-		for _, e := range out {
-			if e.Kind == "" && !e.Complete && !e.Keep && e.Damaged == "" {
-				pruned = append(pruned, e.ID)
-			}
-		}
-		left, err := r.RemoveLeftovers(ctx, pruned, true)
-		if err != nil {
-			return out, fmt.Errorf("expire: %w", err)
-		}
-		if left.Count() > 0 {
-			out = append(out, leftoversEntry(left, false))
-		}
+	if req.Policy.KeepPITR == 0 {
 		return out, nil
 	}
-	var left storage.Leftovers
-	withLeftovers := func(err error) ([]Entry, error) {
-		if left.Count() > 0 {
-			out = append(out, leftoversEntry(left, true))
+	var kept []*archive.Manifest
+	for _, d := range plan {
+		if d.Keep {
+			kept = append(kept, d.Manifest)
 		}
-		if err != nil {
-			err = fmt.Errorf("expire: %w", err)
-		}
-		return out, err
 	}
-	for i := range out {
-		if out[i].Keep {
+	binlogs, err := planBinlogs(ctx, r, kept)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, binlogs...), nil
+}
+
+// planBinlogs is the plan of the archived binary log files of r, whole or
+// held only as segments, when the backups kept are kept: a file whose
+// manifest is damaged is kept.
+func planBinlogs(ctx context.Context, r *repo.Repo, kept []*archive.Manifest) ([]Entry, error) {
+	files, err := r.Binlogs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	var whole []*archive.Manifest
+	for _, f := range files {
+		if f.Damage == nil {
+			whole = append(whole, f.Manifest)
 			continue
 		}
-		var err error
-		if out[i].Kind == archive.KindBinlog {
-			// also a file held only as segments: its directory goes whole
-			src, name, _ := strings.Cut(out[i].ID, "/")
-			err = r.RemoveBinlog(ctx, src, name)
-		} else {
-			var l storage.Leftovers
-			l, err = r.RemoveCounted(ctx, out[i].ID)
-			left = left.Add(l)
-		}
-		if err != nil {
-			return withLeftovers(err)
-		}
-		out[i].Deleted = true
+		out = append(out, Entry{ID: f.Source + "/" + f.Name, Kind: archive.KindBinlog, Size: f.Size, Keep: true,
+			Reasons: []string{keepDamaged}, Damaged: f.Damage.Error()})
 	}
-	if req.PruneIncomplete {
+	links, err := r.BinlogLinks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range PlanBinlogs(kept, links, whole) {
+		b := d.Manifest.Binlog
+		out = append(out, Entry{ID: b.Source + "/" + b.Name, Kind: archive.KindBinlog, Started: b.FirstTime, Complete: true,
+			Size: d.Manifest.Stats.StoredBytes, Keep: d.Keep, Reasons: []string{d.Reason}})
+	}
+	segmented, err := segmentOnly(ctx, r, files)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range PlanSegments(kept, links, segmented) {
+		f := d.File
+		out = append(out, Entry{ID: f.Source + "/" + f.Name, Kind: archive.KindBinlog, Size: f.Size, Keep: d.Keep,
+			Reasons: []string{fmt.Sprintf("held only as %d segments, never archived whole", f.Segments), d.Reason}})
+	}
+	return out, nil
+}
+
+// findLeftovers adds to a dry run's plan, with PruneIncomplete, what
+// writes that never finished left under backups/ beside the backups the
+// plan prunes.
+func (res *Result) findLeftovers(ctx context.Context, r *repo.Repo) error {
+	if !res.Request.PruneIncomplete {
+		return nil
+	}
+	var pruned []string
+	for _, e := range res.Entries {
+		if e.Kind == "" && !e.Complete && !e.Keep && e.Damaged == "" {
+			pruned = append(pruned, e.ID)
+		}
+	}
+	left, err := r.RemoveLeftovers(ctx, pruned, true)
+	if err != nil {
+		return fmt.Errorf("expire: %w", err)
+	}
+	if left.Count() > 0 {
+		res.Entries = append(res.Entries, leftoversEntry(left, false))
+	}
+	return nil
+}
+
+// carryOut deletes what the plan does not keep and, with PruneIncomplete,
+// what unfinished writes left; the leftovers removed, if any, are added
+// to the plan, also when a removal failed.
+func (res *Result) carryOut(ctx context.Context, r *repo.Repo) error {
+	left, err := res.remove(ctx, r)
+	if err == nil && res.Request.PruneIncomplete {
 		// What is left now belongs to no backup the plan removed: a
 		// directory that holds only temporary files, a complete backup's
 		// uploads, anything an S3 server lists under backups/.
-		l, err := r.RemoveLeftovers(ctx, nil, false)
+		var l storage.Leftovers
+		l, err = r.RemoveLeftovers(ctx, nil, false)
 		left = left.Add(l)
-		if err != nil {
-			return withLeftovers(err)
-		}
 	}
-	return withLeftovers(nil)
+	if left.Count() > 0 {
+		res.Entries = append(res.Entries, leftoversEntry(left, true))
+	}
+	if err != nil {
+		return fmt.Errorf("expire: %w", err)
+	}
+	return nil
+}
+
+// remove deletes every entry the plan does not keep, in order, marking
+// each deleted; it stops at the first that fails. It returns the
+// leftovers of unfinished writes removed with the backups.
+func (res *Result) remove(ctx context.Context, r *repo.Repo) (storage.Leftovers, error) {
+	var left storage.Leftovers
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		if e.Keep {
+			continue
+		}
+		var err error
+		if e.Kind == archive.KindBinlog {
+			// also a file held only as segments: its directory goes whole
+			src, name, _ := strings.Cut(e.ID, "/")
+			err = r.RemoveBinlog(ctx, src, name)
+		} else {
+			var l storage.Leftovers
+			l, err = r.RemoveCounted(ctx, e.ID)
+			left = left.Add(l)
+		}
+		if err != nil {
+			return left, err
+		}
+		e.Deleted = true
+	}
+	return left, nil
 }
 
 // segmentOnly finds the binary log files of r held only as segments: those

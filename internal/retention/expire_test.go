@@ -59,17 +59,18 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := byID(plan)
+	got := byID(plan.Entries)
 	if len(got) != 5 {
-		t.Fatalf("plan has %d entries, want 4 backups and the crashed one: %+v", len(got), plan)
+		t.Fatalf("plan has %d entries, want 4 backups and the crashed one: %+v", len(got), plan.Entries)
 	}
 	for i, id := range ids {
 		if want := i >= 2; got[id].Keep != want || !got[id].Complete || got[id].Deleted {
 			t.Errorf("dry run: %s planned %+v, want keep=%v, complete, not deleted", id, got[id], want)
 		}
 	}
-	if c := got[crashed]; c.Complete || !c.Keep || c.Started.Year() != 2026 || c.Size != int64(len("partial")) {
-		t.Errorf("dry run: crashed backup planned %+v, want incomplete, kept, started in 2026, its size", c)
+	if c := got[crashed]; c.Complete || !c.Keep || c.Started.Year() != 2026 || c.Size != int64(len("partial")) ||
+		len(c.Reasons) != 1 || c.Reasons[0] != incompleteKept {
+		t.Errorf("dry run: crashed backup planned %+v, want incomplete, kept for want of --prune-incomplete, started in 2026, its size", c)
 	}
 	for _, id := range ids {
 		if !exists(t, r, repo.Dir(id)+"/"+repo.ManifestName) {
@@ -83,7 +84,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = byID(done)
+	got = byID(done.Entries)
 	for i, id := range ids {
 		gone := i < 2
 		if got[id].Deleted != gone {
@@ -102,8 +103,8 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = byID(done)
-	if !got[crashed].Deleted || exists(t, r, repo.Dir(crashed)+"/streams/00000.xbs") {
+	got = byID(done.Entries)
+	if !got[crashed].Deleted || got[crashed].Keep || len(got[crashed].Reasons) != 0 || exists(t, r, repo.Dir(crashed)+"/streams/00000.xbs") {
 		t.Errorf("pruning left the crashed backup: %+v", got[crashed])
 	}
 	for _, id := range ids[2:] {
@@ -178,7 +179,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := leftovers(plan); l == nil || l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 4, Bytes: 10}) || l.Size != 10 {
+	if l := leftovers(plan.Entries); l == nil || l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 4, Bytes: 10}) || l.Size != 10 {
 		t.Fatalf("dry run: leftovers entry %+v, want 4 temporary files of 10 bytes, not deleted", l)
 	}
 	if n := len(tree(t, filepath.Join(root, "backups", tempOnly))); n != 3 {
@@ -190,7 +191,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := leftovers(done); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 1, Bytes: 1}) {
+	if l := leftovers(done.Entries); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 1, Bytes: 1}) {
 		t.Errorf("by policy: leftovers entry %+v, want the old backup's temporary file", l)
 	}
 	if left := tree(t, filepath.Join(root, "backups", old.ID)); len(left) != 0 {
@@ -201,7 +202,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := leftovers(done); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 3, Bytes: 9}) {
+	if l := leftovers(done.Entries); l == nil || !l.Deleted || *l.Leftovers != (storage.Leftovers{TempFiles: 3, Bytes: 9}) {
 		t.Errorf("pruning: leftovers entry %+v, want 3 temporary files of 9 bytes, deleted", l)
 	}
 	for _, id := range []string{killed, tempOnly} {
@@ -223,7 +224,7 @@ func TestRunRemovesLeftovers(t *testing.T) {
 	}
 
 	again, err := Run(ctx, r, Request{PruneIncomplete: true, Confirm: true, Now: now})
-	if err != nil || leftovers(again) != nil {
-		t.Errorf("pruning again: %+v, %v; want no leftovers entry", leftovers(again), err)
+	if err != nil || leftovers(again.Entries) != nil {
+		t.Errorf("pruning again: %+v, %v; want no leftovers entry", leftovers(again.Entries), err)
 	}
 }

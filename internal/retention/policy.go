@@ -1,8 +1,9 @@
 // Package retention decides which backups and archived binary logs a
-// retention policy keeps, and carries out the plan on a repository: the
-// use case behind expire. It knows backups by their manifests and the
-// repository by its API; it knows nothing of flags or of how a plan is
-// printed.
+// retention policy keeps, carries out the plan on a repository, and
+// writes the plan as expire prints it: the use case behind expire. It
+// knows backups by their manifests and the repository by its API; of
+// flags it knows only the names its plan tells people to give, and
+// nothing of exit codes.
 package retention
 
 import (

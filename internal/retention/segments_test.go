@@ -105,7 +105,7 @@ func TestRunSegmentOnlyFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(plan, false)
+	check(plan.Entries, false)
 	for _, segs := range [][]repo.BinlogSegment{crashed, staleOld, staleKept, active, other} {
 		if !segsThere(segs) {
 			t.Fatalf("the dry run deleted the segments of %s", segs[0].Name)
@@ -117,7 +117,7 @@ func TestRunSegmentOnlyFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(done, true)
+	check(done.Entries, true)
 	if segsThere(crashed) || segsThere(staleOld) {
 		t.Error("segments before the oldest kept backup's position are still there")
 	}
@@ -137,7 +137,7 @@ func TestRunSegmentOnlyFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range again {
+	for _, e := range again.Entries {
 		if e.Kind == archive.KindBinlog && !e.Keep {
 			t.Errorf("second run plans to delete %s", e.ID)
 		}

@@ -10,6 +10,8 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/replica"
 )
 
 // recordTable is where a target keeps a row per copy made into it: its
@@ -115,6 +117,19 @@ type Copied struct {
 	ID       string
 	Source   string // the source's @@hostname:@@port
 	Position archive.Positions
+}
+
+// StartAt sets opt to start a replica of the source where the copy c
+// stands.
+func (c *Copied) StartAt(opt *replica.Options) {
+	startAt(opt, c.Position, "copy "+c.ID+" from "+c.Source)
+}
+
+// startAt sets opt to start a replica at the source's position p, read
+// from what from names.
+func startAt(opt *replica.Options, p archive.Positions, from string) {
+	opt.Coordinates = &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}
+	opt.CoordinatesFrom = from
 }
 
 // LastCopy reads, on the server cfg reaches, the record of the newest

@@ -3,8 +3,8 @@
 // (logical.DumpSession) loaded into the target as it is made
 // (logical.Loading), resumable after an interruption, with the source's
 // binary log position recorded on the target, from which the target may
-// then replicate (through replica). It must not know flags, exit codes or
-// how results are printed.
+// then replicate (through replica). It must not know flags or exit codes;
+// its Result writes its own text (WriteText).
 package servercopy
 
 import (
@@ -23,7 +23,6 @@ import (
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/mask"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
 )
@@ -83,8 +82,8 @@ type Result struct {
 	// for: its GTID position (gtid_binlog_pos) and file and offset.
 	Position archive.Positions
 	Load     *logical.LoadResult
-	// Replication is what setting up replication did (Job.Replicate).
-	Replication *replica.Result
+	// Replication is the replication set up (Job.Replicate).
+	Replication *replica.Summary
 	// Masked lists the columns masked as they were read, as
 	// db.table.column=function, sorted.
 	Masked []string
@@ -194,13 +193,13 @@ func Run(ctx context.Context, job Job) (*Result, error) {
 		if job.Progress != nil {
 			job.Progress.Stage("starting replication")
 		}
-		p := res.Position
-		res.Replication, err = replica.Setup(ctx, dst, *job.Replicate, replica.Options{
-			Coordinates: &physical.BinlogInfo{File: p.BinlogFile, Position: p.BinlogPosition, GTID: p.GTID}, CoordinatesFrom: "copy " + res.ID,
-		})
+		var opt replica.Options
+		startAt(&opt, res.Position, "copy "+res.ID)
+		set, err := replica.Setup(ctx, dst, *job.Replicate, opt)
 		if err != nil {
 			return res, fmt.Errorf("copy %s is complete, but the target does not replicate: %w", res.ID, err)
 		}
+		res.Replication = replica.Summarize(*job.Replicate, opt, set)
 	}
 	return res, nil
 }
