@@ -81,6 +81,9 @@ func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, pat
 		}
 	}
 	m := mine[first].Manifest
+	if err := checkGTIDReplay(m.Server.Version, "--apply-to", "restore a datadir with --until and a time or end instead, and start the server on it"); err != nil {
+		return nil, err
+	}
 	binlog, err := findBinlog(ctx, path, m.Server.Version)
 	if err != nil {
 		return nil, err
