@@ -189,10 +189,7 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 	noBackslash := strings.Contains(strings.ToUpper(sqlMode), "NO_BACKSLASH_ESCAPES")
 
 	if res.UsingGTID {
-		// A literal, not a prepared statement: MariaDB 10.5 answers that
-		// one on a server just started with "Prepared statement needs to
-		// be re-prepared" (error 1615).
-		if _, err := conn.ExecContext(ctx, "SET GLOBAL gtid_slave_pos = "+mariadb.QuoteString(res.Coordinates.GTID, noBackslash)); err != nil {
+		if err := mariadb.SetGTIDSlavePos(ctx, conn, res.Coordinates.GTID); err != nil {
 			return nil, fmt.Errorf("set gtid_slave_pos to %q from %s: %w", res.Coordinates.GTID, res.From, err)
 		}
 	}
