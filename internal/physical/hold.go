@@ -60,6 +60,17 @@ func (p *stderrPump) run() {
 	}
 }
 
+// ended reports whether the pipe reached its end and the sink handled
+// everything it held: the child is gone.
+func (p *stderrPump) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // drained reports whether the sink has handled every byte the pipe held.
 func (p *stderrPump) drained() bool {
 	// Through the raw descriptor, not Fd, which would put the pipe in
@@ -157,23 +168,27 @@ func (h *holder) hold() {
 
 func (h *holder) whileStopped() error {
 	deadline := time.Now().Add(holdTimeout)
-	for !allStopped(h.pid) || !h.pump.drained() {
-		if time.Now().After(deadline) {
+	for {
+		h.mu.Lock()
+		left := h.left
+		h.mu.Unlock()
+		switch {
+		case left:
+			return errMissedBlockCommit
+		case h.pump.ended():
+			// Everything it printed was read, and none of it said it let
+			// go: it died holding the lock.
+			return fmt.Errorf("mariabackup (pid %d) ended while backstream stopped it", h.pid)
+		case allStopped(h.pid) && h.pump.drained():
+			return h.fn()
+		case time.Now().After(deadline):
 			return fmt.Errorf("mariabackup (pid %d) did not stop within %v", h.pid, holdTimeout)
 		}
 		select {
 		case <-h.pump.done:
-			return fmt.Errorf("mariabackup (pid %d) ended while backstream stopped it", h.pid)
 		case <-time.After(time.Millisecond):
 		}
 	}
-	h.mu.Lock()
-	left := h.left
-	h.mu.Unlock()
-	if left {
-		return errMissedBlockCommit
-	}
-	return h.fn()
 }
 
 // outcome waits for a hold to end and says whether the function ran
@@ -200,10 +215,11 @@ func allStopped(pid int) bool {
 		if err != nil {
 			return false
 		}
-		// "pid (comm) S ...": the state follows the last ')'. A thread
-		// that ended (Z, X) runs no more either.
+		// "pid (comm) S ...": the state follows the last ')'. A process
+		// that ended (Z, X) is not stopped: its output is read to the
+		// end instead (see whileStopped).
 		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 || i+2 >= len(b) || !strings.ContainsRune("TtZX", rune(b[i+2])) {
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
 			return false
 		}
 	}
