@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -225,10 +226,15 @@ func replayBinlogWith(t *testing.T, basedir string, src, restored *sandbox.Serve
 	if err := load.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := dump.Run(); err != nil {
-		t.Fatalf("mariadb-binlog: %v: %s", err, dumpErr.String())
-	}
+	// The client holds the pipe now: if it stops (a statement of the
+	// replay failed), mariadb-binlog must see the pipe close rather than
+	// block on it for ever.
+	pipe.(io.Closer).Close()
+	dumpErr2 := dump.Run()
 	if err := load.Wait(); err != nil {
 		t.Fatalf("replay from %s:%d: %v: %s", file, pos, err, loadOut.String())
+	}
+	if dumpErr2 != nil {
+		t.Fatalf("mariadb-binlog: %v: %s", dumpErr2, dumpErr.String())
 	}
 }

@@ -35,6 +35,7 @@ type retake struct {
 	owners map[[2]string]func(name string) bool // db, table ("" for the database's own DDL): which of db's files it takes
 	gone   []string                             // databases dropped by the DDL
 	files  []retakenFile                        // what they had at BLOCK_COMMIT
+	taken  map[string]bool                      // their paths
 	bytes  int64                                // their size
 }
 
@@ -67,15 +68,21 @@ func ownFile(name, table string) bool {
 	return ok && len(rest) > 3 && strings.EqualFold(rest[:3], "#P#")
 }
 
-// take reads the server's DDL log and copies the files each table it
-// names has now. It runs while mariabackup is stopped holding
-// BLOCK_COMMIT.
+// take copies the files of every table the server's DDL log names, and
+// of every table whose data files changed since the backup began, as
+// they are now. It runs while mariabackup is stopped holding
+// BLOCK_COMMIT. The second set is for what the DDL log misses: a
+// TRUNCATE of a MyISAM table is not in it, and mariabackup copies Aria
+// tables, and MyISAM tables not in use, before BLOCK_DDL; such a table
+// truncated after its copy came back with its rows from before (found by
+// TestPhysicalBackupRacingNonTransactionalDDL).
 func (r *retake) take() error {
 	data, err := ddlLog(r.datadir, r.launched)
-	if err != nil || data == nil {
+	if err != nil {
 		return err
 	}
 	r.owners = map[[2]string]func(name string) bool{}
+	r.taken = map[string]bool{}
 	for _, e := range parseDDLLog(data) {
 		owner := func(name string) bool { return ownFile(name, e.Table) }
 		if e.Table == "" {
@@ -90,7 +97,73 @@ func (r *retake) take() error {
 		}
 		r.owners[[2]string{e.DB, e.Table}] = owner
 	}
+	changed, err := changedTables(r.datadir, r.launched.Add(-time.Second))
+	if err != nil {
+		return err
+	}
+	for _, k := range changed {
+		if _, ok := r.owners[k]; ok {
+			continue
+		}
+		owner := func(name string) bool { return ownFile(name, k[1]) }
+		if _, err := r.takeFiles(k[0], owner); err != nil {
+			return fmt.Errorf("retaking %s.%s: %w", k[0], k[1], err)
+		}
+		r.owners[k] = owner
+	}
 	return nil
+}
+
+// changedTables lists the tables of the datadir (db, table, in the
+// server's file name encoding) whose data files, other than InnoDB's, were
+// written at or after since. The server's log tables are left out:
+// mariabackup copies them itself under BLOCK_COMMIT.
+func changedTables(datadir string, since time.Time) ([][2]string, error) {
+	dbs, err := os.ReadDir(datadir)
+	if err != nil {
+		return nil, fmt.Errorf("retaking changed tables: %w", err)
+	}
+	var out [][2]string
+	for _, d := range dbs {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), "#") || d.Name() == "lost+found" {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(datadir, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("retaking changed tables: %w", err)
+		}
+		for _, f := range files {
+			base, ok := copiedAsFile(f.Name())
+			ext := strings.ToLower(path.Ext(f.Name()))
+			if !ok || !f.Type().IsRegular() || ext == ".frm" || ext == ".opt" || strings.HasPrefix(base, "#sql") {
+				continue
+			}
+			k := [2]string{d.Name(), tableOfBase(base)}
+			if k[0] == "mysql" && (k[1] == "general_log" || k[1] == "slow_log") || slices.Contains(out, k) {
+				continue
+			}
+			info, err := f.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("retaking changed tables: %w", err)
+			}
+			if !info.ModTime().Before(since) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out, nil
+}
+
+// tableOfBase is the table a file's name without extension belongs to:
+// a partition's file (t#P#p0, t#P#p0#SP#s0) belongs to t.
+func tableOfBase(base string) string {
+	if i := strings.Index(strings.ToUpper(base), "#P#"); i > 0 {
+		return base[:i]
+	}
+	return base
 }
 
 // databaseOwner says which files of its directory a database's own DDL
@@ -128,11 +201,12 @@ func (r *retake) takeFiles(db string, owner func(string) bool) (gone bool, err e
 	}
 	for _, e := range entries {
 		p := db + "/" + e.Name()
-		if !e.Type().IsRegular() || !owner(e.Name()) || slices.ContainsFunc(r.files, func(f retakenFile) bool { return f.path == p }) {
+		if !e.Type().IsRegular() || !owner(e.Name()) || r.taken[p] {
 			// A file two entries claim (a table of a database made
 			// during the copy) is taken once.
 			continue
 		}
+		r.taken[p] = true
 		if r.dir == "" {
 			if r.dir, err = scratch.MkdirTemp("retake-"); err != nil {
 				return false, err
