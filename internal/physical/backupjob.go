@@ -395,7 +395,7 @@ func (a *attempt) endWithRetake(mb *Backup, rt *retake, w *archive.Writer) error
 		return nil
 	}
 	if len(rt.owners) > 0 && a.job.Progress != nil {
-		a.job.Progress.Logf("%d tables and databases that DDL touched during the copy taken again under BACKUP STAGE BLOCK_COMMIT (%d files, %d bytes; commits held %v)",
+		a.job.Progress.Logf("%d tables and databases that DDL or writes touched during the copy taken again under BACKUP STAGE BLOCK_COMMIT (%d files, %d bytes; commits held %v)",
 			len(rt.owners), len(rt.files), rt.bytes, held.Round(time.Millisecond))
 	}
 	if err := rt.apply(w); err != nil {
