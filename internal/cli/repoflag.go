@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
@@ -164,8 +165,9 @@ func noRepository(location string, err error) error {
 
 // registerEncrypt adds the flags of the commands that store encrypted.
 func (g *globals) registerEncrypt(f *pflag.FlagSet) {
-	f.BoolVar(&g.encrypt, "encrypt", false, "encrypt every stored data object with age, to --recipient-file or a passphrase (--passphrase-file or $"+passphraseEnv+")")
-	f.StringVar(&g.recipientFile, "recipient-file", "", "age recipients (public keys, one per line) to encrypt to")
+	o := options.Bind(f)
+	o.Bool("encrypt", &g.encrypt)
+	o.String("recipient-file", &g.recipientFile)
 }
 
 // encryption makes r encrypt what it stores from now on, when --encrypt
