@@ -45,24 +45,10 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 	dir := t.TempDir()
 	// A slow transfer (max-rate) leaves time to kill its donor.
 	opt, cnf, token := installSST(t, dir, "max-rate=2MiB/s\n")
-	c := sandboxtest.StartCluster(t, 2, opt)
-	first := c.Nodes[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	mustExec(t, first.DB(), "CREATE DATABASE app; CREATE TABLE app.t (id INT AUTO_INCREMENT PRIMARY KEY, n INT, s VARCHAR(200)); CREATE TABLE app.u (id INT PRIMARY KEY, n INT)")
-	if err := sandbox.LoadSample(ctx, first.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
-		t.Fatal(err)
-	}
-
-	// A third node joins while the first takes writes.
-	stop := startLoad(t, first.DB())
-	third, err := c.Join(t, sandbox.Options{Dir: filepath.Join(dir, "third")})
-	if err != nil {
-		t.Fatalf("third node: %v", err)
-	}
-	if n := stop(); n == 0 {
-		t.Fatal("the load wrote nothing while the third node joined")
-	}
+	c, third := joinUnderLoad(t, ctx, opt, dir)
+	first := c.Nodes[0]
 	if !strings.Contains(readFile(t, third.ErrorLog), "backstream: snapshot") {
 		t.Errorf("the third node's error log does not tell of backstream's snapshot")
 	}
@@ -237,6 +223,29 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 		}
 		sameTables(t, ctx, first, back)
 	})
+}
+
+// joinUnderLoad starts a cluster of two nodes with opt (the second joins
+// by a state transfer), fills the first with app.t, app.u and sample
+// tables, and joins a third node (in dir/third) while the first takes
+// writes.
+func joinUnderLoad(t *testing.T, ctx context.Context, opt sandbox.Options, dir string) (*sandboxtest.Cluster, *sandbox.Server) {
+	t.Helper()
+	c := sandboxtest.StartCluster(t, 2, opt)
+	first := c.Nodes[0]
+	mustExec(t, first.DB(), "CREATE DATABASE app; CREATE TABLE app.t (id INT AUTO_INCREMENT PRIMARY KEY, n INT, s VARCHAR(200)); CREATE TABLE app.u (id INT PRIMARY KEY, n INT)")
+	if err := sandbox.LoadSample(ctx, first.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
+		t.Fatal(err)
+	}
+	stop := startLoad(t, first.DB())
+	third, err := c.Join(t, sandbox.Options{Dir: filepath.Join(dir, "third")})
+	if err != nil {
+		t.Fatalf("third node: %v", err)
+	}
+	if n := stop(); n == 0 {
+		t.Fatal("the load wrote nothing while the third node joined")
+	}
+	return c, third
 }
 
 // installSST builds backstream into dir beside wsrep_sst_backstream and

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +10,6 @@ import (
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
@@ -133,48 +130,4 @@ func (bf *binlogFlags) archiver(cmd *cobra.Command, g *globals, version string) 
 	}
 	return &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: bf.hash, Binary: bf.binary, MariadbPath: toolpath.Parse(g.mariadbPath),
 		Version: version, Encryption: enc, FlushInterval: bf.flush, AllowGap: bf.allowGap}, nil
-}
-
-// binlogListJSON is list --binlogs --json: every file archived whole,
-// every file held only as segments, and every break, by source and name.
-func binlogListJSON(files []repo.BinlogEntry, views []binlog.Overview) []binlogListEntry {
-	out := make([]binlogListEntry, 0, len(files))
-	for _, f := range files {
-		if f.Damage != nil {
-			out = append(out, binlogListEntry{BinlogFile: &archive.BinlogFile{Source: f.Source, Name: f.Name}, Damaged: true, Damage: f.Damage.Error()})
-			continue
-		}
-		out = append(out, binlogListEntry{BinlogFile: f.Manifest.Binlog})
-	}
-	for _, v := range views {
-		for _, s := range v.SegmentOnly {
-			b := &archive.BinlogFile{Source: v.Source, Name: s.File, Size: s.End}
-			if v.To.File == s.File {
-				b.LastTime, b.LastGTID = v.To.Time, v.To.GTID
-			}
-			out = append(out, binlogListEntry{BinlogFile: b, Segments: s.Segments})
-		}
-		for _, br := range v.Breaks {
-			name := br.After
-			if br.Tail {
-				name = v.To.File
-			}
-			out = append(out, binlogListEntry{BinlogFile: &archive.BinlogFile{Source: v.Source, Name: name}, Missing: true, Damage: br.Error()})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b binlogListEntry) int {
-		return strings.Compare(a.Source+"/"+a.Name, b.Source+"/"+b.Name)
-	})
-	return out
-}
-
-// printBinlogs prints list --binlogs (binlog.WriteListing).
-func printBinlogs(g *globals, files []repo.BinlogEntry, views []binlog.Overview) error {
-	return binlog.WriteListing(g.stdout, g.stderr, files, views)
-}
-
-// printOverview prints list --binlogs --status of one source
-// (binlog.Overview.WriteText).
-func printOverview(g *globals, v binlog.Overview) {
-	v.WriteText(g.stdout)
 }

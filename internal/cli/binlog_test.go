@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
@@ -309,7 +310,7 @@ func TestDamagedBinlogManifestIsContained(t *testing.T) {
 	if !strings.Contains(r.stdout, "DAMAGED") || !strings.Contains(r.stderr, object) || !strings.Contains(r.stderr, "checksum mismatch") {
 		t.Errorf("list --binlogs does not show %s as damaged with the reason:\n%s\n%s", object, r.stdout, r.stderr)
 	}
-	var listed []binlogListEntry
+	var listed []inventory.BinlogEntry
 	if err := json.Unmarshal([]byte(run(t, "list", "--repo", repoDir, "--binlogs", "--json").mustSucceed(t).stdout), &listed); err != nil {
 		t.Fatal(err)
 	}

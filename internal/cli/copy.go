@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/servercopy"
 )
 
@@ -90,7 +91,7 @@ type copyReport struct {
 	BinlogPosition uint64   `json:"binlog_position"`
 	KeptTables     []string `json:"kept_tables"`
 	DroppedTables  []string `json:"dropped_tables"`
-	loadDetails
+	restorecase.LoadDetails
 	Replication *replicationResult `json:"replication,omitempty"`
 	Seconds     float64            `json:"seconds"`
 	Error       string             `json:"error,omitempty"`
@@ -287,10 +288,10 @@ func (cf *copyFlags) print(g *globals, res *servercopy.Result, elapsed time.Dura
 	if res == nil || res.Load == nil {
 		return err
 	}
-	warnPasswordless(g, res.Load)
+	restorecase.WarnPasswordless(g.stderr, res.Load)
 	if !cf.asJSON {
 		res.WriteText(g.stdout)
-		printLoaded(g, res.Load, cf.choices.users, "copy", "copies")
+		restorecase.WriteLoaded(g.stdout, res.Load, cf.choices.users, "copy", "copies")
 		if res.Replication != nil {
 			printReplication(g.stdout, res.Replication)
 		}
@@ -312,7 +313,7 @@ func copyReportOf(res *servercopy.Result, elapsed time.Duration) copyReport {
 		Copy: res.ID, Source: res.Source, Target: res.Target, Resumed: res.Resumed,
 		Tables: res.Load.Tables, DataFiles: res.Load.Chunks, Rows: res.Load.Rows,
 		GTIDPosition: res.Position.GTID, BinlogFile: res.Position.BinlogFile, BinlogPosition: res.Position.BinlogPosition,
-		KeptTables: orEmpty(res.Load.Kept), DroppedTables: orEmpty(res.Load.Dropped), loadDetails: detailsOf(res.Load),
+		KeptTables: orEmpty(res.Load.Kept), DroppedTables: orEmpty(res.Load.Dropped), LoadDetails: restorecase.DetailsOf(res.Load),
 		Replication: res.Replication, Seconds: elapsed.Seconds(),
 	}
 	rep.Masked = orEmpty(res.Masked)

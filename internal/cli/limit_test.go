@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/limit"
 )
@@ -46,7 +47,7 @@ func TestLimitFlagsApplied(t *testing.T) {
 		if err := g.parseLimits(); err != nil {
 			t.Fatal(err)
 		}
-		b, err := g.openBackend(ctx, filepath.Join(t.TempDir(), "repo"), true)
+		b, err := repoaccess.Backend(ctx, g.location(filepath.Join(t.TempDir(), "repo")), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,29 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
 )
-
-// binlogListEntry is one archived binary log file in `list --binlogs
-// --json`.
-type binlogListEntry struct {
-	*archive.BinlogFile
-	// Damaged marks a file whose manifest is stored but cannot be
-	// trusted; Damage says why. Only its source and name are known.
-	Damaged bool   `json:"damaged,omitempty"`
-	Damage  string `json:"damage,omitempty"`
-	// Segments, for a file held only as segments (the one binlog
-	// --follow is writing), is how many; its size is the bytes they hold
-	// from the start of the file.
-	Segments int `json:"segments,omitempty"`
-	// Missing marks where the archive lost what it held (a break, named
-	// by the file before it; Damage says what is missing).
-	Missing bool `json:"missing,omitempty"`
-}
 
 func newListCmd(g *globals) *cobra.Command {
 	var asJSON, binlogs, status bool
@@ -77,14 +59,14 @@ func listBinlogs(ctx context.Context, g *globals, r *repo.Repo, asJSON, status b
 	}
 	switch {
 	case asJSON && !status:
-		return printJSON(g.stdout, binlogListJSON(b.Files, b.Overviews))
+		return printJSON(g.stdout, b.Entries())
 	case status && asJSON:
 		return printJSON(g.stdout, append([]binlog.Overview{}, b.Overviews...))
 	case status:
 		for _, v := range b.Overviews {
-			printOverview(g, v)
+			v.WriteText(g.stdout)
 		}
 		return nil
 	}
-	return printBinlogs(g, b.Files, b.Overviews)
+	return binlog.WriteListing(g.stdout, g.stderr, b.Files, b.Overviews)
 }

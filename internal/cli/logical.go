@@ -6,13 +6,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/restorecase"
 )
 
 // skipFlags leave kinds of objects out, of a dump or of a load.
@@ -144,12 +142,6 @@ func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 	}, nil
 }
 
-// maskedIn lists the columns a logical backup's dump masked, as
-// db.table.column=function.
-func maskedIn(m *archive.Manifest) []string {
-	return archive.MaskedColumns(m.Databases)
-}
-
 // loadChoices are what a logical load takes and how: restore's of a
 // backup, copy's of a server. Each command registers the flags in its
 // own words; parse checks them the same way.
@@ -271,20 +263,6 @@ func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJ
 		DropExisting: l.dropExisting, Resume: l.resume, NoBinlog: l.noBinlog,
 		Users: l.users, ReplaceUsers: l.replaceUsers,
 	}, nil
-}
-
-// loadDetails, detailsOf, printLoaded and warnPasswordless are copy's
-// names for restorecase's load printers.
-type loadDetails = restorecase.LoadDetails
-
-func detailsOf(res *logical.LoadResult) loadDetails { return restorecase.DetailsOf(res) }
-
-func printLoaded(g *globals, res *logical.LoadResult, users bool, what, does string) {
-	restorecase.WriteLoaded(g.stdout, res, users, what, does)
-}
-
-func warnPasswordless(g *globals, res *logical.LoadResult) {
-	restorecase.WarnPasswordless(g.stderr, res)
 }
 
 func orEmpty(s []string) []string {

@@ -39,7 +39,7 @@ func madeOf(m *archive.Manifest) madeResult {
 			r.NoHistory = append(r.NoHistory, d.Name+"."+t)
 		}
 	}
-	r.Masked = maskedIn(m)
+	r.Masked = archive.MaskedColumns(m.Databases)
 	return r
 }
 

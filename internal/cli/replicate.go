@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
@@ -161,7 +162,7 @@ func positionsOfBackup(ctx context.Context, g *globals, id string, opt *replica.
 	if err != nil {
 		return err
 	}
-	if cols := maskedIn(m); len(cols) > 0 {
+	if cols := archive.MaskedColumns(m.Databases); len(cols) > 0 {
 		return usagef("backup %s was masked when dumped (%s): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup", m.ID, strings.Join(cols, ", "))
 	}
 	opt.Backup = replica.FromManifest(m)

@@ -21,6 +21,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/throttle"
 	"github.com/backstream/backstream/internal/toolpath"
 )
@@ -42,15 +43,22 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
+// isUsage reports a usage mistake: cli's own, or one a use case's
+// package marks so (a repository location that cannot be right).
+func isUsage(err error) bool {
+	var ue usageError
+	var re *repoaccess.UsageError
+	return errors.As(err, &ue) || errors.As(err, &re)
+}
+
 // ExitCode maps a command's error to the process exit code.
 func ExitCode(err error, interrupted bool) int {
-	var ue usageError
 	switch {
 	case err == nil:
 		return ExitOK
 	case interrupted:
 		return ExitInterrupted
-	case errors.As(err, &ue):
+	case isUsage(err):
 		return ExitUsage
 	case archive.IsCorrupt(err):
 		return ExitCorrupt
@@ -171,8 +179,7 @@ func (g *globals) checkGlobals() error {
 // ("--max-rate \"10\" is ..."), as every check of a flag's value in this
 // package words it, and g.sources knows the file and line.
 func (g *globals) locate(err error) error {
-	var ue usageError
-	if err == nil || !errors.As(err, &ue) {
+	if err == nil || !isUsage(err) {
 		return err
 	}
 	name, ok := strings.CutPrefix(err.Error(), "--")
@@ -303,7 +310,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		if runE := c.RunE; runE != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				start := time.Now()
-				err := withKeyHint(g.locate(runE(cmd, args)))
+				err := repoaccess.WithKeyHint(g.locate(runE(cmd, args)))
 				g.recordMetrics(cmd, start, err)
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
@@ -421,7 +422,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	if len(s.secrets[1].value) < 16 {
 		t.Fatalf("the S3 secret key %q is too short to search for", s.secrets[1].value)
 	}
-	s.env = []string{passphraseEnv + "=" + passphrase}
+	s.env = []string{repoaccess.PassphraseEnv + "=" + passphrase}
 
 	// The account is made with the session's binary log off: the binary
 	// log keeps statements as they were written, and a password the DBA
@@ -525,7 +526,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 		t.Errorf("backup with a wrong password: want an access denied error without the password, got:\n%s", msg)
 	}
 	wrongPassphrase := "wrong phrase " + testkit.RandomHex(12)
-	_, msg = s.run("restore with a wrong passphrase", false, []string{passphraseEnv + "=" + wrongPassphrase},
+	_, msg = s.run("restore with a wrong passphrase", false, []string{repoaccess.PassphraseEnv + "=" + wrongPassphrase},
 		"restore", "--repo", localRepo, "--defaults-extra-file", cnf, "--rename-database", "sample:sample_wrong")
 	if !strings.Contains(msg, "cannot decrypt") || strings.Contains(msg, wrongPassphrase) {
 		t.Errorf("restore with a wrong passphrase: want a decryption error without the passphrase, got:\n%s", msg)

@@ -69,11 +69,13 @@ func TestVersionsBinlog(t *testing.T) {
 	})
 }
 
-func binlogMatrix(t *testing.T, version, basedir string) {
-	ctx := context.Background()
+// startOrders starts a server of version from basedir holding app.orders
+// (InnoDB, with JSON and TEXT) and app.log (Aria), for the binary log
+// tests of the version matrix.
+func startOrders(t *testing.T, version, basedir string) *sandbox.Server {
+	t.Helper()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
 	requireVersion(t, src, version)
-	db := src.DB()
 	writeBinlogRows(t, src,
 		"CREATE DATABASE app",
 		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), doc JSON, note TEXT) ENGINE=InnoDB",
@@ -81,6 +83,13 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 		"CREATE TABLE app.log (id INT PRIMARY KEY, line VARCHAR(200)) ENGINE=Aria",
 		"INSERT INTO app.log SELECT seq, SHA2(seq, 512) FROM app.seq_1_to_1000",
 	)
+	return src
+}
+
+func binlogMatrix(t *testing.T, version, basedir string) {
+	ctx := context.Background()
+	src := startOrders(t, version, basedir)
+	db := src.DB()
 	repoDir := newRepoDir(t)
 	// Archived before the backup as a service would be, and again after.
 	binlog := append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)

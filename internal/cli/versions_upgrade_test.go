@@ -58,16 +58,10 @@ func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 
-	base := t.TempDir()
-	datadir := filepath.Join(base, "mysql")
-	sock := filepath.Join(base, "s.sock")
-	pidFile := filepath.Join(base, "mariadbd.pid")
-	start := fmt.Sprintf("%s --no-defaults --basedir=%s --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
-		filepath.Join(b118, "sbin", "mariadbd"), b118, datadir, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
-	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
+	datadir, start, sock := placedServer(t, b118)
 	r := run(t, "restore", "--repo", repoDir, "--datadir", datadir, "--start="+start, "--socket", sock, "--user", "root", "--no-defaults")
-	log, _ := os.ReadFile(filepath.Join(base, "error.log"))
 	if r.code != ExitOK {
+		log, _ := os.ReadFile(filepath.Join(filepath.Dir(datadir), "error.log"))
 		t.Fatalf("restore --datadir --start of a %s backup with 11.8's server: exit %d, %v\n%s\n%s\nserver log:\n%s", version, r.code, r.err, r.stdout, r.stderr, log)
 	}
 	t.Logf("restore --datadir --start:\n%s%s", r.stdout, r.stderr)
@@ -78,20 +72,12 @@ func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
 	if out, err := upgrade118(t, b118, sock).CombinedOutput(); err != nil {
 		t.Fatalf("11.8's mariadb-upgrade on the restored datadir: %v\n%s", err, out)
 	}
+	compareStarted(t, sock, "11.8", want)
 	db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var started string
-	if err := db.QueryRowContext(ctx, "SELECT @@version").Scan(&started); err != nil || !strings.HasPrefix(started, "11.8.") {
-		t.Fatalf("the started server is %q (%v), want MariaDB 11.8", started, err)
-	}
-	got, err := sandbox.ChecksumTables(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	compareChecksums(t, got, want)
 	if info, err := os.ReadFile(filepath.Join(datadir, "mariadb_upgrade_info")); err != nil || !strings.HasPrefix(string(info), "11.8.") {
 		t.Errorf("mariadb_upgrade_info after mariadb-upgrade: %q, %v; want 11.8", info, err)
 	}

@@ -10,6 +10,7 @@ package inventory
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -126,4 +127,53 @@ func ListBinlogs(ctx context.Context, r *repo.Repo) (Binlogs, error) {
 		return Binlogs{}, err
 	}
 	return Binlogs{Files: files, Overviews: views}, nil
+}
+
+// BinlogEntry is one archived binary log file in `list --binlogs --json`.
+type BinlogEntry struct {
+	*archive.BinlogFile
+	// Damaged marks a file whose manifest is stored but cannot be
+	// trusted; Damage says why. Only its source and name are known.
+	Damaged bool   `json:"damaged,omitempty"`
+	Damage  string `json:"damage,omitempty"`
+	// Segments, for a file held only as segments (the one binlog
+	// --follow is writing), is how many; its size is the bytes they hold
+	// from the start of the file.
+	Segments int `json:"segments,omitempty"`
+	// Missing marks where the archive lost what it held (a break, named
+	// by the file before it; Damage says what is missing).
+	Missing bool `json:"missing,omitempty"`
+}
+
+// Entries is `list --binlogs --json`: every file archived whole, every
+// file held only as segments, and every break, by source and name.
+func (b Binlogs) Entries() []BinlogEntry {
+	out := make([]BinlogEntry, 0, len(b.Files))
+	for _, f := range b.Files {
+		if f.Damage != nil {
+			out = append(out, BinlogEntry{BinlogFile: &archive.BinlogFile{Source: f.Source, Name: f.Name}, Damaged: true, Damage: f.Damage.Error()})
+			continue
+		}
+		out = append(out, BinlogEntry{BinlogFile: f.Manifest.Binlog})
+	}
+	for _, v := range b.Overviews {
+		for _, s := range v.SegmentOnly {
+			f := &archive.BinlogFile{Source: v.Source, Name: s.File, Size: s.End}
+			if v.To.File == s.File {
+				f.LastTime, f.LastGTID = v.To.Time, v.To.GTID
+			}
+			out = append(out, BinlogEntry{BinlogFile: f, Segments: s.Segments})
+		}
+		for _, br := range v.Breaks {
+			name := br.After
+			if br.Tail {
+				name = v.To.File
+			}
+			out = append(out, BinlogEntry{BinlogFile: &archive.BinlogFile{Source: v.Source, Name: name}, Missing: true, Damage: br.Error()})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b BinlogEntry) int {
+		return strings.Compare(a.Source+"/"+a.Name, b.Source+"/"+b.Name)
+	})
+	return out
 }

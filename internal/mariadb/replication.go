@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/backstream/backstream/internal/gtid"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -131,4 +132,22 @@ func BackupSources(ctx context.Context, db Querier, hostname string) (sources []
 		return nil, note, nil
 	}
 	return sources, "", err
+}
+
+// execer runs a statement: a *sql.DB, *sql.Conn or *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// SetGTIDSlavePos sets @@global.gtid_slave_pos to pos, a GTID list
+// (checked, so the literal it sends holds only digits, '-' and ','). A
+// literal, not a prepared statement: MariaDB 10.5 answers that one on a
+// server just started with "Prepared statement needs to be re-prepared"
+// (error 1615).
+func SetGTIDSlavePos(ctx context.Context, db execer, pos string) error {
+	if _, err := gtid.ParseList(pos); err != nil {
+		return fmt.Errorf("set gtid_slave_pos: %w", err)
+	}
+	_, err := db.ExecContext(ctx, "SET GLOBAL gtid_slave_pos = "+QuoteString(pos, true))
+	return err
 }

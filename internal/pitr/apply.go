@@ -81,6 +81,9 @@ func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, pat
 		}
 	}
 	m := mine[first].Manifest
+	if err := checkGTIDReplay(m.Server.Version, "--apply-to", "restore a datadir with --until and a time or end instead, and start the server on it"); err != nil {
+		return nil, err
+	}
 	binlog, err := findBinlog(ctx, path, m.Server.Version)
 	if err != nil {
 		return nil, err
@@ -138,8 +141,7 @@ func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, pat
 // setSlavePos records pos as what the server has applied: without a
 // binary log, nothing else keeps it.
 func setSlavePos(ctx context.Context, db *sql.DB, pos Position) error {
-	_, err := db.ExecContext(ctx, "SET GLOBAL gtid_slave_pos = ?", pos.String())
-	return err
+	return mariadb.SetGTIDSlavePos(ctx, db, pos.String())
 }
 
 // chooseSource picks the server whose archived binary logs are applied.

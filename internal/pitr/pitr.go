@@ -169,6 +169,11 @@ func plan(ctx context.Context, r *repo.Repo, t Target) (*Planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.GTID != "" {
+		if err := checkGTIDReplay(base.Server.Version, "--until-gtid", "restore with --until and a time instead (the replay then starts at the backup's byte position)"); err != nil {
+			return nil, err
+		}
+	}
 	start, err := ParsePosition(base.Positions.GTID)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: GTID position %w", base.ID, err)

@@ -2,10 +2,12 @@ package pitr
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/toolpath"
 )
@@ -39,4 +41,34 @@ func TestFindBinlogAndServer(t *testing.T) {
 		}
 	}
 
+}
+
+// A replay from or to a GTID position of a server older than 10.8 is
+// refused before anything: its mariadb-binlog takes byte offsets only, and
+// a newer one's output does not load into it (TestVersionsPointInTime
+// sees both on 10.5).
+func TestCheckGTIDReplay(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		refused bool
+	}{
+		{"10.5.23-MariaDB-0+deb11u1-log", true},
+		{"10.6.18-MariaDB", true},
+		{"10.8.1-MariaDB", false},
+		{"10.11.19-MariaDB-log", false},
+		{"11.8.9-MariaDB", false},
+	} {
+		err := checkGTIDReplay(c.version, "--until-gtid", "use --until")
+		var refused *restore.RefusedError
+		switch {
+		case c.refused && (!errors.As(err, &refused) || !strings.Contains(err.Error(), "the binary logs are MariaDB "+c.version[:4]+"'s: --until-gtid replays from or to a GTID position, which mariadb-binlog takes from 10.8 on") ||
+			!strings.HasSuffix(err.Error(), "; use --until")):
+			t.Errorf("%s: %v, want refused naming the version, 10.8 and what to do instead", c.version, err)
+		case !c.refused && err != nil:
+			t.Errorf("%s: %v, want no refusal", c.version, err)
+		}
+	}
+	if err := checkGTIDReplay("ten", "--apply-to", ""); err == nil {
+		t.Error("an unreadable version passed")
+	}
 }

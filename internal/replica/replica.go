@@ -189,7 +189,7 @@ func Setup(ctx context.Context, replica *sql.DB, p Primary, opt Options) (*Resul
 	noBackslash := strings.Contains(strings.ToUpper(sqlMode), "NO_BACKSLASH_ESCAPES")
 
 	if res.UsingGTID {
-		if _, err := conn.ExecContext(ctx, "SET GLOBAL gtid_slave_pos = ?", res.Coordinates.GTID); err != nil {
+		if err := mariadb.SetGTIDSlavePos(ctx, conn, res.Coordinates.GTID); err != nil {
 			return nil, fmt.Errorf("set gtid_slave_pos to %q from %s: %w", res.Coordinates.GTID, res.From, err)
 		}
 	}
