@@ -6,8 +6,10 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/serverup"
 	"github.com/backstream/backstream/internal/transport"
 )
@@ -91,7 +93,7 @@ var table = []Option{
 			{In: "restore", Help: "logical: drop tables the target already has instead of refusing"},
 		}},
 	{Name: "encrypt", Kind: Bool, Group: Security, In: "backup binlog init merge receive",
-		Help: "encrypt every stored data object with age, to --recipient-file or a passphrase (--passphrase-file or $BACKSTREAM_PASSPHRASE)"},
+		Help: "encrypt every stored data object with age, to --recipient-file or a passphrase (--passphrase-file or $" + repoaccess.PassphraseEnv + ")"},
 	{Name: "exclude-database", Kind: List, Group: Filters, In: "backup copy restore",
 		Help: "--logical: leave these databases out",
 		Variants: []Variant{
@@ -265,7 +267,7 @@ var table = []Option{
 	{Name: "parent", Kind: String, In: "backup",
 		Help: "with --incremental: build on this backup instead of the newest"},
 	{Name: "passphrase-file", Kind: String, Group: Security,
-		Help: "file holding the passphrase of backups encrypted with one (or set $BACKSTREAM_PASSPHRASE)"},
+		Help: "file holding the passphrase of backups encrypted with one (or set $" + repoaccess.PassphraseEnv + ")"},
 	{Name: "password", Short: "p", Kind: String, Group: Connection, In: "backup binlog provision receive replicate restore send", NoOptDefault: PromptValue, CommandLineOnly: ClientConnection, Secret: true,
 		Help: "password; without a value, prompt for it (prefer an option file or MYSQL_PWD)"},
 	{Name: "port", Short: "P", Kind: Int, Group: Connection, In: "backup binlog provision receive replicate restore send", CommandLineOnly: ClientConnection,
@@ -277,7 +279,7 @@ var table = []Option{
 	{Name: "primary-host", Kind: String, Group: Connection, In: "copy receive replicate",
 		Help: "the primary's host"},
 	{Name: "primary-is", Kind: String, In: "receive replicate",
-		Help: "for a backup of a replica: the primary is the backup's source (source) or the source's primary (source-primary); default: ask the primary for its server_id"},
+		Help: "for a backup of a replica: the primary is the backup's source (" + replica.PrimaryIsSource + ") or the source's primary (" + replica.PrimaryIsSourcePrimary + "); default: ask the primary for its server_id"},
 	{Name: "primary-port", Kind: Int, Default: 3306, Group: Connection, In: "copy receive replicate",
 		Help: "the primary's port"},
 	{Name: "primary-ssl", Kind: Bool, Group: Connection, In: "copy receive replicate",
@@ -329,10 +331,10 @@ var table = []Option{
 			{In: "verify", Help: "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several (as restore --server)"},
 		}},
 	{Name: "server-defaults-file", Kind: String, Group: Security, In: "merge receive restore verify",
-		Help: "option file whose [mysqld] file_key_management_filekey is the key file's password that --prepare needs (default: $BACKSTREAM_FILE_KEY_MANAGEMENT_FILEKEY); with --until also options of the replaying server, read after those the backup recorded; with --datadir the option file of the server that runs on it, whose redo, undo and binary log places outside the datadir are checked (default with --start: the files the server reads)",
+		Help: "option file whose [mysqld] " + physical.FileKeyVariable + " is the key file's password that --prepare needs (default: $" + physical.FileKeyEnv + "); with --until also options of the replaying server, read after those the backup recorded; with --datadir the option file of the server that runs on it, whose redo, undo and binary log places outside the datadir are checked (default with --start: the files the server reads)",
 		Variants: []Variant{
-			{In: "merge", Help: "option file whose [mysqld] file_key_management_filekey is the key file's password that --prepare needs (default: $BACKSTREAM_FILE_KEY_MANAGEMENT_FILEKEY)"},
-			{In: "verify", Help: "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its file_key_management_filekey is also the key file's password that prepare needs (default: $BACKSTREAM_FILE_KEY_MANAGEMENT_FILEKEY)"},
+			{In: "merge", Help: "option file whose [mysqld] " + physical.FileKeyVariable + " is the key file's password that --prepare needs (default: $" + physical.FileKeyEnv + ")"},
+			{In: "verify", Help: "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its " + physical.FileKeyVariable + " is also the key file's password that prepare needs (default: $" + physical.FileKeyEnv + ")"},
 		}},
 	{Name: "size-mb", Kind: Int, Default: 200, In: "demo",
 		Help: "size of the large sample table in MB"},
@@ -394,7 +396,7 @@ var table = []Option{
 	{Name: "to-user", Kind: String, Group: Connection, In: "copy",
 		Help: "account on the target (default: from its option file, else the OS user)"},
 	{Name: "token-file", Kind: String, Group: Security, In: "provision receive send",
-		Help: "file holding the shared token (mode 0600); default: $BACKSTREAM_TOKEN"},
+		Help: "file holding the shared token (mode 0600); default: $" + transport.TokenEnv},
 	{Name: "until", Kind: String, In: "restore verify",
 		Help: "point-in-time restore: the newest backup before this time, then the archived binary logs up to it (\"2026-11-21 10:15:00\", UTC unless a zone is given as in RFC 3339: 2026-11-21T10:15:00+01:00); \"end\" replays everything archived",
 		Variants: []Variant{
