@@ -48,13 +48,12 @@ const addsToCommandLine = "backstream-adds-to-command-line"
 func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 	g.sources = map[string]string{}
 	flags := cmd.Flags()
-	files := optionFiles(flags)
 	name := cmd.Name()
 	groups := []string{"backstream", "backstream-" + name}
 	if g.groupSuffix != "" {
 		groups = append(groups, "backstream"+g.groupSuffix, "backstream-"+name+g.groupSuffix)
 	}
-	opts, err := mariadb.ReadOptionFiles(files, groups...)
+	opts, err := mariadb.ReadOptionFiles(optionFiles(flags), groups...)
 	if err != nil {
 		return usagef("reading option files: %v", err)
 	}
@@ -64,7 +63,7 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 		where := fmt.Sprintf("%s:%d [%s]", o.File, o.Line, o.Group)
 		ownGroup := !strings.EqualFold(o.Group, "backstream") && !strings.EqualFold(o.Group, "backstream"+g.groupSuffix)
 		fl := flags.Lookup(key)
-		opt, _ := options.Of(name, key)
+		opt, _ := options.Of(name, string(flags.GetNormalizeFunc()(flags, key))) // an alias's (databases) is its option's
 		switch {
 		case fl == nil && (loose || !ownGroup && options.Known(key)):
 			continue // another command's option, or one marked loose
@@ -89,24 +88,7 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 			}
 			value = fl.NoOptDefVal
 		}
-		sv, _ := fl.Value.(pflag.SliceValue)
-		switch opt.Kind {
-		case options.Repeatable:
-			// Every line adds one value; the first one read replaces the
-			// default, unless the command line gave values to add to.
-			if !fromFiles[key] && !fl.Changed {
-				err = sv.Replace(nil)
-			}
-			if err == nil {
-				err = sv.Append(value)
-			}
-		case options.List:
-			// A later file's list replaces an earlier one's.
-			err = sv.Replace(strings.Split(value, ","))
-		default:
-			err = fl.Value.Set(value)
-		}
-		if err != nil {
+		if err := setFromFile(fl, opt.Kind, value, !fromFiles[key]); err != nil {
 			return usagef("%s: option %q: bad value %q: %v", where, key, value, err)
 		}
 		switch {
@@ -120,6 +102,27 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 		fromFiles[key] = true
 	}
 	return nil
+}
+
+// setFromFile gives fl the value of a line of an option file, the first
+// line of the option when first.
+func setFromFile(fl *pflag.Flag, kind options.Kind, value string, first bool) error {
+	sv, _ := fl.Value.(pflag.SliceValue)
+	switch kind {
+	case options.Repeatable:
+		// Every line adds one value; the first one read replaces the
+		// default, unless the command line gave values to add to.
+		if first && !fl.Changed {
+			if err := sv.Replace(nil); err != nil {
+				return err
+			}
+		}
+		return sv.Append(value)
+	case options.List:
+		// A later file's list replaces an earlier one's.
+		return sv.Replace(strings.Split(value, ","))
+	}
+	return fl.Value.Set(value)
 }
 
 // optionFiles lists the files to read, as the connection resolver does:

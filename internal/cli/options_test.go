@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -210,4 +211,26 @@ func defaultText(o options.Option) string {
 		return d.String()
 	}
 	return fmt.Sprintf("`%v`", o.Default)
+}
+
+// An alias (databases for database) is its option in option files too:
+// a later line of a list replaces an earlier one's.
+func TestOptionFileAliasIsItsOption(t *testing.T) {
+	cnf := filepath.Join(t.TempDir(), "my.cnf")
+	if err := os.WriteFile(cnf, []byte("[backstream-backup]\ndatabases = a,b\ndatabases = c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, err := NewRoot("test").Find([]string{"backup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.ParseFlags([]string{"--defaults-file", cnf}); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&globals{}).applyOptionFiles(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cmd.Flags().GetStringSlice("database"); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("databases = a,b then databases = c: --database %q, want [c]", got)
+	}
 }

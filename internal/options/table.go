@@ -364,7 +364,7 @@ var table = []Option{
 		Help: "private key of --ssl-cert, PEM (implies --ssl)"},
 	{Name: "ssl-verify-server-cert", Kind: Bool, Group: Connection, In: "backup binlog provision receive replicate restore send", CommandLineOnly: ClientTLS,
 		Help: "check the server's certificate chain and that it names --host (implies --ssl)"},
-	{Name: "start", Kind: String, In: "receive restore", NoOptDefault: "systemd",
+	{Name: "start", Kind: String, In: "receive restore", NoOptDefault: serverup.Systemd,
 		Help: "with --datadir: start the server on it, with systemd (--start, or --start=systemd: systemctl start mariadb) or a command (--start='...'), wait until it answers on --socket/--host, check it"},
 	{Name: "start-timeout", Kind: Duration, Default: 5 * time.Minute, In: "receive restore",
 		Help: "with --start: how long the start command and the wait until the server answers may take together"},
