@@ -224,6 +224,9 @@ func referenceLine(o options.Option) string {
 	if o.CommandLineOnly != "" {
 		facts = append(facts, "command line only: "+o.CommandLineOnly)
 	}
+	if o.Secret {
+		facts = append(facts, "a secret config masks")
+	}
 	if o.AddsToCommandLine {
 		facts = append(facts, "option files add to the command line's")
 	}
