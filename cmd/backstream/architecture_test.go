@@ -75,6 +75,8 @@ var layerRules = []struct {
 		"an import starts its throwaway server through restoredserver, not through another use case"},
 	{[]string{"internal/provision"}, []string{"internal/progress"},
 		"provisioning knows no flags and no display: it returns a Result and its sentences are Messages"},
+	{[]string{"internal/cli"}, []string{"internal/storage/"},
+		"the command opens repositories through repoaccess, which composes the storage backends and their decorators"},
 	{[]string{"internal/"}, []string{"internal/cli"},
 		"only the command imports the CLI"},
 }
