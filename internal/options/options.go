@@ -114,12 +114,13 @@ type Variant struct {
 }
 
 // perCPU is the type of NumCPU.
-type perCPU struct{}
+type perCPU int
 
 func (perCPU) String() string { return "the number of CPUs, at least 2" }
 
-// NumCPU is the default of an int option that is DefaultParallel.
-var NumCPU = perCPU{}
+// NumCPU is the Default of an int option that defaults to
+// DefaultParallel.
+const NumCPU perCPU = 0
 
 // DefaultParallel is the number of CPUs, at least 2: two streams already
 // overlap compression with I/O on a small machine.
