@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +12,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
@@ -37,15 +37,16 @@ type backupFlags struct {
 
 func (b *backupFlags) register(f *pflag.FlagSet) {
 	b.conn.register(f)
-	f.IntVar(&b.parallel, "parallel", defaultParallel(), "parallel streams and mariabackup copy threads")
-	f.StringVar(&b.compress, "compress", codec.Default, "compression: zstd, lz4, gzip or none, with an optional :level")
-	f.StringVar(&b.hash, "hash", archive.DefaultHash, "digest algorithm: blake3 or sha256")
-	f.StringVar(&b.mariabackup, "mariabackup", "", "mariabackup binary (default: mariabackup or mariadb-backup in PATH)")
-	f.StringArrayVar(&b.extra, "mariabackup-option", nil, "extra option passed to mariabackup as given, e.g. --mariabackup-option=--databases=app (repeatable)")
-	f.BoolVarP(&b.verbose, "verbose", "v", false, "copy mariabackup's log to stderr as it runs")
-	f.StringVar(&b.maxRate, "max-rate", "", "read at most this many bytes per second from the source, e.g. 200MiB/s: mariabackup's stream, or with --logical the table data of all connections together (default: no limit)")
-	f.BoolVar(&b.checkpoint, "checkpoint", false, "physical: have the server write back its dirty pages and advance its redo log checkpoint first (SET GLOBAL innodb_log_checkpoint_now), so that the backup copies only the redo log written since; a burst of writes on the server, for quiet times")
-	f.IntVar(&b.maxIO, "max-io", 0, "physical: mariabackup's --throttle, at most this many I/O operations per second (one reads up to 10 MiB of a data file, or a piece of the redo log, and writes it to the stream; default: no limit)")
+	o := options.Bind(f)
+	o.Int("parallel", &b.parallel)
+	o.String("compress", &b.compress)
+	o.String("hash", &b.hash)
+	o.String("mariabackup", &b.mariabackup)
+	o.Strings("mariabackup-option", &b.extra)
+	o.Bool("verbose", &b.verbose)
+	o.String("max-rate", &b.maxRate)
+	o.Bool("checkpoint", &b.checkpoint)
+	o.Int("max-io", &b.maxIO)
 }
 
 // minRate is the smallest rate taken (--max-rate, --limit-upload,
@@ -229,10 +230,11 @@ type incrementalFlags struct {
 }
 
 func (i *incrementalFlags) register(f *pflag.FlagSet) {
-	f.BoolVar(&i.on, "incremental", false, "take an incremental backup on the newest backup of this server (a full one if there is none)")
-	f.StringVar(&i.parent, "parent", "", "with --incremental: build on this backup instead of the newest")
-	f.IntVar(&i.maxChain, "max-chain", 0, "with --incremental: take a full backup instead once a chain has this many incrementals")
-	f.StringVar(&i.fullEvery, "full-every", "", "with --incremental: take a full backup instead once the chain's full is this old, e.g. 7d")
+	o := options.Bind(f)
+	o.Bool("incremental", &i.on)
+	o.String("parent", &i.parent)
+	o.Int("max-chain", &i.maxChain)
+	o.String("full-every", &i.fullEvery)
 }
 
 // policy reads the chain policy: --max-chain and --full-every.
@@ -305,10 +307,10 @@ mariabackup's I/O operations per second, so that a backup leaves the server room
 	return cmd
 }
 
-// defaultParallel is the number of CPUs, at least 2: two streams already
-// overlap compression with I/O on a small machine.
+// defaultParallel is options.DefaultParallel, for the commands whose
+// flags are not bound from the options table yet.
 func defaultParallel() int {
-	return max(2, runtime.NumCPU())
+	return options.DefaultParallel()
 }
 
 func humanRatio(m *archive.Manifest) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/health"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/retention"
 )
 
@@ -86,12 +87,13 @@ type checkFlags struct {
 
 // register defines check's flags on f.
 func (c *checkFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&c.maxAge, "max-age", "", "fail when the newest complete backup finished longer ago than this, e.g. 26h or 8d (default: not checked)")
-	f.StringVar(&c.maxLag, "max-binlog-lag", "", "fail when a server's archived binary log was last known to hold everything longer ago than this, e.g. 60s or 2h (default: not checked)")
-	f.StringVar(&c.maxTest, "max-restore-test-age", "", "fail when no backup passed a restore test (verify --restore-test) within this long, e.g. 8d (default: not checked)")
-	f.StringVar(&c.kind, "kind", "", "judge only backups of this kind, physical or logical, by --max-age and --max-restore-test-age (default: the whole-server physical backups if there are any, else the logical ones)")
-	f.BoolVar(&c.asJSON, "json", false, "also print the report as one JSON object on stdout (ok, newest backup and its age, binary log lags, problems); the exit code stays")
-	f.StringVar(&c.now, "now", "", "judge as if it were this time (RFC 3339, e.g. 2026-11-30T00:00:00Z), to try an alert (default: the clock)")
+	o := options.Bind(f)
+	o.String("max-age", &c.maxAge)
+	o.String("max-binlog-lag", &c.maxLag)
+	o.String("max-restore-test-age", &c.maxTest)
+	o.String("kind", &c.kind)
+	o.Bool("json", &c.asJSON)
+	o.String("now", &c.now)
 }
 
 // options reads check's flags into what to check.

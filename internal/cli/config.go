@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
 )
@@ -53,22 +54,27 @@ with --defaults-group-suffix=_S also in [backstream_S] and [backstream-COMMAND_S
 			if target.Flags().Lookup("socket") == nil {
 				return nil // a command that connects to no server
 			}
-			// The connection as the client would make it, from the same
-			// files ([client], [client-server], [client-mariadb] too).
-			str := func(name string) string { return target.Flags().Lookup(name).Value.String() }
-			port, _ := target.Flags().GetInt("port")
-			cfg, err := mariadb.Resolve(mariadb.Flags{Host: str("host"), Socket: str("socket"), User: str("user"), Port: port,
-				Protocol: str("protocol"), DefaultsFile: str("defaults-file"), DefaultsExtraFile: str("defaults-extra-file"), NoDefaults: str("no-defaults") == "true"})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(g.stdout, "\nconnection: %s\n", cfg)
-			for _, k := range []string{"host", "port", "socket", "user", "password"} {
-				if from := cfg.Sources[k]; from != "" {
-					fmt.Fprintf(g.stdout, "  %s from %s\n", k, from)
-				}
-			}
-			return nil
+			return g.printConnection(target.Flags())
 		},
 	}
+}
+
+// printConnection prints the connection as the client would make it,
+// from the same files ([client], [client-server], [client-mariadb] too),
+// and where each of its settings comes from.
+func (g *globals) printConnection(flags *pflag.FlagSet) error {
+	str := func(name string) string { return flags.Lookup(name).Value.String() }
+	port, _ := flags.GetInt("port")
+	cfg, err := mariadb.Resolve(mariadb.Flags{Host: str("host"), Socket: str("socket"), User: str("user"), Port: port,
+		Protocol: str("protocol"), DefaultsFile: str("defaults-file"), DefaultsExtraFile: str("defaults-extra-file"), NoDefaults: str("no-defaults") == "true"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "\nconnection: %s\n", cfg)
+	for _, k := range []string{"host", "port", "socket", "user", "password"} {
+		if from := cfg.Sources[k]; from != "" {
+			fmt.Fprintf(g.stdout, "  %s from %s\n", k, from)
+		}
+	}
+	return nil
 }

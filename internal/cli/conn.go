@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/procargs"
 )
 
@@ -22,28 +23,24 @@ type connFlags struct {
 	ssl, skipSSL, verifyServerCert bool
 }
 
-// noPasswordValue is what --password without a value leaves behind: a
-// request to prompt.
-const noPasswordValue = "\x00prompt"
-
 func (c *connFlags) register(fs *pflag.FlagSet) {
-	fs.StringVarP(&c.f.Host, "host", "H", "", "server host; localhost means the socket")
-	fs.IntVarP(&c.f.Port, "port", "P", 0, "server TCP port")
-	fs.StringVarP(&c.f.Socket, "socket", "S", "", "server Unix socket")
-	fs.StringVarP(&c.f.User, "user", "u", "", "account name")
-	fs.StringVarP(&c.password, "password", "p", "", "password; without a value, prompt for it (prefer an option file or MYSQL_PWD)")
-	fs.Lookup("password").NoOptDefVal = noPasswordValue
-	fs.StringVar(&c.f.Protocol, "protocol", "", "tcp or socket")
-	fs.StringVar(&c.f.DefaultsFile, "defaults-file", "", "read only this option file")
-	fs.StringVar(&c.f.DefaultsExtraFile, "defaults-extra-file", "", "read this option file after the global ones")
-	fs.BoolVar(&c.f.NoDefaults, "no-defaults", false, "read no option files")
-	fs.BoolVar(&c.ssl, "ssl", false, "connect with TLS, without checking the server's certificate unless --ssl-ca or --ssl-verify-server-cert says so")
-	fs.BoolVar(&c.skipSSL, "skip-ssl", false, "connect without TLS, whatever option files say")
-	fs.StringVar(&c.f.SSLCA, "ssl-ca", "", "PEM file of the CAs the server's certificate must chain to (implies --ssl)")
-	fs.StringVar(&c.f.SSLCAPath, "ssl-capath", "", "directory of PEM files of such CAs (implies --ssl)")
-	fs.StringVar(&c.f.SSLCert, "ssl-cert", "", "client certificate, PEM, for accounts that REQUIRE X509 (implies --ssl)")
-	fs.StringVar(&c.f.SSLKey, "ssl-key", "", "private key of --ssl-cert, PEM (implies --ssl)")
-	fs.BoolVar(&c.verifyServerCert, "ssl-verify-server-cert", false, "check the server's certificate chain and that it names --host (implies --ssl)")
+	o := options.Bind(fs)
+	o.String("host", &c.f.Host)
+	o.Int("port", &c.f.Port)
+	o.String("socket", &c.f.Socket)
+	o.String("user", &c.f.User)
+	o.String("password", &c.password)
+	o.String("protocol", &c.f.Protocol)
+	o.String("defaults-file", &c.f.DefaultsFile)
+	o.String("defaults-extra-file", &c.f.DefaultsExtraFile)
+	o.Bool("no-defaults", &c.f.NoDefaults)
+	o.Bool("ssl", &c.ssl)
+	o.Bool("skip-ssl", &c.skipSSL)
+	o.String("ssl-ca", &c.f.SSLCA)
+	o.String("ssl-capath", &c.f.SSLCAPath)
+	o.String("ssl-cert", &c.f.SSLCert)
+	o.String("ssl-key", &c.f.SSLKey)
+	o.Bool("ssl-verify-server-cert", &c.verifyServerCert)
 }
 
 // tlsFlagNames are the TLS flags connFlags registers.
@@ -118,7 +115,7 @@ func (c *connFlags) resolve(fs *pflag.FlagSet) (mariadb.Config, error) {
 	f := c.f
 	prompt := false
 	if fs.Changed("password") {
-		if c.password == noPasswordValue {
+		if c.password == options.PromptValue {
 			prompt = true
 		} else {
 			fmt.Fprintln(os.Stderr, passwordOnCommandLine)

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/demo"
+	"github.com/backstream/backstream/internal/options"
 )
 
 func newDemoCmd(g *globals, version string) *cobra.Command {
@@ -25,8 +26,9 @@ TABLE of every table. It touches no existing server.`,
 			return demo.Run(cmd.Context(), demo.Options{Dir: dir, BigMB: bigMB, Parallel: parallel, Version: version, Out: g.stdout})
 		},
 	}
-	cmd.Flags().IntVar(&bigMB, "size-mb", 200, "size of the large sample table in MB")
-	cmd.Flags().IntVar(&parallel, "parallel", defaultParallel(), "parallel streams")
-	cmd.Flags().StringVar(&dir, "dir", "", "working directory to keep (default: a temp dir removed at the end)")
+	o := options.Bind(cmd.Flags())
+	o.Int("size-mb", &bigMB)
+	o.Int("parallel", &parallel)
+	o.String("dir", &dir)
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/retention"
 )
@@ -78,17 +79,18 @@ type expireFlags struct {
 
 // register defines expire's flags on f.
 func (e *expireFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&e.policy.Kind, "kind", "", "apply the rules to backups of this kind only, physical or logical, and keep the others (default: to each kind apart)")
-	f.IntVar(&e.policy.KeepLast, "keep-last", 0, "keep the newest N backups")
-	f.StringVar(&e.within, "keep-within", "", "keep backups started within this long, e.g. 14d, 36h, 2w")
-	f.IntVar(&e.policy.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days (UTC) that have one")
-	f.IntVar(&e.policy.KeepWeekly, "keep-weekly", 0, "keep the newest backup of each of the last N ISO weeks (UTC) that have one")
-	f.IntVar(&e.policy.KeepMonthly, "keep-monthly", 0, "keep the newest backup of each of the last N calendar months (UTC) that have one")
-	f.IntVar(&e.policy.KeepYearly, "keep-yearly", 0, "keep the newest backup of each of the last N years (UTC) that have one")
-	f.StringVar(&e.pitr, "keep-pitr", "", "keep what a point-in-time restore to any moment of this window needs (the backup before it, and binary logs from there); older archived binary logs are deleted")
-	f.BoolVar(&e.pruneIncomplete, "prune-incomplete", false, "also remove leftovers of failed backups (no manifest), temporary files and incomplete uploads included")
-	f.BoolVar(&e.confirm, "confirm", false, "delete; without it expire only prints the plan")
-	f.BoolVar(&e.asJSON, "json", false, "print the plan as JSON")
+	o := options.Bind(f)
+	o.String("kind", &e.policy.Kind)
+	o.Int("keep-last", &e.policy.KeepLast)
+	o.String("keep-within", &e.within)
+	o.Int("keep-daily", &e.policy.KeepDaily)
+	o.Int("keep-weekly", &e.policy.KeepWeekly)
+	o.Int("keep-monthly", &e.policy.KeepMonthly)
+	o.Int("keep-yearly", &e.policy.KeepYearly)
+	o.String("keep-pitr", &e.pitr)
+	o.Bool("prune-incomplete", &e.pruneIncomplete)
+	o.Bool("confirm", &e.confirm)
+	o.Bool("json", &e.asJSON)
 }
 
 // request reads expire's flags into the request, refusing a policy that

@@ -5,53 +5,25 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/backstream/backstream/internal/options"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// flagGroups are the headings a command's help sorts its flags under, in
-// order, with the flags each holds; a flag in none goes under the first.
-var flagGroups = []struct {
-	title string
-	flags []string
-}{
-	{"Options", nil},
-	{"Option files", []string{"defaults-file", "defaults-extra-file", "no-defaults", "defaults-group-suffix"}},
-	{"Connection", append(append([]string(nil), connFlagNames...), "primary-host", "primary-port", "primary-user", "primary-defaults-file", "primary-ssl",
-		"from", "from-user", "from-defaults-file", "to", "to-user", "to-defaults-file")},
-	{"Repository", []string{"repo", "s3-endpoint", "s3-retry-window", "lock-wait"}},
-	{"Performance and impact", []string{"parallel", "compress", "hash", "memory", "use-memory", "max-rate", "max-io",
-		"limit-upload", "limit-download", "chunk-size", "work-dir", "no-sync"}},
-	{"Filters", []string{"database", "exclude-database", "table", "exclude-table", "rename-database", "skip-views", "skip-triggers",
-		"skip-routines", "skip-events", "skip-users", "users", "replace-users"}},
-	{"Security", []string{"encrypt", "recipient-file", "identity-file", "passphrase-file", "token-file", "tls-cert", "tls-key", "tls-ca",
-		"tls-server-name", "server-defaults-file"}},
-	{"Output", []string{"progress", "progress-interval", "json", "metrics-file", "verbose"}},
-}
-
-// groupOf names the heading of flag name.
-func groupOf(name string) string {
-	for _, g := range flagGroups[1:] {
-		for _, f := range g.flags {
-			if f == name {
-				return g.title
-			}
-		}
-	}
-	return flagGroups[0].title
-}
-
 // groupedFlagUsages prints c's flags, its own and those it inherits,
-// under the headings of flagGroups.
+// under the headings of the options table.
 func groupedFlagUsages(c *cobra.Command) string {
-	sets := map[string]*pflag.FlagSet{}
+	sets := map[options.Group]*pflag.FlagSet{}
 	add := func(f *pflag.Flag) {
 		if f.Hidden {
 			return
 		}
-		g := groupOf(f.Name)
+		g := options.General
+		if o, ok := options.Of(c.Name(), f.Name); ok {
+			g = o.Group
+		}
 		if sets[g] == nil {
-			sets[g] = pflag.NewFlagSet(g, pflag.ContinueOnError)
+			sets[g] = pflag.NewFlagSet(string(g), pflag.ContinueOnError)
 			sets[g].SortFlags = true
 		}
 		if sets[g].Lookup(f.Name) == nil {
@@ -61,9 +33,9 @@ func groupedFlagUsages(c *cobra.Command) string {
 	c.LocalFlags().VisitAll(add)
 	c.InheritedFlags().VisitAll(add)
 	var b strings.Builder
-	for _, g := range flagGroups {
-		if fs := sets[g.title]; fs != nil {
-			b.WriteString("\n" + g.title + ":\n" + fs.FlagUsages())
+	for _, g := range options.Groups {
+		if fs := sets[g]; fs != nil {
+			b.WriteString("\n" + string(g) + ":\n" + fs.FlagUsages())
 		}
 	}
 	return b.String()

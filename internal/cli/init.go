@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -54,7 +55,7 @@ Without --encrypt, encryption is chosen per backup (backup --encrypt).`,
 		},
 	}
 	g.registerEncrypt(cmd.Flags())
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the repository created as one JSON object (repository, id, format, created)")
+	options.Bind(cmd.Flags()).Bool("json", &asJSON)
 	return cmd
 }
 

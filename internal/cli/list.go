@@ -7,6 +7,7 @@ import (
 
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/inventory"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -41,10 +42,11 @@ func newListCmd(g *globals) *cobra.Command {
 			return l.WriteText(g.stdout, g.stderr)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().StringVar(&kind, "kind", "", "list only the backups of this kind, physical or logical")
-	cmd.Flags().BoolVar(&binlogs, "binlogs", false, "list the archived binary logs instead, with the gaps between them")
-	cmd.Flags().BoolVar(&status, "status", false, "print per server only the recoverable window, the lag and the gaps of the archived binary logs (--json: one object per server)")
+	o := options.Bind(cmd.Flags())
+	o.Bool("json", &asJSON)
+	o.String("kind", &kind)
+	o.Bool("binlogs", &binlogs)
+	o.Bool("status", &status)
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/inventory"
+	"github.com/backstream/backstream/internal/options"
 )
 
 // madeResult is what --json prints of a backup a command made: its
@@ -44,5 +45,5 @@ func madeOf(m *archive.Manifest) madeResult {
 
 // registerJSON adds --json to a command that makes a backup.
 func (g *globals) registerJSON(f *pflag.FlagSet) {
-	f.BoolVar(&g.json, "json", false, "print the backup made as one JSON object (id, kind, parent, positions, sizes, seconds) instead of the text line")
+	options.Bind(f).Bool("json", &g.json)
 }

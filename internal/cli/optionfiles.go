@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/options"
 )
 
 // Every long option of every command may be set in the option files the
@@ -28,50 +28,32 @@ import (
 // key the command does not know is one in [backstream-COMMAND], naming
 // the file and line; so is a value the option refuses.
 //
-// A repeatable option (a string array such as mask or
+// A repeatable option (options.Repeatable, such as mask or
 // mariabackup-option) takes one value per line, and its lines add up over
-// every file and group read; a comma-separated list (database = a,b)
-// replaces the list of an earlier line. The lines of a repeatable option
-// marked with addsToCommandLine (mask) add to the values given on the
-// command line too, so that a rule kept in an option file is never
-// dropped by giving another on the command line.
+// every file and group read; a comma-separated list (options.List:
+// database = a,b) replaces the list of an earlier line. The lines of a
+// repeatable option marked AddsToCommandLine in the options table (mask)
+// add to the values given on the command line too, so that a rule kept
+// in an option file is never dropped by giving another on the command
+// line. The options table says which options files cannot set, which
+// take their default from the environment, and which are secrets.
 
-// notFromFiles are the flags option files cannot set: those that choose
-// the files, and those the connection resolver reads from the files on
-// its own (setting them here would make them look given on the command
-// line).
-var notFromFiles = map[string]bool{
-	"defaults-file": true, "defaults-extra-file": true, "no-defaults": true, "defaults-group-suffix": true,
-	"host": true, "socket": true, "user": true, "password": true, "port": true, "protocol": true,
-	"ssl": true, "skip-ssl": true, "ssl-ca": true, "ssl-capath": true, "ssl-cert": true, "ssl-key": true, "ssl-verify-server-cert": true,
-	"help": true, "version": true,
-}
-
-// envDefaults are the flags whose default comes from an environment
-// variable, which beats the option files.
-var envDefaults = map[string]string{"repo": "BACKSTREAM_REPO", "mariadb-path": "BACKSTREAM_MARIADB_PATH"}
-
-// addsToCommandLine is the annotation of a repeatable flag whose values in
-// option files add to those of the command line instead of giving way.
+// addsToCommandLine is the annotation a repeatable flag once carried for
+// options.Option.AddsToCommandLine; logical.go still sets it until its
+// flags are bound from the options table.
 const addsToCommandLine = "backstream-adds-to-command-line"
-
-// repeatable reports a flag that takes one value per occurrence, never
-// split at commas.
-func repeatable(fl *pflag.Flag) bool { return fl.Value.Type() == "stringArray" }
 
 // applyOptionFiles sets the flags of cmd that the command line left
 // unset from the option files, and records where each value came from.
 func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 	g.sources = map[string]string{}
 	flags := cmd.Flags()
-	files := optionFiles(flags)
 	name := cmd.Name()
 	groups := []string{"backstream", "backstream-" + name}
 	if g.groupSuffix != "" {
 		groups = append(groups, "backstream"+g.groupSuffix, "backstream-"+name+g.groupSuffix)
 	}
-	known := allFlagNames(cmd.Root())
-	opts, err := mariadb.ReadOptionFiles(files, groups...)
+	opts, err := mariadb.ReadOptionFiles(optionFiles(flags), groups...)
 	if err != nil {
 		return usagef("reading option files: %v", err)
 	}
@@ -81,21 +63,22 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 		where := fmt.Sprintf("%s:%d [%s]", o.File, o.Line, o.Group)
 		ownGroup := !strings.EqualFold(o.Group, "backstream") && !strings.EqualFold(o.Group, "backstream"+g.groupSuffix)
 		fl := flags.Lookup(key)
+		opt, _ := options.Of(name, string(flags.GetNormalizeFunc()(flags, key))) // an alias's (databases) is its option's
 		switch {
-		case fl == nil && (loose || !ownGroup && known[key]):
+		case fl == nil && (loose || !ownGroup && options.Known(key)):
 			continue // another command's option, or one marked loose
 		case fl == nil && ownGroup:
 			return usagef("%s: unknown option %q for %s", where, key, name)
 		case fl == nil:
 			return usagef("%s: unknown option %q (no backstream command has it)", where, key)
-		case notFromFiles[key]:
+		case opt.CommandLineOnly != "":
 			continue
-		case fl.Changed && fl.Annotations[addsToCommandLine] == nil:
+		case fl.Changed && !opt.AddsToCommandLine:
 			g.sources[key] = "command line"
 			continue
 		}
-		if env := envDefaults[key]; env != "" && os.Getenv(env) != "" {
-			g.sources[key] = "$" + env
+		if opt.Env != "" && os.Getenv(opt.Env) != "" {
+			g.sources[key] = "$" + opt.Env
 			continue
 		}
 		value := o.Value
@@ -105,28 +88,11 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 			}
 			value = fl.NoOptDefVal
 		}
-		sv, isSlice := fl.Value.(pflag.SliceValue)
-		switch {
-		case isSlice && repeatable(fl):
-			// Every line adds one value; the first one read replaces the
-			// default, unless the command line gave values to add to.
-			if !fromFiles[key] && !fl.Changed {
-				err = sv.Replace(nil)
-			}
-			if err == nil {
-				err = sv.Append(value)
-			}
-		case isSlice:
-			// A later file's list replaces an earlier one's.
-			err = sv.Replace(strings.Split(value, ","))
-		default:
-			err = fl.Value.Set(value)
-		}
-		if err != nil {
+		if err := setFromFile(fl, opt.Kind, value, !fromFiles[key]); err != nil {
 			return usagef("%s: option %q: bad value %q: %v", where, key, value, err)
 		}
 		switch {
-		case repeatable(fl) && fromFiles[key]:
+		case opt.Kind == options.Repeatable && fromFiles[key]:
 			g.sources[key] += ", " + where
 		case fl.Changed:
 			g.sources[key] = "command line and " + where
@@ -136,6 +102,27 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 		fromFiles[key] = true
 	}
 	return nil
+}
+
+// setFromFile gives fl the value of a line of an option file, the first
+// line of the option when first.
+func setFromFile(fl *pflag.Flag, kind options.Kind, value string, first bool) error {
+	sv, _ := fl.Value.(pflag.SliceValue)
+	switch kind {
+	case options.Repeatable:
+		// Every line adds one value; the first one read replaces the
+		// default, unless the command line gave values to add to.
+		if first && !fl.Changed {
+			if err := sv.Replace(nil); err != nil {
+				return err
+			}
+		}
+		return sv.Append(value)
+	case options.List:
+		// A later file's list replaces an earlier one's.
+		return sv.Replace(strings.Split(value, ","))
+	}
+	return fl.Value.Set(value)
 }
 
 // optionFiles lists the files to read, as the connection resolver does:
@@ -155,32 +142,13 @@ func optionFiles(flags *pflag.FlagSet) []mariadb.OptionSource {
 	return mariadb.OptionFiles(f)
 }
 
-// allFlagNames are the long flags of every command under root.
-func allFlagNames(root *cobra.Command) map[string]bool {
-	known := map[string]bool{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.Flags().VisitAll(func(f *pflag.Flag) { known[f.Name] = true })
-		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { known[f.Name] = true })
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
-	return known
-}
-
-// secretFlag reports whether a flag's value is a secret to mask.
-func secretFlag(name string) bool {
-	return name == "password" || strings.Contains(name, "passphrase") && !strings.HasSuffix(name, "-file") || name == "token"
-}
-
 // effectiveOptions lists cmd's flags with their values and sources, by
 // name, secrets masked.
 func (g *globals) effectiveOptions(cmd *cobra.Command) [][3]string {
 	var out [][3]string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Hidden || f.Name == "help" || slices.Contains(connFlagNames[:6], f.Name) {
+		opt, _ := options.Of(cmd.Name(), f.Name)
+		if f.Hidden || opt.CommandLineOnly == options.NotAnOption || opt.CommandLineOnly == options.ClientConnection {
 			return // the connection is shown as resolved
 		}
 		src := g.sources[f.Name]
@@ -188,13 +156,13 @@ func (g *globals) effectiveOptions(cmd *cobra.Command) [][3]string {
 		case src != "":
 		case f.Changed:
 			src = "command line"
-		case envDefaults[f.Name] != "" && os.Getenv(envDefaults[f.Name]) != "":
-			src = "$" + envDefaults[f.Name]
+		case opt.Env != "" && os.Getenv(opt.Env) != "":
+			src = "$" + opt.Env
 		default:
 			src = "default"
 		}
 		v := f.Value.String()
-		if secretFlag(f.Name) && v != "" && v != "[]" {
+		if opt.Secret && v != "" && v != "[]" {
 			v = "****"
 		}
 		out = append(out, [3]string{f.Name, v, src})

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/repoaccess"
 )
@@ -25,8 +26,9 @@ func (g *globals) openRepo(ctx context.Context, create bool) (*repo.Repo, error)
 
 // registerEncrypt adds the flags of the commands that store encrypted.
 func (g *globals) registerEncrypt(f *pflag.FlagSet) {
-	f.BoolVar(&g.encrypt, "encrypt", false, "encrypt every stored data object with age, to --recipient-file or a passphrase (--passphrase-file or $"+repoaccess.PassphraseEnv+")")
-	f.StringVar(&g.recipientFile, "recipient-file", "", "age recipients (public keys, one per line) to encrypt to")
+	o := options.Bind(f)
+	o.Bool("encrypt", &g.encrypt)
+	o.String("recipient-file", &g.recipientFile)
 }
 
 // encryption makes r encrypt what it stores from now on when --encrypt

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/throttle"
@@ -248,29 +249,28 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		}
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.repo, "repo", os.Getenv("BACKSTREAM_REPO"), "repository: a directory or s3://bucket/prefix (env BACKSTREAM_REPO)")
-	pf.StringVar(&g.s3Endpoint, "s3-endpoint", "", "S3 endpoint for s3:// repositories, e.g. https://minio.example:9000 (default: $AWS_ENDPOINT_URL, else AWS)")
-	pf.DurationVar(&g.s3Retry, "s3-retry-window", 0, "how long S3 requests are retried through outages before failing (default 2m)")
-	pf.StringVar(&g.limitUpload, "limit-upload", "", "store into the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
-	pf.StringVar(&g.limitDownload, "limit-download", "", "read from the repository at most this many bytes per second, e.g. 50MiB/s, all streams together (default: no limit)")
-	pf.StringVar(&g.memory, "memory", "512MiB", "restore, verify, cat, receive: hold at most this much backup data in memory at once, e.g. 256M or 1G, all streams together (mariabackup --prepare's memory is --use-memory)")
-	pf.StringVar(&g.mariadbPath, "mariadb-path", os.Getenv("BACKSTREAM_MARIADB_PATH"), "MariaDB installations to take mariabackup, mariadb-binlog and mariadbd from before PATH, each a basedir (bin and sbin searched) or a directory of programs, separated by colons: the tool whose version is the server's or the backup's is used (env BACKSTREAM_MARIADB_PATH)")
-	pf.DurationVar(&g.lockWait, "lock-wait", 0, "how long to wait for a repository lock held by another operation (default 0: fail at once)")
-	pf.StringVar(&g.progress, "progress", "auto", "progress display: auto, bar, plain, json or none")
-	pf.DurationVar(&g.progressInterval, "progress-interval", progress.DefaultInterval, "how often --progress plain writes a line and json an event (besides one at each change of stage)")
-	pf.StringVar(&g.identityFile, "identity-file", "", "age identities (secret keys) that open encrypted backups")
-	pf.StringVar(&g.passphraseFile, "passphrase-file", "", "file holding the passphrase of backups encrypted with one (or set $"+repoaccess.PassphraseEnv+")")
+	pf := options.Bind(root.PersistentFlags())
+	pf.String("repo", &g.repo)
+	pf.String("s3-endpoint", &g.s3Endpoint)
+	pf.String("limit-upload", &g.limitUpload)
+	pf.String("limit-download", &g.limitDownload)
+	pf.String("memory", &g.memory)
+	pf.String("mariadb-path", &g.mariadbPath)
+	pf.String("progress", &g.progress)
+	pf.String("identity-file", &g.identityFile)
+	pf.String("passphrase-file", &g.passphraseFile)
+	pf.String("metrics-file", &g.metricsFile)
+	pf.String("cpuprofile", &g.cpuprofile)
+	pf.Duration("s3-retry-window", &g.s3Retry)
+	pf.Duration("lock-wait", &g.lockWait)
+	pf.Duration("progress-interval", &g.progressInterval)
 	// The commands that connect to a server have these among their
 	// connection flags; for the others they choose the option files that
 	// set their options (see applyOptionFiles).
-	pf.StringVar(&g.defaultsFile, "defaults-file", "", "read only this option file")
-	pf.StringVar(&g.defaultsExtraFile, "defaults-extra-file", "", "read this option file after the global ones")
-	pf.BoolVar(&g.noDefaults, "no-defaults", false, "read no option files")
-	pf.StringVar(&g.groupSuffix, "defaults-group-suffix", "", "also read the option groups [backstreamSUFFIX] and [backstream-COMMANDSUFFIX] (profiles), after [backstream] and [backstream-COMMAND]")
-	pf.StringVar(&g.metricsFile, "metrics-file", "", "after the command, record how it ended (time, duration, exit code, the backup's size) in this Prometheus text file, as node_exporter's textfile collector reads it")
-	pf.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of the command to this file")
-	pf.MarkHidden("cpuprofile")
+	pf.String("defaults-file", &g.defaultsFile)
+	pf.String("defaults-extra-file", &g.defaultsExtraFile)
+	pf.Bool("no-defaults", &g.noDefaults)
+	pf.String("defaults-group-suffix", &g.groupSuffix)
 	root.AddCommand(
 		newBackupCmd(g, version),
 		newRestoreCmd(g),
@@ -323,7 +323,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	// --version is the version command's text; cobra's own would print
 	// only the link-time version.
 	var showVersion bool
-	root.Flags().BoolVarP(&showVersion, "version", "v", false, "print the version, the revision it was built from and the MariaDB tools found (as the version command)")
+	options.Bind(root.Flags()).Bool("version", &showVersion)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if showVersion && len(args) == 0 {
 			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), false)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -97,8 +98,9 @@ stale: others ignore it and unlock removes it.
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "remove every lock, not only stale ones (for holders known to be dead)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the locks removed as one JSON object (repository; removed: name, description, owner, host, pid, operation, exclusive, created, refreshed) instead of text")
+	o := options.Bind(cmd.Flags())
+	o.Bool("all", &all)
+	o.Bool("json", &asJSON)
 	return cmd
 }
 

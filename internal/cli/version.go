@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/about"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
@@ -29,7 +30,7 @@ found is listed, as the one taken depends on the server's or the backup's versio
 			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), asJSON)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	options.Bind(cmd.Flags()).Bool("json", &asJSON)
 	return cmd
 }
 
