@@ -6,9 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
-	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/toolpath"
 )
@@ -93,13 +92,14 @@ func newBinlogCmd(g *globals, version string) *cobra.Command {
 func (bf *binlogFlags) register(cmd *cobra.Command, g *globals) {
 	f := cmd.Flags()
 	bf.conn.register(f)
-	f.BoolVar(&bf.follow, "follow", false, "keep archiving as the server writes, until stopped")
-	f.StringVar(&bf.compress, "compress", codec.Default, "compression: zstd, lz4, gzip or none, with an optional :level")
-	f.StringVar(&bf.hash, "hash", archive.DefaultHash, "digest algorithm: blake3 or sha256")
-	f.DurationVar(&bf.flush, "flush-interval", binlog.DefaultFlushInterval, "with --follow, store the active file's new transactions at least this often")
-	f.BoolVar(&bf.allowGap, "allow-gap", false, "archive on past a gap (files purged on the server before they were archived), which is recorded")
-	f.StringVar(&bf.binary, "mariadb-binlog", "", "mariadb-binlog binary (default: the server's version's, from --mariadb-path, then PATH)")
-	f.BoolVar(&bf.asJSON, "json", false, "without --follow: print what the run archived as one JSON object (archived: each file's source, name, size, events, times, GTIDs, stored bytes; files, bytes, stored_bytes; lag_bytes)")
+	o := options.Bind(f)
+	o.Bool("follow", &bf.follow)
+	o.String("compress", &bf.compress)
+	o.String("hash", &bf.hash)
+	o.Duration("flush-interval", &bf.flush)
+	o.Bool("allow-gap", &bf.allowGap)
+	o.String("mariadb-binlog", &bf.binary)
+	o.Bool("json", &bf.asJSON)
 	g.registerEncrypt(f)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restorecase"
@@ -30,9 +31,10 @@ type endpointFlags struct {
 
 func (e *endpointFlags) register(f *pflag.FlagSet, name, what string) {
 	e.name, e.what = name, what
-	f.StringVar(&e.where, name, "", "the "+what+" server: host, host:port, or the path of its Unix socket")
-	f.StringVar(&e.user, name+"-user", "", "account on the "+what+" (default: from its option file, else the OS user)")
-	f.StringVar(&e.cnf, name+"-defaults-file", "", "read the "+what+"'s connection options (user, password, TLS) only from this option file: its [client] and [backstream] groups")
+	o := options.Bind(f)
+	o.String(name, &e.where)
+	o.String(name+"-user", &e.user)
+	o.String(name+"-defaults-file", &e.cnf)
 }
 
 // passwordEnv is the variable that holds the endpoint's password.
@@ -173,28 +175,29 @@ func (cf *copyFlags) register(f *pflag.FlagSet) {
 	choices := &cf.choices
 	cf.from.register(f, "from", "source")
 	cf.to.register(f, "to", "target")
-	f.IntVar(&cf.parallel, "parallel", defaultParallel(), "dump connections on the source, and as many loading connections on the target")
-	f.StringVar(&cf.chunkSize, "chunk-size", "16MiB", "size at which table data is cut into data files")
-	f.StringVar(&cf.maxRate, "max-rate", "", "read at most this many bytes of table data per second from the source, all connections together, e.g. 50MiB/s (default: no limit)")
-	f.StringSliceVar(&choices.databases, "database", nil, "copy only these databases (repeatable, comma-separated)")
-	f.StringSliceVar(&choices.excludeDBs, "exclude-database", nil, "leave these databases out")
-	f.StringSliceVar(&choices.tables, "table", nil, "copy only these tables, as db.table (repeatable, comma-separated)")
-	f.StringSliceVar(&choices.excludeTbl, "exclude-table", nil, "leave these tables out, as db.table")
+	o := options.Bind(f)
+	o.Int("parallel", &cf.parallel)
+	o.String("chunk-size", &cf.chunkSize)
+	o.String("max-rate", &cf.maxRate)
+	o.Strings("database", &choices.databases)
+	o.Strings("exclude-database", &choices.excludeDBs)
+	o.Strings("table", &choices.tables)
+	o.Strings("exclude-table", &choices.excludeTbl)
 	filterAliases(f)
-	f.StringArrayVar(&choices.rename, "rename-database", nil, "copy database a as b, given as a:b (repeatable)")
-	f.StringVar(&choices.definer, "definer", "", "make views, triggers, routines and events run as this account (user@host)")
-	f.BoolVar(&choices.dropExisting, "drop-existing", false, "drop tables the target already has instead of refusing, and start an unfinished copy on the target over")
-	f.BoolVar(&choices.resume, "resume", false, "continue the unfinished copy on the target, from a new snapshot")
-	f.BoolVar(&choices.noBinlog, "no-binlog", false, "load with sql_log_bin=0 (nothing reaches the target's replicas)")
-	f.BoolVar(&choices.users, "users", false, "create the source's users, roles and grants on the target (accounts the target has are kept)")
-	f.BoolVar(&choices.replaceUsers, "replace-users", false, "with --users: replace accounts the target already has")
+	o.Strings("rename-database", &choices.rename)
+	o.String("definer", &choices.definer)
+	o.Bool("drop-existing", &choices.dropExisting)
+	o.Bool("resume", &choices.resume)
+	o.Bool("no-binlog", &choices.noBinlog)
+	o.Bool("users", &choices.users)
+	o.Bool("replace-users", &choices.replaceUsers)
 	choices.skip.register(f)
 	cf.masks.register(f, "as they are read from the source, so that they never reach the target")
-	f.BoolVar(&cf.blockDDL, "block-ddl", false, "block DDL on the copied tables while the dump runs, instead of failing when it happens")
-	f.BoolVar(&cf.currentOnly, "versioned-current-only", false, "copy tables system-versioned by transaction id with their current rows only (without this flag they make the copy refuse)")
-	f.BoolVar(&cf.replicate, "replicate", false, "once the copy is complete, make the target replicate from the source from the copy's position (the whole server only)")
+	o.Bool("block-ddl", &cf.blockDDL)
+	o.Bool("versioned-current-only", &cf.currentOnly)
+	o.Bool("replicate", &cf.replicate)
 	cf.primary.register(f)
-	f.BoolVar(&cf.asJSON, "json", false, "print the result as one JSON object instead of text: the servers, the tables, rows and position copied, what was kept, reloaded and left out, the replication started")
+	o.Bool("json", &cf.asJSON)
 }
 
 // job checks the flags and builds the copy they ask for, less its

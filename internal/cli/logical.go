@@ -10,6 +10,7 @@ import (
 	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mask"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 )
 
@@ -17,11 +18,12 @@ import (
 type skipFlags struct{ s schema.Skip }
 
 func (k *skipFlags) register(f *pflag.FlagSet) {
-	f.BoolVar(&k.s.Views, "skip-views", false, "leave views out")
-	f.BoolVar(&k.s.Triggers, "skip-triggers", false, "leave triggers out")
-	f.BoolVar(&k.s.Routines, "skip-routines", false, "leave stored procedures, functions and packages out")
-	f.BoolVar(&k.s.Events, "skip-events", false, "leave events out")
-	f.BoolVar(&k.s.Users, "skip-users", false, "leave users, roles and grants out")
+	o := options.Bind(f)
+	o.Bool("skip-views", &k.s.Views)
+	o.Bool("skip-triggers", &k.s.Triggers)
+	o.Bool("skip-routines", &k.s.Routines)
+	o.Bool("skip-events", &k.s.Events)
+	o.Bool("skip-users", &k.s.Users)
 }
 
 // maskFlags are --mask and --mask-key-file, of a dump and of a load.
@@ -31,9 +33,8 @@ type maskFlags struct {
 }
 
 func (m *maskFlags) register(f *pflag.FlagSet, when string) {
-	f.StringArrayVar(&m.specs, "mask", nil, "logical: mask a column's values "+when+", as database.table.column=FUNCTION, FUNCTION one of hash, null, email, phone, fixed:VALUE; * for any database or table (repeatable; those of option files add to these)")
-	f.SetAnnotation("mask", addsToCommandLine, []string{"true"})
-	f.StringVar(&m.keyFile, "mask-key-file", "", "with --mask: the file holding the key of hash, email and phone (at least 16 bytes; the same key gives the same stand-ins in every run); default: a random key, forgotten after the run")
+	options.Bind(f).Strings("mask", &m.specs)
+	options.Bind(f).String("mask-key-file", &m.keyFile)
 }
 
 // rules reads the mask rules and their key; nil without --mask.
@@ -101,16 +102,17 @@ type logicalBackupFlags struct {
 }
 
 func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
-	f.BoolVar(&l.on, "logical", false, "take a logical backup (a consistent parallel dump) instead of a physical one")
-	f.StringSliceVar(&l.databases, "database", nil, "--logical: only these databases (repeatable, comma-separated)")
-	f.StringSliceVar(&l.excludeDBs, "exclude-database", nil, "--logical: leave these databases out")
-	f.StringSliceVar(&l.tables, "table", nil, "--logical: only these tables, as db.table (repeatable, comma-separated)")
-	f.StringSliceVar(&l.excludeTbl, "exclude-table", nil, "--logical: leave these tables out, as db.table")
+	o := options.Bind(f)
+	o.Bool("logical", &l.on)
+	o.Strings("database", &l.databases)
+	o.Strings("exclude-database", &l.excludeDBs)
+	o.Strings("table", &l.tables)
+	o.Strings("exclude-table", &l.excludeTbl)
 	filterAliases(f)
-	f.BoolVar(&l.users, "users", false, "--logical: include users, roles and grants in a dump limited to some databases (a whole-server dump has them by default)")
-	f.BoolVar(&l.blockDDL, "block-ddl", false, "--logical: block DDL on the dumped tables while the dump runs, instead of failing when it happens")
-	f.StringVar(&l.chunkSize, "chunk-size", "16MiB", "--logical: size at which table data is cut into files")
-	f.BoolVar(&l.currentOnly, "versioned-current-only", false, "--logical: dump tables system-versioned by transaction id with their current rows only (their history cannot be restored; without this flag they make the backup refuse)")
+	o.Bool("users", &l.users)
+	o.Bool("block-ddl", &l.blockDDL)
+	o.String("chunk-size", &l.chunkSize)
+	o.Bool("versioned-current-only", &l.currentOnly)
 	l.skip.register(f)
 	l.mask.register(f, "as it is dumped, so that the repository never holds it")
 }
@@ -199,19 +201,20 @@ type logicalRestoreFlags struct {
 
 func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 	l.conn.register(f)
-	f.StringSliceVar(&l.databases, "database", nil, "logical: load only these databases (repeatable, comma-separated)")
-	f.StringSliceVar(&l.excludeDBs, "exclude-database", nil, "logical: leave these databases out")
-	f.StringSliceVar(&l.tables, "table", nil, "logical: load only these tables, as db.table (repeatable, comma-separated)")
-	f.StringSliceVar(&l.excludeTbl, "exclude-table", nil, "logical: leave these tables out, as db.table")
+	o := options.Bind(f)
+	o.Strings("database", &l.databases)
+	o.Strings("exclude-database", &l.excludeDBs)
+	o.Strings("table", &l.tables)
+	o.Strings("exclude-table", &l.excludeTbl)
 	filterAliases(f)
-	f.BoolVar(&l.users, "users", false, "logical: create the backup's users, roles and grants (accounts the target has are kept)")
-	f.BoolVar(&l.replaceUsers, "replace-users", false, "logical, with --users: replace accounts the target already has")
-	f.BoolVar(&l.asJSON, "json", false, "print the result as one JSON object instead of text: what was restored where (with --datadir also what was moved aside and the server started; logical: the target server, accounts, what was left out)")
-	f.StringArrayVar(&l.rename, "rename-database", nil, "logical: load database a as b, given as a:b (repeatable)")
-	f.StringVar(&l.definer, "definer", "", "logical: make views, triggers, routines and events run as this account (user@host)")
-	f.BoolVar(&l.dropExisting, "drop-existing", false, "logical: drop tables the target already has instead of refusing")
-	f.BoolVar(&l.resume, "resume", false, "logical: continue an interrupted load of the same backup")
-	f.BoolVar(&l.noBinlog, "no-binlog", false, "logical, and --table --apply-to: load or import with sql_log_bin=0 (nothing reaches the target's replicas)")
+	o.Bool("users", &l.users)
+	o.Bool("replace-users", &l.replaceUsers)
+	o.Bool("json", &l.asJSON)
+	o.Strings("rename-database", &l.rename)
+	o.String("definer", &l.definer)
+	o.Bool("drop-existing", &l.dropExisting)
+	o.Bool("resume", &l.resume)
+	o.Bool("no-binlog", &l.noBinlog)
 	l.skip.register(f)
 	l.mask.register(f, "as it is loaded (names as in the backup), so that the target never holds it")
 }

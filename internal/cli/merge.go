@@ -8,9 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/merge"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
@@ -53,14 +52,15 @@ func newMergeCmd(g *globals, version string) *cobra.Command {
 }
 
 func (o *mergeFlags) register(f *pflag.FlagSet) {
-	f.IntVar(&o.parallel, "parallel", defaultParallel(), "decoding threads, and stream objects of the merged backup")
-	f.StringVar(&o.compress, "compress", codec.Default, "compression of the merged backup: zstd, lz4, gzip or none, with an optional :level")
-	f.StringVar(&o.hash, "hash", archive.DefaultHash, "digest algorithm of the merged backup: blake3 or sha256")
-	f.StringVar(&o.workDir, "work-dir", "", "directory to prepare the chain in, in a subdirectory backstream-merge-<id> removed at the end; needs room for the datadir (default: under $TMPDIR)")
-	f.StringVar(&o.useMemory, "use-memory", "", "memory for mariabackup --prepare, e.g. 1G")
-	f.StringVar(&o.mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
-	f.StringVar(&o.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+")")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
+	bind := options.Bind(f)
+	bind.Int("parallel", &o.parallel)
+	bind.String("compress", &o.compress)
+	bind.String("hash", &o.hash)
+	bind.String("work-dir", &o.workDir)
+	bind.String("use-memory", &o.useMemory)
+	bind.String("mariabackup", &o.mariabackup)
+	bind.String("server-defaults-file", &o.serverDefaults)
+	bind.Bool("verbose", &o.verbose)
 }
 
 // job maps the flags to a merge, less the repository, the backup and the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/transport"
@@ -163,15 +164,16 @@ func transportOf(idle time.Duration, tokenFile string) (transport.Options, error
 func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
 	f := cmd.Flags()
 	tf.b.register(f)
-	f.StringArrayVar(&tf.to, "to", nil, "receiver HOST:PORT (repeatable: one mariabackup run feeds every receiver)")
-	f.StringVar(&tf.tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
-	f.StringVar(&tf.caFile, "tls-ca", "", "verify receivers' certificates against this CA (PEM) instead of the token-only default")
-	f.StringVar(&tf.serverName, "tls-server-name", "", "name the receivers' certificates must carry (default: the host of --to)")
+	o := options.Bind(f)
+	o.Strings("to", &tf.to)
+	o.String("token-file", &tf.tokenFile)
+	o.String("tls-ca", &tf.caFile)
+	o.String("tls-server-name", &tf.serverName)
 	registerIdleTimeout(f, &tf.idle, "a receiver")
-	f.BoolVar(&tf.asJSON, "json", false, "print the backup sent (as backup --json has it) and each receiver's outcome (address, ok, report, running, replicating, the outcome it told, error) as one JSON object instead of text; printed also when a receiver failed, with the exit code as without it")
+	o.Bool("json", &tf.asJSON)
 	if provision {
-		f.StringVar(&tf.from, "from", "", "the server to provision from, as HOST:PORT over TCP (instead of --host/--port/--socket); it must run on this host, whose files mariabackup reads")
-		f.BoolVar(&tf.replicate, "replicate", true, "insist that every receiver's server replicates from its primary; --replicate=false accepts receivers that only started a server on the backup")
+		o.String("from", &tf.from)
+		o.Bool("replicate", &tf.replicate)
 	}
 }
 
@@ -240,7 +242,7 @@ const minIdleTimeout = 3 * transport.DefaultHeartbeat
 // registerIdleTimeout adds --idle-timeout, how long a connection to peer
 // may bring nothing, not even a heartbeat.
 func registerIdleTimeout(f *pflag.FlagSet, idle *time.Duration, peer string) {
-	f.DurationVar(idle, "idle-timeout", transport.DefaultIdleTimeout, "give up when "+peer+" sends nothing for this long, not even the heartbeat every backstream sends each 10s while it has nothing else to say (a stopped process, a lost network); 0: wait for ever")
+	options.Bind(f).Duration("idle-timeout", idle)
 }
 
 // parseIdleTimeout checks --idle-timeout and makes it transport's: 0 is

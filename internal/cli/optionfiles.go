@@ -38,11 +38,6 @@ import (
 // line. The options table says which options files cannot set, which
 // take their default from the environment, and which are secrets.
 
-// addsToCommandLine is the annotation a repeatable flag once carried for
-// options.Option.AddsToCommandLine; logical.go still sets it until its
-// flags are bound from the options table.
-const addsToCommandLine = "backstream-adds-to-command-line"
-
 // applyOptionFiles sets the flags of cmd that the command line left
 // unset from the option files, and records where each value came from.
 func (g *globals) applyOptionFiles(cmd *cobra.Command) error {

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/provision"
-	"github.com/backstream/backstream/internal/serverup"
 )
 
 // placeFlags are restore's options of restoring into place and starting
@@ -22,12 +22,12 @@ type placeFlags struct {
 }
 
 func (p *placeFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&p.datadir, "datadir", "", "physical: restore and prepare beside this datadir (inside it, when it is a mount point or a symbolic link), then swap the result into place (the datadir must be empty or absent unless --force)")
-	f.BoolVar(&p.force, "force", false, "with --datadir: move what the datadir holds aside to <datadir>.replaced-<time> (never deleted) instead of refusing")
-	f.StringVar(&p.start, "start", "", "with --datadir: start the server on it, with systemd (--start, or --start=systemd: systemctl start mariadb) or a command (--start='...'), wait until it answers on --socket/--host, check it")
-	f.Lookup("start").NoOptDefVal = serverup.Systemd
-	f.DurationVar(&p.startTimeout, "start-timeout", 5*time.Minute, "with --start: how long the start command and the wait until the server answers may take together")
-	f.DurationVar(&p.checkTimeout, "check-timeout", serverup.DefaultCheckTimeout, "with --start: how long the checks once the server answers may take (CHECK TABLE of the system tables, then row counts of the biggest tables: those not counted by then are reported so)")
+	o := options.Bind(f)
+	o.String("datadir", &p.datadir)
+	o.Bool("force", &p.force)
+	o.String("start", &p.start)
+	o.Duration("start-timeout", &p.startTimeout)
+	o.Duration("check-timeout", &p.checkTimeout)
 }
 
 // names are the flags that go with --datadir only.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/remote"
@@ -96,15 +97,16 @@ func (rf *receiveFlags) register(cmd *cobra.Command, g *globals) {
 	rf.conn.register(f)
 	rf.primary.register(f)
 	rf.primary.registerIs(f)
-	f.BoolVar(&rf.replicate, "replicate", false, "with --datadir and --start: then make the started server replicate from its primary (--primary-host, ... as replicate takes them), from the backup's position")
-	f.BoolVar(&rf.catchUp, "catch-up", false, "with --replicate: also wait until the replica has applied what the primary had when replication started")
-	f.StringVar(&rf.listen, "listen", "", "address to listen on, e.g. :4444 or 10.0.0.5:4444")
-	f.StringVar(&rf.tokenFile, "token-file", "", "file holding the shared token (mode 0600); default: $"+transport.TokenEnv)
-	f.StringVar(&rf.certFile, "tls-cert", "", "serve this certificate (PEM) instead of an ephemeral self-signed one")
-	f.StringVar(&rf.keyFile, "tls-key", "", "key of --tls-cert (PEM)")
-	f.BoolVar(&rf.keep, "keep-listening", false, "serve transfers one after another (with --repo)")
+	o := options.Bind(f)
+	o.Bool("replicate", &rf.replicate)
+	o.Bool("catch-up", &rf.catchUp)
+	o.String("listen", &rf.listen)
+	o.String("token-file", &rf.tokenFile)
+	o.String("tls-cert", &rf.certFile)
+	o.String("tls-key", &rf.keyFile)
+	o.Bool("keep-listening", &rf.keep)
 	registerIdleTimeout(f, &rf.idle, "the sender")
-	f.BoolVar(&rf.asJSON, "json", false, "print what became of the backup received as one JSON object instead of text (backup, into, where, prepared; with --datadir what was moved aside, the server started, its replication; error if what followed its arrival failed); with --keep-listening one object a line per backup")
+	o.Bool("json", &rf.asJSON)
 	g.registerEncrypt(f)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/servercopy"
@@ -127,14 +128,15 @@ func (rf *replicateFlags) register(cmd *cobra.Command) {
 	rf.conn.register(f)
 	rf.primary.register(f)
 	rf.primary.registerIs(f)
-	f.StringVar(&rf.datadir, "datadir", "", "the restored datadir (default: the server's @@datadir)")
-	f.BoolVar(&rf.fromCopy, "from-copy", false, "take the position from the record of the newest finished copy into the server (backstream copy) instead of the datadir")
-	f.StringVar(&rf.from, "from-backup", "", "take the positions from this backup's manifest (ID, prefix or latest, in --repo) instead of the datadir: for a server a logical backup was restored into")
-	f.BoolVar(&rf.filePos, "use-file-pos", false, "replicate by binlog file and position instead of GTID")
-	f.BoolVar(&rf.catchUp, "catch-up", false, "also wait until the replica has applied what the primary had when replication started")
-	f.BoolVar(&rf.force, "force", false, "replace a replication connection that is configured and running")
-	f.DurationVar(&rf.wait, "wait", replica.DefaultWaitTimeout, "how long to wait for both replication threads to run")
-	f.BoolVar(&rf.asJSON, "json", false, "print what was set up as one JSON object (primary, the position started from, connection name, the replication status when both threads run) instead of text")
+	o := options.Bind(f)
+	o.String("datadir", &rf.datadir)
+	o.Bool("from-copy", &rf.fromCopy)
+	o.String("from-backup", &rf.from)
+	o.Bool("use-file-pos", &rf.filePos)
+	o.Bool("catch-up", &rf.catchUp)
+	o.Bool("force", &rf.force)
+	o.Duration("wait", &rf.wait)
+	o.Bool("json", &rf.asJSON)
 }
 
 // positionOfLastCopy sets opt to start where the newest finished copy
@@ -178,18 +180,19 @@ type primaryFlags struct {
 }
 
 func (pf *primaryFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&pf.p.Host, "primary-host", "", "the primary's host")
-	f.IntVar(&pf.p.Port, "primary-port", 3306, "the primary's port")
-	f.StringVar(&pf.p.User, "primary-user", "", "the replication account on the primary")
-	f.BoolVar(&pf.p.SSL, "primary-ssl", false, "replicate over TLS (MASTER_SSL=1)")
-	f.StringVar(&pf.file, "primary-defaults-file", "", "option file with a [backstream-primary] group (host, port, user, password)")
+	o := options.Bind(f)
+	o.String("primary-host", &pf.p.Host)
+	o.Int("primary-port", &pf.p.Port)
+	o.String("primary-user", &pf.p.User)
+	o.Bool("primary-ssl", &pf.p.SSL)
+	o.String("primary-defaults-file", &pf.file)
 }
 
 // registerIs adds --primary-is, for a replica of a backup that may have
 // been taken of a replica.
 func (pf *primaryFlags) registerIs(f *pflag.FlagSet) {
 	pf.withIs = true
-	f.StringVar(&pf.is, "primary-is", "", "for a backup of a replica: the primary is the backup's source ("+replica.PrimaryIsSource+") or the source's primary ("+replica.PrimaryIsSourcePrimary+"); default: ask the primary for its server_id")
+	options.Bind(f).String("primary-is", &pf.is)
 }
 
 // names are the flags register (and registerIs) add.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
@@ -41,16 +42,17 @@ type datadirFlags struct {
 }
 
 func (d *datadirFlags) register(f *pflag.FlagSet) {
-	f.StringVar(&d.target, "target-dir", "", "directory to restore into (must be empty or absent)")
-	f.BoolVar(&d.prepare, "prepare", false, "run mariabackup --prepare on the result")
-	f.StringVar(&d.useMemory, "use-memory", "", "memory for --prepare, e.g. 1G")
-	f.StringVar(&d.owner, "owner", "", "user to own the restored files (default: mysql when running as root)")
-	f.StringVar(&d.mariabackup, "mariabackup", "", "mariabackup binary for --prepare")
-	f.IntVar(&d.parallel, "parallel", 0, "decoding threads (default: number of CPUs)")
-	f.BoolVarP(&d.verbose, "verbose", "v", false, "copy mariabackup's prepare log to stderr")
-	f.BoolVar(&d.noSync, "no-sync", false, "restoring a datadir: do not wait until the restored files are on disk before reporting success (faster; a crash of the host soon after can lose them)")
-	f.StringArrayVar(&d.dataDirs, "map-data-directory", nil, "OLD=NEW: place the tablespaces of tables created with DATA DIRECTORY under OLD in NEW (repeatable; needs --prepare); default: in the datadir")
-	f.StringVar(&d.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] "+physical.FileKeyVariable+" is the key file's password that --prepare needs (default: $"+physical.FileKeyEnv+"); with --until also options of the replaying server, read after those the backup recorded; with --datadir the option file of the server that runs on it, whose redo, undo and binary log places outside the datadir are checked (default with --start: the files the server reads)")
+	o := options.Bind(f)
+	o.String("target-dir", &d.target)
+	o.Bool("prepare", &d.prepare)
+	o.String("use-memory", &d.useMemory)
+	o.String("owner", &d.owner)
+	o.String("mariabackup", &d.mariabackup)
+	o.Int("parallel", &d.parallel)
+	o.Bool("verbose", &d.verbose)
+	o.Bool("no-sync", &d.noSync)
+	o.Strings("map-data-directory", &d.dataDirs)
+	o.String("server-defaults-file", &d.serverDefaults)
 }
 
 // job is the restore job these flags describe, less what it restores.
@@ -170,14 +172,14 @@ func (o *restoreFlags) register(f *pflag.FlagSet) {
 	o.d.register(f)
 	o.l.register(f)
 	o.p.register(f)
-	f.StringVar(&o.until, "until", "", `point-in-time restore: the newest backup before this time, then the archived binary logs up to it ("2026-11-21 10:15:00", UTC unless a zone is given as in RFC 3339: 2026-11-21T10:15:00+01:00); "end" replays everything archived`)
-	f.StringVar(&o.untilGTID, "until-gtid", "", "point-in-time restore up to and including these GTIDs' transactions, one per domain, e.g. 0-1-4711,1-1-20")
-	f.StringVar(&o.kind, "kind", "", "with latest (or no backup id): the latest backup of this kind, physical or logical (default: the newest whole-server physical backup, else logical)")
-	f.StringVar(&o.base, "base", "", "with --until: the kind of backup to start from, physical or logical (default: the newest before the target of either kind; a logical one only if it took the whole server)")
-	f.StringVar(&o.server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several")
-	f.BoolVar(&o.applyTo, "apply-to", false, "with --until: replay the archived binary logs onto the running server that --host/--socket name, from the GTID position it has reached, instead of restoring a datadir; with --table and a physical backup: import those InnoDB tables into that server")
-	f.StringVar(&o.as, "as", "", "with --table db.t --apply-to: the name the table takes on the target, as db.table (e.g. beside the live one)")
-	f.Lookup("parallel").Usage = "decoding threads; for a logical backup also loading connections (default: number of CPUs)"
+	bind := options.Bind(f)
+	bind.String("until", &o.until)
+	bind.String("until-gtid", &o.untilGTID)
+	bind.String("kind", &o.kind)
+	bind.String("base", &o.base)
+	bind.String("server", &o.server)
+	bind.Bool("apply-to", &o.applyTo)
+	bind.String("as", &o.as)
 }
 
 func (o *restoreFlags) pointInTime() bool { return o.until != "" || o.untilGTID != "" }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
@@ -91,20 +92,21 @@ func newVerifyCmd(g *globals) *cobra.Command {
 
 func (o *verifyFlags) register(f *pflag.FlagSet) {
 	rt := &o.rt
-	f.IntVar(&o.parallel, "parallel", 0, "decoding threads; with --restore-test also loading and checking connections (default: number of CPUs)")
-	f.BoolVar(&rt.enabled, "restore-test", false, "restore into a throwaway sandbox server and check every table")
-	f.StringVar(&o.kind, "kind", "", "with latest: the latest backup of this kind, physical or logical (default: the newest whole-server physical backup, else logical)")
-	f.BoolVar(&o.binlogs, "binlogs", false, "check every archived binary log file and segment instead of a backup")
-	f.BoolVar(&rt.json, "json", false, "print the restore test's report as JSON")
-	f.StringVar(&rt.workDir, "work-dir", "", "where the restore test's sandbox goes; needs room for the restored data (default: the temporary directory)")
-	f.BoolVar(&rt.keep, "keep", false, "leave the restore test's sandbox directory (its path is printed)")
-	f.StringVar(&rt.useMemory, "use-memory", "", "memory for prepare and the sandbox's buffer pool, e.g. 1G")
-	f.StringVar(&rt.mariabackup, "mariabackup", "", "mariabackup binary for prepare")
-	f.StringVar(&rt.serverDefaults, "server-defaults-file", "", "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its "+physical.FileKeyVariable+" is also the key file's password that prepare needs (default: $"+physical.FileKeyEnv+")")
-	f.StringVar(&rt.until, "until", "", "check (or with --restore-test, restore-test) a point-in-time restore to this time (as restore --until): its backup and the binary logs it replays")
-	f.StringVar(&rt.untilGTID, "until-gtid", "", "check (or with --restore-test, restore-test) a point-in-time restore up to this GTID (as restore --until-gtid)")
-	f.StringVar(&rt.server, "server", "", "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several (as restore --server)")
-	f.StringVar(&rt.base, "base", "", "with --until: the kind of backup the point-in-time restore starts from, physical or logical (as restore --base)")
+	bind := options.Bind(f)
+	bind.Int("parallel", &o.parallel)
+	bind.Bool("restore-test", &rt.enabled)
+	bind.String("kind", &o.kind)
+	bind.Bool("binlogs", &o.binlogs)
+	bind.Bool("json", &rt.json)
+	bind.String("work-dir", &rt.workDir)
+	bind.Bool("keep", &rt.keep)
+	bind.String("use-memory", &rt.useMemory)
+	bind.String("mariabackup", &rt.mariabackup)
+	bind.String("server-defaults-file", &rt.serverDefaults)
+	bind.String("until", &rt.until)
+	bind.String("until-gtid", &rt.untilGTID)
+	bind.String("server", &rt.server)
+	bind.String("base", &rt.base)
 }
 
 // run chooses what to verify from the flags, refusing what does not go
