@@ -760,7 +760,24 @@ func (s *Server) logTailSince(offset int64) string {
 	if offset > 0 && offset <= int64(len(b)) {
 		b = b[offset:]
 	}
-	return tail(b, errorLogTailLines)
+	b = bytes.TrimRight(b, "\n")
+	last := tail(b, errorLogTailLines)
+	// The lines that say why a start failed often come long before the
+	// tail (a Galera node's shutdown alone fills it): errors and
+	// warnings since the start that the tail does not show come first.
+	var earlier []string
+	for _, line := range strings.Split(string(b[:len(b)-len(last)]), "\n") {
+		if strings.Contains(line, "[ERROR]") || strings.Contains(line, "[Warning]") || strings.Contains(line, "Assertion") {
+			earlier = append(earlier, line)
+		}
+	}
+	if n := len(earlier); n > errorLogTailLines {
+		earlier = earlier[n-errorLogTailLines:]
+	}
+	if len(earlier) == 0 {
+		return last
+	}
+	return "errors and warnings before the last lines:\n" + strings.Join(earlier, "\n") + "\nlast lines:\n" + last
 }
 
 // findBinary resolves an explicit path, else name in PATH, else in dirs.

@@ -488,6 +488,36 @@ func TestTail(t *testing.T) {
 	}
 }
 
+// A failed start's error shows the errors logged before the last lines,
+// which a long shutdown (a Galera node's) pushes out of them.
+func TestLogTailSinceKeepsEarlierErrors(t *testing.T) {
+	dir := t.TempDir()
+	s := &Server{ErrorLog: filepath.Join(dir, "error.log")}
+	var log strings.Builder
+	log.WriteString("2026-11-28 0 [ERROR] from an earlier start\n")
+	offset := int64(log.Len())
+	log.WriteString("2026-11-28 0 [ERROR] WSREP: the reason it failed\n")
+	for i := range 2 * errorLogTailLines {
+		fmt.Fprintf(&log, "2026-11-28 0 [Note] shutting down %d\n", i)
+	}
+	if err := os.WriteFile(s.ErrorLog, []byte(log.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := s.logTailSince(offset)
+	if !strings.Contains(got, "the reason it failed") || !strings.HasSuffix(got, fmt.Sprintf("shutting down %d", 2*errorLogTailLines-1)) {
+		t.Errorf("logTailSince lost the error or the last lines:\n%s", got)
+	}
+	if strings.Contains(got, "earlier start") {
+		t.Errorf("logTailSince shows what was logged before the start:\n%s", got)
+	}
+	if err := os.WriteFile(s.ErrorLog, []byte("a\n[ERROR] b\nc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.logTailSince(0); got != "a\n[ERROR] b\nc" {
+		t.Errorf("a short log is not shown as it is: %q", got)
+	}
+}
+
 func FuzzTail(f *testing.F) {
 	f.Add([]byte("a\nb\nc\n"), 2)
 	f.Add([]byte("\n\n"), 1)
