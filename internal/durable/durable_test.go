@@ -18,7 +18,7 @@ import (
 // to a file outside it.
 func tree(t *testing.T) (root, outside string) {
 	t.Helper()
-	base := t.TempDir()
+	base := testkit.DiskTempDir(t)
 	root = filepath.Join(base, "data")
 	outside = filepath.Join(base, "elsewhere")
 	for _, d := range []string{"db", "empty"} {
@@ -98,7 +98,7 @@ func TestTreeNamesWhatFailed(t *testing.T) {
 // the disk at once (dirty pages become pages under writeback, or clean),
 // in whatever order it was written, and the content is what was written.
 func TestWritebackStartsTheDisk(t *testing.T) {
-	dir := t.TempDir()
+	dir := testkit.DiskTempDir(t)
 	want := make([]byte, 3*WritebackStep+12345)
 	for i := range want {
 		want[i] = byte(i * 7)

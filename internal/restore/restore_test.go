@@ -44,7 +44,7 @@ func TestDatadirWritesEveryFileAndFinishes(t *testing.T) {
 	if err != nil || len(links) != 1 {
 		t.Fatalf("Links = %d links, %v; want the backup alone", len(links), err)
 	}
-	target := filepath.Join(t.TempDir(), "datadir")
+	target := filepath.Join(testkit.DiskTempDir(t), "datadir")
 	if err := Datadir(ctx, Job{Links: links, TargetDir: target}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestDatadirWritesEveryFileAndFinishes(t *testing.T) {
 	}
 	// The control: with NoSync the restore leaves its files to the page
 	// cache, so the check above can fail.
-	scratch := filepath.Join(t.TempDir(), "scratch")
+	scratch := filepath.Join(testkit.DiskTempDir(t), "scratch")
 	if err := Datadir(ctx, Job{Links: links, TargetDir: scratch, Options: Options{NoSync: true}}); err != nil {
 		t.Fatal(err)
 	}

@@ -153,12 +153,18 @@ func copyFile(src, dst string) (err error) {
 	return nil
 }
 
+// zeroBlock is a block of zeros to compare with; nothing writes it.
+var zeroBlock [1 << 20]byte
+
 // copySparse copies size bytes of in to out, leaving a hole where a whole
 // block is zeros: a template's redo log is mostly zeros (96 MiB of them
 // for the default size), and a suite starts a hundred servers and more.
 // The server reads a hole as the zeros it is.
 func copySparse(out, in *os.File, size int64) error {
-	buf, zeros := make([]byte, 1<<20), make([]byte, 1<<20)
+	// Most of a datadir's files are small: a buffer of a whole block
+	// for each would be most of what a server start allocates.
+	buf := make([]byte, min(int64(len(zeroBlock)), size))
+	zeros := zeroBlock[:]
 	var off int64
 	for off < size {
 		n, err := io.ReadFull(in, buf[:min(int64(len(buf)), size-off)])

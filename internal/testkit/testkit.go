@@ -194,3 +194,31 @@ func PageCache(t testing.TB, p string) (pages Pages, ok bool) {
 	}
 	return Pages{Dirty: int64(cs.dirty), Writeback: int64(cs.writeback)}, true
 }
+
+// DiskTempDirEnv names a directory on a disk-backed file system for tests
+// that need one, when TMPDIR is in memory: scripts/test.sh runs the suite
+// with TMPDIR on tmpfs (creating files there costs a fraction of what it
+// costs on ext4 after many deletes) and sets this to the TMPDIR it had.
+const DiskTempDirEnv = "BACKSTREAM_DISK_TMPDIR"
+
+// DiskTempDir is t.TempDir on a file system that writes to a disk, for a
+// test that checks what reaches the disk (dirty pages after a sync): under
+// DiskTempDirEnv when it is set, else t.TempDir. It is removed when the
+// test ends.
+func DiskTempDir(t testing.TB) string {
+	t.Helper()
+	parent := os.Getenv(DiskTempDirEnv)
+	if parent == "" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp(parent, "backstream-disk-test-")
+	if err != nil {
+		t.Fatalf("a directory on disk under $%s: %v", DiskTempDirEnv, err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	return dir
+}
