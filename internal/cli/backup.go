@@ -255,30 +255,7 @@ func newBackupCmd(g *globals, version string) *cobra.Command {
 	var l logicalBackupFlags
 	var inc incrementalFlags
 	cmd := &cobra.Command{
-		Use:   "backup",
-		Short: "Take a hot physical backup, or with --logical a consistent dump, into a repository",
-		Example: `  backstream backup --repo /backups --parallel 4
-  backstream backup --defaults-extra-file /etc/backstream/db1.cnf --incremental --full-every 6d12h
-  backstream backup --repo s3://bucket/db1 --encrypt --recipient-file backup.pub
-  backstream backup --repo /backups --logical --databases shop,crm
-  backstream backup --repo /backups --logical --database shop --mask shop.customers.email=email --mask shop.orders.email=email --mask-key-file /etc/backstream/mask.key`,
-		Long: `backup runs mariabackup --backup --stream=xbstream on this host, splits its stream into
---parallel stream objects of independently compressed frames, hashes everything, and
-commits the backup by writing its manifest last, into a repository made with init (a
-location without one is refused, so a mistyped --repo creates nothing). Credentials reach mariabackup through a private 0600 option file,
-never its command line.
-
-With --logical it dumps tables instead, through --parallel connections that all see one
-snapshot (opened while commits are blocked for a moment), cutting big tables into
-key ranges so that every connection stays busy, plus every view, trigger, routine,
-event, sequence and (for a whole-server dump, or with --users) account and grant.
-DDL on a dumped table during the dump fails the backup unless --block-ddl holds it off.
---mask db.table.column=FUNCTION (hash, email, phone, fixed:VALUE, null; repeatable)
-replaces a column's values as rows are dumped, so that the repository never holds them;
---mask-key-file keys hash, email and phone, so that every run gives the same stand-ins.
-
---max-rate bounds the bytes per second taken from the source, and --max-io (physical)
-mariabackup's I/O operations per second, so that a backup leaves the server room.`,
+		Use:  "backup",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req, err := backupRequest(g, cmd, version, &b, &l, &inc)

@@ -12,45 +12,6 @@ import (
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
-// binlogHelp is the binlog command, without its RunE.
-func binlogHelp() *cobra.Command {
-	return &cobra.Command{
-		Use:   "binlog",
-		Short: "Archive the server's binary logs into the repository",
-		Example: `  backstream binlog --repo /backups               # archive what the server has, once
-  backstream binlog --repo /backups --follow      # and keep archiving as it writes (a service)`,
-		Long: `binlog copies the server's binary log files into the repository through the
-replication protocol (mariadb-binlog --read-from-remote-server --raw), so it runs on any
-host that can connect, with an account that has REPLICATION SLAVE and BINLOG MONITOR.
-Every closed file the repository lacks is stored compressed and checksummed under
-binlogs/<host>-<server_id>/<file>/, with an index of its first and last GTID and event
-time; list --binlogs shows what is covered. It resumes where the repository stops.
-
-With --encrypt (to --recipient-file, or a passphrase from --passphrase-file or
-$BACKSTREAM_PASSPHRASE) each file's stream object and index are stored encrypted with
-age, as a backup's are; a point-in-time restore then needs the key.
-
-With --follow it keeps streaming the active file, archives each file once the server
-moves to the next, and reconnects when the server restarts; stop it with Ctrl-C.
-Meanwhile the active file's new transactions are stored as segments at least every
---flush-interval (default 1s), cut only between transactions, so a restore loses at
-most about that much; a file's segments are removed once it is archived whole.
-
-It checks the server's settings first and refuses what cannot be archived
-(log_bin OFF, a server that is not MariaDB), naming the setting. If files were
-purged on the server before they were archived (or its server_id changed), the
-gap is recorded in the repository (list --binlogs shows it) and binlog exits
-non-zero naming the files; --allow-gap records it and archives on. A server
-whose binary log holds the last archived transaction of another (a replica
-promoted after a failover, with log_slave_updates) continues that archive:
-its first run records the link, with no gap, and a point-in-time restore
-goes on from the one into the other.
-
-With --follow, --progress json (and plain) show its lag: lag_seconds and
-lag_bytes behind the server; list --binlogs shows the last measure.`,
-	}
-}
-
 // binlogFlags are binlog's flags.
 type binlogFlags struct {
 	conn             connFlags
@@ -63,7 +24,7 @@ type binlogFlags struct {
 
 func newBinlogCmd(g *globals, version string) *cobra.Command {
 	var bf binlogFlags
-	cmd := binlogHelp()
+	cmd := &cobra.Command{Use: "binlog"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		a, err := bf.archiver(cmd, g, version)

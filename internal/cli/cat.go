@@ -29,12 +29,7 @@ func (s *xbstreamSink) Chunk(c *xbstream.Chunk) error {
 
 func newCatCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cat [ID|latest]",
-		Short: "Write a backup as one plain xbstream to stdout (for mbstream -x)",
-		Example: `  backstream cat latest --repo /backups | mbstream -x -C /var/lib/mysql.new
-  backstream cat 20261121T190512Z-7f3a --repo /backups > backup.xbstream`,
-		Long: `cat verifies and decodes a backup and writes it as a single xbstream to standard
-output, the way out to stock tools:  backstream cat latest --repo R | mbstream -x -C DIR`,
+		Use: "cat",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if term.IsTerminal(int(os.Stdout.Fd())) {
 				return usagef("refusing to write a binary stream to a terminal; pipe it into mbstream -x or a file")

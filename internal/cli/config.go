@@ -13,17 +13,7 @@ import (
 
 func newConfigCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "config COMMAND [flags]",
-		Short: "Show the options a command would run with, and where each comes from",
-		Long: `config prints every option of COMMAND with the value it would take and its source: the
-command line, an option file (file:line [group]), an environment variable, or the default.
-Secrets are masked. Every long option can be set in the option files the mariadb client
-reads (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf, --defaults-extra-file, or only
---defaults-file): in [backstream] for every command, in [backstream-COMMAND] for one, and
-with --defaults-group-suffix=_S also in [backstream_S] and [backstream-COMMAND_S].`,
-		Example: `  backstream config backup
-  backstream config backup --defaults-group-suffix=_prod
-  backstream config restore --defaults-extra-file /etc/backstream/prod.cnf`,
+		Use:                "config",
 		Args:               cobra.MinimumNArgs(1),
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

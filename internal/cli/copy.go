@@ -99,46 +99,6 @@ type copyReport struct {
 	Error       string             `json:"error,omitempty"`
 }
 
-// copyHelp is the copy command, without its RunE.
-func copyHelp() *cobra.Command {
-	return &cobra.Command{
-		Use:   "copy --from SOURCE --to TARGET",
-		Short: "Copy databases from one server into another, with no staging on disk",
-		Example: `  backstream copy --from db1.example.com --to /run/mysqld/mysqld.sock --from-defaults-file /etc/backstream/db1.cnf
-  backstream copy --from db1:3306 --to db2:3306 --database shop --rename-database shop:shop_staging --parallel 4
-  backstream copy --from db1 --to db2 --resume                                    # after an interrupted copy
-  backstream copy --from db1 --to db2 --replicate --primary-defaults-file /etc/backstream/repl.cnf`,
-		Long: `copy takes one consistent dump of the source, through --parallel connections that all see
-one snapshot (as backup --logical takes it), and loads its data files into the target as
-they are made, through --parallel connections (as a logical restore loads them): tables
-without their secondary indexes first, then the indexes and foreign keys, sequences,
-views, triggers, routines and events; accounts only with --users. Nothing is staged on
-disk: a full load queue holds the dump back, so memory stays near (3 x --parallel) x
---chunk-size.
-
-Before anything changes, copy names both servers on stderr and refuses: a target that is
-the source itself, a target older than the source's MariaDB major version, tables the
-target has (--drop-existing drops them), and an unfinished copy on the target.
-
-An interrupted copy (Ctrl-C, a lost connection, a killed process) continues with --resume:
-it takes a new snapshot, keeps each table the earlier run loaded whole only if the new
-snapshot holds exactly its rows on the source and the target still does (same row count
-and row sum), and loads everything else again. The target then holds the source's tables
-as of the new snapshot.
-
-The source's binary log position at the snapshot (GTID, file and offset) is printed and
-recorded on the target (table backstream_load.copies); --replicate then makes the target
-replicate from the source from there, with the replication account of the
-[backstream-primary] group (--primary-defaults-file) and the source's --from host and port
-unless --primary-host says how the target reaches it. --replicate copies the whole server.
-
-The source's connection options come from --from-defaults-file (its [client] and
-[backstream] groups), else the option files the global flags choose, and its password
-also from $BACKSTREAM_FROM_PASSWORD; the target's likewise from --to-defaults-file and
-$BACKSTREAM_TO_PASSWORD. No password is taken as a flag.`,
-	}
-}
-
 // copyFlags are copy's flags.
 type copyFlags struct {
 	from, to                         endpointFlags
@@ -153,7 +113,7 @@ type copyFlags struct {
 
 func newCopyCmd(g *globals) *cobra.Command {
 	var cf copyFlags
-	cmd := copyHelp()
+	cmd := &cobra.Command{Use: "copy"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		job, err := cf.job(cmd.Flags(), g)

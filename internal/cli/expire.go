@@ -11,31 +11,10 @@ import (
 	"github.com/backstream/backstream/internal/retention"
 )
 
-// expireLong is expire's help.
-const expireLong = `expire decides for every complete backup whether the policy keeps it and prints the plan:
-a backup is kept if any rule keeps it, and the newest backup of each kind is always kept.
-The rules apply to physical and logical backups apart (--keep-last 7 keeps the newest 7
-of each), or with --kind to that kind only, keeping the others. They
-count backups by their start time in UTC: --keep-last N the newest N, --keep-within D
-those started within D (14d, 36h, 2w), --keep-daily N, --keep-weekly N, --keep-monthly N
-and --keep-yearly N the newest backup of each of the last N calendar days, ISO weeks,
-calendar months or years that have one. Nothing is
-deleted without --confirm; each deletion removes the manifest first.
---prune-incomplete also removes the leftovers of failed or crashed backups (directories
-without a manifest), and what writes that never finished left anywhere under backups/:
-the temporary files of a local repository (a backup killed with SIGKILL leaves its
-streams' behind) and the incomplete multipart uploads an S3 server keeps. expire holds the exclusive repository lock, so no backup that could still commit
-is running while it works: a writer whose lock goes stale stops itself.`
-
 func newExpireCmd(g *globals) *cobra.Command {
 	var e expireFlags
 	cmd := &cobra.Command{
-		Use:   "expire --keep-last N | --keep-within D | --keep-daily N | --keep-weekly N | --keep-monthly N | --keep-yearly N ... [--confirm]",
-		Short: "Delete old backups by a retention policy (a dry run unless --confirm)",
-		Example: `  backstream expire --repo /backups --keep-daily 7 --keep-weekly 5 --keep-monthly 12          # the plan, deleting nothing
-  backstream expire --repo /backups --keep-daily 7 --keep-weekly 5 --keep-monthly 12 --confirm
-  backstream expire --repo /backups --keep-pitr 7d --prune-incomplete --confirm`,
-		Long: expireLong,
+		Use:  "expire",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req, err := e.request()

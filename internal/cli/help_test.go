@@ -4,7 +4,52 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/backstream/backstream/internal/options"
+	"github.com/spf13/cobra"
 )
+
+// Every command's usage line and texts are those of options' table of
+// commands, which documents no command backstream lacks; a command that
+// brings a usage line or texts of its own is refused.
+func TestHelpTextsComeFromTheTable(t *testing.T) {
+	commands := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		commands[c.Name()] = true
+		got := options.Command{Use: c.Use, Short: c.Short, Long: c.Long, Example: c.Example}
+		if d, ok := options.Doc(c.Name()); !ok || got != d {
+			t.Errorf("%s's help is not the table's: %+v", c.Name(), got)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(NewRoot("test"))
+	for _, d := range options.Commands() {
+		if !commands[d.Name()] {
+			t.Errorf("the table of commands documents %s, which backstream lacks", d.Name())
+		}
+	}
+	for what, c := range map[string]*cobra.Command{
+		"an inline Long":         {Use: "restore", Long: "restore restores"},
+		"an inline Short":        {Use: "restore", Short: "Restore"},
+		"an inline Example":      {Use: "restore", Example: "  backstream restore latest"},
+		"its own usage line":     {Use: "restore [ID|latest]"},
+		"a name the table lacks": {Use: "no-such-command"},
+	} {
+		if !panics(func() { document(c) }) {
+			t.Errorf("a command with %s was documented", what)
+		}
+	}
+}
+
+// panics reports whether f panics.
+func panics(f func()) (did bool) {
+	defer func() { did = recover() != nil }()
+	f()
+	return false
+}
 
 // Every command's help teaches by example, and every example names
 // flags the command has.

@@ -15,11 +15,7 @@ func newListCmd(g *globals) *cobra.Command {
 	var asJSON, binlogs, status bool
 	var kind string
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the complete backups of a repository",
-		Example: `  backstream list --repo /backups
-  backstream list --repo /backups --json
-  backstream list --repo /backups --binlogs`,
+		Use:  "list",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkKind(kind); err != nil {

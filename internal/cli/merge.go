@@ -23,26 +23,12 @@ type mergeFlags struct {
 	verbose                                                         bool
 }
 
-const mergeHelp = `merge restores the chain that ends at the named incremental (the newest backup by
-default) into a work directory, prepares it, and stores the prepared datadir in the
-repository as a new full backup of the chain's end: the same positions (LSNs, binary log,
-GTID), the same finishing time, and merged_from naming the chain. Restoring it reads one
-backup instead of the chain; incrementals can build on it; the chain's links stay until
-expire drops them. The source server is not contacted.
-
-The chain is prepared in a new subdirectory of --work-dir (default: under $TMPDIR),
-which needs the space of the restored datadir and is removed at the end.
-An encrypted chain is merged only with --encrypt, so that the new backup is too.`
-
 func newMergeCmd(g *globals, version string) *cobra.Command {
 	var o mergeFlags
 	cmd := &cobra.Command{
-		Use:     "merge [ID|latest]",
-		Short:   "Build a full backup from an incremental chain, without touching the server",
-		Example: `  backstream merge latest --repo /backups     # a full backup from the newest chain`,
-		Long:    mergeHelp,
-		Args:    cobra.MaximumNArgs(1),
-		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, version, args) },
+		Use:  "merge",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, version, args) },
 	}
 	f := cmd.Flags()
 	g.registerJSON(f)

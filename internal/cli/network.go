@@ -38,36 +38,6 @@ func newProvisionCmd(g *globals, version string) *cobra.Command {
 	return newTransferCmd(g, version, true)
 }
 
-// transferHelp is the command, without its RunE, of send or provision.
-func transferHelp(provision bool) *cobra.Command {
-	use, short, long := "send --to HOST:PORT [--to HOST:PORT ...]",
-		"Take a physical backup and stream it straight into receivers on other hosts",
-		`send is backup with other hosts as the destination: each of the --parallel streams travels
-over its own TLS connection to every receiver (started with backstream receive), which
-restores it as it arrives or stores it in its repository. The sender prints each receiver's
-outcome, and succeeds only when every receiver reports that the whole backup arrived and
-verified; otherwise it names the receivers that failed. The token that both
-ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.`
-	if provision {
-		use, short, long = "provision --to HOST:PORT [--to HOST:PORT ...]",
-			"Make new replicas of this server: send to receivers that restore, start and replicate",
-			`provision is send for new replicas: every receiver (started with backstream receive
---datadir DIR --start --replicate) restores the backup into place as it arrives, starts the
-server, checks it and points it at its primary from the backup's position before it
-answers; provision prints what each one reported and fails unless every one replicates.
-
-Run on a replica, the backup also records where the replica stood in its primary's
-history (mariabackup --slave-info), and a receiver pointed at that primary starts there:
-new replicas of the primary are made without loading it.`
-	}
-	example := `  backstream send --to replica1:4444 --to replica2:4444 --parallel 4 --token-file /etc/backstream/token`
-	if provision {
-		example = `  backstream provision --to replica1:4444 --to replica2:4444 --token-file /etc/backstream/token
-  backstream provision --from 127.0.0.1:3306 --to replica1:4444 --replicate --token-file /etc/backstream/token`
-	}
-	return &cobra.Command{Use: use, Short: short, Long: long, Example: example}
-}
-
 // transferFlags are send's and provision's flags.
 type transferFlags struct {
 	b          backupFlags
@@ -83,7 +53,10 @@ type transferFlags struct {
 
 func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 	var tf transferFlags
-	cmd := transferHelp(provision)
+	cmd := &cobra.Command{Use: "send"}
+	if provision {
+		cmd.Use = "provision"
+	}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		job, s, err := tf.dial(cmd, g, version)
@@ -222,11 +195,7 @@ func sourceAt(cmd *cobra.Command, cfg mariadb.Config, from string) (mariadb.Conf
 
 func newTokenCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "token",
-		Short:   "Print a new random token for send and receive",
-		Example: `  umask 077; backstream token > /etc/backstream/token`,
-		Long: `token prints 32 random bytes, base64url-encoded. Store it in a file only the backup user
-can read, on both hosts:  backstream token > /etc/backstream/token && chmod 600 /etc/backstream/token`,
+		Use:  "token",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := fmt.Fprintln(g.stdout, transport.GenerateToken())

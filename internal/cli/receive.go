@@ -35,34 +35,9 @@ type receiveFlags struct {
 	idle      time.Duration
 }
 
-// receiveHelp is the receive command, without its RunE.
-func receiveHelp() *cobra.Command {
-	return &cobra.Command{
-		Use:   "receive --listen ADDR (--target-dir DIR [--prepare] | --datadir DIR [--start] | --repo DIR)",
-		Short: "Take a backup streamed by send: restore it as it arrives, or store it in a repository",
-		Example: `  backstream receive --listen :4444 --target-dir /var/lib/mysql.new --prepare --token-file /etc/backstream/token
-  backstream receive --listen :4444 --datadir /var/lib/mysql --start --replicate --primary-host db1 --token-file /etc/backstream/token
-  backstream receive --listen :4444 --repo /backups --keep-listening --token-file /etc/backstream/token`,
-		Long: `receive listens for one transfer from backstream send. With --target-dir it restores the
-backup into that (empty) directory as it arrives, verifying every byte, and with
---prepare prepares it; with --repo it stores the backup in a repository on this host,
-verified, and commits it. It exits 0 only if the whole backup arrived and verified;
---keep-listening serves one transfer after another (into a repository).
-
-With --datadir DIR it restores and prepares beside DIR (inside it, for a mount point or
-a symbolic link) and swaps the result into place, as restore --datadir does (--force moves what DIR holds aside), and --start then
-starts the server there, waits until it answers on the connection flags and checks it:
-a new replica's datadir in one step. --replicate then points it at its primary from the
-backup's position, as backstream replicate does (the primary's settings from
-[backstream-primary] and the --primary-* flags), and with --catch-up waits until it has
-caught up. All this happens before the sender is told, and send prints what each
-receiver reported: one send provisions every replica it names.`,
-	}
-}
-
 func newReceiveCmd(g *globals) *cobra.Command {
 	var rf receiveFlags
-	cmd := receiveHelp()
+	cmd := &cobra.Command{Use: "receive"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repo != "" && rf.p.datadir == "")

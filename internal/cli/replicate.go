@@ -19,42 +19,9 @@ import (
 	"github.com/backstream/backstream/internal/servercopy"
 )
 
-// replicateHelp is the replicate command, without its RunE.
-func replicateHelp() *cobra.Command {
-	return &cobra.Command{
-		Use:   "replicate --primary-host HOST [--primary-user USER] [--from-backup ID --repo R]",
-		Short: "Make a server restored from a backup replicate from the backup's source (or the source's primary)",
-		Example: `  backstream replicate --primary-host db1 --primary-user repl --datadir /var/lib/mysql
-  backstream replicate --primary-host db1 --from-backup latest --repo /backups   # after a logical restore
-  backstream replicate --primary-host db1 --from-copy --socket /run/mysqld/mysqld.sock   # after backstream copy`,
-		Long: `replicate runs on a server started on a restored backup (restore or receive). It reads
-the backup's binlog coordinates from the datadir (xtrabackup_binlog_info or
-mariadb_backup_binlog_info), sets gtid_slave_pos, points the server at the primary with
-CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos, starts replication and waits until both
-threads run, or reports the replication error.
-
-A backup of a replica holds two positions: the replica's own binary log coordinates, and
-its position in its primary's history (xtrabackup_slave_info). replicate asks the primary
-for its server_id and takes the one that suits it: the own coordinates when the primary is
-the backup's source, the other when it is the source's primary. When that does not tell,
-it refuses, naming both; --primary-is chooses.
-
-With --from-backup ID (and --repo) the positions come from that backup's manifest instead
-of the datadir: so a server into which a logical backup was restored (restore ID --repo R
---socket ...) replicates from the backup's GTID position. With --from-copy the position is
-the one the newest finished copy into the server recorded (backstream copy, table
-backstream_load.copies).
-
-The primary's settings come from the [backstream-primary] group of the option files
-(/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf, then --primary-defaults-file), then the
-flags; its password from that group or BACKSTREAM_PRIMARY_PASSWORD, never a flag.
-Connection flags (--host, --socket, --user, ...) reach the local replica.`,
-	}
-}
-
 func newReplicateCmd(g *globals) *cobra.Command {
 	var rf replicateFlags
-	cmd := replicateHelp()
+	cmd := &cobra.Command{Use: "replicate"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		p, err := rf.primary.resolve(cmd.Flags(), replica.Primary{})

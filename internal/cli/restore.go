@@ -98,60 +98,10 @@ func refused(err error) error {
 	return err
 }
 
-const restoreHelp = `restore reads every stream of a backup in parallel, verifies every checksum and writes
-the files into --target-dir, which must be empty or absent. With --prepare it then runs
-mariabackup --prepare, so that a server starts on the result. Ownership and modes
-(directories 0700, files 0660, as the server makes them) are set at the end. A failed restore leaves the target empty.
-Tablespaces of tables created with DATA DIRECTORY stay in the datadir (their .isl links,
-which name the source's paths, are removed) unless --map-data-directory OLD=NEW places
-them elsewhere; a destination a running server uses, or holding such a file, is refused.
-
-A logical backup is loaded into the server that --host/--socket (and option files) name:
-tables are created without their secondary indexes, their data files load in parallel
-through LOAD DATA, each checked against the manifest and recorded in a journal on the
-target in the same transaction, then indexes, foreign keys, views, triggers, routines,
-events follow. Before anything changes, the target server is named on stderr (host or
-socket, port, version, @@hostname). Accounts are created only with --users (accounts the
-target has are kept unless --replace-users). Tables the target already has are refused
-(--drop-existing), and an interrupted load continues with --resume. --database, --table
-and their --exclude- forms pick what to load (each filter narrows: see the guide); views,
-triggers, routines, events and grants that refer to what is not loaded are left out and
-listed; --rename-database a:b loads a as b. --mask db.table.column=FUNCTION (names as in
-the backup; repeatable) replaces a column's values in every data file before it loads,
-so that the target, its binary log included, never holds them.
-
-With --datadir DIR (physical) the backup is restored and prepared beside DIR, owned, and
-renamed into place only when complete; a DIR that holds anything is refused unless
---force, which moves it aside to DIR.replaced-<time>. A DIR that is a mount point or a
-symbolic link is restored inside itself (in DIR/.backstream-new) and its entries swapped:
-what it held moves into DIR/.backstream-replaced-<time>, lost+found stays. The redo log, undo tablespaces and
-binary logs that the server's options (--server-defaults-file, or the option files --start
-makes it read) keep outside DIR are refused in the same way if they hold files, which
---force moves aside while the restored ones take their places. --start then starts the server
-(systemctl start mariadb, or --start='a command'), waits until it answers on the
-connection flags, makes sure it runs on DIR, runs CHECK TABLE on the system tables and
-counts the rows of the biggest tables.
-
-With --table db.t --apply-to (physical), the backup is restored and prepared in a work
-directory and each table's InnoDB tablespace is exported there and imported into the
-running server the connection flags name (on this host, same MariaDB major.minor), created
-from the backup's definition, with its triggers; --as db.t2 gives it another name, beside
-the live table (its triggers are then named, not created). --database db --apply-to imports
-every table of db. Only the tables' files and the system's are read from the repository. A
-table the target has is refused, and each import must give the backup's CHECKSUM TABLE.`
-
 func newRestoreCmd(g *globals) *cobra.Command {
 	var o restoreFlags
 	cmd := &cobra.Command{
-		Use:   "restore [ID|latest]",
-		Short: "Restore a physical backup into a new datadir, or load a logical one into a server",
-		Example: `  backstream restore latest --repo /backups --target-dir /var/lib/mysql.new --prepare
-  backstream restore latest --repo /backups --datadir /var/lib/mysql --force --start
-  backstream restore --repo /backups --until "2026-11-21 10:15:00" --target-dir /srv/pitr
-  backstream restore latest --repo /backups --table shop.orders --apply-to --as shop.orders_restored --socket /run/mysqld/mysqld.sock
-  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock    # a logical backup into a running server
-  backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock --mask 'shop.*.email=email' --mask-key-file /etc/backstream/mask.key`,
-		Long: restoreHelp,
+		Use:  "restore",
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	o.register(cmd.Flags())

@@ -228,11 +228,7 @@ func (g *globals) tracker(title string, total int64) *progress.Tracker {
 func NewRoot(version string) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
-		Use:   "backstream",
-		Short: "Fast, verified backup and restore for MariaDB",
-		Long: `backstream takes hot physical backups of MariaDB through mariabackup's stream,
-compresses and hashes them in parallel, and writes them as parallel streams into a
-repository. Restores read the streams in parallel and verify every byte.`,
+		Use:           "backstream",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -318,6 +314,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 	}
 	addTemplateFuncs.Do(func() { cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages) })
 	root.SetUsageTemplate(usageTemplate)
+	document(root)
 	root.Args = cobra.ArbitraryArgs
 	root.SuggestionsMinimumDistance = 2
 	// --version is the version command's text; cobra's own would print

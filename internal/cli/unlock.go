@@ -57,15 +57,7 @@ type removedLock struct {
 func newUnlockCmd(g *globals) *cobra.Command {
 	var all, asJSON bool
 	cmd := &cobra.Command{
-		Use:     "unlock",
-		Short:   "Remove stale repository locks (or all of them with --all)",
-		Example: `  backstream unlock --repo /backups`,
-		Long: `Every operation on a repository holds a lock object under locks/, refreshed while it runs:
-backup, receive --repo and expire an exclusive one, restore, verify and cat a shared one.
-A lock not refreshed for 5 minutes, or taken on this host by a process that is gone, is
-stale: others ignore it and unlock removes it.
---all also removes live locks; use it only when you know their processes are gone
-(their holders stop at their next refresh).`,
+		Use:  "unlock",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := g.openRepo(cmd.Context(), false)

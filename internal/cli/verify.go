@@ -43,47 +43,10 @@ type restoreTestFlags struct {
 	serverDefaults string
 }
 
-const verifyHelp = `verify reads every stream object of a backup in parallel and checks the CRC of each
-stored frame, the CRC of each xbstream chunk, the stream structure, the digest of each
-object and the size and digest of each file against the manifest, and every metadata
-object (for a logical backup also that its catalog and its data files agree), writing
-nothing.
-
-With --restore-test it proves the backup restores: it restores it (an incremental with
-its chain, with prepare; a logical backup by loading it) into a throwaway sandbox server
-in a temporary directory, starts the server, runs CHECK TABLE on every table, compares
-the row counts and row sums a logical backup recorded with the loaded tables, and
-removes the sandbox. The restore checks every checksum on the way. The server on a
-physical backup starts with the options the backup recorded in backup-my.cnf (InnoDB's
-format; for an encrypted server its encryption plugin and key file, which must be on
-this host at the recorded path), then those of --server-defaults-file. --until or
---until-gtid tests a point-in-time restore instead of a named backup. --json prints
-the report as JSON for monitoring.
-
-verify ID checks everything a restore of ID reads: for an incremental, every backup of
-its chain too. With --until or --until-gtid (and --server, --base) it checks what a
-point-in-time restore to that target reads instead: the backup it starts from, with its
-chain, and every archived binary log file it replays. What verify finds is recorded in
-the backup's directory (verified.json), where check and list report it.
-
-With --binlogs it checks the archived binary logs instead: every file archived whole
-against its manifest, every segment of a file being archived against its header's
-digest, that those segments leave no hole, and that nothing archived is missing:
-no file between two archived ones, and the newest file or segment the source's head
-object (binlogs/<source>/head.json) names is there.
-
-Exit code 0 means the backup passed; 3 that it is corrupt or failed its restore test;
-1 that the check could not run.`
-
 func newVerifyCmd(g *globals) *cobra.Command {
 	var o verifyFlags
 	cmd := &cobra.Command{
-		Use:   "verify [ID|latest] | --binlogs",
-		Short: "Check every checksum of a backup, or restore it into a sandbox and check every table",
-		Example: `  backstream verify latest --repo /backups
-  backstream verify latest --repo /backups --restore-test
-  backstream verify --repo /backups --binlogs`,
-		Long: verifyHelp,
+		Use:  "verify",
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
 	}
 	o.register(cmd.Flags())

@@ -16,15 +16,7 @@ import (
 func newVersionCmd(g *globals, version string) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print backstream's version, the revision it was built from, and the MariaDB tools it finds",
-		Example: `  backstream version
-  backstream version --json`,
-		Long: `version prints the version of this backstream and the VCS revision it was built
-from (as Go recorded them in the binary), the Go it was built with, and each MariaDB
-program it runs (mariabackup, mariadb, mariadb-binlog, mariadbd) as found on this
-host, in --mariadb-path and then PATH, each with the version it reports: every one
-found is listed, as the one taken depends on the server's or the backup's version. backstream --version prints the same.`,
+		Use:  "version",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), asJSON)

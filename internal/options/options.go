@@ -2,10 +2,13 @@
 // table (table.go, as pgBackRest's config.yaml does): its name and
 // shorthand, its kind, default and help (each with per-command variants
 // where commands differ), the commands that take it, its help heading,
-// and how option files and the environment may set it. The command
-// binds its flags from here by name alone, and reads option files,
-// config's output and help's headings from the same table. It knows
-// what an option is, never what it does: no command's checks or logic.
+// and how option files and the environment may set it. It documents
+// every command once too, in a second table (commands.go): its usage
+// line, its summary, its description and its examples. The command
+// binds its flags from here by name alone, takes its help texts from
+// here by its name, and reads option files, config's output and help's
+// headings from the same tables. It knows what an option and a command
+// are for the user, never what they do: no command's checks or logic.
 package options
 
 import (
