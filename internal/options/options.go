@@ -23,8 +23,9 @@ import (
 // Kind is the kind of value an option takes.
 type Kind int
 
-// The kinds of value. Size and Rate take their text as a string option
-// does; the command parses them.
+// The kinds of value. A flag of a kind with a parser (values.go) parses
+// and checks its value as it is set, from the command line or an option
+// file alike.
 const (
 	Bool       Kind = iota + 1
 	Int             // a whole number
@@ -32,12 +33,13 @@ const (
 	Size            // a byte count, e.g. 512MiB or 1G
 	Rate            // bytes per second, e.g. 50MiB/s
 	Duration        // Go's durations, e.g. 90s or 2m
+	Span            // a span that may count days and weeks, e.g. 6d12h or 2w
 	Repeatable      // text, one value per occurrence, never split at commas
 	List            // comma-separated text, repeatable too
 )
 
 var kindNames = map[Kind]string{Bool: "boolean", Int: "integer", String: "text", Size: "size", Rate: "rate",
-	Duration: "duration", Repeatable: "repeatable", List: "list"}
+	Duration: "duration", Span: "span", Repeatable: "repeatable", List: "list"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -215,10 +217,13 @@ func (f Flags) done(o Option) {
 	fl.Hidden = o.Hidden
 }
 
-// Bool binds a boolean option.
+// Bool binds a boolean option, which takes the words option files write
+// booleans with (mariadb.ParseOptionBool) wherever it is given.
 func (f Flags) Bool(name string, p *bool) {
 	o := f.option(name, Bool)
-	f.fs.BoolVarP(p, name, o.Short, defaultOf[bool](o), o.Help)
+	*p = defaultOf[bool](o)
+	f.fs.VarP(boolValue{p}, name, o.Short, o.Help)
+	f.fs.Lookup(name).NoOptDefVal = "true"
 	f.done(o)
 }
 
@@ -235,9 +240,10 @@ func (f Flags) Int(name string, p *int) {
 	f.done(o)
 }
 
-// String binds a text option, a size or a rate.
+// String binds a text option, or a size that a tool reads itself and is
+// passed to it as given (use-memory, mariabackup's).
 func (f Flags) String(name string, p *string) {
-	o := f.option(name, String, Size, Rate)
+	o := f.option(name, String, Size)
 	def := defaultOf[string](o)
 	if o.Env != "" {
 		def = os.Getenv(o.Env)
