@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -85,10 +84,6 @@ func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
 			value = fl.NoOptDefVal
 		}
 		if err := setFromFile(fl, opt.Kind, value, !fromFiles[key]); err != nil {
-			var ve *options.ValueError
-			if errors.As(err, &ve) { // named as on the command line, then where
-				return usageError{fmt.Errorf("%w (set in %s)", err, where)}
-			}
 			return usagef("%s: option %q: bad value %q: %v", where, key, value, err)
 		}
 		switch {

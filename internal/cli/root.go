@@ -219,14 +219,7 @@ repository. Restores read the streams in parallel and verify every byte.`,
 			pprof.StopCPUProfile()
 		}
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		// A parsed value's refusal names the flag and the value already.
-		var ve *options.ValueError
-		if errors.As(err, &ve) {
-			err = ve
-		}
-		return usageError{err}
-	})
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	pf := options.Bind(root.PersistentFlags())
 	pf.String("repo", &g.repo)
 	pf.String("s3-endpoint", &g.s3Endpoint)
@@ -288,7 +281,13 @@ repository. Restores read the streams in parallel and verify every byte.`,
 		if runE := c.RunE; runE != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				start := time.Now()
-				err := repoaccess.WithKeyHint(g.locate(runE(cmd, args)))
+				var err error
+				if refused := options.Refused(cmd.Flags()); refused != nil { // a size, rate or span
+					err = usageError{refused}
+				} else {
+					err = runE(cmd, args)
+				}
+				err = repoaccess.WithKeyHint(g.locate(err))
 				g.recordMetrics(cmd, start, err)
 				return err
 			}

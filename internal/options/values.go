@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
@@ -111,8 +113,8 @@ const MinRate = 64 << 10
 
 // ValueError is a value an option of a parsed kind refuses. Its message
 // starts with the option and the value (`--max-rate "10" is ...`), as
-// every usage error about a flag's value does, so that the command shows
-// it as it is, and adds the file and line when an option file gave it.
+// every usage error about a flag's value does, so that the command can
+// add the file and line when an option file gave it.
 type ValueError struct{ err error }
 
 func (e *ValueError) Error() string { return e.err.Error() }
@@ -121,22 +123,35 @@ func (e *ValueError) Error() string { return e.err.Error() }
 func refuse(err error) error { return &ValueError{err} }
 
 // parsed is a flag's value that its kind's parser reads once, on Set.
-// It shows the text as given, so that help's default and config show
-// what was written; Type is "string", as help has always named these.
+// A value it refuses is kept for Refused rather than returned: the
+// command reports it once every flag is parsed and its option files
+// read, as one of its own checks (recorded like them), not as the flag
+// parser's error. It shows the text as given, so that help's default and
+// config show what was written; Type is "string", as help has always
+// named these.
 type parsed struct {
 	text  string
 	parse func(s string) error
-	isSet bool
+	err   error // the refusal of text
 }
 
 func (v *parsed) String() string { return v.text }
 func (v *parsed) Type() string   { return "string" }
 func (v *parsed) Set(s string) error {
-	if err := v.parse(s); err != nil {
-		return err
-	}
-	v.text, v.isSet = s, true
+	v.text, v.err = s, v.parse(s)
 	return nil
+}
+
+// Refused is a ValueError for the first flag of fs (by name) whose value
+// its parser refused; nil when there is none.
+func Refused(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if v, ok := f.Value.(*parsed); ok && v.err != nil && err == nil {
+			err = v.err
+		}
+	})
+	return err
 }
 
 // bindParsed binds o to a parsed value whose default is o's default text.

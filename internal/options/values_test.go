@@ -92,13 +92,15 @@ func FuzzParseSpan(f *testing.F) {
 }
 
 // set gives the flag name of a command's flag set bound by bind the value
-// s, as an option file does (the command line's parser adds pflag's
-// prefix, which the command takes off again).
+// s, as the command line and option files do, and returns the refusal.
 func set(t *testing.T, command, name, s string, bind func(Flags)) error {
 	t.Helper()
 	fs := pflag.NewFlagSet(command, pflag.ContinueOnError)
 	bind(Bind(fs))
-	return fs.Lookup(name).Value.Set(s)
+	if err := fs.Set(name, s); err != nil {
+		t.Fatalf("--%s %q: Set failed (%v): a refusal is for Refused", name, s, err)
+	}
+	return Refused(fs)
 }
 
 // Every rate a flag takes is no limit or at least the least taken, and
@@ -159,9 +161,17 @@ func TestParsedValues(t *testing.T) {
 	if n != 16<<20 || fs.Lookup("chunk-size").DefValue != "16MiB" || d != 0 {
 		t.Errorf("defaults: --chunk-size %d (shown %q), --full-every %v", n, fs.Lookup("chunk-size").DefValue, d)
 	}
-	if err := fs.Parse([]string{"--chunk-size", "1MiB", "--full-every", "6d12h"}); err != nil || n != 1<<20 || d != 156*time.Hour ||
+	if err := fs.Parse([]string{"--chunk-size", "1MiB", "--full-every", "6d12h"}); err != nil || Refused(fs) != nil || n != 1<<20 || d != 156*time.Hour ||
 		fs.Lookup("chunk-size").Value.String() != "1MiB" {
 		t.Errorf("--chunk-size 1MiB --full-every 6d12h: %v: %d, %v", err, n, d)
+	}
+	// A refused value leaves the flag's value as it was, and a good one
+	// given after it (an option file's, say) clears the refusal.
+	if err := fs.Parse([]string{"--chunk-size", "1KiB"}); err != nil || Refused(fs) == nil || n != 1<<20 {
+		t.Errorf("--chunk-size 1KiB: %v, refused %v, %d", err, Refused(fs), n)
+	}
+	if err := fs.Parse([]string{"--chunk-size", "2MiB"}); err != nil || Refused(fs) != nil || n != 2<<20 {
+		t.Errorf("--chunk-size 2MiB after 1KiB: %v, refused %v, %d", err, Refused(fs), n)
 	}
 }
 
