@@ -63,7 +63,7 @@ type LoadJob struct {
 	ID       string
 	Catalog  *Catalog
 	Parallel int             // loading connections; index builds run as many at once
-	Memory   *archive.Memory // the budget of what reading the backup holds at once (nil: the default's)
+	Memory   *archive.Memory // the budget of what reading the backup holds at once (nil: archive.DefaultMemory)
 	Filter   schema.Filter
 	Rename   map[string]string // source database -> target database
 	Skip     schema.Skip

@@ -37,7 +37,7 @@ type Receiver struct {
 	LockRepo func(ctx context.Context) (context.Context, func(), error)
 
 	Workers  int             // decoding goroutines (repository mode; Datadir has its own)
-	Memory   *archive.Memory // the budget of what the reads hold at once (repository mode; nil: the default's)
+	Memory   *archive.Memory // the budget of what the reads hold at once (repository mode; nil: archive.DefaultMemory)
 	Progress physical.Progress
 	// Rejected, if set, hears of connections refused before a transfer
 	// (wrong token, not TLS, ...); they do not end Serve.

@@ -29,7 +29,7 @@ type StoreRequest struct {
 	Encryption *archive.Encryption
 	LockRepo   func(ctx context.Context) (context.Context, func(), error)
 	Workers    int
-	Memory     *archive.Memory // the budget of what the reads hold at once (into Repo; nil: the default's)
+	Memory     *archive.Memory // the budget of what the reads hold at once (into Repo; nil: archive.DefaultMemory)
 	// Keep serves one transfer after another until ctx ends.
 	Keep bool
 

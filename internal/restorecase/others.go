@@ -99,7 +99,7 @@ type ApplyRequest struct {
 	Target      pitr.Target
 	Conn        mariadb.Config
 	MariadbPath toolpath.Path   // searched before PATH for mariadb-binlog
-	Memory      *archive.Memory // the budget of what reading the binary logs holds at once (nil: the default's)
+	Memory      *archive.Memory // the budget of what reading the binary logs holds at once (nil: archive.DefaultMemory)
 	Log         io.Writer       // mariadb-binlog's and the client's messages; nil for none
 }
 

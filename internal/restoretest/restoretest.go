@@ -68,7 +68,7 @@ type Job struct {
 	// of the backup's version (restore.Options.MariadbPath).
 	MariadbPath toolpath.Path
 	Workers     int             // decoding threads, loading connections and CHECK TABLE connections
-	Memory      *archive.Memory // the budget of what reading the backup holds at once (nil: the default's)
+	Memory      *archive.Memory // the budget of what reading the backup holds at once (nil: archive.DefaultMemory)
 	Keep        bool            // leave the sandbox's directory for a look after the test
 	Log         io.Writer
 	Progress    *progress.Tracker

@@ -23,7 +23,7 @@ type Request struct {
 	Until   *pitr.Target      // set: check the backup and binary logs a restore to it reads
 	Binlogs bool              // check the archived binary logs instead
 	Workers int               // decoding threads (0 means GOMAXPROCS)
-	Memory  *archive.Memory   // the budget of what the reads hold at once (nil: the default's)
+	Memory  *archive.Memory   // the budget of what the reads hold at once (nil: archive.DefaultMemory)
 	// Progress starts the tracker, given the bytes to read (0 when not
 	// known); it is finished here.
 	Progress func(total int64) *progress.Tracker
