@@ -4,8 +4,11 @@
 // where commands differ), the commands that take it, its help heading,
 // and how option files and the environment may set it. The command
 // binds its flags from here by name alone, and reads option files,
-// config's output and help's headings from the same table. It knows
-// what an option is, never what it does: no command's checks or logic.
+// config's output and help's headings from the same table. Each kind of
+// value has its one parser here (values.go), which the flag runs as it is
+// set, so that the command line and option files read a value alike. It
+// knows what an option is, never what it does: no command's checks or
+// logic.
 package options
 
 import (
