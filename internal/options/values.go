@@ -106,21 +106,10 @@ func ParseSpan(s string) (time.Duration, error) {
 	return total, nil
 }
 
-// MinRate is the smallest rate a Rate option takes, 0 (no limit) aside:
+// minRate is the smallest rate a Rate option takes, 0 (no limit) aside:
 // below it the number was most likely meant in other units, and a backup
 // would take days.
-const MinRate = 64 << 10
-
-// ValueError is a value an option of a parsed kind refuses. Its message
-// starts with the option and the value (`--max-rate "10" is ...`), as
-// every usage error about a flag's value does, so that the command can
-// add the file and line when an option file gave it.
-type ValueError struct{ err error }
-
-func (e *ValueError) Error() string { return e.err.Error() }
-
-// refuse makes err a ValueError.
-func refuse(err error) error { return &ValueError{err} }
+const minRate = 64 << 10
 
 // parsed is a flag's value that its kind's parser reads once, on Set.
 // A value it refuses is kept for Refused rather than returned: the
@@ -142,8 +131,11 @@ func (v *parsed) Set(s string) error {
 	return nil
 }
 
-// Refused is a ValueError for the first flag of fs (by name) whose value
-// its parser refused; nil when there is none.
+// Refused is why the parser of the first flag of fs (by name) whose
+// value it refused did so; nil when there is none. The message starts
+// with the flag and the value (`--max-rate "10" is ...`), as every usage
+// error about a flag's value does, so that the command can add the file
+// and line when an option file gave it.
 func Refused(fs *pflag.FlagSet) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
@@ -171,10 +163,10 @@ func (f Flags) Size(name string, p *int64, least int64) {
 	f.bindParsed(o, func(s string) error {
 		n, err := ParseSize(s)
 		if err != nil {
-			return refuse(fmt.Errorf("--%s: %v", name, err))
+			return fmt.Errorf("--%s: %v", name, err)
 		}
 		if n < least {
-			return refuse(fmt.Errorf("--%s %q is below the least taken (%s); give a unit, like %s", name, s, leastText(least), o.Default))
+			return fmt.Errorf("--%s %q is below the least taken (%s); give a unit, like %s", name, s, leastText(least), o.Default)
 		}
 		*p = n
 		return nil
@@ -195,16 +187,16 @@ func leastText(n int64) string {
 }
 
 // Rate binds bytes per second (ParseRate): 0 for no limit, else at least
-// MinRate.
+// minRate.
 func (f Flags) Rate(name string, p *int64) {
 	o := f.option(name, Rate)
 	f.bindParsed(o, func(s string) error {
 		v, err := ParseRate(s)
 		if err != nil {
-			return refuse(fmt.Errorf("--%s %q: want bytes per second with a unit, like 200MiB/s or 50MB/s", name, s))
+			return fmt.Errorf("--%s %q: want bytes per second with a unit, like 200MiB/s or 50MB/s", name, s)
 		}
-		if v > 0 && v < MinRate {
-			return refuse(fmt.Errorf("--%s %q is %d bytes per second, below the least taken (64KiB/s); give a unit, like 200MiB/s", name, s, v))
+		if v > 0 && v < minRate {
+			return fmt.Errorf("--%s %q is %d bytes per second, below the least taken (64KiB/s); give a unit, like 200MiB/s", name, s, v)
 		}
 		*p = v
 		return nil
@@ -222,7 +214,7 @@ func (f Flags) Span(name string, p *time.Duration) {
 		}
 		d, err := ParseSpan(s)
 		if err != nil {
-			return refuse(fmt.Errorf("--%s: %v", name, err))
+			return fmt.Errorf("--%s: %v", name, err)
 		}
 		*p = d
 		return nil
