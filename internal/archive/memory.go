@@ -24,8 +24,8 @@ const MinMemory = 16 << 20
 // budget, not by streams x queue depth x the largest frame the format
 // allows. A command makes one and passes it to every Read it starts, in
 // whichever package. A frame's bytes are taken before its buffers are
-// allocated and given back as they are recycled. A frame larger than the whole budget
-// takes all of it and is read alone.
+// allocated and given back as they are recycled. A frame larger than the
+// whole budget takes all of it and is read alone.
 type Memory struct {
 	size int64
 	sem  *semaphore.Weighted

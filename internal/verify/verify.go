@@ -59,8 +59,8 @@ func (e *LinkError) Error() string {
 func (e *LinkError) Unwrap() error { return e.Err }
 
 // Backup checks every object of backup m of r: its metadata (Meta), that
-// its files hold the tables it lists (Tables), then every stream, read as how says (its
-// workers, counter and memory).
+// its files hold the tables it lists (Tables), then every stream, read as
+// how says (its workers, counter and memory).
 func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.ReadOptions) error {
 	if err := Meta(ctx, r, m); err != nil {
 		return err
