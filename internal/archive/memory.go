@@ -2,7 +2,6 @@ package archive
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -11,7 +10,7 @@ import (
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
-// DefaultMemory is the budget of a process that sets none (SetMemory).
+// DefaultMemory is the budget of a Read given none.
 const DefaultMemory = 512 << 20
 
 // MinMemory is the smallest budget taken: below it every frame of a
@@ -23,9 +22,10 @@ const MinMemory = 16 << 20
 // written, and the chunk records of each. Every stream and worker of every
 // Read sharing it draws on it, so what a command holds is bounded by the
 // budget, not by streams x queue depth x the largest frame the format
-// allows. A frame's bytes are taken before its buffers are allocated and
-// given back as they are recycled. A frame larger than the whole budget
-// takes all of it and is read alone.
+// allows. A command makes one and passes it to every Read it starts, in
+// whichever package. A frame's bytes are taken before its buffers are
+// allocated and given back as they are recycled. A frame larger than the
+// whole budget takes all of it and is read alone.
 type Memory struct {
 	size int64
 	sem  *semaphore.Weighted
@@ -62,27 +62,6 @@ func (m *Memory) release(n int64) {
 		m.held.Add(-n)
 		m.sem.Release(n)
 	}
-}
-
-var (
-	processMemoryMu sync.Mutex
-	processMemory   = NewMemory(DefaultMemory)
-)
-
-// SetMemory sets the budget every Read of this process shares unless its
-// options name another: the command-line tool runs one command per
-// process, so this is the command's budget (--memory), whichever package
-// starts the reads.
-func SetMemory(size int64) {
-	processMemoryMu.Lock()
-	defer processMemoryMu.Unlock()
-	processMemory = NewMemory(size)
-}
-
-func defaultMemory() *Memory {
-	processMemoryMu.Lock()
-	defer processMemoryMu.Unlock()
-	return processMemory
 }
 
 // chunkRecordSize is what check keeps per chunk of a decoded frame.

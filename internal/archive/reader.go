@@ -36,11 +36,19 @@ type ReadOptions struct {
 	Sink     Sink // nil: check everything, deliver nothing
 	Counter  Counter
 	// Memory bounds the frames held at once, across every stream and
-	// worker; nil means the process's budget (SetMemory).
+	// worker, and of every other Read given the same; nil means a budget
+	// of DefaultMemory for this Read alone.
 	Memory *Memory
 	// Only, if set, asks for the files it accepts (paths as the manifest
 	// lists them) and lets Read skip the others where it can (see Plan).
 	Only func(path string) bool
+}
+
+// Of is o reading the backup m from in: how a caller reads (workers,
+// counter, memory) given once for every backup it reads.
+func (o ReadOptions) Of(in Input, m *Manifest) ReadOptions {
+	o.Input, o.Manifest = in, m
+	return o
 }
 
 // Read reads every stream of a backup in parallel, decodes frames in
@@ -63,7 +71,7 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	}
 	budget := &readBudget{mem: opt.Memory}
 	if budget.mem == nil {
-		budget.mem = defaultMemory()
+		budget.mem = NewMemory(DefaultMemory)
 	}
 	// Frames dropped on a failure are given back all at once.
 	defer budget.releaseAll()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,7 +17,6 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/retention"
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
@@ -30,7 +30,7 @@ type backupFlags struct {
 	mariabackup string
 	extra       []string
 	verbose     bool
-	maxRate     string
+	maxRate     int64
 	maxIO       int
 	checkpoint  bool
 }
@@ -44,34 +44,9 @@ func (b *backupFlags) register(f *pflag.FlagSet) {
 	o.String("mariabackup", &b.mariabackup)
 	o.Strings("mariabackup-option", &b.extra)
 	o.Bool("verbose", &b.verbose)
-	o.String("max-rate", &b.maxRate)
+	o.Rate("max-rate", &b.maxRate)
 	o.Bool("checkpoint", &b.checkpoint)
 	o.Int("max-io", &b.maxIO)
-}
-
-// minRate is the smallest rate taken (--max-rate, --limit-upload,
-// --limit-download): below it the number was most likely meant in other
-// units, and a backup would take days.
-const minRate = 64 << 10
-
-// parseRate reads the value of a rate flag such as --max-rate: a size with
-// an optional "/s", e.g. 200MiB/s or 50MB; "" and 0 mean no limit.
-func parseRate(flag, s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	t := strings.TrimSpace(s)
-	if strings.HasSuffix(strings.ToLower(t), "/s") {
-		t = t[:len(t)-2]
-	}
-	v, err := progress.ParseBytes(t)
-	if err != nil {
-		return 0, usagef("%s %q: want bytes per second with a unit, like 200MiB/s or 50MB/s", flag, s)
-	}
-	if v > 0 && v < minRate {
-		return 0, usagef("%s %q is %d bytes per second, below the least taken (64KiB/s); give a unit, like 200MiB/s", flag, s, v)
-	}
-	return v, nil
 }
 
 // request checks the flags and builds the request's shared and physical
@@ -81,10 +56,6 @@ func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (b
 		return backup.Request{}, usagef("--parallel must be at least 1")
 	}
 	c, err := parseStorage(b.compress, b.hash)
-	if err != nil {
-		return backup.Request{}, err
-	}
-	rate, err := parseRate("--max-rate", b.maxRate)
 	if err != nil {
 		return backup.Request{}, err
 	}
@@ -99,7 +70,7 @@ func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (b
 	if b.verbose {
 		log = g.stderr
 	}
-	return backup.Request{Conn: cfg, Parallel: b.parallel, Codec: c, Hash: b.hash, MaxRate: rate, Version: version,
+	return backup.Request{Conn: cfg, Parallel: b.parallel, Codec: c, Hash: b.hash, MaxRate: b.maxRate, Version: version,
 		Physical: backup.PhysicalOptions{Mariabackup: b.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath),
 			ExtraArgs: b.extra, Log: log, MaxIO: b.maxIO, Checkpoint: b.checkpoint}}, nil
 }
@@ -163,10 +134,7 @@ func backupRequest(g *globals, cmd *cobra.Command, version string, b *backupFlag
 			return req, usagef("--%s needs --incremental", f)
 		}
 	}
-	policy, err := inc.policy()
-	if err != nil {
-		return req, err
-	}
+	policy := inc.policy()
 	if inc.on {
 		req.Physical.Incremental = &backup.Incremental{Parent: inc.parent, Policy: policy,
 			FullBecause: func(why string) { fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why) }}
@@ -226,7 +194,7 @@ type incrementalFlags struct {
 	on        bool
 	parent    string
 	maxChain  int
-	fullEvery string
+	fullEvery time.Duration
 }
 
 func (i *incrementalFlags) register(f *pflag.FlagSet) {
@@ -234,20 +202,12 @@ func (i *incrementalFlags) register(f *pflag.FlagSet) {
 	o.Bool("incremental", &i.on)
 	o.String("parent", &i.parent)
 	o.Int("max-chain", &i.maxChain)
-	o.String("full-every", &i.fullEvery)
+	o.Span("full-every", &i.fullEvery)
 }
 
-// policy reads the chain policy: --max-chain and --full-every.
-func (i *incrementalFlags) policy() (physical.ChainPolicy, error) {
-	p := physical.ChainPolicy{MaxChain: i.maxChain}
-	if i.fullEvery != "" {
-		d, err := retention.ParseDuration(i.fullEvery)
-		if err != nil {
-			return p, usagef("--full-every: %v", err)
-		}
-		p.FullEvery = d
-	}
-	return p, nil
+// policy is the chain policy: --max-chain and --full-every.
+func (i *incrementalFlags) policy() physical.ChainPolicy {
+	return physical.ChainPolicy{MaxChain: i.maxChain, FullEvery: i.fullEvery}
 }
 
 func newBackupCmd(g *globals, version string) *cobra.Command {

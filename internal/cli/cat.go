@@ -41,7 +41,7 @@ func newCatCmd(g *globals) *cobra.Command {
 			defer release()
 			bw := bufio.NewWriterSize(g.stdout, 1<<20)
 			err = archive.Read(ctx, archive.ReadOptions{
-				Input: r.Input(m), Manifest: m, Sink: &xbstreamSink{w: xbstream.NewWriter(bw)},
+				Input: r.Input(m), Manifest: m, Sink: &xbstreamSink{w: xbstream.NewWriter(bw)}, Memory: g.mem,
 			})
 			if err == nil {
 				err = bw.Flush()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/backstream/backstream/internal/health"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/retention"
 )
 
 func newCheckCmd(g *globals) *cobra.Command {
@@ -50,16 +49,17 @@ func newCheckCmd(g *globals) *cobra.Command {
 
 // checkFlags are check's flags.
 type checkFlags struct {
-	maxAge, maxLag, maxTest, kind, now string
-	asJSON                             bool
+	limits    health.Options // the --max-* ages
+	kind, now string
+	asJSON    bool
 }
 
 // register defines check's flags on f.
 func (c *checkFlags) register(f *pflag.FlagSet) {
 	o := options.Bind(f)
-	o.String("max-age", &c.maxAge)
-	o.String("max-binlog-lag", &c.maxLag)
-	o.String("max-restore-test-age", &c.maxTest)
+	o.Span("max-age", &c.limits.MaxAge)
+	o.Span("max-binlog-lag", &c.limits.MaxBinlogLag)
+	o.Span("max-restore-test-age", &c.limits.MaxRestoreTestAge)
 	o.String("kind", &c.kind)
 	o.Bool("json", &c.asJSON)
 	o.String("now", &c.now)
@@ -67,23 +67,9 @@ func (c *checkFlags) register(f *pflag.FlagSet) {
 
 // options reads check's flags into what to check.
 func (c *checkFlags) options() (health.Options, error) {
-	opt := health.Options{Kind: c.kind}
+	opt := c.limits
+	opt.Kind = c.kind
 	var err error
-	if c.maxAge != "" {
-		if opt.MaxAge, err = retention.ParseDuration(c.maxAge); err != nil {
-			return opt, usagef("--max-age: %v", err)
-		}
-	}
-	if c.maxLag != "" {
-		if opt.MaxBinlogLag, err = retention.ParseDuration(c.maxLag); err != nil {
-			return opt, usagef("--max-binlog-lag: %v", err)
-		}
-	}
-	if c.maxTest != "" {
-		if opt.MaxRestoreTestAge, err = retention.ParseDuration(c.maxTest); err != nil {
-			return opt, usagef("--max-restore-test-age: %v", err)
-		}
-	}
 	if c.now != "" {
 		if opt.Now, err = time.Parse(time.RFC3339, c.now); err != nil {
 			return opt, usagef("--now %q: want a time like 2026-11-30T00:00:00Z or 2026-11-30T01:00:00+01:00", c.now)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/servercopy"
@@ -106,7 +105,7 @@ type copyFlags struct {
 	masks                            maskFlags
 	primary                          primaryFlags
 	parallel                         int
-	chunkSize, maxRate               string
+	chunkSize, maxRate               int64
 	blockDDL, currentOnly, replicate bool
 	asJSON                           bool
 }
@@ -137,8 +136,8 @@ func (cf *copyFlags) register(f *pflag.FlagSet) {
 	cf.to.register(f, "to", "target")
 	o := options.Bind(f)
 	o.Int("parallel", &cf.parallel)
-	o.String("chunk-size", &cf.chunkSize)
-	o.String("max-rate", &cf.maxRate)
+	o.Size("chunk-size", &cf.chunkSize, minChunk)
+	o.Rate("max-rate", &cf.maxRate)
 	o.Strings("database", &choices.databases)
 	o.Strings("exclude-database", &choices.excludeDBs)
 	o.Strings("table", &choices.tables)
@@ -176,9 +175,8 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 	if err != nil {
 		return job, err
 	}
-	chunk, rate, err := cf.sizes()
-	if err != nil {
-		return job, err
+	if cf.parallel < 1 {
+		return job, usagef("--parallel must be at least 1")
 	}
 	rules, err := cf.masks.rules()
 	if err != nil {
@@ -196,7 +194,7 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 		From: src, To: dst, Parallel: cf.parallel, Filter: filter, Skip: skip, Rename: rename, Definer: c.definer,
 		DropExisting: c.dropExisting, Resume: c.resume, NoBinlog: c.noBinlog,
 		Users: c.users, ReplaceUsers: c.replaceUsers, BlockDDL: cf.blockDDL, VersionedCurrentOnly: cf.currentOnly,
-		ChunkBytes: chunk, MaxRate: rate, Mask: rules,
+		ChunkBytes: cf.chunkSize, MaxRate: cf.maxRate, Mask: rules,
 		OnServers: func(s, t servercopy.Server) {
 			fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t)
 		},
@@ -205,21 +203,9 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 	return job, err
 }
 
-// sizes checks --chunk-size, --max-rate and --parallel.
-func (cf *copyFlags) sizes() (chunk, rate int64, err error) {
-	chunk, err = progress.ParseBytes(cf.chunkSize)
-	if err != nil || chunk < 64<<10 {
-		return 0, 0, usagef("--chunk-size %q: want a size of at least 64KiB, like 16MiB", cf.chunkSize)
-	}
-	rate, err = parseRate("--max-rate", cf.maxRate)
-	if err != nil {
-		return 0, 0, err
-	}
-	if cf.parallel < 1 {
-		return 0, 0, usagef("--parallel must be at least 1")
-	}
-	return chunk, rate, nil
-}
+// minChunk is the least --chunk-size taken (copy, backup --logical):
+// below it the number was most likely meant in other units.
+const minChunk = 64 << 10
 
 // replicateTo is the primary the target replicates from with --replicate
 // (the source src, unless the --primary-* flags say how the target reaches

@@ -50,7 +50,6 @@ func newExpireCmd(g *globals) *cobra.Command {
 // expireFlags are expire's flags.
 type expireFlags struct {
 	policy          retention.Policy
-	within, pitr    string
 	pruneIncomplete bool
 	confirm         bool
 	asJSON          bool
@@ -61,12 +60,12 @@ func (e *expireFlags) register(f *pflag.FlagSet) {
 	o := options.Bind(f)
 	o.String("kind", &e.policy.Kind)
 	o.Int("keep-last", &e.policy.KeepLast)
-	o.String("keep-within", &e.within)
+	o.Span("keep-within", &e.policy.KeepWithin)
 	o.Int("keep-daily", &e.policy.KeepDaily)
 	o.Int("keep-weekly", &e.policy.KeepWeekly)
 	o.Int("keep-monthly", &e.policy.KeepMonthly)
 	o.Int("keep-yearly", &e.policy.KeepYearly)
-	o.String("keep-pitr", &e.pitr)
+	o.Span("keep-pitr", &e.policy.KeepPITR)
 	o.Bool("prune-incomplete", &e.pruneIncomplete)
 	o.Bool("confirm", &e.confirm)
 	o.Bool("json", &e.asJSON)
@@ -78,17 +77,6 @@ func (e *expireFlags) request() (retention.Request, error) {
 	p := e.policy
 	if err := checkKind(p.Kind); err != nil {
 		return retention.Request{}, err
-	}
-	var err error
-	if e.within != "" {
-		if p.KeepWithin, err = retention.ParseDuration(e.within); err != nil {
-			return retention.Request{}, usagef("--keep-within: %v", err)
-		}
-	}
-	if e.pitr != "" {
-		if p.KeepPITR, err = retention.ParseDuration(e.pitr); err != nil {
-			return retention.Request{}, usagef("--keep-pitr: %v", err)
-		}
 	}
 	if p.Empty() && !e.pruneIncomplete {
 		return retention.Request{}, usagef("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-pitr, or only --prune-incomplete (expire never deletes everything)")

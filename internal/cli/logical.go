@@ -11,7 +11,6 @@ import (
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/progress"
 )
 
 // skipFlags leave kinds of objects out, of a dump or of a load.
@@ -95,7 +94,7 @@ type logicalBackupFlags struct {
 	excludeTbl  []string
 	users       bool
 	blockDDL    bool
-	chunkSize   string
+	chunkSize   int64
 	currentOnly bool
 	skip        skipFlags
 	mask        maskFlags
@@ -111,7 +110,7 @@ func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
 	filterAliases(f)
 	o.Bool("users", &l.users)
 	o.Bool("block-ddl", &l.blockDDL)
-	o.String("chunk-size", &l.chunkSize)
+	o.Size("chunk-size", &l.chunkSize, minChunk)
 	o.Bool("versioned-current-only", &l.currentOnly)
 	l.skip.register(f)
 	l.mask.register(f, "as it is dumped, so that the repository never holds it")
@@ -119,10 +118,6 @@ func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
 
 // options checks the flags and builds the dump's own options.
 func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
-	chunk, err := progress.ParseBytes(l.chunkSize)
-	if err != nil || chunk < 64<<10 {
-		return backup.DumpOptions{}, usagef("--chunk-size %q: want a size of at least 64KiB, like 16MiB", l.chunkSize)
-	}
 	skip := l.skip.s
 	limited := len(l.databases) > 0 || len(l.tables) > 0
 	if limited && !l.users {
@@ -140,7 +135,7 @@ func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 	return backup.DumpOptions{
 		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
 		Skip:     skip,
-		BlockDDL: l.blockDDL, ChunkBytes: chunk, VersionedCurrentOnly: l.currentOnly, Mask: masks,
+		BlockDDL: l.blockDDL, ChunkBytes: l.chunkSize, VersionedCurrentOnly: l.currentOnly, Mask: masks,
 	}, nil
 }
 

@@ -68,7 +68,7 @@ func (o *mergeFlags) job(g *globals, version string) (merge.Job, error) {
 		log = g.stderr
 	}
 	return merge.Job{WorkDir: o.workDir, Parallel: o.parallel, Codec: c, Hash: o.hash, Version: version,
-		Restore: restore.Options{UseMemory: o.useMemory, Mariabackup: o.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: o.parallel, Log: log, FileKey: fileKey},
+		Restore: restore.Options{UseMemory: o.useMemory, Mariabackup: o.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: o.parallel, Memory: g.mem, Log: log, FileKey: fileKey},
 	}, nil
 }
 

@@ -43,6 +43,16 @@ func bound(command string, o options.Option) *pflag.Flag {
 		b.Int(o.Name, new(int))
 	case options.Duration:
 		b.Duration(o.Name, new(time.Duration))
+	case options.Span:
+		b.Span(o.Name, new(time.Duration))
+	case options.Rate:
+		b.Rate(o.Name, new(int64))
+	case options.Size:
+		if o.Default == nil { // use-memory: passed to mariabackup as given
+			b.String(o.Name, new(string))
+		} else {
+			b.Size(o.Name, new(int64), 0)
+		}
 	case options.Repeatable, options.List:
 		b.Strings(o.Name, new([]string))
 	default:
@@ -105,7 +115,8 @@ func TestEveryOptionIsDefinedOnce(t *testing.T) {
 
 // fileValue is a value of kind for an option file.
 func fileValue(kind options.Kind) string {
-	return cmp.Or(map[options.Kind]string{options.Bool: "true", options.Int: "3", options.Duration: "7s", options.List: "a,b"}[kind], "x")
+	return cmp.Or(map[options.Kind]string{options.Bool: "true", options.Int: "3", options.Duration: "7s", options.List: "a,b",
+		options.Size: "1GiB", options.Rate: "1MiB/s", options.Span: "2d"}[kind], "x")
 }
 
 // checkOptionFilesSetEveryOption gives every option of every command a

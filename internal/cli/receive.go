@@ -190,7 +190,7 @@ func receiveNotes(g *globals) (listening func(net.Addr), rejected func(error)) {
 // storeRequest is the receiving into --target-dir or --repo the flags
 // ask for: one backup, or with --keep-listening one after another.
 func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bool) (remote.StoreRequest, error) {
-	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Keep: rf.keep,
+	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Memory: g.mem, Keep: rf.keep,
 		Progress: func() (physical.Progress, func(error)) {
 			t := g.tracker("receive", 0)
 			return t, func(err error) { t.Finish(err) }

@@ -84,7 +84,7 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
 		placed = g.stderr
 	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: d.parallel, Log: log, NoSync: d.noSync,
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: d.parallel, Memory: g.mem, Log: log, NoSync: d.noSync,
 		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 
@@ -244,6 +244,7 @@ func (o *restoreFlags) request(cmd *cobra.Command, g *globals, r *repo.Repo, m *
 			return req, usagef("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir or --datadir", m.ID)
 		}
 		req.Load, err = o.l.job(f, o.d.parallel)
+		req.Load.Memory = g.mem
 		return req, err
 	}
 	if o.masking() {
@@ -321,7 +322,7 @@ func runApply(cmd *cobra.Command, g *globals, d *datadirFlags, l *logicalRestore
 		return err
 	}
 	defer release()
-	req := restorecase.ApplyRequest{Repo: r, Target: t, Conn: conn, MariadbPath: toolpath.Parse(g.mariadbPath)}
+	req := restorecase.ApplyRequest{Repo: r, Target: t, Conn: conn, MariadbPath: toolpath.Parse(g.mariadbPath), Memory: g.mem}
 	if d.verbose {
 		req.Log = g.stderr
 	}

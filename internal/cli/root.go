@@ -82,12 +82,15 @@ type globals struct {
 	s3Endpoint string
 	s3Retry    time.Duration
 	lockWait   time.Duration
-	// Rates of the repository's storage, as given and as limiters
-	// (nil: no limit) shared by everything the command stores or reads.
-	limitUpload, limitDownload string
+	// Rates of the repository's storage, in bytes per second and as
+	// limiters (nil: no limit) shared by everything the command stores or
+	// reads.
+	limitUpload, limitDownload int64
 	uploadLimit, downloadLimit *throttle.Limiter
-	// memory is --memory: the budget of the frames a reading command holds.
-	memory string
+	// memory is --memory, and mem the budget made of it: the frames every
+	// read of the command holds at once (nil: each read's default).
+	memory int64
+	mem    *archive.Memory
 	// mariadbPath is --mariadb-path: where the MariaDB tools of each
 	// version are looked for before PATH.
 	mariadbPath string
@@ -112,43 +115,11 @@ type globals struct {
 	json bool
 }
 
-// parseLimits makes the limiters of --limit-upload and --limit-download.
-func (g *globals) parseLimits() error {
-	up, err := parseRate("--limit-upload", g.limitUpload)
-	if err != nil {
-		return err
-	}
-	down, err := parseRate("--limit-download", g.limitDownload)
-	if err != nil {
-		return err
-	}
-	g.uploadLimit, g.downloadLimit = throttle.NewLimiter(up), throttle.NewLimiter(down)
-	return nil
-}
-
-// parseMemory sets the process's budget of backup data held in memory
-// from --memory.
-func (g *globals) parseMemory() error {
-	mem, err := progress.ParseBytes(g.memory)
-	if err != nil {
-		return usagef("--memory: %v", err)
-	}
-	if mem < archive.MinMemory {
-		return usagef("--memory %q is below the least taken (16MiB); give a unit, like 512MiB or 1G", g.memory)
-	}
-	archive.SetMemory(mem)
-	return nil
-}
-
 // checkGlobals checks the values of the flags every command has and
 // starts what they ask for.
 func (g *globals) checkGlobals() error {
-	if err := g.parseLimits(); err != nil {
-		return err
-	}
-	if err := g.parseMemory(); err != nil {
-		return err
-	}
+	g.uploadLimit, g.downloadLimit = throttle.NewLimiter(g.limitUpload), throttle.NewLimiter(g.limitDownload)
+	g.mem = archive.NewMemory(g.memory)
 	if g.cpuprofile != "" {
 		f, err := os.Create(g.cpuprofile)
 		if err != nil {
@@ -248,9 +219,9 @@ func NewRoot(version string) *cobra.Command {
 	pf := options.Bind(root.PersistentFlags())
 	pf.String("repo", &g.repo)
 	pf.String("s3-endpoint", &g.s3Endpoint)
-	pf.String("limit-upload", &g.limitUpload)
-	pf.String("limit-download", &g.limitDownload)
-	pf.String("memory", &g.memory)
+	pf.Rate("limit-upload", &g.limitUpload)
+	pf.Rate("limit-download", &g.limitDownload)
+	pf.Size("memory", &g.memory, archive.MinMemory)
 	pf.String("mariadb-path", &g.mariadbPath)
 	pf.String("progress", &g.progress)
 	pf.String("identity-file", &g.identityFile)
@@ -306,7 +277,13 @@ func NewRoot(version string) *cobra.Command {
 		if runE := c.RunE; runE != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				start := time.Now()
-				err := repoaccess.WithKeyHint(g.locate(runE(cmd, args)))
+				var err error
+				if refused := options.Refused(cmd.Flags()); refused != nil { // a size, rate or span
+					err = usageError{refused}
+				} else {
+					err = runE(cmd, args)
+				}
+				err = repoaccess.WithKeyHint(g.locate(err))
 				g.recordMetrics(cmd, start, err)
 				return err
 			}

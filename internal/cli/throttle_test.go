@@ -106,17 +106,6 @@ func TestLogicalBackupMaxRate(t *testing.T) {
 	compareChecksums(t, checksums(t, dst), want)
 }
 
-func TestParseRate(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]int64{
-		"": 0, "0": 0, "0/s": 0, "200MiB/s": 200 << 20, "200M": 200 << 20, "50MB/s": 50e6, " 1GiB/S ": 1 << 30, "64KiB/s": 64 << 10,
-	} {
-		if got, err := parseRate("--max-rate", in); err != nil || got != want {
-			t.Errorf("parseRate(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-}
-
 // Limits given wrongly are usage errors that name the flag, before any
 // server or repository is touched.
 func TestMaxRateUsageErrors(t *testing.T) {

@@ -126,7 +126,7 @@ func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request,
 		title = "verify " + req.Backup.ID
 	}
 	defer release()
-	req.Workers = o.parallel
+	req.Workers, req.Memory = o.parallel, g.mem
 	req.Progress = func(total int64) *progress.Tracker { return g.tracker(title, total) }
 	req.NotRecorded = g.notRecorded("verify's")
 	res, err := verify.Run(ctx, req)
@@ -180,7 +180,7 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 		return req, nil, nil, err
 	}
 	req.Job = restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, ServerDefaults: rt.serverDefaults, FileKey: fileKey,
-		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Keep: rt.keep}
+		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Memory: g.mem, Keep: rt.keep}
 	title := ""
 	if rt.until != "" || rt.untilGTID != "" {
 		var t pitr.Target

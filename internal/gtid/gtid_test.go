@@ -3,6 +3,7 @@ package gtid
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,34 @@ func FuzzParse(f *testing.F) {
 		}
 		if back, err := Parse(g.String()); err != nil || back != g {
 			t.Fatalf("%q read as %v, which reads back as %v, %v", s, g, back, err)
+		}
+	})
+}
+
+// A list read whole is what Entries reads of it, and reads back the same
+// from its entries written out; --until-gtid and the server's positions
+// go through it.
+func FuzzParseList(f *testing.F) {
+	for _, s := range []string{"0-1-4711", " 0-1-5, 1-2-7 ,2-3-9", "", "0-1-2,", "0-1-5,junk", "1-2-3,,4-5-6"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		list, err := ParseList(s)
+		if err != nil {
+			if !errors.Is(err, ErrSyntax) {
+				t.Fatalf("ParseList(%q): %v, not ErrSyntax", s, err)
+			}
+			return
+		}
+		if got := Entries(s); !slices.Equal(got, list) {
+			t.Fatalf("ParseList(%q) = %v, Entries %v", s, list, got)
+		}
+		var out []string
+		for _, g := range list {
+			out = append(out, g.String())
+		}
+		if back, err := ParseList(strings.Join(out, ",")); err != nil || !slices.Equal(back, list) {
+			t.Fatalf("%q read as %v, which reads back as %v, %v", s, list, back, err)
 		}
 	})
 }

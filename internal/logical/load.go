@@ -62,7 +62,8 @@ type LoadJob struct {
 	// backup's load is named by the backup's id).
 	ID       string
 	Catalog  *Catalog
-	Parallel int // loading connections; index builds run as many at once
+	Parallel int             // loading connections; index builds run as many at once
+	Memory   *archive.Memory // the budget of what reading the backup holds at once (nil: archive.DefaultMemory)
 	Filter   schema.Filter
 	Rename   map[string]string // source database -> target database
 	Skip     schema.Skip
@@ -876,7 +877,7 @@ func (l *loader) loadBackup(ctx context.Context) error {
 	return l.loadData(ctx, 2*l.job.Parallel+len(l.job.Manifest.Streams), func(ctx context.Context, files *fileQueue) error {
 		return archive.Read(ctx, archive.ReadOptions{
 			Input: l.job.Input, Manifest: l.job.Manifest, Counter: counterOf(l.job.Progress),
-			Sink: &loadSink{l: l, files: files},
+			Sink: &loadSink{l: l, files: files}, Memory: l.job.Memory,
 		})
 	})
 }

@@ -4,11 +4,14 @@
 // where commands differ), the commands that take it, its help heading,
 // and how option files and the environment may set it. It documents
 // every command once too, in a second table (commands.go): its usage
-// line, its summary, its description and its examples. The command
-// binds its flags from here by name alone, takes its help texts from
-// here by its name, and reads option files, config's output and help's
-// headings from the same tables. It knows what an option and a command
-// are for the user, never what they do: no command's checks or logic.
+// line, its summary, its description and its examples. Each kind of
+// value has its one parser here (values.go), which the flag runs as it
+// is set, so that the command line and option files read a value alike.
+// The command binds its flags from here by name alone, takes its help
+// texts from here by its name, and reads option files, config's output
+// and help's headings from the same tables. It knows what an option and
+// a command are for the user, never what they do: no command's checks
+// or logic.
 package options
 
 import (
@@ -26,8 +29,9 @@ import (
 // Kind is the kind of value an option takes.
 type Kind int
 
-// The kinds of value. Size and Rate take their text as a string option
-// does; the command parses them.
+// The kinds of value. A flag of a kind with a parser (values.go) parses
+// and checks its value as it is set, from the command line or an option
+// file alike.
 const (
 	Bool       Kind = iota + 1
 	Int             // a whole number
@@ -35,12 +39,13 @@ const (
 	Size            // a byte count, e.g. 512MiB or 1G
 	Rate            // bytes per second, e.g. 50MiB/s
 	Duration        // Go's durations, e.g. 90s or 2m
+	Span            // a span that may count days and weeks, e.g. 6d12h or 2w
 	Repeatable      // text, one value per occurrence, never split at commas
 	List            // comma-separated text, repeatable too
 )
 
 var kindNames = map[Kind]string{Bool: "boolean", Int: "integer", String: "text", Size: "size", Rate: "rate",
-	Duration: "duration", Repeatable: "repeatable", List: "list"}
+	Duration: "duration", Span: "span", Repeatable: "repeatable", List: "list"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -218,10 +223,13 @@ func (f Flags) done(o Option) {
 	fl.Hidden = o.Hidden
 }
 
-// Bool binds a boolean option.
+// Bool binds a boolean option, which takes the words option files write
+// booleans with (mariadb.ParseOptionBool) wherever it is given.
 func (f Flags) Bool(name string, p *bool) {
 	o := f.option(name, Bool)
-	f.fs.BoolVarP(p, name, o.Short, defaultOf[bool](o), o.Help)
+	*p = defaultOf[bool](o)
+	f.fs.VarP(boolValue{p}, name, o.Short, o.Help)
+	f.fs.Lookup(name).NoOptDefVal = "true"
 	f.done(o)
 }
 
@@ -238,9 +246,10 @@ func (f Flags) Int(name string, p *int) {
 	f.done(o)
 }
 
-// String binds a text option, a size or a rate.
+// String binds a text option, or a size that a tool reads itself and is
+// passed to it as given (use-memory, mariabackup's).
 func (f Flags) String(name string, p *string) {
-	o := f.option(name, String, Size, Rate)
+	o := f.option(name, String, Size)
 	def := defaultOf[string](o)
 	if o.Env != "" {
 		def = os.Getenv(o.Env)

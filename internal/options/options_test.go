@@ -94,6 +94,16 @@ func bindAny(fs *pflag.FlagSet, command, name string) {
 		f.Int(name, new(int))
 	case Duration:
 		f.Duration(name, new(time.Duration))
+	case Span:
+		f.Span(name, new(time.Duration))
+	case Rate:
+		f.Rate(name, new(int64))
+	case Size:
+		if o.Default == nil { // use-memory: passed to mariabackup as given
+			f.String(name, new(string))
+		} else {
+			f.Size(name, new(int64), 0)
+		}
 	case Repeatable, List:
 		f.Strings(name, new([]string))
 	default:

@@ -35,8 +35,8 @@ type Applied struct {
 // both. On a server without a binary log the new position is recorded in
 // gtid_slave_pos, so that the next Apply starts after it. The binary logs
 // are read with the mariadb-binlog of their server's version found on
-// path (findBinlog).
-func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, path toolpath.Path, log io.Writer) (*Applied, error) {
+// path (findBinlog), within the budget mem.
+func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, path toolpath.Path, mem *archive.Memory, log io.Writer) (*Applied, error) {
 	db, err := mariadb.Open(ctx, conn, "")
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func Apply(ctx context.Context, r *repo.Repo, t Target, conn mariadb.Config, pat
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	paths, err := fetchBinlogs(ctx, r, needed, filepath.Join(work, "binlogs"))
+	paths, err := fetchBinlogs(ctx, r, needed, filepath.Join(work, "binlogs"), mem)
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	tracker, _ := job.Progress.(*progress.Tracker)
 	_, err = logical.Load(ctx, logical.LoadJob{
 		Conn: account.Config(srv), Input: r.Input(base), Manifest: base, Catalog: cat,
-		Parallel: max(job.Workers, 1), NoBinlog: true, Users: true, Progress: tracker,
+		Parallel: max(job.Workers, 1), NoBinlog: true, Users: true, Progress: tracker, Memory: job.Memory,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load backup %s: %w", base.ID, err)

@@ -206,7 +206,7 @@ func fetchInto(ctx context.Context, r *repo.Repo, opt restore.Options, needed []
 	if opt.Progress != nil {
 		opt.Progress.Stage("fetching binary logs")
 	}
-	paths, err = fetchBinlogs(ctx, r, needed, filepath.Join(work, "binlogs"))
+	paths, err = fetchBinlogs(ctx, r, needed, filepath.Join(work, "binlogs"), opt.Memory)
 	if err != nil {
 		os.RemoveAll(work)
 		return "", nil, err
@@ -214,16 +214,16 @@ func fetchInto(ctx context.Context, r *repo.Repo, opt restore.Options, needed []
 	return work, paths, nil
 }
 
-// fetchBinlogs reads the archived files needed into dir and returns their
-// paths, in order.
-func fetchBinlogs(ctx context.Context, r *repo.Repo, needed []covered, dir string) ([]string, error) {
+// fetchBinlogs reads the archived files needed into dir, within the
+// budget mem, and returns their paths, in order.
+func fetchBinlogs(ctx context.Context, r *repo.Repo, needed []covered, dir string, mem *archive.Memory) ([]string, error) {
 	var paths []string
 	for _, c := range needed {
 		// Two servers' files may share a name: one directory each.
 		sub := filepath.Join(dir, c.Source)
 		var err error
 		if c.Whole != nil {
-			err = fetchWhole(ctx, r, c.Whole, sub)
+			err = fetchWhole(ctx, r, c.Whole, sub, mem)
 		} else {
 			err = fetchSegments(ctx, r, c.Segments, filepath.Join(sub, c.Name))
 		}
@@ -239,12 +239,12 @@ func fetchBinlogs(ctx context.Context, r *repo.Repo, needed []covered, dir strin
 }
 
 // fetchWhole writes the file archived whole as m into dir.
-func fetchWhole(ctx context.Context, r *repo.Repo, m *archive.Manifest, dir string) error {
+func fetchWhole(ctx context.Context, r *repo.Repo, m *archive.Manifest, dir string, mem *archive.Memory) error {
 	w, err := physical.NewDatadirWriter(dir)
 	if err != nil {
 		return err
 	}
-	err = archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Sink: w})
+	err = archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Sink: w, Memory: mem})
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

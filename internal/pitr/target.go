@@ -70,12 +70,12 @@ func ParseTargetGTIDs(s string) (Position, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, gtid.ErrSyntax
 	}
+	list, err := gtid.ParseList(s)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[uint32]bool{}
-	for _, part := range strings.Split(s, ",") {
-		g, err := gtid.Parse(strings.TrimSpace(part))
-		if err != nil {
-			return nil, err
-		}
+	for _, g := range list {
 		if seen[g.Domain] {
 			return nil, fmt.Errorf("domain %d is named twice: give one GTID per domain", g.Domain)
 		}

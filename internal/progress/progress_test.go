@@ -522,29 +522,6 @@ func TestLogf(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"4096": 4096, "64KiB": 64 << 10, "16MiB": 16 << 20, "1G": 1 << 30, "10MB": 10e6, "1.5 KiB": 1536} {
-		got, err := ParseBytes(in)
-		if err != nil || got != want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "MiB", "-1", "3 parsecs", "1e30"} {
-		if _, err := ParseBytes(in); err == nil {
-			t.Errorf("ParseBytes(%q) accepted", in)
-		}
-	}
-}
-
-func FuzzParseBytes(f *testing.F) {
-	f.Add("16MiB")
-	f.Fuzz(func(t *testing.T, s string) {
-		if n, err := ParseBytes(s); err == nil && n < 0 {
-			t.Fatalf("ParseBytes(%q) = %d", s, n)
-		}
-	})
-}
-
 // Lines of an operation that moves tables show tables done and rows.
 func TestTablesAndRowsInLines(t *testing.T) {
 	var buf testkit.SyncBuffer

@@ -2,8 +2,6 @@ package progress
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -116,32 +114,4 @@ func HumanBytes(n int64) string {
 // in.
 func HumanRate(bytesPerSecond float64) string {
 	return fmt.Sprintf("%.1f MiB/s", bytesPerSecond/(1<<20))
-}
-
-// ParseBytes reads a size as people write it: 4096, 64KiB, 16MiB, 1GiB,
-// 10MB (decimal), 1G (binary, as MariaDB's options take it).
-func ParseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-	num, unit := t, ""
-	if i >= 0 {
-		num, unit = t[:i], strings.TrimSpace(t[i:])
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)", s)
-	}
-	mult := map[string]float64{"": 1, "B": 1,
-		"K": 1 << 10, "KIB": 1 << 10, "KB": 1e3,
-		"M": 1 << 20, "MIB": 1 << 20, "MB": 1e6,
-		"G": 1 << 30, "GIB": 1 << 30, "GB": 1e9,
-		"T": 1 << 40, "TIB": 1 << 40, "TB": 1e12,
-	}[strings.ToUpper(unit)]
-	if mult == 0 {
-		return 0, fmt.Errorf("size %q: unknown unit %q (KiB, MiB, GiB, KB, MB, GB)", s, unit)
-	}
-	if v*mult > 1<<62 {
-		return 0, fmt.Errorf("size %q: too big", s)
-	}
-	return int64(v * mult), nil
 }

@@ -36,7 +36,8 @@ type Receiver struct {
 	// lock). The returned context ends if the lock is lost.
 	LockRepo func(ctx context.Context) (context.Context, func(), error)
 
-	Workers  int // decoding goroutines (repository mode; Datadir has its own)
+	Workers  int             // decoding goroutines (repository mode; Datadir has its own)
+	Memory   *archive.Memory // the budget of what the reads hold at once (repository mode; nil: archive.DefaultMemory)
 	Progress physical.Progress
 	// Rejected, if set, hears of connections refused before a transfer
 	// (wrong token, not TLS, ...); they do not end Serve.
@@ -437,7 +438,7 @@ func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error)
 		s.rv.Progress.Stage("receiving")
 	}
 	err = archive.Read(ctx, archive.ReadOptions{
-		Input: tee, Manifest: h, Final: s.finalManifest, Workers: s.rv.Workers, Counter: s.rv.Progress,
+		Input: tee, Manifest: h, Final: s.finalManifest, Workers: s.rv.Workers, Counter: s.rv.Progress, Memory: s.rv.Memory,
 	})
 	if err != nil {
 		return nil, causeOf(ctx, err)

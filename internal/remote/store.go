@@ -29,6 +29,7 @@ type StoreRequest struct {
 	Encryption *archive.Encryption
 	LockRepo   func(ctx context.Context) (context.Context, func(), error)
 	Workers    int
+	Memory     *archive.Memory // the budget of what the reads hold at once (into Repo; nil: archive.DefaultMemory)
 	// Keep serves one transfer after another until ctx ends.
 	Keep bool
 
@@ -74,7 +75,7 @@ func Store(ctx context.Context, req StoreRequest) error {
 		req.Listening(ln.Addr())
 	}
 	rv := &Receiver{Listener: ln, Datadir: req.TargetDir, Repo: req.Repo, Encryption: req.Encryption, LockRepo: req.LockRepo,
-		Workers: req.Workers, Rejected: req.Rejected}
+		Workers: req.Workers, Memory: req.Memory, Rejected: req.Rejected}
 	for {
 		m, err := req.serve(ctx, rv)
 		if err == nil && req.Stored != nil {

@@ -56,7 +56,8 @@ type Options struct {
 	// MariadbPath is searched before PATH for the tools of the backup's
 	// version: mariabackup, and the server a restore test or a replay starts.
 	MariadbPath toolpath.Path
-	Workers     int // decoding goroutines shared by all links; 0 means GOMAXPROCS
+	Workers     int             // decoding goroutines shared by all links; 0 means GOMAXPROCS
+	Memory      *archive.Memory // the budget of what the reads hold at once (nil: archive.DefaultMemory, shared by the links)
 	Log         io.Writer
 	Progress    physical.Progress
 	// DataDirs place the tablespaces of tables created with DATA
@@ -349,6 +350,10 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 	// before it are: the base's prepare and each increment's apply run
 	// while the later links are still being written.
 	workers := decoders(links, total, opt.Workers)
+	mem := opt.Memory // the links' reads share it
+	if mem == nil {
+		mem = archive.NewMemory(archive.DefaultMemory)
+	}
 	written := make([]chan struct{}, len(links))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, l := range links {
@@ -364,7 +369,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 				w.StartWriteback()
 			}
 			err = archive.Read(gctx, archive.ReadOptions{
-				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: w, Counter: opt.Progress, Only: opt.Files,
+				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: w, Counter: opt.Progress, Only: opt.Files, Memory: mem,
 			})
 			if cerr := w.Close(); err == nil {
 				err = cerr

@@ -98,8 +98,9 @@ type ApplyRequest struct {
 	Repo        *repo.Repo
 	Target      pitr.Target
 	Conn        mariadb.Config
-	MariadbPath toolpath.Path // searched before PATH for mariadb-binlog
-	Log         io.Writer     // mariadb-binlog's and the client's messages; nil for none
+	MariadbPath toolpath.Path   // searched before PATH for mariadb-binlog
+	Memory      *archive.Memory // the budget of what reading the binary logs holds at once (nil: archive.DefaultMemory)
+	Log         io.Writer       // mariadb-binlog's and the client's messages; nil for none
 }
 
 // ApplyResult is what Apply did.
@@ -116,7 +117,7 @@ func (r *ApplyResult) Nothing() bool {
 
 // Apply replays onto a running server (see pitr.Apply).
 func Apply(ctx context.Context, req ApplyRequest) (*ApplyResult, error) {
-	res, err := pitr.Apply(ctx, req.Repo, req.Target, req.Conn, req.MariadbPath, req.Log)
+	res, err := pitr.Apply(ctx, req.Repo, req.Target, req.Conn, req.MariadbPath, req.Memory, req.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -67,8 +67,9 @@ type Job struct {
 	// MariadbPath is searched before PATH for the tools and the server
 	// of the backup's version (restore.Options.MariadbPath).
 	MariadbPath toolpath.Path
-	Workers     int  // decoding threads, loading connections and CHECK TABLE connections
-	Keep        bool // leave the sandbox's directory for a look after the test
+	Workers     int             // decoding threads, loading connections and CHECK TABLE connections
+	Memory      *archive.Memory // the budget of what reading the backup holds at once (nil: archive.DefaultMemory)
+	Keep        bool            // leave the sandbox's directory for a look after the test
 	Log         io.Writer
 	Progress    *progress.Tracker
 }
@@ -217,7 +218,7 @@ func runPhysical(ctx context.Context, job Job, work string, rep *Report) error {
 // A restore that failed because of the backup fails the test (restored
 // is false); err is for what kept it from running.
 func restorePhysical(ctx context.Context, job Job, datadir string, rep *Report) (server []mariadb.Option, version string, restored bool, err error) {
-	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, MariadbPath: job.MariadbPath, Workers: job.Workers, Log: job.Log,
+	opt := restore.Options{Prepare: true, UseMemory: job.UseMemory, Mariabackup: job.Mariabackup, MariadbPath: job.MariadbPath, Workers: job.Workers, Memory: job.Memory, Log: job.Log,
 		FileKey: job.FileKey, NoSync: true} // a scratch datadir, removed after the test
 	if job.Progress != nil {
 		opt.Progress = job.Progress
@@ -273,7 +274,7 @@ func runLogical(ctx context.Context, job Job, work string, rep *Report) error {
 	defer srv.Close()
 	_, err = logical.Load(ctx, logical.LoadJob{
 		Conn:  sandboxConfig(srv),
-		Input: job.Repo.Input(m), Manifest: m, Catalog: cat, Parallel: max(job.Workers, 1), NoBinlog: true, Progress: job.Progress,
+		Input: job.Repo.Input(m), Manifest: m, Catalog: cat, Parallel: max(job.Workers, 1), NoBinlog: true, Progress: job.Progress, Memory: job.Memory,
 		// A throwaway server: its accounts harm nothing, and loading them tests them.
 		Users: true,
 	})

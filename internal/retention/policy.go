@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -170,55 +169,7 @@ func planKind(out []Decision, idx []int, now time.Time, p Policy, keep func(i in
 	}
 }
 
-// ParseDuration reads a retention duration: a number with the unit d
-// (days), w (weeks) or h (hours), several of them together ("1w3d"), or any
-// Go duration ("90m").
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty duration")
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return 0, fmt.Errorf("duration %q must be positive", s)
-		}
-		return d, nil
-	}
-	var total time.Duration
-	rest := s
-	for rest != "" {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		if i == 0 || i == len(rest) {
-			return 0, fmt.Errorf("duration %q: want a number and a unit, e.g. 14d, 36h or 2w", s)
-		}
-		n, err := strconv.ParseInt(rest[:i], 10, 64)
-		if err != nil || n > 1e6 {
-			return 0, fmt.Errorf("duration %q: number %q out of range", s, rest[:i])
-		}
-		var unit time.Duration
-		switch rest[i] {
-		case 'h':
-			unit = time.Hour
-		case 'd':
-			unit = 24 * time.Hour
-		case 'w':
-			unit = 7 * 24 * time.Hour
-		default:
-			return 0, fmt.Errorf("duration %q: unknown unit %q (use h, d or w)", s, rest[i])
-		}
-		total += time.Duration(n) * unit
-		rest = rest[i+1:]
-	}
-	if total <= 0 {
-		return 0, fmt.Errorf("duration %q must be positive", s)
-	}
-	return total, nil
-}
-
-// FormatDuration shows a duration the way ParseDuration reads it, in
+// FormatDuration shows a duration the way options.ParseSpan reads it, in
 // whole days or hours where it can.
 func FormatDuration(d time.Duration) string {
 	switch day := 24 * time.Hour; {

@@ -127,39 +127,6 @@ func TestPlanRefuses(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"14d", 14 * 24 * time.Hour, true},
-		{"36h", 36 * time.Hour, true},
-		{"2w", 14 * 24 * time.Hour, true},
-		{"1w3d", 10 * 24 * time.Hour, true},
-		{"90m", 90 * time.Minute, true},
-		{"", 0, false},
-		{"d", 0, false},
-		{"14", 0, false},
-		{"14y", 0, false},
-		{"0d", 0, false},
-		{"-3h", 0, false},
-		{"99999999999d", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseDuration(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-	for _, d := range []time.Duration{14 * 24 * time.Hour, 36 * time.Hour, 3 * 24 * time.Hour, 90 * time.Minute} {
-		back, err := ParseDuration(FormatDuration(d))
-		if err != nil || back != d {
-			t.Errorf("FormatDuration(%v) = %q reads back as %v, %v", d, FormatDuration(d), back, err)
-		}
-	}
-}
-
 // FuzzPlan checks the planner's invariants over random dates and policies.
 func FuzzPlan(f *testing.F) {
 	f.Add(uint64(1), uint8(5), uint8(2), uint16(48), uint8(3), uint8(1))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/options"
 )
 
 // Settings are this method's options, from the [sst] group of the option
@@ -67,8 +67,8 @@ func ReadSettings(r Request) (Settings, error) {
 			}
 			s.Compress = o.Value
 		case "max-rate":
-			v, err := progress.ParseBytes(trimPerSecond(o.Value))
-			if err != nil || v < 0 {
+			v, err := options.ParseRate(o.Value)
+			if err != nil {
 				return s, fmt.Errorf("%s = %q: want bytes per second with a unit, like 100MiB/s", where, o.Value)
 			}
 			s.MaxRate = v
@@ -95,13 +95,6 @@ func ReadSettings(r Request) (Settings, error) {
 		return s, fmt.Errorf("[sst] tls-cert and tls-key go together")
 	}
 	return s, nil
-}
-
-func trimPerSecond(v string) string {
-	if n := len(v); n > 2 && (v[n-2:] == "/s" || v[n-2:] == "/S") {
-		return v[:n-2]
-	}
-	return v
 }
 
 func describe(files []mariadb.OptionSource) string {

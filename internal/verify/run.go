@@ -23,6 +23,7 @@ type Request struct {
 	Until   *pitr.Target      // set: check the backup and binary logs a restore to it reads
 	Binlogs bool              // check the archived binary logs instead
 	Workers int               // decoding threads (0 means GOMAXPROCS)
+	Memory  *archive.Memory   // the budget of what the reads hold at once (nil: archive.DefaultMemory)
 	// Progress starts the tracker, given the bytes to read (0 when not
 	// known); it is finished here.
 	Progress func(total int64) *progress.Tracker
@@ -60,7 +61,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		stored += l.Stats.StoredBytes
 	}
 	t := req.start(stored, req.Backup.ID)
-	links, err = Restorable(ctx, req.Repo, req.Backup, req.Workers, t)
+	links, err = Restorable(ctx, req.Repo, req.Backup, req.reading(t))
 	t.Finish(err)
 	req.record(ctx, links, err)
 	if err != nil {
@@ -78,11 +79,11 @@ func until(ctx context.Context, req Request) (*Result, error) {
 	}
 	req.Backup = p.Base
 	t := req.start(0, p.Base.ID)
-	links, err := Restorable(ctx, req.Repo, p.Base, req.Workers, t)
+	links, err := Restorable(ctx, req.Repo, p.Base, req.reading(t))
 	req.record(ctx, links, err)
 	for i := 0; err == nil && i < len(p.Binlogs); i++ {
 		b := p.Binlogs[i]
-		err = BinlogFile(ctx, req.Repo, b.Whole, b.Segments, req.Workers, t)
+		err = BinlogFile(ctx, req.Repo, b.Whole, b.Segments, req.reading(t))
 	}
 	t.Finish(err)
 	if err != nil {
@@ -94,12 +95,17 @@ func until(ctx context.Context, req Request) (*Result, error) {
 // binlogs checks every archived binary log (see Binlogs).
 func binlogs(ctx context.Context, req Request) (*Result, error) {
 	t := req.start(0, "")
-	files, segments, err := Binlogs(ctx, req.Repo, req.Workers, t)
+	files, segments, err := Binlogs(ctx, req.Repo, req.reading(t))
 	t.Finish(err)
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Binlogs: true, Files: files, Segments: segments}, nil
+}
+
+// reading is how req's reads go, counted by t.
+func (req Request) reading(t *progress.Tracker) archive.ReadOptions {
+	return archive.ReadOptions{Workers: req.Workers, Counter: t, Memory: req.Memory}
 }
 
 func (req Request) start(total int64, backup string) *progress.Tracker {

@@ -33,17 +33,17 @@ import (
 // backup of its chain, the full base first, then m itself (see Backup). A
 // link that is gone, or damaged, is an error naming m, the link and the
 // object. It returns the chain it checked, without m.
-func Restorable(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) ([]*archive.Manifest, error) {
+func Restorable(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.ReadOptions) ([]*archive.Manifest, error) {
 	links, err := r.Chain(ctx, m)
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range links {
-		if err := Backup(ctx, r, l, workers, counter); err != nil {
+		if err := Backup(ctx, r, l, how); err != nil {
 			return links, &LinkError{Backup: m.ID, Link: l.ID, Err: err}
 		}
 	}
-	return links, Backup(ctx, r, m, workers, counter)
+	return links, Backup(ctx, r, m, how)
 }
 
 // LinkError is damage in a backup that another one builds on.
@@ -59,16 +59,16 @@ func (e *LinkError) Error() string {
 func (e *LinkError) Unwrap() error { return e.Err }
 
 // Backup checks every object of backup m of r: its metadata (Meta), that
-// its files hold the tables it lists (Tables), then every stream, decoded by workers goroutines (0 means GOMAXPROCS) and
-// counted on counter (may be nil).
-func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) error {
+// its files hold the tables it lists (Tables), then every stream, read as
+// how says (its workers, counter and memory).
+func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.ReadOptions) error {
 	if err := Meta(ctx, r, m); err != nil {
 		return err
 	}
 	if err := Tables(m); err != nil {
 		return err
 	}
-	if err := archive.Read(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {
+	if err := archive.Read(ctx, how.Of(r.Input(m), m)); err != nil {
 		return fmt.Errorf("backup %s: %w", m.ID, err)
 	}
 	return nil
@@ -100,7 +100,7 @@ func Meta(ctx context.Context, r *repo.Repo, m *archive.Manifest) error {
 // written against the digest of its header, and that the segments of a
 // file not archived whole leave no hole. It stops at the first damage (a damaged manifest too),
 // named; it returns how many files and segments it checked.
-func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Counter) (files, segments int, err error) {
+func Binlogs(ctx context.Context, r *repo.Repo, how archive.ReadOptions) (files, segments int, err error) {
 	entries, err := r.Binlogs(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -111,7 +111,7 @@ func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Cou
 		if e.Damage != nil {
 			return files, segments, e.Damage
 		}
-		if err := wholeBinlog(ctx, r, e.Manifest, workers, counter); err != nil {
+		if err := wholeBinlog(ctx, r, e.Manifest, how); err != nil {
 			return files, segments, err
 		}
 		files++
@@ -157,9 +157,9 @@ func Binlogs(ctx context.Context, r *repo.Repo, workers int, counter archive.Cou
 // segs, in order. What the replay needs of the archive besides (that no
 // file is missing on the way to its target) is for the plan that chose
 // the files to refuse.
-func BinlogFile(ctx context.Context, r *repo.Repo, whole *archive.Manifest, segs []repo.BinlogSegment, workers int, counter archive.Counter) error {
+func BinlogFile(ctx context.Context, r *repo.Repo, whole *archive.Manifest, segs []repo.BinlogSegment, how archive.ReadOptions) error {
 	if whole != nil {
-		return wholeBinlog(ctx, r, whole, workers, counter)
+		return wholeBinlog(ctx, r, whole, how)
 	}
 	for _, s := range segs {
 		if err := checkSegment(ctx, r, s); err != nil {
@@ -170,8 +170,8 @@ func BinlogFile(ctx context.Context, r *repo.Repo, whole *archive.Manifest, segs
 }
 
 // wholeBinlog checks a binary log file archived whole, frame by frame.
-func wholeBinlog(ctx context.Context, r *repo.Repo, m *archive.Manifest, workers int, counter archive.Counter) error {
-	if err := archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Workers: workers, Counter: counter}); err != nil {
+func wholeBinlog(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.ReadOptions) error {
+	if err := archive.Read(ctx, how.Of(r.BinlogInput(m), m)); err != nil {
 		return fmt.Errorf("binlog %s/%s: %w", m.Binlog.Source, m.Binlog.Name, err)
 	}
 	return nil

@@ -22,13 +22,13 @@ func TestBackupFindsEveryDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta = append(m.Meta, meta)
-	if err := Backup(ctx, r, m, 2, nil); err != nil {
+	if err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2}); err != nil {
 		t.Fatalf("an intact backup: %v", err)
 	}
 	for _, name := range []string{m.Streams[0].Name, m.Streams[1].Name, meta.Name} {
 		t.Run(name, func(t *testing.T) {
 			flip(t, r, m.ID, name)
-			err := Backup(ctx, r, m, 2, nil)
+			err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2})
 			if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), m.ID) {
 				t.Fatalf("a byte flipped in %s: %v; want corruption naming the backup", name, err)
 			}
