@@ -11,6 +11,7 @@ import (
 	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/options"
+	"github.com/backstream/backstream/internal/restorecase"
 )
 
 // skipFlags leave kinds of objects out, of a dump or of a load.
@@ -35,6 +36,10 @@ func (m *maskFlags) register(f *pflag.FlagSet, when string) {
 	options.Bind(f).Strings("mask", &m.specs)
 	options.Bind(f).String("mask-key-file", &m.keyFile)
 }
+
+// given says mask rules were given (the rules may come from an option
+// file).
+func (m *maskFlags) given() bool { return len(m.specs) > 0 || m.keyFile != "" }
 
 // rules reads the mask rules and their key; nil without --mask.
 func (m *maskFlags) rules() (*mask.Rules, error) {
@@ -158,33 +163,19 @@ type loadChoices struct {
 	mask         maskFlags
 }
 
+// choices are the choices as the use case takes them.
+func (c *loadChoices) choices() restorecase.Choices {
+	return restorecase.Choices{Databases: c.databases, ExcludeDatabases: c.excludeDBs, Tables: c.tables, ExcludeTables: c.excludeTbl,
+		Rename: c.rename, Definer: c.definer, DropExisting: c.dropExisting, Resume: c.resume, NoBinlog: c.noBinlog,
+		Users: c.users, ReplaceUsers: c.replaceUsers, Skip: c.skip.s}
+}
+
 // parse checks the choices and returns the filter and the renaming
 // (source database to target database).
 func (c *loadChoices) parse() (schema.Filter, map[string]string, error) {
-	f := schema.Filter{Databases: c.databases, ExcludeDatabases: c.excludeDBs, Tables: c.tables, ExcludeTables: c.excludeTbl}
-	rename := map[string]string{}
-	for _, r := range c.rename {
-		from, to, ok := strings.Cut(r, ":")
-		if !ok || from == "" || to == "" {
-			return f, nil, usagef("--rename-database %q: give it as from:to", r)
-		}
-		rename[from] = to
-	}
-	for _, t := range append(append([]string{}, c.tables...), c.excludeTbl...) {
-		if db, name, ok := strings.Cut(t, "."); !ok || db == "" || name == "" {
-			return f, nil, usagef("table %q: give it as database.table", t)
-		}
-	}
-	if c.resume && c.dropExisting {
-		return f, nil, usagef("--resume and --drop-existing contradict each other")
-	}
-	if c.replaceUsers && !c.users {
-		return f, nil, usagef("--replace-users needs --users")
-	}
-	if c.users && c.skip.s.Users {
-		return f, nil, usagef("--users and --skip-users contradict each other")
-	}
-	return f, rename, nil
+	ch := c.choices()
+	filter, rename, err := ch.Parse()
+	return filter, rename, refused(err)
 }
 
 // logicalRestoreFlags are restore's options for a logical backup.
@@ -235,32 +226,6 @@ func firstChanged(f *pflag.FlagSet, names []string) string {
 		}
 	}
 	return ""
-}
-
-func (l *logicalRestoreFlags) job(f *pflag.FlagSet, parallel int) (logical.LoadJob, error) {
-	cfg, err := l.conn.resolve(f)
-	if err != nil {
-		return logical.LoadJob{}, err
-	}
-	filter, rename, err := l.parse()
-	if err != nil {
-		return logical.LoadJob{}, err
-	}
-	if parallel <= 0 {
-		parallel = defaultParallel()
-	}
-	masks, err := l.mask.rules()
-	if err != nil {
-		return logical.LoadJob{}, err
-	}
-	return logical.LoadJob{
-		Mask: masks,
-		Conn: cfg, Parallel: parallel, Rename: rename, Definer: l.definer,
-		Filter:       filter,
-		Skip:         l.skip.s,
-		DropExisting: l.dropExisting, Resume: l.resume, NoBinlog: l.noBinlog,
-		Users: l.users, ReplaceUsers: l.replaceUsers,
-	}, nil
 }
 
 func orEmpty(s []string) []string {

@@ -96,9 +96,9 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 		if o.kind != "" {
 			return usagef("--kind chooses what latest names; --until chooses the newest backup before its target (--base names its kind)")
 		}
-		t, err := pitrTarget(args, rt.until, rt.untilGTID, rt.server, rt.base)
+		t, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
 		if err != nil {
-			return err
+			return refused(err)
 		}
 		return o.verify(cmd, g, verify.Request{Until: &t}, "verify --until "+t.String(), nil)
 	}
@@ -184,8 +184,8 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 	title := ""
 	if rt.until != "" || rt.untilGTID != "" {
 		var t pitr.Target
-		if t, err = pitrTarget(args, rt.until, rt.untilGTID, rt.server, rt.base); err != nil {
-			return req, nil, nil, err
+		if t, err = pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0); err != nil {
+			return req, nil, nil, refused(err)
 		}
 		req.Until, title = &t, "restore test --until "+t.String()
 		req.Repo, ctx, release, err = g.openLocked(cmd.Context(), repo.OpRestore, false)

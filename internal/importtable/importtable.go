@@ -45,6 +45,40 @@ func (t Table) String() string { return t.DB + "." + t.Name }
 // As is the name on the target, db.table.
 func (t Table) As() string { return t.AsDB + "." + t.AsName }
 
+// ParseTables reads the tables to import as restore is asked for them:
+// names (db.table, one or more) and as (db.table, the new name of the one
+// table named; "" keeps the names). What cannot be read is a
+// *restore.RefusedError.
+func ParseTables(names []string, as string) ([]Table, error) {
+	if as != "" && len(names) != 1 {
+		return nil, refusedf("--as names one table: give one --table with it")
+	}
+	var out []Table
+	for _, n := range names {
+		db, name, ok := strings.Cut(n, ".")
+		if !ok || db == "" || name == "" {
+			return nil, refusedf("table %q: give it as database.table", n)
+		}
+		t := Table{DB: db, Name: name, AsDB: db, AsName: name}
+		if as != "" {
+			if t.AsDB, t.AsName, ok = strings.Cut(as, "."); !ok || t.AsDB == "" || t.AsName == "" {
+				return nil, refusedf("--as %q: give it as database.table", as)
+			}
+		}
+		for _, o := range out {
+			if o.As() == t.As() {
+				return nil, refusedf("table %s is named twice", t.As())
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func refusedf(format string, a ...any) error {
+	return &restore.RefusedError{Err: fmt.Errorf(format, a...)}
+}
+
 // Job is one import of Tables, and of every table of Databases, from
 // Backup into the server Conn reaches.
 type Job struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/gtid"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 )
 
 // Target is the point to restore to: a time, GTIDs (one per domain) whose
@@ -36,6 +37,56 @@ func (t Target) String() string {
 		return "GTID " + t.GTID
 	}
 	return t.Time.UTC().Format(time.DateTime) + " UTC"
+}
+
+// ParseTarget reads a target as restore and verify are asked for one:
+// until (a time, or end) or untilGTID, the server and the base's kind.
+// named says a backup was named too, which a target refuses: it chooses
+// its backup itself. What cannot be read is a *restore.RefusedError.
+func ParseTarget(until, untilGTID, server, base string, named bool) (Target, error) {
+	t := Target{Server: server, Base: base}
+	switch {
+	case base != "" && base != archive.KindPhysical && base != archive.KindLogical:
+		return t, refusedf("--base %q: want physical or logical", base)
+	case named:
+		return t, refusedf("--until and --until-gtid choose the backup themselves; give no backup id")
+	case until != "" && untilGTID != "":
+		return t, refusedf("give --until or --until-gtid, not both")
+	case until == "end":
+		t.End = true
+	case until != "":
+		tm, err := parseUntil(until)
+		if err != nil {
+			return t, &restore.RefusedError{Err: err}
+		}
+		t.Time = tm
+	default:
+		if _, err := ParseTargetGTIDs(untilGTID); err != nil {
+			return t, refusedf("--until-gtid %q: %v", untilGTID, err)
+		}
+		t.GTID = untilGTID
+	}
+	return t, nil
+}
+
+// parseUntil reads a point in time: "2006-01-02 15:04:05" (UTC) or RFC 3339
+// (also with a space for the T, as RFC 3339 allows).
+func parseUntil(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	for _, layout := range []string{time.DateTime, "2006-01-02T15:04:05", "2006-01-02 15:04"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--until %q: want a time like 2026-11-21 10:15:00 (UTC), 2026-11-21T10:15:00+01:00, or end", s)
+}
+
+func refusedf(format string, a ...any) error {
+	return &restore.RefusedError{Err: fmt.Errorf(format, a...)}
 }
 
 // last is the last transaction of one domain in a Position.

@@ -43,7 +43,7 @@ func TestRestoreLogicalLoadsIntoServer(t *testing.T) {
 
 	dst := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
 	notWritten := filepath.Join(t.TempDir(), "datadir")
-	res, err := Restore(ctx, Request{Repo: r, Backup: m, Datadir: restore.Job{TargetDir: notWritten},
+	res, err := Restore(ctx, BackupRequest{Repo: r, Backup: m, Datadir: restore.Job{TargetDir: notWritten},
 		Load: logical.LoadJob{Conn: mariadb.Config{Socket: dst.Socket, User: "root"}, Parallel: 2}})
 	if err != nil {
 		t.Fatal(err)

@@ -23,8 +23,8 @@ import (
 	"github.com/backstream/backstream/internal/serverup"
 )
 
-// Request restores one backup through the engine its kind chooses.
-type Request struct {
+// BackupRequest restores one backup through the engine its kind chooses.
+type BackupRequest struct {
 	Repo   *repo.Repo
 	Backup *archive.Manifest
 	// Datadir is what a physical backup is written as (its target
@@ -48,11 +48,15 @@ type Place struct {
 	Start *serverup.Options
 }
 
-// Result is what Restore did: one of its fields is set, by the engine.
+// Result is what Restore (by the engine) or Run did: the field of its
+// mode is set.
 type Result struct {
-	Datadir *DatadirResult // a physical backup into a directory
-	InPlace *InPlaceResult // a physical backup into place
-	Load    *LoadResult    // a logical backup loaded
+	Datadir     *DatadirResult     // a physical backup into a directory
+	InPlace     *InPlaceResult     // a physical backup into place
+	Load        *LoadResult        // a logical backup loaded
+	PointInTime *PointInTimeResult // a point in time restored
+	Apply       *ApplyResult       // binary logs replayed onto a running server
+	Import      *ImportResult      // tables imported into a running server
 }
 
 // Progress starts the tracker of a restore's progress: a restore refused
@@ -71,7 +75,7 @@ type Engine interface {
 	// Kind is the kind of backup it restores (archive.KindPhysical, ...).
 	Kind() string
 	// Restore restores req.Backup, of that kind.
-	Restore(ctx context.Context, req Request) (*Result, error)
+	Restore(ctx context.Context, req BackupRequest) (*Result, error)
 }
 
 // EngineFor is the one place the engine of a backup is chosen: from its
@@ -88,7 +92,7 @@ func EngineFor(m *archive.Manifest) (Engine, error) {
 
 // Restore restores req.Backup through the engine its manifest chooses;
 // an engine first checks that the repository can read the backup.
-func Restore(ctx context.Context, req Request) (*Result, error) {
+func Restore(ctx context.Context, req BackupRequest) (*Result, error) {
 	e, err := EngineFor(req.Backup)
 	if err != nil {
 		return nil, err
@@ -100,7 +104,7 @@ type physicalEngine struct{}
 
 func (physicalEngine) Kind() string { return archive.KindPhysical }
 
-func (physicalEngine) Restore(ctx context.Context, req Request) (*Result, error) {
+func (physicalEngine) Restore(ctx context.Context, req BackupRequest) (*Result, error) {
 	if err := req.Repo.CheckReadable(ctx, req.Backup); err != nil {
 		return nil, err
 	}
@@ -117,7 +121,7 @@ type logicalEngine struct{}
 
 func (logicalEngine) Kind() string { return archive.KindLogical }
 
-func (logicalEngine) Restore(ctx context.Context, req Request) (*Result, error) {
+func (logicalEngine) Restore(ctx context.Context, req BackupRequest) (*Result, error) {
 	if err := req.Repo.CheckReadable(ctx, req.Backup); err != nil {
 		return nil, err
 	}

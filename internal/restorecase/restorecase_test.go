@@ -43,7 +43,7 @@ func TestRestorePhysicalIntoDirectory(t *testing.T) {
 	r := repotest.New(t)
 	m := repotest.Store(t, r, repotest.Backup{ID: "20261121T190512Z-0001", Files: files})
 	target := filepath.Join(t.TempDir(), "datadir")
-	res, err := Restore(ctx, Request{Repo: r, Backup: m, Datadir: restore.Job{TargetDir: target, Options: restore.Options{NoSync: true}}})
+	res, err := Restore(ctx, BackupRequest{Repo: r, Backup: m, Datadir: restore.Job{TargetDir: target, Options: restore.Options{NoSync: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestInPlaceRefusesADatadirThatHoldsFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := false
-	res, err := Restore(ctx, Request{Repo: r, Backup: m, InPlace: &Place{Dir: dir},
+	res, err := Restore(ctx, BackupRequest{Repo: r, Backup: m, InPlace: &Place{Dir: dir},
 		Progress: func() *progress.Tracker { started = true; return nil }})
 	var refused *restore.RefusedError
 	if !errors.As(err, &refused) || res.InPlace != nil {
