@@ -128,17 +128,16 @@ func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 	if limited && !l.users {
 		skip.Users = true
 	}
-	for _, t := range append(append([]string{}, l.tables...), l.excludeTbl...) {
-		if db, name, ok := strings.Cut(t, "."); !ok || db == "" || name == "" {
-			return backup.DumpOptions{}, usagef("table %q: give it as database.table", t)
-		}
+	filter := schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl}
+	if err := filter.CheckNames(); err != nil {
+		return backup.DumpOptions{}, usageError{err}
 	}
 	masks, err := l.mask.rules()
 	if err != nil {
 		return backup.DumpOptions{}, err
 	}
 	return backup.DumpOptions{
-		Filter:   schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl},
+		Filter:   filter,
 		Skip:     skip,
 		BlockDDL: l.blockDDL, ChunkBytes: l.chunkSize, VersionedCurrentOnly: l.currentOnly, Mask: masks,
 	}, nil

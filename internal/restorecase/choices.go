@@ -30,10 +30,8 @@ func (c *Choices) Parse() (schema.Filter, map[string]string, error) {
 		}
 		rename[from] = to
 	}
-	for _, t := range append(append([]string{}, c.Tables...), c.ExcludeTables...) {
-		if db, name, ok := strings.Cut(t, "."); !ok || db == "" || name == "" {
-			return f, nil, refusedf("table %q: give it as database.table", t)
-		}
+	if err := f.CheckNames(); err != nil {
+		return f, nil, refused(err)
 	}
 	switch {
 	case c.Resume && c.DropExisting:

@@ -1,13 +1,18 @@
 // Package restorecase is the restore use case: each way to restore is a
 // named entry point taking a typed request and returning a typed result.
-// A backup named by the user restores through the engine its manifest
-// chooses (EngineFor: physical into a datadir, Datadir or InPlace;
-// logical into a running server, Load); a point in time (PointInTime)
-// and a replay onto a running server (Apply) go through pitr, single
-// tables (ImportTables) through importtable. Each result has its JSON
-// form and writes its text (print.go). It composes those packages and
-// restore; it knows nothing of flags or exit codes (progress is a tracker
-// passed in and finished here).
+// Run takes what restore was asked (Request), chooses the mode, refuses
+// what does not go together (a *restore.RefusedError) before anything is
+// opened, locks the repository and runs the mode's entry point. A backup
+// named by the user restores through the engine its manifest chooses
+// (EngineFor: physical into a datadir, Datadir or InPlace; logical into a
+// running server, Load); a point in time (PointInTime) and a replay onto
+// a running server (Apply) go through pitr, single tables (ImportTables)
+// through importtable. Each result has its JSON form and writes its text
+// (print.go). It composes those packages and restore; it reads no flag
+// and knows no exit code (its refusals name the options as the user gives
+// them): what it reads only when a mode needs it (the repository, the
+// connection, option and key files) is handed in as functions (Deferred),
+// and progress is a tracker made by one and finished here.
 package restorecase
 
 import (

@@ -43,6 +43,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -68,6 +69,17 @@ type Filter struct {
 	// triggers of other tables are left out, and, when Databases is empty,
 	// databases without a listed table too.
 	Tables, ExcludeTables []string
+}
+
+// CheckNames refuses a table of Tables or ExcludeTables not named as
+// db.table.
+func (f Filter) CheckNames() error {
+	for _, t := range slices.Concat(f.Tables, f.ExcludeTables) {
+		if db, name, ok := strings.Cut(t, "."); !ok || db == "" || name == "" {
+			return fmt.Errorf("table %q: give it as database.table", t)
+		}
+	}
+	return nil
 }
 
 // Database reports whether the filter selects database name.
