@@ -8,7 +8,8 @@
 // imports them (ALTER TABLE ... IMPORT TABLESPACE), then rebuilds the
 // table (ALTER TABLE ... FORCE) so that later physical backups hold it
 // (see importOne). Each imported table's CHECKSUM TABLE must equal the
-// backup's, or the command fails.
+// backup's, or the command fails. ParseTables reads the tables as they are
+// named.
 package importtable
 
 import (

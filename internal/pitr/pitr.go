@@ -6,9 +6,10 @@
 // and a throwaway server (package restoredserver) starts on it with the
 // options the backup recorded to replay them; a logical base of the whole
 // server is loaded, accounts too, into a server made in the target
-// directory. It reads the repository through its API and writes the
-// datadir through packages restore and logical; it knows nothing of flags
-// or of how progress is shown.
+// directory. ParseTarget reads the target as it is asked for. It reads
+// the repository through its API and writes the datadir through packages
+// restore and logical; it reads no flags (its refusals name the options
+// the user gives) and knows nothing of how progress is shown.
 package pitr
 
 import (
