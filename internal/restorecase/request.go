@@ -64,7 +64,7 @@ type Request struct {
 	// logs of a replay holds at once (nil: archive.DefaultMemory); a
 	// datadir's is Deferred.Datadir's.
 	Memory *archive.Memory
-	Given       Given
+	Given  Given
 	// Lock is the lock taken on the repository while the restore reads it.
 	Lock     repo.LockOptions
 	Deferred Deferred
