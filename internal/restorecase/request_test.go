@@ -3,12 +3,16 @@ package restorecase
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repo/repotest"
 	"github.com/backstream/backstream/internal/restore"
 )
 
@@ -119,5 +123,42 @@ func TestChoicesParse(t *testing.T) {
 	_, rename, err := (&Choices{Rename: []string{"a:b"}, Tables: []string{"a.t"}}).Parse()
 	if err != nil || rename["a"] != "b" {
 		t.Errorf("a:b: %v, %v", rename, err)
+	}
+}
+
+// Run restores a backup named by a prefix of its id through the engine
+// its manifest chooses, under a lock, with the title and total of its
+// progress; a physical backup refuses what only a load takes once the
+// manifest says its kind, before the datadir is claimed.
+func TestRunByName(t *testing.T) {
+	ctx := context.Background()
+	r := repotest.New(t)
+	m := repotest.Store(t, r, repotest.Backup{ID: "20261121T190512Z-0001", Files: files})
+	target := filepath.Join(t.TempDir(), "datadir")
+	var title string
+	req := Request{Backup: "20261121T1905", Named: true, TargetDir: target, Lock: repo.LockOptions{Operation: repo.OpRestore},
+		Deferred: Deferred{
+			Open:    func(context.Context) (*repo.Repo, error) { return r, nil },
+			Datadir: func() (restore.Job, error) { return restore.Job{TargetDir: target, Options: restore.Options{NoSync: true}}, nil },
+			Tracker: func(s string, total int64) *progress.Tracker { title = s; return nil },
+		}}
+	refused := req
+	refused.Given.Load = "database"
+	var re *restore.RefusedError
+	if _, err := Run(ctx, refused); !errors.As(err, &re) || !strings.Contains(err.Error(), "--database is for logical backups") {
+		t.Fatalf("a physical backup with --database: %v; want refused", err)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused restore made its target: %v", err)
+	}
+	res, err := Run(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Datadir == nil || res.Datadir.Backup.ID != m.ID || res.Datadir.Target != target || title != "restore "+m.ID {
+		t.Errorf("result %+v, progress %q", res, title)
+	}
+	if got, err := os.ReadFile(filepath.Join(target, "db/t.ibd")); err != nil || string(got) != files["db/t.ibd"] {
+		t.Errorf("db/t.ibd: %q, %v", got, err)
 	}
 }
