@@ -138,8 +138,10 @@ func TestRunByName(t *testing.T) {
 	var title string
 	req := Request{Backup: "20261121T1905", Named: true, TargetDir: target, Lock: repo.LockOptions{Operation: repo.OpRestore},
 		Deferred: Deferred{
-			Open:    func(context.Context) (*repo.Repo, error) { return r, nil },
-			Datadir: func() (restore.Job, error) { return restore.Job{TargetDir: target, Options: restore.Options{NoSync: true}}, nil },
+			Open: func(context.Context) (*repo.Repo, error) { return r, nil },
+			Datadir: func() (restore.Job, error) {
+				return restore.Job{TargetDir: target, Options: restore.Options{NoSync: true}}, nil
+			},
 			Tracker: func(s string, total int64) *progress.Tracker { title = s; return nil },
 		}}
 	refused := req
