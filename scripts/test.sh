@@ -141,7 +141,9 @@ fuzz_all() {
 disktmp=${TMPDIR:-/tmp}
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
   [ "$(df -k --output=avail /dev/shm | tail -1)" -ge $((8 << 20)) ]; then
-  memtmp=$(mktemp -d /dev/shm/backstream-test.XXXXXX)
+  memtmp=$(mktemp -d /dev/shm/bs.XXXXXX)
+  # As /tmp: tests run programs as other users (nobody) from here.
+  chmod 1777 "$memtmp"
   trap 'rm -rf "$log" "$memtmp"' EXIT
   export TMPDIR=$memtmp BACKSTREAM_DISK_TMPDIR=$disktmp
 fi

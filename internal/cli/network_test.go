@@ -153,7 +153,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	// itself (receive --datadir --start --replicate), as a new replica's
 	// host would; the third only stores the backup in a repository.
 	base := t.TempDir()
-	sock1 := filepath.Join(base, "replica1.sock")
+	sock1 := testkit.SocketPath(t, "replica1.sock")
 	pidFile := filepath.Join(base, "replica1.pid")
 	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 	serverCnf := filepath.Join(base, "server.cnf")

@@ -15,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // restore --datadir restores beside the datadir and renames the result
@@ -61,7 +62,7 @@ func TestRestoreIntoPlace(t *testing.T) {
 
 	// --force moves it aside; --start runs the given command, and the
 	// server that answers is checked.
-	sock := filepath.Join(t.TempDir(), "s.sock")
+	sock := testkit.SocketPath(t, "s.sock")
 	pidFile := filepath.Join(base, "mariadbd.pid")
 	start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		datadir, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
@@ -182,7 +183,7 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sock := filepath.Join(base, "s.sock")
+	sock := testkit.SocketPath(t, "s.sock")
 	pidFile := filepath.Join(base, "mariadbd.pid")
 	start := fmt.Sprintf("mariadbd --defaults-file=%s --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		cnf, datadir, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())
@@ -375,7 +376,7 @@ func TestRestoreIntoMountAndLink(t *testing.T) {
 	restoreStarted := func(arg, datadir string) string {
 		t.Helper()
 		base := t.TempDir()
-		sock := filepath.Join(base, "s.sock")
+		sock := testkit.SocketPath(t, "s.sock")
 		pidFile := filepath.Join(base, "mariadbd.pid")
 		start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M --innodb-log-file-size=16M >/dev/null 2>&1 &",
 			arg, sock, pidFile, filepath.Join(base, "error.log"), os.TempDir())

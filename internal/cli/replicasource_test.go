@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 const replPass = "repl-Pa55 word"
@@ -139,7 +140,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 			load.more(t, 30)
 
 			base := t.TempDir()
-			sock1 := filepath.Join(base, "replica1.sock")
+			sock1 := testkit.SocketPath(t, "replica1.sock")
 			pidFile := filepath.Join(base, "replica1.pid")
 			t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 			var to []string

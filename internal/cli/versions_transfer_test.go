@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // TestVersionsTransfer is the transfer part of the version matrix (issue
@@ -120,7 +121,7 @@ func transferMatrix(t *testing.T, version, basedir string) {
 func placedServer(t *testing.T, basedir string) (datadir, start, sock string) {
 	t.Helper()
 	dir := t.TempDir()
-	datadir, sock = filepath.Join(dir, "mysql"), filepath.Join(dir, "s.sock")
+	datadir, sock = filepath.Join(dir, "mysql"), testkit.SocketPath(t, "s.sock")
 	pidFile := filepath.Join(dir, "mariadbd.pid")
 	start = fmt.Sprintf("%s --no-defaults --basedir=%s --datadir=%s --socket=%s --skip-networking --user=root --server-id=2 --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		filepath.Join(basedir, "sbin", "mariadbd"), basedir, datadir, sock, pidFile, filepath.Join(dir, "error.log"), os.TempDir())

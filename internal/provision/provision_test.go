@@ -20,6 +20,7 @@ import (
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -116,7 +117,7 @@ func TestProvisionDecidesFromFieldsWhateverTheWords(t *testing.T) {
 // startingReplica is a Request that starts a server on a datadir in base
 // and has it replicate from the primary on port, and the server's socket.
 func startingReplica(t *testing.T, base string, port int) (Request, string) {
-	datadir, sock, pidFile := filepath.Join(base, "replica"), filepath.Join(base, "replica.sock"), filepath.Join(base, "replica.pid")
+	datadir, sock, pidFile := filepath.Join(base, "replica"), testkit.SocketPath(t, "replica.sock"), filepath.Join(base, "replica.pid")
 	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 	start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --server-id=12 --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		datadir, sock, pidFile, filepath.Join(base, "replica.err"), os.TempDir())

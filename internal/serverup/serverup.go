@@ -117,10 +117,19 @@ func upgradeNote(datadir, server string) string {
 		dMajor, dMinor, datadir, sMajor, sMinor, sMajor, sMinor)
 }
 
+// MaxSocketPath is the longest path a Unix socket can have on Linux: its
+// sun_path holds 108 bytes with the terminating NUL.
+const MaxSocketPath = 107
+
 // startAndWait runs the start command and waits until the server answers,
 // within opt.Timeout. It returns when the command began, and the
 // connection.
 func startAndWait(ctx context.Context, opt Options) (*sql.DB, time.Time, error) {
+	// Connecting through a longer path fails with "invalid argument" on
+	// every try, which would read as a server that never came up.
+	if n := len(opt.Conn.Socket); n > MaxSocketPath {
+		return nil, time.Now(), fmt.Errorf("the socket path %s is %d bytes, longer than the %d a Unix socket's path can have: give a shorter --socket", opt.Conn.Socket, n, MaxSocketPath)
+	}
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 	began := time.Now()

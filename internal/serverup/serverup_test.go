@@ -3,6 +3,7 @@ package serverup
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // An old server still answering on the datadir and the connection is not
@@ -31,7 +33,7 @@ func TestStartRefusesAnOldServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	sock, pidFile := filepath.Join(dir, "s.sock"), filepath.Join(dir, "mariadbd.pid")
+	sock, pidFile := testkit.SocketPath(t, "s.sock"), filepath.Join(dir, "mariadbd.pid")
 	t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 	start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		old.Datadir, sock, pidFile, filepath.Join(dir, "error.log"), dir)
@@ -110,5 +112,19 @@ func TestUpgradeNote(t *testing.T) {
 		if (got != "") != c.note || c.note && !strings.Contains(got, "mariadb-upgrade") {
 			t.Errorf("upgradeNote(%q, %q) = %q, want a note: %v", c.datadir, c.server, got, c.note)
 		}
+	}
+}
+
+// A socket path longer than a Unix socket's can be is refused at once,
+// before the server is started, not after the start timeout.
+func TestStartRefusesTooLongSocket(t *testing.T) {
+	sock := "/" + strings.Repeat("s", MaxSocketPath)
+	ran := filepath.Join(t.TempDir(), "ran")
+	_, err := Start(context.Background(), Options{How: "touch " + ran, Conn: mariadb.Config{Socket: sock, User: "root"}, Timeout: time.Hour})
+	if err == nil || !strings.Contains(err.Error(), "longer than the 107 a Unix socket's path can have") {
+		t.Fatalf("Start with a %d-byte socket path: %v", len(sock), err)
+	}
+	if _, serr := os.Stat(ran); serr == nil {
+		t.Errorf("the start command ran although the socket path cannot work")
 	}
 }

@@ -222,3 +222,17 @@ func DiskTempDir(t testing.TB) string {
 	})
 	return dir
 }
+
+// SocketPath is a path for a Unix socket named name in a new short
+// directory under /tmp, removed when the test ends: a path under
+// t.TempDir() can pass the 107 bytes a socket's path can have (a long
+// test name, a TMPDIR on tmpfs).
+func SocketPath(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "bs-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, name)
+}
