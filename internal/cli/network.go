@@ -3,8 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -178,15 +176,14 @@ func sourceAt(cmd *cobra.Command, cfg mariadb.Config, from string) (mariadb.Conf
 			return cfg, usagef("--from %s names the server already; leave out --%s", from, name)
 		}
 	}
-	host, port, err := net.SplitHostPort(from)
-	if err != nil {
+	host, port, err := mariadb.SplitHostPort(from)
+	switch {
+	case err != nil && !errors.Is(err, mariadb.ErrPort):
 		return cfg, usagef("--from %q: want HOST:PORT (%v)", from, err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 || host == "" {
+	case err != nil || host == "":
 		return cfg, usagef("--from %q: want HOST:PORT, with a port from 1 to 65535", from)
 	}
-	cfg.Host, cfg.Port, cfg.Protocol = host, n, mariadb.ProtocolTCP
+	cfg.Host, cfg.Port, cfg.Protocol = host, port, mariadb.ProtocolTCP
 	if cfg.Sources != nil {
 		cfg.Sources["host"], cfg.Sources["port"] = "--from", "--from"
 	}
