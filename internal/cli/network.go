@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
@@ -57,47 +56,42 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 	}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, s, err := tf.dial(cmd, g, version)
+		req, err := tf.request(cmd, g, version, provision)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		m, sum, err := runBackupJob(cmd.Context(), g, "send", job)
-		if err != nil {
+		req.Progress = func() (physical.Progress, func(error) time.Duration) {
+			t := g.tracker("send", 0)
+			return t, func(err error) time.Duration { return t.Finish(err).Elapsed }
+		}
+		res, err := remote.Send(cmd.Context(), req)
+		if res == nil {
 			return err
 		}
-		sent := remote.SentOf(m.ID, s.Reports())
-		return errors.Join(tf.print(g, m, sent, sum.Elapsed), sent.Check(tf.want(provision)))
+		return errors.Join(tf.print(g, res), err)
 	}
 	tf.register(cmd, provision)
 	return cmd
 }
 
-// dial checks the flags, builds the backup job they ask for and connects
-// to the receivers, its destination.
-func (tf *transferFlags) dial(cmd *cobra.Command, g *globals, version string) (physical.BackupJob, *remote.Sender, error) {
+// request checks the flags and builds the sending they ask for: the
+// backup job and the receivers, its destination.
+func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string, provision bool) (remote.SendRequest, error) {
+	req := remote.SendRequest{To: tf.to, Want: tf.want(provision)}
 	if len(tf.to) == 0 {
-		return physical.BackupJob{}, nil, usagef("name at least one receiver with --to HOST:PORT")
+		return req, usagef("name at least one receiver with --to HOST:PORT")
 	}
-	job, err := tf.b.job(g, cmd, version)
-	if err != nil {
-		return job, nil, err
+	var err error
+	if req.Job, err = tf.b.job(g, cmd, version); err != nil {
+		return req, err
 	}
 	if tf.from != "" {
-		if job.Conn, err = sourceAt(cmd, job.Conn, tf.from); err != nil {
-			return job, nil, err
+		if req.Job.Conn, err = sourceAt(cmd, req.Job.Conn, tf.from); err != nil {
+			return req, err
 		}
 	}
-	opt, err := tf.transport()
-	if err != nil {
-		return job, nil, err
-	}
-	s, err := remote.Dial(cmd.Context(), tf.to, opt)
-	if err != nil {
-		return job, nil, err
-	}
-	job.Dest = s
-	return job, s, nil
+	req.Transport, err = tf.transport()
+	return req, err
 }
 
 // want is what send (or provision) asks of each receiver.
@@ -157,13 +151,14 @@ type sentResult struct {
 
 // print names the receivers that failed on stderr, then says what was
 // sent where and what each receiver reported, as text or JSON.
-func (tf *transferFlags) print(g *globals, m *archive.Manifest, sent *remote.Sent, elapsed time.Duration) error {
+func (tf *transferFlags) print(g *globals, res *remote.Sending) error {
+	m, sent := res.Manifest, res.Sent
 	sent.WriteFailed(g.stderr)
 	if tf.asJSON {
 		return printJSON(g.stdout, sentResult{madeResult: madeOf(m), Sent: sent})
 	}
 	fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
-		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), elapsed.Round(1e7))
+		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), res.Elapsed.Round(1e7))
 	sent.WriteReports(g.stdout)
 	return nil
 }
