@@ -16,15 +16,6 @@ import (
 	"github.com/backstream/backstream/internal/transport"
 )
 
-// loadToken loads the shared token of send and receive.
-func loadToken(file string) ([]byte, error) {
-	tok, err := transport.LoadToken(file)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("%w (generate one with `backstream token`, keep it in a 0600 file, pass --token-file or set %s)", err, transport.TokenEnv)}
-	}
-	return tok, nil
-}
-
 func newSendCmd(g *globals, version string) *cobra.Command {
 	return newTransferCmd(g, version, false)
 }
@@ -107,23 +98,9 @@ func (tf *transferFlags) want(provision bool) remote.Want {
 
 // transport is the transport's options of the flags.
 func (tf *transferFlags) transport() (transport.Options, error) {
-	opt, err := transportOf(tf.idle, tf.tokenFile)
+	opt, err := transport.Settings(tf.idle, tf.tokenFile)
 	opt.CAFile, opt.ServerName = tf.caFile, tf.serverName
 	return opt, err
-}
-
-// transportOf is what send and receive share of the transport's
-// options: the token of tokenFile (--token-file) and the idle timeout.
-func transportOf(idle time.Duration, tokenFile string) (transport.Options, error) {
-	idle, err := parseIdleTimeout(idle)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	tok, err := loadToken(tokenFile)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	return transport.Options{Token: tok, IdleTimeout: idle}, nil
 }
 
 func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
@@ -196,24 +173,8 @@ func newTokenCmd(g *globals) *cobra.Command {
 	}
 }
 
-// minIdleTimeout is the shortest --idle-timeout taken: three of the
-// peer's heartbeats, so that one late heartbeat never ends a transfer.
-const minIdleTimeout = 3 * transport.DefaultHeartbeat
-
 // registerIdleTimeout adds --idle-timeout, how long a connection to peer
 // may bring nothing, not even a heartbeat.
 func registerIdleTimeout(f *pflag.FlagSet, idle *time.Duration, peer string) {
 	options.Bind(f).Duration("idle-timeout", idle)
-}
-
-// parseIdleTimeout checks --idle-timeout and makes it transport's: 0 is
-// no limit there.
-func parseIdleTimeout(idle time.Duration) (time.Duration, error) {
-	switch {
-	case idle == 0:
-		return -1, nil
-	case idle < minIdleTimeout:
-		return 0, usagef("--idle-timeout %s: want at least %s (three of the peer's heartbeats), or 0 for no limit", idle, minIdleTimeout)
-	}
-	return idle, nil
 }
