@@ -15,7 +15,6 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
-	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/toolpath"
 )
@@ -93,14 +92,6 @@ func parseStorage(compress, hash string) (codec.Codec, error) {
 		return c, usagef("--hash: %v", err)
 	}
 	return c, nil
-}
-
-// runBackupJob runs a physical job with a progress display (send's).
-func runBackupJob(ctx context.Context, g *globals, title string, job physical.BackupJob) (*archive.Manifest, progress.Summary, error) {
-	t := g.tracker(title, 0)
-	job.Progress = t
-	m, err := physical.RunBackup(ctx, job)
-	return m, t.Finish(err), err
 }
 
 // backupRequest checks backup's flags and builds its request, less the

@@ -1,10 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -56,12 +55,11 @@ func (e *endpointFlags) resolve(g *globals) (mariadb.Config, error) {
 		f.Socket, f.Protocol = e.where, mariadb.ProtocolSocket
 	default:
 		f.Host = e.where
-		if host, port, err := net.SplitHostPort(e.where); err == nil {
-			n, err := strconv.Atoi(port)
-			if err != nil || n < 1 || n > 65535 {
-				return mariadb.Config{}, usagef("--%s %q: the port is not a number from 1 to 65535", e.name, e.where)
-			}
-			f.Host, f.Port, f.Protocol = host, n, mariadb.ProtocolTCP
+		switch host, port, err := mariadb.SplitHostPort(e.where); {
+		case errors.Is(err, mariadb.ErrPort):
+			return mariadb.Config{}, usagef("--%s %q: %v", e.name, e.where, err)
+		case err == nil:
+			f.Host, f.Port, f.Protocol = host, port, mariadb.ProtocolTCP
 		}
 	}
 	if pw, ok := os.LookupEnv(e.passwordEnv()); ok {

@@ -3,30 +3,18 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/transport"
 )
-
-// loadToken loads the shared token of send and receive.
-func loadToken(file string) ([]byte, error) {
-	tok, err := transport.LoadToken(file)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("%w (generate one with `backstream token`, keep it in a 0600 file, pass --token-file or set %s)", err, transport.TokenEnv)}
-	}
-	return tok, nil
-}
 
 func newSendCmd(g *globals, version string) *cobra.Command {
 	return newTransferCmd(g, version, false)
@@ -59,47 +47,42 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 	}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		job, s, err := tf.dial(cmd, g, version)
+		req, err := tf.request(cmd, g, version, provision)
 		if err != nil {
 			return err
 		}
-		defer s.Close()
-		m, sum, err := runBackupJob(cmd.Context(), g, "send", job)
-		if err != nil {
+		req.Progress = func() (physical.Progress, func(error) time.Duration) {
+			t := g.tracker("send", 0)
+			return t, func(err error) time.Duration { return t.Finish(err).Elapsed }
+		}
+		res, err := remote.Send(cmd.Context(), req)
+		if res == nil {
 			return err
 		}
-		sent := remote.SentOf(m.ID, s.Reports())
-		return errors.Join(tf.print(g, m, sent, sum.Elapsed), sent.Check(tf.want(provision)))
+		return errors.Join(tf.print(g, res), err)
 	}
 	tf.register(cmd, provision)
 	return cmd
 }
 
-// dial checks the flags, builds the backup job they ask for and connects
-// to the receivers, its destination.
-func (tf *transferFlags) dial(cmd *cobra.Command, g *globals, version string) (physical.BackupJob, *remote.Sender, error) {
+// request checks the flags and builds the sending they ask for: the
+// backup job and the receivers, its destination.
+func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string, provision bool) (remote.SendRequest, error) {
+	req := remote.SendRequest{To: tf.to, Want: tf.want(provision)}
 	if len(tf.to) == 0 {
-		return physical.BackupJob{}, nil, usagef("name at least one receiver with --to HOST:PORT")
+		return req, usagef("name at least one receiver with --to HOST:PORT")
 	}
-	job, err := tf.b.job(g, cmd, version)
-	if err != nil {
-		return job, nil, err
+	var err error
+	if req.Job, err = tf.b.job(g, cmd, version); err != nil {
+		return req, err
 	}
 	if tf.from != "" {
-		if job.Conn, err = sourceAt(cmd, job.Conn, tf.from); err != nil {
-			return job, nil, err
+		if req.Job.Conn, err = sourceAt(cmd, req.Job.Conn, tf.from); err != nil {
+			return req, err
 		}
 	}
-	opt, err := tf.transport()
-	if err != nil {
-		return job, nil, err
-	}
-	s, err := remote.Dial(cmd.Context(), tf.to, opt)
-	if err != nil {
-		return job, nil, err
-	}
-	job.Dest = s
-	return job, s, nil
+	req.Transport, err = tf.transport()
+	return req, err
 }
 
 // want is what send (or provision) asks of each receiver.
@@ -115,23 +98,9 @@ func (tf *transferFlags) want(provision bool) remote.Want {
 
 // transport is the transport's options of the flags.
 func (tf *transferFlags) transport() (transport.Options, error) {
-	opt, err := transportOf(tf.idle, tf.tokenFile)
+	opt, err := transport.Settings(tf.idle, tf.tokenFile)
 	opt.CAFile, opt.ServerName = tf.caFile, tf.serverName
 	return opt, err
-}
-
-// transportOf is what send and receive share of the transport's
-// options: the token of tokenFile (--token-file) and the idle timeout.
-func transportOf(idle time.Duration, tokenFile string) (transport.Options, error) {
-	idle, err := parseIdleTimeout(idle)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	tok, err := loadToken(tokenFile)
-	if err != nil {
-		return transport.Options{}, err
-	}
-	return transport.Options{Token: tok, IdleTimeout: idle}, nil
 }
 
 func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
@@ -159,13 +128,14 @@ type sentResult struct {
 
 // print names the receivers that failed on stderr, then says what was
 // sent where and what each receiver reported, as text or JSON.
-func (tf *transferFlags) print(g *globals, m *archive.Manifest, sent *remote.Sent, elapsed time.Duration) error {
+func (tf *transferFlags) print(g *globals, res *remote.Sending) error {
+	m, sent := res.Manifest, res.Sent
 	sent.WriteFailed(g.stderr)
 	if tf.asJSON {
 		return printJSON(g.stdout, sentResult{madeResult: madeOf(m), Sent: sent})
 	}
 	fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
-		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), elapsed.Round(1e7))
+		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), res.Elapsed.Round(1e7))
 	sent.WriteReports(g.stdout)
 	return nil
 }
@@ -178,15 +148,14 @@ func sourceAt(cmd *cobra.Command, cfg mariadb.Config, from string) (mariadb.Conf
 			return cfg, usagef("--from %s names the server already; leave out --%s", from, name)
 		}
 	}
-	host, port, err := net.SplitHostPort(from)
-	if err != nil {
+	host, port, err := mariadb.SplitHostPort(from)
+	switch {
+	case err != nil && !errors.Is(err, mariadb.ErrPort):
 		return cfg, usagef("--from %q: want HOST:PORT (%v)", from, err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 || host == "" {
+	case err != nil || host == "":
 		return cfg, usagef("--from %q: want HOST:PORT, with a port from 1 to 65535", from)
 	}
-	cfg.Host, cfg.Port, cfg.Protocol = host, n, mariadb.ProtocolTCP
+	cfg.Host, cfg.Port, cfg.Protocol = host, port, mariadb.ProtocolTCP
 	if cfg.Sources != nil {
 		cfg.Sources["host"], cfg.Sources["port"] = "--from", "--from"
 	}
@@ -204,24 +173,8 @@ func newTokenCmd(g *globals) *cobra.Command {
 	}
 }
 
-// minIdleTimeout is the shortest --idle-timeout taken: three of the
-// peer's heartbeats, so that one late heartbeat never ends a transfer.
-const minIdleTimeout = 3 * transport.DefaultHeartbeat
-
 // registerIdleTimeout adds --idle-timeout, how long a connection to peer
 // may bring nothing, not even a heartbeat.
 func registerIdleTimeout(f *pflag.FlagSet, idle *time.Duration, peer string) {
 	options.Bind(f).Duration("idle-timeout", idle)
-}
-
-// parseIdleTimeout checks --idle-timeout and makes it transport's: 0 is
-// no limit there.
-func parseIdleTimeout(idle time.Duration) (time.Duration, error) {
-	switch {
-	case idle == 0:
-		return -1, nil
-	case idle < minIdleTimeout:
-		return 0, usagef("--idle-timeout %s: want at least %s (three of the peer's heartbeats), or 0 for no limit", idle, minIdleTimeout)
-	}
-	return idle, nil
 }

@@ -125,7 +125,7 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 
 // transport is the transport's options of the flags.
 func (rf *receiveFlags) transport() (transport.Options, error) {
-	opt, err := transportOf(rf.idle, rf.tokenFile)
+	opt, err := transport.Settings(rf.idle, rf.tokenFile)
 	opt.CertFile, opt.KeyFile = rf.certFile, rf.keyFile
 	return opt, err
 }

@@ -1,22 +1,16 @@
 package cli
 
 import (
-	"context"
+	"errors"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
-	"github.com/backstream/backstream/internal/servercopy"
 )
 
 func newReplicateCmd(g *globals) *cobra.Command {
@@ -24,20 +18,16 @@ func newReplicateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "replicate"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		p, err := rf.primary.resolve(cmd.Flags(), replica.Primary{})
+		req, err := rf.request(cmd, g)
 		if err != nil {
 			return err
 		}
-		cfg, err := rf.conn.resolve(cmd.Flags())
+		res, err := provision.SetupReplica(cmd.Context(), req)
 		if err != nil {
-			return err
-		}
-		opt, err := rf.options(cmd.Context(), g, cfg)
-		if err != nil {
-			return err
-		}
-		res, err := replica.SetupOn(cmd.Context(), cfg, p, opt)
-		if err != nil {
+			var masked *replica.MaskedError
+			if errors.As(err, &masked) {
+				return usageError{err}
+			}
 			return err
 		}
 		if rf.asJSON {
@@ -50,30 +40,31 @@ func newReplicateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// options are the replication's options the flags ask for, with the
-// positions from the newest copy into the server cfg reaches
-// (--from-copy) or a backup's manifest (--from-backup), else the datadir.
-func (rf *replicateFlags) options(ctx context.Context, g *globals, cfg mariadb.Config) (replica.Options, error) {
-	opt := replica.Options{
+// request is the replication the flags ask for: from the newest copy into
+// the server (--from-copy), a backup's manifest (--from-backup), else the
+// datadir.
+func (rf *replicateFlags) request(cmd *cobra.Command, g *globals) (provision.ReplicaRequest, error) {
+	req := provision.ReplicaRequest{FromCopy: rf.fromCopy, FromBackup: rf.from, Options: replica.Options{
 		Datadir: rf.datadir, UseFilePos: rf.filePos, CatchUp: rf.catchUp, Force: rf.force, WaitTimeout: rf.wait, PrimaryIs: rf.primary.is,
+	}}
+	var err error
+	if req.Primary, err = rf.primary.resolve(cmd.Flags(), replica.Primary{}); err != nil {
+		return req, err
 	}
-	if rf.fromCopy {
-		if rf.datadir != "" || rf.from != "" {
-			return opt, usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
-		}
-		if err := positionOfLastCopy(ctx, cfg, &opt); err != nil {
-			return opt, err
-		}
+	if req.Conn, err = rf.conn.resolve(cmd.Flags()); err != nil {
+		return req, err
 	}
-	if rf.from != "" {
-		if rf.datadir != "" {
-			return opt, usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
-		}
-		if err := positionsOfBackup(ctx, g, rf.from, &opt); err != nil {
-			return opt, err
-		}
+	switch {
+	case rf.fromCopy && (rf.datadir != "" || rf.from != ""):
+		return req, usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
+	case rf.from != "" && rf.datadir != "":
+		return req, usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
+	case rf.from != "" && g.repo == "":
+		return req, usagef("--from-backup needs the repository holding the backup: --repo R")
+	case rf.from != "":
+		req.Backups, err = g.openRepo(cmd.Context(), false)
 	}
-	return opt, nil
+	return req, err
 }
 
 // replicateFlags are replicate's flags.
@@ -104,38 +95,6 @@ func (rf *replicateFlags) register(cmd *cobra.Command) {
 	o.Bool("force", &rf.force)
 	o.Duration("wait", &rf.wait)
 	o.Bool("json", &rf.asJSON)
-}
-
-// positionOfLastCopy sets opt to start where the newest finished copy
-// into the server cfg reaches left it (--from-copy).
-func positionOfLastCopy(ctx context.Context, cfg mariadb.Config, opt *replica.Options) error {
-	c, err := servercopy.LastCopy(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	c.StartAt(opt)
-	return nil
-}
-
-// positionsOfBackup sets opt to choose among the positions of backup id's
-// manifest (--from-backup), refusing a masked backup.
-func positionsOfBackup(ctx context.Context, g *globals, id string, opt *replica.Options) error {
-	if g.repo == "" {
-		return usagef("--from-backup needs the repository holding the backup: --repo R")
-	}
-	r, err := g.openRepo(ctx, false)
-	if err != nil {
-		return err
-	}
-	m, err := r.Resolve(ctx, id)
-	if err != nil {
-		return err
-	}
-	if cols := archive.MaskedColumns(m.Databases); len(cols) > 0 {
-		return usagef("backup %s was masked when dumped (%s): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup", m.ID, strings.Join(cols, ", "))
-	}
-	opt.Backup = replica.FromManifest(m)
-	return nil
 }
 
 // primaryFlags name the primary a replica replicates from.
@@ -175,14 +134,7 @@ func (pf *primaryFlags) names() []string {
 // (the global ones, ~/.my.cnf, then --primary-defaults-file), then the
 // flags given. def's host and port stand where neither names a host.
 func (pf *primaryFlags) resolve(f *pflag.FlagSet, def replica.Primary) (replica.Primary, error) {
-	files := append([]string(nil), mariadb.GlobalOptionFiles...)
-	if home, err := os.UserHomeDir(); err == nil {
-		files = append(files, filepath.Join(home, ".my.cnf"))
-	}
-	if pf.file != "" {
-		files = append(files, pf.file)
-	}
-	p, _, err := replica.PrimaryDefaults(files, os.LookupEnv)
+	p, err := replica.LoadPrimary(pf.file)
 	if err != nil {
 		return p, err
 	}

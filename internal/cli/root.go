@@ -24,6 +24,7 @@ import (
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/throttle"
 	"github.com/backstream/backstream/internal/toolpath"
+	"github.com/backstream/backstream/internal/transport"
 )
 
 // Exit codes, documented in docs/troubleshooting.md.
@@ -44,11 +45,13 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 // isUsage reports a usage mistake: cli's own, or one a use case's
-// package marks so (a repository location that cannot be right).
+// package marks so (a repository location that cannot be right, a
+// transport setting: a token missing or unsafe, an idle timeout too short).
 func isUsage(err error) bool {
 	var ue usageError
 	var re *repoaccess.UsageError
-	return errors.As(err, &ue) || errors.As(err, &re)
+	var te *transport.SettingError
+	return errors.As(err, &ue) || errors.As(err, &re) || errors.As(err, &te)
 }
 
 // ExitCode maps a command's error to the process exit code.

@@ -5,6 +5,7 @@
 package mariadb
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -99,4 +100,23 @@ func (c Config) String() string {
 		where = "tcp " + c.Addr()
 	}
 	return fmt.Sprintf("user %q at %s", c.User, where)
+}
+
+// ErrPort is a HOST:PORT whose port is not a number from 1 to 65535.
+var ErrPort = errors.New("the port is not a number from 1 to 65535")
+
+// SplitHostPort splits s, HOST:PORT, into its host and TCP port: the one
+// parser of the servers a flag names that way (copy's --from and --to,
+// provision --from). Without a port it returns net.SplitHostPort's
+// error, with a bad one ErrPort.
+func SplitHostPort(s string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port < 1 || port > 65535 {
+		return host, 0, ErrPort
+	}
+	return host, port, nil
 }

@@ -5,7 +5,9 @@
 // it at its primary from the backup's position. Then it tells the sender a
 // typed outcome (internal/remote's Outcome: status, the server, the
 // replication coordinates, the failing step and its error), and returns
-// the same as a Result.
+// the same as a Result. SetupReplica is the last step alone (backstream
+// replicate), on a server seeded otherwise, from the positions of the
+// newest copy into it or of a backup in a repository.
 //
 // It knows no flags and prints nothing: the text for people that goes
 // with the outcome is written with Messages, which the caller may reword

@@ -2,8 +2,9 @@
 // Destination that streams to one or more receivers (Sent: what each
 // reported), and a Receiver takes one transfer into a datadir (restoring
 // as it arrives) or into a repository; Store is receive's use case of the
-// latter two: listen, and take one transfer or one after another.
-// Connections come from internal/transport (TLS, token).
+// latter two: listen, and take one transfer or one after another; Send
+// is send's: dial the receivers, stream a backup job to them and check
+// what they made of it. Connections come from internal/transport (TLS, token).
 //
 // Protocol, version 3 (transport.ProtocolVersion). One control connection and one connection per
 // stream, from sender to receiver:

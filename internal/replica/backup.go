@@ -341,3 +341,23 @@ func (b *BackupPositions) describePrimaries() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// MaskedError refuses to seed a replica from a masked backup: replication
+// would bring the source's later changes, unmasked, onto the masked rows.
+type MaskedError struct {
+	ID      string
+	Columns []string
+}
+
+func (e *MaskedError) Error() string {
+	return fmt.Sprintf("backup %s was masked when dumped (%s): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup", e.ID, strings.Join(e.Columns, ", "))
+}
+
+// FromBackup returns the positions backup m records, refusing a masked
+// backup (MaskedError).
+func FromBackup(m *archive.Manifest) (*BackupPositions, error) {
+	if cols := archive.MaskedColumns(m.Databases); len(cols) > 0 {
+		return nil, &MaskedError{ID: m.ID, Columns: cols}
+	}
+	return FromManifest(m), nil
+}

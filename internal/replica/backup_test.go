@@ -203,3 +203,19 @@ func TestCoordinatesRequireGTID(t *testing.T) {
 		t.Error("an unknown PrimaryIs was taken")
 	}
 }
+
+// A masked backup seeds no replica: replication would bring the source's
+// later changes, unmasked, onto the masked rows.
+func TestFromBackupRefusesMasked(t *testing.T) {
+	m := &archive.Manifest{ID: "b1", Databases: []archive.DatabaseStats{{Name: "shop", Masked: []string{"customers.email"}}}}
+	_, err := FromBackup(m)
+	var masked *MaskedError
+	want := "backup b1 was masked when dumped (shop.customers.email): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup"
+	if !errors.As(err, &masked) || err.Error() != want {
+		t.Errorf("FromBackup of a masked backup: %v, want a MaskedError %q", err, want)
+	}
+	m.Databases[0].Masked = nil
+	if b, err := FromBackup(m); err != nil || b.OwnFrom != "backup b1" {
+		t.Errorf("FromBackup of an unmasked backup: %+v, %v", b, err)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -134,4 +136,19 @@ func PrimaryDefaults(files []string, lookupEnv func(string) (string, bool)) (p P
 		}
 	}
 	return p, sources, nil
+}
+
+// LoadPrimary reads the [backstream-primary] group of the option files:
+// the global ones, ~/.my.cnf, then extra (--primary-defaults-file) when
+// given.
+func LoadPrimary(extra string) (Primary, error) {
+	files := append([]string(nil), mariadb.GlobalOptionFiles...)
+	if home, err := os.UserHomeDir(); err == nil {
+		files = append(files, filepath.Join(home, ".my.cnf"))
+	}
+	if extra != "" {
+		files = append(files, extra)
+	}
+	p, _, err := PrimaryDefaults(files, os.LookupEnv)
+	return p, err
 }

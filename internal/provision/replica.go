@@ -1,0 +1,52 @@
+package provision
+
+import (
+	"context"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/servercopy"
+)
+
+// Backups finds a backup by its ID (or a name such as latest): a
+// repository.
+type Backups interface {
+	Resolve(ctx context.Context, id string) (*archive.Manifest, error)
+}
+
+// ReplicaRequest points the server Conn reaches at Primary (backstream
+// replicate), from the positions Options names or, with FromCopy, those
+// of the newest finished copy into that server, or with FromBackup those
+// of that backup of Backups.
+type ReplicaRequest struct {
+	Conn       mariadb.Config
+	Primary    replica.Primary
+	Options    replica.Options
+	FromCopy   bool
+	FromBackup string
+	Backups    Backups // with FromBackup
+}
+
+// SetupReplica finds the positions req asks for and sets up replication
+// there. A masked backup is refused with a *replica.MaskedError.
+func SetupReplica(ctx context.Context, req ReplicaRequest) (*replica.Summary, error) {
+	opt := req.Options
+	if req.FromCopy {
+		c, err := servercopy.LastCopy(ctx, req.Conn)
+		if err != nil {
+			return nil, err
+		}
+		c.StartAt(&opt)
+	}
+	if req.FromBackup != "" {
+		m, err := req.Backups.Resolve(ctx, req.FromBackup)
+		if err != nil {
+			return nil, err
+		}
+		if opt.Backup, err = replica.FromBackup(m); err != nil {
+			return nil, err
+		}
+	}
+	return replica.SetupOn(ctx, req.Conn, req.Primary, opt)
+}
