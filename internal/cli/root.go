@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/options"
@@ -219,28 +220,7 @@ func NewRoot(version string) *cobra.Command {
 		}
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
-	pf := options.Bind(root.PersistentFlags())
-	pf.String("repo", &g.repo)
-	pf.String("s3-endpoint", &g.s3Endpoint)
-	pf.Rate("limit-upload", &g.limitUpload)
-	pf.Rate("limit-download", &g.limitDownload)
-	pf.Size("memory", &g.memory, archive.MinMemory)
-	pf.String("mariadb-path", &g.mariadbPath)
-	pf.String("progress", &g.progress)
-	pf.String("identity-file", &g.identityFile)
-	pf.String("passphrase-file", &g.passphraseFile)
-	pf.String("metrics-file", &g.metricsFile)
-	pf.String("cpuprofile", &g.cpuprofile)
-	pf.Duration("s3-retry-window", &g.s3Retry)
-	pf.Duration("lock-wait", &g.lockWait)
-	pf.Duration("progress-interval", &g.progressInterval)
-	// The commands that connect to a server have these among their
-	// connection flags; for the others they choose the option files that
-	// set their options (see applyOptionFiles).
-	pf.String("defaults-file", &g.defaultsFile)
-	pf.String("defaults-extra-file", &g.defaultsExtraFile)
-	pf.Bool("no-defaults", &g.noDefaults)
-	pf.String("defaults-group-suffix", &g.groupSuffix)
+	g.register(root.PersistentFlags())
 	root.AddCommand(
 		newBackupCmd(g, version),
 		newRestoreCmd(g),
@@ -264,33 +244,8 @@ func NewRoot(version string) *cobra.Command {
 		newCheckCmd(g),
 		newSSTCmd(g, version),
 	)
-	// Arguments cobra refuses are mistakes in how backstream was called,
-	// like bad flags: exit code 2.
 	for _, c := range root.Commands() {
-		if check := c.Args; check != nil {
-			c.Args = func(cmd *cobra.Command, args []string) error {
-				if err := check(cmd, args); err != nil {
-					return usageError{err}
-				}
-				return nil
-			}
-		}
-		// The packages below name no flags: hints that do are added here.
-		// The metrics file hears how every command ended.
-		if runE := c.RunE; runE != nil {
-			c.RunE = func(cmd *cobra.Command, args []string) error {
-				start := time.Now()
-				var err error
-				if refused := options.Refused(cmd.Flags()); refused != nil { // a size, rate or span
-					err = usageError{refused}
-				} else {
-					err = runE(cmd, args)
-				}
-				err = repoaccess.WithKeyHint(g.locate(err))
-				g.recordMetrics(cmd, start, err)
-				return err
-			}
-		}
+		g.wrap(c)
 	}
 	addTemplateFuncs.Do(func() { cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages) })
 	root.SetUsageTemplate(usageTemplate)
@@ -301,8 +256,69 @@ func NewRoot(version string) *cobra.Command {
 	// only the link-time version.
 	var showVersion bool
 	options.Bind(root.Flags()).Bool("version", &showVersion)
-	root.RunE = func(cmd *cobra.Command, args []string) error {
-		if showVersion && len(args) == 0 {
+	root.RunE = g.runRoot(version, &showVersion)
+	return root
+}
+
+// register binds the flags every command has.
+func (g *globals) register(f *pflag.FlagSet) {
+	pf := options.Bind(f)
+	pf.String("repo", &g.repo)
+	pf.String("s3-endpoint", &g.s3Endpoint)
+	pf.Rate("limit-upload", &g.limitUpload)
+	pf.Rate("limit-download", &g.limitDownload)
+	pf.Size("memory", &g.memory, archive.MinMemory)
+	pf.String("mariadb-path", &g.mariadbPath)
+	pf.String("progress", &g.progress)
+	pf.String("identity-file", &g.identityFile)
+	pf.String("passphrase-file", &g.passphraseFile)
+	pf.String("metrics-file", &g.metricsFile)
+	pf.String("cpuprofile", &g.cpuprofile)
+	pf.Duration("s3-retry-window", &g.s3Retry)
+	pf.Duration("lock-wait", &g.lockWait)
+	pf.Duration("progress-interval", &g.progressInterval)
+	// The commands that connect to a server have these among their
+	// connection flags; for the others they choose the option files that
+	// set their options (see applyOptionFiles).
+	pf.String("defaults-file", &g.defaultsFile)
+	pf.String("defaults-extra-file", &g.defaultsExtraFile)
+	pf.Bool("no-defaults", &g.noDefaults)
+	pf.String("defaults-group-suffix", &g.groupSuffix)
+}
+
+// wrap makes arguments cobra refuses usage errors (exit code 2), like bad
+// flags, and has c's run add the hints that name flags (the packages
+// below name none) and tell the metrics file how it ended.
+func (g *globals) wrap(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	if runE := c.RunE; runE != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			start := time.Now()
+			var err error
+			if refused := options.Refused(cmd.Flags()); refused != nil { // a size, rate or span
+				err = usageError{refused}
+			} else {
+				err = runE(cmd, args)
+			}
+			err = repoaccess.WithKeyHint(g.locate(err))
+			g.recordMetrics(cmd, start, err)
+			return err
+		}
+	}
+}
+
+// runRoot is what backstream does without a command: --version, help,
+// or an unknown command refused with the nearest names.
+func (g *globals) runRoot(version string, showVersion *bool) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if *showVersion && len(args) == 0 {
 			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), false)
 		}
 		if len(args) == 0 {
@@ -314,7 +330,6 @@ func NewRoot(version string) *cobra.Command {
 		}
 		return usageError{errors.New(msg)}
 	}
-	return root
 }
 
 // checkKind refuses a --kind that names no kind of backup.
