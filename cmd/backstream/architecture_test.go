@@ -231,7 +231,6 @@ var cliNotYet = map[string]string{
 	"internal/mask":           "--mask rules read in cli",
 	"internal/restore":        "the datadir job and its refusals",
 	"internal/repo":           "locking and resolving backups in cli",
-	"internal/throttle":       "the limiters of --limit-upload and --limit-download",
 	"internal/transport":      "tokens and transport options",
 	"internal/procargs":       "hiding secrets on argv",
 	"internal/toolpath":       "--mariadb-path parsed in cli",

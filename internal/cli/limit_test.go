@@ -12,7 +12,6 @@ import (
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/limit"
-	"github.com/backstream/backstream/internal/throttle"
 )
 
 // Bad rates are usage errors naming the flag, before anything is opened.
@@ -44,7 +43,7 @@ func TestLimitFlagsApplied(t *testing.T) {
 	ctx := context.Background()
 	open := func(up, down int64) storage.Backend {
 		t.Helper()
-		g := &globals{uploadLimit: throttle.NewLimiter(up), downloadLimit: throttle.NewLimiter(down)} // as checkGlobals makes them
+		g := &globals{limits: repoaccess.NewLimits(up, down)} // as checkGlobals makes them
 		b, err := repoaccess.Backend(ctx, g.location(filepath.Join(t.TempDir(), "repo")), true)
 		if err != nil {
 			t.Fatal(err)

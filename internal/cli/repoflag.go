@@ -14,7 +14,7 @@ import (
 // location is where --repo and the global storage flags say the
 // repository is.
 func (g *globals) location(repo string) repoaccess.Location {
-	return repoaccess.Location{Repo: repo, S3Endpoint: g.s3Endpoint, S3Retry: g.s3Retry, Upload: g.uploadLimit, Download: g.downloadLimit}
+	return repoaccess.Location{Repo: repo, S3Endpoint: g.s3Endpoint, S3Retry: g.s3Retry, Limits: g.limits}
 }
 
 // openRepo opens the repository named by --repo with the keys given; with

@@ -23,7 +23,6 @@ import (
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
-	"github.com/backstream/backstream/internal/throttle"
 	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/transport"
 )
@@ -87,10 +86,9 @@ type globals struct {
 	s3Retry    time.Duration
 	lockWait   time.Duration
 	// Rates of the repository's storage, in bytes per second and as
-	// limiters (nil: no limit) shared by everything the command stores or
-	// reads.
+	// limiters shared by everything the command stores or reads.
 	limitUpload, limitDownload int64
-	uploadLimit, downloadLimit *throttle.Limiter
+	limits                     repoaccess.Limits
 	// memory is --memory, and mem the budget made of it: the frames every
 	// read of the command holds at once (nil: each read's default).
 	memory int64
@@ -122,7 +120,7 @@ type globals struct {
 // checkGlobals checks the values of the flags every command has and
 // starts what they ask for.
 func (g *globals) checkGlobals() error {
-	g.uploadLimit, g.downloadLimit = throttle.NewLimiter(g.limitUpload), throttle.NewLimiter(g.limitDownload)
+	g.limits = repoaccess.NewLimits(g.limitUpload, g.limitDownload)
 	g.mem = archive.NewMemory(g.memory)
 	if g.cpuprofile != "" {
 		f, err := os.Create(g.cpuprofile)

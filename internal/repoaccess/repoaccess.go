@@ -50,9 +50,20 @@ type Location struct {
 	Repo       string        // a directory path, file://path or s3://bucket/prefix
 	S3Endpoint string        // replaces the endpoint the environment gives
 	S3Retry    time.Duration // how long transient failures are retried
-	// Upload and Download bound the bytes stored and read per second;
-	// nil is no bound.
+	Limits     Limits
+}
+
+// Limits bound the bytes stored (Upload) and read (Download) per second;
+// nil is no bound. A command makes one pair with NewLimits and shares it
+// across every repository it opens, so that the bound is the command's.
+type Limits struct {
 	Upload, Download *throttle.Limiter
+}
+
+// NewLimits makes the limiters of the rates given in bytes per second
+// (0: no limit).
+func NewLimits(upload, download int64) Limits {
+	return Limits{Upload: throttle.NewLimiter(upload), Download: throttle.NewLimiter(download)}
 }
 
 // KeyFiles name the keys of an encrypted repository; any may be empty.
@@ -72,8 +83,8 @@ func Backend(ctx context.Context, loc Location, create bool) (storage.Backend, e
 		return nil, err
 	}
 	b = retry.New(b, retry.Policy{Window: loc.S3Retry})
-	if loc.Upload != nil || loc.Download != nil {
-		b = limit.New(b, loc.Upload, loc.Download)
+	if l := loc.Limits; l.Upload != nil || l.Download != nil {
+		b = limit.New(b, l.Upload, l.Download)
 	}
 	return b, nil
 }
