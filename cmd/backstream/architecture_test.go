@@ -232,7 +232,6 @@ var cliNotYet = map[string]string{
 	"internal/restore":        "the datadir job and its refusals",
 	"internal/repo":           "locking and resolving backups in cli",
 	"internal/transport":      "tokens and transport options",
-	"internal/procargs":       "hiding secrets on argv",
 	"internal/toolpath":       "--mariadb-path parsed in cli",
 }
 

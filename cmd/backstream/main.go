@@ -24,8 +24,8 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := cli.NewRoot(version)
-	cli.HideSecretArgs(root) // first: a password on the command line is visible until then
-	scratch.Sweep()          // temporary directories of a backstream that was killed; best effort
+	hideSecretArgs(root) // first: a password on the command line is visible until then
+	scratch.Sweep()      // temporary directories of a backstream that was killed; best effort
 	err := root.ExecuteContext(ctx)
 	interrupted := ctx.Err() != nil
 	stop()
