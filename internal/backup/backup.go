@@ -76,7 +76,14 @@ type DumpOptions struct {
 	BlockDDL             bool
 	ChunkBytes           int64
 	VersionedCurrentOnly bool
-	Mask                 *mask.Rules
+	Mask                 *mask.Rules // see SetMask
+}
+
+// SetMask sets the rules of the --mask specs, keyed with keyFile's
+// material when given (see mask.Load); an error is a *mask.Error.
+func (o *DumpOptions) SetMask(specs []string, keyFile string) (err error) {
+	o.Mask, err = mask.Load(specs, keyFile)
+	return err
 }
 
 // Result is the backup made.

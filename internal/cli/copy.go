@@ -176,13 +176,6 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 	if cf.parallel < 1 {
 		return job, usagef("--parallel must be at least 1")
 	}
-	rules, err := cf.masks.rules()
-	if err != nil {
-		return job, err
-	}
-	if rules != nil && cf.replicate {
-		return job, usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
-	}
 	c := &cf.choices
 	skip := c.skip.s
 	if !c.users {
@@ -192,10 +185,16 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 		From: src, To: dst, Parallel: cf.parallel, Filter: filter, Skip: skip, Rename: rename, Definer: c.definer,
 		DropExisting: c.dropExisting, Resume: c.resume, NoBinlog: c.noBinlog,
 		Users: c.users, ReplaceUsers: c.replaceUsers, BlockDDL: cf.blockDDL, VersionedCurrentOnly: cf.currentOnly,
-		ChunkBytes: cf.chunkSize, MaxRate: cf.maxRate, Mask: rules,
+		ChunkBytes: cf.chunkSize, MaxRate: cf.maxRate,
 		OnServers: func(s, t servercopy.Server) {
 			fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t)
 		},
+	}
+	if err := cf.masks.set(job.SetMask); err != nil {
+		return job, err
+	}
+	if job.Mask != nil && cf.replicate {
+		return job, usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
 	}
 	job.Replicate, err = cf.replicateTo(f, src)
 	return job, err

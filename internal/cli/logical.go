@@ -7,9 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/backup"
-	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/logical/schema"
-	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/restorecase"
 )
@@ -41,36 +39,27 @@ func (m *maskFlags) register(f *pflag.FlagSet, when string) {
 // file).
 func (m *maskFlags) given() bool { return len(m.specs) > 0 || m.keyFile != "" }
 
-// rules reads the mask rules and their key; nil without --mask.
-func (m *maskFlags) rules() (*mask.Rules, error) {
+// set hands the mask rules and their key to the use case's setter, which
+// reads them; nothing without --mask.
+func (m *maskFlags) set(setter func(specs []string, keyFile string) error) error {
 	if len(m.specs) == 0 {
 		if m.keyFile != "" {
-			return nil, usagef("--mask-key-file needs --mask")
+			return usagef("--mask-key-file needs --mask")
 		}
-		return nil, nil
+		return nil
 	}
-	r, err := mask.Parse(m.specs)
-	if err != nil {
-		return nil, usageError{err}
+	if err := setter(m.specs, m.keyFile); err != nil {
+		return usageError{err}
 	}
-	if m.keyFile != "" {
-		key, err := mask.ReadKeyFile(m.keyFile)
-		if err == nil {
-			err = r.SetKey(key)
-		}
-		if err != nil {
-			return nil, usageError{err}
-		}
-	}
-	return r, nil
+	return nil
 }
 
-// maskUsage makes a rule that cannot apply (a *mask.Error), and a dump's
-// filter that selects nothing (a *logical.FilterError), usage errors.
+// maskUsage makes an error that refuses what was asked (a rule that
+// cannot apply, a dump's filter that selects nothing: their packages mark
+// them with Refused) a usage error.
 func maskUsage(err error) error {
-	var me *mask.Error
-	var fe *logical.FilterError
-	if errors.As(err, &me) || errors.As(err, &fe) {
+	var r interface{ Refused() bool }
+	if errors.As(err, &r) && r.Refused() {
 		return usageError{err}
 	}
 	return err
@@ -132,15 +121,15 @@ func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 	if err := filter.CheckNames(); err != nil {
 		return backup.DumpOptions{}, usageError{err}
 	}
-	masks, err := l.mask.rules()
-	if err != nil {
-		return backup.DumpOptions{}, err
-	}
-	return backup.DumpOptions{
+	o := backup.DumpOptions{
 		Filter:   filter,
 		Skip:     skip,
-		BlockDDL: l.blockDDL, ChunkBytes: l.chunkSize, VersionedCurrentOnly: l.currentOnly, Mask: masks,
-	}, nil
+		BlockDDL: l.blockDDL, ChunkBytes: l.chunkSize, VersionedCurrentOnly: l.currentOnly,
+	}
+	if err := l.mask.set(o.SetMask); err != nil {
+		return backup.DumpOptions{}, err
+	}
+	return o, nil
 }
 
 // loadChoices are what a logical load takes and how: restore's of a

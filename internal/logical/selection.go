@@ -22,6 +22,10 @@ type FilterError struct{ msg string }
 
 func (e *FilterError) Error() string { return e.msg }
 
+// Refused marks the error as a refusal of what was asked: the command
+// reports it as a mistake in how it was called.
+func (e *FilterError) Refused() bool { return true }
+
 // checkSelection refuses a dump whose filters name what the account does
 // not see, or select nothing at all. The server shows an account only the
 // databases and tables it holds a privilege on, so a name missing here is

@@ -31,6 +31,27 @@ func Parse(specs []string) (*Rules, error) {
 	return r, nil
 }
 
+// Load parses rules (see Parse) and, with a key file, keys them with its
+// material (see ReadKeyFile, SetKey); nil without rules. Every error is
+// an *Error.
+func Load(specs []string, keyFile string) (*Rules, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	r, err := Parse(specs)
+	if err != nil || keyFile == "" {
+		return r, err
+	}
+	key, err := ReadKeyFile(keyFile)
+	if err == nil {
+		err = r.SetKey(key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // SetKey keys the rules with key material, a key file's content (see
 // ReadKeyFile): the same material gives the same outputs in every run.
 func (r *Rules) SetKey(material []byte) error {

@@ -47,6 +47,10 @@ type Error struct{ msg string }
 
 func (e *Error) Error() string { return e.msg }
 
+// Refused marks the error as a refusal of what was asked: the command
+// reports it as a mistake in how it was called.
+func (e *Error) Refused() bool { return true }
+
 func errorf(format string, a ...any) error { return &Error{fmt.Sprintf(format, a...)} }
 
 // ParseRule reads a rule: database.table.column=function, where function

@@ -50,11 +50,14 @@ type Request struct {
 	Start                      string
 	StartTimeout, CheckTimeout time.Duration
 	// Load is what a logical backup loads and how, over Parallel
-	// connections; Masking says mask rules were given (Deferred.Mask
-	// reads them).
-	Load     Choices
-	Parallel int
-	Masking  bool
+	// connections; Masking says mask rules were given: Mask, keyed with
+	// MaskKeyFile's material when given (see mask.Load). The rules may
+	// come from an option file.
+	Load        Choices
+	Parallel    int
+	Masking     bool
+	Mask        []string
+	MaskKeyFile string
 	// MariadbPath and Log are for a replay onto a running server: where
 	// mariadb-binlog is looked for first, and where its messages go (nil
 	// for nowhere).
@@ -99,7 +102,6 @@ type Deferred struct {
 	// ServerFiles are where the server that will run on Request.Datadir
 	// keeps files outside it.
 	ServerFiles func() (mariadb.ServerFiles, error)
-	Mask        func() (*mask.Rules, error) // the rules of Masking; nil without
 	// Tracker makes the tracker of a restore's progress; nil for none.
 	Tracker func(title string, total int64) *progress.Tracker
 }
@@ -201,3 +203,15 @@ func (req *Request) checkKind(m *archive.Manifest) error {
 func refused(err error) error { return &restore.RefusedError{Err: err} }
 
 func refusedf(format string, a ...any) error { return refused(fmt.Errorf(format, a...)) }
+
+// maskRules reads the rules of Masking; nil without.
+func (req *Request) maskRules() (*mask.Rules, error) {
+	if len(req.Mask) == 0 && req.MaskKeyFile != "" {
+		return nil, refusedf("--mask-key-file needs --mask")
+	}
+	r, err := mask.Load(req.Mask, req.MaskKeyFile)
+	if err != nil {
+		return nil, refused(err)
+	}
+	return r, nil
+}

@@ -98,7 +98,7 @@ func (req *Request) loadJob() (logical.LoadJob, error) {
 	if err != nil {
 		return job, err
 	}
-	if job.Mask, err = req.Deferred.Mask(); err != nil {
+	if job.Mask, err = req.maskRules(); err != nil {
 		return job, err
 	}
 	job.Conn, job.Parallel, job.Memory = cfg, req.Parallel, req.Memory

@@ -48,7 +48,7 @@ type Job struct {
 	ChunkBytes, MaxRate  int64
 	// Mask masks the columns its rules name as the source's rows are
 	// read, so that their values never reach the target (nil: none).
-	Mask *mask.Rules
+	Mask *mask.Rules // see SetMask
 	// Replicate, if set, is the source as the target reaches it, with a
 	// replication account: once the copy is complete the target
 	// replicates from it, from the position the copy stands for.
@@ -57,6 +57,13 @@ type Job struct {
 	// changes.
 	OnServers func(source, target Server)
 	Progress  *progress.Tracker
+}
+
+// SetMask sets the rules of the --mask specs, keyed with keyFile's
+// material when given (see mask.Load); an error is a *mask.Error.
+func (j *Job) SetMask(specs []string, keyFile string) (err error) {
+	j.Mask, err = mask.Load(specs, keyFile)
+	return err
 }
 
 // Server names a server of the copy.
