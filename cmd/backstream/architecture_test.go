@@ -225,7 +225,6 @@ var cliNotYet = map[string]string{
 	"internal/codec":          "--compress checked in cli",
 	"internal/xbstream":       "cat writes the stream itself",
 	"internal/physical":       "send and backup build physical jobs; the file key and the owner's default",
-	"internal/logical/schema": "the dump's filters",
 	"internal/mariadb":        "connection flags resolved into a Config in cli",
 	"internal/restore":        "the datadir job and its refusals",
 	"internal/repo":           "locking and resolving backups in cli",

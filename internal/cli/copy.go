@@ -99,7 +99,7 @@ type copyReport struct {
 // copyFlags are copy's flags.
 type copyFlags struct {
 	from, to                         endpointFlags
-	choices                          loadChoices
+	choices                          restorecase.Choices
 	masks                            maskFlags
 	primary                          primaryFlags
 	parallel                         int
@@ -136,19 +136,20 @@ func (cf *copyFlags) register(f *pflag.FlagSet) {
 	o.Int("parallel", &cf.parallel)
 	o.Size("chunk-size", &cf.chunkSize, minChunk)
 	o.Rate("max-rate", &cf.maxRate)
-	o.Strings("database", &choices.databases)
-	o.Strings("exclude-database", &choices.excludeDBs)
-	o.Strings("table", &choices.tables)
-	o.Strings("exclude-table", &choices.excludeTbl)
+	o.Strings("database", &choices.Databases)
+	o.Strings("exclude-database", &choices.ExcludeDatabases)
+	o.Strings("table", &choices.Tables)
+	o.Strings("exclude-table", &choices.ExcludeTables)
 	filterAliases(f)
-	o.Strings("rename-database", &choices.rename)
-	o.String("definer", &choices.definer)
-	o.Bool("drop-existing", &choices.dropExisting)
-	o.Bool("resume", &choices.resume)
-	o.Bool("no-binlog", &choices.noBinlog)
-	o.Bool("users", &choices.users)
-	o.Bool("replace-users", &choices.replaceUsers)
-	choices.skip.register(f)
+	o.Strings("rename-database", &choices.Rename)
+	o.String("definer", &choices.Definer)
+	o.Bool("drop-existing", &choices.DropExisting)
+	o.Bool("resume", &choices.Resume)
+	o.Bool("no-binlog", &choices.NoBinlog)
+	o.Bool("users", &choices.Users)
+	o.Bool("replace-users", &choices.ReplaceUsers)
+	s := &choices.Skip
+	registerSkip(f, &s.Views, &s.Triggers, &s.Routines, &s.Events, &s.Users)
 	cf.masks.register(f, "as they are read from the source, so that they never reach the target")
 	o.Bool("block-ddl", &cf.blockDDL)
 	o.Bool("versioned-current-only", &cf.currentOnly)
@@ -169,22 +170,22 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 	if err != nil {
 		return job, err
 	}
-	filter, rename, err := cf.choices.parse()
+	filter, rename, err := cf.choices.Parse()
 	if err != nil {
-		return job, err
+		return job, refused(err)
 	}
 	if cf.parallel < 1 {
 		return job, usagef("--parallel must be at least 1")
 	}
 	c := &cf.choices
-	skip := c.skip.s
-	if !c.users {
+	skip := c.Skip
+	if !c.Users {
 		skip.Users = true // the dump need not read what the load will not make
 	}
 	job = servercopy.Job{
-		From: src, To: dst, Parallel: cf.parallel, Filter: filter, Skip: skip, Rename: rename, Definer: c.definer,
-		DropExisting: c.dropExisting, Resume: c.resume, NoBinlog: c.noBinlog,
-		Users: c.users, ReplaceUsers: c.replaceUsers, BlockDDL: cf.blockDDL, VersionedCurrentOnly: cf.currentOnly,
+		From: src, To: dst, Parallel: cf.parallel, Filter: filter, Skip: skip, Rename: rename, Definer: c.Definer,
+		DropExisting: c.DropExisting, Resume: c.Resume, NoBinlog: c.NoBinlog,
+		Users: c.Users, ReplaceUsers: c.ReplaceUsers, BlockDDL: cf.blockDDL, VersionedCurrentOnly: cf.currentOnly,
 		ChunkBytes: cf.chunkSize, MaxRate: cf.maxRate,
 		OnServers: func(s, t servercopy.Server) {
 			fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t)
@@ -237,7 +238,7 @@ func (cf *copyFlags) print(g *globals, res *servercopy.Result, elapsed time.Dura
 	restorecase.WarnPasswordless(g.stderr, res.Load)
 	if !cf.asJSON {
 		res.WriteText(g.stdout)
-		restorecase.WriteLoaded(g.stdout, res.Load, cf.choices.users, "copy", "copies")
+		restorecase.WriteLoaded(g.stdout, res.Load, cf.choices.Users, "copy", "copies")
 		if res.Replication != nil {
 			printReplication(g.stdout, res.Replication)
 		}

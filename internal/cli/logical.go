@@ -7,21 +7,19 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/backup"
-	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/restorecase"
 )
 
-// skipFlags leave kinds of objects out, of a dump or of a load.
-type skipFlags struct{ s schema.Skip }
-
-func (k *skipFlags) register(f *pflag.FlagSet) {
+// registerSkip binds the flags that leave kinds of objects out, of a dump
+// or of a load, to the fields of the use case's Skip.
+func registerSkip(f *pflag.FlagSet, views, triggers, routines, events, users *bool) {
 	o := options.Bind(f)
-	o.Bool("skip-views", &k.s.Views)
-	o.Bool("skip-triggers", &k.s.Triggers)
-	o.Bool("skip-routines", &k.s.Routines)
-	o.Bool("skip-events", &k.s.Events)
-	o.Bool("skip-users", &k.s.Users)
+	o.Bool("skip-views", views)
+	o.Bool("skip-triggers", triggers)
+	o.Bool("skip-routines", routines)
+	o.Bool("skip-events", events)
+	o.Bool("skip-users", users)
 }
 
 // maskFlags are --mask and --mask-key-file, of a dump and of a load.
@@ -81,50 +79,37 @@ func filterAliases(f *pflag.FlagSet) {
 
 // logicalBackupFlags are backup's options for --logical.
 type logicalBackupFlags struct {
-	on          bool
-	databases   []string
-	excludeDBs  []string
-	tables      []string
-	excludeTbl  []string
-	users       bool
-	blockDDL    bool
-	chunkSize   int64
-	currentOnly bool
-	skip        skipFlags
-	mask        maskFlags
+	on    bool
+	users bool
+	dump  backup.DumpOptions // the flags' values, as given
+	mask  maskFlags
 }
 
 func (l *logicalBackupFlags) register(f *pflag.FlagSet) {
-	o := options.Bind(f)
+	o, d := options.Bind(f), &l.dump
 	o.Bool("logical", &l.on)
-	o.Strings("database", &l.databases)
-	o.Strings("exclude-database", &l.excludeDBs)
-	o.Strings("table", &l.tables)
-	o.Strings("exclude-table", &l.excludeTbl)
+	o.Strings("database", &d.Filter.Databases)
+	o.Strings("exclude-database", &d.Filter.ExcludeDatabases)
+	o.Strings("table", &d.Filter.Tables)
+	o.Strings("exclude-table", &d.Filter.ExcludeTables)
 	filterAliases(f)
 	o.Bool("users", &l.users)
-	o.Bool("block-ddl", &l.blockDDL)
-	o.Size("chunk-size", &l.chunkSize, minChunk)
-	o.Bool("versioned-current-only", &l.currentOnly)
-	l.skip.register(f)
+	o.Bool("block-ddl", &d.BlockDDL)
+	o.Size("chunk-size", &d.ChunkBytes, minChunk)
+	o.Bool("versioned-current-only", &d.VersionedCurrentOnly)
+	registerSkip(f, &d.Skip.Views, &d.Skip.Triggers, &d.Skip.Routines, &d.Skip.Events, &d.Skip.Users)
 	l.mask.register(f, "as it is dumped, so that the repository never holds it")
 }
 
 // options checks the flags and builds the dump's own options.
 func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
-	skip := l.skip.s
-	limited := len(l.databases) > 0 || len(l.tables) > 0
+	o := l.dump
+	limited := len(o.Filter.Databases) > 0 || len(o.Filter.Tables) > 0
 	if limited && !l.users {
-		skip.Users = true
+		o.Skip.Users = true
 	}
-	filter := schema.Filter{Databases: l.databases, ExcludeDatabases: l.excludeDBs, Tables: l.tables, ExcludeTables: l.excludeTbl}
-	if err := filter.CheckNames(); err != nil {
+	if err := o.Filter.CheckNames(); err != nil {
 		return backup.DumpOptions{}, usageError{err}
-	}
-	o := backup.DumpOptions{
-		Filter:   filter,
-		Skip:     skip,
-		BlockDDL: l.blockDDL, ChunkBytes: l.chunkSize, VersionedCurrentOnly: l.currentOnly,
 	}
 	if err := l.mask.set(o.SetMask); err != nil {
 		return backup.DumpOptions{}, err
@@ -132,64 +117,33 @@ func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 	return o, nil
 }
 
-// loadChoices are what a logical load takes and how: restore's of a
-// backup, copy's of a server. Each command registers the flags in its
-// own words; parse checks them the same way.
-type loadChoices struct {
-	databases    []string
-	excludeDBs   []string
-	tables       []string
-	excludeTbl   []string
-	rename       []string
-	definer      string
-	dropExisting bool
-	resume       bool
-	noBinlog     bool
-	users        bool
-	replaceUsers bool
-	skip         skipFlags
-	mask         maskFlags
-}
-
-// choices are the choices as the use case takes them.
-func (c *loadChoices) choices() restorecase.Choices {
-	return restorecase.Choices{Databases: c.databases, ExcludeDatabases: c.excludeDBs, Tables: c.tables, ExcludeTables: c.excludeTbl,
-		Rename: c.rename, Definer: c.definer, DropExisting: c.dropExisting, Resume: c.resume, NoBinlog: c.noBinlog,
-		Users: c.users, ReplaceUsers: c.replaceUsers, Skip: c.skip.s}
-}
-
-// parse checks the choices and returns the filter and the renaming
-// (source database to target database).
-func (c *loadChoices) parse() (schema.Filter, map[string]string, error) {
-	ch := c.choices()
-	filter, rename, err := ch.Parse()
-	return filter, rename, refused(err)
-}
-
-// logicalRestoreFlags are restore's options for a logical backup.
+// logicalRestoreFlags are restore's options for a logical backup; the
+// load's choices are bound to the use case's Choices, which checks them
+// (as copy's are).
 type logicalRestoreFlags struct {
-	conn connFlags
-	loadChoices
+	conn   connFlags
+	load   restorecase.Choices
+	mask   maskFlags
 	asJSON bool
 }
 
 func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 	l.conn.register(f)
-	o := options.Bind(f)
-	o.Strings("database", &l.databases)
-	o.Strings("exclude-database", &l.excludeDBs)
-	o.Strings("table", &l.tables)
-	o.Strings("exclude-table", &l.excludeTbl)
+	o, c := options.Bind(f), &l.load
+	o.Strings("database", &c.Databases)
+	o.Strings("exclude-database", &c.ExcludeDatabases)
+	o.Strings("table", &c.Tables)
+	o.Strings("exclude-table", &c.ExcludeTables)
 	filterAliases(f)
-	o.Bool("users", &l.users)
-	o.Bool("replace-users", &l.replaceUsers)
+	o.Bool("users", &c.Users)
+	o.Bool("replace-users", &c.ReplaceUsers)
 	o.Bool("json", &l.asJSON)
-	o.Strings("rename-database", &l.rename)
-	o.String("definer", &l.definer)
-	o.Bool("drop-existing", &l.dropExisting)
-	o.Bool("resume", &l.resume)
-	o.Bool("no-binlog", &l.noBinlog)
-	l.skip.register(f)
+	o.Strings("rename-database", &c.Rename)
+	o.String("definer", &c.Definer)
+	o.Bool("drop-existing", &c.DropExisting)
+	o.Bool("resume", &c.Resume)
+	o.Bool("no-binlog", &c.NoBinlog)
+	registerSkip(f, &c.Skip.Views, &c.Skip.Triggers, &c.Skip.Routines, &c.Skip.Events, &c.Skip.Users)
 	l.mask.register(f, "as it is loaded (names as in the backup), so that the target never holds it")
 }
 

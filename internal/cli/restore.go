@@ -161,7 +161,7 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 		Until: o.until, UntilGTID: o.untilGTID, Server: o.server, Base: o.base, ApplyTo: o.applyTo, As: o.as,
 		TargetDir: o.d.target, Prepare: o.d.prepare, ServerDefaults: o.d.serverDefaults,
 		Datadir: o.p.datadir, Force: o.p.force, Start: o.p.start, StartTimeout: o.p.startTimeout, CheckTimeout: o.p.checkTimeout,
-		Load: o.l.choices(), Parallel: parallel, Masking: o.l.mask.given(), Mask: o.l.mask.specs, MaskKeyFile: o.l.mask.keyFile,
+		Load: o.l.load, Parallel: parallel, Masking: o.l.mask.given(), Mask: o.l.mask.specs, MaskKeyFile: o.l.mask.keyFile,
 		MariadbPath: toolpath.Parse(g.mariadbPath), Log: o.d.log(g), Memory: g.mem,
 		Given: restorecase.Given{Place: firstChanged(f, o.p.names()), Load: load, LoadIsConn: slices.Contains(connFlagNames, load),
 			PlaceMisuse: o.p.check(f)},
