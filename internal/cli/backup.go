@@ -144,9 +144,6 @@ func runBackup(ctx context.Context, g *globals, req backup.Request) error {
 	res, err := backup.Run(ctx, req)
 	t.Finish(err)
 	if err != nil {
-		if req.Logical {
-			return maskUsage(err)
-		}
 		return err
 	}
 	g.made = res.Manifest

@@ -120,7 +120,6 @@ func newCopyCmd(g *globals) *cobra.Command {
 		t := g.tracker("copy", 0)
 		job.Progress = t
 		res, err := servercopy.Run(cmd.Context(), job)
-		err = maskUsage(err)
 		sum := t.Finish(err)
 		return cf.print(g, res, sum.Elapsed, err)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -50,17 +49,6 @@ func (m *maskFlags) set(setter func(specs []string, keyFile string) error) error
 		return usageError{err}
 	}
 	return nil
-}
-
-// maskUsage makes an error that refuses what was asked (a rule that
-// cannot apply, a dump's filter that selects nothing: their packages mark
-// them with Refused) a usage error.
-func maskUsage(err error) error {
-	var r interface{ Refused() bool }
-	if errors.As(err, &r) && r.Refused() {
-		return usageError{err}
-	}
-	return err
 }
 
 // filterAliases makes the plural names of the filter flags (--databases,

@@ -13,7 +13,6 @@ import (
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
-	"github.com/backstream/backstream/internal/transport"
 )
 
 func newSendCmd(g *globals, version string) *cobra.Command {
@@ -81,8 +80,8 @@ func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string,
 			return req, err
 		}
 	}
-	req.Transport, err = tf.transport()
-	return req, err
+	req.Transport.CAFile, req.Transport.ServerName = tf.caFile, tf.serverName
+	return req, req.Transport.Settle(tf.idle, tf.tokenFile)
 }
 
 // want is what send (or provision) asks of each receiver.
@@ -94,13 +93,6 @@ func (tf *transferFlags) want(provision bool) remote.Want {
 		return remote.WantReplicating
 	}
 	return remote.WantRunning
-}
-
-// transport is the transport's options of the flags.
-func (tf *transferFlags) transport() (transport.Options, error) {
-	opt, err := transport.Settings(tf.idle, tf.tokenFile)
-	opt.CAFile, opt.ServerName = tf.caFile, tf.serverName
-	return opt, err
 }
 
 func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
@@ -167,7 +159,7 @@ func newTokenCmd(g *globals) *cobra.Command {
 		Use:  "token",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintln(g.stdout, transport.GenerateToken())
+			_, err := fmt.Fprintln(g.stdout, remote.NewToken())
 			return err
 		},
 	}

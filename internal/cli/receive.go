@@ -15,7 +15,6 @@ import (
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
-	"github.com/backstream/backstream/internal/transport"
 )
 
 // receiveFlags are receive's flags.
@@ -123,13 +122,6 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 	return nil
 }
 
-// transport is the transport's options of the flags.
-func (rf *receiveFlags) transport() (transport.Options, error) {
-	opt, err := transport.Settings(rf.idle, rf.tokenFile)
-	opt.CertFile, opt.KeyFile = rf.certFile, rf.keyFile
-	return opt, err
-}
-
 // provisionRequest is the provisioning the flags ask for: receive
 // --datadir, with --start and --replicate.
 func (rf *receiveFlags) provisionRequest(cmd *cobra.Command, g *globals) (provision.Request, error) {
@@ -139,7 +131,8 @@ func (rf *receiveFlags) provisionRequest(cmd *cobra.Command, g *globals) (provis
 		return req, err // a --start whose words do not split is a usage error
 	}
 	var err error
-	if req.Transport, err = rf.transport(); err != nil {
+	req.Transport.CertFile, req.Transport.KeyFile = rf.certFile, rf.keyFile
+	if err = req.Transport.Settle(rf.idle, rf.tokenFile); err != nil {
 		return req, err
 	}
 	if req.Restore, err = rf.d.job(g, cmd.Flags()); err != nil {
@@ -209,8 +202,8 @@ func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bo
 	if err != nil {
 		return req, err
 	}
-	req.Transport, err = rf.transport()
-	return req, err
+	req.Transport.CertFile, req.Transport.KeyFile = rf.certFile, rf.keyFile
+	return req, req.Transport.Settle(rf.idle, rf.tokenFile)
 }
 
 // storeIntoRepo sets req to store into the repository, locked for each

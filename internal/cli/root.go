@@ -24,7 +24,6 @@ import (
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/toolpath"
-	"github.com/backstream/backstream/internal/transport"
 )
 
 // Exit codes, documented in docs/troubleshooting.md.
@@ -44,14 +43,16 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
-// isUsage reports a usage mistake: cli's own, or one a use case's
-// package marks so (a repository location that cannot be right, a
-// transport setting: a token missing or unsafe, an idle timeout too short).
+// isUsage reports a usage mistake: cli's own, a repository location that
+// cannot be right (a *repoaccess.UsageError), or what a package below
+// marks as a refusal of what was asked (a transport setting: a token
+// missing or unsafe, an idle timeout too short; a mask rule that cannot
+// apply; a dump's filter that selects nothing).
 func isUsage(err error) bool {
 	var ue usageError
 	var re *repoaccess.UsageError
-	var te *transport.SettingError
-	return errors.As(err, &ue) || errors.As(err, &re) || errors.As(err, &te)
+	var r interface{ Refused() bool }
+	return errors.As(err, &ue) || errors.As(err, &re) || (errors.As(err, &r) && r.Refused())
 }
 
 // ExitCode maps a command's error to the process exit code.

@@ -53,3 +53,7 @@ func Send(ctx context.Context, req SendRequest) (*Sending, error) {
 	sent := SentOf(m.ID, s.Reports())
 	return &Sending{Manifest: m, Sent: sent, Elapsed: elapsed}, sent.Check(req.Want)
 }
+
+// NewToken is a new token for `backstream token`, to hand to both ends
+// (transport.GenerateToken).
+func NewToken() string { return transport.GenerateToken() }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// MinIdleTimeout is the shortest idle timeout Settings takes: three of
+// MinIdleTimeout is the shortest idle timeout Settle takes: three of
 // the peer's heartbeats, so that one late heartbeat never ends a transfer.
 const MinIdleTimeout = 3 * DefaultHeartbeat
 
@@ -17,19 +17,24 @@ type SettingError struct{ Err error }
 func (e *SettingError) Error() string { return e.Err.Error() }
 func (e *SettingError) Unwrap() error { return e.Err }
 
-// Settings are the options send and receive share: the token of
+// Refused marks the error as a refusal of what was asked: the command
+// reports it as a mistake in how it was called.
+func (e *SettingError) Refused() bool { return true }
+
+// Settle sets the options send and receive share: the token of
 // tokenFile (--token-file, else $BACKSTREAM_TOKEN) and the idle timeout
 // (--idle-timeout), where 0 is no limit.
-func Settings(idle time.Duration, tokenFile string) (Options, error) {
+func (o *Options) Settle(idle time.Duration, tokenFile string) error {
 	switch {
 	case idle == 0:
 		idle = -1
 	case idle < MinIdleTimeout:
-		return Options{}, &SettingError{fmt.Errorf("--idle-timeout %s: want at least %s (three of the peer's heartbeats), or 0 for no limit", idle, MinIdleTimeout)}
+		return &SettingError{fmt.Errorf("--idle-timeout %s: want at least %s (three of the peer's heartbeats), or 0 for no limit", idle, MinIdleTimeout)}
 	}
 	tok, err := LoadToken(tokenFile)
 	if err != nil {
-		return Options{}, &SettingError{fmt.Errorf("%w (generate one with `backstream token`, keep it in a 0600 file, pass --token-file or set %s)", err, TokenEnv)}
+		return &SettingError{fmt.Errorf("%w (generate one with `backstream token`, keep it in a 0600 file, pass --token-file or set %s)", err, TokenEnv)}
 	}
-	return Options{Token: tok, IdleTimeout: idle}, nil
+	o.Token, o.IdleTimeout = tok, idle
+	return nil
 }
