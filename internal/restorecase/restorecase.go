@@ -12,7 +12,9 @@
 // and knows no exit code (its refusals name the options as the user gives
 // them): what it reads only when a mode needs it (the repository, the
 // connection, option and key files) is handed in as functions (Deferred),
-// and progress is a tracker made by one and finished here.
+// but for the mask rules and their key file, which it reads itself from
+// the request's plain fields; progress is a tracker made by one and
+// finished here.
 package restorecase
 
 import (
