@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/merge"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
@@ -105,5 +106,5 @@ func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []
 		return refused(err)
 	}
 	return g.reportMade(merged, fmt.Sprintf("backup %s complete: full, merged from %s, %d streams, %d files, %s stored",
-		merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), humanRatio(merged)))
+		merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), inventory.Stored(merged)))
 }

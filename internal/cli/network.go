@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
@@ -122,7 +123,7 @@ func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
 // sentResult is what send --json and provision --json print: the backup
 // sent, as backup --json has it, and what became of it on each receiver.
 type sentResult struct {
-	madeResult
+	inventory.Made
 	*remote.Sent
 }
 
@@ -132,10 +133,10 @@ func (tf *transferFlags) print(g *globals, res *remote.Sending) error {
 	m, sent := res.Manifest, res.Sent
 	sent.WriteFailed(g.stderr)
 	if tf.asJSON {
-		return printJSON(g.stdout, sentResult{madeResult: madeOf(m), Sent: sent})
+		return printJSON(g.stdout, sentResult{Made: inventory.MadeOf(m), Sent: sent})
 	}
 	fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
-		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), res.Elapsed.Round(1e7))
+		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), inventory.Stored(m), res.Elapsed.Round(1e7))
 	sent.WriteReports(g.stdout)
 	return nil
 }
