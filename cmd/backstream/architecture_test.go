@@ -223,7 +223,6 @@ var cliMayImport = []string{
 var cliNotYet = map[string]string{
 	"internal/archive":        "manifests and encryption passed between commands, the --memory budget, exit code 3's test",
 	"internal/codec":          "--compress checked in cli",
-	"internal/xbstream":       "cat writes the stream itself",
 	"internal/physical":       "send and backup build physical jobs; the file key and the owner's default",
 	"internal/logical":        "the load's filter errors",
 	"internal/logical/schema": "the dump's filters",
