@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/merge"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
@@ -105,6 +102,5 @@ func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []
 	if err != nil {
 		return refused(err)
 	}
-	return g.reportMade(merged, fmt.Sprintf("backup %s complete: full, merged from %s, %d streams, %d files, %s stored",
-		merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), inventory.Stored(merged)))
+	return g.reportMade(merged, merge.Text(merged))
 }
