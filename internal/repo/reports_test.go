@@ -3,6 +3,7 @@ package repo_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,5 +39,39 @@ func TestCreated(t *testing.T) {
 	}
 	if strings.Contains(string(raw), "encrypted") {
 		t.Errorf("JSON %s has a field of its own making", raw)
+	}
+}
+
+// unlock prints each lock it removed, or that it removed none, and as
+// JSON an empty list rather than null; a failure is in the JSON only.
+func TestUnlocked(t *testing.T) {
+	r := repotest.New(t)
+	var b bytes.Buffer
+	none := r.Unlocked(nil, nil)
+	none.WriteText(&b)
+	if b.String() != "no locks removed\n" {
+		t.Errorf("text %q", b.String())
+	}
+	raw, err := json.Marshal(none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"repository":"` + r.Backend.Location() + `","removed":[]}`; string(raw) != want {
+		t.Errorf("JSON %s, want %s", raw, want)
+	}
+	l := repo.StoredLock{Name: "locks/a.json", LockInfo: repo.LockInfo{Owner: "u", Host: "h", PID: 7, Operation: "backup", Exclusive: true}}
+	failed := r.Unlocked([]repo.StoredLock{l}, errors.New("delete failed"))
+	b.Reset()
+	failed.WriteText(&b)
+	if want := "removed lock locks/a.json: " + l.Describe() + "\n"; b.String() != want {
+		t.Errorf("text %q, want %q", b.String(), want)
+	}
+	if raw, err = json.Marshal(failed); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`"name":"locks/a.json"`, `"description":"backup (exclusive lock`, `"pid":7`, `"error":"delete failed"`} {
+		if !strings.Contains(string(raw), w) {
+			t.Errorf("JSON %s lacks %s", raw, w)
+		}
 	}
 }
