@@ -254,7 +254,7 @@ func TestCLIImportsOnlyUseCases(t *testing.T) {
 
 // cliLineCeiling bounds internal/cli's non-test lines so that logic that
 // leaves the command cannot creep back: issue 29 brings it under 2,500.
-const cliLineCeiling = 3700
+const cliLineCeiling = 3431
 
 // The command is thin: no function of internal/cli is longer than 60
 // lines, and the whole stays under cliLineCeiling.
