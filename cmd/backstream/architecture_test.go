@@ -223,7 +223,6 @@ var cliMayImport = []string{
 var cliNotYet = map[string]string{
 	"internal/archive":  "manifests and encryption passed between commands, the --memory budget, exit code 3's test",
 	"internal/codec":    "--compress checked in cli",
-	"internal/xbstream": "cat writes the stream itself",
 	"internal/physical": "send and backup build physical jobs; the file key and the owner's default",
 	"internal/mariadb":  "connection flags resolved into a Config in cli",
 	"internal/restore":  "the datadir job and its refusals",
@@ -249,7 +248,7 @@ func TestCLIImportsOnlyUseCases(t *testing.T) {
 
 // cliLineCeiling bounds internal/cli's non-test lines so that logic that
 // leaves the command cannot creep back: issue 29 brings it under 2,500.
-const cliLineCeiling = 3525
+const cliLineCeiling = 3282
 
 // The command is thin: no function of internal/cli is longer than 60
 // lines, and the whole stays under cliLineCeiling.

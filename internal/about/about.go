@@ -58,6 +58,14 @@ type Tool struct {
 	Error string `json:"error,omitempty"`
 }
 
+// Gather is Build with the Tools this host has: all `backstream version`
+// prints.
+func Gather(ctx context.Context, version string, path toolpath.Path) Info {
+	info := Build(version)
+	info.Tools = Tools(ctx, path)
+	return info
+}
+
 // Build describes this binary: version is the link-time version (main's
 // "dev" when none was set).
 func Build(version string) Info {

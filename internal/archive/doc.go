@@ -4,7 +4,8 @@
 // xbstream), frame indexes, the manifest that commits a backup, the
 // fan-out Writer that spreads one xbstream over N stream objects in
 // parallel, and the parallel Reader that checks every frame, chunk, file
-// and object on the way back. It also defines what corruption is
+// and object on the way back (or, for cat, writes them out as one
+// xbstream: WriteStream). It also defines what corruption is
 // (IsCorrupt), so that damage anywhere maps to one exit code.
 //
 // It knows nothing of MariaDB (what a file in the stream means), nothing

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -148,33 +147,9 @@ func runBackup(ctx context.Context, g *globals, req backup.Request) error {
 	}
 	g.made = res.Manifest
 	if g.json {
-		return printJSON(g.stdout, madeOf(res.Manifest))
+		return printJSON(g.stdout, res.JSON())
 	}
-	return printBackup(g.stdout, res)
-}
-
-// printBackup is backup's text printer: the backup made, and for a
-// logical one what it holds without history and what it masked.
-func printBackup(w io.Writer, res *backup.Result) error {
-	m := res.Manifest
-	what, streams := "full", fmt.Sprintf("%d streams, %d files", len(m.Streams), len(m.Files))
-	switch {
-	case m.Kind == archive.KindLogical:
-		what = fmt.Sprintf("logical, %d databases, %d tables, %d rows", len(m.Databases), res.Tables, res.Rows)
-		streams = fmt.Sprintf("%d streams", len(m.Streams))
-	case m.Parent != "":
-		what = fmt.Sprintf("incremental on %s (depth %d of chain %s)", m.Parent, m.Depth, m.Chain)
-	}
-	if _, err := fmt.Fprintf(w, "backup %s complete: %s, %s, %s stored\n", m.ID, what, streams, humanRatio(m)); err != nil {
-		return err
-	}
-	for _, t := range res.NoHistory {
-		fmt.Fprintf(w, "backup %s: table %s: history not in the backup (--versioned-current-only)\n", m.ID, t)
-	}
-	if len(res.Masked) > 0 {
-		fmt.Fprintf(w, "backup %s: masked when dumped: %s\n", m.ID, strings.Join(res.Masked, ", "))
-	}
-	return nil
+	return res.WriteText(g.stdout)
 }
 
 // incrementalFlags choose the parent of an incremental backup.
@@ -236,12 +211,4 @@ func newBackupCmd(g *globals, version string) *cobra.Command {
 // flags are not bound from the options table yet.
 func defaultParallel() int {
 	return options.DefaultParallel()
-}
-
-func humanRatio(m *archive.Manifest) string {
-	s := fmt.Sprintf("%d bytes", m.Stats.StoredBytes)
-	if m.Stats.StoredBytes > 0 {
-		s += fmt.Sprintf(" (%.2fx of %d)", float64(m.Stats.RawBytes)/float64(m.Stats.StoredBytes), m.Stats.RawBytes)
-	}
-	return s
 }

@@ -1,31 +1,15 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/xbstream"
 )
-
-// xbstreamSink writes every chunk to one xbstream. Chunks from different
-// streams interleave, which xbstream allows: each chunk names its file.
-type xbstreamSink struct {
-	mu sync.Mutex
-	w  *xbstream.Writer
-}
-
-func (s *xbstreamSink) Chunk(c *xbstream.Chunk) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.WriteChunk(c)
-}
 
 func newCatCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -39,14 +23,7 @@ func newCatCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer release()
-			bw := bufio.NewWriterSize(g.stdout, 1<<20)
-			err = archive.Read(ctx, archive.ReadOptions{
-				Input: r.Input(m), Manifest: m, Sink: &xbstreamSink{w: xbstream.NewWriter(bw)}, Memory: g.mem,
-			})
-			if err == nil {
-				err = bw.Flush()
-			}
-			if err != nil {
+			if err := archive.WriteStream(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Memory: g.mem}, g.stdout); err != nil {
 				return fmt.Errorf("backup %s: %w", m.ID, err)
 			}
 			return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
+	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/servercopy"
@@ -73,27 +74,6 @@ func (e *endpointFlags) resolve(g *globals) (mariadb.Config, error) {
 		return cfg, usagef("the %s's option files ask for a password to be typed (a bare password line), which copy does not do: give it in --%s-defaults-file or $%s", e.what, e.name, e.passwordEnv())
 	}
 	return cfg, nil
-}
-
-// copyReport is what copy --json prints.
-type copyReport struct {
-	Copy      string            `json:"copy"`
-	Source    servercopy.Server `json:"source"`
-	Target    servercopy.Server `json:"target"`
-	Resumed   bool              `json:"resumed"`
-	Tables    int               `json:"tables"`
-	DataFiles int               `json:"data_files"`
-	Rows      int64             `json:"rows"`
-	// The source's position the copy stands for.
-	GTIDPosition   string   `json:"gtid_position"`
-	BinlogFile     string   `json:"binlog_file"`
-	BinlogPosition uint64   `json:"binlog_position"`
-	KeptTables     []string `json:"kept_tables"`
-	DroppedTables  []string `json:"dropped_tables"`
-	restorecase.LoadDetails
-	Replication *replicationResult `json:"replication,omitempty"`
-	Seconds     float64            `json:"seconds"`
-	Error       string             `json:"error,omitempty"`
 }
 
 // copyFlags are copy's flags.
@@ -236,32 +216,14 @@ func (cf *copyFlags) print(g *globals, res *servercopy.Result, elapsed time.Dura
 	}
 	restorecase.WarnPasswordless(g.stderr, res.Load)
 	if !cf.asJSON {
-		res.WriteText(g.stdout)
-		restorecase.WriteLoaded(g.stdout, res.Load, cf.choices.Users, "copy", "copies")
+		res.WriteText(g.stdout, cf.choices.Users)
 		if res.Replication != nil {
-			printReplication(g.stdout, res.Replication)
+			provision.DefaultMessages.WriteReplication(g.stdout, res.Replication)
 		}
 		return err
 	}
-	rep := copyReportOf(res, elapsed)
-	if err != nil {
-		rep.Error = err.Error()
-	}
-	if perr := printJSON(g.stdout, rep); perr != nil {
+	if perr := printJSON(g.stdout, res.JSON(elapsed, err)); perr != nil {
 		return perr
 	}
 	return err
-}
-
-// copyReportOf is what copy --json prints of res.
-func copyReportOf(res *servercopy.Result, elapsed time.Duration) copyReport {
-	rep := copyReport{
-		Copy: res.ID, Source: res.Source, Target: res.Target, Resumed: res.Resumed,
-		Tables: res.Load.Tables, DataFiles: res.Load.Chunks, Rows: res.Load.Rows,
-		GTIDPosition: res.Position.GTID, BinlogFile: res.Position.BinlogFile, BinlogPosition: res.Position.BinlogPosition,
-		KeptTables: orEmpty(res.Load.Kept), DroppedTables: orEmpty(res.Load.Dropped), LoadDetails: restorecase.DetailsOf(res.Load),
-		Replication: res.Replication, Seconds: elapsed.Seconds(),
-	}
-	rep.Masked = orEmpty(res.Masked)
-	return rep
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/servercopy"
 )
 
 // copyConn names source and target sandboxes for copy.
@@ -66,7 +67,7 @@ func TestCopyRenameAndFilters(t *testing.T) {
 		// The plural spelling, as backup and restore take it too.
 		"--exclude-databases", "other", "--exclude-table", "fid_b.left_out",
 		"--rename-database", "fid_a:fid_a_copy", "--rename-database", "fid_b:fid_b_copy"}, copyConn(src, dst)...)...).mustSucceed(t)
-	var rep copyReport
+	var rep servercopy.JSON
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("copy --json: %v\n%s", err, r.stdout)
 	}
@@ -238,7 +239,7 @@ func TestCopyReplicate(t *testing.T) {
 	primary := []string{"--primary-host", "127.0.0.1", "--primary-port", fmt.Sprint(src.Port), "--primary-defaults-file", cnf}
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	r := run(t, append(append([]string{"copy", "--replicate", "--json"}, primary...), copyConn(src, dst)...)...).mustSucceed(t)
-	var rep copyReport
+	var rep servercopy.JSON
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("copy --json: %v\n%s", err, r.stdout)
 	}

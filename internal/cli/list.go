@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/repo"
@@ -53,16 +52,8 @@ func listBinlogs(ctx context.Context, g *globals, r *repo.Repo, asJSON, status b
 	if err != nil {
 		return err
 	}
-	switch {
-	case asJSON && !status:
-		return printJSON(g.stdout, b.Entries())
-	case status && asJSON:
-		return printJSON(g.stdout, append([]binlog.Overview{}, b.Overviews...))
-	case status:
-		for _, v := range b.Overviews {
-			v.WriteText(g.stdout)
-		}
-		return nil
+	if asJSON {
+		return printJSON(g.stdout, b.JSON(status))
 	}
-	return binlog.WriteListing(g.stdout, g.stderr, b.Files, b.Overviews)
+	return b.WriteText(g.stdout, g.stderr, status)
 }

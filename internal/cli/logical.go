@@ -157,10 +157,3 @@ func firstChanged(f *pflag.FlagSet, names []string) string {
 	}
 	return ""
 }
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}

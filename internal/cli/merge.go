@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -104,6 +102,5 @@ func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []
 	if err != nil {
 		return refused(err)
 	}
-	return g.reportMade(merged, fmt.Sprintf("backup %s complete: full, merged from %s, %d streams, %d files, %s stored",
-		merged.ID, strings.Join(merged.MergedFrom, " + "), len(merged.Streams), len(merged.Files), humanRatio(merged)))
+	return g.reportMade(merged, merge.Text(merged))
 }

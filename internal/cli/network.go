@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -111,24 +110,14 @@ func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
 	}
 }
 
-// sentResult is what send --json and provision --json print: the backup
-// sent, as backup --json has it, and what became of it on each receiver.
-type sentResult struct {
-	madeResult
-	*remote.Sent
-}
-
 // print names the receivers that failed on stderr, then says what was
 // sent where and what each receiver reported, as text or JSON.
 func (tf *transferFlags) print(g *globals, res *remote.Sending) error {
-	m, sent := res.Manifest, res.Sent
-	sent.WriteFailed(g.stderr)
+	res.Sent.WriteFailed(g.stderr)
 	if tf.asJSON {
-		return printJSON(g.stdout, sentResult{madeResult: madeOf(m), Sent: sent})
+		return printJSON(g.stdout, res.JSON())
 	}
-	fmt.Fprintf(g.stdout, "backup %s sent to %s: %d streams, %d files, %s on the wire in %s\n", m.ID,
-		strings.Join(sent.Addresses(true), ", "), len(m.Streams), len(m.Files), humanRatio(m), res.Elapsed.Round(1e7))
-	sent.WriteReports(g.stdout)
+	res.WriteText(g.stdout)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,7 +32,7 @@ func newReplicateCmd(g *globals) *cobra.Command {
 		if rf.asJSON {
 			return printJSON(g.stdout, res)
 		}
-		printReplication(g.stdout, res)
+		provision.DefaultMessages.WriteReplication(g.stdout, res)
 		return nil
 	}
 	rf.register(cmd)
@@ -165,13 +164,4 @@ func (pf *primaryFlags) resolve(f *pflag.FlagSet, def replica.Primary) (replica.
 		return p, usagef("--primary-is %q: want %s (the primary is the backup's source) or %s (it is the source's primary)", pf.is, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
 	}
 	return p, nil
-}
-
-// replicationResult is what replicate --json prints (and receive --json
-// of the replica it started).
-type replicationResult = replica.Summary
-
-// printReplication says on out that the replica replicates, as s says.
-func printReplication(out io.Writer, s *replicationResult) {
-	provision.DefaultMessages.WriteReplication(out, s)
 }

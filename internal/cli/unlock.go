@@ -37,23 +37,6 @@ func (g *globals) lockRepo(ctx context.Context, r *repo.Repo, op string, exclusi
 	return r.Acquire(ctx, g.lockOptions(op, exclusive))
 }
 
-// unlockResult is what unlock --json prints: the locks removed, and why
-// it stopped if removing one failed.
-type unlockResult struct {
-	Repository string        `json:"repository"`
-	Removed    []removedLock `json:"removed"`
-	Error      string        `json:"error,omitempty"`
-}
-
-// removedLock is one lock unlock removed: its object, what its holder
-// said of itself (zero for an object that could not be read, which
-// --all removes too) and that said as a sentence.
-type removedLock struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	repo.LockInfo
-}
-
 func newUnlockCmd(g *globals) *cobra.Command {
 	var all, asJSON bool
 	cmd := &cobra.Command{
@@ -65,29 +48,13 @@ func newUnlockCmd(g *globals) *cobra.Command {
 				return err
 			}
 			removed, err := r.Unlock(cmd.Context(), all, repo.DefaultStaleAfter)
-			if asJSON {
-				res := unlockResult{Repository: r.Backend.Location(), Removed: []removedLock{}}
-				for _, l := range removed {
-					res.Removed = append(res.Removed, removedLock{Name: l.Name, Description: l.Describe(), LockInfo: l.LockInfo})
-				}
-				if err != nil {
-					res.Error = err.Error()
-				}
-				if perr := printJSON(g.stdout, res); perr != nil {
-					return perr
-				}
-				return err
+			res := r.Unlocked(removed, err)
+			if !asJSON {
+				res.WriteText(g.stdout)
+			} else if perr := printJSON(g.stdout, res); perr != nil {
+				return perr
 			}
-			for _, l := range removed {
-				fmt.Fprintf(g.stdout, "removed lock %s: %s\n", l.Name, l.Describe())
-			}
-			if err != nil {
-				return err
-			}
-			if len(removed) == 0 {
-				fmt.Fprintln(g.stdout, "no locks removed")
-			}
-			return nil
+			return err
 		},
 	}
 	o := options.Bind(cmd.Flags())

@@ -2,7 +2,8 @@
 // what the catalog and the last verify say of whether a restore would give
 // it back, and its archived binary logs with the window each server's
 // archive covers: the use case behind list, and its listing as list
-// prints it. It reads the catalog only, writes nothing and takes no lock,
+// prints it; and a backup as every command that makes one prints it
+// (Made, Stored). It reads the catalog only, writes nothing and takes no lock,
 // so it runs beside a backup. It knows nothing of exit codes, and of
 // flags only the names its notes tell people about.
 package inventory

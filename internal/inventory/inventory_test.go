@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/repo/repotest"
 )
@@ -165,5 +166,54 @@ func TestListBinlogs(t *testing.T) {
 	}
 	if len(b.Overviews) != 1 || b.Overviews[0].Source != "db1-1" || b.Overviews[0].To.File != "bin.000002" {
 		t.Errorf("overviews %+v, want db1-1's, up to bin.000002", b.Overviews)
+	}
+}
+
+// list --binlogs and list --status print the files and windows, as text
+// or JSON; an empty --status --json is [], never null.
+func TestBinlogsPrinters(t *testing.T) {
+	t.Parallel()
+	r := repotest.New(t)
+	repotest.StoreBinlog(t, r, db1, "db1-1", "bin.000001")
+	b, err := ListBinlogs(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list, want, warn bytes.Buffer
+	if err := b.WriteText(&list, &warn, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := binlog.WriteListing(&want, &warn, b.Files, b.Overviews); err != nil {
+		t.Fatal(err)
+	}
+	if list.String() != want.String() || !strings.Contains(list.String(), "bin.000001") {
+		t.Errorf("list --binlogs:\n%s\nwant:\n%s", list.String(), want.String())
+	}
+	var status bytes.Buffer
+	if err := b.WriteText(&status, &warn, true); err != nil {
+		t.Fatal(err)
+	}
+	want.Reset()
+	b.Overviews[0].WriteText(&want)
+	if status.String() != want.String() {
+		t.Errorf("list --status:\n%s\nwant:\n%s", status.String(), want.String())
+	}
+	for _, c := range []struct {
+		b      Binlogs
+		status bool
+		want   string
+	}{
+		{Binlogs{}, true, "[]"},
+		{Binlogs{}, false, "[]"},
+		{b, false, `"name":"bin.000001"`},
+		{b, true, `"source":"db1-1"`},
+	} {
+		raw, err := json.Marshal(c.b.JSON(c.status))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), c.want) {
+			t.Errorf("JSON (status %v) %s lacks %s", c.status, raw, c.want)
+		}
 	}
 }

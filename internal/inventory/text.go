@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/progress"
 )
 
@@ -99,4 +100,26 @@ func (l Listing) writeDatabases(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// WriteText writes b for people: list --binlogs (every file, then each
+// server's window, warnings to warn) or, with status, list --status (each
+// server's window only).
+func (b Binlogs) WriteText(w, warn io.Writer, status bool) error {
+	if !status {
+		return binlog.WriteListing(w, warn, b.Files, b.Overviews)
+	}
+	for _, v := range b.Overviews {
+		v.WriteText(w)
+	}
+	return nil
+}
+
+// JSON is what list --binlogs --json prints of b (Entries) or, with
+// status, list --status --json (the windows, [] when there are none).
+func (b Binlogs) JSON(status bool) any {
+	if status {
+		return append([]binlog.Overview{}, b.Overviews...)
+	}
+	return b.Entries()
 }

@@ -2,7 +2,8 @@
 // (config object, backups/, binlogs/, locks/, keys/), the catalog of
 // complete backups, the commit of a backup by writing its manifest last,
 // removal, locks, and which of its objects are encrypted (it puts the
-// crypt decorator over the backend it is given). It is the one package
+// crypt decorator over the backend it is given), and what init and unlock
+// print of it (Created, Unlocked). It is the one package
 // that knows the repository's layout; it knows nothing of MariaDB or of
 // how a backend stores bytes.
 package repo

@@ -4,7 +4,7 @@
 // (logical.Loading), resumable after an interruption, with the source's
 // binary log position recorded on the target, from which the target may
 // then replicate (through replica). It must not know flags or exit codes;
-// its Result writes its own text (WriteText).
+// its Result writes its own text (WriteText) and JSON form (JSON).
 package servercopy
 
 import (
