@@ -26,6 +26,7 @@ import (
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/serverup"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -112,6 +113,11 @@ func (res *Result) Report(err error) Report {
 func Receive(ctx context.Context, req Request) (*Result, error) {
 	if req.Replicate != nil && req.Start == nil {
 		return nil, errors.New("replicating needs a started server")
+	}
+	if req.Start != nil {
+		if err := (serverup.Options{Conn: req.Start.Conn}).Check(); err != nil {
+			return nil, err
+		}
 	}
 	sf, err := ServerFiles(startHow(req.Start), req.ServerDefaults)
 	if err != nil {

@@ -49,7 +49,7 @@ note: a; b
 
 // Receive refuses what it cannot do before it listens: replication
 // without a start, a start command that does not split, a datadir that
-// holds something without Force.
+// holds something without Force, a socket no client can reach.
 func TestReceiveRefusesBeforeListening(t *testing.T) {
 	ctx := context.Background()
 	full := t.TempDir()
@@ -72,6 +72,8 @@ func TestReceiveRefusesBeforeListening(t *testing.T) {
 			}},
 		{"datadir in use", Request{Datadir: full, Start: start, ServerDefaults: writeEmptyCnf(t)},
 			func(err error) bool { return errors.As(err, &refused) }},
+		{"socket path too long", Request{Datadir: filepath.Join(t.TempDir(), "d"), Start: &Start{How: "true", Conn: mariadb.Config{Socket: "/" + strings.Repeat("s", 120)}}},
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "a Unix socket's path can have") }},
 	} {
 		res, err := Receive(ctx, tc.req)
 		if res != nil || !tc.is(err) {

@@ -121,7 +121,7 @@ func (req *Request) place() (*Place, error) {
 		return nil, err
 	}
 	pl.Start = &serverup.Options{How: req.Start, Conn: cfg, Timeout: req.StartTimeout, CheckTimeout: req.CheckTimeout, Biggest: 5}
-	return pl, nil
+	return pl, pl.Start.Check()
 }
 
 // runPointInTime restores to a point in time: the backup is chosen, not

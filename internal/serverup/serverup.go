@@ -121,14 +121,23 @@ func upgradeNote(datadir, server string) string {
 // sun_path holds 108 bytes with the terminating NUL.
 const MaxSocketPath = 107
 
+// Check refuses options no server can be reached with, so that a caller
+// can refuse them before it changes anything: a socket path longer than
+// MaxSocketPath (connecting through it fails with "invalid argument" on
+// every try, which would read as a server that never came up).
+func (o Options) Check() error {
+	if n := len(o.Conn.Socket); n > MaxSocketPath {
+		return fmt.Errorf("the socket path %s is %d bytes, longer than the %d a Unix socket's path can have: give a shorter --socket", o.Conn.Socket, n, MaxSocketPath)
+	}
+	return nil
+}
+
 // startAndWait runs the start command and waits until the server answers,
 // within opt.Timeout. It returns when the command began, and the
 // connection.
 func startAndWait(ctx context.Context, opt Options) (*sql.DB, time.Time, error) {
-	// Connecting through a longer path fails with "invalid argument" on
-	// every try, which would read as a server that never came up.
-	if n := len(opt.Conn.Socket); n > MaxSocketPath {
-		return nil, time.Now(), fmt.Errorf("the socket path %s is %d bytes, longer than the %d a Unix socket's path can have: give a shorter --socket", opt.Conn.Socket, n, MaxSocketPath)
+	if err := opt.Check(); err != nil {
+		return nil, time.Now(), err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
