@@ -73,7 +73,9 @@ func TestReceiveRefusesBeforeListening(t *testing.T) {
 		{"datadir in use", Request{Datadir: full, Start: start, ServerDefaults: writeEmptyCnf(t)},
 			func(err error) bool { return errors.As(err, &refused) }},
 		{"socket path too long", Request{Datadir: filepath.Join(t.TempDir(), "d"), Start: &Start{How: "true", Conn: mariadb.Config{Socket: "/" + strings.Repeat("s", 120)}}},
-			func(err error) bool { return err != nil && strings.Contains(err.Error(), "a Unix socket's path can have") }},
+			func(err error) bool {
+				return err != nil && strings.Contains(err.Error(), "a Unix socket's path can have")
+			}},
 	} {
 		res, err := Receive(ctx, tc.req)
 		if res != nil || !tc.is(err) {
