@@ -3,9 +3,9 @@
 # test with the race detector, against real sandbox MariaDB servers, the real
 # mariabackup and mbstream, and a real MinIO (all installed first if
 # missing). Extra arguments go to go test. In CI (CI=true) or with FUZZ=1 it
-# then runs every fuzz target: the parsers of what a network peer sends and
-# of what a repository holds for FUZZTIME (3s) each, the others for
-# FUZZTIME_OTHER (1s). At the end
+# also runs every fuzz target, beside the rest at the lowest CPU priority:
+# the parsers of what a network peer sends and of what a repository holds
+# for FUZZTIME (3s) each, the others for FUZZTIME_OTHER (1s). At the end
 # it prints how long each step and each package took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,48 +18,10 @@ step() { # step NAME SECONDS
   steps+=("$(printf '%-28s %5ds' "$1" "$2")")
 }
 
-# The installs are independent, and mostly wait on the network and the
-# package manager, so they run side by side: MinIO's build (minutes on a
-# fresh machine) overlaps the Debian packages and staticcheck.
-bindir=$(go env GOBIN); bindir=${bindir:-$(go env GOPATH)/bin}
-staticcheck=$bindir/staticcheck
-install_staticcheck() {
-  # Pinned, so that a new release cannot fail an unchanged tree.
-  if ! "$staticcheck" -version 2>/dev/null | grep -qF '(0.8.2)'; then
-    go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-  fi
-}
-t=$SECONDS
-# The other MariaDB versions wait for deps.sh, which installs debootstrap:
-# two package installs at once would fight over the package manager's lock.
-(./scripts/deps.sh && ./scripts/versions.sh install) >"$log/deps" 2>&1 & deps=$!
-./scripts/minio.sh install >"$log/minio" 2>&1 & minio=$!
-install_staticcheck >"$log/staticcheck" 2>&1 & sc=$!
-failed=0
-for job in "deps:$deps" "minio:$minio" "staticcheck:$sc"; do
-  if ! wait "${job#*:}"; then
-    echo "test.sh: installing ${job%%:*} failed:" >&2
-    failed=1
-  fi
-  cat "$log/${job%%:*}" >&2
-done
-[ "$failed" -eq 0 ] || exit 1
-step "installs" $((SECONDS - t))
-
-t=$SECONDS
-unformatted=$(gofmt -l cmd internal contrib)
-if [ -n "$unformatted" ]; then
-  echo "gofmt would change:" >&2
-  echo "$unformatted" >&2
-  exit 1
-fi
-go vet ./...
-"$staticcheck" ./...
-step "gofmt, vet, staticcheck" $((SECONDS - t))
-
 # Fuzzing of every fuzz target, a few seconds each, in CI or when FUZZ=1.
-# It runs beside go test, at the lowest CPU priority: the end-to-end
-# tests mostly wait on servers, mariabackup and MinIO, so the fuzzers
+# It runs beside the installs and go test, at the lowest CPU priority:
+# the end-to-end tests mostly wait on servers, mariabackup and MinIO, and
+# the installs on the network and the package manager, so the fuzzers
 # take the CPU they leave idle instead of a step of their own after them
 # (3 to 4 minutes on 2 cores), and never slow a test down by more than
 # the scheduler's share of a niced process. The fuzz time of each target
@@ -139,6 +101,7 @@ fuzz_all() {
 # (dirty pages after a sync) write under $BACKSTREAM_DISK_TMPDIR, the
 # TMPDIR the suite was started with (testkit.DiskTempDir).
 disktmp=${TMPDIR:-/tmp}
+memtmp=
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
   [ "$(df -k --output=avail /dev/shm | tail -1)" -ge $((8 << 20)) ]; then
   memtmp=$(mktemp -d /dev/shm/bs.XXXXXX)
@@ -148,15 +111,62 @@ if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
   export TMPDIR=$memtmp BACKSTREAM_DISK_TMPDIR=$disktmp
 fi
 
+# The fuzzing starts first, so that on a fresh machine it also takes the
+# CPU the installs leave idle while they wait on the network. It runs in
+# a process group of its own, which an early exit stops with it.
+fuzzstart=$SECONDS
+fuzzing=0
+if [ "${CI:-}" = true ] || [ "${FUZZ:-}" = 1 ]; then
+  fuzzing=1
+  setsid nice -n 19 bash -c "$(declare -f fuzz_all); log=$(printf %q "$log"); fuzz_all" >"$log/fuzz" 2>&1 & fuzzjob=$!
+  # (Before setsid has run, the group does not exist yet: then the one
+  # process is all there is to stop.)
+  trap 'kill -- -"$fuzzjob" 2>/dev/null || kill "$fuzzjob" 2>/dev/null; rm -rf "$log" ${memtmp:+"$memtmp"}' EXIT
+fi
+
+# The installs are independent, and mostly wait on the network and the
+# package manager, so they run side by side: MinIO's build (minutes on a
+# fresh machine) overlaps the Debian packages and staticcheck.
+bindir=$(go env GOBIN); bindir=${bindir:-$(go env GOPATH)/bin}
+staticcheck=$bindir/staticcheck
+install_staticcheck() {
+  # Pinned, so that a new release cannot fail an unchanged tree.
+  if ! "$staticcheck" -version 2>/dev/null | grep -qF '(0.8.2)'; then
+    go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+  fi
+}
+t=$SECONDS
+# The other MariaDB versions wait for deps.sh, which installs debootstrap:
+# two package installs at once would fight over the package manager's lock.
+(./scripts/deps.sh && ./scripts/versions.sh install) >"$log/deps" 2>&1 & deps=$!
+./scripts/minio.sh install >"$log/minio" 2>&1 & minio=$!
+install_staticcheck >"$log/staticcheck" 2>&1 & sc=$!
+failed=0
+for job in "deps:$deps" "minio:$minio" "staticcheck:$sc"; do
+  if ! wait "${job#*:}"; then
+    echo "test.sh: installing ${job%%:*} failed:" >&2
+    failed=1
+  fi
+  cat "$log/${job%%:*}" >&2
+done
+[ "$failed" -eq 0 ] || exit 1
+step "installs" $((SECONDS - t))
+
+t=$SECONDS
+unformatted=$(gofmt -l cmd internal contrib)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+go vet ./...
+"$staticcheck" ./...
+step "gofmt, vet, staticcheck" $((SECONDS - t))
+
 # Most tests wait on servers, mariabackup and MinIO rather than compute, so
 # more of them run at once than there are cores: packages (-p) and the
 # parallel tests inside a package (-parallel).
 t=$SECONDS
-fuzzing=0
-if [ "${CI:-}" = true ] || [ "${FUZZ:-}" = 1 ]; then
-  fuzzing=1
-  nice -n 19 bash -c "$(declare -f fuzz_all); log=$(printf %q "$log"); fuzz_all" >"$log/fuzz" 2>&1 & fuzzjob=$!
-fi
 set +e
 go test -race -timeout 25m -count=1 -p 4 -parallel 4 ./... "$@" 2>&1 | tee "$log/test"
 status=${PIPESTATUS[0]}
@@ -167,7 +177,7 @@ if [ "$fuzzing" = 1 ]; then
   wait "$fuzzjob" || fuzzstatus=$?
   cat "$log/fuzz"
   [ "$fuzzstatus" -eq 0 ] || status=1
-  step "fuzz (beside go test)" $((SECONDS - t))
+  step "fuzz (beside the rest)" $((SECONDS - fuzzstart))
 fi
 
 echo
