@@ -9,6 +9,7 @@ import (
 
 	"github.com/backstream/backstream/internal/health"
 	"github.com/backstream/backstream/internal/options"
+	"github.com/backstream/backstream/internal/repoaccess"
 )
 
 func newCheckCmd(g *globals) *cobra.Command {
@@ -21,7 +22,7 @@ func newCheckCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := g.openRepo(cmd.Context(), false)
+			r, err := g.repos.Open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -75,5 +76,5 @@ func (c *checkFlags) options() (health.Options, error) {
 			return opt, usagef("--now %q: want a time like 2026-11-30T00:00:00Z or 2026-11-30T01:00:00+01:00", c.now)
 		}
 	}
-	return opt, checkKind(c.kind)
+	return opt, repoaccess.CheckKind(c.kind)
 }

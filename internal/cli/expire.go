@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/retention"
 )
 
@@ -21,7 +21,7 @@ func newExpireCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, ctx, release, err := g.openLocked(cmd.Context(), repo.OpExpire, true)
+			r, ctx, release, err := g.repos.OpenLocked(cmd.Context(), repoaccess.OpExpire, true)
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func (e *expireFlags) register(f *pflag.FlagSet) {
 // would delete everything.
 func (e *expireFlags) request() (retention.Request, error) {
 	p := e.policy
-	if err := checkKind(p.Kind); err != nil {
+	if err := repoaccess.CheckKind(p.Kind); err != nil {
 		return retention.Request{}, err
 	}
 	if p.Empty() && !e.pruneIncomplete {

@@ -43,8 +43,8 @@ func TestLimitFlagsApplied(t *testing.T) {
 	ctx := context.Background()
 	open := func(up, down int64) storage.Backend {
 		t.Helper()
-		g := &globals{limits: repoaccess.NewLimits(up, down)} // as checkGlobals makes them
-		b, err := repoaccess.Backend(ctx, g.location(filepath.Join(t.TempDir(), "repo")), true)
+		g := &globals{repo: filepath.Join(t.TempDir(), "repo"), limitUpload: up, limitDownload: down}
+		b, err := repoaccess.Backend(ctx, g.access().Location, true) // as checkGlobals makes it
 		if err != nil {
 			t.Fatal(err)
 		}

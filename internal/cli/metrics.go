@@ -47,8 +47,8 @@ func (g *globals) recordMetrics(cmd *cobra.Command, start time.Time, err error) 
 	}
 	run := metrics.Run{Command: command, Repository: g.repo, Server: serverLabel(cmd.Flags()),
 		Start: start, End: time.Now(), ExitCode: ExitCode(err, cmd.Context().Err() != nil)}
-	if m := g.made; m != nil && err == nil {
-		run.RawBytes, run.StoredBytes = m.Stats.RawBytes, m.Stats.StoredBytes
+	if m := g.made; m.ID != "" && err == nil {
+		run.RawBytes, run.StoredBytes = m.RawBytes, m.StoredBytes
 	}
 	if werr := metrics.Write(g.metricsFile, run); werr != nil {
 		fmt.Fprintf(g.stderr, "backstream: warning: --metrics-file: %v\n", werr)

@@ -13,7 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restore"
 )
 
@@ -183,7 +183,7 @@ func receiveNotes(g *globals) (listening func(net.Addr), rejected func(error)) {
 // storeRequest is the receiving into --target-dir or --repo the flags
 // ask for: one backup, or with --keep-listening one after another.
 func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bool) (remote.StoreRequest, error) {
-	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Memory: g.mem, Keep: rf.keep,
+	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Memory: g.repos.Memory, Keep: rf.keep,
 		Progress: func() (physical.Progress, func(error)) {
 			t := g.tracker("receive", 0)
 			return t, func(err error) { t.Finish(err) }
@@ -209,16 +209,16 @@ func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bo
 // storeIntoRepo sets req to store into the repository, locked for each
 // transfer once a sender has announced its backup.
 func storeIntoRepo(ctx context.Context, g *globals, req *remote.StoreRequest) error {
-	r, err := g.openRepo(ctx, false)
+	r, err := g.repos.Open(ctx)
 	if err != nil {
 		return err
 	}
 	req.Repo = r
-	if req.Encryption, err = g.encryption(ctx, r); err != nil {
+	if req.Encryption, err = g.repos.Encryption(ctx, r); err != nil {
 		return err
 	}
 	req.LockRepo = func(ctx context.Context) (context.Context, func(), error) {
-		return g.lockRepo(ctx, r, repo.OpReceive, true)
+		return g.repos.Acquire(ctx, r, repoaccess.OpReceive, true)
 	}
 	return nil
 }

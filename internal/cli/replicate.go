@@ -61,7 +61,7 @@ func (rf *replicateFlags) request(cmd *cobra.Command, g *globals) (provision.Rep
 	case rf.from != "" && g.repo == "":
 		return req, usagef("--from-backup needs the repository holding the backup: --repo R")
 	case rf.from != "":
-		req.Backups, err = g.openRepo(cmd.Context(), false)
+		req.Backups, err = g.repos.Open(cmd.Context())
 	}
 	return req, err
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
@@ -64,7 +64,7 @@ func ExitCode(err error, interrupted bool) int {
 		return ExitInterrupted
 	case isUsage(err):
 		return ExitUsage
-	case archive.IsCorrupt(err):
+	case repoaccess.Corrupt(err):
 		return ExitCorrupt
 	}
 	return ExitFailure
@@ -86,14 +86,15 @@ type globals struct {
 	s3Endpoint string
 	s3Retry    time.Duration
 	lockWait   time.Duration
-	// Rates of the repository's storage, in bytes per second and as
-	// limiters shared by everything the command stores or reads.
+	// Rates of the repository's storage, in bytes per second.
 	limitUpload, limitDownload int64
-	limits                     repoaccess.Limits
-	// memory is --memory, and mem the budget made of it: the frames every
-	// read of the command holds at once (nil: each read's default).
+	// memory is --memory: the frames every read of the command holds at
+	// once.
 	memory int64
-	mem    *archive.Memory
+	// repos is how the command reaches its repository, made of the
+	// flags above by checkGlobals, with the limiters and the memory
+	// budget shared by everything the command stores or reads.
+	repos repoaccess.Options
 	// mariadbPath is --mariadb-path: where the MariaDB tools of each
 	// version are looked for before PATH.
 	mariadbPath string
@@ -106,14 +107,14 @@ type globals struct {
 	stdout                                      io.Writer
 	stderr                                      io.Writer
 	// metricsFile is --metrics-file; made is the backup the command
-	// made, whose size it records.
+	// made (none: no ID), whose size it records.
 	metricsFile string
 	// metricsCommand, when set, is the command label of the metrics
 	// instead of the command's name: restore-test for verify
 	// --restore-test, whose last success is what a restore drill's alert
 	// watches, apart from that of the checksums' verify.
 	metricsCommand string
-	made           *archive.Manifest
+	made           inventory.Made
 	// json is --json of a command that makes a backup (see reportMade).
 	json bool
 }
@@ -121,8 +122,7 @@ type globals struct {
 // checkGlobals checks the values of the flags every command has and
 // starts what they ask for.
 func (g *globals) checkGlobals() error {
-	g.limits = repoaccess.NewLimits(g.limitUpload, g.limitDownload)
-	g.mem = archive.NewMemory(g.memory)
+	g.repos = g.access()
 	if g.cpuprofile != "" {
 		f, err := os.Create(g.cpuprofile)
 		if err != nil {
@@ -266,7 +266,7 @@ func (g *globals) register(f *pflag.FlagSet) {
 	pf.String("s3-endpoint", &g.s3Endpoint)
 	pf.Rate("limit-upload", &g.limitUpload)
 	pf.Rate("limit-download", &g.limitDownload)
-	pf.Size("memory", &g.memory, archive.MinMemory)
+	pf.Size("memory", &g.memory, repoaccess.MinMemory)
 	pf.String("mariadb-path", &g.mariadbPath)
 	pf.String("progress", &g.progress)
 	pf.String("identity-file", &g.identityFile)
@@ -329,15 +329,6 @@ func (g *globals) runRoot(version string, showVersion *bool) func(*cobra.Command
 		}
 		return usageError{errors.New(msg)}
 	}
-}
-
-// checkKind refuses a --kind that names no kind of backup.
-func checkKind(kind string) error {
-	switch kind {
-	case "", archive.KindPhysical, archive.KindLogical:
-		return nil
-	}
-	return usagef("--kind %q: want physical or logical", kind)
 }
 
 // backupRef reads the optional backup argument: an id, a unique prefix of

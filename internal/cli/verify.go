@@ -11,7 +11,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/verify"
@@ -76,14 +76,14 @@ func (o *verifyFlags) register(f *pflag.FlagSet) {
 // together before anything is opened.
 func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	rt := &o.rt
-	if err := checkKind(o.kind); err != nil {
+	if err := repoaccess.CheckKind(o.kind); err != nil {
 		return err
 	}
 	if o.binlogs {
 		if rt.enabled || len(args) > 0 {
 			return usagef("--binlogs checks the archived binary logs: it takes no backup id and no --restore-test")
 		}
-		return o.verify(cmd, g, verify.Request{Binlogs: true}, "verify --binlogs", nil)
+		return o.verify(cmd, g, verify.Request{Binlogs: true}, "verify --binlogs", "")
 	}
 	if rt.enabled {
 		g.metricsCommand = "restore-test"
@@ -100,24 +100,28 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 		if err != nil {
 			return refused(err)
 		}
-		return o.verify(cmd, g, verify.Request{Until: &t}, "verify --until "+t.String(), nil)
+		return o.verify(cmd, g, verify.Request{Until: &t}, "verify --until "+t.String(), "")
 	}
 	if rt.base != "" || rt.server != "" {
 		return usagef("--server and --base go with --until or --until-gtid")
 	}
-	return o.verify(cmd, g, verify.Request{}, "", args)
+	ref, err := backupRef(args)
+	if err != nil {
+		return err
+	}
+	return o.verify(cmd, g, verify.Request{}, "", ref)
 }
 
-// verify runs req under a shared lock, on the backup args name when it
-// names none itself, and prints the result.
-func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request, title string, args []string) error {
+// verify runs req under a shared lock, on the backup ref names when req
+// names none itself (ref ""), and prints the result.
+func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request, title, ref string) error {
 	var release func()
 	var err error
 	ctx := cmd.Context()
-	if req.Binlogs || req.Until != nil {
-		req.Repo, ctx, release, err = g.openLocked(ctx, repo.OpVerify, false)
+	if ref == "" {
+		req.Repo, ctx, release, err = g.repos.OpenLocked(ctx, repoaccess.OpVerify, false)
 	} else {
-		req.Repo, req.Backup, ctx, release, err = g.resolveLocked(ctx, args, o.kind, repo.OpVerify)
+		req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(ctx, ref, o.kind, repoaccess.OpVerify)
 	}
 	if err != nil {
 		return err
@@ -126,7 +130,7 @@ func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request,
 		title = "verify " + req.Backup.ID
 	}
 	defer release()
-	req.Workers, req.Memory = o.parallel, g.mem
+	req.Workers, req.Memory = o.parallel, g.repos.Memory
 	req.Progress = func(total int64) *progress.Tracker { return g.tracker(title, total) }
 	req.NotRecorded = g.notRecorded("verify's")
 	res, err := verify.Run(ctx, req)
@@ -180,7 +184,7 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 		return req, nil, nil, err
 	}
 	req.Job = restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, ServerDefaults: rt.serverDefaults, FileKey: fileKey,
-		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Memory: g.mem, Keep: rt.keep}
+		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Memory: g.repos.Memory, Keep: rt.keep}
 	title := ""
 	if rt.until != "" || rt.untilGTID != "" {
 		var t pitr.Target
@@ -188,9 +192,13 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 			return req, nil, nil, refused(err)
 		}
 		req.Until, title = &t, "restore test --until "+t.String()
-		req.Repo, ctx, release, err = g.openLocked(cmd.Context(), repo.OpRestore, false)
+		req.Repo, ctx, release, err = g.repos.OpenLocked(cmd.Context(), repoaccess.OpRestore, false)
 	} else {
-		req.Repo, req.Backup, ctx, release, err = g.resolveLocked(cmd.Context(), args, kind, repo.OpRestore)
+		var ref string
+		if ref, err = backupRef(args); err != nil {
+			return req, nil, nil, err
+		}
+		req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)
 		if err == nil {
 			title = "restore test " + req.Backup.ID
 		}
