@@ -178,37 +178,16 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 // print prints what restore did, as text or with --json as one object,
 // and returns err, a refusal for what was asked as a usage error.
 func (o *restoreFlags) print(g *globals, res *restorecase.Result, err error) error {
-	asJSON := o.l.asJSON
 	switch {
 	case res == nil:
 	case res.InPlace != nil:
 		return o.printInPlace(g, res.InPlace, err)
-	case res.Import != nil:
-		// The tables imported are said also when a later one failed.
-		if asJSON && err == nil {
-			return printJSON(g.stdout, res.Import.JSON())
+	default:
+		if perr := res.Print(g.stdout, g.stderr, o.l.asJSON, printJSON, err); perr != nil || res.Import == nil {
+			return perr
 		}
-		res.Import.WriteText(g.stdout)
-	case res.Load != nil:
-		restorecase.WarnPasswordless(g.stderr, &res.Load.LoadResult)
-		return printResult(g, asJSON, res.Load.JSON(), res.Load.WriteText)
-	case res.Datadir != nil:
-		return printResult(g, asJSON, res.Datadir.JSON(), res.Datadir.WriteText)
-	case res.PointInTime != nil:
-		return printResult(g, asJSON, res.PointInTime.JSON(), res.PointInTime.WriteText)
-	case res.Apply != nil:
-		return printResult(g, asJSON, res.Apply.JSON(), res.Apply.WriteText)
 	}
 	return refused(err)
-}
-
-// printResult prints a result: with --json its JSON form, else its text.
-func printResult(g *globals, asJSON bool, form any, text func(io.Writer)) error {
-	if asJSON {
-		return printJSON(g.stdout, form)
-	}
-	text(g.stdout)
-	return nil
 }
 
 // printInPlace prints a restore into place, also when the swap or the
