@@ -183,9 +183,7 @@ func (o *restoreFlags) print(g *globals, res *restorecase.Result, err error) err
 	case res.InPlace != nil:
 		return o.printInPlace(g, res.InPlace, err)
 	default:
-		if perr := res.Print(g.stdout, g.stderr, o.l.asJSON, printJSON, err); perr != nil || res.Import == nil {
-			return perr
-		}
+		err = res.Print(g.stdout, g.stderr, o.l.asJSON, printJSON, err)
 	}
 	return refused(err)
 }
