@@ -13,7 +13,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -170,29 +169,6 @@ func (g *globals) locate(err error) error {
 	return usageError{fmt.Errorf("%w (set in %s)", err, where)}
 }
 
-// serialised makes w safe for the writes of several goroutines: the
-// progress tracker's lines and an operation's callbacks (a restore naming
-// its target, a receiver refusing a peer) reach stderr at the same time. A
-// file is safe as it is, one write a system call, and must stay an
-// *os.File so that progress can tell a terminal.
-func serialised(w io.Writer) io.Writer {
-	if _, ok := w.(*os.File); ok {
-		return w
-	}
-	return &syncWriter{w: w}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
 func (g *globals) tracker(title string, total int64) *progress.Tracker {
 	mode, _ := progress.ParseMode(g.progress) // checked in PersistentPreRunE
 	return progress.Start(progress.Options{Mode: mode, Out: g.stderr, Title: title, Total: total, Interval: g.progressInterval})
@@ -206,7 +182,7 @@ func NewRoot(version string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			g.stdout, g.stderr = cmd.OutOrStdout(), serialised(cmd.ErrOrStderr())
+			g.stdout, g.stderr = cmd.OutOrStdout(), progress.Serialised(cmd.ErrOrStderr())
 			if err := g.applyOptionFiles(cmd); err != nil {
 				return err
 			}

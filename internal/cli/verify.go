@@ -115,21 +115,14 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 // verify runs req under a shared lock, on the backup ref names when req
 // names none itself (ref ""), and prints the result.
 func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request, title, ref string) error {
-	var release func()
-	var err error
-	ctx := cmd.Context()
-	if ref == "" {
-		req.Repo, ctx, release, err = g.repos.OpenLocked(ctx, repoaccess.OpVerify, false)
-	} else {
-		req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(ctx, ref, o.kind, repoaccess.OpVerify)
-	}
+	r, m, ctx, release, err := g.repos.ResolveLocked(cmd.Context(), ref, o.kind, repoaccess.OpVerify)
 	if err != nil {
 		return err
 	}
-	if req.Backup != nil {
-		title = "verify " + req.Backup.ID
-	}
 	defer release()
+	if req.Repo, req.Backup = r, m; m != nil {
+		title = "verify " + m.ID
+	}
 	req.Workers, req.Memory = o.parallel, g.repos.Memory
 	req.Progress = func(total int64) *progress.Tracker { return g.tracker(title, total) }
 	req.NotRecorded = g.notRecorded("verify's")
@@ -185,23 +178,19 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 	}
 	req.Job = restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, ServerDefaults: rt.serverDefaults, FileKey: fileKey,
 		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Memory: g.repos.Memory, Keep: rt.keep}
-	title := ""
+	ref, title := "", ""
 	if rt.until != "" || rt.untilGTID != "" {
-		var t pitr.Target
-		if t, err = pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0); err != nil {
+		t, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
+		if err != nil {
 			return req, nil, nil, refused(err)
 		}
 		req.Until, title = &t, "restore test --until "+t.String()
-		req.Repo, ctx, release, err = g.repos.OpenLocked(cmd.Context(), repoaccess.OpRestore, false)
-	} else {
-		var ref string
-		if ref, err = backupRef(args); err != nil {
-			return req, nil, nil, err
-		}
-		req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)
-		if err == nil {
-			title = "restore test " + req.Backup.ID
-		}
+	} else if ref, err = backupRef(args); err != nil {
+		return req, nil, nil, err
+	}
+	req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)
+	if req.Backup != nil {
+		title = "restore test " + req.Backup.ID
 	}
 	req.Progress = func() *progress.Tracker { return g.tracker(title, 0) }
 	req.NotRecorded = g.notRecorded("restore test's")

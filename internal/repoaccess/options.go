@@ -86,8 +86,13 @@ func (o Options) OpenLocked(ctx context.Context, op string, exclusive bool) (*re
 
 // ResolveLocked opens the repository and resolves ref under the shared
 // lock of op (see repo.ResolveLocked); latest names the latest backup of
-// kind ("" for any).
+// kind ("" for any). With ref "" it resolves none and only takes the
+// lock.
 func (o Options) ResolveLocked(ctx context.Context, ref, kind, op string) (*repo.Repo, *archive.Manifest, context.Context, func(), error) {
+	if ref == "" {
+		r, lctx, release, err := o.OpenLocked(ctx, op, false)
+		return r, nil, lctx, release, err
+	}
 	r, err := o.Open(ctx)
 	if err != nil {
 		return nil, nil, nil, nil, err
