@@ -28,19 +28,11 @@ type verifyFlags struct {
 
 // restoreTestFlags are verify's options for --restore-test.
 type restoreTestFlags struct {
-	enabled     bool
-	json        bool
-	workDir     string
-	keep        bool
-	useMemory   string
-	mariabackup string
-	until       string
-	untilGTID   string
-	server      string
-	base        string
-	// serverDefaults is read by the server started on a physical
-	// backup's restored datadir, after the options the backup recorded.
-	serverDefaults string
+	enabled, json                  bool
+	until, untilGTID, server, base string
+	// job holds --work-dir, --keep, --use-memory, --mariabackup and
+	// --server-defaults-file.
+	job restoretest.Job
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
@@ -61,11 +53,11 @@ func (o *verifyFlags) register(f *pflag.FlagSet) {
 	bind.String("kind", &o.kind)
 	bind.Bool("binlogs", &o.binlogs)
 	bind.Bool("json", &rt.json)
-	bind.String("work-dir", &rt.workDir)
-	bind.Bool("keep", &rt.keep)
-	bind.String("use-memory", &rt.useMemory)
-	bind.String("mariabackup", &rt.mariabackup)
-	bind.String("server-defaults-file", &rt.serverDefaults)
+	bind.String("work-dir", &rt.job.WorkDir)
+	bind.Bool("keep", &rt.job.Keep)
+	bind.String("use-memory", &rt.job.UseMemory)
+	bind.String("mariabackup", &rt.job.Mariabackup)
+	bind.String("server-defaults-file", &rt.job.ServerDefaults)
 	bind.String("until", &rt.until)
 	bind.String("until-gtid", &rt.untilGTID)
 	bind.String("server", &rt.server)
@@ -83,7 +75,7 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 		if rt.enabled || len(args) > 0 {
 			return usagef("--binlogs checks the archived binary logs: it takes no backup id and no --restore-test")
 		}
-		return o.verify(cmd, g, verify.Request{Binlogs: true}, "verify --binlogs", "")
+		return o.verify(cmd, g, verify.Request{Binlogs: true}, "")
 	}
 	if rt.enabled {
 		g.metricsCommand = "restore-test"
@@ -100,7 +92,7 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 		if err != nil {
 			return refused(err)
 		}
-		return o.verify(cmd, g, verify.Request{Until: &t}, "verify --until "+t.String(), "")
+		return o.verify(cmd, g, verify.Request{Until: &t}, "")
 	}
 	if rt.base != "" || rt.server != "" {
 		return usagef("--server and --base go with --until or --until-gtid")
@@ -109,24 +101,13 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	return o.verify(cmd, g, verify.Request{}, "", ref)
+	return o.verify(cmd, g, verify.Request{}, ref)
 }
 
-// verify runs req under a shared lock, on the backup ref names when req
-// names none itself (ref ""), and prints the result.
-func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request, title, ref string) error {
-	r, m, ctx, release, err := g.repos.ResolveLocked(cmd.Context(), ref, o.kind, repoaccess.OpVerify)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if req.Repo, req.Backup = r, m; m != nil {
-		title = "verify " + m.ID
-	}
-	req.Workers, req.Memory = o.parallel, g.repos.Memory
-	req.Progress = func(total int64) *progress.Tracker { return g.tracker(title, total) }
-	req.NotRecorded = g.notRecorded("verify's")
-	res, err := verify.Run(ctx, req)
+// verify runs req (see verify.Locked) and prints the result.
+func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request, ref string) error {
+	req.Workers, req.NotRecorded = o.parallel, g.notRecorded("verify's")
+	res, err := verify.Locked(cmd.Context(), g.repos, ref, o.kind, req, g.tracker)
 	if err != nil {
 		return err
 	}
@@ -172,12 +153,11 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
-	fileKey, err := physical.UserFileKey(rt.serverDefaults)
-	if err != nil {
+	req.Job = rt.job
+	if req.Job.FileKey, err = physical.UserFileKey(rt.job.ServerDefaults); err != nil {
 		return req, nil, nil, err
 	}
-	req.Job = restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, ServerDefaults: rt.serverDefaults, FileKey: fileKey,
-		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Memory: g.repos.Memory, Keep: rt.keep}
+	req.Job.MariadbPath, req.Job.Workers, req.Job.Memory = toolpath.Parse(g.mariadbPath), parallel, g.repos.Memory
 	ref, title := "", ""
 	if rt.until != "" || rt.untilGTID != "" {
 		t, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
