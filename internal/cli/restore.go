@@ -180,21 +180,15 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 func (o *restoreFlags) print(g *globals, res *restorecase.Result, err error) error {
 	switch {
 	case res == nil:
-	case res.InPlace != nil:
-		return o.printInPlace(g, res.InPlace, err)
+	case res.InPlace != nil: // also when the swap or the start failed
+		if in := res.InPlace; !o.l.asJSON {
+			provision.DefaultMessages.WritePlaced(g.stdout, in.Backup.ID, in.Target, in.Placed, in.Swapped, o.p.checkTimeout)
+		} else if perr := printJSON(g.stdout, in.JSON(err)); perr != nil {
+			return perr
+		}
+		return err
 	default:
 		err = res.Print(g.stdout, g.stderr, o.l.asJSON, printJSON, err)
 	}
 	return refused(err)
-}
-
-// printInPlace prints a restore into place, also when the swap or the
-// start failed with err, and returns err.
-func (o *restoreFlags) printInPlace(g *globals, res *restorecase.InPlaceResult, err error) error {
-	if !o.l.asJSON {
-		provision.DefaultMessages.WritePlaced(g.stdout, res.Backup.ID, res.Target, res.Placed, res.Swapped, o.p.checkTimeout)
-	} else if perr := printJSON(g.stdout, res.JSON(err)); perr != nil {
-		return perr
-	}
-	return err
 }
