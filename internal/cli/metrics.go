@@ -33,7 +33,7 @@ func (g *globals) recordMetrics(cmd *cobra.Command, start time.Time, err error) 
 	if g.metricsCommand != "" {
 		command = g.metricsCommand
 	}
-	run := metrics.Run{Command: command, Repository: g.repo, Server: serverLabel(cmd.Flags()),
+	run := metrics.Run{Command: command, Repository: g.repos.Location.Repo, Server: serverLabel(cmd.Flags()),
 		Start: start, End: time.Now(), ExitCode: ExitCode(err, cmd.Context().Err() != nil)}
 	if m := g.made; m.ID != "" && err == nil {
 		run.RawBytes, run.StoredBytes = m.RawBytes, m.StoredBytes

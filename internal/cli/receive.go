@@ -39,7 +39,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "receive"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repo != "" && rf.p.datadir == "")
+		intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repos.Location.Repo != "" && rf.p.datadir == "")
 		if err := rf.check(cmd, g, intoRepo); err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 		return usagef("--server-defaults-file goes with --prepare or --datadir: it gives what the prepare needs")
 	case rf.keep && d.target != "":
 		return usagef("--keep-listening needs --repo: a target directory takes one backup")
-	case g.encrypt && (d.target != "" || p.datadir != ""):
+	case g.repos.Encrypt && (d.target != "" || p.datadir != ""):
 		return usagef("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
 	case (rf.certFile == "") != (rf.keyFile == ""):
 		return usagef("--tls-cert and --tls-key go together")

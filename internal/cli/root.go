@@ -79,32 +79,23 @@ type globals struct {
 	defaultsFile, defaultsExtraFile string
 	noDefaults                      bool
 
-	repo       string
 	progress   string
 	cpuprofile string
-	s3Endpoint string
-	s3Retry    time.Duration
-	lockWait   time.Duration
-	// Rates of the repository's storage, in bytes per second.
+	// repos is how the command reaches its repository: --repo, the S3,
+	// key and lock flags bound into it, and what share makes of
+	// --limit-upload, --limit-download (rates of the repository's
+	// storage, in bytes per second) and --memory (the frames every read
+	// of the command holds at once).
+	repos                      repoaccess.Options
 	limitUpload, limitDownload int64
-	// memory is --memory: the frames every read of the command holds at
-	// once.
-	memory int64
-	// repos is how the command reaches its repository, made of the
-	// flags above by checkGlobals, with the limiters and the memory
-	// budget shared by everything the command stores or reads.
-	repos repoaccess.Options
+	memory                     int64
 	// mariadbPath is --mariadb-path: where the MariaDB tools of each
 	// version are looked for before PATH.
 	mariadbPath string
 	// progressInterval is how often plain lines and JSON events come.
 	progressInterval time.Duration
-	// Keys: age recipients (to encrypt, with backup --encrypt) and
-	// identities (to read encrypted backups).
-	recipientFile, identityFile, passphraseFile string
-	encrypt                                     bool
-	stdout                                      io.Writer
-	stderr                                      io.Writer
+	stdout           io.Writer
+	stderr           io.Writer
 	// metricsFile is --metrics-file; made is the backup the command
 	// made (none: no ID), whose size it records.
 	metricsFile string
@@ -121,7 +112,7 @@ type globals struct {
 // checkGlobals checks the values of the flags every command has and
 // starts what they ask for.
 func (g *globals) checkGlobals() error {
-	g.repos = g.access()
+	g.share()
 	if g.cpuprofile != "" {
 		f, err := os.Create(g.cpuprofile)
 		if err != nil {
@@ -238,19 +229,19 @@ func NewRoot(version string) *cobra.Command {
 // register binds the flags every command has.
 func (g *globals) register(f *pflag.FlagSet) {
 	pf := options.Bind(f)
-	pf.String("repo", &g.repo)
-	pf.String("s3-endpoint", &g.s3Endpoint)
+	pf.String("repo", &g.repos.Location.Repo)
+	pf.String("s3-endpoint", &g.repos.Location.S3Endpoint)
 	pf.Rate("limit-upload", &g.limitUpload)
 	pf.Rate("limit-download", &g.limitDownload)
 	pf.Size("memory", &g.memory, repoaccess.MinMemory)
 	pf.String("mariadb-path", &g.mariadbPath)
 	pf.String("progress", &g.progress)
-	pf.String("identity-file", &g.identityFile)
-	pf.String("passphrase-file", &g.passphraseFile)
+	pf.String("identity-file", &g.repos.Keys.IdentityFile)
+	pf.String("passphrase-file", &g.repos.Keys.PassphraseFile)
 	pf.String("metrics-file", &g.metricsFile)
 	pf.String("cpuprofile", &g.cpuprofile)
-	pf.Duration("s3-retry-window", &g.s3Retry)
-	pf.Duration("lock-wait", &g.lockWait)
+	pf.Duration("s3-retry-window", &g.repos.Location.S3Retry)
+	pf.Duration("lock-wait", &g.repos.LockWait)
 	pf.Duration("progress-interval", &g.progressInterval)
 	// The commands that connect to a server have these among their
 	// connection flags; for the others they choose the option files that
