@@ -84,24 +84,31 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	if n := firstChanged(cmd.Flags(), []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "server-defaults-file"}); n != "" {
 		return usagef("--%s goes with --restore-test", n)
 	}
-	if rt.until != "" || rt.untilGTID != "" {
-		if o.kind != "" {
-			return usagef("--kind chooses what latest names; --until chooses the newest backup before its target (--base names its kind)")
-		}
-		t, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
-		if err != nil {
-			return refused(err)
-		}
-		return o.verify(cmd, g, verify.Request{Until: &t}, "")
+	if (rt.until != "" || rt.untilGTID != "") && o.kind != "" {
+		return usagef("--kind chooses what latest names; --until chooses the newest backup before its target (--base names its kind)")
 	}
-	if rt.base != "" || rt.server != "" {
-		return usagef("--server and --base go with --until or --until-gtid")
-	}
-	ref, err := backupRef(args)
+	t, ref, err := rt.target(args)
 	if err != nil {
 		return err
 	}
-	return o.verify(cmd, g, verify.Request{}, ref)
+	return o.verify(cmd, g, verify.Request{Until: t}, ref)
+}
+
+// target reads what to verify or restore: the point in time of --until or
+// --until-gtid, else the backup args name (ref).
+func (rt *restoreTestFlags) target(args []string) (t *pitr.Target, ref string, err error) {
+	if rt.until == "" && rt.untilGTID == "" {
+		if rt.base != "" || rt.server != "" {
+			return nil, "", usagef("--server and --base go with --until or --until-gtid")
+		}
+		ref, err = backupRef(args)
+		return nil, ref, err
+	}
+	pt, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
+	if err != nil {
+		return nil, "", refused(err)
+	}
+	return &pt, "", nil
 }
 
 // verify runs req (see verify.Locked) and prints the result.
@@ -147,8 +154,9 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 // request maps the flags to a restore test's request, with the
 // repository locked (release unlocks it).
 func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []string, parallel int, kind string) (req restoretest.Request, ctx context.Context, release func(), err error) {
-	if (rt.base != "" || rt.server != "") && rt.until == "" && rt.untilGTID == "" {
-		return req, nil, nil, usagef("--server and --base go with --until or --until-gtid")
+	var ref string
+	if req.Until, ref, err = rt.target(args); err != nil {
+		return req, nil, nil, err
 	}
 	if parallel <= 0 {
 		parallel = defaultParallel()
@@ -158,18 +166,11 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 		return req, nil, nil, err
 	}
 	req.Job.MariadbPath, req.Job.Workers, req.Job.Memory = toolpath.Parse(g.mariadbPath), parallel, g.repos.Memory
-	ref, title := "", ""
-	if rt.until != "" || rt.untilGTID != "" {
-		t, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
-		if err != nil {
-			return req, nil, nil, refused(err)
-		}
-		req.Until, title = &t, "restore test --until "+t.String()
-	} else if ref, err = backupRef(args); err != nil {
-		return req, nil, nil, err
-	}
 	req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)
-	if req.Backup != nil {
+	title := "restore test " + ref
+	if req.Until != nil {
+		title = "restore test --until " + req.Until.String()
+	} else if req.Backup != nil {
 		title = "restore test " + req.Backup.ID
 	}
 	req.Progress = func() *progress.Tracker { return g.tracker(title, 0) }
