@@ -154,6 +154,7 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 // request maps the flags to a restore test's request, with the
 // repository locked (release unlocks it).
 func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []string, parallel int, kind string) (req restoretest.Request, ctx context.Context, release func(), err error) {
+	req.Job = rt.job // before Until, which is the job's
 	var ref string
 	if req.Until, ref, err = rt.target(args); err != nil {
 		return req, nil, nil, err
@@ -161,7 +162,6 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
-	req.Job = rt.job
 	if req.Job.FileKey, err = physical.UserFileKey(rt.job.ServerDefaults); err != nil {
 		return req, nil, nil, err
 	}
