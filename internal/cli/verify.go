@@ -167,7 +167,7 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 	}
 	req.Job.MariadbPath, req.Job.Workers, req.Job.Memory = toolpath.Parse(g.mariadbPath), parallel, g.repos.Memory
 	req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)
-	title := "restore test " + ref
+	var title string
 	if req.Until != nil {
 		title = "restore test --until " + req.Until.String()
 	} else if req.Backup != nil {
