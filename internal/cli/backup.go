@@ -14,7 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/toolpath"
 )
 
@@ -145,7 +145,7 @@ func runBackup(ctx context.Context, g *globals, req backup.Request) error {
 	if err != nil {
 		return err
 	}
-	g.made = res.Manifest
+	g.made = res.JSON()
 	if g.json {
 		return printJSON(g.stdout, res.JSON())
 	}
@@ -185,13 +185,13 @@ func newBackupCmd(g *globals, version string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if req.Repo, err = g.openRepo(cmd.Context(), false); err != nil {
+			if req.Repo, err = g.repos.Open(cmd.Context()); err != nil {
 				return err
 			}
-			if req.Encryption, err = g.encryption(cmd.Context(), req.Repo); err != nil {
+			if req.Encryption, err = g.repos.Encryption(cmd.Context(), req.Repo); err != nil {
 				return err
 			}
-			ctx, release, err := g.lockRepo(cmd.Context(), req.Repo, repo.OpBackup, true)
+			ctx, release, err := g.repos.Acquire(cmd.Context(), req.Repo, repoaccess.OpBackup, true)
 			if err != nil {
 				return err
 			}

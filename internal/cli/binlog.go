@@ -81,11 +81,11 @@ func (bf *binlogFlags) archiver(cmd *cobra.Command, g *globals, version string) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := g.openRepo(cmd.Context(), false)
+	r, err := g.repos.Open(cmd.Context())
 	if err != nil {
 		return nil, err
 	}
-	enc, err := g.encryption(cmd.Context(), r)
+	enc, err := g.repos.Encryption(cmd.Context(), r)
 	if err != nil {
 		return nil, err
 	}

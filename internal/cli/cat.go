@@ -8,7 +8,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 )
 
 func newCatCmd(g *globals) *cobra.Command {
@@ -18,12 +18,16 @@ func newCatCmd(g *globals) *cobra.Command {
 			if term.IsTerminal(int(os.Stdout.Fd())) {
 				return usagef("refusing to write a binary stream to a terminal; pipe it into mbstream -x or a file")
 			}
-			r, m, ctx, release, err := g.resolveLocked(cmd.Context(), args, "", repo.OpCat)
+			ref, err := backupRef(args)
+			if err != nil {
+				return err
+			}
+			r, m, ctx, release, err := g.repos.ResolveLocked(cmd.Context(), ref, "", repoaccess.OpCat)
 			if err != nil {
 				return err
 			}
 			defer release()
-			if err := archive.WriteStream(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Memory: g.mem}, g.stdout); err != nil {
+			if err := archive.WriteStream(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Memory: g.repos.Memory}, g.stdout); err != nil {
 				return fmt.Errorf("backup %s: %w", m.ID, err)
 			}
 			return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,15 +16,14 @@ func newCheckCmd(g *globals) *cobra.Command {
 		Use:  "check",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opt, err := c.options()
+			if err := c.opt.Settle(c.now); err != nil {
+				return err
+			}
+			r, err := g.repos.Open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			r, err := g.openRepo(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			rep, err := health.Check(cmd.Context(), r, opt)
+			rep, err := health.Check(cmd.Context(), r, c.opt)
 			if err != nil {
 				return err
 			}
@@ -47,33 +45,21 @@ func newCheckCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// checkFlags are check's flags.
+// checkFlags are check's flags: what to check (the --max-* ages, --kind),
+// --now and --json.
 type checkFlags struct {
-	limits    health.Options // the --max-* ages
-	kind, now string
-	asJSON    bool
+	opt    health.Options
+	now    string
+	asJSON bool
 }
 
 // register defines check's flags on f.
 func (c *checkFlags) register(f *pflag.FlagSet) {
 	o := options.Bind(f)
-	o.Span("max-age", &c.limits.MaxAge)
-	o.Span("max-binlog-lag", &c.limits.MaxBinlogLag)
-	o.Span("max-restore-test-age", &c.limits.MaxRestoreTestAge)
-	o.String("kind", &c.kind)
+	o.Span("max-age", &c.opt.MaxAge)
+	o.Span("max-binlog-lag", &c.opt.MaxBinlogLag)
+	o.Span("max-restore-test-age", &c.opt.MaxRestoreTestAge)
+	o.String("kind", &c.opt.Kind)
 	o.Bool("json", &c.asJSON)
 	o.String("now", &c.now)
-}
-
-// options reads check's flags into what to check.
-func (c *checkFlags) options() (health.Options, error) {
-	opt := c.limits
-	opt.Kind = c.kind
-	var err error
-	if c.now != "" {
-		if opt.Now, err = time.Parse(time.RFC3339, c.now); err != nil {
-			return opt, usagef("--now %q: want a time like 2026-11-30T00:00:00Z or 2026-11-30T01:00:00+01:00", c.now)
-		}
-	}
-	return opt, checkKind(c.kind)
 }

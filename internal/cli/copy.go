@@ -140,35 +140,21 @@ func (cf *copyFlags) register(f *pflag.FlagSet) {
 // job checks the flags and builds the copy they ask for, less its
 // progress.
 func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
-	var job servercopy.Job
-	src, err := cf.from.resolve(g)
-	if err != nil {
+	job := servercopy.Job{Parallel: cf.parallel, BlockDDL: cf.blockDDL, VersionedCurrentOnly: cf.currentOnly,
+		ChunkBytes: cf.chunkSize, MaxRate: cf.maxRate,
+		OnServers: func(s, t servercopy.Server) { fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t) }}
+	var err error
+	if job.From, err = cf.from.resolve(g); err != nil {
 		return job, err
 	}
-	dst, err := cf.to.resolve(g)
-	if err != nil {
+	if job.To, err = cf.to.resolve(g); err != nil {
 		return job, err
 	}
-	filter, rename, err := cf.choices.Parse()
-	if err != nil {
+	if err := job.SetChoices(cf.choices); err != nil {
 		return job, refused(err)
 	}
 	if cf.parallel < 1 {
 		return job, usagef("--parallel must be at least 1")
-	}
-	c := &cf.choices
-	skip := c.Skip
-	if !c.Users {
-		skip.Users = true // the dump need not read what the load will not make
-	}
-	job = servercopy.Job{
-		From: src, To: dst, Parallel: cf.parallel, Filter: filter, Skip: skip, Rename: rename, Definer: c.Definer,
-		DropExisting: c.DropExisting, Resume: c.Resume, NoBinlog: c.NoBinlog,
-		Users: c.Users, ReplaceUsers: c.ReplaceUsers, BlockDDL: cf.blockDDL, VersionedCurrentOnly: cf.currentOnly,
-		ChunkBytes: cf.chunkSize, MaxRate: cf.maxRate,
-		OnServers: func(s, t servercopy.Server) {
-			fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t)
-		},
 	}
 	if err := cf.masks.set(job.SetMask); err != nil {
 		return job, err
@@ -176,7 +162,7 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 	if job.Mask != nil && cf.replicate {
 		return job, usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
 	}
-	job.Replicate, err = cf.replicateTo(f, src)
+	job.Replicate, err = cf.replicateTo(f, job.From)
 	return job, err
 }
 

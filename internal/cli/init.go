@@ -12,7 +12,7 @@ func newInitCmd(g *globals) *cobra.Command {
 		Use:  "init",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := g.openRepo(cmd.Context(), true)
+			r, err := g.repos.Create(cmd.Context())
 			if err != nil {
 				return err
 			}

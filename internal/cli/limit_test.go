@@ -43,8 +43,10 @@ func TestLimitFlagsApplied(t *testing.T) {
 	ctx := context.Background()
 	open := func(up, down int64) storage.Backend {
 		t.Helper()
-		g := &globals{limits: repoaccess.NewLimits(up, down)} // as checkGlobals makes them
-		b, err := repoaccess.Backend(ctx, g.location(filepath.Join(t.TempDir(), "repo")), true)
+		g := &globals{limitUpload: up, limitDownload: down}
+		g.share() // as checkGlobals does
+		g.repos.Location.Repo = filepath.Join(t.TempDir(), "repo")
+		b, err := repoaccess.Backend(ctx, g.repos.Location, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 )
 
 func newListCmd(g *globals) *cobra.Command {
@@ -17,15 +15,22 @@ func newListCmd(g *globals) *cobra.Command {
 		Use:  "list",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkKind(kind); err != nil {
+			if err := repoaccess.CheckKind(kind); err != nil {
 				return err
 			}
-			r, err := g.openRepo(cmd.Context(), false)
+			r, err := g.repos.Open(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if binlogs || status {
-				return listBinlogs(cmd.Context(), g, r, asJSON, status)
+			if binlogs || status { // every file, then each server's window; --status the windows only
+				b, err := inventory.ListBinlogs(cmd.Context(), r)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(g.stdout, b.JSON(status))
+				}
+				return b.WriteText(g.stdout, g.stderr, status)
 			}
 			l, err := inventory.List(cmd.Context(), r, inventory.Request{Kind: kind})
 			if err != nil {
@@ -43,17 +48,4 @@ func newListCmd(g *globals) *cobra.Command {
 	o.Bool("binlogs", &binlogs)
 	o.Bool("status", &status)
 	return cmd
-}
-
-// listBinlogs is list --binlogs (every file, then each server's window)
-// and list --status (each server's window only), as text or JSON.
-func listBinlogs(ctx context.Context, g *globals, r *repo.Repo, asJSON, status bool) error {
-	b, err := inventory.ListBinlogs(ctx, r)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return printJSON(g.stdout, b.JSON(status))
-	}
-	return b.WriteText(g.stdout, g.stderr, status)
 }

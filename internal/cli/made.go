@@ -5,20 +5,19 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/options"
 )
 
-// reportMade prints the backup m the command made: with --json one JSON
-// object (inventory.Made), else text.
-func (g *globals) reportMade(m *archive.Manifest, text string) error {
-	g.made = m
+// reportMade prints the backup the command made: with --json one JSON
+// object, else text.
+func (g *globals) reportMade(made inventory.Made, text string) error {
+	g.made = made
 	if !g.json {
 		_, err := fmt.Fprintln(g.stdout, text)
 		return err
 	}
-	return printJSON(g.stdout, inventory.MadeOf(m))
+	return printJSON(g.stdout, made)
 }
 
 // registerJSON adds --json to a command that makes a backup.

@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/merge"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/toolpath"
 )
@@ -66,7 +67,7 @@ func (o *mergeFlags) job(g *globals, version string) (merge.Job, error) {
 		log = g.stderr
 	}
 	return merge.Job{WorkDir: o.workDir, Parallel: o.parallel, Codec: c, Hash: o.hash, Version: version,
-		Restore: restore.Options{UseMemory: o.useMemory, Mariabackup: o.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: o.parallel, Memory: g.mem, Log: log, FileKey: fileKey},
+		Restore: restore.Options{UseMemory: o.useMemory, Mariabackup: o.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: o.parallel, Memory: g.repos.Memory, Log: log, FileKey: fileKey},
 	}, nil
 }
 
@@ -81,10 +82,10 @@ func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []
 	if err != nil {
 		return err
 	}
-	if job.Repo, err = g.openRepo(cmd.Context(), false); err != nil {
+	if job.Repo, err = g.repos.Open(cmd.Context()); err != nil {
 		return err
 	}
-	ctx, release, err := g.lockRepo(cmd.Context(), job.Repo, repo.OpMerge, true)
+	ctx, release, err := g.repos.Acquire(cmd.Context(), job.Repo, repoaccess.OpMerge, true)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []
 	if job.Backup, err = job.Repo.Resolve(ctx, ref); err != nil {
 		return err
 	}
-	if job.Encryption, err = g.encryption(ctx, job.Repo); err != nil {
+	if job.Encryption, err = g.repos.Encryption(ctx, job.Repo); err != nil {
 		return err
 	}
 	t := g.tracker("merge "+job.Backup.ID, job.Backup.Stats.StoredBytes)
@@ -102,5 +103,5 @@ func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []
 	if err != nil {
 		return refused(err)
 	}
-	return g.reportMade(merged, merge.Text(merged))
+	return g.reportMade(inventory.MadeOf(merged), merge.Text(merged))
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restore"
 )
 
@@ -39,7 +39,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "receive"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repo != "" && rf.p.datadir == "")
+		intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repos.Location.Repo != "" && rf.p.datadir == "")
 		if err := rf.check(cmd, g, intoRepo); err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 		return usagef("--server-defaults-file goes with --prepare or --datadir: it gives what the prepare needs")
 	case rf.keep && d.target != "":
 		return usagef("--keep-listening needs --repo: a target directory takes one backup")
-	case g.encrypt && (d.target != "" || p.datadir != ""):
+	case g.repos.Encrypt && (d.target != "" || p.datadir != ""):
 		return usagef("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
 	case (rf.certFile == "") != (rf.keyFile == ""):
 		return usagef("--tls-cert and --tls-key go together")
@@ -183,7 +183,7 @@ func receiveNotes(g *globals) (listening func(net.Addr), rejected func(error)) {
 // storeRequest is the receiving into --target-dir or --repo the flags
 // ask for: one backup, or with --keep-listening one after another.
 func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bool) (remote.StoreRequest, error) {
-	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Memory: g.mem, Keep: rf.keep,
+	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Memory: g.repos.Memory, Keep: rf.keep,
 		Progress: func() (physical.Progress, func(error)) {
 			t := g.tracker("receive", 0)
 			return t, func(err error) { t.Finish(err) }
@@ -209,16 +209,16 @@ func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bo
 // storeIntoRepo sets req to store into the repository, locked for each
 // transfer once a sender has announced its backup.
 func storeIntoRepo(ctx context.Context, g *globals, req *remote.StoreRequest) error {
-	r, err := g.openRepo(ctx, false)
+	r, err := g.repos.Open(ctx)
 	if err != nil {
 		return err
 	}
 	req.Repo = r
-	if req.Encryption, err = g.encryption(ctx, r); err != nil {
+	if req.Encryption, err = g.repos.Encryption(ctx, r); err != nil {
 		return err
 	}
 	req.LockRepo = func(ctx context.Context) (context.Context, func(), error) {
-		return g.lockRepo(ctx, r, repo.OpReceive, true)
+		return g.repos.Acquire(ctx, r, repoaccess.OpReceive, true)
 	}
 	return nil
 }

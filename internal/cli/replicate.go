@@ -58,10 +58,10 @@ func (rf *replicateFlags) request(cmd *cobra.Command, g *globals) (provision.Rep
 		return req, usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
 	case rf.from != "" && rf.datadir != "":
 		return req, usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
-	case rf.from != "" && g.repo == "":
+	case rf.from != "" && g.repos.Location.Repo == "":
 		return req, usagef("--from-backup needs the repository holding the backup: --repo R")
 	case rf.from != "":
-		req.Backups, err = g.openRepo(cmd.Context(), false)
+		req.Backups, err = g.repos.Open(cmd.Context())
 	}
 	return req, err
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/provision"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/toolpath"
@@ -77,7 +76,7 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
 		placed = g.stderr
 	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: d.parallel, Memory: g.mem, Log: d.log(g), NoSync: d.noSync,
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: d.parallel, Memory: g.repos.Memory, Log: d.log(g), NoSync: d.noSync,
 		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 
@@ -137,7 +136,7 @@ func (o *restoreFlags) register(f *pflag.FlagSet) {
 // run restores as the flags ask (restorecase.Run chooses the mode) and
 // prints the result.
 func (o *restoreFlags) run(cmd *cobra.Command, g *globals, args []string) error {
-	if err := checkKind(o.kind); err != nil {
+	if err := repoaccess.CheckKind(o.kind); err != nil {
 		return err
 	}
 	ref, err := backupRef(args)
@@ -162,12 +161,12 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 		TargetDir: o.d.target, Prepare: o.d.prepare, ServerDefaults: o.d.serverDefaults,
 		Datadir: o.p.datadir, Force: o.p.force, Start: o.p.start, StartTimeout: o.p.startTimeout, CheckTimeout: o.p.checkTimeout,
 		Load: o.l.load, Parallel: parallel, Masking: o.l.mask.given(), Mask: o.l.mask.specs, MaskKeyFile: o.l.mask.keyFile,
-		MariadbPath: toolpath.Parse(g.mariadbPath), Log: o.d.log(g), Memory: g.mem,
+		MariadbPath: toolpath.Parse(g.mariadbPath), Log: o.d.log(g), Memory: g.repos.Memory,
 		Given: restorecase.Given{Place: firstChanged(f, o.p.names()), Load: load, LoadIsConn: slices.Contains(connFlagNames, load),
 			PlaceMisuse: o.p.check(f)},
-		Lock: g.lockOptions(repo.OpRestore, false),
+		Lock: g.repos.Lock(repoaccess.OpRestore, false),
 		Deferred: restorecase.Deferred{
-			Open:        func(ctx context.Context) (*repo.Repo, error) { return g.openRepo(ctx, false) },
+			Open:        g.repos.Open,
 			Conn:        func() (mariadb.Config, error) { return o.l.conn.resolve(f) },
 			Datadir:     func() (restore.Job, error) { return o.d.job(g, f) },
 			ServerFiles: func() (mariadb.ServerFiles, error) { return o.p.serverFiles(o.d.serverDefaults) },
@@ -179,46 +178,17 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 // print prints what restore did, as text or with --json as one object,
 // and returns err, a refusal for what was asked as a usage error.
 func (o *restoreFlags) print(g *globals, res *restorecase.Result, err error) error {
-	asJSON := o.l.asJSON
 	switch {
 	case res == nil:
-	case res.InPlace != nil:
-		return o.printInPlace(g, res.InPlace, err)
-	case res.Import != nil:
-		// The tables imported are said also when a later one failed.
-		if asJSON && err == nil {
-			return printJSON(g.stdout, res.Import.JSON())
+	case res.InPlace != nil: // also when the swap or the start failed
+		if in := res.InPlace; !o.l.asJSON {
+			provision.DefaultMessages.WritePlaced(g.stdout, in.Backup.ID, in.Target, in.Placed, in.Swapped, o.p.checkTimeout)
+		} else if perr := printJSON(g.stdout, in.JSON(err)); perr != nil {
+			return perr
 		}
-		res.Import.WriteText(g.stdout)
-	case res.Load != nil:
-		restorecase.WarnPasswordless(g.stderr, &res.Load.LoadResult)
-		return printResult(g, asJSON, res.Load.JSON(), res.Load.WriteText)
-	case res.Datadir != nil:
-		return printResult(g, asJSON, res.Datadir.JSON(), res.Datadir.WriteText)
-	case res.PointInTime != nil:
-		return printResult(g, asJSON, res.PointInTime.JSON(), res.PointInTime.WriteText)
-	case res.Apply != nil:
-		return printResult(g, asJSON, res.Apply.JSON(), res.Apply.WriteText)
+		return err
+	default:
+		err = res.Print(g.stdout, g.stderr, o.l.asJSON, printJSON, err)
 	}
 	return refused(err)
-}
-
-// printResult prints a result: with --json its JSON form, else its text.
-func printResult(g *globals, asJSON bool, form any, text func(io.Writer)) error {
-	if asJSON {
-		return printJSON(g.stdout, form)
-	}
-	text(g.stdout)
-	return nil
-}
-
-// printInPlace prints a restore into place, also when the swap or the
-// start failed with err, and returns err.
-func (o *restoreFlags) printInPlace(g *globals, res *restorecase.InPlaceResult, err error) error {
-	if !o.l.asJSON {
-		provision.DefaultMessages.WritePlaced(g.stdout, res.Backup.ID, res.Target, res.Placed, res.Swapped, o.p.checkTimeout)
-	} else if perr := printJSON(g.stdout, res.JSON(err)); perr != nil {
-		return perr
-	}
-	return err
 }

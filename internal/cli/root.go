@@ -13,13 +13,12 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
@@ -64,7 +63,7 @@ func ExitCode(err error, interrupted bool) int {
 		return ExitInterrupted
 	case isUsage(err):
 		return ExitUsage
-	case archive.IsCorrupt(err):
+	case repoaccess.Corrupt(err):
 		return ExitCorrupt
 	}
 	return ExitFailure
@@ -80,40 +79,32 @@ type globals struct {
 	defaultsFile, defaultsExtraFile string
 	noDefaults                      bool
 
-	repo       string
 	progress   string
 	cpuprofile string
-	s3Endpoint string
-	s3Retry    time.Duration
-	lockWait   time.Duration
-	// Rates of the repository's storage, in bytes per second and as
-	// limiters shared by everything the command stores or reads.
+	// repos is how the command reaches its repository: --repo, the S3,
+	// key and lock flags bound into it, and what share makes of
+	// --limit-upload, --limit-download (rates of the repository's
+	// storage, in bytes per second) and --memory (the frames every read
+	// of the command holds at once).
+	repos                      repoaccess.Options
 	limitUpload, limitDownload int64
-	limits                     repoaccess.Limits
-	// memory is --memory, and mem the budget made of it: the frames every
-	// read of the command holds at once (nil: each read's default).
-	memory int64
-	mem    *archive.Memory
+	memory                     int64
 	// mariadbPath is --mariadb-path: where the MariaDB tools of each
 	// version are looked for before PATH.
 	mariadbPath string
 	// progressInterval is how often plain lines and JSON events come.
 	progressInterval time.Duration
-	// Keys: age recipients (to encrypt, with backup --encrypt) and
-	// identities (to read encrypted backups).
-	recipientFile, identityFile, passphraseFile string
-	encrypt                                     bool
-	stdout                                      io.Writer
-	stderr                                      io.Writer
+	stdout           io.Writer
+	stderr           io.Writer
 	// metricsFile is --metrics-file; made is the backup the command
-	// made, whose size it records.
+	// made (none: no ID), whose size it records.
 	metricsFile string
 	// metricsCommand, when set, is the command label of the metrics
 	// instead of the command's name: restore-test for verify
 	// --restore-test, whose last success is what a restore drill's alert
 	// watches, apart from that of the checksums' verify.
 	metricsCommand string
-	made           *archive.Manifest
+	made           inventory.Made
 	// json is --json of a command that makes a backup (see reportMade).
 	json bool
 }
@@ -121,8 +112,7 @@ type globals struct {
 // checkGlobals checks the values of the flags every command has and
 // starts what they ask for.
 func (g *globals) checkGlobals() error {
-	g.limits = repoaccess.NewLimits(g.limitUpload, g.limitDownload)
-	g.mem = archive.NewMemory(g.memory)
+	g.share()
 	if g.cpuprofile != "" {
 		f, err := os.Create(g.cpuprofile)
 		if err != nil {
@@ -170,29 +160,6 @@ func (g *globals) locate(err error) error {
 	return usageError{fmt.Errorf("%w (set in %s)", err, where)}
 }
 
-// serialised makes w safe for the writes of several goroutines: the
-// progress tracker's lines and an operation's callbacks (a restore naming
-// its target, a receiver refusing a peer) reach stderr at the same time. A
-// file is safe as it is, one write a system call, and must stay an
-// *os.File so that progress can tell a terminal.
-func serialised(w io.Writer) io.Writer {
-	if _, ok := w.(*os.File); ok {
-		return w
-	}
-	return &syncWriter{w: w}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
 func (g *globals) tracker(title string, total int64) *progress.Tracker {
 	mode, _ := progress.ParseMode(g.progress) // checked in PersistentPreRunE
 	return progress.Start(progress.Options{Mode: mode, Out: g.stderr, Title: title, Total: total, Interval: g.progressInterval})
@@ -206,7 +173,7 @@ func NewRoot(version string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			g.stdout, g.stderr = cmd.OutOrStdout(), serialised(cmd.ErrOrStderr())
+			g.stdout, g.stderr = cmd.OutOrStdout(), progress.Serialised(cmd.ErrOrStderr())
 			if err := g.applyOptionFiles(cmd); err != nil {
 				return err
 			}
@@ -262,19 +229,19 @@ func NewRoot(version string) *cobra.Command {
 // register binds the flags every command has.
 func (g *globals) register(f *pflag.FlagSet) {
 	pf := options.Bind(f)
-	pf.String("repo", &g.repo)
-	pf.String("s3-endpoint", &g.s3Endpoint)
+	pf.String("repo", &g.repos.Location.Repo)
+	pf.String("s3-endpoint", &g.repos.Location.S3Endpoint)
 	pf.Rate("limit-upload", &g.limitUpload)
 	pf.Rate("limit-download", &g.limitDownload)
-	pf.Size("memory", &g.memory, archive.MinMemory)
+	pf.Size("memory", &g.memory, repoaccess.MinMemory)
 	pf.String("mariadb-path", &g.mariadbPath)
 	pf.String("progress", &g.progress)
-	pf.String("identity-file", &g.identityFile)
-	pf.String("passphrase-file", &g.passphraseFile)
+	pf.String("identity-file", &g.repos.Keys.IdentityFile)
+	pf.String("passphrase-file", &g.repos.Keys.PassphraseFile)
 	pf.String("metrics-file", &g.metricsFile)
 	pf.String("cpuprofile", &g.cpuprofile)
-	pf.Duration("s3-retry-window", &g.s3Retry)
-	pf.Duration("lock-wait", &g.lockWait)
+	pf.Duration("s3-retry-window", &g.repos.Location.S3Retry)
+	pf.Duration("lock-wait", &g.repos.LockWait)
 	pf.Duration("progress-interval", &g.progressInterval)
 	// The commands that connect to a server have these among their
 	// connection flags; for the others they choose the option files that
@@ -329,15 +296,6 @@ func (g *globals) runRoot(version string, showVersion *bool) func(*cobra.Command
 		}
 		return usageError{errors.New(msg)}
 	}
-}
-
-// checkKind refuses a --kind that names no kind of backup.
-func checkKind(kind string) error {
-	switch kind {
-	case "", archive.KindPhysical, archive.KindLogical:
-		return nil
-	}
-	return usagef("--kind %q: want physical or logical", kind)
 }
 
 // backupRef reads the optional backup argument: an id, a unique prefix of

@@ -11,7 +11,7 @@ import (
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/verify"
@@ -28,19 +28,11 @@ type verifyFlags struct {
 
 // restoreTestFlags are verify's options for --restore-test.
 type restoreTestFlags struct {
-	enabled     bool
-	json        bool
-	workDir     string
-	keep        bool
-	useMemory   string
-	mariabackup string
-	until       string
-	untilGTID   string
-	server      string
-	base        string
-	// serverDefaults is read by the server started on a physical
-	// backup's restored datadir, after the options the backup recorded.
-	serverDefaults string
+	enabled, json                  bool
+	until, untilGTID, server, base string
+	// job holds --work-dir, --keep, --use-memory, --mariabackup and
+	// --server-defaults-file.
+	job restoretest.Job
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
@@ -61,11 +53,11 @@ func (o *verifyFlags) register(f *pflag.FlagSet) {
 	bind.String("kind", &o.kind)
 	bind.Bool("binlogs", &o.binlogs)
 	bind.Bool("json", &rt.json)
-	bind.String("work-dir", &rt.workDir)
-	bind.Bool("keep", &rt.keep)
-	bind.String("use-memory", &rt.useMemory)
-	bind.String("mariabackup", &rt.mariabackup)
-	bind.String("server-defaults-file", &rt.serverDefaults)
+	bind.String("work-dir", &rt.job.WorkDir)
+	bind.Bool("keep", &rt.job.Keep)
+	bind.String("use-memory", &rt.job.UseMemory)
+	bind.String("mariabackup", &rt.job.Mariabackup)
+	bind.String("server-defaults-file", &rt.job.ServerDefaults)
 	bind.String("until", &rt.until)
 	bind.String("until-gtid", &rt.untilGTID)
 	bind.String("server", &rt.server)
@@ -76,14 +68,14 @@ func (o *verifyFlags) register(f *pflag.FlagSet) {
 // together before anything is opened.
 func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	rt := &o.rt
-	if err := checkKind(o.kind); err != nil {
+	if err := repoaccess.CheckKind(o.kind); err != nil {
 		return err
 	}
 	if o.binlogs {
 		if rt.enabled || len(args) > 0 {
 			return usagef("--binlogs checks the archived binary logs: it takes no backup id and no --restore-test")
 		}
-		return o.verify(cmd, g, verify.Request{Binlogs: true}, "verify --binlogs", nil)
+		return o.verify(cmd, g, verify.Request{Binlogs: true}, "")
 	}
 	if rt.enabled {
 		g.metricsCommand = "restore-test"
@@ -92,44 +84,37 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	if n := firstChanged(cmd.Flags(), []string{"json", "work-dir", "keep", "use-memory", "mariabackup", "server-defaults-file"}); n != "" {
 		return usagef("--%s goes with --restore-test", n)
 	}
-	if rt.until != "" || rt.untilGTID != "" {
-		if o.kind != "" {
-			return usagef("--kind chooses what latest names; --until chooses the newest backup before its target (--base names its kind)")
-		}
-		t, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
-		if err != nil {
-			return refused(err)
-		}
-		return o.verify(cmd, g, verify.Request{Until: &t}, "verify --until "+t.String(), nil)
+	if (rt.until != "" || rt.untilGTID != "") && o.kind != "" {
+		return usagef("--kind chooses what latest names; --until chooses the newest backup before its target (--base names its kind)")
 	}
-	if rt.base != "" || rt.server != "" {
-		return usagef("--server and --base go with --until or --until-gtid")
-	}
-	return o.verify(cmd, g, verify.Request{}, "", args)
-}
-
-// verify runs req under a shared lock, on the backup args name when it
-// names none itself, and prints the result.
-func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request, title string, args []string) error {
-	var release func()
-	var err error
-	ctx := cmd.Context()
-	if req.Binlogs || req.Until != nil {
-		req.Repo, ctx, release, err = g.openLocked(ctx, repo.OpVerify, false)
-	} else {
-		req.Repo, req.Backup, ctx, release, err = g.resolveLocked(ctx, args, o.kind, repo.OpVerify)
-	}
+	t, ref, err := rt.target(args)
 	if err != nil {
 		return err
 	}
-	if req.Backup != nil {
-		title = "verify " + req.Backup.ID
+	return o.verify(cmd, g, verify.Request{Until: t}, ref)
+}
+
+// target reads what to verify or restore: the point in time of --until or
+// --until-gtid, else the backup args name (ref).
+func (rt *restoreTestFlags) target(args []string) (t *pitr.Target, ref string, err error) {
+	if rt.until == "" && rt.untilGTID == "" {
+		if rt.base != "" || rt.server != "" {
+			return nil, "", usagef("--server and --base go with --until or --until-gtid")
+		}
+		ref, err = backupRef(args)
+		return nil, ref, err
 	}
-	defer release()
-	req.Workers, req.Memory = o.parallel, g.mem
-	req.Progress = func(total int64) *progress.Tracker { return g.tracker(title, total) }
-	req.NotRecorded = g.notRecorded("verify's")
-	res, err := verify.Run(ctx, req)
+	pt, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
+	if err != nil {
+		return nil, "", refused(err)
+	}
+	return &pt, "", nil
+}
+
+// verify runs req (see verify.Locked) and prints the result.
+func (o *verifyFlags) verify(cmd *cobra.Command, g *globals, req verify.Request, ref string) error {
+	req.Workers, req.NotRecorded = o.parallel, g.notRecorded("verify's")
+	res, err := verify.Locked(cmd.Context(), g.repos, ref, o.kind, req, g.tracker)
 	if err != nil {
 		return err
 	}
@@ -169,31 +154,24 @@ func runRestoreTest(cmd *cobra.Command, g *globals, args []string, parallel int,
 // request maps the flags to a restore test's request, with the
 // repository locked (release unlocks it).
 func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []string, parallel int, kind string) (req restoretest.Request, ctx context.Context, release func(), err error) {
-	if (rt.base != "" || rt.server != "") && rt.until == "" && rt.untilGTID == "" {
-		return req, nil, nil, usagef("--server and --base go with --until or --until-gtid")
+	req.Job = rt.job // before Until, which is the job's
+	var ref string
+	if req.Until, ref, err = rt.target(args); err != nil {
+		return req, nil, nil, err
 	}
 	if parallel <= 0 {
 		parallel = defaultParallel()
 	}
-	fileKey, err := physical.UserFileKey(rt.serverDefaults)
-	if err != nil {
+	if req.Job.FileKey, err = physical.UserFileKey(rt.job.ServerDefaults); err != nil {
 		return req, nil, nil, err
 	}
-	req.Job = restoretest.Job{WorkDir: rt.workDir, UseMemory: rt.useMemory, ServerDefaults: rt.serverDefaults, FileKey: fileKey,
-		Mariabackup: rt.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: parallel, Memory: g.mem, Keep: rt.keep}
-	title := ""
-	if rt.until != "" || rt.untilGTID != "" {
-		var t pitr.Target
-		if t, err = pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0); err != nil {
-			return req, nil, nil, refused(err)
-		}
-		req.Until, title = &t, "restore test --until "+t.String()
-		req.Repo, ctx, release, err = g.openLocked(cmd.Context(), repo.OpRestore, false)
-	} else {
-		req.Repo, req.Backup, ctx, release, err = g.resolveLocked(cmd.Context(), args, kind, repo.OpRestore)
-		if err == nil {
-			title = "restore test " + req.Backup.ID
-		}
+	req.Job.MariadbPath, req.Job.Workers, req.Job.Memory = toolpath.Parse(g.mariadbPath), parallel, g.repos.Memory
+	req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)
+	var title string
+	if req.Until != nil {
+		title = "restore test --until " + req.Until.String()
+	} else if req.Backup != nil {
+		title = "restore test " + req.Backup.ID
 	}
 	req.Progress = func() *progress.Tracker { return g.tracker(title, 0) }
 	req.NotRecorded = g.notRecorded("restore test's")

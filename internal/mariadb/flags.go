@@ -33,3 +33,20 @@ type Flags struct {
 	// given. True implies --ssl.
 	SSLVerifyServerCert *bool
 }
+
+// Label is the server f names, for a label (the metrics' server): its
+// socket, or host:port, resolved with the option files f chooses. It
+// never holds the account; options that do not resolve are labelled as
+// given, so that every run of the same command line has the same label,
+// whether it reached the server or not.
+func (f Flags) Label() string {
+	cfg, err := Resolve(Flags{Host: f.Host, Port: f.Port, Socket: f.Socket, Protocol: f.Protocol,
+		DefaultsFile: f.DefaultsFile, DefaultsExtraFile: f.DefaultsExtraFile, NoDefaults: f.NoDefaults})
+	if err != nil {
+		cfg = Config{Host: f.Host, Port: f.Port, Socket: f.Socket, Protocol: f.Protocol}
+	}
+	if cfg.UsesSocket() {
+		return cfg.SocketPath()
+	}
+	return cfg.Addr()
+}

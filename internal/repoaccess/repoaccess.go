@@ -2,9 +2,11 @@
 // backend of a location (a directory, file:// or s3://) under the
 // decorators every command's repository gets (retries of transient
 // failures, the upload and download rates), the keys given for
-// encryption, and the repository on them. It knows locations and key
-// files, not flags; it must not know what any command does with the
-// repository.
+// encryption, and the repository on them; with Options, made once from
+// a command's global flags, also the lock the command takes, the backup
+// it names resolved under that lock, and the memory budget its reads
+// share. It knows locations and key files, not flags; it must not know
+// what any command does with the repository.
 package repoaccess
 
 import (

@@ -256,3 +256,38 @@ func orEmpty(s []string) []string {
 	}
 	return s
 }
+
+// Print prints r, but for a restore into place (InPlace, whose text
+// names the caller's options): with asJSON its JSON form through
+// printJSON, else its text on stdout; a load warns on stderr of the
+// accounts it made without a password. It returns what the restore ends
+// with: err, the restore's (the tables imported are said also when a
+// later one failed, in text only), or the error printing.
+func (r *Result) Print(stdout, stderr io.Writer, asJSON bool, printJSON func(io.Writer, any) error, err error) error {
+	var form any
+	var text func(io.Writer)
+	switch {
+	case r.Import != nil:
+		if asJSON && err == nil {
+			return printJSON(stdout, r.Import.JSON())
+		}
+		r.Import.WriteText(stdout)
+		return err
+	case r.Load != nil:
+		WarnPasswordless(stderr, &r.Load.LoadResult)
+		form, text = r.Load.JSON(), r.Load.WriteText
+	case r.Datadir != nil:
+		form, text = r.Datadir.JSON(), r.Datadir.WriteText
+	case r.PointInTime != nil:
+		form, text = r.PointInTime.JSON(), r.PointInTime.WriteText
+	case r.Apply != nil:
+		form, text = r.Apply.JSON(), r.Apply.WriteText
+	default:
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, form)
+	}
+	text(stdout)
+	return nil
+}

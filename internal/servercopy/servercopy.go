@@ -25,6 +25,7 @@ import (
 	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/replica"
+	"github.com/backstream/backstream/internal/restorecase"
 )
 
 // Job is one copy.
@@ -64,6 +65,21 @@ type Job struct {
 func (j *Job) SetMask(specs []string, keyFile string) (err error) {
 	j.Mask, err = mask.Load(specs, keyFile)
 	return err
+}
+
+// SetChoices sets what the copy reads and how it loads, as a logical
+// restore's choices say; a refusal is a *restore.RefusedError (see
+// restorecase.Choices.Parse).
+func (j *Job) SetChoices(c restorecase.Choices) (err error) {
+	if j.Filter, j.Rename, err = c.Parse(); err != nil {
+		return err
+	}
+	j.Skip, j.Definer, j.DropExisting, j.Resume, j.NoBinlog = c.Skip, c.Definer, c.DropExisting, c.Resume, c.NoBinlog
+	j.Users, j.ReplaceUsers = c.Users, c.ReplaceUsers
+	if !c.Users {
+		j.Skip.Users = true // the dump need not read what the load will not make
+	}
+	return nil
 }
 
 // Server names a server of the copy.

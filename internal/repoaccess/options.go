@@ -1,0 +1,137 @@
+package repoaccess
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/repo"
+)
+
+// The operations a command locks the repository for (see repo.LockInfo).
+const (
+	OpBackup  = repo.OpBackup
+	OpExpire  = repo.OpExpire
+	OpRestore = repo.OpRestore
+	OpVerify  = repo.OpVerify
+	OpCat     = repo.OpCat
+	OpReceive = repo.OpReceive
+	OpMerge   = repo.OpMerge
+)
+
+// MinMemory is the smallest memory budget taken (see archive.NewMemory).
+const MinMemory = archive.MinMemory
+
+// Options are how a command reaches its repository, made once from the
+// flags every command shares: where it is, the keys, whether what it
+// stores is encrypted, how long a lock is waited for, and the memory
+// budget every read of the command draws on.
+type Options struct {
+	Location Location
+	Keys     KeyFiles
+	Encrypt  bool // the command stores encrypted (--encrypt)
+	LockWait time.Duration
+	// Notes hears what a lock has to say (stale locks ignored, waiting),
+	// as "OP: note" lines; nil for nowhere.
+	Notes io.Writer
+	// Memory is the budget of the frames every read of the command holds
+	// at once.
+	Memory *archive.Memory
+}
+
+// NewMemory is the budget of size bytes, --memory (see archive.NewMemory).
+func NewMemory(size int64) *archive.Memory { return archive.NewMemory(size) }
+
+// Open opens the existing repository.
+func (o Options) Open(ctx context.Context) (*repo.Repo, error) {
+	return Open(ctx, o.Location, o.Keys, o.Encrypt, false)
+}
+
+// Create makes a repository at an empty location (init alone does).
+func (o Options) Create(ctx context.Context) (*repo.Repo, error) {
+	return Open(ctx, o.Location, o.Keys, o.Encrypt, true)
+}
+
+// Lock describes the lock op takes, waiting up to LockWait.
+func (o Options) Lock(op string, exclusive bool) repo.LockOptions {
+	return repo.LockOptions{Operation: op, Exclusive: exclusive, Wait: o.LockWait,
+		Report: func(msg string) {
+			if o.Notes != nil {
+				fmt.Fprintf(o.Notes, "%s: %s\n", op, msg)
+			}
+		}}
+}
+
+// Acquire takes the lock op needs on r (see repo.Acquire); it returns the
+// context to run under and the release.
+func (o Options) Acquire(ctx context.Context, r *repo.Repo, op string, exclusive bool) (context.Context, func(), error) {
+	return r.Acquire(ctx, o.Lock(op, exclusive))
+}
+
+// OpenLocked opens the existing repository and takes the lock op needs;
+// it returns the repository, the context to run under and the release.
+func (o Options) OpenLocked(ctx context.Context, op string, exclusive bool) (*repo.Repo, context.Context, func(), error) {
+	r, err := o.Open(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lctx, release, err := o.Acquire(ctx, r, op, exclusive)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r, lctx, release, nil
+}
+
+// ResolveLocked opens the repository and resolves ref under the shared
+// lock of op (see repo.ResolveLocked); latest names the latest backup of
+// kind ("" for any). With ref "" it resolves none and only takes the
+// lock.
+func (o Options) ResolveLocked(ctx context.Context, ref, kind, op string) (*repo.Repo, *archive.Manifest, context.Context, func(), error) {
+	if ref == "" {
+		r, lctx, release, err := o.OpenLocked(ctx, op, false)
+		return r, nil, lctx, release, err
+	}
+	r, err := o.Open(ctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	m, lctx, release, err := r.ResolveLocked(ctx, ref, kind, o.Lock(op, false))
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return r, m, lctx, release, nil
+}
+
+// Encryption makes r encrypt what it stores from now on when Encrypt or
+// the repository asks for it (see the function Encryption).
+func (o Options) Encryption(ctx context.Context, r *repo.Repo) (*archive.Encryption, error) {
+	return Encryption(ctx, r, o.Encrypt)
+}
+
+// CheckKind refuses a kind (--kind) that names no kind of backup.
+func CheckKind(kind string) error {
+	switch kind {
+	case "", archive.KindPhysical, archive.KindLogical:
+		return nil
+	}
+	return usagef("--kind %q: want physical or logical", kind)
+}
+
+// Corrupt reports whether err says stored data does not match its
+// checksums or structure (see archive.IsCorrupt).
+func Corrupt(err error) bool { return archive.IsCorrupt(err) }
+
+// Unlock opens the repository and removes its stale locks, or with all
+// every lock (see repo.Unlock); the result is nil when the repository
+// could not be opened, else it says what was removed, also on failure.
+func (o Options) Unlock(ctx context.Context, all bool) (*repo.Unlocked, error) {
+	r, err := o.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	removed, err := r.Unlock(ctx, all, repo.DefaultStaleAfter)
+	res := r.Unlocked(removed, err)
+	return &res, err
+}
