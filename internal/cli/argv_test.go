@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
@@ -92,7 +93,7 @@ func TestPasswordOnCommandLineHidden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("backup with %s: %v\n%s", what, err, stderr.String())
 		}
-		if !strings.Contains(stderr.String(), passwordOnCommandLine) {
+		if !strings.Contains(stderr.String(), options.PasswordOnCommandLine) {
 			t.Errorf("backup with %s: no warning that an option file is safer:\n%s", what, stderr.String())
 		}
 		if strings.Contains(stderr.String(), password) {

@@ -21,7 +21,7 @@ import (
 // backupFlags are the options of taking a physical backup, shared by
 // backup and send.
 type backupFlags struct {
-	conn        connFlags
+	conn        options.Conn
 	parallel    int
 	compress    string
 	hash        string
@@ -34,7 +34,7 @@ type backupFlags struct {
 }
 
 func (b *backupFlags) register(f *pflag.FlagSet) {
-	b.conn.register(f)
+	b.conn.Register(f)
 	o := options.Bind(f)
 	o.Int("parallel", &b.parallel)
 	o.String("compress", &b.compress)
@@ -60,7 +60,7 @@ func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (b
 	if b.maxIO < 0 {
 		return backup.Request{}, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", b.maxIO)
 	}
-	cfg, err := b.conn.resolve(cmd.Flags())
+	cfg, err := b.conn.Resolve(cmd.Flags())
 	if err != nil {
 		return backup.Request{}, err
 	}

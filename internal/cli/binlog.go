@@ -14,7 +14,7 @@ import (
 
 // binlogFlags are binlog's flags.
 type binlogFlags struct {
-	conn             connFlags
+	conn             options.Conn
 	follow           bool
 	compress, hash   string
 	binary           string
@@ -52,7 +52,7 @@ func newBinlogCmd(g *globals, version string) *cobra.Command {
 
 func (bf *binlogFlags) register(cmd *cobra.Command, g *globals) {
 	f := cmd.Flags()
-	bf.conn.register(f)
+	bf.conn.Register(f)
 	o := options.Bind(f)
 	o.Bool("follow", &bf.follow)
 	o.String("compress", &bf.compress)
@@ -77,7 +77,7 @@ func (bf *binlogFlags) archiver(cmd *cobra.Command, g *globals, version string) 
 	if bf.asJSON && bf.follow {
 		return nil, usagef("--json prints what one run archived; binlog --follow runs until stopped: read its --progress json events, or list --binlogs --json")
 	}
-	cfg, err := bf.conn.resolve(cmd.Flags())
+	cfg, err := bf.conn.Resolve(cmd.Flags())
 	if err != nil {
 		return nil, err
 	}

@@ -109,14 +109,14 @@ func (l *logicalBackupFlags) options() (backup.DumpOptions, error) {
 // load's choices are bound to the use case's Choices, which checks them
 // (as copy's are).
 type logicalRestoreFlags struct {
-	conn   connFlags
+	conn   options.Conn
 	load   restorecase.Choices
 	mask   maskFlags
 	asJSON bool
 }
 
 func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
-	l.conn.register(f)
+	l.conn.Register(f)
 	o, c := options.Bind(f), &l.load
 	o.Strings("database", &c.Databases)
 	o.Strings("exclude-database", &c.ExcludeDatabases)
@@ -139,7 +139,7 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 func (l *logicalRestoreFlags) onlyLogical() []string {
 	return append([]string{"host", "port", "socket", "user", "password", "database", "exclude-database", "table", "exclude-table",
 		"rename-database", "definer", "drop-existing", "resume", "no-binlog", "users", "replace-users", "json", "skip-views", "skip-triggers",
-		"skip-routines", "skip-events", "skip-users"}, tlsFlagNames...)
+		"skip-routines", "skip-events", "skip-users"}, options.TLSNames...)
 }
 
 // onlyLogical names the flags that mean something only with --logical.

@@ -21,7 +21,7 @@ import (
 type receiveFlags struct {
 	d         datadirFlags
 	p         placeFlags
-	conn      connFlags
+	conn      options.Conn
 	primary   primaryFlags
 	replicate bool
 	catchUp   bool
@@ -68,7 +68,7 @@ func (rf *receiveFlags) register(cmd *cobra.Command, g *globals) {
 	f := cmd.Flags()
 	rf.d.register(f)
 	rf.p.register(f)
-	rf.conn.register(f)
+	rf.conn.Register(f)
 	rf.primary.register(f)
 	rf.primary.registerIs(f)
 	o := options.Bind(f)
@@ -110,7 +110,7 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 	if err := p.check(cmd.Flags()); err != nil {
 		return err
 	}
-	if f := firstChanged(cmd.Flags(), connFlagNames); f != "" && p.start == "" {
+	if f := firstChanged(cmd.Flags(), options.ConnNames); f != "" && p.start == "" {
 		return usagef("--%s reaches the started server: it goes with --datadir and --start", f)
 	}
 	if f := firstChanged(cmd.Flags(), append(rf.primary.names(), "catch-up")); f != "" && !rf.replicate {
@@ -141,7 +141,7 @@ func (rf *receiveFlags) provisionRequest(cmd *cobra.Command, g *globals) (provis
 	if rf.p.start == "" {
 		return req, nil
 	}
-	cfg, err := rf.conn.resolve(cmd.Flags())
+	cfg, err := rf.conn.Resolve(cmd.Flags())
 	if err != nil {
 		return req, err
 	}

@@ -50,7 +50,7 @@ func (rf *replicateFlags) request(cmd *cobra.Command, g *globals) (provision.Rep
 	if req.Primary, err = rf.primary.resolve(cmd.Flags(), replica.Primary{}); err != nil {
 		return req, err
 	}
-	if req.Conn, err = rf.conn.resolve(cmd.Flags()); err != nil {
+	if req.Conn, err = rf.conn.Resolve(cmd.Flags()); err != nil {
 		return req, err
 	}
 	switch {
@@ -68,7 +68,7 @@ func (rf *replicateFlags) request(cmd *cobra.Command, g *globals) (provision.Rep
 
 // replicateFlags are replicate's flags.
 type replicateFlags struct {
-	conn     connFlags
+	conn     options.Conn
 	primary  primaryFlags
 	datadir  string
 	from     string
@@ -82,7 +82,7 @@ type replicateFlags struct {
 
 func (rf *replicateFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	rf.conn.register(f)
+	rf.conn.Register(f)
 	rf.primary.register(f)
 	rf.primary.registerIs(f)
 	o := options.Bind(f)

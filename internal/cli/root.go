@@ -74,7 +74,7 @@ type globals struct {
 	// groupSuffix is --defaults-group-suffix; sources says where each
 	// flag's value came from (see applyOptionFiles).
 	groupSuffix string
-	sources     map[string]string // where each flag's value came from: "command line", "file:line [group]", "$VAR"
+	sources     options.Sources
 	// The option files of commands without connection flags.
 	defaultsFile, defaultsExtraFile string
 	noDefaults                      bool
@@ -139,25 +139,15 @@ func (g *globals) checkGlobals() error {
 }
 
 // locate adds where a flag's bad value was set to a usage error about
-// it, when an option file set it: such an error starts with the flag
-// ("--max-rate \"10\" is ..."), as every check of a flag's value in this
-// package words it, and g.sources knows the file and line.
+// it, when an option file set it (options.Sources.File).
 func (g *globals) locate(err error) error {
 	if err == nil || !isUsage(err) {
 		return err
 	}
-	name, ok := strings.CutPrefix(err.Error(), "--")
-	if !ok {
-		return err
+	if where := g.sources.File(err); where != "" {
+		return usageError{fmt.Errorf("%w (set in %s)", err, where)}
 	}
-	if end := strings.IndexFunc(name, func(r rune) bool { return r != '-' && (r < 'a' || r > 'z') && (r < '0' || r > '9') }); end >= 0 {
-		name = name[:end]
-	}
-	where := g.sources[name]
-	if where == "" || strings.HasPrefix(where, "command line") || strings.HasPrefix(where, "$") {
-		return err
-	}
-	return usageError{fmt.Errorf("%w (set in %s)", err, where)}
+	return err
 }
 
 func (g *globals) tracker(title string, total int64) *progress.Tracker {

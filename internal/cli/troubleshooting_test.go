@@ -35,6 +35,7 @@ var messageConstructors = map[string]int{
 	"fmt.Errorf": 0,
 	"errors.New": 0,
 	"usagef":     0, // cli: bad flags or arguments, exit 2
+	"refusef":    0, // options: bad flags or option files, exit 2
 	"Corruptf":   0, // archive: data that fails a check, exit 3
 	"corruptf":   1, // codec: (codec name, format, ...)
 	"errorf":     0, // remote: prefixes the receiver's address

@@ -1,0 +1,128 @@
+package options
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/backstream/backstream/internal/mariadb"
+)
+
+// refusal is a mistake in the options given, which the command reports
+// as a usage error (exit 2).
+type refusal struct{ error }
+
+func (refusal) Refused() bool { return true }
+
+func refusef(format string, a ...any) error { return refusal{fmt.Errorf(format, a...)} }
+
+// Conn are the connection options, named as in the MariaDB clients.
+type Conn struct {
+	f        mariadb.Flags
+	password string
+	// ssl, skipSSL and verifyServerCert are read only when given, so that
+	// an option file decides otherwise.
+	ssl, skipSSL, verifyServerCert bool
+}
+
+// Register binds the connection options to fs.
+func (c *Conn) Register(fs *pflag.FlagSet) {
+	o := Bind(fs)
+	o.String("host", &c.f.Host)
+	o.Int("port", &c.f.Port)
+	o.String("socket", &c.f.Socket)
+	o.String("user", &c.f.User)
+	o.String("password", &c.password)
+	o.String("protocol", &c.f.Protocol)
+	o.String("defaults-file", &c.f.DefaultsFile)
+	o.String("defaults-extra-file", &c.f.DefaultsExtraFile)
+	o.Bool("no-defaults", &c.f.NoDefaults)
+	o.Bool("ssl", &c.ssl)
+	o.Bool("skip-ssl", &c.skipSSL)
+	o.String("ssl-ca", &c.f.SSLCA)
+	o.String("ssl-capath", &c.f.SSLCAPath)
+	o.String("ssl-cert", &c.f.SSLCert)
+	o.String("ssl-key", &c.f.SSLKey)
+	o.Bool("ssl-verify-server-cert", &c.verifyServerCert)
+}
+
+// TLSNames are the TLS options Conn registers.
+var TLSNames = []string{"ssl", "skip-ssl", "ssl-ca", "ssl-capath", "ssl-cert", "ssl-key", "ssl-verify-server-cert"}
+
+// ConnNames are the options Conn registers.
+var ConnNames = append([]string{"host", "port", "socket", "user", "password", "protocol", "defaults-file", "defaults-extra-file", "no-defaults"}, TLSNames...)
+
+// PasswordOnCommandLine is the warning for a password given as a flag.
+const PasswordOnCommandLine = "backstream: warning: a password on the command line can be seen by other users until backstream hides it; an option file (--defaults-extra-file) or MYSQL_PWD is safer"
+
+// Resolve builds the connection config: flags over the environment over
+// option files ([client], [client-server], [client-mariadb], [backstream]),
+// TLS settings included. A password asked for (a bare --password, or a
+// bare password line) is read from the terminal.
+func (c *Conn) Resolve(fs *pflag.FlagSet) (mariadb.Config, error) {
+	f := c.f
+	prompt := false
+	if fs.Changed("password") {
+		if c.password == PromptValue {
+			prompt = true
+		} else {
+			fmt.Fprintln(os.Stderr, PasswordOnCommandLine)
+			p := c.password
+			f.Password = &p
+		}
+	}
+	if fs.Changed("ssl") && fs.Changed("skip-ssl") && c.ssl == c.skipSSL {
+		return mariadb.Config{}, refusef("--ssl and --skip-ssl contradict each other: give one")
+	}
+	switch {
+	case fs.Changed("ssl"):
+		on := c.ssl
+		f.SSL = &on
+	case fs.Changed("skip-ssl"):
+		on := !c.skipSSL
+		f.SSL = &on
+	}
+	if fs.Changed("ssl-verify-server-cert") {
+		v := c.verifyServerCert
+		f.SSLVerifyServerCert = &v
+	}
+	cfg, err := mariadb.Resolve(f)
+	if err != nil || !prompt && !cfg.PromptPassword {
+		return cfg, err
+	}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return cfg, refusef("--password without a value needs a terminal to prompt on; use an option file or MYSQL_PWD")
+	}
+	fmt.Fprintf(os.Stderr, "Enter password for %s: ", cfg.User)
+	pw, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(os.Stderr)
+	if err != nil {
+		return cfg, fmt.Errorf("read password: %w", err)
+	}
+	cfg.Password, cfg.PasswordSet, cfg.PromptPassword = string(pw), true, false
+	return cfg, nil
+}
+
+// WriteConnection writes the connection the options of flags make, as
+// the client would make it from the same files ([client],
+// [client-server], [client-mariadb] too), and where each of its settings
+// comes from: config's last lines.
+func WriteConnection(w io.Writer, flags *pflag.FlagSet) error {
+	str := func(name string) string { return flags.Lookup(name).Value.String() }
+	port, _ := flags.GetInt("port")
+	cfg, err := mariadb.Resolve(mariadb.Flags{Host: str("host"), Socket: str("socket"), User: str("user"), Port: port,
+		Protocol: str("protocol"), DefaultsFile: str("defaults-file"), DefaultsExtraFile: str("defaults-extra-file"), NoDefaults: str("no-defaults") == "true"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nconnection: %s\n", cfg)
+	for _, k := range []string{"host", "port", "socket", "user", "password"} {
+		if from := cfg.Sources[k]; from != "" {
+			fmt.Fprintf(w, "  %s from %s\n", k, from)
+		}
+	}
+	return nil
+}
