@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,67 +15,9 @@ import (
 	"github.com/backstream/backstream/internal/servercopy"
 )
 
-// endpointFlags name one of the two servers of a copy: --NAME (a host,
-// host:port, or the path of a socket), --NAME-user and
-// --NAME-defaults-file. Its password comes from that file (or the
-// option files the global flags choose) or $BACKSTREAM_NAME_PASSWORD,
-// never from a flag.
-type endpointFlags struct {
-	name, what       string
-	where, user, cnf string
-}
-
-func (e *endpointFlags) register(f *pflag.FlagSet, name, what string) {
-	e.name, e.what = name, what
-	o := options.Bind(f)
-	o.String(name, &e.where)
-	o.String(name+"-user", &e.user)
-	o.String(name+"-defaults-file", &e.cnf)
-}
-
-// passwordEnv is the variable that holds the endpoint's password.
-func (e *endpointFlags) passwordEnv() string {
-	return "BACKSTREAM_" + strings.ToUpper(e.name) + "_PASSWORD"
-}
-
-// resolve builds the endpoint's connection: its flags over
-// $BACKSTREAM_NAME_PASSWORD over its option file, or the option files the
-// global --defaults-file, --defaults-extra-file and --no-defaults choose.
-func (e *endpointFlags) resolve(g *globals) (mariadb.Config, error) {
-	f := mariadb.Flags{User: e.user, DefaultsFile: g.defaultsFile, DefaultsExtraFile: g.defaultsExtraFile, NoDefaults: g.noDefaults}
-	if e.cnf != "" {
-		f.DefaultsFile, f.NoDefaults = e.cnf, false
-	}
-	switch {
-	case e.where == "":
-		return mariadb.Config{}, usagef("--%s is required: the %s server, as host, host:port or the path of its socket", e.name, e.what)
-	case strings.HasPrefix(e.where, "/"):
-		f.Socket, f.Protocol = e.where, mariadb.ProtocolSocket
-	default:
-		f.Host = e.where
-		switch host, port, err := mariadb.SplitHostPort(e.where); {
-		case errors.Is(err, mariadb.ErrPort):
-			return mariadb.Config{}, usagef("--%s %q: %v", e.name, e.where, err)
-		case err == nil:
-			f.Host, f.Port, f.Protocol = host, port, mariadb.ProtocolTCP
-		}
-	}
-	if pw, ok := os.LookupEnv(e.passwordEnv()); ok {
-		f.Password = &pw
-	}
-	cfg, err := mariadb.Resolve(f)
-	if err != nil {
-		return cfg, fmt.Errorf("%s: %w", e.what, err)
-	}
-	if cfg.PromptPassword {
-		return cfg, usagef("the %s's option files ask for a password to be typed (a bare password line), which copy does not do: give it in --%s-defaults-file or $%s", e.what, e.name, e.passwordEnv())
-	}
-	return cfg, nil
-}
-
 // copyFlags are copy's flags.
 type copyFlags struct {
-	from, to                         endpointFlags
+	from, to                         options.Endpoint
 	choices                          restorecase.Choices
 	masks                            maskFlags
 	primary                          primaryFlags
@@ -109,8 +48,8 @@ func newCopyCmd(g *globals) *cobra.Command {
 
 func (cf *copyFlags) register(f *pflag.FlagSet) {
 	choices := &cf.choices
-	cf.from.register(f, "from", "source")
-	cf.to.register(f, "to", "target")
+	cf.from.Register(f, "from", "source")
+	cf.to.Register(f, "to", "target")
 	o := options.Bind(f)
 	o.Int("parallel", &cf.parallel)
 	o.Size("chunk-size", &cf.chunkSize, minChunk)
@@ -144,10 +83,10 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 		ChunkBytes: cf.chunkSize, MaxRate: cf.maxRate,
 		OnServers: func(s, t servercopy.Server) { fmt.Fprintf(g.stderr, "copy: from %s\ncopy: into %s\n", s, t) }}
 	var err error
-	if job.From, err = cf.from.resolve(g); err != nil {
+	if job.From, err = cf.from.Resolve(g.defaultsFile, g.defaultsExtraFile, g.noDefaults); err != nil {
 		return job, err
 	}
-	if job.To, err = cf.to.resolve(g); err != nil {
+	if job.To, err = cf.to.Resolve(g.defaultsFile, g.defaultsExtraFile, g.noDefaults); err != nil {
 		return job, err
 	}
 	if err := job.SetChoices(cf.choices); err != nil {

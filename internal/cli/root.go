@@ -204,7 +204,7 @@ func NewRoot(version string) *cobra.Command {
 		g.wrap(c)
 	}
 	addTemplateFuncs.Do(func() { cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages) })
-	root.SetUsageTemplate(usageTemplate)
+	root.SetUsageTemplate(options.UsageTemplate)
 	document(root)
 	root.Args = cobra.ArbitraryArgs
 	root.SuggestionsMinimumDistance = 2

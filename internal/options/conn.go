@@ -1,9 +1,11 @@
 package options
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -125,4 +127,64 @@ func WriteConnection(w io.Writer, flags *pflag.FlagSet) error {
 		}
 	}
 	return nil
+}
+
+// Endpoint names one of the two servers of a copy: --NAME (a host,
+// host:port, or the path of a socket), --NAME-user and
+// --NAME-defaults-file. Its password comes from that file (or the
+// option files the global flags choose) or $BACKSTREAM_NAME_PASSWORD,
+// never from a flag.
+type Endpoint struct {
+	name, what       string
+	where, user, cnf string
+}
+
+// Register binds the endpoint's options, --NAME, --NAME-user and
+// --NAME-defaults-file, to f; what names the server in messages.
+func (e *Endpoint) Register(f *pflag.FlagSet, name, what string) {
+	e.name, e.what = name, what
+	o := Bind(f)
+	o.String(name, &e.where)
+	o.String(name+"-user", &e.user)
+	o.String(name+"-defaults-file", &e.cnf)
+}
+
+// passwordEnv is the variable that holds the endpoint's password.
+func (e *Endpoint) passwordEnv() string {
+	return "BACKSTREAM_" + strings.ToUpper(e.name) + "_PASSWORD"
+}
+
+// Resolve builds the endpoint's connection: its flags over
+// $BACKSTREAM_NAME_PASSWORD over its option file, or the option files the
+// global --defaults-file, --defaults-extra-file and --no-defaults choose.
+func (e *Endpoint) Resolve(defaultsFile, defaultsExtraFile string, noDefaults bool) (mariadb.Config, error) {
+	f := mariadb.Flags{User: e.user, DefaultsFile: defaultsFile, DefaultsExtraFile: defaultsExtraFile, NoDefaults: noDefaults}
+	if e.cnf != "" {
+		f.DefaultsFile, f.NoDefaults = e.cnf, false
+	}
+	switch {
+	case e.where == "":
+		return mariadb.Config{}, refusef("--%s is required: the %s server, as host, host:port or the path of its socket", e.name, e.what)
+	case strings.HasPrefix(e.where, "/"):
+		f.Socket, f.Protocol = e.where, mariadb.ProtocolSocket
+	default:
+		f.Host = e.where
+		switch host, port, err := mariadb.SplitHostPort(e.where); {
+		case errors.Is(err, mariadb.ErrPort):
+			return mariadb.Config{}, refusef("--%s %q: %v", e.name, e.where, err)
+		case err == nil:
+			f.Host, f.Port, f.Protocol = host, port, mariadb.ProtocolTCP
+		}
+	}
+	if pw, ok := os.LookupEnv(e.passwordEnv()); ok {
+		f.Password = &pw
+	}
+	cfg, err := mariadb.Resolve(f)
+	if err != nil {
+		return cfg, fmt.Errorf("%s: %w", e.what, err)
+	}
+	if cfg.PromptPassword {
+		return cfg, refusef("the %s's option files ask for a password to be typed (a bare password line), which copy does not do: give it in --%s-defaults-file or $%s", e.what, e.name, e.passwordEnv())
+	}
+	return cfg, nil
 }
