@@ -221,12 +221,9 @@ var cliMayImport = []string{
 // cliNotYet are the packages internal/cli still imports beyond
 // cliMayImport, each with what still needs it: issue 29 empties it.
 var cliNotYet = map[string]string{
-	"internal/archive":  "--hash checked in cli (backup.go), cat's stream writer (cat.go)",
-	"internal/codec":    "--compress checked in cli",
 	"internal/physical": "send and backup build physical jobs; the file key and the owner's default",
 	"internal/mariadb":  "connection flags resolved into a Config in cli",
 	"internal/restore":  "the datadir job and its refusals",
-	"internal/toolpath": "--mariadb-path parsed in cli",
 }
 
 // The command maps flags to a request, calls one use case and prints the

@@ -3,94 +3,56 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
-	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repoaccess"
-	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // backupFlags are the options of taking a physical backup, shared by
-// backup and send.
+// backup and send, most of them bound into the request.
 type backupFlags struct {
-	conn        options.Conn
-	parallel    int
-	compress    string
-	hash        string
-	mariabackup string
-	extra       []string
-	verbose     bool
-	maxRate     int64
-	maxIO       int
-	checkpoint  bool
+	r       backup.Request
+	conn    options.Conn
+	verbose bool
 }
 
 func (b *backupFlags) register(f *pflag.FlagSet) {
 	b.conn.Register(f)
 	o := options.Bind(f)
-	o.Int("parallel", &b.parallel)
-	o.String("compress", &b.compress)
-	o.String("hash", &b.hash)
-	o.String("mariabackup", &b.mariabackup)
-	o.Strings("mariabackup-option", &b.extra)
+	o.Int("parallel", &b.r.Parallel)
+	o.Codec("compress", &b.r.Codec)
+	o.Hash("hash", &b.r.Hash)
+	o.String("mariabackup", &b.r.Physical.Mariabackup)
+	o.Strings("mariabackup-option", &b.r.Physical.ExtraArgs)
 	o.Bool("verbose", &b.verbose)
-	o.Rate("max-rate", &b.maxRate)
-	o.Bool("checkpoint", &b.checkpoint)
-	o.Int("max-io", &b.maxIO)
+	o.Rate("max-rate", &b.r.MaxRate)
+	o.Bool("checkpoint", &b.r.Physical.Checkpoint)
+	o.Int("max-io", &b.r.Physical.MaxIO)
 }
 
 // request checks the flags and builds the request's shared and physical
 // options, less its repository.
 func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (backup.Request, error) {
-	if b.parallel < 1 {
-		return backup.Request{}, usagef("--parallel must be at least 1")
+	req := b.r
+	if req.Parallel < 1 {
+		return req, usagef("--parallel must be at least 1")
 	}
-	c, err := parseStorage(b.compress, b.hash)
-	if err != nil {
-		return backup.Request{}, err
+	if req.Physical.MaxIO < 0 {
+		return req, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", req.Physical.MaxIO)
 	}
-	if b.maxIO < 0 {
-		return backup.Request{}, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", b.maxIO)
+	var err error
+	if req.Conn, err = b.conn.Resolve(cmd.Flags()); err != nil {
+		return req, err
 	}
-	cfg, err := b.conn.Resolve(cmd.Flags())
-	if err != nil {
-		return backup.Request{}, err
-	}
-	var log io.Writer
 	if b.verbose {
-		log = g.stderr
+		req.Physical.Log = g.stderr
 	}
-	return backup.Request{Conn: cfg, Parallel: b.parallel, Codec: c, Hash: b.hash, MaxRate: b.maxRate, Version: version,
-		Physical: backup.PhysicalOptions{Mariabackup: b.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath),
-			ExtraArgs: b.extra, Log: log, MaxIO: b.maxIO, Checkpoint: b.checkpoint}}, nil
-}
-
-// job checks the flags and builds the physical job, less its destination
-// (send's).
-func (b *backupFlags) job(g *globals, cmd *cobra.Command, version string) (physical.BackupJob, error) {
-	req, err := b.request(g, cmd, version)
-	return backup.PhysicalJob(req), err
-}
-
-// parseStorage reads --compress and checks --hash, which every command
-// that stores a backup or binary log takes.
-func parseStorage(compress, hash string) (codec.Codec, error) {
-	c, err := codec.Parse(compress)
-	if err != nil {
-		return c, usagef("--compress: %v", err)
-	}
-	if _, err := archive.NewHash(hash); err != nil {
-		return c, usagef("--hash: %v", err)
-	}
-	return c, nil
+	req.Version, req.Physical.MariadbPath = version, g.mariadbPath
+	return req, nil
 }
 
 // backupRequest checks backup's flags and builds its request, less the
@@ -103,7 +65,7 @@ func backupRequest(g *globals, cmd *cobra.Command, version string, b *backupFlag
 	if l.on && cmd.Flags().Changed("max-io") {
 		return req, usagef("--max-io is mariabackup's I/O limit, for physical backups; bound a logical backup with --max-rate")
 	}
-	if l.on && b.checkpoint {
+	if l.on && req.Physical.Checkpoint {
 		return req, usagef("--checkpoint is for physical backups: a logical backup reads no redo log")
 	}
 	if l.on {
@@ -124,10 +86,10 @@ func backupRequest(g *globals, cmd *cobra.Command, version string, b *backupFlag
 			return req, usagef("--%s needs --incremental", f)
 		}
 	}
-	policy := inc.policy()
 	if inc.on {
-		req.Physical.Incremental = &backup.Incremental{Parent: inc.parent, Policy: policy,
-			FullBecause: func(why string) { fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why) }}
+		i := inc.i
+		i.FullBecause = func(why string) { fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why) }
+		req.Physical.Incremental = &i
 	}
 	return req, nil
 }
@@ -154,23 +116,16 @@ func runBackup(ctx context.Context, g *globals, req backup.Request) error {
 
 // incrementalFlags choose the parent of an incremental backup.
 type incrementalFlags struct {
-	on        bool
-	parent    string
-	maxChain  int
-	fullEvery time.Duration
+	on bool
+	i  backup.Incremental
 }
 
 func (i *incrementalFlags) register(f *pflag.FlagSet) {
 	o := options.Bind(f)
 	o.Bool("incremental", &i.on)
-	o.String("parent", &i.parent)
-	o.Int("max-chain", &i.maxChain)
-	o.Span("full-every", &i.fullEvery)
-}
-
-// policy is the chain policy: --max-chain and --full-every.
-func (i *incrementalFlags) policy() physical.ChainPolicy {
-	return physical.ChainPolicy{MaxChain: i.maxChain, FullEvery: i.fullEvery}
+	o.String("parent", &i.i.Parent)
+	o.Int("max-chain", &i.i.Policy.MaxChain)
+	o.Span("full-every", &i.i.Policy.FullEvery)
 }
 
 func newBackupCmd(g *globals, version string) *cobra.Command {
@@ -205,10 +160,4 @@ func newBackupCmd(g *globals, version string) *cobra.Command {
 	g.registerEncrypt(cmd.Flags())
 	g.registerJSON(cmd.Flags())
 	return cmd
-}
-
-// defaultParallel is options.DefaultParallel, for the commands whose
-// flags are not bound from the options table yet.
-func defaultParallel() int {
-	return options.DefaultParallel()
 }

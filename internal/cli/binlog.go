@@ -2,24 +2,19 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/toolpath"
 )
 
-// binlogFlags are binlog's flags.
+// binlogFlags are binlog's flags, most of them bound into its archiver.
 type binlogFlags struct {
-	conn             options.Conn
-	follow           bool
-	compress, hash   string
-	binary           string
-	flush            time.Duration
-	allowGap, asJSON bool
+	a              binlog.Archiver
+	conn           options.Conn
+	follow, asJSON bool
 }
 
 func newBinlogCmd(g *globals, version string) *cobra.Command {
@@ -55,11 +50,11 @@ func (bf *binlogFlags) register(cmd *cobra.Command, g *globals) {
 	bf.conn.Register(f)
 	o := options.Bind(f)
 	o.Bool("follow", &bf.follow)
-	o.String("compress", &bf.compress)
-	o.String("hash", &bf.hash)
-	o.Duration("flush-interval", &bf.flush)
-	o.Bool("allow-gap", &bf.allowGap)
-	o.String("mariadb-binlog", &bf.binary)
+	o.Codec("compress", &bf.a.Codec)
+	o.Hash("hash", &bf.a.Hash)
+	o.Duration("flush-interval", &bf.a.FlushInterval)
+	o.Bool("allow-gap", &bf.a.AllowGap)
+	o.String("mariadb-binlog", &bf.a.Binary)
 	o.Bool("json", &bf.asJSON)
 	g.registerEncrypt(f)
 }
@@ -67,28 +62,21 @@ func (bf *binlogFlags) register(cmd *cobra.Command, g *globals) {
 // archiver checks the flags and builds the archiver they ask for, less
 // its progress.
 func (bf *binlogFlags) archiver(cmd *cobra.Command, g *globals, version string) (*binlog.Archiver, error) {
-	c, err := parseStorage(bf.compress, bf.hash)
-	if err != nil {
-		return nil, err
-	}
-	if bf.flush <= 0 {
-		return nil, usageError{fmt.Errorf("--flush-interval %s: must be positive", bf.flush)}
+	if bf.a.FlushInterval <= 0 {
+		return nil, usageError{fmt.Errorf("--flush-interval %s: must be positive", bf.a.FlushInterval)}
 	}
 	if bf.asJSON && bf.follow {
 		return nil, usagef("--json prints what one run archived; binlog --follow runs until stopped: read its --progress json events, or list --binlogs --json")
 	}
-	cfg, err := bf.conn.Resolve(cmd.Flags())
-	if err != nil {
+	a := bf.a
+	a.MariadbPath, a.Version = g.mariadbPath, version
+	var err error
+	if a.Conn, err = bf.conn.Resolve(cmd.Flags()); err != nil {
 		return nil, err
 	}
-	r, err := g.repos.Open(cmd.Context())
-	if err != nil {
+	if a.Repo, err = g.repos.Open(cmd.Context()); err != nil {
 		return nil, err
 	}
-	enc, err := g.repos.Encryption(cmd.Context(), r)
-	if err != nil {
-		return nil, err
-	}
-	return &binlog.Archiver{Repo: r, Conn: cfg, Codec: c, Hash: bf.hash, Binary: bf.binary, MariadbPath: toolpath.Parse(g.mariadbPath),
-		Version: version, Encryption: enc, FlushInterval: bf.flush, AllowGap: bf.allowGap}, nil
+	a.Encryption, err = g.repos.Encryption(cmd.Context(), a.Repo)
+	return &a, err
 }

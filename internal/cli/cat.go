@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/repoaccess"
+	"github.com/backstream/backstream/internal/restorecase"
 )
 
 func newCatCmd(g *globals) *cobra.Command {
@@ -22,15 +20,7 @@ func newCatCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, m, ctx, release, err := g.repos.ResolveLocked(cmd.Context(), ref, "", repoaccess.OpCat)
-			if err != nil {
-				return err
-			}
-			defer release()
-			if err := archive.WriteStream(ctx, archive.ReadOptions{Input: r.Input(m), Manifest: m, Memory: g.repos.Memory}, g.stdout); err != nil {
-				return fmt.Errorf("backup %s: %w", m.ID, err)
-			}
-			return nil
+			return restorecase.Cat(cmd.Context(), g.repos, ref, g.stdout)
 		},
 	}
 	return cmd

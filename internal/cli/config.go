@@ -3,8 +3,9 @@ package cli
 import (
 	"strings"
 
-	"github.com/backstream/backstream/internal/options"
 	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/options"
 )
 
 func newConfigCmd(g *globals) *cobra.Command {

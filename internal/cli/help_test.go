@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/backstream/backstream/internal/options"
 	"github.com/spf13/cobra"
+
+	"github.com/backstream/backstream/internal/options"
 )
 
 // Every command's usage line and texts are those of options' table of

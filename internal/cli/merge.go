@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"io"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -11,15 +9,13 @@ import (
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repoaccess"
-	"github.com/backstream/backstream/internal/restore"
-	"github.com/backstream/backstream/internal/toolpath"
 )
 
-// mergeFlags are merge's flags.
+// mergeFlags are merge's flags, most of them bound into its job.
 type mergeFlags struct {
-	parallel                                                        int
-	compress, hash, workDir, useMemory, mariabackup, serverDefaults string
-	verbose                                                         bool
+	j              merge.Job
+	serverDefaults string
+	verbose        bool
 }
 
 func newMergeCmd(g *globals, version string) *cobra.Command {
@@ -38,12 +34,12 @@ func newMergeCmd(g *globals, version string) *cobra.Command {
 
 func (o *mergeFlags) register(f *pflag.FlagSet) {
 	bind := options.Bind(f)
-	bind.Int("parallel", &o.parallel)
-	bind.String("compress", &o.compress)
-	bind.String("hash", &o.hash)
-	bind.String("work-dir", &o.workDir)
-	bind.String("use-memory", &o.useMemory)
-	bind.String("mariabackup", &o.mariabackup)
+	bind.Int("parallel", &o.j.Parallel)
+	bind.Codec("compress", &o.j.Codec)
+	bind.Hash("hash", &o.j.Hash)
+	bind.String("work-dir", &o.j.WorkDir)
+	bind.String("use-memory", &o.j.Restore.UseMemory)
+	bind.String("mariabackup", &o.j.Restore.Mariabackup)
 	bind.String("server-defaults-file", &o.serverDefaults)
 	bind.Bool("verbose", &o.verbose)
 }
@@ -51,24 +47,19 @@ func (o *mergeFlags) register(f *pflag.FlagSet) {
 // job maps the flags to a merge, less the repository, the backup and the
 // encryption.
 func (o *mergeFlags) job(g *globals, version string) (merge.Job, error) {
-	if o.parallel < 1 {
-		return merge.Job{}, usagef("--parallel must be at least 1")
+	job := o.j
+	if job.Parallel < 1 {
+		return job, usagef("--parallel must be at least 1")
 	}
-	c, err := parseStorage(o.compress, o.hash)
-	if err != nil {
-		return merge.Job{}, err
+	var err error
+	if job.Restore.FileKey, err = physical.UserFileKey(o.serverDefaults); err != nil {
+		return job, err
 	}
-	fileKey, err := physical.UserFileKey(o.serverDefaults)
-	if err != nil {
-		return merge.Job{}, err
-	}
-	var log io.Writer
 	if o.verbose {
-		log = g.stderr
+		job.Restore.Log = g.stderr
 	}
-	return merge.Job{WorkDir: o.workDir, Parallel: o.parallel, Codec: c, Hash: o.hash, Version: version,
-		Restore: restore.Options{UseMemory: o.useMemory, Mariabackup: o.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: o.parallel, Memory: g.repos.Memory, Log: log, FileKey: fileKey},
-	}, nil
+	job.Version, job.Restore.MariadbPath, job.Restore.Workers, job.Restore.Memory = version, g.mariadbPath, job.Parallel, g.repos.Memory
+	return job, nil
 }
 
 // run merges the chain ending at the backup args name, under the

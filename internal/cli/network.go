@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/physical"
@@ -70,10 +71,11 @@ func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string,
 	if len(tf.to) == 0 {
 		return req, usagef("name at least one receiver with --to HOST:PORT")
 	}
-	var err error
-	if req.Job, err = tf.b.job(g, cmd, version); err != nil {
+	r, err := tf.b.request(g, cmd, version)
+	if err != nil {
 		return req, err
 	}
+	req.Job = backup.PhysicalJob(r)
 	if tf.from != "" {
 		if req.Job.Conn, err = sourceAt(cmd, req.Job.Conn, tf.from); err != nil {
 			return req, err

@@ -16,7 +16,6 @@ import (
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/restorecase"
-	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // datadirFlags are the options of writing a datadir, shared by restore and
@@ -76,7 +75,7 @@ func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
 		placed = g.stderr
 	}
 	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: toolpath.Parse(g.mariadbPath), Workers: d.parallel, Memory: g.repos.Memory, Log: d.log(g), NoSync: d.noSync,
+		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: g.mariadbPath, Workers: d.parallel, Memory: g.repos.Memory, Log: d.log(g), NoSync: d.noSync,
 		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 
@@ -152,7 +151,7 @@ func (o *restoreFlags) run(cmd *cobra.Command, g *globals, args []string) error 
 func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named bool) restorecase.Request {
 	parallel := o.d.parallel
 	if parallel <= 0 {
-		parallel = defaultParallel()
+		parallel = options.DefaultParallel()
 	}
 	load := firstChanged(f, o.l.onlyLogical())
 	return restorecase.Request{
@@ -161,7 +160,7 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 		TargetDir: o.d.target, Prepare: o.d.prepare, ServerDefaults: o.d.serverDefaults,
 		Datadir: o.p.datadir, Force: o.p.force, Start: o.p.start, StartTimeout: o.p.startTimeout, CheckTimeout: o.p.checkTimeout,
 		Load: o.l.load, Parallel: parallel, Masking: o.l.mask.given(), Mask: o.l.mask.specs, MaskKeyFile: o.l.mask.keyFile,
-		MariadbPath: toolpath.Parse(g.mariadbPath), Log: o.d.log(g), Memory: g.repos.Memory,
+		MariadbPath: g.mariadbPath, Log: o.d.log(g), Memory: g.repos.Memory,
 		Given: restorecase.Given{Place: firstChanged(f, o.p.names()), Load: load, LoadIsConn: slices.Contains(options.ConnNames, load),
 			PlaceMisuse: o.p.check(f)},
 		Lock: g.repos.Lock(repoaccess.OpRestore, false),

@@ -22,7 +22,6 @@ import (
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
-	"github.com/backstream/backstream/internal/toolpath"
 )
 
 // Exit codes, documented in docs/troubleshooting.md.
@@ -91,7 +90,7 @@ type globals struct {
 	memory                     int64
 	// mariadbPath is --mariadb-path: where the MariaDB tools of each
 	// version are looked for before PATH.
-	mariadbPath string
+	mariadbPath []string
 	// progressInterval is how often plain lines and JSON events come.
 	progressInterval time.Duration
 	stdout           io.Writer
@@ -127,13 +126,6 @@ func (g *globals) checkGlobals() error {
 	}
 	if g.progressInterval <= 0 {
 		return usagef("--progress-interval %s: want a positive duration, like 5s or 500ms", g.progressInterval)
-	}
-	// A mistyped entry would only show later, as a tool of the wrong
-	// version "found" in PATH.
-	for _, dir := range toolpath.Parse(g.mariadbPath) {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return usagef("--mariadb-path %q: %s is not a directory (want MariaDB installations, each a basedir or a directory of programs, separated by colons)", g.mariadbPath, dir)
-		}
 	}
 	return g.checkMetricsFile()
 }
@@ -224,7 +216,7 @@ func (g *globals) register(f *pflag.FlagSet) {
 	pf.Rate("limit-upload", &g.limitUpload)
 	pf.Rate("limit-download", &g.limitDownload)
 	pf.Size("memory", &g.memory, repoaccess.MinMemory)
-	pf.String("mariadb-path", &g.mariadbPath)
+	pf.Paths("mariadb-path", &g.mariadbPath)
 	pf.String("progress", &g.progress)
 	pf.String("identity-file", &g.repos.Keys.IdentityFile)
 	pf.String("passphrase-file", &g.repos.Keys.PassphraseFile)
@@ -274,8 +266,11 @@ func (g *globals) wrap(c *cobra.Command) {
 // or an unknown command refused with the nearest names.
 func (g *globals) runRoot(version string, showVersion *bool) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if refused := options.Refused(cmd.Flags()); refused != nil { // --mariadb-path
+			return usageError{refused}
+		}
 		if *showVersion && len(args) == 0 {
-			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), false)
+			return printVersion(cmd.Context(), g.stdout, version, g.mariadbPath, false)
 		}
 		if len(args) == 0 {
 			return cmd.Help()

@@ -13,7 +13,6 @@ import (
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restoretest"
-	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/verify"
 )
 
@@ -160,12 +159,12 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 		return req, nil, nil, err
 	}
 	if parallel <= 0 {
-		parallel = defaultParallel()
+		parallel = options.DefaultParallel()
 	}
 	if req.Job.FileKey, err = physical.UserFileKey(rt.job.ServerDefaults); err != nil {
 		return req, nil, nil, err
 	}
-	req.Job.MariadbPath, req.Job.Workers, req.Job.Memory = toolpath.Parse(g.mariadbPath), parallel, g.repos.Memory
+	req.Job.MariadbPath, req.Job.Workers, req.Job.Memory = g.mariadbPath, parallel, g.repos.Memory
 	req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)
 	var title string
 	if req.Until != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/backstream/backstream/internal/about"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/toolpath"
 )
 
 func newVersionCmd(g *globals, version string) *cobra.Command {
@@ -17,7 +16,7 @@ func newVersionCmd(g *globals, version string) *cobra.Command {
 		Use:  "version",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return printVersion(cmd.Context(), g.stdout, version, toolpath.Parse(g.mariadbPath), asJSON)
+			return printVersion(cmd.Context(), g.stdout, version, g.mariadbPath, asJSON)
 		},
 	}
 	options.Bind(cmd.Flags()).Bool("json", &asJSON)
@@ -25,7 +24,7 @@ func newVersionCmd(g *globals, version string) *cobra.Command {
 }
 
 // printVersion prints what about says of this build and this host.
-func printVersion(ctx context.Context, w io.Writer, version string, path toolpath.Path, asJSON bool) error {
+func printVersion(ctx context.Context, w io.Writer, version string, path []string, asJSON bool) error {
 	info := about.Gather(ctx, version, path)
 	if asJSON {
 		return printJSON(w, info)

@@ -3,12 +3,16 @@ package options
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
 )
 
@@ -235,4 +239,57 @@ func (v boolValue) Set(s string) error {
 	}
 	*v.p = b
 	return nil
+}
+
+// Codec binds a compression option: a codec and an optional level
+// (codec.Parse), like zstd or lz4:3.
+func (f Flags) Codec(name string, p *codec.Codec) {
+	f.bindParsed(f.option(name, String), func(s string) error {
+		c, err := codec.Parse(s)
+		if err != nil {
+			return fmt.Errorf("--%s: %v", name, err)
+		}
+		*p = c
+		return nil
+	})
+}
+
+// Hash binds the name of a digest algorithm that backups are hashed
+// with (archive.NewHash).
+func (f Flags) Hash(name string, p *string) {
+	f.bindParsed(f.option(name, String), func(s string) error {
+		if _, err := archive.NewHash(s); err != nil {
+			return fmt.Errorf("--%s: %v", name, err)
+		}
+		*p = s
+		return nil
+	})
+}
+
+// Paths binds a colon-separated list of directories, as PATH is written
+// (empty entries dropped), whose default comes from the option's
+// environment variable. An entry that is not a directory is refused, as
+// a bad $VAR is: mistyped, it would only show later, as a tool of the
+// wrong version "found" in PATH.
+func (f Flags) Paths(name string, p *[]string) {
+	o := f.option(name, String)
+	v := &parsed{parse: func(s string) error {
+		var dirs []string
+		for _, dir := range filepath.SplitList(s) {
+			if dir == "" {
+				continue
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return fmt.Errorf("--%s %q: %s is not a directory (want MariaDB installations, each a basedir or a directory of programs, separated by colons)", name, s, dir)
+			}
+			dirs = append(dirs, dir)
+		}
+		*p = dirs
+		return nil
+	}}
+	if o.Env != "" {
+		_ = v.Set(os.Getenv(o.Env)) // a refusal is kept for Refused
+	}
+	f.fs.VarP(v, o.Name, o.Short, o.Help)
+	f.done(o)
 }

@@ -1,6 +1,7 @@
 package options
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/retention"
 )
 
@@ -191,5 +193,44 @@ func TestBoolTakesOptionFileWords(t *testing.T) {
 	}
 	if err := fs.Set("verbose", "maybe"); err == nil {
 		t.Error("--verbose=maybe accepted")
+	}
+}
+
+// --compress and --hash are read once, by their binders, for every
+// command that stores; --mariadb-path refuses an entry that is not a
+// directory, from $BACKSTREAM_MARIADB_PATH too, and drops empty ones.
+func TestStorageAndPathValues(t *testing.T) {
+	var c codec.Codec
+	var h string
+	var dirs []string
+	for _, v := range []struct {
+		command, name, value string
+		bind                 func(Flags)
+		want                 string
+	}{
+		{"backup", "compress", "bogus", func(f Flags) { f.Codec("compress", &c) }, `--compress: compression "bogus": unknown codec`},
+		{"binlog", "compress", "zstd:99", func(f Flags) { f.Codec("compress", &c) }, `--compress: compression "zstd:99": level "99" out of range`},
+		{"merge", "hash", "md5", func(f Flags) { f.Hash("hash", &h) }, `--hash: unknown hash algorithm "md5"`},
+		{"list", "mariadb-path", "/nonexistent/x", func(f Flags) { f.Paths("mariadb-path", &dirs) }, `--mariadb-path "/nonexistent/x": /nonexistent/x is not a directory`},
+	} {
+		if err := set(t, v.command, v.name, v.value, v.bind); err == nil || !strings.HasPrefix(err.Error(), v.want) {
+			t.Errorf("--%s %q: %v; want %q...", v.name, v.value, err, v.want)
+		}
+	}
+	if err := set(t, "send", "compress", "lz4:3", func(f Flags) { f.Codec("compress", &c) }); err != nil || c.String() != "lz4:3" {
+		t.Errorf("--compress lz4:3: %v, %v", err, c)
+	}
+	if err := set(t, "backup", "hash", "sha256", func(f Flags) { f.Hash("hash", &h) }); err != nil || h != "sha256" {
+		t.Errorf("--hash sha256: %v, %q", err, h)
+	}
+	dir := t.TempDir()
+	if err := set(t, "restore", "mariadb-path", "::"+dir+":", func(f Flags) { f.Paths("mariadb-path", &dirs) }); err != nil || !slices.Equal(dirs, []string{dir}) {
+		t.Errorf("--mariadb-path ::%s: %v, %q", dir, err, dirs)
+	}
+	t.Setenv("BACKSTREAM_MARIADB_PATH", "/nonexistent/y")
+	fs := pflag.NewFlagSet("list", pflag.ContinueOnError)
+	Bind(fs).Paths("mariadb-path", &dirs)
+	if err := Refused(fs); err == nil || !strings.Contains(err.Error(), "/nonexistent/y is not a directory") {
+		t.Errorf("$BACKSTREAM_MARIADB_PATH=/nonexistent/y: %v; want it refused", err)
 	}
 }
