@@ -45,7 +45,7 @@ func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (b
 		return req, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", req.Physical.MaxIO)
 	}
 	var err error
-	if req.Conn, err = b.conn.Resolve(cmd.Flags()); err != nil {
+	if req.Conn, err = b.conn.Resolve(); err != nil {
 		return req, err
 	}
 	if b.verbose {

@@ -71,7 +71,7 @@ func (bf *binlogFlags) archiver(cmd *cobra.Command, g *globals, version string) 
 	a := bf.a
 	a.MariadbPath, a.Version = g.mariadbPath, version
 	var err error
-	if a.Conn, err = bf.conn.Resolve(cmd.Flags()); err != nil {
+	if a.Conn, err = bf.conn.Resolve(); err != nil {
 		return nil, err
 	}
 	if a.Repo, err = g.repos.Open(cmd.Context()); err != nil {

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
@@ -90,7 +89,7 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 		return job, err
 	}
 	if err := job.SetChoices(cf.choices); err != nil {
-		return job, refused(err)
+		return job, err
 	}
 	if cf.parallel < 1 {
 		return job, usagef("--parallel must be at least 1")
@@ -101,7 +100,7 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 	if job.Mask != nil && cf.replicate {
 		return job, usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
 	}
-	job.Replicate, err = cf.replicateTo(f, job.From)
+	job.Replicate, err = cf.replicateTo(f, replica.PrimaryAt(job.From))
 	return job, err
 }
 
@@ -112,7 +111,7 @@ const minChunk = 64 << 10
 // replicateTo is the primary the target replicates from with --replicate
 // (the source src, unless the --primary-* flags say how the target reaches
 // it), nil without.
-func (cf *copyFlags) replicateTo(f *pflag.FlagSet, src mariadb.Config) (*replica.Primary, error) {
+func (cf *copyFlags) replicateTo(f *pflag.FlagSet, def replica.Primary) (*replica.Primary, error) {
 	if !cf.replicate {
 		if name := firstChanged(f, cf.primary.names()); name != "" {
 			return nil, usagef("--%s names the primary of --replicate", name)
@@ -121,10 +120,6 @@ func (cf *copyFlags) replicateTo(f *pflag.FlagSet, src mariadb.Config) (*replica
 	}
 	if name := firstChanged(f, []string{"database", "exclude-database", "table", "exclude-table", "rename-database"}); name != "" {
 		return nil, usagef("--replicate copies the whole server: a replica applies every write of its primary, and would stop at the first to what --%s leaves out or renames", name)
-	}
-	def := replica.Primary{}
-	if !src.UsesSocket() {
-		def.Host, def.Port = src.Host, src.Port
 	}
 	p, err := cf.primary.resolve(f, def)
 	if err != nil {

@@ -7,15 +7,13 @@ import (
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/merge"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repoaccess"
 )
 
 // mergeFlags are merge's flags, most of them bound into its job.
 type mergeFlags struct {
-	j              merge.Job
-	serverDefaults string
-	verbose        bool
+	j       merge.Job
+	verbose bool
 }
 
 func newMergeCmd(g *globals, version string) *cobra.Command {
@@ -40,7 +38,7 @@ func (o *mergeFlags) register(f *pflag.FlagSet) {
 	bind.String("work-dir", &o.j.WorkDir)
 	bind.String("use-memory", &o.j.Restore.UseMemory)
 	bind.String("mariabackup", &o.j.Restore.Mariabackup)
-	bind.String("server-defaults-file", &o.serverDefaults)
+	bind.String("server-defaults-file", &o.j.ServerDefaults)
 	bind.Bool("verbose", &o.verbose)
 }
 
@@ -50,10 +48,6 @@ func (o *mergeFlags) job(g *globals, version string) (merge.Job, error) {
 	job := o.j
 	if job.Parallel < 1 {
 		return job, usagef("--parallel must be at least 1")
-	}
-	var err error
-	if job.Restore.FileKey, err = physical.UserFileKey(o.serverDefaults); err != nil {
-		return job, err
 	}
 	if o.verbose {
 		job.Restore.Log = g.stderr
@@ -92,7 +86,7 @@ func (o *mergeFlags) run(cmd *cobra.Command, g *globals, version string, args []
 	merged, err := merge.Merge(ctx, job)
 	t.Finish(err)
 	if err != nil {
-		return refused(err)
+		return err
 	}
 	return g.reportMade(inventory.MadeOf(merged), merge.Text(merged))
 }

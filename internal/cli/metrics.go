@@ -5,10 +5,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/metrics"
+	"github.com/backstream/backstream/internal/options"
 )
 
 // checkMetricsFile checks --metrics-file before the command starts (see
@@ -33,7 +32,7 @@ func (g *globals) recordMetrics(cmd *cobra.Command, start time.Time, err error) 
 	if g.metricsCommand != "" {
 		command = g.metricsCommand
 	}
-	run := metrics.Run{Command: command, Repository: g.repos.Location.Repo, Server: serverLabel(cmd.Flags()),
+	run := metrics.Run{Command: command, Repository: g.repos.Location.Repo, Server: options.ServerLabel(cmd.Flags()),
 		Start: start, End: time.Now(), ExitCode: ExitCode(err, cmd.Context().Err() != nil)}
 	if m := g.made; m.ID != "" && err == nil {
 		run.RawBytes, run.StoredBytes = m.RawBytes, m.StoredBytes
@@ -41,22 +40,4 @@ func (g *globals) recordMetrics(cmd *cobra.Command, start time.Time, err error) 
 	if werr := metrics.Write(g.metricsFile, run); werr != nil {
 		fmt.Fprintf(g.stderr, "backstream: warning: --metrics-file: %v\n", werr)
 	}
-}
-
-// serverLabel is the server a command's connection options name, for the
-// metrics' server label (see mariadb.Flags.Label); "" for a command
-// without connection options.
-func serverLabel(fs *pflag.FlagSet) string {
-	if fs.Lookup("socket") == nil || fs.Lookup("defaults-extra-file") == nil {
-		return ""
-	}
-	var f mariadb.Flags
-	f.Host, _ = fs.GetString("host")
-	f.Port, _ = fs.GetInt("port")
-	f.Socket, _ = fs.GetString("socket")
-	f.Protocol, _ = fs.GetString("protocol")
-	f.DefaultsFile, _ = fs.GetString("defaults-file")
-	f.DefaultsExtraFile, _ = fs.GetString("defaults-extra-file")
-	f.NoDefaults, _ = fs.GetBool("no-defaults")
-	return f.Label()
 }

@@ -9,9 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/backup"
-	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/remote"
 )
 
@@ -50,7 +48,7 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		req.Progress = func() (physical.Progress, func(error) time.Duration) {
+		req.Progress = func() (remote.Progress, func(error) time.Duration) {
 			t := g.tracker("send", 0)
 			return t, func(err error) time.Duration { return t.Finish(err).Elapsed }
 		}
@@ -77,8 +75,11 @@ func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string,
 	}
 	req.Job = backup.PhysicalJob(r)
 	if tf.from != "" {
-		if req.Job.Conn, err = sourceAt(cmd, req.Job.Conn, tf.from); err != nil {
-			return req, err
+		if name := firstChanged(cmd.Flags(), []string{"host", "port", "socket", "protocol"}); name != "" {
+			return req, usagef("--from %s names the server already; leave out --%s", tf.from, name)
+		}
+		if req.Job.Conn, err = req.Job.Conn.OverTCP(tf.from, "--from"); err != nil {
+			return req, usagef("--from %q: %v", tf.from, err)
 		}
 	}
 	req.Transport.CAFile, req.Transport.ServerName = tf.caFile, tf.serverName
@@ -121,28 +122,6 @@ func (tf *transferFlags) print(g *globals, res *remote.Sending) error {
 	}
 	res.WriteText(g.stdout)
 	return nil
-}
-
-// sourceAt is cfg connecting to from (HOST:PORT) over TCP, for provision
-// --from, which the connection flags that name another place contradict.
-func sourceAt(cmd *cobra.Command, cfg mariadb.Config, from string) (mariadb.Config, error) {
-	for _, name := range []string{"host", "port", "socket", "protocol"} {
-		if cmd.Flags().Changed(name) {
-			return cfg, usagef("--from %s names the server already; leave out --%s", from, name)
-		}
-	}
-	host, port, err := mariadb.SplitHostPort(from)
-	switch {
-	case err != nil && !errors.Is(err, mariadb.ErrPort):
-		return cfg, usagef("--from %q: want HOST:PORT (%v)", from, err)
-	case err != nil || host == "":
-		return cfg, usagef("--from %q: want HOST:PORT, with a port from 1 to 65535", from)
-	}
-	cfg.Host, cfg.Port, cfg.Protocol = host, port, mariadb.ProtocolTCP
-	if cfg.Sources != nil {
-		cfg.Sources["host"], cfg.Sources["port"] = "--from", "--from"
-	}
-	return cfg, nil
 }
 
 func newTokenCmd(g *globals) *cobra.Command {

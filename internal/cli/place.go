@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"errors"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/provision"
 )
 
 // placeFlags are restore's options of restoring into place and starting
@@ -48,26 +45,4 @@ func (p *placeFlags) check(f *pflag.FlagSet) error {
 		}
 	}
 	return nil
-}
-
-// serverFiles reads where the server that will run on the datadir keeps
-// files of its state outside it (provision.ServerFiles): from
-// serverDefaults (--server-defaults-file) or the option files --start
-// chooses.
-func (p *placeFlags) serverFiles(serverDefaults string) (mariadb.ServerFiles, error) {
-	sf, err := provision.ServerFiles(p.start, serverDefaults)
-	var bad *provision.StartCommandError
-	if errors.As(err, &bad) {
-		return sf, usagef("--start: %v", bad.Err)
-	}
-	return sf, err
-}
-
-// startAt is how --start starts the server that cfg reaches, nil without
-// --start.
-func (p *placeFlags) startAt(cfg mariadb.Config) *provision.Start {
-	if p.start == "" {
-		return nil
-	}
-	return &provision.Start{How: p.start, Conn: cfg, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout}
 }

@@ -9,12 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/repoaccess"
-	"github.com/backstream/backstream/internal/restore"
 )
 
 // receiveFlags are receive's flags.
@@ -39,7 +37,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "receive"}
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		intoRepo := cmd.Flags().Changed("repo") || (rf.d.target == "" && g.repos.Location.Repo != "" && rf.p.datadir == "")
+		intoRepo := cmd.Flags().Changed("repo") || (rf.d.r.Restore.TargetDir == "" && g.repos.Location.Repo != "" && rf.p.datadir == "")
 		if err := rf.check(cmd, g, intoRepo); err != nil {
 			return err
 		}
@@ -48,7 +46,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return refused(remote.Store(cmd.Context(), req))
+			return remote.Store(cmd.Context(), req)
 		}
 		req, err := rf.provisionRequest(cmd, g)
 		if err != nil {
@@ -58,7 +56,7 @@ func newReceiveCmd(g *globals) *cobra.Command {
 		req.Progress = t
 		res, err := provision.Receive(cmd.Context(), req)
 		t.Finish(err)
-		return rf.printProvisioned(g, res, refused(err))
+		return rf.printProvisioned(g, res, err)
 	}
 	rf.register(cmd, g)
 	return cmd
@@ -90,19 +88,19 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 	switch {
 	case rf.listen == "":
 		return usagef("--listen ADDR is required, e.g. --listen :4444")
-	case d.target != "" && intoRepo:
+	case d.r.Restore.TargetDir != "" && intoRepo:
 		return usagef("give either --target-dir or --repo, not both")
-	case d.target == "" && !intoRepo && p.datadir == "":
+	case d.r.Restore.TargetDir == "" && !intoRepo && p.datadir == "":
 		return usagef("give --target-dir DIR (restore), --datadir DIR (restore into place) or --repo DIR (store)")
-	case d.serverDefaults != "" && !d.prepare && p.datadir == "":
+	case d.r.Restore.ServerDefaults != "" && !d.r.Restore.Options.Prepare && p.datadir == "":
 		return usagef("--server-defaults-file goes with --prepare or --datadir: it gives what the prepare needs")
-	case rf.keep && d.target != "":
+	case rf.keep && d.r.Restore.TargetDir != "":
 		return usagef("--keep-listening needs --repo: a target directory takes one backup")
-	case g.repos.Encrypt && (d.target != "" || p.datadir != ""):
+	case g.repos.Encrypt && (d.r.Restore.TargetDir != "" || p.datadir != ""):
 		return usagef("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
 	case (rf.certFile == "") != (rf.keyFile == ""):
 		return usagef("--tls-cert and --tls-key go together")
-	case p.datadir != "" && (d.target != "" || cmd.Flags().Changed("repo")):
+	case p.datadir != "" && (d.r.Restore.TargetDir != "" || cmd.Flags().Changed("repo")):
 		return usagef("--datadir restores into place: it takes neither --target-dir nor --repo")
 	case p.datadir != "" && rf.keep:
 		return usagef("--keep-listening needs --repo: a datadir takes one backup")
@@ -125,27 +123,24 @@ func (rf *receiveFlags) check(cmd *cobra.Command, g *globals, intoRepo bool) err
 // provisionRequest is the provisioning the flags ask for: receive
 // --datadir, with --start and --replicate.
 func (rf *receiveFlags) provisionRequest(cmd *cobra.Command, g *globals) (provision.Request, error) {
-	req := provision.Request{Listen: rf.listen, Datadir: rf.p.datadir, Force: rf.p.force, ServerDefaults: rf.d.serverDefaults}
+	req := provision.Request{Listen: rf.listen, Datadir: rf.p.datadir, Force: rf.p.force, ServerDefaults: rf.d.r.Restore.ServerDefaults}
 	req.Listening, req.Rejected = receiveNotes(g)
-	if _, err := rf.p.serverFiles(rf.d.serverDefaults); err != nil {
-		return req, err // a --start whose words do not split is a usage error
-	}
 	var err error
 	req.Transport.CertFile, req.Transport.KeyFile = rf.certFile, rf.keyFile
 	if err = req.Transport.Settle(rf.idle, rf.tokenFile); err != nil {
 		return req, err
 	}
-	if req.Restore, err = rf.d.job(g, cmd.Flags()); err != nil {
-		return req, err
-	}
+	rf.d.settle(g, cmd.Flags())
+	req.Restore = rf.d.r.Restore
 	if rf.p.start == "" {
 		return req, nil
 	}
-	cfg, err := rf.conn.Resolve(cmd.Flags())
+	cfg, err := rf.conn.Resolve()
 	if err != nil {
 		return req, err
 	}
-	req.Start = rf.p.startAt(cfg)
+	p := &rf.p
+	req.Start = &provision.Start{How: p.start, Conn: cfg, Timeout: p.startTimeout, CheckTimeout: p.checkTimeout}
 	if rf.replicate {
 		prim, err := rf.primary.resolve(cmd.Flags(), replica.Primary{})
 		if err != nil {
@@ -183,8 +178,8 @@ func receiveNotes(g *globals) (listening func(net.Addr), rejected func(error)) {
 // storeRequest is the receiving into --target-dir or --repo the flags
 // ask for: one backup, or with --keep-listening one after another.
 func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bool) (remote.StoreRequest, error) {
-	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.parallel, Memory: g.repos.Memory, Keep: rf.keep,
-		Progress: func() (physical.Progress, func(error)) {
+	req := remote.StoreRequest{Listen: rf.listen, Workers: rf.d.r.Restore.Options.Workers, Memory: g.repos.Memory, Keep: rf.keep,
+		Progress: func() (remote.Progress, func(error)) {
 			t := g.tracker("receive", 0)
 			return t, func(err error) { t.Finish(err) }
 		},
@@ -195,9 +190,8 @@ func (rf *receiveFlags) storeRequest(cmd *cobra.Command, g *globals, intoRepo bo
 	if intoRepo {
 		err = storeIntoRepo(cmd.Context(), g, &req)
 	} else {
-		var job restore.Job
-		job, err = rf.d.job(g, cmd.Flags())
-		req.TargetDir = &job
+		rf.d.settle(g, cmd.Flags())
+		req.TargetDir = &rf.d.r.Restore
 	}
 	if err != nil {
 		return req, err

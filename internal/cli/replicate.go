@@ -50,7 +50,7 @@ func (rf *replicateFlags) request(cmd *cobra.Command, g *globals) (provision.Rep
 	if req.Primary, err = rf.primary.resolve(cmd.Flags(), replica.Primary{}); err != nil {
 		return req, err
 	}
-	if req.Conn, err = rf.conn.Resolve(cmd.Flags()); err != nil {
+	if req.Conn, err = rf.conn.Resolve(); err != nil {
 		return req, err
 	}
 	switch {

@@ -1,82 +1,51 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/repoaccess"
-	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/restorecase"
 )
 
 // datadirFlags are the options of writing a datadir, shared by restore and
-// receive.
+// receive, bound into the datadir's part of restore's request (Restore).
 type datadirFlags struct {
-	target      string
-	prepare     bool
-	useMemory   string
-	owner       string
-	mariabackup string
-	parallel    int
-	verbose     bool
-	noSync      bool
-	dataDirs    []string
-	// serverDefaults is an option file for what prepares and serves the
-	// result: the key file's password, and a point-in-time replay's
-	// server options.
-	serverDefaults string
+	r       restorecase.Request
+	verbose bool
 }
 
 func (d *datadirFlags) register(f *pflag.FlagSet) {
 	o := options.Bind(f)
-	o.String("target-dir", &d.target)
-	o.Bool("prepare", &d.prepare)
-	o.String("use-memory", &d.useMemory)
-	o.String("owner", &d.owner)
-	o.String("mariabackup", &d.mariabackup)
-	o.Int("parallel", &d.parallel)
+	o.String("target-dir", &d.r.Restore.TargetDir)
+	o.Bool("prepare", &d.r.Restore.Options.Prepare)
+	o.String("use-memory", &d.r.Restore.Options.UseMemory)
+	o.String("owner", &d.r.Restore.Owner)
+	o.String("mariabackup", &d.r.Restore.Options.Mariabackup)
+	o.Int("parallel", &d.r.Restore.Options.Workers)
 	o.Bool("verbose", &d.verbose)
-	o.Bool("no-sync", &d.noSync)
-	o.Strings("map-data-directory", &d.dataDirs)
-	o.String("server-defaults-file", &d.serverDefaults)
+	o.Bool("no-sync", &d.r.Restore.Options.NoSync)
+	o.Strings("map-data-directory", &d.r.Restore.DataDirs)
+	o.String("server-defaults-file", &d.r.Restore.ServerDefaults)
 }
 
-// job is the restore job these flags describe, less what it restores.
-func (d *datadirFlags) job(g *globals, f *pflag.FlagSet) (restore.Job, error) {
-	var maps []restore.DirMap
-	for _, s := range d.dataDirs {
-		m, err := restore.ParseDirMap(s)
-		if err != nil {
-			return restore.Job{}, usagef("--map-data-directory %v", err)
-		}
-		maps = append(maps, m)
-	}
-	owner := d.owner
-	if !f.Changed("owner") {
-		owner = physical.DefaultOwner()
-	}
-	fileKey, err := physical.UserFileKey(d.serverDefaults)
-	if err != nil {
-		return restore.Job{}, err
-	}
-	// With --json stdout carries the one object: where tablespaces went
-	// is said on stderr.
-	placed := g.stdout
+// settle completes the request with what the command's other flags say:
+// whether --owner was given, the tools' path, the memory budget, where
+// messages go, and where the tablespaces placed are said (stderr with
+// --json, whose stdout carries the one object).
+func (d *datadirFlags) settle(g *globals, f *pflag.FlagSet) {
+	r := &d.r.Restore
+	r.OwnerGiven = f.Changed("owner")
+	r.Options.MariadbPath, r.Options.Memory, r.Options.Log = g.mariadbPath, g.repos.Memory, d.log(g)
+	r.PlacedTo = g.stdout
 	if asJSON, _ := f.GetBool("json"); asJSON {
-		placed = g.stderr
+		r.PlacedTo = g.stderr
 	}
-	return restore.Job{TargetDir: d.target, Owner: owner, Options: restore.Options{
-		Prepare: d.prepare, UseMemory: d.useMemory, Mariabackup: d.mariabackup, MariadbPath: g.mariadbPath, Workers: d.parallel, Memory: g.repos.Memory, Log: d.log(g), NoSync: d.noSync,
-		DataDirs: maps, Placed: func(p restore.Placement) { fmt.Fprintln(placed, p) }, FileKey: fileKey}}, nil
 }
 
 // log is where mariabackup's and the tools' messages go: stderr with
@@ -86,16 +55,6 @@ func (d *datadirFlags) log(g *globals) io.Writer {
 		return g.stderr
 	}
 	return nil
-}
-
-// refused makes a restore refused for what it was asked (restore.RefusedError)
-// a usage error.
-func refused(err error) error {
-	var re *restore.RefusedError
-	if errors.As(err, &re) {
-		return usageError{err}
-	}
-	return err
 }
 
 func newRestoreCmd(g *globals) *cobra.Command {
@@ -149,15 +108,16 @@ func (o *restoreFlags) run(cmd *cobra.Command, g *globals, args []string) error 
 // request maps the flags to restore's request; what it reads (the
 // repository, the connection, files) it reads only when the mode needs it.
 func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named bool) restorecase.Request {
-	parallel := o.d.parallel
+	parallel := o.d.r.Restore.Options.Workers
 	if parallel <= 0 {
 		parallel = options.DefaultParallel()
 	}
 	load := firstChanged(f, o.l.onlyLogical())
+	o.d.settle(g, f)
 	return restorecase.Request{
 		Backup: ref, Named: named, Kind: o.kind,
 		Until: o.until, UntilGTID: o.untilGTID, Server: o.server, Base: o.base, ApplyTo: o.applyTo, As: o.as,
-		TargetDir: o.d.target, Prepare: o.d.prepare, ServerDefaults: o.d.serverDefaults,
+		Restore: o.d.r.Restore,
 		Datadir: o.p.datadir, Force: o.p.force, Start: o.p.start, StartTimeout: o.p.startTimeout, CheckTimeout: o.p.checkTimeout,
 		Load: o.l.load, Parallel: parallel, Masking: o.l.mask.given(), Mask: o.l.mask.specs, MaskKeyFile: o.l.mask.keyFile,
 		MariadbPath: g.mariadbPath, Log: o.d.log(g), Memory: g.repos.Memory,
@@ -165,11 +125,9 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 			PlaceMisuse: o.p.check(f)},
 		Lock: g.repos.Lock(repoaccess.OpRestore, false),
 		Deferred: restorecase.Deferred{
-			Open:        g.repos.Open,
-			Conn:        func() (mariadb.Config, error) { return o.l.conn.Resolve(f) },
-			Datadir:     func() (restore.Job, error) { return o.d.job(g, f) },
-			ServerFiles: func() (mariadb.ServerFiles, error) { return o.p.serverFiles(o.d.serverDefaults) },
-			Tracker:     g.tracker,
+			Open:    g.repos.Open,
+			Conn:    o.l.conn.Resolve,
+			Tracker: g.tracker,
 		},
 	}
 }
@@ -189,5 +147,5 @@ func (o *restoreFlags) print(g *globals, res *restorecase.Result, err error) err
 	default:
 		err = res.Print(g.stdout, g.stderr, o.l.asJSON, printJSON, err)
 	}
-	return refused(err)
+	return err
 }

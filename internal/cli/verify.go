@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
@@ -105,7 +104,7 @@ func (rt *restoreTestFlags) target(args []string) (t *pitr.Target, ref string, e
 	}
 	pt, err := pitr.ParseTarget(rt.until, rt.untilGTID, rt.server, rt.base, len(args) > 0)
 	if err != nil {
-		return nil, "", refused(err)
+		return nil, "", err
 	}
 	return &pt, "", nil
 }
@@ -160,9 +159,6 @@ func (rt *restoreTestFlags) request(cmd *cobra.Command, g *globals, args []strin
 	}
 	if parallel <= 0 {
 		parallel = options.DefaultParallel()
-	}
-	if req.Job.FileKey, err = physical.UserFileKey(rt.job.ServerDefaults); err != nil {
-		return req, nil, nil, err
 	}
 	req.Job.MariadbPath, req.Job.Workers, req.Job.Memory = g.mariadbPath, parallel, g.repos.Memory
 	req.Repo, req.Backup, ctx, release, err = g.repos.ResolveLocked(cmd.Context(), ref, kind, repoaccess.OpRestore)

@@ -102,6 +102,25 @@ func (c Config) String() string {
 	return fmt.Sprintf("user %q at %s", c.User, where)
 }
 
+// OverTCP is c connecting to hostPort (HOST:PORT) over TCP instead, its
+// host and port recorded as coming from source (a flag's name). An
+// address without a port, or with one that is not a number from 1 to
+// 65535, is refused.
+func (c Config) OverTCP(hostPort, source string) (Config, error) {
+	host, port, err := SplitHostPort(hostPort)
+	switch {
+	case err != nil && !errors.Is(err, ErrPort):
+		return c, fmt.Errorf("want HOST:PORT (%v)", err)
+	case err != nil || host == "":
+		return c, errors.New("want HOST:PORT, with a port from 1 to 65535")
+	}
+	c.Host, c.Port, c.Protocol = host, port, ProtocolTCP
+	if c.Sources != nil {
+		c.Sources["host"], c.Sources["port"] = source, source
+	}
+	return c, nil
+}
+
 // ErrPort is a HOST:PORT whose port is not a number from 1 to 65535.
 var ErrPort = errors.New("the port is not a number from 1 to 65535")
 

@@ -42,6 +42,10 @@ type Job struct {
 	// Restore says how the chain is prepared (mariabackup, --use-memory,
 	// the key file's password, decoders, progress). Its Prepare is set.
 	Restore restore.Options
+	// ServerDefaults is an option file with the key file's password,
+	// read (with the environment: physical.UserFileKey) when Restore
+	// lacks it.
+	ServerDefaults string
 }
 
 // chunkSize is the payload of each chunk the new backup's files are cut
@@ -52,6 +56,13 @@ const chunkSize = 1 << 20
 // returns its manifest. Nothing is committed unless every link was
 // checked and prepared, and the checkpoints prepare left say so.
 func Merge(ctx context.Context, job Job) (*archive.Manifest, error) {
+	if job.Restore.FileKey == "" {
+		key, err := physical.UserFileKey(job.ServerDefaults)
+		if err != nil {
+			return nil, err
+		}
+		job.Restore.FileKey = key
+	}
 	end := job.Backup
 	links, err := chain(ctx, job)
 	if err != nil {

@@ -23,6 +23,7 @@ func refusef(format string, a ...any) error { return refusal{fmt.Errorf(format, 
 
 // Conn are the connection options, named as in the MariaDB clients.
 type Conn struct {
+	fs       *pflag.FlagSet // the command's, which Register bound
 	f        mariadb.Flags
 	password string
 	// ssl, skipSSL and verifyServerCert are read only when given, so that
@@ -32,6 +33,7 @@ type Conn struct {
 
 // Register binds the connection options to fs.
 func (c *Conn) Register(fs *pflag.FlagSet) {
+	c.fs = fs
 	o := Bind(fs)
 	o.String("host", &c.f.Host)
 	o.Int("port", &c.f.Port)
@@ -64,8 +66,8 @@ const PasswordOnCommandLine = "backstream: warning: a password on the command li
 // option files ([client], [client-server], [client-mariadb], [backstream]),
 // TLS settings included. A password asked for (a bare --password, or a
 // bare password line) is read from the terminal.
-func (c *Conn) Resolve(fs *pflag.FlagSet) (mariadb.Config, error) {
-	f := c.f
+func (c *Conn) Resolve() (mariadb.Config, error) {
+	fs, f := c.fs, c.f
 	prompt := false
 	if fs.Changed("password") {
 		if c.password == PromptValue {
@@ -113,10 +115,7 @@ func (c *Conn) Resolve(fs *pflag.FlagSet) (mariadb.Config, error) {
 // [client-server], [client-mariadb] too), and where each of its settings
 // comes from: config's last lines.
 func WriteConnection(w io.Writer, flags *pflag.FlagSet) error {
-	str := func(name string) string { return flags.Lookup(name).Value.String() }
-	port, _ := flags.GetInt("port")
-	cfg, err := mariadb.Resolve(mariadb.Flags{Host: str("host"), Socket: str("socket"), User: str("user"), Port: port,
-		Protocol: str("protocol"), DefaultsFile: str("defaults-file"), DefaultsExtraFile: str("defaults-extra-file"), NoDefaults: str("no-defaults") == "true"})
+	cfg, err := mariadb.Resolve(connFlagsOf(flags))
 	if err != nil {
 		return err
 	}
@@ -127,6 +126,31 @@ func WriteConnection(w io.Writer, flags *pflag.FlagSet) error {
 		}
 	}
 	return nil
+}
+
+// ServerLabel is the server the connection options of flags name, for
+// the metrics' server label (mariadb.Flags.Label); "" for a command
+// without connection options.
+func ServerLabel(flags *pflag.FlagSet) string {
+	if flags.Lookup("socket") == nil || flags.Lookup("defaults-extra-file") == nil {
+		return ""
+	}
+	return connFlagsOf(flags).Label()
+}
+
+// connFlagsOf reads the connection options of flags as given, by name,
+// less TLS and the password.
+func connFlagsOf(flags *pflag.FlagSet) mariadb.Flags {
+	var f mariadb.Flags
+	f.Host, _ = flags.GetString("host")
+	f.Port, _ = flags.GetInt("port")
+	f.Socket, _ = flags.GetString("socket")
+	f.User, _ = flags.GetString("user")
+	f.Protocol, _ = flags.GetString("protocol")
+	f.DefaultsFile, _ = flags.GetString("defaults-file")
+	f.DefaultsExtraFile, _ = flags.GetString("defaults-extra-file")
+	f.NoDefaults, _ = flags.GetBool("no-defaults")
+	return f
 }
 
 // Endpoint names one of the two servers of a copy: --NAME (a host,

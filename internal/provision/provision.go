@@ -42,9 +42,9 @@ type Request struct {
 	// where it keeps files outside the datadir); otherwise they are read
 	// from the option files Start chooses.
 	ServerDefaults string
-	// Restore says how to restore (owner, workers, memory, ...): its
-	// TargetDir and Prepare are set here.
-	Restore restore.Job
+	// Restore says how to restore (owner, workers, memory, the key
+	// file's password, ...): its target and prepare are set here.
+	Restore restore.Request
 
 	Start     *Start     // start the server on the datadir and check it
 	Replicate *Replicate // then point it at its primary (needs Start)
@@ -119,7 +119,11 @@ func Receive(ctx context.Context, req Request) (*Result, error) {
 			return nil, err
 		}
 	}
-	sf, err := ServerFiles(startHow(req.Start), req.ServerDefaults)
+	sf, err := restore.ServerFiles(startHow(req.Start), req.ServerDefaults)
+	if err != nil {
+		return nil, err
+	}
+	job, err := req.Restore.Job()
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +132,6 @@ func Receive(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Datadir: place.Dir}
-	job := req.Restore
 	job.TargetDir, job.Prepare = place.Staging, true
 	rv := &remote.Receiver{Datadir: &job, Workers: job.Workers, Progress: req.Progress, Rejected: req.Rejected,
 		Finish: func(ctx context.Context, m *archive.Manifest) (remote.Outcome, error) {

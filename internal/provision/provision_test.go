@@ -89,7 +89,7 @@ func TestProvisionDecidesFromFieldsWhateverTheWords(t *testing.T) {
 	replicaReq, sock := startingReplica(t, base, src.Port)
 	replicaReq.Transport, replicaReq.Messages = transport.Options{Token: tok}, msgs
 	failing := Request{Transport: transport.Options{Token: tok}, Messages: msgs, Datadir: filepath.Join(base, "failing"),
-		Restore: restore.Job{Owner: physical.DefaultOwner(), Options: restore.Options{Workers: 2}},
+		Restore: restore.Request{Options: restore.Options{Workers: 2}},
 		Start:   &Start{How: "echo no server here >&2; exit 3", Conn: mariadb.Config{Socket: filepath.Join(base, "none.sock"), User: "root"}, Timeout: time.Minute}}
 	addrOK, doneOK := receive(t, ctx, replicaReq)
 	addrFailing, doneFailing := receive(t, ctx, failing)
@@ -122,7 +122,7 @@ func startingReplica(t *testing.T, base string, port int) (Request, string) {
 	start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --server-id=12 --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
 		datadir, sock, pidFile, filepath.Join(base, "replica.err"), os.TempDir())
 	return Request{Datadir: datadir,
-		Restore: restore.Job{Owner: physical.DefaultOwner(), Options: restore.Options{Workers: 2}},
+		Restore: restore.Request{Options: restore.Options{Workers: 2}},
 		Start:   &Start{How: start, Conn: mariadb.Config{Socket: sock, User: "root", Protocol: mariadb.ProtocolSocket}, Timeout: 2 * time.Minute},
 		Replicate: &Replicate{Primary: replica.Primary{Host: "127.0.0.1", Port: port, User: "repl", Password: "repl-Pa55"},
 			CatchUp: true, WaitTimeout: time.Minute}}, sock

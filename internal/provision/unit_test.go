@@ -57,7 +57,7 @@ func TestReceiveRefusesBeforeListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := &Start{How: "true", Conn: mariadb.Config{Socket: "/nonexistent.sock"}}
-	var bad *StartCommandError
+	var bad *restore.StartCommandError
 	var refused *restore.RefusedError
 	for _, tc := range []struct {
 		name string

@@ -9,6 +9,10 @@ import (
 	"github.com/backstream/backstream/internal/transport"
 )
 
+// Progress is what a transfer reports its bytes and files to: a progress
+// display, on the sender as on the receiver.
+type Progress = physical.Progress
+
 // SendRequest is send (and provision): a backup job streamed to the
 // receivers To, and what each of them must make of it.
 type SendRequest struct {
@@ -18,7 +22,7 @@ type SendRequest struct {
 	Want      Want
 	// Progress, if set, gives the backup its progress once the receivers
 	// are connected, and what hears how it ended and says how long it took.
-	Progress func() (physical.Progress, func(error) time.Duration)
+	Progress func() (Progress, func(error) time.Duration)
 }
 
 // Sending is a backup sent: its manifest, what became of it on each

@@ -8,7 +8,6 @@ import (
 	"net"
 
 	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/transport"
@@ -22,7 +21,7 @@ type StoreRequest struct {
 	Transport transport.Options // the token, the certificate, the idle timeout
 	// TargetDir, if set, restores each backup as it arrives, as restore
 	// does with these settings (target, prepare, owner, ...).
-	TargetDir *restore.Job
+	TargetDir *restore.Request
 	// Repo, if set, stores each backup, verified, and commits it; the
 	// rest is as Receiver has it.
 	Repo       *repo.Repo
@@ -35,7 +34,7 @@ type StoreRequest struct {
 
 	// Progress, if set, gives each transfer its progress, and what hears
 	// that the transfer ended (with its error).
-	Progress func() (physical.Progress, func(error))
+	Progress func() (Progress, func(error))
 	// Listening, if set, hears the address listened on; Rejected of
 	// connections refused before a transfer (wrong token, not TLS, ...).
 	Listening func(net.Addr)
@@ -66,6 +65,14 @@ func (s Stored) WriteText(w io.Writer) error {
 // repository, or with Keep one after another until ctx ends. It returns
 // the error of the (last) transfer, or Stored's.
 func Store(ctx context.Context, req StoreRequest) error {
+	var job *restore.Job
+	if req.TargetDir != nil {
+		j, err := req.TargetDir.Job()
+		if err != nil {
+			return err
+		}
+		job = &j
+	}
 	ln, err := transport.Listen(ctx, req.Listen, req.Transport)
 	if err != nil {
 		return err
@@ -74,7 +81,7 @@ func Store(ctx context.Context, req StoreRequest) error {
 	if req.Listening != nil {
 		req.Listening(ln.Addr())
 	}
-	rv := &Receiver{Listener: ln, Datadir: req.TargetDir, Repo: req.Repo, Encryption: req.Encryption, LockRepo: req.LockRepo,
+	rv := &Receiver{Listener: ln, Datadir: job, Repo: req.Repo, Encryption: req.Encryption, LockRepo: req.LockRepo,
 		Workers: req.Workers, Memory: req.Memory, Rejected: req.Rejected}
 	for {
 		m, err := req.serve(ctx, rv)
@@ -110,5 +117,5 @@ func (req StoreRequest) stored(m *archive.Manifest) Stored {
 	if req.Repo != nil {
 		return Stored{Backup: m.ID, Into: IntoRepository, Where: req.Repo.Backend.Location()}
 	}
-	return Stored{Backup: m.ID, Into: IntoTargetDir, Where: req.TargetDir.TargetDir, Prepared: req.TargetDir.Prepare}
+	return Stored{Backup: m.ID, Into: IntoTargetDir, Where: req.TargetDir.TargetDir, Prepared: req.TargetDir.Options.Prepare}
 }

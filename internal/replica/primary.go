@@ -27,6 +27,16 @@ type Primary struct {
 	SSL bool
 }
 
+// PrimaryAt is the primary at the host and port of cfg, a server the
+// replica's data came from; none for a server reached on a socket, whose
+// host a replica cannot use.
+func PrimaryAt(cfg mariadb.Config) Primary {
+	if cfg.UsesSocket() {
+		return Primary{}
+	}
+	return Primary{Host: cfg.Host, Port: cfg.Port}
+}
+
 // PasswordEnv is the environment variable holding the replication password,
 // so that it never needs to be on a command line.
 const PasswordEnv = "BACKSTREAM_PRIMARY_PASSWORD"

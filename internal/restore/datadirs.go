@@ -74,6 +74,9 @@ type RefusedError struct{ Err error }
 func (e *RefusedError) Error() string { return e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
+// Refused marks the error a refusal of what was asked: a usage error.
+func (e *RefusedError) Refused() bool { return true }
+
 // checkDirMaps refuses mappings a restore into target cannot honour, before
 // anything is written: a destination inside the target (the server would
 // take its directories for databases), and one a running process uses.

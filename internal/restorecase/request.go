@@ -36,12 +36,11 @@ type Request struct {
 	// the one table).
 	ApplyTo bool
 	As      string
-	// TargetDir is the new directory a physical backup is restored into,
-	// Prepare whether it is prepared; ServerDefaults is the option file of
-	// what prepares and serves it.
-	TargetDir      string
-	Prepare        bool
-	ServerDefaults string
+	// Restore is how a physical backup is written: the new directory it
+	// is restored into (TargetDir), whether it is prepared
+	// (Options.Prepare), and ServerDefaults, the option file of what
+	// prepares and serves it (also for a restore into place).
+	Restore restore.Request
 	// Datadir, set, restores a physical backup into place there: Force
 	// moves what it holds aside, Start starts the server on it (see
 	// serverup.Options).
@@ -65,7 +64,7 @@ type Request struct {
 	Log         io.Writer
 	// Memory is the budget of what reading a load's backup or the binary
 	// logs of a replay holds at once (nil: archive.DefaultMemory); a
-	// datadir's is Deferred.Datadir's.
+	// datadir's is Restore's.
 	Memory *archive.Memory
 	Given  Given
 	// Lock is the lock taken on the repository while the restore reads it.
@@ -96,12 +95,6 @@ type Deferred struct {
 	// Conn is the server a load, an import or a replay goes into, or
 	// that the server --start starts answers on.
 	Conn func() (mariadb.Config, error)
-	// Datadir is how a physical backup is written: the target directory,
-	// prepare, and the options of restore.Job.
-	Datadir func() (restore.Job, error)
-	// ServerFiles are where the server that will run on Request.Datadir
-	// keeps files outside it.
-	ServerFiles func() (mariadb.ServerFiles, error)
 	// Tracker makes the tracker of a restore's progress; nil for none.
 	Tracker func(title string, total int64) *progress.Tracker
 }
@@ -139,7 +132,7 @@ func (req *Request) mode() (mode, error) {
 		return applying, nil
 	case pit:
 		return pointInTime, nil
-	case req.ServerDefaults != "" && !req.Prepare && req.Datadir == "":
+	case req.Restore.ServerDefaults != "" && !req.Restore.Options.Prepare && req.Datadir == "":
 		return 0, refusedf("--server-defaults-file goes with --prepare, --datadir, --until or --until-gtid: only they prepare the backup or start a server")
 	case req.ApplyTo || req.Server != "" || req.Base != "":
 		return 0, refusedf("--apply-to, --server and --base go with --until or --until-gtid")
@@ -154,7 +147,7 @@ func (req *Request) checkImport() error {
 		return refusedf("--server and --base go with --until or --until-gtid")
 	case req.Given.Place != "":
 		return refusedf("--%s restores a whole backup into place; --table --apply-to imports tables into a running server", req.Given.Place)
-	case req.TargetDir != "" || req.Prepare:
+	case req.Restore.TargetDir != "" || req.Restore.Options.Prepare:
 		return refusedf("--table with --apply-to imports into the running server that --host/--socket name: it takes no --target-dir or --prepare")
 	case n != "" && n != "table" && n != "database" && n != "no-binlog" && n != "json" && !req.Given.LoadIsConn:
 		return refusedf("--%s does not go with --table/--database --apply-to, which imports tables of a physical backup", n)
@@ -169,7 +162,7 @@ func (req *Request) checkApply() error {
 	if req.Base != "" {
 		return refusedf("--base chooses the backup a point-in-time restore starts from; --apply-to starts from the position of the server it replays onto")
 	}
-	if req.TargetDir != "" || req.Prepare || req.ServerDefaults != "" {
+	if req.Restore.TargetDir != "" || req.Restore.Options.Prepare || req.Restore.ServerDefaults != "" {
 		return refusedf("--apply-to replays onto the running server that --host/--socket name: it takes no --target-dir, --prepare or --server-defaults-file")
 	}
 	return nil
@@ -179,7 +172,7 @@ func (req *Request) checkApply() error {
 // its manifest m says the kind.
 func (req *Request) checkKind(m *archive.Manifest) error {
 	if m.Kind == archive.KindLogical {
-		if req.TargetDir != "" || req.Prepare || req.Datadir != "" {
+		if req.Restore.TargetDir != "" || req.Restore.Options.Prepare || req.Datadir != "" {
 			return refusedf("backup %s is logical: it loads into a running server (--host/--socket), not a --target-dir or --datadir", m.ID)
 		}
 		return nil
@@ -191,9 +184,9 @@ func (req *Request) checkKind(m *archive.Manifest) error {
 		return refusedf("--%s is for logical backups (or, to reach the started server, with --start); backup %s is physical", n, m.ID)
 	}
 	switch {
-	case req.Datadir != "" && req.TargetDir != "":
+	case req.Datadir != "" && req.Restore.TargetDir != "":
 		return refusedf("--datadir restores into place, --target-dir into a new directory: give one")
-	case req.Datadir == "" && req.TargetDir == "":
+	case req.Datadir == "" && req.Restore.TargetDir == "":
 		return refusedf("--target-dir (or --datadir) is required")
 	}
 	return nil

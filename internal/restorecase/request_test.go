@@ -30,7 +30,7 @@ func TestRunRefusesBeforeOpening(t *testing.T) {
 		{"mask with until", Request{Masking: true, Until: "end"}, "--until, --until-gtid and --apply-to restore, replay or import data as it is"},
 		{"as alone", Request{As: "a.b"}, "--as goes with --table and --apply-to"},
 		{"until into place", Request{Until: "end", Given: Given{Place: "datadir"}}, "--datadir restores a backup into place; a point-in-time restore writes a --target-dir"},
-		{"server defaults alone", Request{ServerDefaults: "/etc/my.cnf"}, "--server-defaults-file goes with --prepare"},
+		{"server defaults alone", Request{Restore: restore.Request{ServerDefaults: "/etc/my.cnf"}}, "--server-defaults-file goes with --prepare"},
 		{"apply-to alone", Request{ApplyTo: true}, "--apply-to, --server and --base go with --until or --until-gtid"},
 		{"server alone", Request{Server: "db1-1"}, "--apply-to, --server and --base go with --until or --until-gtid"},
 		{"place misuse", Request{Given: Given{PlaceMisuse: errors.New("--force goes with --datadir")}}, "--force goes with --datadir"},
@@ -41,10 +41,10 @@ func TestRunRefusesBeforeOpening(t *testing.T) {
 		{"until with an id", Request{Until: "end", Named: true}, "give no backup id"},
 		{"until without target", Request{Until: "end"}, "--target-dir is required"},
 		{"apply from a base", Request{Until: "end", ApplyTo: true, Base: "physical"}, "--base chooses the backup a point-in-time restore starts from"},
-		{"apply into a directory", Request{Until: "end", ApplyTo: true, TargetDir: "/x"}, "it takes no --target-dir, --prepare or --server-defaults-file"},
+		{"apply into a directory", Request{Until: "end", ApplyTo: true, Restore: restore.Request{TargetDir: "/x"}}, "it takes no --target-dir, --prepare or --server-defaults-file"},
 		{"import with server", Request{ApplyTo: true, Load: Choices{Tables: []string{"a.b"}}, Server: "s"}, "--server and --base go with --until or --until-gtid"},
 		{"import into place", Request{ApplyTo: true, Load: Choices{Tables: []string{"a.b"}}, Given: Given{Place: "force"}}, "--force restores a whole backup into place"},
-		{"import into a directory", Request{ApplyTo: true, Load: Choices{Tables: []string{"a.b"}}, Prepare: true}, "it takes no --target-dir or --prepare"},
+		{"import into a directory", Request{ApplyTo: true, Load: Choices{Tables: []string{"a.b"}}, Restore: restore.Request{Options: restore.Options{Prepare: true}}}, "it takes no --target-dir or --prepare"},
 		{"import renamed", Request{ApplyTo: true, Load: Choices{Tables: []string{"a.b"}}, Given: Given{Load: "rename-database"}}, "--rename-database does not go with --table/--database --apply-to"},
 		{"import as with database", Request{ApplyTo: true, Load: Choices{Databases: []string{"a"}}, As: "a.c"}, "--as names one table: it does not go with --database"},
 		{"import as with two tables", Request{ApplyTo: true, Load: Choices{Tables: []string{"a.b", "a.c"}}, As: "a.d"}, "--as names one table: give one --table with it"},
@@ -80,15 +80,15 @@ func TestCheckKind(t *testing.T) {
 		m    *archive.Manifest
 		want string // "" for accepted
 	}{
-		{"logical into a directory", Request{TargetDir: "/x"}, logical, "is logical: it loads into a running server"},
+		{"logical into a directory", Request{Restore: restore.Request{TargetDir: "/x"}}, logical, "is logical: it loads into a running server"},
 		{"logical into place", Request{Datadir: "/x"}, logical, "is logical: it loads into a running server"},
 		{"logical", Request{Given: Given{Load: "socket", LoadIsConn: true}}, logical, ""},
-		{"physical masked", Request{TargetDir: "/x", Masking: true}, physical, "is physical: its files are restored as they are and cannot be masked"},
-		{"physical filtered", Request{TargetDir: "/x", Given: Given{Load: "database"}}, physical, "--database is for logical backups"},
-		{"physical with a connection", Request{TargetDir: "/x", Given: Given{Load: "socket", LoadIsConn: true}}, physical, "--socket is for logical backups"},
+		{"physical masked", Request{Restore: restore.Request{TargetDir: "/x"}, Masking: true}, physical, "is physical: its files are restored as they are and cannot be masked"},
+		{"physical filtered", Request{Restore: restore.Request{TargetDir: "/x"}, Given: Given{Load: "database"}}, physical, "--database is for logical backups"},
+		{"physical with a connection", Request{Restore: restore.Request{TargetDir: "/x"}, Given: Given{Load: "socket", LoadIsConn: true}}, physical, "--socket is for logical backups"},
 		{"physical started", Request{Datadir: "/x", Start: "systemd", Given: Given{Load: "socket", LoadIsConn: true}}, physical, ""},
-		{"physical as JSON", Request{TargetDir: "/x", Given: Given{Load: "json"}}, physical, ""},
-		{"physical in two places", Request{TargetDir: "/x", Datadir: "/y"}, physical, "give one"},
+		{"physical as JSON", Request{Restore: restore.Request{TargetDir: "/x"}, Given: Given{Load: "json"}}, physical, ""},
+		{"physical in two places", Request{Restore: restore.Request{TargetDir: "/x"}, Datadir: "/y"}, physical, "give one"},
 		{"physical nowhere", Request{}, physical, "--target-dir (or --datadir) is required"},
 	} {
 		err := c.req.checkKind(c.m)
@@ -136,12 +136,9 @@ func TestRunByName(t *testing.T) {
 	m := repotest.Store(t, r, repotest.Backup{ID: "20261121T190512Z-0001", Files: files})
 	target := filepath.Join(t.TempDir(), "datadir")
 	var title string
-	req := Request{Backup: "20261121T1905", Named: true, TargetDir: target, Lock: repo.LockOptions{Operation: repo.OpRestore},
+	req := Request{Backup: "20261121T1905", Named: true, Restore: restore.Request{TargetDir: target, OwnerGiven: true, Options: restore.Options{NoSync: true}}, Lock: repo.LockOptions{Operation: repo.OpRestore},
 		Deferred: Deferred{
-			Open: func(context.Context) (*repo.Repo, error) { return r, nil },
-			Datadir: func() (restore.Job, error) {
-				return restore.Job{TargetDir: target, Options: restore.Options{NoSync: true}}, nil
-			},
+			Open:    func(context.Context) (*repo.Repo, error) { return r, nil },
 			Tracker: func(s string, total int64) *progress.Tracker { title = s; return nil },
 		}}
 	refused := req

@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/pitr"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/serverup"
 )
 
@@ -84,7 +85,7 @@ func (req *Request) backupRequest(r *repo.Repo, m *archive.Manifest) (BackupRequ
 			return b, err
 		}
 	}
-	b.Datadir, err = req.Deferred.Datadir()
+	b.Datadir, err = req.Restore.Job()
 	return b, err
 }
 
@@ -108,7 +109,7 @@ func (req *Request) loadJob() (logical.LoadJob, error) {
 // place is the engine's request of a restore into place, with --start the
 // server to start there.
 func (req *Request) place() (*Place, error) {
-	sf, err := req.Deferred.ServerFiles()
+	sf, err := restore.ServerFiles(req.Start, req.Restore.ServerDefaults)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func (req *Request) runPointInTime(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.TargetDir == "" {
+	if req.Restore.TargetDir == "" {
 		return nil, refusedf("--target-dir is required")
 	}
 	r, ctx, release, err := req.openLocked(ctx)
@@ -139,11 +140,11 @@ func (req *Request) runPointInTime(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer release()
-	job, err := req.Deferred.Datadir()
+	job, err := req.Restore.Job()
 	if err != nil {
 		return nil, err
 	}
-	res, err := PointInTime(ctx, PointInTimeRequest{Repo: r, Target: t, Job: job, ServerDefaults: req.ServerDefaults,
+	res, err := PointInTime(ctx, PointInTimeRequest{Repo: r, Target: t, Job: job, ServerDefaults: req.Restore.ServerDefaults,
 		Progress: req.progress("restore --until "+t.String(), 0)})
 	return &Result{PointInTime: res}, err
 }
@@ -192,14 +193,14 @@ func (req *Request) runImport(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer release()
-	job, err := req.Deferred.Datadir() // with the key file's password
+	job, err := req.Restore.Job() // with the key file's password
 	if err != nil {
 		return nil, err
 	}
 	title := "restore " + strings.Join(slices.Concat(req.Load.Tables, req.Load.Databases), ", ") + " of " + m.ID
 	res, err := ImportTables(ctx, ImportRequest{Progress: req.progress(title, m.Stats.StoredBytes),
 		Job: importtable.Job{Repo: r, Backup: m, Tables: tables, Databases: req.Load.Databases, Conn: conn,
-			ServerDefaults: req.ServerDefaults, Restore: job.Options, NoBinlog: req.Load.NoBinlog}})
+			ServerDefaults: req.Restore.ServerDefaults, Restore: job.Options, NoBinlog: req.Load.NoBinlog}})
 	return &Result{Import: res}, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/verify"
@@ -34,6 +35,12 @@ func Prove(ctx context.Context, req Request) (*Report, error) {
 	job := req.Job
 	if job.Backup != nil {
 		if err := job.Repo.CheckReadable(ctx, job.Backup); err != nil {
+			return nil, err
+		}
+	}
+	if job.FileKey == "" { // from ServerDefaults or the environment
+		var err error
+		if job.FileKey, err = physical.UserFileKey(job.ServerDefaults); err != nil {
 			return nil, err
 		}
 	}
