@@ -7,11 +7,12 @@
 // line, its summary, its description and its examples. Each kind of
 // value has its one parser here (values.go), which the flag runs as it
 // is set, so that the command line and option files read a value alike.
-// The command binds its flags from here by name alone, takes its help
-// texts from here by its name, and reads option files, config's output
-// and help's headings from the same tables. It knows what an option and
-// a command are for the user, never what they do: no command's checks
-// or logic.
+// The command binds its flags from here by name alone and takes its help
+// texts from here by its name; option files (files.go), config's output,
+// help's flag groups (help.go) and the connection options resolved into
+// a connection (conn.go) are read from the same tables. It knows what an
+// option and a command are for the user, never what they do: no
+// command's checks or logic.
 package options
 
 import (
