@@ -21,22 +21,24 @@ func newConfigCmd(g *globals) *cobra.Command {
 			if err != nil || target == cmd.Root() || target == cmd {
 				return usagef("config: no command %q", strings.Join(args, " "))
 			}
-			if err := target.ParseFlags(rest); err != nil {
+			if err := target.ParseFlags(rest); err != nil { // --defaults-group-suffix too: a global flag
 				return usageError{err}
-			}
-			if v, _ := target.Flags().GetString("defaults-group-suffix"); v != "" {
-				g.groupSuffix = v
 			}
 			if err := g.applyOptionFiles(target); err != nil {
 				return err
 			}
-			if err := g.sources.WriteEffective(g.stdout, target.Name(), target.Flags()); err != nil {
-				return err
-			}
-			if target.Flags().Lookup("socket") == nil {
-				return nil // a command that connects to no server
-			}
-			return options.WriteConnection(g.stdout, target.Flags())
+			return g.sources.WriteEffective(g.stdout, target.Name(), target.Flags())
 		},
 	}
+}
+
+// applyOptionFiles sets the flags of cmd that the command line left
+// unset from the option files (options.ApplyFiles), and records where
+// each value came from.
+func (g *globals) applyOptionFiles(cmd *cobra.Command) error {
+	var err error
+	if g.sources, err = options.ApplyFiles(cmd.Name(), cmd.Flags(), g.groupSuffix); err != nil {
+		return usageError{err}
+	}
+	return nil
 }

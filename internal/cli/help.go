@@ -24,13 +24,7 @@ func document(c *cobra.Command) {
 	}
 }
 
-// groupedFlagUsages prints c's flags, its own and those it inherits,
-// under the headings of the options table.
-func groupedFlagUsages(c *cobra.Command) string {
-	return options.FlagUsages(c.Name(), c.LocalFlags(), c.InheritedFlags())
-}
-
-// addTemplateFuncs registers groupedFlagUsages with cobra's templates,
+// addTemplateFuncs registers options.FlagUsages with cobra's templates,
 // which are process-wide, once: NewRoot runs again in every in-process
 // test.
 var addTemplateFuncs sync.Once

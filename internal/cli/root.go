@@ -195,7 +195,7 @@ func NewRoot(version string) *cobra.Command {
 	for _, c := range root.Commands() {
 		g.wrap(c)
 	}
-	addTemplateFuncs.Do(func() { cobra.AddTemplateFunc("groupedFlagUsages", groupedFlagUsages) })
+	addTemplateFuncs.Do(func() { cobra.AddTemplateFunc("groupedFlagUsages", options.FlagUsages) })
 	root.SetUsageTemplate(options.UsageTemplate)
 	document(root)
 	root.Args = cobra.ArbitraryArgs

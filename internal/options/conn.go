@@ -110,11 +110,11 @@ func (c *Conn) Resolve() (mariadb.Config, error) {
 	return cfg, nil
 }
 
-// WriteConnection writes the connection the options of flags make, as
+// writeConnection writes the connection the options of flags make, as
 // the client would make it from the same files ([client],
 // [client-server], [client-mariadb] too), and where each of its settings
 // comes from: config's last lines.
-func WriteConnection(w io.Writer, flags *pflag.FlagSet) error {
+func writeConnection(w io.Writer, flags *pflag.FlagSet) error {
 	cfg, err := mariadb.Resolve(connFlagsOf(flags))
 	if err != nil {
 		return err

@@ -161,8 +161,10 @@ func (s Sources) File(err error) string {
 	return where
 }
 
-// WriteEffective writes config's table of command's flags: each option
-// with its value and where it came from, by name, secrets masked.
+// WriteEffective writes what config prints: the table of command's
+// flags, each option with its value and where it came from, by name,
+// secrets masked; then, for a command that connects to a server, the
+// connection (writeConnection).
 func (s Sources) WriteEffective(w io.Writer, command string, flags *pflag.FlagSet) error {
 	var rows [][3]string
 	flags.VisitAll(func(f *pflag.Flag) {
@@ -192,5 +194,8 @@ func (s Sources) WriteEffective(w io.Writer, command string, flags *pflag.FlagSe
 	for _, r := range rows {
 		fmt.Fprintf(tw, "--%s\t%s\t%s\n", r[0], r[1], r[2])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || flags.Lookup("socket") == nil {
+		return err // or a command that connects to no server
+	}
+	return writeConnection(w, flags)
 }

@@ -52,7 +52,7 @@ func shownFlag(f *pflag.Flag) *pflag.Flag {
 }
 
 // UsageTemplate is cobra's usage template, with the flags under the
-// headings of the table (FlagUsages, as the template function
+// headings of the table (FlagUsages, registered as the template function
 // groupedFlagUsages) instead of "Flags" and "Global Flags".
 const UsageTemplate = `Usage:{{if .Runnable}}
   {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
@@ -66,6 +66,6 @@ Examples:
 
 Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
   {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}
-{{groupedFlagUsages .}}{{if .HasAvailableSubCommands}}
+{{groupedFlagUsages .Name .LocalFlags .InheritedFlags}}{{if .HasAvailableSubCommands}}
 Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
 `
