@@ -434,48 +434,6 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 		}
 	})
 
-	// A sender that stops (SIGSTOP: its kernel still answers TCP
-	// keepalives) sends no heartbeat either: the receiver gives up after
-	// --idle-timeout, naming the sender, and removes the partial target.
-	t.Run("sender stopped", func(t *testing.T) {
-		addr := freeAddr(t)
-		target := filepath.Join(t.TempDir(), "target")
-		recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok, "--idle-timeout", "30s")
-		cmd := exec.Command(bin, append([]string{"send", "--to", addr, "--token-file", tok, "--progress", "none",
-			"--max-io", "10"}, sandboxConn(src)...)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			cmd.Process.Kill()
-			cmd.Process.Signal(syscall.SIGCONT)
-			cmd.Wait()
-		}()
-		for deadline := time.Now().Add(time.Minute); dirBytes(target) < 1<<20 && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		stopped := time.Now()
-		var r result
-		select {
-		case r = <-recv:
-		case <-time.After(3 * time.Minute):
-			t.Fatal("the receiver still waits 3 minutes after its sender stopped")
-		}
-		t.Logf("receiver gave up after %s: %v", time.Since(stopped).Round(time.Second), r.err)
-		// Between messages the idle timeout ends the wait; a sender
-		// stopped inside a message meets the stall timeout (60s) first.
-		if r.code == ExitOK || !strings.Contains(r.err.Error(), "from 127.0.0.1:") ||
-			!strings.Contains(r.err.Error(), "no message for 30s (idle timeout)") && !strings.Contains(r.err.Error(), "peer stalled") {
-			t.Errorf("receiver after its sender stopped: exit %d, %v", r.code, r.err)
-		}
-		if _, err := os.Stat(target); !os.IsNotExist(err) {
-			t.Errorf("target left behind after the sender stopped (%v)", err)
-		}
-	})
-
 	t.Run("byte flipped in flight", func(t *testing.T) {
 		addr := freeAddr(t)
 		proxy := flippingProxy(t, addr, 5<<20)
@@ -498,6 +456,57 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 			t.Errorf("target left behind after a corrupted transfer (%v)", err)
 		}
 	})
+}
+
+// A sender that stops (SIGSTOP: its kernel still answers TCP
+// keepalives) sends no heartbeat either: the receiver gives up after
+// --idle-timeout, naming the sender, and removes the partial target.
+// Apart from TestReceiveFailsOnBrokenTransfers, and parallel: it waits
+// out a 30-second timeout, and either timeout it may meet passes.
+func TestReceiverGivesUpOnStoppedSender(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenFile(t)
+	addr := freeAddr(t)
+	target := filepath.Join(t.TempDir(), "target")
+	recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok, "--idle-timeout", "30s")
+	cmd := exec.Command(bin, append([]string{"send", "--to", addr, "--token-file", tok, "--progress", "none",
+		"--max-io", "10"}, sandboxConn(src)...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Wait()
+	}()
+	for deadline := time.Now().Add(time.Minute); dirBytes(target) < 1<<20 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	var r result
+	select {
+	case r = <-recv:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the receiver still waits 3 minutes after its sender stopped")
+	}
+	t.Logf("receiver gave up after %s: %v", time.Since(stopped).Round(time.Second), r.err)
+	// Between messages the idle timeout ends the wait; a sender
+	// stopped inside a message meets the stall timeout (60s) first.
+	if r.code == ExitOK || !strings.Contains(r.err.Error(), "from 127.0.0.1:") ||
+		!strings.Contains(r.err.Error(), "no message for 30s (idle timeout)") && !strings.Contains(r.err.Error(), "peer stalled") {
+		t.Errorf("receiver after its sender stopped: exit %d, %v", r.code, r.err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Errorf("target left behind after the sender stopped (%v)", err)
+	}
 }
 
 // flippingProxy forwards TCP connections to addr and flips one bit in the
