@@ -21,6 +21,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // Issue 28 items 5 and 9, on a local and a MinIO repository: a backup,
@@ -75,7 +76,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 	}
 
 	follow := exec.Command(bin, append([]string{"binlog", "--repo", tr.location, "--follow", "--flush-interval", "200ms", "--progress", "plain"}, sandboxConn(src)...)...)
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	follow.Stderr = &stderr
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)

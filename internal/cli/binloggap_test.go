@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // Binary logs purged on the source while binlog was not running: the next
@@ -130,7 +129,7 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "json"}, sandboxConn(src)...)...)
-	var stderr syncBuffer
+	var stderr testkit.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -251,26 +250,8 @@ func checkStatusJSON(t *testing.T, repoDir string) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that a child's output and the test share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // waitFor polls cond for up to two minutes.
-func waitFor(t *testing.T, what string, out *syncBuffer, cond func() bool) {
+func waitFor(t *testing.T, what string, out *testkit.SyncBuffer, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if cond() {
