@@ -32,16 +32,17 @@ type errorMessage struct {
 // A call is matched by the function's name, with or without a package or
 // receiver in front: usagef, archive.Corruptf, p.errorf, sink.failure.
 var messageConstructors = map[string]int{
-	"fmt.Errorf": 0,
-	"errors.New": 0,
-	"usagef":     0, // cli: bad flags or arguments, exit 2
-	"refusef":    0, // options: bad flags or option files, exit 2
-	"Corruptf":   0, // archive: data that fails a check, exit 3
-	"corruptf":   1, // codec: (codec name, format, ...)
-	"errorf":     0, // remote: prefixes the receiver's address
-	"failure":    0, // physical: what of mariabackup failed, then its stderr
-	"fail":       0, // restoretest: a problem in the restore test's report
-	"Abort":      0, // transport: the reason sent to the peer, read as "peer says: ..."
+	"fmt.Errorf":     0,
+	"errors.New":     0,
+	"usagef":         0, // cli: bad flags or arguments, exit 2
+	"refusal.Errorf": 0, // a refusal of what was asked, exit 2
+	"refusal.New":    0,
+	"Corruptf":       0, // archive: data that fails a check, exit 3
+	"corruptf":       1, // codec: (codec name, format, ...)
+	"errorf":         0, // remote: prefixes the receiver's address
+	"failure":        0, // physical: what of mariabackup failed, then its stderr
+	"fail":           0, // restoretest: a problem in the restore test's report
+	"Abort":          0, // transport: the reason sent to the peer, read as "peer says: ..."
 }
 
 var (

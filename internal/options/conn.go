@@ -11,15 +11,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/refusal"
 )
-
-// refusal is a mistake in the options given, which the command reports
-// as a usage error (exit 2).
-type refusal struct{ error }
-
-func (refusal) Refused() bool { return true }
-
-func refusef(format string, a ...any) error { return refusal{fmt.Errorf(format, a...)} }
 
 // Conn are the connection options, named as in the MariaDB clients.
 type Conn struct {
@@ -79,7 +72,7 @@ func (c *Conn) Resolve() (mariadb.Config, error) {
 		}
 	}
 	if fs.Changed("ssl") && fs.Changed("skip-ssl") && c.ssl == c.skipSSL {
-		return mariadb.Config{}, refusef("--ssl and --skip-ssl contradict each other: give one")
+		return mariadb.Config{}, refusal.Errorf("--ssl and --skip-ssl contradict each other: give one")
 	}
 	switch {
 	case fs.Changed("ssl"):
@@ -98,7 +91,7 @@ func (c *Conn) Resolve() (mariadb.Config, error) {
 		return cfg, err
 	}
 	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return cfg, refusef("--password without a value needs a terminal to prompt on; use an option file or MYSQL_PWD")
+		return cfg, refusal.Errorf("--password without a value needs a terminal to prompt on; use an option file or MYSQL_PWD")
 	}
 	fmt.Fprintf(os.Stderr, "Enter password for %s: ", cfg.User)
 	pw, err := term.ReadPassword(int(os.Stdin.Fd()))
@@ -188,14 +181,14 @@ func (e *Endpoint) Resolve(defaultsFile, defaultsExtraFile string, noDefaults bo
 	}
 	switch {
 	case e.where == "":
-		return mariadb.Config{}, refusef("--%s is required: the %s server, as host, host:port or the path of its socket", e.name, e.what)
+		return mariadb.Config{}, refusal.Errorf("--%s is required: the %s server, as host, host:port or the path of its socket", e.name, e.what)
 	case strings.HasPrefix(e.where, "/"):
 		f.Socket, f.Protocol = e.where, mariadb.ProtocolSocket
 	default:
 		f.Host = e.where
 		switch host, port, err := mariadb.SplitHostPort(e.where); {
 		case errors.Is(err, mariadb.ErrPort):
-			return mariadb.Config{}, refusef("--%s %q: %v", e.name, e.where, err)
+			return mariadb.Config{}, refusal.Errorf("--%s %q: %v", e.name, e.where, err)
 		case err == nil:
 			f.Host, f.Port, f.Protocol = host, port, mariadb.ProtocolTCP
 		}
@@ -208,7 +201,7 @@ func (e *Endpoint) Resolve(defaultsFile, defaultsExtraFile string, noDefaults bo
 		return cfg, fmt.Errorf("%s: %w", e.what, err)
 	}
 	if cfg.PromptPassword {
-		return cfg, refusef("the %s's option files ask for a password to be typed (a bare password line), which copy does not do: give it in --%s-defaults-file or $%s", e.what, e.name, e.passwordEnv())
+		return cfg, refusal.Errorf("the %s's option files ask for a password to be typed (a bare password line), which copy does not do: give it in --%s-defaults-file or $%s", e.what, e.name, e.passwordEnv())
 	}
 	return cfg, nil
 }
