@@ -121,7 +121,7 @@ func (cf *copyFlags) replicateTo(f *pflag.FlagSet, def replica.Primary) (*replic
 	if name := firstChanged(f, []string{"database", "exclude-database", "table", "exclude-table", "rename-database"}); name != "" {
 		return nil, usagef("--replicate copies the whole server: a replica applies every write of its primary, and would stop at the first to what --%s leaves out or renames", name)
 	}
-	p, err := cf.primary.resolve(f, def)
+	p, err := cf.primary.named(f).Resolve(def)
 	if err != nil {
 		return nil, err
 	}

@@ -23,17 +23,13 @@ func newProvisionCmd(g *globals, version string) *cobra.Command {
 	return newTransferCmd(g, version, true)
 }
 
-// transferFlags are send's and provision's flags.
+// transferFlags are send's and provision's flags, the sending's bound
+// into its request.
 type transferFlags struct {
-	b          backupFlags
-	to         []string
-	tokenFile  string
-	caFile     string
-	serverName string
-	asJSON     bool
-	idle       time.Duration
-	from       string // provision: the source as HOST:PORT
-	replicate  bool   // provision: insist on replicas, not only started servers
+	b         backupFlags
+	req       remote.SendRequest
+	asJSON    bool
+	replicate bool // provision: insist on replicas, not only started servers
 }
 
 func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
@@ -65,50 +61,31 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 // request checks the flags and builds the sending they ask for: the
 // backup job and the receivers, its destination.
 func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string, provision bool) (remote.SendRequest, error) {
-	req := remote.SendRequest{To: tf.to, Want: tf.want(provision)}
-	if len(tf.to) == 0 {
-		return req, usagef("name at least one receiver with --to HOST:PORT")
+	req := tf.req
+	req.Want, req.FromGiven = remote.WantOf(provision, tf.replicate), firstChanged(cmd.Flags(), []string{"host", "port", "socket", "protocol"})
+	if err := req.Check(); err != nil {
+		return req, err
 	}
 	r, err := tf.b.request(g, cmd, version)
 	if err != nil {
 		return req, err
 	}
 	req.Job = backup.PhysicalJob(r)
-	if tf.from != "" {
-		if name := firstChanged(cmd.Flags(), []string{"host", "port", "socket", "protocol"}); name != "" {
-			return req, usagef("--from %s names the server already; leave out --%s", tf.from, name)
-		}
-		if req.Job.Conn, err = req.Job.Conn.OverTCP(tf.from, "--from"); err != nil {
-			return req, usagef("--from %q: %v", tf.from, err)
-		}
-	}
-	req.Transport.CAFile, req.Transport.ServerName = tf.caFile, tf.serverName
-	return req, req.Transport.Settle(tf.idle, tf.tokenFile)
-}
-
-// want is what send (or provision) asks of each receiver.
-func (tf *transferFlags) want(provision bool) remote.Want {
-	switch {
-	case !provision:
-		return remote.WantTaken
-	case tf.replicate:
-		return remote.WantReplicating
-	}
-	return remote.WantRunning
+	return req, nil
 }
 
 func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
 	f := cmd.Flags()
 	tf.b.register(f)
 	o := options.Bind(f)
-	o.Strings("to", &tf.to)
-	o.String("token-file", &tf.tokenFile)
-	o.String("tls-ca", &tf.caFile)
-	o.String("tls-server-name", &tf.serverName)
-	registerIdleTimeout(f, &tf.idle, "a receiver")
+	o.Strings("to", &tf.req.To)
+	o.String("token-file", &tf.req.TokenFile)
+	o.String("tls-ca", &tf.req.Transport.CAFile)
+	o.String("tls-server-name", &tf.req.Transport.ServerName)
+	registerIdleTimeout(f, &tf.req.Idle, "a receiver")
 	o.Bool("json", &tf.asJSON)
 	if provision {
-		o.String("from", &tf.from)
+		o.String("from", &tf.req.From)
 		o.Bool("replicate", &tf.replicate)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/options"
+	"github.com/backstream/backstream/internal/restorecase"
 )
 
 // placeFlags are restore's options of restoring into place and starting
@@ -34,15 +35,5 @@ func (p *placeFlags) names() []string {
 
 // check refuses what goes with --datadir (or --start) without it.
 func (p *placeFlags) check(f *pflag.FlagSet) error {
-	if p.datadir == "" {
-		if name := firstChanged(f, p.names()[1:]); name != "" {
-			return usagef("--%s goes with --datadir", name)
-		}
-	}
-	for _, name := range []string{"start-timeout", "check-timeout"} {
-		if f.Changed(name) && p.start == "" {
-			return usagef("--%s goes with --start", name)
-		}
-	}
-	return nil
+	return restorecase.CheckPlace(p.datadir, p.start, firstChanged(f, p.names()[1:]), firstChanged(f, p.names()[3:]))
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,10 +22,6 @@ func newReplicateCmd(g *globals) *cobra.Command {
 		}
 		res, err := provision.SetupReplica(cmd.Context(), req)
 		if err != nil {
-			var masked *replica.MaskedError
-			if errors.As(err, &masked) {
-				return usageError{err}
-			}
 			return err
 		}
 		if rf.asJSON {
@@ -43,24 +38,17 @@ func newReplicateCmd(g *globals) *cobra.Command {
 // the server (--from-copy), a backup's manifest (--from-backup), else the
 // datadir.
 func (rf *replicateFlags) request(cmd *cobra.Command, g *globals) (provision.ReplicaRequest, error) {
-	req := provision.ReplicaRequest{FromCopy: rf.fromCopy, FromBackup: rf.from, Options: replica.Options{
-		Datadir: rf.datadir, UseFilePos: rf.filePos, CatchUp: rf.catchUp, Force: rf.force, WaitTimeout: rf.wait, PrimaryIs: rf.primary.is,
+	req := provision.ReplicaRequest{FromCopy: rf.fromCopy, FromBackup: rf.from, HasRepo: g.repos.Location.Repo != "", Options: replica.Options{
+		Datadir: rf.datadir, UseFilePos: rf.filePos, CatchUp: rf.catchUp, Force: rf.force, WaitTimeout: rf.wait, PrimaryIs: rf.primary.n.Is,
 	}}
 	var err error
-	if req.Primary, err = rf.primary.resolve(cmd.Flags(), replica.Primary{}); err != nil {
+	if req.Primary, err = rf.primary.named(cmd.Flags()).Resolve(replica.Primary{}); err != nil {
 		return req, err
 	}
 	if req.Conn, err = rf.conn.Resolve(); err != nil {
 		return req, err
 	}
-	switch {
-	case rf.fromCopy && (rf.datadir != "" || rf.from != ""):
-		return req, usagef("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
-	case rf.from != "" && rf.datadir != "":
-		return req, usagef("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
-	case rf.from != "" && g.repos.Location.Repo == "":
-		return req, usagef("--from-backup needs the repository holding the backup: --repo R")
-	case rf.from != "":
+	if err = req.Check(); err == nil && rf.from != "" {
 		req.Backups, err = g.repos.Open(cmd.Context())
 	}
 	return req, err
@@ -98,26 +86,24 @@ func (rf *replicateFlags) register(cmd *cobra.Command) {
 
 // primaryFlags name the primary a replica replicates from.
 type primaryFlags struct {
-	p      replica.Primary
-	file   string
-	is     string
+	n      replica.Named
 	withIs bool // --primary-is is registered
 }
 
 func (pf *primaryFlags) register(f *pflag.FlagSet) {
 	o := options.Bind(f)
-	o.String("primary-host", &pf.p.Host)
-	o.Int("primary-port", &pf.p.Port)
-	o.String("primary-user", &pf.p.User)
-	o.Bool("primary-ssl", &pf.p.SSL)
-	o.String("primary-defaults-file", &pf.file)
+	o.String("primary-host", &pf.n.Given.Host)
+	o.Int("primary-port", &pf.n.Given.Port)
+	o.String("primary-user", &pf.n.Given.User)
+	o.Bool("primary-ssl", &pf.n.Given.SSL)
+	o.String("primary-defaults-file", &pf.n.File)
 }
 
 // registerIs adds --primary-is, for a replica of a backup that may have
 // been taken of a replica.
 func (pf *primaryFlags) registerIs(f *pflag.FlagSet) {
 	pf.withIs = true
-	options.Bind(f).String("primary-is", &pf.is)
+	options.Bind(f).String("primary-is", &pf.n.Is)
 }
 
 // names are the flags register (and registerIs) add.
@@ -129,39 +115,9 @@ func (pf *primaryFlags) names() []string {
 	return names
 }
 
-// resolve reads the [backstream-primary] group of the option files
-// (the global ones, ~/.my.cnf, then --primary-defaults-file), then the
-// flags given. def's host and port stand where neither names a host.
-func (pf *primaryFlags) resolve(f *pflag.FlagSet, def replica.Primary) (replica.Primary, error) {
-	p, err := replica.LoadPrimary(pf.file)
-	if err != nil {
-		return p, err
-	}
-	if p.Host == "" {
-		p.Host = def.Host
-		if p.Port == 0 {
-			p.Port = def.Port
-		}
-	}
-	if f.Changed("primary-host") {
-		p.Host = pf.p.Host
-	}
-	if f.Changed("primary-port") {
-		p.Port = pf.p.Port
-	}
-	if f.Changed("primary-user") {
-		p.User = pf.p.User
-	}
-	if f.Changed("primary-ssl") {
-		p.SSL = pf.p.SSL
-	}
-	if p.Host == "" || p.User == "" {
-		return p, usagef("name the primary: --primary-host and --primary-user (or host= and user= in [backstream-primary])")
-	}
-	switch pf.is {
-	case "", replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary:
-	default:
-		return p, usagef("--primary-is %q: want %s (the primary is the backup's source) or %s (it is the source's primary)", pf.is, replica.PrimaryIsSource, replica.PrimaryIsSourcePrimary)
-	}
-	return p, nil
+// named is the primary as the flags name it (see replica.Named.Resolve).
+func (pf *primaryFlags) named(f *pflag.FlagSet) replica.Named {
+	n := pf.n
+	n.HostGiven, n.PortGiven, n.UserGiven, n.SSLGiven = f.Changed("primary-host"), f.Changed("primary-port"), f.Changed("primary-user"), f.Changed("primary-ssl")
+	return n
 }

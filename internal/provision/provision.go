@@ -7,7 +7,10 @@
 // replication coordinates, the failing step and its error), and returns
 // the same as a Result. SetupReplica is the last step alone (backstream
 // replicate), on a server seeded otherwise, from the positions of the
-// newest copy into it or of a backup in a repository.
+// newest copy into it or of a backup in a repository. Run is backstream
+// receive as asked: it refuses what does not go together and chooses
+// between provisioning and storing each backup received (remote.Store)
+// into a target directory or a repository, locked for each transfer.
 //
 // It knows no flags and prints nothing: the text for people that goes
 // with the outcome is written with Messages, which the caller may reword

@@ -26,6 +26,21 @@ type ReplicaRequest struct {
 	FromCopy   bool
 	FromBackup string
 	Backups    Backups // with FromBackup
+	HasRepo    bool    // a repository is named, to hold FromBackup
+}
+
+// Check refuses positions asked for from two places, and a backup
+// without a repository.
+func (req *ReplicaRequest) Check() error {
+	switch {
+	case req.FromCopy && (req.Options.Datadir != "" || req.FromBackup != ""):
+		return refusedf("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
+	case req.FromBackup != "" && req.Options.Datadir != "":
+		return refusedf("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
+	case req.FromBackup != "" && !req.HasRepo:
+		return refusedf("--from-backup needs the repository holding the backup: --repo R")
+	}
+	return nil
 }
 
 // SetupReplica finds the positions req asks for and sets up replication

@@ -91,3 +91,45 @@ func writeEmptyCnf(t *testing.T) string {
 	}
 	return p
 }
+
+// ReceiveRequest.Check refuses, before anything listens, what receive's
+// options make contradictory, with the words troubleshooting.md quotes,
+// as a refusal (exit 2).
+func TestReceiveRequestCheck(t *testing.T) {
+	base := func() ReceiveRequest {
+		return ReceiveRequest{Listen: ":4444", Restore: restore.Request{TargetDir: "/restore"}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*ReceiveRequest)
+		want string
+	}{
+		{"no listen", func(r *ReceiveRequest) { r.Listen = "" }, "--listen ADDR is required, e.g. --listen :4444"},
+		{"target and repo", func(r *ReceiveRequest) { r.RepoGiven = true }, "give either --target-dir or --repo, not both"},
+		{"nowhere", func(r *ReceiveRequest) { r.Restore.TargetDir = "" }, "give --target-dir DIR (restore), --datadir DIR (restore into place) or --repo DIR (store)"},
+		{"keep a target", func(r *ReceiveRequest) { r.Keep = true }, "--keep-listening needs --repo: a target directory takes one backup"},
+		{"half of tls", func(r *ReceiveRequest) { r.CertFile = "c.pem" }, "--tls-cert and --tls-key go together"},
+		{"force without datadir", func(r *ReceiveRequest) { r.Given.Place = "force" }, "--force goes with --datadir"},
+		{"conn without start", func(r *ReceiveRequest) { r.Given.Conn = "socket" }, "--socket reaches the started server: it goes with --datadir and --start"},
+		{"primary without replicate", func(r *ReceiveRequest) { r.Given.Replicate = "primary-host" }, "--primary-host goes with --replicate"},
+		{"replicate without start", func(r *ReceiveRequest) { r.Restore.TargetDir, r.Datadir, r.Replicate = "", "/var/lib/mysql", true },
+			"--replicate points the server --start started at its primary: give --datadir and --start"},
+		{"a repository from the option files", func(r *ReceiveRequest) { r.Restore.TargetDir, r.Repos.Location.Repo = "", "/repo" }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := base()
+			tc.edit(&req)
+			err := req.Check()
+			var refusal interface{ Refused() bool }
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Check: %v", err)
+			case tc.want == "":
+			case err == nil || err.Error() != tc.want:
+				t.Fatalf("Check: %v; want %q", err, tc.want)
+			case !errors.As(err, &refusal) || !refusal.Refused():
+				t.Fatalf("Check: %v (%T) is not a refusal", err, err)
+			}
+		})
+	}
+}

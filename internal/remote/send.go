@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -16,10 +17,18 @@ type Progress = physical.Progress
 // SendRequest is send (and provision): a backup job streamed to the
 // receivers To, and what each of them must make of it.
 type SendRequest struct {
-	Job       physical.BackupJob // its Dest is the receivers
-	To        []string
+	Job physical.BackupJob // its Dest is the receivers
+	To  []string
+	// Transport is how the receivers are reached (the CA, the server
+	// name); Send settles its token from TokenFile and its idle timeout.
 	Transport transport.Options
-	Want      Want
+	TokenFile string
+	Idle      time.Duration
+	// From, set (provision --from HOST:PORT), is the server the backup is
+	// taken of, over TCP; FromGiven names the connection option given
+	// that names another place, which contradicts it.
+	From, FromGiven string
+	Want            Want
 	// Progress, if set, gives the backup its progress once the receivers
 	// are connected, and what hears how it ended and says how long it took.
 	Progress func() (Progress, func(error) time.Duration)
@@ -38,12 +47,24 @@ type Sending struct {
 // with no Sending; one that some receivers did not make what req.Want
 // asks returns the Sending and Check's error.
 func Send(ctx context.Context, req SendRequest) (*Sending, error) {
+	job := req.Job
+	if req.From != "" {
+		if req.FromGiven != "" {
+			return nil, refusedf("--from %s names the server already; leave out --%s", req.From, req.FromGiven)
+		}
+		var err error
+		if job.Conn, err = job.Conn.OverTCP(req.From, "--from"); err != nil {
+			return nil, refusedf("--from %q: %v", req.From, err)
+		}
+	}
+	if err := req.Transport.Settle(req.Idle, req.TokenFile); err != nil {
+		return nil, err
+	}
 	s, err := Dial(ctx, req.To, req.Transport)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	job := req.Job
 	job.Dest = s
 	finish := func(error) time.Duration { return 0 }
 	if req.Progress != nil {
@@ -61,3 +82,34 @@ func Send(ctx context.Context, req SendRequest) (*Sending, error) {
 // NewToken is a new token for `backstream token`, to hand to both ends
 // (transport.GenerateToken).
 func NewToken() string { return transport.GenerateToken() }
+
+// WantOf is what send (or provision, replicating or not) asks of each
+// receiver.
+func WantOf(provision, replicating bool) Want {
+	switch {
+	case !provision:
+		return WantTaken
+	case replicating:
+		return WantReplicating
+	}
+	return WantRunning
+}
+
+// Check refuses a sending to no receiver, before the backup is set up.
+func (req *SendRequest) Check() error {
+	if len(req.To) == 0 {
+		return refusedf("name at least one receiver with --to HOST:PORT")
+	}
+	return nil
+}
+
+// RefusedError is a send (or provision) refused for what it was asked.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Refused marks the error as a refusal of what was asked.
+func (e *RefusedError) Refused() bool { return true }
+
+func refusedf(format string, a ...any) error { return &RefusedError{fmt.Errorf(format, a...)} }

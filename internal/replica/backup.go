@@ -349,6 +349,9 @@ type MaskedError struct {
 	Columns []string
 }
 
+// Refused marks the error as a refusal of what was asked.
+func (e *MaskedError) Refused() bool { return true }
+
 func (e *MaskedError) Error() string {
 	return fmt.Sprintf("backup %s was masked when dumped (%s): replication would bring the source's later changes, unmasked, onto the masked rows; seed a replica from an unmasked backup", e.ID, strings.Join(e.Columns, ", "))
 }

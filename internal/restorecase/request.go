@@ -192,6 +192,20 @@ func (req *Request) checkKind(m *archive.Manifest) error {
 	return nil
 }
 
+// CheckPlace refuses the options of a restore into place given without
+// what they go with: place, the first given of --force, --start,
+// --start-timeout and --check-timeout, without datadir; timeout, the first
+// given of the last two, without start.
+func CheckPlace(datadir, start, place, timeout string) error {
+	if datadir == "" && place != "" {
+		return refusedf("--%s goes with --datadir", place)
+	}
+	if timeout != "" && start == "" {
+		return refusedf("--%s goes with --start", timeout)
+	}
+	return nil
+}
+
 // refused makes err a restore refused for what it was asked.
 func refused(err error) error { return &restore.RefusedError{Err: err} }
 
