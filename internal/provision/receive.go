@@ -2,11 +2,11 @@ package provision
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"time"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/refusal"
 	"github.com/backstream/backstream/internal/remote"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/repoaccess"
@@ -63,18 +63,6 @@ type ReceiveGiven struct {
 	Replicate string // of the primary's options and --catch-up
 }
 
-// RefusedError is a receive refused for what it was asked, before
-// anything listens.
-type RefusedError struct{ Err error }
-
-func (e *RefusedError) Error() string { return e.Err.Error() }
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// Refused marks the error as a refusal of what was asked.
-func (e *RefusedError) Refused() bool { return true }
-
-func refusedf(format string, a ...any) error { return &RefusedError{fmt.Errorf(format, a...)} }
-
 // intoRepo says whether the backups go into a repository.
 func (req *ReceiveRequest) intoRepo() bool {
 	return req.RepoGiven || (req.Restore.TargetDir == "" && req.Repos.Location.Repo != "" && req.Datadir == "")
@@ -85,34 +73,34 @@ func (req *ReceiveRequest) Check() error {
 	target, intoRepo := req.Restore.TargetDir, req.intoRepo()
 	switch {
 	case req.Listen == "":
-		return refusedf("--listen ADDR is required, e.g. --listen :4444")
+		return refusal.Errorf("--listen ADDR is required, e.g. --listen :4444")
 	case target != "" && intoRepo:
-		return refusedf("give either --target-dir or --repo, not both")
+		return refusal.Errorf("give either --target-dir or --repo, not both")
 	case target == "" && !intoRepo && req.Datadir == "":
-		return refusedf("give --target-dir DIR (restore), --datadir DIR (restore into place) or --repo DIR (store)")
+		return refusal.Errorf("give --target-dir DIR (restore), --datadir DIR (restore into place) or --repo DIR (store)")
 	case req.Restore.ServerDefaults != "" && !req.Restore.Options.Prepare && req.Datadir == "":
-		return refusedf("--server-defaults-file goes with --prepare or --datadir: it gives what the prepare needs")
+		return refusal.Errorf("--server-defaults-file goes with --prepare or --datadir: it gives what the prepare needs")
 	case req.Keep && target != "":
-		return refusedf("--keep-listening needs --repo: a target directory takes one backup")
+		return refusal.Errorf("--keep-listening needs --repo: a target directory takes one backup")
 	case req.Repos.Encrypt && (target != "" || req.Datadir != ""):
-		return refusedf("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
+		return refusal.Errorf("--encrypt is for storing into a repository (--repo); a restored datadir is not encrypted")
 	case (req.CertFile == "") != (req.KeyFile == ""):
-		return refusedf("--tls-cert and --tls-key go together")
+		return refusal.Errorf("--tls-cert and --tls-key go together")
 	case req.Datadir != "" && (target != "" || req.RepoGiven):
-		return refusedf("--datadir restores into place: it takes neither --target-dir nor --repo")
+		return refusal.Errorf("--datadir restores into place: it takes neither --target-dir nor --repo")
 	case req.Datadir != "" && req.Keep:
-		return refusedf("--keep-listening needs --repo: a datadir takes one backup")
+		return refusal.Errorf("--keep-listening needs --repo: a datadir takes one backup")
 	}
 	if err := restorecase.CheckPlace(req.Datadir, req.Start, req.Given.Place, req.Given.Timeout); err != nil {
 		return err
 	}
 	switch {
 	case req.Given.Conn != "" && req.Start == "":
-		return refusedf("--%s reaches the started server: it goes with --datadir and --start", req.Given.Conn)
+		return refusal.Errorf("--%s reaches the started server: it goes with --datadir and --start", req.Given.Conn)
 	case req.Given.Replicate != "" && !req.Replicate:
-		return refusedf("--%s goes with --replicate", req.Given.Replicate)
+		return refusal.Errorf("--%s goes with --replicate", req.Given.Replicate)
 	case req.Replicate && req.Start == "":
-		return refusedf("--replicate points the server --start started at its primary: give --datadir and --start")
+		return refusal.Errorf("--replicate points the server --start started at its primary: give --datadir and --start")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/refusal"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/servercopy"
 )
@@ -34,11 +35,11 @@ type ReplicaRequest struct {
 func (req *ReplicaRequest) Check() error {
 	switch {
 	case req.FromCopy && (req.Options.Datadir != "" || req.FromBackup != ""):
-		return refusedf("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
+		return refusal.Errorf("--from-copy takes the position the server recorded of a copy into it: it goes without --datadir and --from-backup")
 	case req.FromBackup != "" && req.Options.Datadir != "":
-		return refusedf("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
+		return refusal.Errorf("--from-backup takes the positions from the backup's manifest: it goes without --datadir")
 	case req.FromBackup != "" && !req.HasRepo:
-		return refusedf("--from-backup needs the repository holding the backup: --repo R")
+		return refusal.Errorf("--from-backup needs the repository holding the backup: --repo R")
 	}
 	return nil
 }

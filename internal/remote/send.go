@@ -2,11 +2,11 @@ package remote
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/refusal"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -50,11 +50,11 @@ func Send(ctx context.Context, req SendRequest) (*Sending, error) {
 	job := req.Job
 	if req.From != "" {
 		if req.FromGiven != "" {
-			return nil, refusedf("--from %s names the server already; leave out --%s", req.From, req.FromGiven)
+			return nil, refusal.Errorf("--from %s names the server already; leave out --%s", req.From, req.FromGiven)
 		}
 		var err error
 		if job.Conn, err = job.Conn.OverTCP(req.From, "--from"); err != nil {
-			return nil, refusedf("--from %q: %v", req.From, err)
+			return nil, refusal.Errorf("--from %q: %v", req.From, err)
 		}
 	}
 	if err := req.Transport.Settle(req.Idle, req.TokenFile); err != nil {
@@ -98,18 +98,7 @@ func WantOf(provision, replicating bool) Want {
 // Check refuses a sending to no receiver, before the backup is set up.
 func (req *SendRequest) Check() error {
 	if len(req.To) == 0 {
-		return refusedf("name at least one receiver with --to HOST:PORT")
+		return refusal.Errorf("name at least one receiver with --to HOST:PORT")
 	}
 	return nil
 }
-
-// RefusedError is a send (or provision) refused for what it was asked.
-type RefusedError struct{ Err error }
-
-func (e *RefusedError) Error() string { return e.Err.Error() }
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// Refused marks the error as a refusal of what was asked.
-func (e *RefusedError) Refused() bool { return true }
-
-func refusedf(format string, a ...any) error { return &RefusedError{fmt.Errorf(format, a...)} }

@@ -1,9 +1,6 @@
 package replica
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/backstream/backstream/internal/refusal"
 
 // Named is the primary as a command names it: the option file to read
 // after the global ones (--primary-defaults-file), the values given on
@@ -15,16 +12,6 @@ type Named struct {
 	HostGiven, PortGiven, UserGiven, SSLGiven bool
 	Is                                        string
 }
-
-// RefusedError is a primary named so that it cannot be right: the
-// command was called wrongly.
-type RefusedError struct{ Err error }
-
-func (e *RefusedError) Error() string { return e.Err.Error() }
-func (e *RefusedError) Unwrap() error { return e.Err }
-
-// Refused marks the error as a refusal of what was asked.
-func (e *RefusedError) Refused() bool { return true }
 
 // Resolve reads the [backstream-primary] group of the option files (the
 // global ones, ~/.my.cnf, then File), then the values given over it;
@@ -54,12 +41,12 @@ func (n Named) Resolve(def Primary) (Primary, error) {
 		p.SSL = n.Given.SSL
 	}
 	if p.Host == "" || p.User == "" {
-		return p, &RefusedError{errors.New("name the primary: --primary-host and --primary-user (or host= and user= in [backstream-primary])")}
+		return p, refusal.New("name the primary: --primary-host and --primary-user (or host= and user= in [backstream-primary])")
 	}
 	switch n.Is {
 	case "", PrimaryIsSource, PrimaryIsSourcePrimary:
 	default:
-		return p, &RefusedError{fmt.Errorf("--primary-is %q: want %s (the primary is the backup's source) or %s (it is the source's primary)", n.Is, PrimaryIsSource, PrimaryIsSourcePrimary)}
+		return p, refusal.Errorf("--primary-is %q: want %s (the primary is the backup's source) or %s (it is the source's primary)", n.Is, PrimaryIsSource, PrimaryIsSourcePrimary)
 	}
 	return p, nil
 }
