@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,8 +103,13 @@ func parseEvent(line string) (Event, bool) {
 	return ev, true
 }
 
-// tailLines is how many stderr lines an error quotes.
-const tailLines = 8
+// tailLines is how many stderr lines an error quotes; errorLines how
+// many of the error lines before them (mariabackup's own [ERROR] lines)
+// it quotes too: a tool often says why it fails well before it stops.
+const (
+	tailLines  = 8
+	errorLines = 5
+)
 
 // stderrSink receives a child's stderr (or combined output) as one
 // goroutine writes it (exec's copy goroutine, or a backup's stderrPump):
@@ -121,6 +127,7 @@ type stderrSink struct {
 	tail      []string
 	completed bool
 	known     []string // every line that matched a known failure, in order
+	errors    []string // the first errorLines error lines, which the tail may have lost
 	logErr    error
 }
 
@@ -189,6 +196,9 @@ func (s *stderrSink) lineLocked(raw string) {
 	if _, ok := knownFailure(raw); ok {
 		s.known = append(s.known, line)
 	}
+	if len(s.errors) < errorLines && isErrorLine(raw) {
+		s.errors = append(s.errors, line)
+	}
 	s.tail = append(s.tail, line)
 	if len(s.tail) > tailLines {
 		s.tail = s.tail[len(s.tail)-tailLines:]
@@ -210,6 +220,18 @@ func (s *stderrSink) failure(what string, cause error) error {
 		hint, _ := knownFailure(s.known[0])
 		fmt.Fprintf(&b, ": %s (mariabackup said: %q)", hint, strings.TrimSpace(s.known[0]))
 	}
+	var earlier []string
+	for _, l := range s.errors {
+		if !slices.Contains(s.tail, l) {
+			earlier = append(earlier, l)
+		}
+	}
+	if len(earlier) > 0 {
+		b.WriteString("; error lines before them:")
+		for _, l := range earlier {
+			b.WriteString("\n  " + l)
+		}
+	}
 	if len(s.tail) > 0 {
 		b.WriteString("; last lines of its output:")
 		for _, l := range s.tail {
@@ -222,6 +244,12 @@ func (s *stderrSink) failure(what string, cause error) error {
 		return fmt.Errorf("%s (%w)%s", what, cause, b.String())
 	}
 	return fmt.Errorf("%s%s", what, b.String())
+}
+
+// isErrorLine reports a line in which mariabackup (or the server code in
+// it) reports an error: "[ERROR]", "Error:", or "ERROR:".
+func isErrorLine(line string) bool {
+	return strings.Contains(line, "[ERROR]") || strings.Contains(line, "Error:") || strings.Contains(line, "ERROR:") || strings.Contains(line, "error:")
 }
 
 // knownFailures maps a substring of a mariabackup error line to what it means

@@ -3,6 +3,7 @@ package physical
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -90,6 +91,45 @@ func TestStderrSink(t *testing.T) {
 	}
 	if err := (&stderrSink{}).failure("x", nil); !strings.Contains(err.Error(), "wrote nothing") {
 		t.Errorf("empty failure: %v", err)
+	}
+}
+
+// An error line that scrolled out of the tail before the child stopped is
+// still quoted, once, and only the first few are kept.
+func TestStderrSinkQuotesEarlierErrors(t *testing.T) {
+	var s stderrSink
+	s.Write([]byte("[00] 2026-11-28 20:42:07 [ERROR] InnoDB: Cannot rename ./db/t.ibd\n"))
+	for i := 0; i < 2*tailLines; i++ {
+		fmt.Fprintf(&s, "[01] Copying file %d\n", i)
+	}
+	for i := 0; i < 2*errorLines; i++ {
+		fmt.Fprintf(&s, "mariabackup: Error: number %d\n", i)
+	}
+	err := s.failure("mariabackup --prepare failed", errors.New("exit status 1")).Error()
+	if strings.Count(err, "Cannot rename ./db/t.ibd") != 1 || !strings.Contains(err, "error lines before them:") {
+		t.Errorf("the first error line is not quoted once: %s", err)
+	}
+	// The first errorLines error lines (the [ERROR] and numbers 0 to 3)
+	// and the tail (numbers 2 to 9), each line once.
+	for i := 0; i < 2*errorLines; i++ {
+		if n := strings.Count(err, fmt.Sprintf("Error: number %d", i)); n != 1 {
+			t.Errorf("error line %d quoted %d times: %s", i, n, err)
+		}
+	}
+	var noisy stderrSink
+	for i := 0; i < 2*errorLines; i++ {
+		fmt.Fprintf(&noisy, "[ERROR] early %d\n", i)
+	}
+	for i := 0; i < tailLines; i++ {
+		fmt.Fprintf(&noisy, "[01] Copying file %d\n", i)
+	}
+	if e := noisy.failure("x", nil).Error(); !strings.Contains(e, fmt.Sprintf("early %d", errorLines-1)) || strings.Contains(e, fmt.Sprintf("early %d", errorLines)) {
+		t.Errorf("want the first %d error lines quoted, no more: %s", errorLines, e)
+	}
+	var quiet stderrSink
+	quiet.Write([]byte("[ERROR] last words\n"))
+	if e := quiet.failure("x", nil).Error(); strings.Count(e, "last words") != 1 {
+		t.Errorf("an error line in the tail is quoted twice: %s", e)
 	}
 }
 
