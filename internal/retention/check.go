@@ -15,8 +15,8 @@ func (req Request) Check() error {
 	if p.Empty() && !req.PruneIncomplete {
 		return refusal.New("give at least one of --keep-last, --keep-within, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-pitr, or only --prune-incomplete (expire never deletes everything)")
 	}
-	if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 {
-		return refusal.New("retention counts must not be negative")
+	if p.KeepLast < 0 || p.KeepDaily < 0 || p.KeepWeekly < 0 || p.KeepMonthly < 0 || p.KeepYearly < 0 || p.KeepWithin < 0 || p.KeepPITR < 0 {
+		return refusal.New("retention counts and durations must not be negative")
 	}
 	return nil
 }

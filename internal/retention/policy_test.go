@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -321,5 +322,21 @@ func TestPlanPerKind(t *testing.T) {
 		"2026-11-20 01:00": "a physical backup (the rules are for logical backups)", "2026-11-21 11:00": "keep-last 1"}
 	if got := kept(plan); !maps.Equal(got, want) {
 		t.Errorf("keep-last 1 of logical backups: kept %v, want %v", got, want)
+	}
+}
+
+// A count or duration below zero, any of them, is refused before the
+// repository is opened, as a usage error (it was a failure, exit 1, for
+// --keep-monthly, --keep-yearly, --keep-within and --keep-pitr).
+func TestCheckRefusesNegatives(t *testing.T) {
+	for _, p := range []Policy{{KeepLast: -1}, {KeepDaily: -1}, {KeepWeekly: -1}, {KeepMonthly: -1}, {KeepYearly: -1},
+		{KeepWithin: -time.Hour}, {KeepLast: 1, KeepPITR: -time.Hour}} {
+		var r interface{ Refused() bool }
+		if err := (Request{Policy: p}).Check(); !errors.As(err, &r) || !strings.Contains(err.Error(), "must not be negative") {
+			t.Errorf("%+v: %v; want refused as negative", p, err)
+		}
+	}
+	if err := (Request{Policy: Policy{KeepMonthly: 3}}).Check(); err != nil {
+		t.Errorf("keep-monthly 3: %v", err)
 	}
 }
