@@ -121,7 +121,9 @@ if [ "${CI:-}" = true ] || [ "${FUZZ:-}" = 1 ]; then
   setsid nice -n 19 bash -c "$(declare -f fuzz_all); log=$(printf %q "$log"); fuzz_all" >"$log/fuzz" 2>&1 & fuzzjob=$!
   # (Before setsid has run, the group does not exist yet: then the one
   # process is all there is to stop.)
-  trap 'kill -- -"$fuzzjob" 2>/dev/null || kill "$fuzzjob" 2>/dev/null; rm -rf "$log" ${memtmp:+"$memtmp"}' EXIT
+  # (set -e holds in the trap too: a kill that finds nothing left to stop
+  # must not end it before the removal.)
+  trap '{ kill -- -"$fuzzjob" || kill "$fuzzjob" || true; } 2>/dev/null; rm -rf "$log" ${memtmp:+"$memtmp"}' EXIT
 fi
 
 # The installs are independent, and mostly wait on the network and the
