@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/refusal"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/toolpath"
 )
@@ -44,6 +45,43 @@ type Request struct {
 
 	// Progress, if set, hears the backup's progress; the caller finishes it.
 	Progress *progress.Tracker
+	// Given names options given explicitly, for the refusals that name
+	// them (see Check).
+	Given Given
+}
+
+// Given names options given explicitly (on the command line or in an
+// option file), the first of each kind, for the refusals that name them;
+// "" or false for none.
+type Given struct {
+	MaxIO  bool   // --max-io, even 0: a logical backup has no such limit
+	Mask   bool   // --mask or --mask-key-file
+	Dump   string // of the options only a logical backup takes
+	Parent string // of --parent, --max-chain, --full-every
+}
+
+// Check refuses options that cannot be right or contradict each other:
+// the engine's own options given to the other engine.
+func (req *Request) Check() error {
+	switch {
+	case req.Parallel < 1:
+		return refusal.New("--parallel must be at least 1")
+	case req.Physical.MaxIO < 0:
+		return refusal.Errorf("--max-io %d: want a number of I/O operations per second, or 0 for no limit", req.Physical.MaxIO)
+	case req.Logical && req.Given.MaxIO:
+		return refusal.New("--max-io is mariabackup's I/O limit, for physical backups; bound a logical backup with --max-rate")
+	case req.Logical && req.Physical.Checkpoint:
+		return refusal.New("--checkpoint is for physical backups: a logical backup reads no redo log")
+	case !req.Logical && req.Given.Mask:
+		return refusal.New("--mask needs --logical: a physical backup copies the server's files as they are and cannot mask a value (the rules may come from an option file)")
+	case !req.Logical && req.Given.Dump != "":
+		return refusal.Errorf("--%s needs --logical", req.Given.Dump)
+	case req.Logical && req.Physical.Incremental != nil:
+		return refusal.New("--incremental is for physical backups; a logical backup is always whole")
+	case req.Physical.Incremental == nil && req.Given.Parent != "":
+		return refusal.Errorf("--%s needs --incremental", req.Given.Parent)
+	}
+	return nil
 }
 
 // PhysicalOptions are the physical engine's own options.
@@ -113,8 +151,11 @@ func EngineFor(req Request) Engine {
 	return physicalEngine{}
 }
 
-// Run takes the backup the request describes.
+// Run takes the backup the request describes, after Check.
 func Run(ctx context.Context, req Request) (*Result, error) {
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
 	m, err := EngineFor(req).Backup(ctx, req)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -114,5 +115,39 @@ func TestIncrementalParentFromAnotherServer(t *testing.T) {
 	}
 	if n := len(listed(t, r)); n != 2 {
 		t.Errorf("%d backups after a refused incremental, want 2", n)
+	}
+}
+
+// Check refuses each engine's own options given to the other engine, and
+// says so as a refusal.
+func TestRequestCheck(t *testing.T) {
+	inc := &Incremental{}
+	for _, c := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Parallel: 1}, ""},
+		{Request{Parallel: 1, Physical: PhysicalOptions{Incremental: inc, Checkpoint: true, MaxIO: 5}}, ""},
+		{Request{Parallel: 1, Logical: true, Given: Given{Mask: true, Dump: "database"}}, ""},
+		{Request{}, "--parallel must be at least 1"},
+		{Request{Parallel: 1, Physical: PhysicalOptions{MaxIO: -1}}, "--max-io -1: want"},
+		{Request{Parallel: 1, Logical: true, Given: Given{MaxIO: true}}, "--max-io is mariabackup's I/O limit"},
+		{Request{Parallel: 1, Logical: true, Physical: PhysicalOptions{Checkpoint: true}}, "--checkpoint is for physical backups"},
+		{Request{Parallel: 1, Given: Given{Mask: true}}, "--mask needs --logical"},
+		{Request{Parallel: 1, Given: Given{Dump: "chunk-size"}}, "--chunk-size needs --logical"},
+		{Request{Parallel: 1, Logical: true, Physical: PhysicalOptions{Incremental: inc}}, "--incremental is for physical backups"},
+		{Request{Parallel: 1, Given: Given{Parent: "max-chain"}}, "--max-chain needs --incremental"},
+	} {
+		err := c.req.Check()
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", c.req, err)
+			}
+			continue
+		}
+		var r interface{ Refused() bool }
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &r) || !r.Refused() {
+			t.Errorf("%+v: got %v, want a refusal with %q", c.req, err, c.want)
+		}
 	}
 }

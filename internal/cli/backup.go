@@ -34,15 +34,11 @@ func (b *backupFlags) register(f *pflag.FlagSet) {
 	o.Int("max-io", &b.r.Physical.MaxIO)
 }
 
-// request checks the flags and builds the request's shared and physical
-// options, less its repository.
-func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (backup.Request, error) {
-	req := b.r
-	if req.Parallel < 1 {
-		return req, usagef("--parallel must be at least 1")
-	}
-	if req.Physical.MaxIO < 0 {
-		return req, usagef("--max-io %d: want a number of I/O operations per second, or 0 for no limit", req.Physical.MaxIO)
+// request checks req (b's flags, with what the command adds) and
+// resolves its connection: the request less its repository.
+func (b *backupFlags) request(g *globals, version string, req backup.Request) (backup.Request, error) {
+	if err := req.Check(); err != nil {
+		return req, err
 	}
 	var err error
 	if req.Conn, err = b.conn.Resolve(); err != nil {
@@ -58,40 +54,20 @@ func (b *backupFlags) request(g *globals, cmd *cobra.Command, version string) (b
 // backupRequest checks backup's flags and builds its request, less the
 // repository and its encryption.
 func backupRequest(g *globals, cmd *cobra.Command, version string, b *backupFlags, l *logicalBackupFlags, inc *incrementalFlags) (backup.Request, error) {
-	req, err := b.request(g, cmd, version)
-	if err != nil {
-		return req, err
-	}
-	if l.on && cmd.Flags().Changed("max-io") {
-		return req, usagef("--max-io is mariabackup's I/O limit, for physical backups; bound a logical backup with --max-rate")
-	}
-	if l.on && req.Physical.Checkpoint {
-		return req, usagef("--checkpoint is for physical backups: a logical backup reads no redo log")
-	}
-	if l.on {
-		req.Logical = true
-		if req.Dump, err = l.options(); err != nil {
-			return req, err
-		}
-	} else if len(l.mask.specs) > 0 || l.mask.keyFile != "" {
-		return req, usagef("--mask needs --logical: a physical backup copies the server's files as they are and cannot mask a value (the rules may come from an option file)")
-	} else if f := firstChanged(cmd.Flags(), l.onlyLogical()); f != "" {
-		return req, usagef("--%s needs --logical", f)
-	}
-	if l.on && inc.on {
-		return req, usagef("--incremental is for physical backups; a logical backup is always whole")
-	}
-	if !inc.on {
-		if f := firstChanged(cmd.Flags(), []string{"parent", "max-chain", "full-every"}); f != "" {
-			return req, usagef("--%s needs --incremental", f)
-		}
-	}
+	req, f := b.r, cmd.Flags()
+	req.Logical = l.on
+	req.Given = backup.Given{MaxIO: f.Changed("max-io"), Mask: l.mask.given(), Dump: firstChanged(f, l.onlyLogical()),
+		Parent: firstChanged(f, []string{"parent", "max-chain", "full-every"})}
 	if inc.on {
 		i := inc.i
 		i.FullBecause = func(why string) { fmt.Fprintf(g.stderr, "taking a full backup: %s\n", why) }
 		req.Physical.Incremental = &i
 	}
-	return req, nil
+	req, err := b.request(g, version, req)
+	if err == nil && l.on {
+		req.Dump, err = l.options()
+	}
+	return req, err
 }
 
 // runBackup takes the backup with a progress display and prints it.

@@ -173,8 +173,8 @@ func TestUsageMistakesExit2(t *testing.T) {
 			t.Errorf("%v: exit %d, %v; want %d and %q", c.args, r.code, r.err, ExitUsage, c.want)
 		}
 	}
-	// Encryption flags that cannot work are refused, and nothing is
-	// created.
+	// Encryption flags that cannot work, and options of one kind of backup
+	// given to the other, are refused, and nothing is created.
 	pub, _ := ageKeys(t)
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	for _, c := range []struct {
@@ -183,6 +183,13 @@ func TestUsageMistakesExit2(t *testing.T) {
 	}{
 		{[]string{"--encrypt"}, "--encrypt needs --recipient-file"},
 		{[]string{"--recipient-file", pub}, "--recipient-file needs --encrypt"},
+		{[]string{"--parallel", "0"}, "--parallel must be at least 1"},
+		{[]string{"--logical", "--max-io", "0"}, "--max-io is mariabackup's I/O limit"},
+		{[]string{"--logical", "--checkpoint"}, "--checkpoint is for physical backups"},
+		{[]string{"--logical", "--incremental"}, "--incremental is for physical backups"},
+		{[]string{"--chunk-size", "16MiB"}, "--chunk-size needs --logical"},
+		{[]string{"--databases", "shop"}, "--database needs --logical"},
+		{[]string{"--full-every", "7d"}, "--full-every needs --incremental"},
 	} {
 		r := run(t, append([]string{"backup", "--repo", repoDir, "--socket", "/nonexistent.sock"}, c.args...)...)
 		if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), c.want) {

@@ -66,7 +66,7 @@ func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string,
 	if err := req.Check(); err != nil {
 		return req, err
 	}
-	r, err := tf.b.request(g, cmd, version)
+	r, err := tf.b.request(g, version, tf.b.r)
 	if err != nil {
 		return req, err
 	}
