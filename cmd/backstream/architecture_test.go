@@ -232,7 +232,7 @@ func TestCLIImportsOnlyUseCases(t *testing.T) {
 // cliLineCeiling bounds internal/cli's non-test lines so that logic that
 // leaves the command cannot creep back (issue 29 asked for under 2,500);
 // lower it as lines leave.
-const cliLineCeiling = 2224
+const cliLineCeiling = 2200
 
 // The command is thin: no function of internal/cli is longer than 60
 // lines, and the whole stays under cliLineCeiling.
