@@ -230,6 +230,12 @@ func TestPITRPerServer(t *testing.T) {
 	if r.code != ExitUsage || !strings.Contains(r.err.Error(), keys[0]) || !strings.Contains(r.err.Error(), keys[1]) || !strings.Contains(r.err.Error(), "--server") {
 		t.Errorf("--until with two servers: exit %d, %v; want a usage error naming both and --server", r.code, r.err)
 	}
+	// The restore test of that point in time is refused alike: it was
+	// asked wrongly, and tested nothing.
+	r = run(t, "verify", "--repo", repoDir, "--restore-test", "--until", "end")
+	if r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "--server") {
+		t.Errorf("verify --restore-test --until with two servers: exit %d, %v; want a usage error naming --server", r.code, r.err)
+	}
 	target := filepath.Join(t.TempDir(), "a")
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--server", keys[0], "--target-dir", target).mustSucceed(t)
 	dst := serverOn(t, target)

@@ -37,6 +37,7 @@ var messageConstructors = map[string]int{
 	"usagef":         0, // cli: bad flags or arguments, exit 2
 	"refusal.Errorf": 0, // a refusal of what was asked, exit 2
 	"refusal.New":    0,
+	"refusedf":       0, // restorecase, importtable, pitr: a restore refused for what was asked
 	"Corruptf":       0, // archive: data that fails a check, exit 3
 	"corruptf":       1, // codec: (codec name, format, ...)
 	"errorf":         0, // remote: prefixes the receiver's address
