@@ -86,7 +86,7 @@ func pct(p *float64) any {
 
 var completeID = regexp.MustCompile(`backup (\S+) complete`)
 
-// Progress tells the truth about a physical backup of a few hundred MiB,
+// Progress tells the truth about a physical backup of over a hundred MiB,
 // a full and an incremental, and their restores: the total is what
 // mariabackup copies (not the datadir, with its redo log, temporary
 // tablespace and binary logs), so the last event before the summary is
@@ -96,7 +96,7 @@ func TestProgressOfPhysicalBackupAndRestore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 200}); err != nil {
+	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 100}); err != nil {
 		t.Fatal(err)
 	}
 	repoDir := newRepoDir(t)
@@ -110,7 +110,7 @@ func TestProgressOfPhysicalBackupAndRestore(t *testing.T) {
 		}
 		return m[1], checkProgress(t, what, r.stderr, m[1], 95)
 	}
-	full, events := backup("full backup", "--max-rate", "64MiB/s")
+	full, events := backup("full backup", "--max-rate", "32MiB/s")
 	for _, e := range events {
 		t.Logf("full: %s %d/%d %v%% eta %v", e.Stage, e.BytesIn, e.Total, pct(e.Percent), pct(e.ETASeconds))
 	}
