@@ -93,6 +93,9 @@ type Result struct {
 	RawInfo         []byte
 	CheckpointsName string
 	InfoName        string
+	// Renamed are the tablespace renames mariabackup (10.6 and later)
+	// followed in the redo log it copied, in its order.
+	Renamed []TablespaceRename
 }
 
 // StartBackup starts
@@ -246,13 +249,19 @@ func (b *Backup) wait() (*Result, error) {
 	}
 	if err != nil {
 		b.stdout.Close()
+		if vanished := b.sink.vanishedTables(); len(vanished) > 0 {
+			// DDL dropped or converted a table while mariabackup copied
+			// its files (11.8 then fails the backup): a race of DDL
+			// with the copy, which another attempt can miss.
+			return nil, &DDLRaceError{Tables: vanished}
+		}
 		return nil, b.sink.failure("mariabackup --backup failed", err)
 	}
 	if !b.sink.completedOK() {
 		b.stdout.Close()
 		return nil, b.sink.failure(`mariabackup --backup exited 0 but never said "completed OK!"`, nil)
 	}
-	res := &Result{}
+	res := &Result{Renamed: b.sink.renamed()}
 	res.RawCheckpoints, res.CheckpointsName, err = readFirst(b.lsnDir, metadataCandidates("checkpoints"))
 	if err != nil {
 		return nil, fmt.Errorf("mariabackup --backup: %w", err)

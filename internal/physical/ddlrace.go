@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/backstream/backstream/internal/archive"
 )
 
 // ddlLogName is the file a server (MariaDB 10.6 and later) writes in its
@@ -36,7 +38,7 @@ type DDLRaceError struct {
 }
 
 func (e *DDLRaceError) Error() string {
-	return fmt.Sprintf("DDL on non-InnoDB tables ran while mariabackup copied them, so the copy may not match the backup's position: %s",
+	return fmt.Sprintf("DDL ran while mariabackup copied these tables, so the copy may not match the backup's position: %s",
 		strings.Join(e.Tables, ", "))
 }
 
@@ -161,4 +163,50 @@ func tableOfFile(p string) string {
 		return p
 	}
 	return db + "." + strings.TrimSuffix(file, filepath.Ext(file))
+}
+
+// renamedWhole names the tables of an incremental whose tablespace the
+// redo log renamed during the copy and that mariabackup then copied whole
+// under the new name (as "<db>/<table>.new", which the prepare makes the
+// table's .ibd), while the parent holds the tablespace under the old
+// name. MariaDB 11.8.9's mariabackup does this when it meets the rename
+// in the redo log only as it handles the DDL under BLOCK_DDL: it writes
+// no .ren for the tablespace, and the prepare finds two files with one
+// space ID and fails ("Attempted to open a previously opened
+// tablespace"), though the backup said "completed OK!". Such an
+// incremental is a DDL race, never committed. parent is the parent's
+// files, streamed the paths of this copy.
+func renamedWhole(parent []archive.File, streamed []string, renames []TablespaceRename) []string {
+	inParent := map[string]bool{}
+	for _, f := range parent {
+		if t, ok := tablespaceOf(f.Path); ok {
+			inParent[t] = true
+		}
+	}
+	inCopy := map[string]bool{}
+	for _, p := range streamed {
+		inCopy[strings.TrimPrefix(p, "./")] = true
+	}
+	var tables []string
+	for _, r := range renames {
+		from, _ := tablespaceOf(r.From)
+		to, _ := tablespaceOf(r.To)
+		if from != to && inCopy[to+".new"] && inParent[from] && !inCopy[from+".del"] {
+			tables = append(tables, fmt.Sprintf("%s (InnoDB: renamed to %s during the copy and copied whole under that name, while the parent holds it as %s)",
+				tableOfFile(r.From), tableOfFile(r.To), from))
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(tables)))
+}
+
+// tablespaceOf is the table a stream path of an InnoDB tablespace
+// belongs to ("r/inno" for r/inno.ibd, r/inno.ibd.delta or r/inno.new).
+func tablespaceOf(p string) (string, bool) {
+	p = strings.TrimPrefix(p, "./")
+	for _, ext := range []string{".ibd.delta", ".ibd", ".new"} {
+		if t, ok := strings.CutSuffix(p, ext); ok {
+			return t, true
+		}
+	}
+	return p, false
 }

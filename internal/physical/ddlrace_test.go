@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/repo/repotest"
 )
@@ -172,5 +173,36 @@ func TestTableOfFile(t *testing.T) {
 		if got := tableOfFile(in); got != want {
 			t.Errorf("tableOfFile(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An incremental that holds an InnoDB table whole (.new) under a name the
+// redo log renamed it to, while the parent holds it under the old name
+// (whole, as a delta, or as a .new of its own), is a DDL race (11.8.9's
+// prepare of it fails); a rebuild's new tablespace renamed into place, a
+// table renamed away and back, a rename mariabackup wrote a .ren for (no
+// whole copy), and one whose old name the increment deletes are not.
+func TestRenamedWhole(t *testing.T) {
+	parent := []archive.File{{Path: "r/inno.ibd"}, {Path: "r/conv.ibd.delta"}, {Path: "r/old.new"}, {Path: "r/kept.ibd"}, {Path: "r/back.ibd"}}
+	renames := []TablespaceRename{
+		{"r/inno.ibd", "r/inno_away.ibd"},
+		{"r/#sql-alter-416-6.ibd", "r/conv.ibd"},
+		{"r/old.ibd", "r/new.ibd"},
+		{"r/kept.ibd", "r/moved.ibd"},
+		{"r/back.ibd", "r/away.ibd"},
+		{"r/away.ibd", "r/back.ibd"},
+	}
+	streamed := []string{"./r/inno_away.new", "r/conv.new", "r/new.new", "r/old.del", "r/kept.ren", "r/kept.ibd.delta", "r/back.new"}
+	got := renamedWhole(parent, streamed, renames)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "r.inno (InnoDB: renamed to r.inno_away during the copy") {
+		t.Errorf("renamedWhole = %q, want r.inno alone", got)
+	}
+	// The full took the table under the name it had for a moment; the
+	// incremental takes it back under its own.
+	if got := renamedWhole([]archive.File{{Path: "r/inno_away.new"}}, []string{"r/inno.new"}, []TablespaceRename{{"r/inno_away.ibd", "r/inno.ibd"}}); len(got) != 1 {
+		t.Errorf("renamedWhole of a table renamed back = %q, want it", got)
+	}
+	if got := renamedWhole(parent, []string{"r/inno.ibd.delta", "r/inno.ren"}, renames); len(got) != 0 {
+		t.Errorf("renamedWhole of a copy with deltas and a .ren = %q, want nothing", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -280,5 +281,40 @@ func TestPrepareRealFailure(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "does not hold a mariabackup backup") {
 		t.Errorf("Prepare error does not explain: %v", err)
+	}
+}
+
+// A backup that mariabackup (11.8) fails because a non-InnoDB table's
+// file was gone when it came to copy it is a DDL race, which another
+// attempt can miss, naming the table; renames it followed reach the
+// result of one that succeeds.
+func TestBackupVanishedFileIsADDLRace(t *testing.T) {
+	body := "echo '[01] 2026-11-29 01:36:17 Copied file ./r/conv.frm' >&2\n" +
+		"echo '[01] 2026-11-29 01:36:17 Error 2 on file ./r/conv.MYD open during `r`.`conv` table copy: No such file or directory' >&2\n" +
+		"echo '[00] 2026-11-29 01:36:17 Data files backup process is finished with error' >&2\nexit 1\n"
+	b, err := StartBackup(context.Background(), BackupOptions{Binary: fakeBinary(t, body), Conn: mariadb.Config{User: "u"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, b.Stdout)
+	_, err = b.Wait()
+	var race *DDLRaceError
+	if !errors.As(err, &race) || len(race.Tables) != 1 || !strings.Contains(race.Tables[0], "r.conv (its file r/conv.MYD vanished") {
+		t.Errorf("Wait = %v, want a DDL race naming r.conv", err)
+	}
+
+	body = "echo '[00] 2026-11-29 01:35:18 DDL tracking : rename 10 \"./r/inno.ibd\",\"./r/inno_away.ibd\"' >&2\n" +
+		"echo '[00] 2026-11-29 01:35:18 DDL tracking : delete 9 \"./r/#sql-ib22.ibd\"' >&2\n" + writeMeta + "echo 'completed OK!' >&2\n"
+	b, err = StartBackup(context.Background(), BackupOptions{Binary: fakeBinary(t, body), Conn: mariadb.Config{User: "u"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, b.Stdout)
+	res, err := b.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []TablespaceRename{{"r/inno.ibd", "r/inno_away.ibd"}}; !slices.Equal(res.Renamed, want) {
+		t.Errorf("Renamed = %v, want %v", res.Renamed, want)
 	}
 }

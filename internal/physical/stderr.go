@@ -127,6 +127,8 @@ type stderrSink struct {
 	tail      []string
 	completed bool
 	known     []string // every line that matched a known failure, in order
+	renames   []TablespaceRename
+	vanished  []string // tables a file of which vanished during its copy, as DDLRaceError names them
 	errors    []string // the first errorLines error lines, which the tail may have lost
 	logErr    error
 }
@@ -196,6 +198,13 @@ func (s *stderrSink) lineLocked(raw string) {
 	if _, ok := knownFailure(raw); ok {
 		s.known = append(s.known, line)
 	}
+	if m := renameLine.FindStringSubmatch(raw); m != nil {
+		s.renames = append(s.renames, TablespaceRename{From: strings.TrimPrefix(m[1], "./"), To: strings.TrimPrefix(m[2], "./")})
+	}
+	if m := vanishedLine.FindStringSubmatch(raw); m != nil {
+		s.vanished = append(s.vanished, fmt.Sprintf("%s (its file %s vanished while mariabackup copied it)",
+			strings.ReplaceAll(m[2], "`", ""), strings.TrimPrefix(m[1], "./")))
+	}
 	if len(s.errors) < errorLines && isErrorLine(raw) {
 		s.errors = append(s.errors, line)
 	}
@@ -244,6 +253,34 @@ func (s *stderrSink) failure(what string, cause error) error {
 		return fmt.Errorf("%s (%w)%s", what, cause, b.String())
 	}
 	return fmt.Errorf("%s%s", what, b.String())
+}
+
+// TablespaceRename is one tablespace rename that mariabackup followed in
+// the redo log it copied: paths as in the stream ("db/t.ibd").
+type TablespaceRename struct{ From, To string }
+
+// renameLine is how mariabackup (10.6 and later) reports a tablespace
+// rename it met in the redo log:
+//
+//	DDL tracking : rename 10 "./r/inno.ibd","./r/inno_away.ibd"
+var renameLine = regexp.MustCompile(`DDL tracking : rename \d+ "([^"]*)","([^"]*)"`)
+
+// vanishedLine is how mariabackup reports a file of a non-InnoDB table
+// that was gone when it came to copy it (errno 2, ENOENT):
+//
+//	Error 2 on file ./r/conv.MYD open during `r`.`conv` table copy
+var vanishedLine = regexp.MustCompile("Error 2 on file (\\S+) open during (`.+`) table copy")
+
+func (s *stderrSink) renamed() []TablespaceRename {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.renames)
+}
+
+func (s *stderrSink) vanishedTables() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Compact(slices.Sorted(slices.Values(s.vanished)))
 }
 
 // isErrorLine reports a line in which mariabackup (or the server code in
