@@ -87,7 +87,6 @@ install_version() {
 # into ROOT.
 install_root() {
   local v=$1 suite=$2 top=$3 root=$4
-  command -v debootstrap >/dev/null 2>&1 || ./scripts/deps.sh debootstrap >&2
   rm -rf "$top"
   mkdir -p "$top"
   say "installing MariaDB $v: Debian $suite into $root (about a minute)"
@@ -144,7 +143,20 @@ case "${1:-}" in
     # One installer at a time: two test runs may start together.
     exec 9>"$dir/.lock"
     flock 9
-    for v in "$@"; do install_version "$v"; done
+    # debootstrap first, once: two package installs at once would fight
+    # over the host's package manager.
+    command -v debootstrap >/dev/null 2>&1 || ./scripts/deps.sh debootstrap >&2
+    # Then the versions side by side: each goes into a root of its own,
+    # with its own package manager, and mostly waits on the mirror (on a
+    # fresh machine 277 s and 221 s one after the other).
+    pids=()
+    for v in "$@"; do
+      install_version "$v" &
+      pids+=("$!")
+    done
+    failed=0
+    for p in "${pids[@]}"; do wait "$p" || failed=1; done
+    [ "$failed" -eq 0 ] || die "installing failed; see the messages above"
     ;;
   basedir)
     [ $# -eq 2 ] || die "usage: $0 basedir VERSION"
