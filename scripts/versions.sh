@@ -143,9 +143,14 @@ case "${1:-}" in
     # One installer at a time: two test runs may start together.
     exec 9>"$dir/.lock"
     flock 9
-    # debootstrap first, once: two package installs at once would fight
-    # over the host's package manager.
-    command -v debootstrap >/dev/null 2>&1 || ./scripts/deps.sh debootstrap >&2
+    # debootstrap first, once, and only when a root is missing: two
+    # package installs at once would fight over the host's package manager.
+    for v in "$@"; do
+      if [ ! -e "$dir/$v/root/.installed" ]; then
+        command -v debootstrap >/dev/null 2>&1 || ./scripts/deps.sh debootstrap >&2
+        break
+      fi
+    done
     # Then the versions side by side: each goes into a root of its own,
     # with its own package manager, and mostly waits on the mirror (on a
     # fresh machine 277 s and 221 s one after the other).

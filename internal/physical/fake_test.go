@@ -303,6 +303,18 @@ func TestBackupVanishedFileIsADDLRace(t *testing.T) {
 		t.Errorf("Wait = %v, want a DDL race naming r.conv", err)
 	}
 
+	// The same line beside a known failure: that failure is the cause.
+	body = "echo '[01] Error 2 on file ./r/conv.MYD open during `r`.`conv` table copy: No such file or directory' >&2\n" +
+		"echo '[00] Error writing file: No space left on device' >&2\nexit 1\n"
+	b, err = StartBackup(context.Background(), BackupOptions{Binary: fakeBinary(t, body), Conn: mariadb.Config{User: "u"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, b.Stdout)
+	if _, err = b.Wait(); errors.As(err, &race) || err == nil || !strings.Contains(err.Error(), "a disk is full") {
+		t.Errorf("Wait = %v, want the full disk named, not a DDL race", err)
+	}
+
 	body = "echo '[00] 2026-11-29 01:35:18 DDL tracking : rename 10 \"./r/inno.ibd\",\"./r/inno_away.ibd\"' >&2\n" +
 		"echo '[00] 2026-11-29 01:35:18 DDL tracking : delete 9 \"./r/#sql-ib22.ibd\"' >&2\n" + writeMeta + "echo 'completed OK!' >&2\n"
 	b, err = StartBackup(context.Background(), BackupOptions{Binary: fakeBinary(t, body), Conn: mariadb.Config{User: "u"}})

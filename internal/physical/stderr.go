@@ -277,9 +277,16 @@ func (s *stderrSink) renamed() []TablespaceRename {
 	return slices.Clone(s.renames)
 }
 
+// vanishedTables names the tables a file of which vanished during the
+// copy, unless mariabackup also met a known failure (a full disk, a lost
+// connection): that one is the cause to report, and no new attempt
+// would miss it.
 func (s *stderrSink) vanishedTables() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.known) > 0 {
+		return nil
+	}
 	return slices.Compact(slices.Sorted(slices.Values(s.vanished)))
 }
 
