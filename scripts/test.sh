@@ -102,9 +102,24 @@ fuzz_all() {
 # TMPDIR the suite was started with (testkit.DiskTempDir).
 disktmp=${TMPDIR:-/tmp}
 memtmp=
+# A run that was killed (SIGKILL, a lost machine session) could not remove
+# its directory, and tmpfs is memory: each run holds a lock on its own
+# directory for as long as it or anything it started lives (the
+# descriptor is inherited), so a directory whose lock is free is a dead
+# run's, and goes (one untouched for a minute: a run just starting may
+# not hold its lock yet).
+for old in $(find /dev/shm -maxdepth 1 -name 'bs.*' -type d -mmin +1 2>/dev/null); do
+  [ -f "$old/.test.sh.lock" ] || continue
+  if flock -n "$old/.test.sh.lock" true 2>/dev/null; then
+    echo "test.sh: removing $old, left by a run that was killed" >&2
+    rm -rf "$old"
+  fi
+done
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
   [ "$(df -k --output=avail /dev/shm | tail -1)" -ge $((8 << 20)) ]; then
   memtmp=$(mktemp -d /dev/shm/bs.XXXXXX)
+  exec {memlock}>"$memtmp/.test.sh.lock"
+  flock -n "$memlock"
   # As /tmp: tests run programs as other users (nobody) from here.
   chmod 1777 "$memtmp"
   trap 'rm -rf "$log" "$memtmp"' EXIT
