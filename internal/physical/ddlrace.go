@@ -176,12 +176,20 @@ func tableOfFile(p string) string {
 // tablespace"), though the backup said "completed OK!". Such an
 // incremental is a DDL race, never committed. parent is the parent's
 // files, streamed the paths of this copy.
+//
+// A parent that holds a rename file (<old>.ren, whose bytes name the
+// new) gave a tablespace a name its file list does not show: then any
+// renamed table may be one the parent holds, and is taken as one (the
+// cost is one more attempt; as restore --table does, for the same
+// reason).
 func renamedWhole(parent []archive.File, streamed []string, renames []TablespaceRename) []string {
 	inParent := map[string]bool{}
+	parentRenamed := false
 	for _, f := range parent {
 		if t, ok := tablespaceOf(f.Path); ok {
 			inParent[t] = true
 		}
+		parentRenamed = parentRenamed || strings.HasSuffix(f.Path, ".ren")
 	}
 	inCopy := map[string]bool{}
 	for _, p := range streamed {
@@ -191,7 +199,7 @@ func renamedWhole(parent []archive.File, streamed []string, renames []Tablespace
 	for _, r := range renames {
 		from, _ := tablespaceOf(r.From)
 		to, _ := tablespaceOf(r.To)
-		if from != to && inCopy[to+".new"] && inParent[from] && !inCopy[from+".del"] {
+		if from != to && inCopy[to+".new"] && (inParent[from] || parentRenamed) && !inCopy[from+".del"] {
 			tables = append(tables, fmt.Sprintf("%s (InnoDB: renamed to %s during the copy and copied whole under that name, while the parent holds it as %s)",
 				tableOfFile(r.From), tableOfFile(r.To), from))
 		}

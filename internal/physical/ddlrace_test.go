@@ -205,4 +205,15 @@ func TestRenamedWhole(t *testing.T) {
 	if got := renamedWhole(parent, []string{"r/inno.ibd.delta", "r/inno.ren"}, renames); len(got) != 0 {
 		t.Errorf("renamedWhole of a copy with deltas and a .ren = %q, want nothing", got)
 	}
+	// The parent renamed t to a name its files do not show (t.ren holds
+	// it): a table renamed again in this copy and taken whole may be that
+	// one, so it is a race; without the parent's .ren it is a table the
+	// parent never had.
+	again := []TablespaceRename{{"r/t2.ibd", "r/t3.ibd"}}
+	if got := renamedWhole([]archive.File{{Path: "r/t.ibd.delta"}, {Path: "r/t.ren"}}, []string{"r/t3.new"}, again); len(got) != 1 || !strings.HasPrefix(got[0], "r.t2 (InnoDB: renamed to r.t3") {
+		t.Errorf("renamedWhole after a parent's rename = %q, want r.t2", got)
+	}
+	if got := renamedWhole([]archive.File{{Path: "r/t.ibd.delta"}}, []string{"r/t3.new"}, again); len(got) != 0 {
+		t.Errorf("renamedWhole of a table the parent never had = %q, want nothing", got)
+	}
 }
