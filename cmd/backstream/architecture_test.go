@@ -207,7 +207,8 @@ func TestArchitectureGraph(t *testing.T) {
 
 // cliMayImport is what the command may know: the use cases it calls (each
 // takes a typed request and returns a typed result), the options table,
-// and the printers of progress and of the metrics file. Everything else
+// the printers of progress and of the metrics file, and the profiles of
+// the hidden --cpuprofile and --memprofile. Everything else
 // (formats, codecs, engines, connections, the repository's layout) it
 // reaches through a use case.
 var cliMayImport = []string{
@@ -215,7 +216,7 @@ var cliMayImport = []string{
 	"internal/backup", "internal/restorecase", "internal/verify", "internal/restoretest", "internal/merge",
 	"internal/retention", "internal/inventory", "internal/health", "internal/binlog", "internal/pitr",
 	"internal/provision", "internal/remote", "internal/replica", "internal/servercopy", "internal/sst",
-	"internal/demo", "internal/repoaccess",
+	"internal/demo", "internal/repoaccess", "internal/profiling",
 }
 
 // The command maps flags to a request, calls one use case and prints the

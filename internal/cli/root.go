@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/options"
+	"github.com/backstream/backstream/internal/profiling"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
 )
@@ -78,8 +77,10 @@ type globals struct {
 	defaultsFile, defaultsExtraFile string
 	noDefaults                      bool
 
-	progress   string
-	cpuprofile string
+	progress     string
+	cpuprofile   string
+	memprofile   string
+	stopProfiles func()
 	// repos is how the command reaches its repository: --repo, the S3,
 	// key and lock flags bound into it, and what share makes of
 	// --limit-upload, --limit-download (rates of the repository's
@@ -112,15 +113,11 @@ type globals struct {
 // starts what they ask for.
 func (g *globals) checkGlobals() error {
 	g.share()
-	if g.cpuprofile != "" {
-		f, err := os.Create(g.cpuprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+	stop, err := profiling.Start(g.cpuprofile, g.memprofile, g.stderr)
+	if err != nil {
+		return err
 	}
+	g.stopProfiles = stop
 	if _, err := progress.ParseMode(g.progress); err != nil {
 		return usagef("--progress: %v", err)
 	}
@@ -149,7 +146,7 @@ func (g *globals) tracker(title string, total int64) *progress.Tracker {
 
 // NewRoot builds the command tree.
 func NewRoot(version string) *cobra.Command {
-	g := &globals{}
+	g := &globals{stopProfiles: func() {}}
 	root := &cobra.Command{
 		Use:           "backstream",
 		SilenceUsage:  true,
@@ -162,11 +159,7 @@ func NewRoot(version string) *cobra.Command {
 			return g.locate(g.checkGlobals())
 		},
 	}
-	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
-		if g.cpuprofile != "" {
-			pprof.StopCPUProfile()
-		}
-	}
+	root.PersistentPostRun = func(cmd *cobra.Command, args []string) { g.stopProfiles() }
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	g.register(root.PersistentFlags())
 	root.AddCommand(
@@ -222,6 +215,7 @@ func (g *globals) register(f *pflag.FlagSet) {
 	pf.String("passphrase-file", &g.repos.Keys.PassphraseFile)
 	pf.String("metrics-file", &g.metricsFile)
 	pf.String("cpuprofile", &g.cpuprofile)
+	pf.String("memprofile", &g.memprofile)
 	pf.Duration("s3-retry-window", &g.repos.Location.S3Retry)
 	pf.Duration("lock-wait", &g.repos.LockWait)
 	pf.Duration("progress-interval", &g.progressInterval)

@@ -239,6 +239,8 @@ var table = []Option{
 		Help: "fail when no backup passed a restore test (verify --restore-test) within this long, e.g. 8d (default: not checked)"},
 	{Name: "memory", Kind: Size, Default: "512MiB", Group: Performance,
 		Help: "restore, verify, cat, receive: hold at most this much backup data in memory at once, e.g. 256M or 1G, all streams together (mariabackup --prepare's memory is --use-memory)"},
+	{Name: "memprofile", Kind: String, Hidden: true,
+		Help: "write the heap profile of the moment the heap was largest to this file"},
 	{Name: "metrics-file", Kind: String, Group: Output,
 		Help: "after the command, record how it ended (time, duration, exit code, the backup's size) in this Prometheus text file, as node_exporter's textfile collector reads it"},
 	{Name: "no-binlog", Kind: Bool, In: "copy restore",
