@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Many tables: backstream's steps against the peers' on servers of many small
+# InnoDB tables (a multi-tenant shape), with wall time and peak RSS per step,
+# and how each step grows per 10x tables.
+#
+#   bench/scale.sh                           # 1,000 and 10,000 tables, N=2
+#   COUNTS="1000 10000 100000" bench/scale.sh # and 100,000 (hours: the dataset
+#                                            # alone takes a while to build)
+#   STEPS=logical bench/scale.sh             # only the logical steps (physical, logical, all)
+#
+# The dataset: COUNT tables in COUNT/100 schemas (s0001, s0002, ...), each
+# table 20 rows with a primary key and a secondary index, built once per
+# count and kept in $BENCH_OUT/scale-COUNT. Every backstream step runs under
+# /usr/bin/time: wall seconds and peak RSS. A peer's pipeline is timed the
+# same way; its RSS is that of its biggest process.
+#
+# The steps, backstream / peer:
+#   physical backup            / mariabackup --stream=xbstream | zstd -1 -T$N
+#   restore --no-sync          / zstd -dc | mbstream -x -p $N (page cache)
+#   restore (durable)          / the same, then sync
+#   restore --prepare          / mariabackup --prepare of the extracted copy
+#   list, verify, verify --restore-test
+#   incremental after writing to 1% of the tables
+#                              / mariabackup --incremental-basedir | zstd
+#   restore --table (one table, into the running source, --as a new name)
+#   expire (of a full and its incremental, with a newer full kept)
+#   logical backup             / mydumper -t $N
+#   logical restore            / myloader -t $N (each into a fresh server)
+# The logical restores are checked: the table count and the sum of every
+# table's rows on the loaded server equal the source's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+COUNTS=${COUNTS:-1000 10000}
+N=${N:-2}
+STEPS=${STEPS:-all}
+ROWS=20
+./scripts/deps.sh mydumper bc zstd >/dev/null
+
+BS=$BENCH_OUT/backstream
+go build -o "$BS" ./cmd/backstream
+
+# measure KEY COMMAND...: runs the command with its output discarded,
+# recording wall seconds in T[KEY] and peak RSS in MiB in R[KEY]; fails
+# (naming the command) when it does, so a failure is never a time.
+measure() {
+  local key=$1 tf; shift
+  tf=$(mktemp)
+  sync
+  if ! /usr/bin/time -f '%e %M' -o "$tf" "$@" >/dev/null 2>"$WORK/$key.err"; then
+    tail -5 "$WORK/$key.err" >&2
+    echo "failed: $*" >&2
+    rm -f "$tf"
+    return 1
+  fi
+  read -r T[$key] rss <"$tf"
+  R[$key]=$(( rss / 1024 ))
+  rm -f "$tf"
+}
+
+# scale_dataset DIR COUNT: starts a sandbox on DIR holding COUNT tables,
+# building them on first use (DIR/dataset.ok holds the count once built).
+scale_dataset() {
+  local dir=$1 count=$2
+  if [ -f "$dir/dataset.ok" ]; then
+    [ "$(cat "$dir/dataset.ok")" = "$count" ] || { echo "$dir holds another dataset: remove it" >&2; return 1; }
+    sandbox_start "$dir" --innodb-open-files=4000
+    return
+  fi
+  if [ -e "$dir/data" ]; then
+    echo "$dir has no dataset.ok (an interrupted build): remove it to rebuild" >&2
+    return 1
+  fi
+  # Built with the redo log written but not flushed at each commit:
+  # the build is not what is measured.
+  sandbox_start "$dir" --innodb-flush-log-at-trx-commit=0 --innodb-open-files=4000
+  echo "building $count tables in $dir" >&2
+  local start; start=$(now)
+  local schemas=$(( (count + 99) / 100 ))
+  for s in $(seq 1 "$schemas"); do
+    local db; db=$(printf 's%04d' "$s")
+    {
+      echo "CREATE DATABASE $db; USE $db;"
+      local first=$(( (s - 1) * 100 + 1 )) last=$(( s * 100 ))
+      (( last <= count )) || last=$count
+      for t in $(seq "$first" "$last"); do
+        printf 'CREATE TABLE t%06d (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k (k)) ENGINE=InnoDB;\n' "$t"
+        printf "INSERT INTO t%06d SELECT seq, seq * 7919 %% 1000, MD5(seq + %d), 'pad' FROM seq_1_to_%d;\n" "$t" "$t" "$ROWS"
+      done
+    } | mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot
+  done
+  mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e 'RESET MASTER'
+  sandbox_stop
+  echo "$count" >"$dir/dataset.ok"
+  echo "built $count tables in $(elapsed "$start") s" >&2
+  sandbox_start "$dir" --innodb-open-files=4000
+}
+
+# fingerprint SOCKET: the number of tables in the s* schemas and the
+# number of their rows, the pair a complete load must reproduce; fails
+# when a query does.
+fingerprint() {
+  local sql=(mariadb --no-defaults --socket="$1" -uroot -N -B)
+  local tables dbs db q n total=0
+  tables=$("${sql[@]}" -e "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 's0%' AND TABLE_TYPE = 'BASE TABLE'")
+  dbs=$("${sql[@]}" -e "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 's0%' ORDER BY 1")
+  for db in $dbs; do
+    # One query per schema: a UNION ALL of its tables' row counts.
+    q=$("${sql[@]}" -e "SET SESSION group_concat_max_len = 1000000;
+      SELECT GROUP_CONCAT(CONCAT('SELECT COUNT(*) AS n FROM \`$db\`.\`', TABLE_NAME, '\`') SEPARATOR ' UNION ALL ')
+      FROM information_schema.TABLES WHERE TABLE_SCHEMA = '$db'")
+    n=$("${sql[@]}" -e "SELECT SUM(n) FROM ($q) x")
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "fingerprint: counting the rows of $db failed" >&2; return 1; }
+    total=$(( total + n ))
+  done
+  [[ "$tables" =~ ^[0-9]+$ ]] && (( tables > 0 )) || { echo "fingerprint: no tables" >&2; return 1; }
+  echo "$tables $total"
+}
+
+# check_fingerprint NAME SOCKET: the loaded server must match the source.
+check_fingerprint() {
+  local got; got=$(fingerprint "$2") || return 1
+  if [ "$got" != "$SRC_PRINT" ]; then
+    echo "$1: the loaded server holds $got (tables, rows), the source $SRC_PRINT" >&2
+    return 1
+  fi
+}
+
+declare -A T R
+report=()
+for count in $COUNTS; do
+  WORK=$BENCH_OUT/scale-work-$count
+  rm -rf "$WORK"; mkdir -p "$WORK"
+  DATA=$BENCH_OUT/scale-$count
+  trap 'sandbox_stop; SANDBOX_PID=${SRC_PID:-} sandbox_stop' EXIT
+  scale_dataset "$DATA" "$count"
+  SRC=$SANDBOX_SOCKET
+  SRC_PID=$SANDBOX_PID SANDBOX_PID=
+  SRC_PRINT=$(fingerprint "$SRC")
+  [ "$SRC_PRINT" = "$count $(( count * ROWS ))" ] || { echo "the source holds $SRC_PRINT (tables, rows), not $count tables of $ROWS rows" >&2; exit 1; }
+  datadir_size=$(size_of "$DATA/data" --exclude='mariadb-bin*' --exclude='ib_logfile*')
+  find "$DATA/data" -type f -exec cat {} + >/dev/null
+  CONN=(--no-defaults --socket "$SRC" --user root --progress none)
+  REPO=$WORK/repo
+  "$BS" init --repo "$REPO" >/dev/null
+  T=() R=()
+
+  if [ "$STEPS" = all ] || [ "$STEPS" = physical ]; then
+    echo "$count tables: physical" >&2
+    measure bs_backup "$BS" backup --repo "$REPO" --parallel "$N" "${CONN[@]}"
+    MB=(mariabackup --no-defaults --user=root --socket="$SRC" --datadir="$DATA/data" --backup
+      --stream=xbstream --parallel="$N")
+    mkdir -p "$WORK/mbtmp" "$WORK/mbtmp2" "$WORK/mblsn"
+    measure mb_backup bash -o pipefail -c '"${@:2}" --target-dir="$1/mbtmp" --extra-lsndir="$1/mblsn" 2>"$1/mb.log" | zstd -1 -q -T'"$N"' >"$1/full.zst"' _ "$WORK" "${MB[@]}"
+    # mariabackup's time to its first file: the part no pipeline shortens
+    # (its log lines are "[NN] YYYY-MM-DD HH:MM:SS ...").
+    first=$(awk '$2 ~ /^20/ && !s { s = $2 " " $3 } $2 ~ /^20/ && /Streaming/ { print s "|" $2 " " $3; exit }' "$WORK/mb.log")
+    if [ -n "$first" ]; then
+      first="first file streamed $(( $(date -d "${first#*|}" +%s) - $(date -d "${first%|*}" +%s) )) s after mariabackup started"
+    fi
+    measure bs_restore_nosync "$BS" restore latest --repo "$REPO" --target-dir "$WORK/r1" --parallel "$N" --progress none --no-sync
+    mkdir -p "$WORK/m1"
+    measure mb_restore_nosync bash -o pipefail -c 'zstd -dc -q -T'"$N"' "$1/full.zst" | mbstream -x -p '"$N"' -C "$1/m1"' _ "$WORK"
+    measure bs_restore "$BS" restore latest --repo "$REPO" --target-dir "$WORK/r2" --parallel "$N" --progress none
+    mkdir -p "$WORK/m2"
+    measure mb_restore bash -o pipefail -c 'zstd -dc -q -T'"$N"' "$1/full.zst" | mbstream -x -p '"$N"' -C "$1/m2" && sync' _ "$WORK"
+    rm -rf "$WORK/r1" "$WORK/r2" "$WORK/m2"
+    measure bs_prepare "$BS" restore latest --repo "$REPO" --target-dir "$WORK/r3" --prepare --parallel "$N" --progress none --no-sync
+    measure mb_prepare mariabackup --prepare --target-dir="$WORK/m1"
+    rm -rf "$WORK/r3" "$WORK/m1"
+    measure bs_list "$BS" list --repo "$REPO"
+    measure bs_verify "$BS" verify --repo "$REPO" --progress none
+    measure bs_verify_rt "$BS" verify --repo "$REPO" --restore-test --progress none
+    # 1% of the tables written to.
+    step=100
+    mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "
+      SELECT CONCAT('UPDATE \`', TABLE_SCHEMA, '\`.\`', TABLE_NAME, '\` SET k = k + 1 WHERE id = 1;')
+      FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 's0%' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
+      awk -v s=$step 'NR % s == 1' | mariadb --no-defaults --socket="$SRC" -uroot
+    measure bs_incremental "$BS" backup --incremental --repo "$REPO" --parallel "$N" "${CONN[@]}"
+    measure mb_incremental bash -o pipefail -c '"${@:2}" --target-dir="$1/mbtmp2" --incremental-basedir="$1/mblsn" 2>"$1/mbi.log" | zstd -1 -q -T'"$N"' >"$1/inc.zst"' _ "$WORK" "${MB[@]}"
+    rm -f "$WORK/full.zst" "$WORK/inc.zst"
+    measure bs_table "$BS" restore latest --repo "$REPO" --table s0001.t000001 --as s0001.t_copy --apply-to --no-binlog "${CONN[@]}"
+    mariadb --no-defaults --socket="$SRC" -uroot -e 'DROP TABLE s0001.t_copy'
+    measure bs_backup2 "$BS" backup --repo "$REPO" --parallel "$N" "${CONN[@]}"
+    measure bs_expire "$BS" expire --repo "$REPO" --keep-last 1 --confirm --progress none
+  fi
+
+  if [ "$STEPS" = all ] || [ "$STEPS" = logical ]; then
+    echo "$count tables: logical" >&2
+    # A repository of its own, whose latest backup is the logical one.
+    "$BS" init --repo "$WORK/lrepo" >/dev/null
+    measure bs_logical "$BS" backup --logical --repo "$WORK/lrepo" --parallel "$N" "${CONN[@]}"
+    measure myd_dump mydumper -S "$SRC" -u root -t "$N" -o "$WORK/myd" --regex '^s0'
+    # Each load into a fresh, empty server, started and stopped untimed.
+    sandbox_start "$WORK/t1" --innodb-open-files=4000
+    measure bs_load "$BS" restore latest --repo "$WORK/lrepo" --parallel "$N" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none
+    check_fingerprint "backstream" "$SANDBOX_SOCKET"
+    sandbox_stop; rm -rf "$WORK/t1"
+    sandbox_start "$WORK/t2" --innodb-open-files=4000
+    measure myl_load myloader -S "$SANDBOX_SOCKET" -u root -t "$N" -d "$WORK/myd"
+    check_fingerprint "myloader" "$SANDBOX_SOCKET"
+    sandbox_stop; rm -rf "$WORK/t2" "$WORK/myd"
+  fi
+  SANDBOX_PID=$SRC_PID sandbox_stop; SRC_PID=
+
+  echo
+  echo "$count tables ($(( (count + 99) / 100 )) schemas of up to 100, $ROWS rows each), datadir $(human "$datadir_size") without the redo log and binary logs; N=$N; $(nproc) cores${first:+; mariabackup: $first}"
+  echo
+  row "step" "backstream s" "RSS MiB" "peer" "peer s" "peer RSS MiB" "backstream / peer"
+  row "---" "---:" "---:" "---" "---:" "---:" "---:"
+  line() { # line STEP BSKEY [PEER PEERKEY]
+    [ -n "${T[$2]:-}" ] || return 0
+    if [ -n "${4:-}" ]; then
+      row "$1" "${T[$2]}" "${R[$2]}" "$3" "${T[$4]}" "${R[$4]}" "$(ratio "${T[$2]}" "${T[$4]}")x"
+    else
+      row "$1" "${T[$2]}" "${R[$2]}" "" "" "" ""
+    fi
+    report+=("$count $2 ${T[$2]} ${R[$2]}")
+  }
+  line "physical backup" bs_backup "mariabackup \| zstd" mb_backup
+  line "restore --no-sync" bs_restore_nosync "zstd -d \| mbstream -x" mb_restore_nosync
+  line "restore (durable)" bs_restore "the same, then sync" mb_restore
+  if [ -n "${T[mb_prepare]:-}" ]; then
+    T[mb_prepare_all]=$(echo "${T[mb_restore_nosync]} + ${T[mb_prepare]}" | bc -l | xargs printf '%.2f')
+    R[mb_prepare_all]=$(( R[mb_restore_nosync] > R[mb_prepare] ? R[mb_restore_nosync] : R[mb_prepare] ))
+  fi
+  line "restore --prepare" bs_prepare "zstd -d \| mbstream -x; mariabackup --prepare" mb_prepare_all
+  line "list" bs_list
+  line "verify" bs_verify
+  line "verify --restore-test" bs_verify_rt
+  line "incremental (1% of tables written)" bs_incremental "mariabackup --incremental \| zstd" mb_incremental
+  line "restore --table (one, --apply-to)" bs_table
+  line "a second full backup" bs_backup2
+  line "expire (a full and its incremental)" bs_expire
+  line "logical backup" bs_logical "mydumper -t $N" myd_dump
+  line "logical restore" bs_load "myloader -t $N" myl_load
+done
+
+# Growth: each step's time and RSS at one count against the count before.
+if [ "$(echo "$COUNTS" | wc -w)" -gt 1 ]; then
+  echo
+  echo "growth per step (time, RSS) from one count to the next:"
+  printf '%s\n' "${report[@]}" | awk '
+    { key = $2; if (key in t) printf "  %-18s %6d -> %-6d tables: time x%.2f, RSS x%.2f\n", key, c[key], $1, $3 / (t[key] > 0 ? t[key] : 0.01), $4 / (r[key] > 0 ? r[key] : 1)
+      t[key] = $3; r[key] = $4; c[key] = $1 }'
+fi
