@@ -27,8 +27,20 @@ type fileState struct {
 	size       int64
 	next       int64
 	sequential bool
-	h          hash.Hash
-	frames     []FrameRange
+	h          hash.Hash // while the file is open: its digest so far
+	// digest is the file's, once its EOF chunk ended it: the hash's
+	// state is then let go (a stream of 10,000 tables held a BLAKE3
+	// state for each of them until the end, 400 MB).
+	digest string
+	frames []FrameRange
+}
+
+// end ends the file at its EOF chunk, keeping its digest.
+func (st *fileState) end(alg string) {
+	if st.sequential && st.h != nil {
+		st.digest = formatDigest(alg, st.h)
+	}
+	st.h = nil
 }
 
 // inFrame notes that one of the file's chunks is in frame n.
@@ -68,16 +80,18 @@ func (t *fileTracker) track(c *xbstream.Chunk, n int) error {
 			return err
 		}
 		end := int64(c.Offset) + int64(len(c.Payload))
-		if st.sequential && c.Flags&xbstream.FlagRewrite == 0 && int64(c.Offset) == st.next {
+		if st.sequential && st.h != nil && c.Flags&xbstream.FlagRewrite == 0 && int64(c.Offset) == st.next {
 			st.h.Write(c.Payload)
 			st.next = end
 		} else {
-			st.sequential, st.h = false, nil
+			// Out of order, rewritten, or written again after its end (whose
+			// hash state is gone): the file gets no digest.
+			st.sequential, st.h, st.digest = false, nil, ""
 		}
 		st.size = max(st.size, end)
 	case xbstream.TypeSeek:
 		if st = t.files[c.Path]; st != nil {
-			st.sequential, st.h = false, nil
+			st.sequential, st.h, st.digest = false, nil, ""
 		}
 	case xbstream.TypeRemove:
 		t.remove(c.Path)
@@ -93,6 +107,7 @@ func (t *fileTracker) track(c *xbstream.Chunk, n int) error {
 		if st, err = t.open(c.Path); err != nil {
 			return err
 		}
+		st.end(t.alg)
 	}
 	if st != nil && n >= 0 {
 		st.inFrame(n)
@@ -122,8 +137,12 @@ func (t *fileTracker) records(stream int) []File {
 	files := make([]File, 0, len(t.files))
 	for p, st := range t.files {
 		f := File{Path: p, Size: st.size, Stream: stream}
-		if st.sequential && st.h != nil {
+		switch {
+		case !st.sequential:
+		case st.h != nil: // never ended
 			f.Digest = formatDigest(t.alg, st.h)
+		default:
+			f.Digest = st.digest
 		}
 		if !t.moved {
 			f.Frames = st.frames

@@ -316,7 +316,17 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 			// A sequence's state is read with the position; a table whose
 			// rows are other tables' has none to dump.
 			if !t.Sequence && !t.RowsElsewhere() {
-				s.tables = append(s.tables, newTableWork(d.Name, t, s.format))
+				w := newTableWork(d.Name, t, s.format)
+				// A table the server estimates at a fraction of one data
+				// file is read in one scan: planning ranges of it costs a
+				// query more and gives nothing to share (on a server of
+				// many small tables, a query per table). An estimate that
+				// is low (statistics not yet updated after a load) costs
+				// only parallelism: a scan is still cut into data files.
+				if t.DataBytes < opt.ChunkBytes/4 {
+					w.ranged, w.keyset = false, false
+				}
+				s.tables = append(s.tables, w)
 			}
 		}
 	}
