@@ -23,35 +23,44 @@ const heapSample = 200 * time.Millisecond
 // function that stops them and writes the files, saying on errs what it
 // could not write.
 func Start(cpuFile, memFile string, errs io.Writer) (stop func(), err error) {
-	var stops []func() error
+	// Both files first, so that a bad path fails the command before it
+	// runs and leaves no profile started.
+	var cpu, mem *os.File
 	if cpuFile != "" {
-		f, err := os.Create(cpuFile)
-		if err != nil {
+		if cpu, err = os.Create(cpuFile); err != nil {
 			return nil, err
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
+	}
+	if memFile != "" {
+		if mem, err = os.Create(memFile); err != nil {
+			if cpu != nil {
+				cpu.Close()
+			}
+			return nil, err
+		}
+	}
+	var stops []func() error
+	if cpu != nil {
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			if mem != nil {
+				mem.Close()
+			}
 			return nil, err
 		}
 		stops = append(stops, func() error {
 			pprof.StopCPUProfile()
-			return f.Close()
+			return cpu.Close()
 		})
 	}
-	if memFile != "" {
-		// Created now, so that a bad path fails the command before it runs.
-		f, err := os.Create(memFile)
-		if err != nil {
-			return nil, err
-		}
+	if mem != nil {
 		p := startPeak()
 		stops = append(stops, func() error {
-			b := p.stop()
-			if _, err := f.Write(b); err != nil {
-				f.Close()
+			if _, err := mem.Write(p.stop()); err != nil {
+				mem.Close()
 				return err
 			}
-			return f.Close()
+			return mem.Close()
 		})
 	}
 	return func() {

@@ -61,8 +61,16 @@ func peakAllocation() {
 	sink = nil
 }
 
+// A bad path fails before any profile starts: a CPU profile can then
+// start again at once (only one may run in a process).
 func TestStartRefusesAnUnwritableFile(t *testing.T) {
-	if _, err := Start("", filepath.Join(t.TempDir(), "no", "such", "dir"), &bytes.Buffer{}); err == nil {
+	dir := t.TempDir()
+	if _, err := Start(filepath.Join(dir, "cpu"), filepath.Join(dir, "no", "such", "dir"), &bytes.Buffer{}); err == nil {
 		t.Error("Start with a memory profile in a missing directory: no error")
 	}
+	stop, err := Start(filepath.Join(dir, "cpu2"), "", &bytes.Buffer{})
+	if err != nil {
+		t.Fatalf("a CPU profile after the refused Start: %v", err)
+	}
+	stop()
 }
