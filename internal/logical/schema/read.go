@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"golang.org/x/sync/errgroup"
 )
 
 // readSettings are the session settings Read works under. sql_mode
@@ -30,34 +33,34 @@ var readSettings = []setting{
 	{"time_zone", "+00:00"},
 }
 
-// Read reads the catalog of the source. It runs inside whatever transaction
-// the caller set up on conn (a connection of a consistent snapshot) and
-// leaves the session's sql_mode and character set as it found them; it does
-// change the session's current database (USE), because SHOW CREATE VIEW
-// qualifies table names relative to it.
-func Read(ctx context.Context, conn *sql.Conn, f Filter, skip Skip) (*Catalog, error) {
+// Read reads the catalog of the source over conns, at least one: the
+// databases are shared out among the connections, each read whole by one
+// of them (on a server of many schemas the reading is a few queries per
+// table, and one connection waits on each in turn). It runs inside
+// whatever transaction the callers set up on the connections and leaves
+// their sql_mode and character set as it found them; it does change their
+// current database (USE), because SHOW CREATE VIEW qualifies table names
+// relative to it.
+func Read(ctx context.Context, conns []*sql.Conn, f Filter, skip Skip) (*Catalog, error) {
+	if len(conns) == 0 {
+		return nil, errors.New("schema: Read needs a connection")
+	}
 	cat := &Catalog{}
-	err := withSession(ctx, conn, readSettings, func() error {
-		if err := conn.QueryRowContext(ctx, "SELECT @@GLOBAL.sql_mode").Scan(&cat.SQLMode); err != nil {
+	err := withSession(ctx, conns[0], readSettings, func() error {
+		if err := conns[0].QueryRowContext(ctx, "SELECT @@GLOBAL.sql_mode").Scan(&cat.SQLMode); err != nil {
 			return fmt.Errorf("read global sql_mode: %w", err)
 		}
-		names, err := queryStrings(ctx, conn, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
+		names, err := queryStrings(ctx, conns[0], "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME")
 		if err != nil {
 			return fmt.Errorf("list databases: %w", err)
 		}
-		for _, name := range names {
-			if !f.Database(name) {
-				continue
-			}
-			d, err := readDatabase(ctx, conn, name, f, skip)
-			if err != nil {
-				return err
-			}
-			cat.Databases = append(cat.Databases, d)
+		names = slices.DeleteFunc(names, func(name string) bool { return !f.Database(name) })
+		if cat.Databases, err = readDatabases(ctx, conns, names, f, skip); err != nil {
+			return err
 		}
 		sortViews(cat.Databases)
 		if !skip.Users {
-			if cat.Users, cat.IgnoredAccounts, err = readAccounts(ctx, conn); err != nil {
+			if cat.Users, cat.IgnoredAccounts, err = readAccounts(ctx, conns[0]); err != nil {
 				return err
 			}
 		}
@@ -67,6 +70,40 @@ func Read(ctx context.Context, conn *sql.Conn, f Filter, skip Skip) (*Catalog, e
 		return nil, err
 	}
 	return cat, nil
+}
+
+// readDatabases reads the databases named, in that order, sharing them out
+// among conns; conns[0] is already in the read's session, the others are
+// put in it for the time they read. The first error ends the reading.
+func readDatabases(ctx context.Context, conns []*sql.Conn, names []string, f Filter, skip Skip) ([]*Database, error) {
+	dbs := make([]*Database, len(names))
+	g, gctx := errgroup.WithContext(ctx)
+	var next atomic.Int64
+	read := func(conn *sql.Conn) error {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(names) {
+				return nil
+			}
+			d, err := readDatabase(gctx, conn, names[i], f, skip)
+			if err != nil {
+				return err
+			}
+			dbs[i] = d
+		}
+	}
+	g.Go(func() error { return read(conns[0]) })
+	// A connection more than there are databases would have none to read.
+	for i := 1; i < min(len(conns), len(names)); i++ {
+		c := conns[i]
+		g.Go(func() error {
+			return withSession(gctx, c, readSettings, func() error { return read(c) })
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return dbs, nil
 }
 
 // columnInfo is a row of information_schema.COLUMNS.

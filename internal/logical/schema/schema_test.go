@@ -41,7 +41,7 @@ func readSnapshot(t *testing.T, ctx context.Context, db *sql.DB, f Filter, skip 
 	if _, err := c.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := Read(ctx, c, f, skip)
+	cat, err := Read(ctx, []*sql.Conn{c}, f, skip)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -113,6 +113,40 @@ func TestRoundTrip(t *testing.T) {
 
 	t.Run("filter", func(t *testing.T) {
 		checkFilter(t, ctx, a.DB())
+	})
+
+	// Over several connections (more than there are databases), each in
+	// a session of its own settings: the same catalog, and every
+	// connection's settings as they were.
+	t.Run("connections", func(t *testing.T) {
+		var conns []*sql.Conn
+		for _, tz := range []string{"+05:00", "-03:00", "+01:00"} {
+			c := conn(t, ctx, a.DB())
+			if _, err := c.ExecContext(ctx, "SET SESSION sql_mode = 'ANSI_QUOTES,NO_TABLE_OPTIONS', character_set_results = latin1, time_zone = ?", tz); err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		got, err := Read(ctx, conns, Filter{}, Skip{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, src) {
+			t.Errorf("the catalog read over %d connections differs from the one read over one", len(conns))
+		}
+		none, err := Read(ctx, conns, Filter{Databases: []string{"no_such_db"}}, Skip{Users: true})
+		if err != nil || len(none.Databases) != 0 {
+			t.Errorf("Read of no database over %d connections: %v, %d databases", len(conns), err, len(none.Databases))
+		}
+		for i, c := range conns {
+			var mode, results, tz string
+			if err := c.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode, @@SESSION.character_set_results, @@SESSION.time_zone").Scan(&mode, &results, &tz); err != nil {
+				t.Fatal(err)
+			}
+			if mode != "ANSI_QUOTES,NO_TABLE_OPTIONS" || results != "latin1" || tz != []string{"+05:00", "-03:00", "+01:00"}[i] {
+				t.Errorf("connection %d after Read: sql_mode %q, character_set_results %q, time_zone %q; want its own settings back", i, mode, results, tz)
+			}
+		}
 	})
 
 	t.Run("definer", func(t *testing.T) {
