@@ -17,9 +17,15 @@ func TestTemplateCache(t *testing.T) {
 	t.Cleanup(func() { templateCacheDir = defaultTemplateCacheDir })
 
 	installs := 0
+	// A redo log of zeros, as mariadb-install-db leaves it: the template
+	// keeps it as a hole.
+	redo := append([]byte("log header"), make([]byte, 4<<20)...)
 	fake := func(datadir, tmpdir string) error {
 		installs++
 		if err := os.MkdirAll(filepath.Join(datadir, "mysql"), 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(datadir, "ib_logfile0"), redo, 0o640); err != nil {
 			return err
 		}
 		return os.WriteFile(filepath.Join(datadir, "ibdata1"), []byte("pages"), 0o640)
@@ -53,9 +59,20 @@ func TestTemplateCache(t *testing.T) {
 		t.Fatalf("templates %s, %s after %d installs; want one install", tpl, tpl2, installs)
 	}
 
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(tpl, "ib_logfile0"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if allocated := st.Blocks * 512; allocated > 1<<20 {
+		t.Errorf("the template's redo log of %d bytes, mostly zeros, takes %d bytes on disk: the template is not sparse", len(redo), allocated)
+	}
+
 	dst := filepath.Join(t.TempDir(), "data")
 	if err := copyDatadir(tpl, dst); err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "ib_logfile0")); err != nil || !bytes.Equal(b, redo) {
+		t.Errorf("copied redo log differs (%v)", err)
 	}
 	b, err := os.ReadFile(filepath.Join(dst, "ibdata1"))
 	if err != nil || string(b) != "pages" {
@@ -126,5 +143,41 @@ func TestCopySparse(t *testing.T) {
 	}
 	if allocated := st.Blocks * 512; allocated > 4<<20 {
 		t.Errorf("the copy of a file of %d bytes, mostly zeros, takes %d bytes on disk: no holes", len(data), allocated)
+	}
+
+	// A sparse source (as a template is): holes in it stay holes, data
+	// after a hole is copied, and a hole at the end keeps the size.
+	sparse, again := filepath.Join(dir, "sparse"), filepath.Join(dir, "again")
+	f, err := os.OpenFile(sparse, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 10<<20)
+	for _, w := range []struct {
+		off  int64
+		text string
+	}{{0, "first page"}, {3<<20 + 5, "after a hole"}, {6 << 20, "and another"}} {
+		copy(want[w.off:], w.text)
+		if _, err := f.WriteAt([]byte(w.text), w.off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Truncate(int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(sparse, again); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(again); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the copy of a sparse file differs: %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	if err := syscall.Stat(again, &st); err != nil {
+		t.Fatal(err)
+	}
+	if allocated := st.Blocks * 512; allocated > 1<<20 {
+		t.Errorf("the copy of a sparse file of %d bytes takes %d bytes on disk: its holes were filled", len(want), allocated)
 	}
 }
