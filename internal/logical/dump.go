@@ -295,7 +295,7 @@ func openSession(ctx context.Context, db *sql.DB, opt DumpOptions) (_ *session, 
 	}
 	// The catalog is read before the snapshot opens: any DDL from here to
 	// the end of the dump shows as a difference when it is read again.
-	if s.catalog, err = schema.Read(ctx, s.conns(), opt.Filter, opt.Skip); err != nil {
+	if s.catalog, err = schema.Read(ctx, s.coord, s.workers, opt.Filter, opt.Skip); err != nil {
 		return nil, explainPrivileges(err)
 	}
 	if err := s.checkSelection(ctx, f); err != nil {
@@ -905,17 +905,11 @@ const stockChunk = 1 << 20
 
 var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
 
-// conns is every connection of the dump, the coordinator first: the
-// catalog is read over all of them.
-func (s *session) conns() []*sql.Conn {
-	return append([]*sql.Conn{s.coord}, s.workers...)
-}
-
 // checkNoDDL reads the definitions of the dumped tables again: one that
 // changed (or went) since the catalog was read was altered during the
 // dump, and its data may not match the definition saved.
 func (s *session) checkNoDDL(ctx context.Context) error {
-	now, err := schema.Read(ctx, s.conns(), s.opt.Filter, schema.Skip{Views: true, Triggers: true, Routines: true, Events: true, Users: true})
+	now, err := schema.Read(ctx, s.coord, s.workers, s.opt.Filter, schema.Skip{Views: true, Triggers: true, Routines: true, Events: true, Users: true})
 	if err != nil {
 		return err
 	}

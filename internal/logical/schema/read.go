@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,18 +32,16 @@ var readSettings = []setting{
 	{"time_zone", "+00:00"},
 }
 
-// Read reads the catalog of the source over conns, at least one: the
-// databases are shared out among the connections, each read whole by one
+// Read reads the catalog of the source over conn and the connections in
+// more: the databases are shared out among the connections, each read whole by one
 // of them (on a server of many schemas the reading is a few queries per
 // table, and one connection waits on each in turn). It runs inside
 // whatever transaction the callers set up on the connections and leaves
 // their sql_mode and character set as it found them; it does change their
 // current database (USE), because SHOW CREATE VIEW qualifies table names
 // relative to it.
-func Read(ctx context.Context, conns []*sql.Conn, f Filter, skip Skip) (*Catalog, error) {
-	if len(conns) == 0 {
-		return nil, errors.New("schema: Read needs a connection")
-	}
+func Read(ctx context.Context, conn *sql.Conn, more []*sql.Conn, f Filter, skip Skip) (*Catalog, error) {
+	conns := append([]*sql.Conn{conn}, more...)
 	cat := &Catalog{}
 	err := withSession(ctx, conns[0], readSettings, func() error {
 		if err := conns[0].QueryRowContext(ctx, "SELECT @@GLOBAL.sql_mode").Scan(&cat.SQLMode); err != nil {

@@ -41,7 +41,7 @@ func readSnapshot(t *testing.T, ctx context.Context, db *sql.DB, f Filter, skip 
 	if _, err := c.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := Read(ctx, []*sql.Conn{c}, f, skip)
+	cat, err := Read(ctx, c, nil, f, skip)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -127,14 +127,14 @@ func TestRoundTrip(t *testing.T) {
 			}
 			conns = append(conns, c)
 		}
-		got, err := Read(ctx, conns, Filter{}, Skip{})
+		got, err := Read(ctx, conns[0], conns[1:], Filter{}, Skip{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, src) {
 			t.Errorf("the catalog read over %d connections differs from the one read over one", len(conns))
 		}
-		none, err := Read(ctx, conns, Filter{Databases: []string{"no_such_db"}}, Skip{Users: true})
+		none, err := Read(ctx, conns[0], conns[1:], Filter{Databases: []string{"no_such_db"}}, Skip{Users: true})
 		if err != nil || len(none.Databases) != 0 {
 			t.Errorf("Read of no database over %d connections: %v, %d databases", len(conns), err, len(none.Databases))
 		}
