@@ -181,7 +181,11 @@ func tableOfFile(p string) string {
 // new) gave a tablespace a name its file list does not show: then any
 // renamed table may be one the parent holds, and is taken as one (the
 // cost is one more attempt; as restore --table does, for the same
-// reason).
+// reason). A tablespace created during this copy is no parent's, whatever
+// its name: an ALTER's #sql-alter-<pid>-<thread> table has the name an
+// earlier ALTER's on the same connection had, which a parent may hold
+// (taken as the parent's, every incremental under routine ALTERs was
+// refused).
 func renamedWhole(parent []archive.File, streamed []string, renames []TablespaceRename) []string {
 	inParent := map[string]bool{}
 	parentRenamed := false
@@ -199,7 +203,7 @@ func renamedWhole(parent []archive.File, streamed []string, renames []Tablespace
 	for _, r := range renames {
 		from, _ := tablespaceOf(r.From)
 		to, _ := tablespaceOf(r.To)
-		if from != to && inCopy[to+".new"] && (inParent[from] || parentRenamed) && !inCopy[from+".del"] {
+		if from != to && !r.Created && inCopy[to+".new"] && (inParent[from] || parentRenamed) && !inCopy[from+".del"] {
 			tables = append(tables, fmt.Sprintf("%s (InnoDB: renamed to %s during the copy and copied whole under that name, while the parent holds it as %s)",
 				tableOfFile(r.From), tableOfFile(r.To), from))
 		}

@@ -316,7 +316,9 @@ func TestBackupVanishedFileIsADDLRace(t *testing.T) {
 	}
 
 	body = "echo '[00] 2026-11-29 01:35:18 DDL tracking : rename 10 \"./r/inno.ibd\",\"./r/inno_away.ibd\"' >&2\n" +
-		"echo '[00] 2026-11-29 01:35:18 DDL tracking : delete 9 \"./r/#sql-ib22.ibd\"' >&2\n" + writeMeta + "echo 'completed OK!' >&2\n"
+		"echo '[00] 2026-11-29 01:35:18 DDL tracking : delete 9 \"./r/#sql-ib22.ibd\"' >&2\n" +
+		"echo '[00] 2026-11-29 01:35:18 DDL tracking : create 11 \"./r/#sql-alter-416-6.ibd\"' >&2\n" +
+		"echo '[00] 2026-11-29 01:35:18 DDL tracking : rename 11 \"./r/#sql-alter-416-6.ibd\",\"./r/conv.ibd\"' >&2\n" + writeMeta + "echo 'completed OK!' >&2\n"
 	b, err = StartBackup(context.Background(), BackupOptions{Binary: fakeBinary(t, body), Conn: mariadb.Config{User: "u"}})
 	if err != nil {
 		t.Fatal(err)
@@ -326,7 +328,7 @@ func TestBackupVanishedFileIsADDLRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []TablespaceRename{{"r/inno.ibd", "r/inno_away.ibd"}}; !slices.Equal(res.Renamed, want) {
+	if want := []TablespaceRename{{From: "r/inno.ibd", To: "r/inno_away.ibd"}, {From: "r/#sql-alter-416-6.ibd", To: "r/conv.ibd", Created: true}}; !slices.Equal(res.Renamed, want) {
 		t.Errorf("Renamed = %v, want %v", res.Renamed, want)
 	}
 }
