@@ -36,13 +36,16 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
+	// About 11 MiB a table: a load creates a table of 8 MiB or more
+	// without its secondary index and adds it after the rows, which is
+	// where "indexing" crashes.
 	const rows = 20000
 	engines := map[string]string{"inno": "InnoDB", "my": "MyISAM", "ar": "Aria", "mem": "MEMORY"}
 	for name, engine := range engines {
 		for _, q := range []string{
 			"CREATE DATABASE IF NOT EXISTS crash",
-			fmt.Sprintf("CREATE TABLE crash.%s (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, pad VARCHAR(100) NOT NULL, KEY k_k (k)) ENGINE=%s DEFAULT CHARSET=latin1", name, engine),
-			fmt.Sprintf("INSERT INTO crash.%s SELECT seq, seq * 7919 %% 10007, CONCAT(MD5(seq), SHA1(seq)) FROM crash.seq_1_to_%d", name, rows),
+			fmt.Sprintf("CREATE TABLE crash.%s (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, pad VARCHAR(600) NOT NULL, KEY k_k (k)) ENGINE=%s DEFAULT CHARSET=latin1", name, engine),
+			fmt.Sprintf("INSERT INTO crash.%s SELECT seq, seq * 7919 %% 10007, REPEAT(CONCAT(MD5(seq), SHA1(seq)), 8) FROM crash.seq_1_to_%d", name, rows),
 		} {
 			if _, err := src.DB().ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)

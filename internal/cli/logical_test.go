@@ -228,6 +228,13 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	done := loaded()
+	// The small tables are created with their indexes; versions before
+	// that created every table without them and added them after the
+	// load. A resumed load of a table such a version created must still
+	// end with the table's every index.
+	if _, err := dst.DB().ExecContext(ctx, "ALTER TABLE sample.small_01 DROP KEY k_name"); err != nil {
+		t.Fatalf("the killed load had not created sample.small_01 with its indexes: %v", err)
+	}
 
 	r := run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...)
 	if r.code == ExitOK || !strings.Contains(r.err.Error(), "--resume") {
@@ -242,6 +249,19 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	compareChecksums(t, got, want)
+	srcDefs, err := sandboxtest.DescribeObjects(ctx, src.DB(), "sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstDefs, err := sandboxtest.DescribeObjects(ctx, dst.DB(), "sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, def := range srcDefs {
+		if dstDefs[k] != def {
+			t.Errorf("%s after the resumed load:\n%s\nwant the source's:\n%s", k, dstDefs[k], def)
+		}
+	}
 	var n int
 	if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'backstream_load'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("the load journal is still there after the load finished (%v)", err)

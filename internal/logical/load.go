@@ -150,12 +150,15 @@ type target struct {
 	srcDB      string // in the backup
 	src        *schema.Table
 	data       *TableData
-	base       string // CREATE TABLE without secondary keys and foreign keys
+	base       string // CREATE TABLE without foreign keys, and without secondary keys unless inlineIndexes
 	addIndexes string
 	addForeign string
-	load       string // the LOAD DATA statement after its file name (see loadTx)
-	existed    bool   // the target has it, and keeps it
-	serial     bool   // one load at a time (an AUTO_INCREMENT column)
+	// inlineIndexes says that base holds the secondary keys (a small
+	// table, see smallTable).
+	inlineIndexes bool
+	load          string // the LOAD DATA statement after its file name (see loadTx)
+	existed       bool   // the target has it, and keeps it
+	serial        bool   // one load at a time (an AUTO_INCREMENT column)
 	// engine is the target table's storage engine; transactional says
 	// whether the target rolls back its rows with the journal row.
 	engine        string
@@ -545,6 +548,14 @@ func (l *loader) plan() error {
 				if t.base, t.addIndexes, t.addForeign, err = schema.SplitCreateTable(st.Create); err != nil {
 					return fmt.Errorf("table %s.%s: %w", d.Name, st.Name, err)
 				}
+				if smallTable(st, t.data) {
+					// Created with its indexes; addIndexes stays for a
+					// table an earlier run created (see addKeys).
+					if t.base, _, err = schema.SplitForeignKeys(st.Create); err != nil {
+						return fmt.Errorf("table %s.%s: %w", d.Name, st.Name, err)
+					}
+					t.inlineIndexes = true
+				}
 				if strings.EqualFold(st.Engine, "ARCHIVE") {
 					// ARCHIVE refuses a key value below its AUTO_INCREMENT
 					// counter as a duplicate: created with the source's
@@ -592,6 +603,28 @@ func (l *loader) plan() error {
 	}
 	warnMasks(plan, l.job.Progress)
 	return plan.Check()
+}
+
+// inlineIndexesBelow is the size under which a table is created with its
+// indexes rather than given them after its rows: building an index after
+// the load pays for a large table (one sorted build instead of an insert
+// per row), but for a small one it is an ALTER TABLE more, and on a server
+// of many small tables that doubled the statements of the load.
+const inlineIndexesBelow = 8 << 20
+
+// smallTable says whether table t, whose data files are data (nil when it
+// has none), is under inlineIndexesBelow: by the larger of the source's
+// estimate and the bytes of its data files where they are known.
+func smallTable(t *schema.Table, data *TableData) bool {
+	size := t.DataBytes
+	if data != nil {
+		var files int64
+		for _, c := range data.Chunks {
+			files += c.Bytes
+		}
+		size = max(size, files)
+	}
+	return size < inlineIndexesBelow
 }
 
 // autoIncColumn finds a column definition with AUTO_INCREMENT in SHOW
@@ -665,13 +698,10 @@ func (l *loader) checkTarget(ctx context.Context) error {
 		return fmt.Errorf("--resume: this server has no unfinished load of %s", l.name)
 	}
 	var clash []*target
+	if err := l.eachTargetTable(ctx, nil, func(t *target, _ sql.NullString, _ bool) { t.existed = true }); err != nil {
+		return err
+	}
 	for _, t := range l.tables {
-		var n int
-		err := l.ddl.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.db, t.name).Scan(&n)
-		if err != nil {
-			return err
-		}
-		t.existed = n > 0
 		if t.existed && !l.ours(t) {
 			clash = append(clash, t)
 		}
@@ -711,22 +741,61 @@ func (l *loader) createTables(ctx context.Context) error {
 		}
 		return 1
 	}
+	// A pass at a time (sequences, tables, tables of other tables' rows),
+	// its tables shared out among the load's connections.
 	for p := range 3 {
+		var todo []*target
 		for _, t := range l.tables {
-			if pass(t.src) != p || t.existed {
-				continue
+			if pass(t.src) == p && !t.existed {
+				todo = append(todo, t)
 			}
-			if !l.fromBackup() {
-				if err := l.journalTable(ctx, l.ddl, t); err != nil {
-					return err
+		}
+		err := l.shareOut(ctx, len(todo), func(ctx context.Context, c *sql.Conn, next func() (int, bool)) error {
+			return schema.CreateTables(ctx, c, func(create schema.CreateFunc) error {
+				for i, ok := next(); ok; i, ok = next() {
+					t := todo[i]
+					if !l.fromBackup() {
+						if err := l.journalTable(ctx, c, t); err != nil {
+							return err
+						}
+					}
+					if err := create(t.db, t.src, t.base); err != nil {
+						return err
+					}
 				}
-			}
-			if err := schema.CreateTable(ctx, l.ddl, t.db, t.src, t.base); err != nil {
-				return err
-			}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// shareOut runs work on up to --parallel connections of their own, as many
+// as there are items for, each taking the index of the next of n items from
+// next until it says none is left: a connection per worker, not one per
+// item (on a server of many tables, a connect and a session's settings
+// each). The first error cancels the others.
+func (l *loader) shareOut(ctx context.Context, n int, work func(ctx context.Context, c *sql.Conn, next func() (int, bool)) error) error {
+	var at atomic.Int64
+	next := func() (int, bool) {
+		i := int(at.Add(1)) - 1
+		return i, i < n
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for range min(l.job.Parallel, n) {
+		g.Go(func() error {
+			c, err := l.conn(gctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return work(gctx, c, next)
+		})
+	}
+	return g.Wait()
 }
 
 // findEngines reads which engine each table has on the target (not in the
@@ -734,20 +803,82 @@ func (l *loader) createTables(ctx context.Context) error {
 // engine is transactional. An engine the server does not list counts as
 // non-transactional, the safe side.
 func (l *loader) findEngines(ctx context.Context) error {
-	for _, t := range l.tables {
-		if t.data == nil {
-			continue
-		}
-		var engine sql.NullString
-		err := l.ddl.QueryRowContext(ctx, `SELECT t.ENGINE, COALESCE(e.TRANSACTIONS = 'YES', FALSE) FROM information_schema.TABLES t
-			LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME = ?`,
-			t.db, t.name).Scan(&engine, &t.transactional)
-		if err != nil {
-			return fmt.Errorf("table %s: engine: %w", t, err)
-		}
-		t.engine = engine.String
+	found := map[*target]bool{}
+	err := l.eachTargetTable(ctx, func(t *target) bool { return t.data != nil }, func(t *target, engine sql.NullString, transactional bool) {
+		t.engine, t.transactional = engine.String, transactional
 		if !engine.Valid {
 			t.engine = t.src.Engine // the server could not open the table
+		}
+		found[t] = true
+	})
+	if err != nil {
+		return err
+	}
+	for _, t := range l.tables {
+		if t.data != nil && !found[t] {
+			return fmt.Errorf("table %s: engine: the target does not list the table", t)
+		}
+	}
+	return nil
+}
+
+// eachTargetTable reads the target's information_schema.TABLES once per
+// database of the load rather than once per table (on a server of many
+// tables, a query each was much of the load's time), and calls fn for each
+// table of the load that want takes (nil: every one) and the target has,
+// with its engine and whether that engine is transactional. A name the
+// target lists matches the table of that name, else the one table whose
+// name differs from it in case alone (a target with lower_case_table_names
+// keeps names in lower case).
+func (l *loader) eachTargetTable(ctx context.Context, want func(*target) bool, fn func(t *target, engine sql.NullString, transactional bool)) error {
+	type names struct {
+		exact map[string]*target
+		fold  map[string][]*target
+	}
+	byDB := map[string]*names{}
+	var dbs []string
+	for _, t := range l.tables {
+		if want != nil && !want(t) {
+			continue
+		}
+		n := byDB[t.db]
+		if n == nil {
+			n = &names{exact: map[string]*target{}, fold: map[string][]*target{}}
+			byDB[t.db] = n
+			dbs = append(dbs, t.db)
+		}
+		n.exact[t.name] = t
+		n.fold[strings.ToLower(t.name)] = append(n.fold[strings.ToLower(t.name)], t)
+	}
+	for _, db := range dbs {
+		err := func() error {
+			rows, err := l.ddl.QueryContext(ctx, `SELECT t.TABLE_NAME, t.ENGINE, COALESCE(e.TRANSACTIONS = 'YES', FALSE)
+				FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
+				WHERE t.TABLE_SCHEMA = ?`, db)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var name string
+				var engine sql.NullString
+				var transactional bool
+				if err := rows.Scan(&name, &engine, &transactional); err != nil {
+					return err
+				}
+				n := byDB[db]
+				t := n.exact[name]
+				if c := n.fold[strings.ToLower(name)]; t == nil && len(c) == 1 {
+					t = c[0]
+				}
+				if t != nil {
+					fn(t, engine, transactional)
+				}
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return fmt.Errorf("database %s: the target's tables: %w", db, err)
 		}
 	}
 	return nil
@@ -1105,26 +1236,33 @@ func withRetries(fn func() error) error {
 // indexes.
 func (l *loader) addKeys(ctx context.Context) error {
 	for _, pick := range []func(*target) string{
-		func(t *target) string { return t.addIndexes },
+		func(t *target) string {
+			// A table this run created with its indexes has them; one an
+			// earlier run created (a resumed load, perhaps by a version
+			// that created every table without them) gets any it lacks:
+			// ADD KEY IF NOT EXISTS adds nothing twice.
+			if t.inlineIndexes && !t.existed {
+				return ""
+			}
+			return t.addIndexes
+		},
 		func(t *target) string { return t.addForeign },
 	} {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(l.job.Parallel)
+		var alter []*target
 		for _, t := range l.tables {
-			q := pick(t)
-			if q == "" {
-				continue
+			if pick(t) != "" {
+				alter = append(alter, t)
 			}
-			g.Go(func() error {
-				c, err := l.conn(gctx)
-				if err != nil {
+		}
+		err := l.shareOut(ctx, len(alter), func(ctx context.Context, c *sql.Conn, next func() (int, bool)) error {
+			for i, ok := next(); ok; i, ok = next() {
+				if err := schema.AlterTable(ctx, c, alter[i].db, alter[i].src, pick(alter[i])); err != nil {
 					return err
 				}
-				defer c.Close()
-				return schema.AlterTable(gctx, c, t.db, t.src, q)
-			})
-		}
-		if err := g.Wait(); err != nil {
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}

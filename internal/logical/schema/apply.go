@@ -48,20 +48,39 @@ func CreateDatabase(ctx context.Context, conn *sql.Conn, db *Database, target st
 // NEXTVAL(`db`.`s`)) name source databases: pass the statement through
 // RenameDatabases when databases are renamed.
 func CreateTable(ctx context.Context, conn *sql.Conn, targetDB string, t *Table, createStmt string) error {
-	if err := useDatabase(ctx, conn, targetDB); err != nil {
-		return err
-	}
-	err := withSession(ctx, conn, tableSettings, func() error {
-		_, err := conn.ExecContext(ctx, createStmt)
-		return err
+	return CreateTables(ctx, conn, func(create CreateFunc) error { return create(targetDB, t, createStmt) })
+}
+
+// A CreateFunc creates a table as CreateTable does, in the session
+// CreateTables set up.
+type CreateFunc func(targetDB string, t *Table, createStmt string) error
+
+// CreateTables runs fn, which creates tables with the CreateFunc it is
+// given, in one session of the settings tables are created under: set once
+// and restored once, and the database changed only when the next table's
+// differs, so that a table costs its CREATE statement alone (on a server
+// of many tables, five statements a table were most of creating them).
+// fn may run other statements on conn that name their tables in full.
+func CreateTables(ctx context.Context, conn *sql.Conn, fn func(CreateFunc) error) error {
+	return withSession(ctx, conn, tableSettings, func() error {
+		current, known := "", false
+		return fn(func(targetDB string, t *Table, createStmt string) error {
+			if !known || targetDB != current {
+				if err := useDatabase(ctx, conn, targetDB); err != nil {
+					return err
+				}
+				current, known = targetDB, true
+			}
+			_, err := conn.ExecContext(ctx, createStmt)
+			switch {
+			case serverError(err) == errTableExists:
+				return fmt.Errorf("create %s %s.%s: %w", tableKind(t), targetDB, t.Name, ErrExists)
+			case err != nil:
+				return fmt.Errorf("create %s %s.%s: %w", tableKind(t), targetDB, t.Name, err)
+			}
+			return nil
+		})
 	})
-	switch {
-	case serverError(err) == errTableExists:
-		return fmt.Errorf("create %s %s.%s: %w", tableKind(t), targetDB, t.Name, ErrExists)
-	case err != nil:
-		return fmt.Errorf("create %s %s.%s: %w", tableKind(t), targetDB, t.Name, err)
-	}
-	return nil
 }
 
 // AlterTable runs an addIndexes or addForeignKeys statement of

@@ -249,6 +249,20 @@ func keyParts(text string, toks []token) (name string, columns []string, hash bo
 //
 // A CREATE SEQUENCE comes back unchanged with two empty ALTERs.
 func SplitCreateTable(create string) (base, addIndexes, addForeignKeys string, err error) {
+	return splitCreateTable(create, false)
+}
+
+// SplitForeignKeys is SplitCreateTable keeping every index in the base:
+// for a table too small for building its indexes after the load to pay
+// for the ALTER TABLE it costs (on a server of many small tables, a
+// statement and a rebuild per table). Only the foreign keys are left for
+// after the load, when every table they name exists.
+func SplitForeignKeys(create string) (base, addForeignKeys string, err error) {
+	base, _, addForeignKeys, err = splitCreateTable(create, true)
+	return base, addForeignKeys, err
+}
+
+func splitCreateTable(create string, keepIndexes bool) (base, addIndexes, addForeignKeys string, err error) {
 	if isCreateSequence(create) {
 		return create, "", "", nil
 	}
@@ -268,7 +282,8 @@ func SplitCreateTable(create string) (base, addIndexes, addForeignKeys string, e
 	}
 	lastKept := -1
 	for i, e := range ct.elems {
-		must := e.kind == elemPrimary ||
+		isKey := e.kind == elemPrimary || e.kind == elemUnique || e.kind == elemKey
+		must := (keepIndexes && isKey) || e.kind == elemPrimary ||
 			(e.kind == elemUnique && !hasPrimary) ||
 			((e.kind == elemUnique || e.kind == elemKey) && autoInc != "" && containsFold(e.columns, autoInc))
 		if must {

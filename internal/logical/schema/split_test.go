@@ -83,6 +83,18 @@ func TestSplitCreateTable(t *testing.T) {
 			if fks != tc.fks {
 				t.Errorf("foreign keys:\n%s\nwant:\n%s", fks, tc.fks)
 			}
+			// Keeping the indexes: the base differs from the statement by
+			// its foreign keys alone, which go the same way.
+			whole, fks2, err := SplitForeignKeys(tc.create)
+			if err != nil || fks2 != tc.fks {
+				t.Errorf("SplitForeignKeys: %v, foreign keys:\n%s\nwant:\n%s", err, fks2, tc.fks)
+			}
+			if _, idx2, _, _ := SplitCreateTable(whole); idx2 != tc.indexes {
+				t.Errorf("SplitForeignKeys kept indexes:\n%s\nwant:\n%s", idx2, tc.indexes)
+			}
+			if tc.fks == "" && whole != tc.create {
+				t.Errorf("SplitForeignKeys of a table without foreign keys:\n%s\nwant it unchanged:\n%s", whole, tc.create)
+			}
 		})
 	}
 }
@@ -247,6 +259,15 @@ func FuzzSplitCreateTable(f *testing.F) {
 		base2, idx2, fks2, err := SplitCreateTable(base)
 		if err != nil || base2 != base || idx2 != "" || fks2 != "" {
 			t.Fatalf("splitting the base again: %v\n%q\n%q\n%q", err, base2, idx2, fks2)
+		}
+		// Keeping the indexes: the same foreign keys, and the indexes
+		// that base lacks are in the other base.
+		whole, fks3, err := SplitForeignKeys(create)
+		if err != nil || fks3 != fks {
+			t.Fatalf("SplitForeignKeys: %v\n%q\nwant foreign keys %q", err, fks3, fks)
+		}
+		if base4, idx4, fks4, err := SplitCreateTable(whole); err != nil || base4 != base || idx4 != idx || fks4 != "" {
+			t.Fatalf("SplitCreateTable of SplitForeignKeys' base: %v\n%q\n%q\n%q\nwant %q, %q", err, base4, idx4, fks4, base, idx)
 		}
 	})
 }
