@@ -257,11 +257,7 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, def := range srcDefs {
-		if dstDefs[k] != def {
-			t.Errorf("%s after the resumed load:\n%s\nwant the source's:\n%s", k, dstDefs[k], def)
-		}
-	}
+	compareDescriptions(t, dstDefs, srcDefs)
 	var n int
 	if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'backstream_load'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("the load journal is still there after the load finished (%v)", err)
