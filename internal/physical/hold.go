@@ -169,17 +169,24 @@ func (h *holder) hold() {
 func (h *holder) whileStopped() error {
 	deadline := time.Now().Add(holdTimeout)
 	for {
+		// Stopped and drained are read before left: the sink counts a
+		// write as handled only after its lines went through line, so
+		// once drained, left has seen every line printed before the stop
+		// (read the other way round, a "let go" line handled in between
+		// went unseen, and the function ran without the lock).
+		ended := h.pump.ended()
+		stopped := allStopped(h.pid) && h.pump.drained()
 		h.mu.Lock()
 		left := h.left
 		h.mu.Unlock()
 		switch {
 		case left:
 			return errMissedBlockCommit
-		case h.pump.ended():
+		case ended:
 			// Everything it printed was read, and none of it said it let
 			// go: it died holding the lock.
 			return fmt.Errorf("mariabackup (pid %d) ended while backstream stopped it", h.pid)
-		case allStopped(h.pid) && h.pump.drained():
+		case stopped:
 			return h.fn()
 		case time.Now().After(deadline):
 			return fmt.Errorf("mariabackup (pid %d) did not stop within %v", h.pid, holdTimeout)
