@@ -33,9 +33,9 @@ var readSettings = []setting{
 }
 
 // Read reads the catalog of the source over conn and the connections in
-// more: the databases are shared out among the connections, each read whole by one
-// of them (on a server of many schemas the reading is a few queries per
-// table, and one connection waits on each in turn). It runs inside
+// more: the databases are shared out among the connections, each read
+// whole by one of them (on a server of many schemas the reading is a few
+// queries per table, and one connection waits on each in turn). It runs inside
 // whatever transaction the callers set up on the connections and leaves
 // their sql_mode and character set as it found them; it does change their
 // current database (USE), because SHOW CREATE VIEW qualifies table names
