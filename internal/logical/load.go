@@ -826,31 +826,30 @@ func (l *loader) findEngines(ctx context.Context) error {
 // database of the load rather than once per table (on a server of many
 // tables, a query each was much of the load's time), and calls fn for each
 // table of the load that want takes (nil: every one) and the target has,
-// with its engine and whether that engine is transactional. A name the
-// target lists matches the table of that name, else the one table whose
-// name differs from it in case alone (a target with lower_case_table_names
-// keeps names in lower case).
+// with its engine and whether that engine is transactional. A table is the
+// one the target lists under its name, else the only one it lists under a
+// name that differs in case alone (a target with lower_case_table_names
+// keeps names in lower case); never another table's, whatever the order
+// the target lists them in.
 func (l *loader) eachTargetTable(ctx context.Context, want func(*target) bool, fn func(t *target, engine sql.NullString, transactional bool)) error {
-	type names struct {
-		exact map[string]*target
-		fold  map[string][]*target
-	}
-	byDB := map[string]*names{}
+	byDB := map[string][]*target{}
 	var dbs []string
 	for _, t := range l.tables {
 		if want != nil && !want(t) {
 			continue
 		}
-		n := byDB[t.db]
-		if n == nil {
-			n = &names{exact: map[string]*target{}, fold: map[string][]*target{}}
-			byDB[t.db] = n
+		if byDB[t.db] == nil {
 			dbs = append(dbs, t.db)
 		}
-		n.exact[t.name] = t
-		n.fold[strings.ToLower(t.name)] = append(n.fold[strings.ToLower(t.name)], t)
+		byDB[t.db] = append(byDB[t.db], t)
+	}
+	type listed struct {
+		engine        sql.NullString
+		transactional bool
 	}
 	for _, db := range dbs {
+		exact := map[string]listed{}
+		fold := map[string][]listed{}
 		err := func() error {
 			rows, err := l.ddl.QueryContext(ctx, `SELECT t.TABLE_NAME, t.ENGINE, COALESCE(e.TRANSACTIONS = 'YES', FALSE)
 				FROM information_schema.TABLES t LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
@@ -861,24 +860,26 @@ func (l *loader) eachTargetTable(ctx context.Context, want func(*target) bool, f
 			defer rows.Close()
 			for rows.Next() {
 				var name string
-				var engine sql.NullString
-				var transactional bool
-				if err := rows.Scan(&name, &engine, &transactional); err != nil {
+				var r listed
+				if err := rows.Scan(&name, &r.engine, &r.transactional); err != nil {
 					return err
 				}
-				n := byDB[db]
-				t := n.exact[name]
-				if c := n.fold[strings.ToLower(name)]; t == nil && len(c) == 1 {
-					t = c[0]
-				}
-				if t != nil {
-					fn(t, engine, transactional)
-				}
+				exact[name] = r
+				fold[strings.ToLower(name)] = append(fold[strings.ToLower(name)], r)
 			}
 			return rows.Err()
 		}()
 		if err != nil {
 			return fmt.Errorf("database %s: the target's tables: %w", db, err)
+		}
+		for _, t := range byDB[db] {
+			r, ok := exact[t.name]
+			if c := fold[strings.ToLower(t.name)]; !ok && len(c) == 1 {
+				r, ok = c[0], true
+			}
+			if ok {
+				fn(t, r.engine, r.transactional)
+			}
 		}
 	}
 	return nil
