@@ -42,6 +42,18 @@ type ReadOptions struct {
 	// Only, if set, asks for the files it accepts (paths as the manifest
 	// lists them) and lets Read skip the others where it can (see Plan).
 	Only func(path string) bool
+	// Verified, if set, is called with the path of each file whose
+	// content, at the chunk that ended it, equals the manifest's record
+	// of the file (size and digest), once the sink has taken that chunk:
+	// the file as the sink wrote it is then the backup's, whatever the
+	// stream does later (a later incarnation of the path has the same
+	// digest). Only for a backup whose manifest is known when the read
+	// starts (no Final) and has no barriers, and only in streams that
+	// never removed or renamed a path (their files carry frame ranges):
+	// elsewhere a file's history spans more than its own chunks. A file
+	// whose manifest record has no digest is never reported. Calls come
+	// from the streams' goroutines, several at once.
+	Verified func(path string)
 }
 
 // Of is o reading the backup m from in: how a caller reads (workers,
@@ -309,6 +321,7 @@ type checkedFrame struct {
 	num    int
 	buf    []byte
 	chunks []xbstream.Chunk // nil: decode buf again to deliver it
+	ended  []string         // files the frame ended as the manifest records them (ReadOptions.Verified)
 	stored int64
 	charge int64 // of the budget, given back with buf
 }
@@ -321,6 +334,7 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 	defer close(out)
 	v := xbstream.NewValidator()
 	t := newFileTracker(r.opt.Manifest.Hash)
+	final := r.finalRecords()
 	var raw int64
 	frames := 0
 	next := 0 // the next barrier to pass
@@ -344,6 +358,7 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		// a frame of more chunks is decoded again on delivery.
 		keep := int(int64(job.frame.Raw) / chunkRecordShare / chunkRecordSize)
 		chunks := make([]xbstream.Chunk, 0, min(keep, 64))
+		var ended []string
 		for pos := 0; pos < len(b); {
 			c, n, err := xbstream.DecodeChunk(b[pos:])
 			if err != nil {
@@ -361,6 +376,9 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 			if err := t.track(&c, -1); err != nil {
 				return err
 			}
+			if c.Type == xbstream.TypeEOF && final != nil && t.endedAs(c.Path, final[c.Path]) {
+				ended = append(ended, c.Path)
+			}
 			if chunks != nil && len(chunks) < keep {
 				chunks = append(chunks, c)
 			} else {
@@ -371,7 +389,7 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 		raw += int64(len(b))
 		frames++
 		select {
-		case out <- checkedFrame{num: job.num, buf: b, chunks: chunks, stored: int64(job.frame.Stored), charge: job.charge.raw}:
+		case out <- checkedFrame{num: job.num, buf: b, chunks: chunks, ended: ended, stored: int64(job.frame.Stored), charge: job.charge.raw}:
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -412,6 +430,27 @@ func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error
 	return nil
 }
 
+// finalRecords returns the manifest's records of the stream's files by
+// path when the read reports verified files (ReadOptions.Verified) and
+// the stream qualifies; nil otherwise.
+func (r *streamReader) finalRecords() map[string]File {
+	m := r.opt.Manifest
+	if r.opt.Verified == nil || r.opt.Final != nil || len(m.Barriers) > 0 {
+		return nil
+	}
+	files := map[string]File{}
+	for _, f := range m.Files {
+		if f.Stream != r.num {
+			continue
+		}
+		if len(f.Frames) == 0 {
+			return nil // the stream removed or renamed a path
+		}
+		files[f.Path] = f
+	}
+	return files
+}
+
 // deliver feeds the checked chunks to the sink, in order.
 func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) error {
 	next := 0 // the next barrier to meet
@@ -447,6 +486,9 @@ func (r *streamReader) deliver(ctx context.Context, in <-chan checkedFrame) erro
 			if err := r.sink(ctx, f); err != nil {
 				return err
 			}
+		}
+		for _, p := range f.ended {
+			r.opt.Verified(p)
 		}
 		if owned != nil {
 			close(owned.applied)

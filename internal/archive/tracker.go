@@ -115,6 +115,14 @@ func (t *fileTracker) track(c *xbstream.Chunk, n int) error {
 	return nil
 }
 
+// endedAs reports whether the file at path, just ended by its EOF chunk,
+// is as want records it: a digest (the whole file written front to back)
+// and the size, both equal.
+func (t *fileTracker) endedAs(path string, want File) bool {
+	st := t.files[path]
+	return st != nil && st.digest != "" && want.Digest != "" && st.digest == want.Digest && st.size == want.Size && want.Path == path
+}
+
 // remove forgets what a remove chunk deletes, as mbstream applies it: the
 // path and everything below it; a path ending in "*" removes only the file
 // named by the rest (see physical.DatadirWriter).

@@ -138,7 +138,7 @@ func (l *logicalRestoreFlags) register(f *pflag.FlagSet) {
 // onlyLogical names the flags that mean something only for a logical load.
 func (l *logicalRestoreFlags) onlyLogical() []string {
 	return append([]string{"host", "port", "socket", "user", "password", "database", "exclude-database", "table", "exclude-table",
-		"rename-database", "definer", "drop-existing", "resume", "no-binlog", "users", "replace-users", "json", "skip-views", "skip-triggers",
+		"rename-database", "definer", "drop-existing", "no-binlog", "users", "replace-users", "json", "skip-views", "skip-triggers",
 		"skip-routines", "skip-events", "skip-users"}, options.TLSNames...)
 }
 

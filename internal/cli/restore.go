@@ -69,10 +69,12 @@ func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named b
 	}
 	load := firstChanged(f, o.l.onlyLogical())
 	o.d.settle(g, f)
+	physical := o.d.r.Restore
+	physical.Resume = o.l.load.Resume // --resume continues an interrupted restore of either kind
 	return restorecase.Request{
 		Backup: ref, Named: named, Kind: o.kind,
 		Until: o.until, UntilGTID: o.untilGTID, Server: o.server, Base: o.base, ApplyTo: o.applyTo, As: o.as,
-		Restore: o.d.r.Restore,
+		Restore: physical,
 		Datadir: o.p.datadir, Force: o.p.force, Start: o.p.start, StartTimeout: o.p.startTimeout, CheckTimeout: o.p.checkTimeout,
 		Load: o.l.load, Parallel: parallel, Masking: o.l.mask.given(), Mask: o.l.mask.specs, MaskKeyFile: o.l.mask.keyFile,
 		MariadbPath: g.mariadbPath, Log: o.d.log(g), Memory: g.repos.Memory,

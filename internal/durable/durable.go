@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
@@ -119,12 +121,17 @@ func Dirs(dirs ...string) error {
 // syncFile is (*os.File).Sync; tests count the calls.
 var syncFile = (*os.File).Sync
 
-// syncPath opens p read-only and fsyncs it.
-func syncPath(p string) error {
+// syncPath opens p read-only and fsyncs it; a p removed meanwhile has
+// nothing of it to keep.
+func syncPath(p string) error { return syncExisting(p, true) }
+
+// syncExisting opens p read-only and fsyncs it; a missing p is an error
+// unless missingOK.
+func syncExisting(p string, missingOK bool) error {
 	f, err := os.Open(p)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed meanwhile: nothing of it to keep
+		if missingOK && errors.Is(err, fs.ErrNotExist) {
+			return nil
 		}
 		return fmt.Errorf("syncing %s: %w", p, err)
 	}
@@ -134,6 +141,50 @@ func syncPath(p string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("syncing %s: %w", p, err)
+	}
+	return nil
+}
+
+// Files syncs each file, several at a time, then every directory from
+// each file's up to root (root included): the files' contents and their
+// entries, and those of the directories created for them, are durable
+// when it returns. Every file must be under root and exist: a file
+// missing here is an error, not nothing to keep.
+func Files(ctx context.Context, root string, files ...string) error {
+	root = filepath.Clean(root)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(4, 2*runtime.GOMAXPROCS(0)))
+	dirs := map[string]bool{}
+	var order []string
+	for _, p := range files {
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			_ = g.Wait()
+			return fmt.Errorf("syncing %s: not under %s", p, root)
+		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			return syncExisting(p, false)
+		})
+		for d := filepath.Dir(p); !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+			order = append(order, d)
+			if d == root {
+				break
+			}
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	// Deepest first: a directory's entry in its parent after its own.
+	slices.SortFunc(order, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, d := range order {
+		if err := syncExisting(d, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }

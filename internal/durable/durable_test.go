@@ -40,20 +40,38 @@ func tree(t *testing.T) (root, outside string) {
 	return root, outside
 }
 
-func TestTreeSyncsEveryFileAndDirectory(t *testing.T) {
-	root, outside := tree(t)
-	var mu sync.Mutex
-	var synced []string
+// syncs is what recordSyncs saw synced, in order.
+type syncs struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (s *syncs) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.names)
+}
+
+// recordSyncs records every sync until the test ends.
+func recordSyncs(t *testing.T) *syncs {
+	s := &syncs{}
 	syncFile = func(f *os.File) error {
-		mu.Lock()
-		synced = append(synced, f.Name())
-		mu.Unlock()
+		s.mu.Lock()
+		s.names = append(s.names, f.Name())
+		s.mu.Unlock()
 		return f.Sync()
 	}
 	t.Cleanup(func() { syncFile = (*os.File).Sync })
+	return s
+}
+
+func TestTreeSyncsEveryFileAndDirectory(t *testing.T) {
+	root, outside := tree(t)
+	rec := recordSyncs(t)
 	if err := Tree(context.Background(), root); err != nil {
 		t.Fatal(err)
 	}
+	synced := rec.list()
 	want := []string{filepath.Dir(root), root, filepath.Join(root, "db"), filepath.Join(root, "empty"),
 		filepath.Join(root, "ibdata1"), filepath.Join(root, "db/t.ibd"), filepath.Join(root, "db/t.frm")}
 	slices.Sort(want)
@@ -146,5 +164,31 @@ func TestWritebackStartsTheDisk(t *testing.T) {
 	}
 	if pages, _ := testkit.PageCache(t, started); pages.Dirty != 0 {
 		t.Errorf("%d pages of the file written with a Writeback were never queued for the disk", pages.Dirty)
+	}
+}
+
+func TestFilesSyncsTheFilesAndTheirDirectories(t *testing.T) {
+	root, _ := tree(t)
+	rec := recordSyncs(t)
+	if err := Files(context.Background(), root+"/", filepath.Join(root, "db/t.ibd"), filepath.Join(root, "db/t.frm")); err != nil {
+		t.Fatal(err)
+	}
+	synced := rec.list()
+	// The directories after the files in them, deepest first.
+	if n := len(synced); n != 4 || synced[2] != filepath.Join(root, "db") || synced[3] != root {
+		t.Errorf("synced %q: want the two files, then db, then root", synced)
+	}
+	// The files, their directory, and its entry in root; not root's
+	// parent, nor the other files.
+	want := []string{root, filepath.Join(root, "db"), filepath.Join(root, "db/t.ibd"), filepath.Join(root, "db/t.frm")}
+	slices.Sort(want)
+	slices.Sort(synced)
+	if !slices.Equal(synced, want) {
+		t.Errorf("synced %q,\nwant %q (each once)", synced, want)
+	}
+	for _, bad := range []string{filepath.Join(root, "db/missing"), filepath.Join(filepath.Dir(root), "elsewhere")} {
+		if err := Files(context.Background(), root, bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("Files(%s): %v, want an error naming it", bad, err)
+		}
 	}
 }

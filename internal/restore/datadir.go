@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -101,6 +102,10 @@ type Job struct {
 	Links     []Link
 	TargetDir string
 	Owner     string
+	// Resume continues a restore of the same links into TargetDir that
+	// was killed or interrupted (see Reclaim); an empty or absent
+	// TargetDir is restored into as without it.
+	Resume bool
 	Options
 }
 
@@ -115,14 +120,34 @@ func Datadir(ctx context.Context, job Job) (err error) {
 	if err := CheckFileKey(job.Links, job.Options); err != nil {
 		return err
 	}
-	t, err := Claim(job.TargetDir, job.Links[len(job.Links)-1].Manifest.ID)
+	var t *Target
+	if job.Resume {
+		logf := func(string, ...any) {}
+		switch {
+		case job.Progress != nil:
+			logf = job.Progress.Logf
+		case job.Log != nil:
+			logf = func(format string, args ...any) { fmt.Fprintf(job.Log, "restore: "+format+"\n", args...) }
+		}
+		t, err = Reclaim(job.TargetDir, job.Links, logf)
+	} else {
+		t, err = Claim(job.TargetDir, job.Links[len(job.Links)-1].Manifest.ID)
+	}
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if err != nil {
-			err = t.Abandon(err)
+		if err == nil {
+			return
 		}
+		if ctx.Err() != nil && t.journaled {
+			// Interrupted (a signal): what was written and verified is
+			// kept for a resume, as a kill would have left it.
+			err = fmt.Errorf("%w; the files restored so far stay in %s: run the same restore with --resume to continue it, or empty the directory", err, t.dir)
+			t.unlock()
+			return
+		}
+		err = t.Abandon(err)
 	}()
 	if err := t.Write(ctx, job.Links, job.Options); err != nil {
 		return err
@@ -142,6 +167,57 @@ type Target struct {
 	created bool
 	outside []string // what the restore created outside dir (mapped data directories), parents first
 	noSync  bool     // Write's Options.NoSync, for Finish
+	// resumed is the journal of the interrupted restore Reclaim took over
+	// (nil for a new one); journaled, that Write began a journal.
+	resumed   *journalState
+	journaled bool
+	// marker is the marker, open and locked (flock) for as long as this
+	// restore runs: a resume does not take over a restore still running.
+	marker *os.File
+}
+
+// lockMarker creates (or opens) the marker at p, makes it say mark
+// unless mark is empty, and holds an exclusive lock on it until unlock: the lock dies with the
+// process, however it ends.
+func lockMarker(p, mark string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, physical.FileMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errRestoring
+		}
+		return nil, err
+	}
+	if mark != "" {
+		if err := rewriteMarker(f, mark); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// rewriteMarker makes the marker f say mark.
+func rewriteMarker(f *os.File, mark string) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.WriteAt([]byte(mark+"\n"), 0)
+	return err
+}
+
+// errRestoring is a marker locked by a restore that still runs.
+var errRestoring = errors.New("a restore is still running there")
+
+// unlock lets go of the marker's lock.
+func (t *Target) unlock() {
+	if t.marker != nil {
+		t.marker.Close()
+		t.marker = nil
+	}
 }
 
 // Dir is the target's absolute path.
@@ -180,17 +256,18 @@ func Claim(dir, id string) (*Target, error) {
 		return nil, fmt.Errorf("target %s: %w", target, err)
 	case len(entries) > 0:
 		if what, err := os.ReadFile(filepath.Join(target, markerName)); err == nil {
-			return nil, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed before it finished or cleaned up, and left what it wrote in %s; empty the directory and restore again",
+			return nil, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed or interrupted before it finished, and left what it wrote in %s; run the same restore with --resume to continue it, or empty the directory and restore again",
 				target, strings.TrimSpace(string(what)), t.work)
 		}
 		return nil, fmt.Errorf("target %s is not empty (%d entries, e.g. %s); restore only into an empty or new directory", target, len(entries), entries[0].Name())
 	}
 	mark := fmt.Sprintf("backup %s, begun %s by pid %d", id, time.Now().UTC().Format(time.DateTime), os.Getpid())
-	err = os.WriteFile(filepath.Join(target, markerName), []byte(mark+"\n"), physical.FileMode)
+	t.marker, err = lockMarker(filepath.Join(target, markerName), mark)
 	if err == nil {
 		err = os.Mkdir(t.work, physical.DirMode)
 	}
 	if err != nil {
+		t.unlock()
 		os.Remove(filepath.Join(target, markerName))
 		if t.created {
 			os.Remove(target)
@@ -223,6 +300,7 @@ func (t *Target) Abandon(cause error) error {
 			err = errors.Join(errs...)
 		}
 	}
+	t.unlock()
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return fmt.Errorf("%w (cleaning the target failed too: %v)", cause, err)
 	}
@@ -242,6 +320,12 @@ func (t *Target) Finish(owner string) error {
 		if err := durable.Tree(context.Background(), append([]string{t.work}, t.outside...)...); err != nil {
 			return fmt.Errorf("target %s: %w", t.dir, err)
 		}
+	}
+	// The journal goes first: once files leave the work directory, a
+	// resume could not find them; a kill from here on leaves a target
+	// that must be emptied.
+	if err := os.Remove(filepath.Join(t.dir, journalName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("target %s: %w", t.dir, err)
 	}
 	entries, err := os.ReadDir(t.work)
 	if err != nil {
@@ -270,7 +354,9 @@ func (t *Target) Finish(owner string) error {
 			return err
 		}
 	}
-	return os.Remove(filepath.Join(t.dir, markerName))
+	err = os.Remove(filepath.Join(t.dir, markerName))
+	t.unlock()
+	return err
 }
 
 // Write writes links, base first, into the target, verifying every
@@ -323,19 +409,43 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 			return err
 		}
 	}
-	dirs := make([]string, len(links))
+	dirs := linkDirs(t, links)
+	kept := make([]map[string]bool, len(links)) // files a resumed restore keeps
+	if t.resumed != nil {
+		kept = t.resumed.done
+	}
+	only := make([]func(string) bool, len(links))
 	var total int64
 	for i, l := range links {
-		dirs[i] = t.work
 		if i > 0 {
-			dirs[i] = t.dir + ".increment-" + l.Manifest.ID
-			if err := os.Mkdir(dirs[i], 0o700); err != nil {
+			if err := os.Mkdir(dirs[i], 0o700); err != nil && !(t.resumed != nil && errors.Is(err, fs.ErrExist)) {
 				return fmt.Errorf("increment %s: %w", l.Manifest.ID, err)
 			}
 			defer os.RemoveAll(dirs[i])
 		}
-		total += readBytes(ctx, l, opt.Files)
+		only[i] = opt.Files
+		if done := kept[i]; len(done) > 0 {
+			only[i] = func(p string) bool { return !done[p] && (opt.Files == nil || opt.Files(p)) }
+		}
+		total += readBytes(ctx, l, only[i])
 	}
+	jf, err := createJournal(t, links, !opt.NoSync, kept)
+	if err != nil {
+		return err
+	}
+	j := startJournal(jf, dirs, !opt.NoSync)
+	t.journaled = true
+	journalClosed := false
+	closeJournal := func() error {
+		if journalClosed {
+			return nil
+		}
+		journalClosed = true
+		// What was verified is recorded, also when the restore failed:
+		// an interrupted one is resumed from it.
+		return j.close(true)
+	}
+	defer closeJournal()
 	if opt.Progress != nil {
 		opt.Progress.SetTotal(total)
 		opt.Progress.Stage("restoring")
@@ -368,8 +478,13 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 				// directory is applied to it and removed.
 				w.StartWriteback()
 			}
+			var sink archive.Sink = w
+			if len(kept[i]) > 0 {
+				sink = skipDone{Sink: w, done: kept[i]}
+			}
 			err = archive.Read(gctx, archive.ReadOptions{
-				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: w, Counter: opt.Progress, Only: opt.Files, Memory: mem,
+				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: sink, Counter: opt.Progress, Only: only[i], Memory: mem,
+				Verified: func(p string) { j.verified(i, p) },
 			})
 			if cerr := w.Close(); err == nil {
 				err = cerr
@@ -398,6 +513,9 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 			if !opt.Prepare {
 				continue
 			}
+			if err := j.preparing(i); err != nil {
+				return err
+			}
 			if err := prepareLink(gctx, links, i, dirs, bin, fileKey, opt); err != nil {
 				return fmt.Errorf("backup %s: %w", l.Manifest.ID, err)
 			}
@@ -405,6 +523,9 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 		return nil
 	})
 	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := closeJournal(); err != nil {
 		return err
 	}
 	if gp := m.Positions.Galera; gp != nil && opt.Prepare && !opt.NoGaleraState {

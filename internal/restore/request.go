@@ -26,13 +26,15 @@ type Request struct {
 	// PlacedTo hears where each tablespace went, a line each; nil for
 	// nowhere.
 	PlacedTo io.Writer
-	Options  Options
+	// Resume continues an interrupted restore into TargetDir (Job.Resume).
+	Resume  bool
+	Options Options
 }
 
 // Job is the restore r describes. A mapping that does not parse is
 // refused (a *RefusedError).
 func (r Request) Job() (Job, error) {
-	job := Job{TargetDir: r.TargetDir, Owner: r.Owner, Options: r.Options}
+	job := Job{TargetDir: r.TargetDir, Owner: r.Owner, Resume: r.Resume, Options: r.Options}
 	if !r.OwnerGiven {
 		job.Owner = physical.DefaultOwner()
 	}

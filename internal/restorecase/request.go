@@ -121,6 +121,9 @@ func (req *Request) mode() (mode, error) {
 	if req.Masking && (req.ApplyTo || pit) {
 		return 0, refusedf("--mask masks the load of a logical backup; --until, --until-gtid and --apply-to restore, replay or import data as it is, so they refuse it (the rules may come from an option file)")
 	}
+	if req.Restore.Resume && (pit || req.ApplyTo) {
+		return 0, refusedf("--resume continues an interrupted restore of a backup by name (into --target-dir, or a load into a server); a point-in-time restore, a replay or an import starts over")
+	}
 	switch {
 	case req.ApplyTo && !pit && (len(req.Load.Tables) > 0 || len(req.Load.Databases) > 0):
 		return importing, nil
@@ -186,6 +189,8 @@ func (req *Request) checkKind(m *archive.Manifest) error {
 	switch {
 	case req.Datadir != "" && req.Restore.TargetDir != "":
 		return refusedf("--datadir restores into place, --target-dir into a new directory: give one")
+	case req.Datadir != "" && req.Restore.Resume:
+		return refusedf("--resume continues an interrupted restore into --target-dir; a restore into place (--datadir) starts over")
 	case req.Datadir == "" && req.Restore.TargetDir == "":
 		return refusedf("--target-dir (or --datadir) is required")
 	}

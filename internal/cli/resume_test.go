@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+)
+
+// slowDown runs p a twentieth of the time (SIGSTOP, SIGCONT) until the test
+// ends or p does: a restore of a few tens of MB to tmpfs is otherwise over
+// before its journal has recorded a file, and there is no point to kill
+// it at.
+func slowDown(t *testing.T, p *proc) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			p.cmd.Process.Signal(syscall.SIGSTOP)
+			select {
+			case <-stop:
+				p.cmd.Process.Signal(syscall.SIGCONT)
+				return
+			case <-p.done:
+				return
+			case <-time.After(95 * time.Millisecond):
+			}
+			p.cmd.Process.Signal(syscall.SIGCONT)
+			select {
+			case <-stop:
+				return
+			case <-p.done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}
+
+// journaled counts the files the journal of an interrupted restore in
+// target records as restored.
+func journaled(target string) int {
+	data, _ := os.ReadFile(filepath.Join(target, ".backstream-restoring.journal"))
+	return bytes.Count(data, []byte(`"t":"done"`))
+}
+
+// TestRestoreResumesAfterKill: a physical restore from a local and from
+// an S3 repository, killed (SIGKILL) at two points, the second while it
+// resumes, ends with --resume as an uninterrupted restore does, file for
+// file, having fetched less than the whole backup on the last run; a
+// resume into the target of another backup is refused and changes
+// nothing.
+func TestRestoreResumesAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 12, BigTableMB: 40}); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range repoKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newTestRepo(t, kind)
+			run(t, append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			listing := backupListing(t, r.location)
+			id, files := listing[0].ID, listing[0].Files
+			reference := filepath.Join(t.TempDir(), "reference")
+			run(t, "restore", id, "--repo", r.location, "--target-dir", reference).mustSucceed(t)
+			want := treeDigests(t, reference)
+
+			target := filepath.Join(t.TempDir(), "datadir")
+			restore := []string{"restore", id, "--repo", r.location, "--target-dir", target}
+			last := 0
+			for point, args := range [][]string{restore, append(restore, "--resume")} {
+				p := startProc(t, bin, args...)
+				slowDown(t, p)
+				waitUntil(t, "more files in the restore's journal", p, func() bool { return journaled(target) > last })
+				p.kill(t)
+				n := journaled(target)
+				if n >= files {
+					t.Fatalf("kill %d: the journal records %d of %d files: the restore was not killed mid-way", point+1, n, files)
+				}
+				t.Logf("kill %d: %d of %d files recorded", point+1, n, files)
+				last = n
+			}
+			// Another backup's resume is refused and changes nothing.
+			run(t, append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			other := backupListing(t, r.location)[0].ID
+			if other == id {
+				other = backupListing(t, r.location)[1].ID
+			}
+			before := treeDigests(t, target)
+			refused := run(t, "restore", other, "--repo", r.location, "--target-dir", target, "--resume")
+			if refused.code != ExitUsage || !strings.Contains(refused.err.Error(), "it restores backup "+id+", not backup "+other) {
+				t.Errorf("resume of backup %s into a restore of %s: exit %d, %v; want a refusal naming both", other, id, refused.code, refused.err)
+			}
+			compareTrees(t, "the target after a refused resume", treeDigests(t, target), before)
+
+			res := run(t, append(restore, "--resume", "--json")...).mustSucceed(t)
+			if !strings.Contains(res.stderr, "files kept") {
+				t.Errorf("the resume did not say what it kept: %s", res.stderr)
+			}
+			var out struct {
+				ReadBytes int64 `json:"read_bytes"`
+			}
+			if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.ReadBytes <= 0 || out.ReadBytes >= listing[0].StoredBytes {
+				t.Errorf("the last resume read %d of the backup's %d stored bytes: want some, not all", out.ReadBytes, listing[0].StoredBytes)
+			}
+			compareTrees(t, "the resumed restore", treeDigests(t, target), want)
+		})
+	}
+}
