@@ -1,7 +1,7 @@
 // Package durable makes what a restore wrote survive a crash of the host:
 // it starts the kernel's writeback of a file's pages while the file is
 // still being written (so the disk works while the CPUs decode, instead of
-// after), and at the end syncs every file and directory of a tree. A
+// after), and syncs the file system written to, or directories. A
 // restore reports success only after that: a datadir whose files were
 // still in the page cache when the command said "done" could come back
 // after a power cut as zero-length or torn tablespaces behind a redo log
@@ -9,17 +9,11 @@
 package durable
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
-	"strings"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +25,7 @@ const WritebackStep = 8 << 20
 // Writeback starts the writeback of a file written front to back (or in
 // any order) without waiting for it. Wrote is told each range written; it
 // asks the kernel to write out every WritebackStep bytes. It is a hint:
-// errors are ignored here and found by the final Tree sync. Not safe for
+// errors are ignored here and found by the final sync (FS). Not safe for
 // concurrent use; one per open file.
 type Writeback struct {
 	f       *os.File
@@ -70,43 +64,6 @@ func (w *Writeback) Flush() {
 	w.pending, w.low, w.high = 0, -1, 0
 }
 
-// Tree syncs every regular file and directory under each root (the roots
-// included), several at a time, then the parent directory of each root,
-// whose entry a restore may have just created. Symbolic links are not
-// followed: what they point to is another tree's to sync. The first
-// failure is returned, naming the path.
-func Tree(ctx context.Context, roots ...string) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(4, 2*runtime.GOMAXPROCS(0)))
-	var dirs []string // synced after the files in them
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if gctx.Err() != nil {
-				return gctx.Err()
-			}
-			switch {
-			case d.IsDir():
-				dirs = append(dirs, p)
-			case d.Type().IsRegular():
-				g.Go(func() error { return syncPath(p) })
-			}
-			return nil
-		})
-		if err != nil {
-			_ = g.Wait()
-			return fmt.Errorf("syncing %s: %w", root, err)
-		}
-		dirs = append(dirs, filepath.Dir(root))
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return Dirs(dirs...)
-}
-
 // Dirs syncs directories, whose entries (files created, renamed or
 // removed in them) are durable only then.
 func Dirs(dirs ...string) error {
@@ -121,17 +78,12 @@ func Dirs(dirs ...string) error {
 // syncFile is (*os.File).Sync; tests count the calls.
 var syncFile = (*os.File).Sync
 
-// syncPath opens p read-only and fsyncs it; a p removed meanwhile has
-// nothing of it to keep.
-func syncPath(p string) error { return syncExisting(p, true) }
-
-// syncExisting opens p read-only and fsyncs it; a missing p is an error
-// unless missingOK.
-func syncExisting(p string, missingOK bool) error {
+// syncPath opens p read-only and fsyncs it.
+func syncPath(p string) error {
 	f, err := os.Open(p)
 	if err != nil {
-		if missingOK && errors.Is(err, fs.ErrNotExist) {
-			return nil
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile: nothing of it to keep
 		}
 		return fmt.Errorf("syncing %s: %w", p, err)
 	}
@@ -145,46 +97,21 @@ func syncExisting(p string, missingOK bool) error {
 	return nil
 }
 
-// Files syncs each file, several at a time, then every directory from
-// each file's up to root (root included): the files' contents and their
-// entries, and those of the directories created for them, are durable
-// when it returns. Every file must be under root and exist: a file
-// missing here is an error, not nothing to keep.
-func Files(ctx context.Context, root string, files ...string) error {
-	root = filepath.Clean(root)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(4, 2*runtime.GOMAXPROCS(0)))
-	dirs := map[string]bool{}
-	var order []string
-	for _, p := range files {
-		rel, err := filepath.Rel(root, p)
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-			_ = g.Wait()
-			return fmt.Errorf("syncing %s: not under %s", p, root)
-		}
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
-			}
-			return syncExisting(p, false)
-		})
-		for d := filepath.Dir(p); !dirs[d]; d = filepath.Dir(d) {
-			dirs[d] = true
-			order = append(order, d)
-			if d == root {
-				break
-			}
-		}
+// FS syncs the whole file system that holds dir (syncfs(2)): every file
+// and directory written there, by anyone, is durable when it returns. One
+// call where syncing many small files one by one costs a system call or
+// three each (a restore of 10,000 tables took 2 s longer so).
+func FS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing the file system of %s: %w", dir, err)
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	// Deepest first: a directory's entry in its parent after its own.
-	slices.SortFunc(order, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	for _, d := range order {
-		if err := syncExisting(d, false); err != nil {
-			return err
-		}
+	defer f.Close()
+	if err := syncFS(int(f.Fd())); err != nil {
+		return fmt.Errorf("syncing the file system of %s: %w", dir, err)
 	}
 	return nil
 }
+
+// syncFS is syncfs(2); tests count the calls.
+var syncFS = unix.Syncfs

@@ -2,13 +2,12 @@ package durable
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/backstream/backstream/internal/testkit"
 )
@@ -40,75 +39,14 @@ func tree(t *testing.T) (root, outside string) {
 	return root, outside
 }
 
-// syncs is what recordSyncs saw synced, in order.
-type syncs struct {
-	mu    sync.Mutex
-	names []string
-}
-
-func (s *syncs) list() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.names)
-}
-
-// recordSyncs records every sync until the test ends.
-func recordSyncs(t *testing.T) *syncs {
-	s := &syncs{}
-	syncFile = func(f *os.File) error {
-		s.mu.Lock()
-		s.names = append(s.names, f.Name())
-		s.mu.Unlock()
-		return f.Sync()
-	}
-	t.Cleanup(func() { syncFile = (*os.File).Sync })
-	return s
-}
-
-func TestTreeSyncsEveryFileAndDirectory(t *testing.T) {
-	root, outside := tree(t)
-	rec := recordSyncs(t)
-	if err := Tree(context.Background(), root); err != nil {
-		t.Fatal(err)
-	}
-	synced := rec.list()
-	want := []string{filepath.Dir(root), root, filepath.Join(root, "db"), filepath.Join(root, "empty"),
-		filepath.Join(root, "ibdata1"), filepath.Join(root, "db/t.ibd"), filepath.Join(root, "db/t.frm")}
-	slices.Sort(want)
-	slices.Sort(synced)
-	synced = slices.Compact(synced)
-	if !slices.Equal(synced, want) {
-		t.Errorf("synced %q,\nwant %q", synced, want)
-	}
-	if slices.Contains(synced, outside) {
-		t.Errorf("Tree followed a symbolic link out of the tree to %s", outside)
-	}
-}
-
-func TestTreeLeavesNoDirtyPage(t *testing.T) {
+func TestDirsNamesWhatFailed(t *testing.T) {
 	root, _ := tree(t)
-	big := filepath.Join(root, "ibdata1")
-	if pages, ok := testkit.PageCache(t, big); !ok {
-		t.Log("this kernel or file system cannot say which pages are dirty; TestTreeSyncsEveryFileAndDirectory covers what Tree syncs")
-		return
-	} else if pages.Dirty == 0 {
-		t.Fatalf("%s has no dirty page just after it was written: the check below could not fail", big)
-	}
-	if err := Tree(context.Background(), root); err != nil {
+	if err := Dirs(root, filepath.Join(root, "db")); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"ibdata1", "db/t.ibd", "db/t.frm"} {
-		if pages, _ := testkit.PageCache(t, filepath.Join(root, name)); pages != (testkit.Pages{}) {
-			t.Errorf("%s: %+v pages not on disk after Tree", name, pages)
-		}
-	}
-}
-
-func TestTreeNamesWhatFailed(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "no-such-dir")
-	err := Tree(context.Background(), missing)
-	if err == nil || !strings.Contains(err.Error(), missing) {
-		t.Fatalf("Tree of a missing directory: %v, want an error naming it", err)
+	bad := filepath.Join(root, "ibdata1", "x")
+	if err := Dirs(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("Dirs of a path under a file: %v, want an error naming it", err)
 	}
 }
 
@@ -167,28 +105,22 @@ func TestWritebackStartsTheDisk(t *testing.T) {
 	}
 }
 
-func TestFilesSyncsTheFilesAndTheirDirectories(t *testing.T) {
+func TestFSSyncsTheFileSystem(t *testing.T) {
 	root, _ := tree(t)
-	rec := recordSyncs(t)
-	if err := Files(context.Background(), root+"/", filepath.Join(root, "db/t.ibd"), filepath.Join(root, "db/t.frm")); err != nil {
-		t.Fatal(err)
+	var fds []int
+	syncFS = func(fd int) error { fds = append(fds, fd); return unix.Syncfs(fd) }
+	t.Cleanup(func() { syncFS = unix.Syncfs })
+	if err := FS(root); err != nil || len(fds) != 1 {
+		t.Fatalf("FS: %v, %d syncfs calls; want one", err, len(fds))
 	}
-	synced := rec.list()
-	// The directories after the files in them, deepest first.
-	if n := len(synced); n != 4 || synced[2] != filepath.Join(root, "db") || synced[3] != root {
-		t.Errorf("synced %q: want the two files, then db, then root", synced)
-	}
-	// The files, their directory, and its entry in root; not root's
-	// parent, nor the other files.
-	want := []string{root, filepath.Join(root, "db"), filepath.Join(root, "db/t.ibd"), filepath.Join(root, "db/t.frm")}
-	slices.Sort(want)
-	slices.Sort(synced)
-	if !slices.Equal(synced, want) {
-		t.Errorf("synced %q,\nwant %q (each once)", synced, want)
-	}
-	for _, bad := range []string{filepath.Join(root, "db/missing"), filepath.Join(filepath.Dir(root), "elsewhere")} {
-		if err := Files(context.Background(), root, bad); err == nil || !strings.Contains(err.Error(), bad) {
-			t.Errorf("Files(%s): %v, want an error naming it", bad, err)
+	big := filepath.Join(root, "ibdata1")
+	if pages, ok := testkit.PageCache(t, big); ok {
+		if pages != (testkit.Pages{}) {
+			t.Errorf("%s: %+v pages not on disk after FS", big, pages)
 		}
+	}
+	missing := filepath.Join(root, "no-such-dir")
+	if err := FS(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("FS of a missing directory: %v, want an error naming it", err)
 	}
 }

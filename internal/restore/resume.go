@@ -2,7 +2,6 @@ package restore
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,23 +192,19 @@ type journal struct {
 // createJournal writes a new journal for links into t's directory,
 // replacing any (atomically: a crash leaves the old one or the new),
 // recording the files kept of each link (a resume's; nil for a new
-// restore) as done: when synced, only after syncing them, since a resumed
-// restore that syncs may keep files an earlier one left in the page cache.
+// restore) as done: when synced, only after syncing their file system,
+// since a resumed restore that syncs may keep files an earlier one left in
+// the page cache.
 func createJournal(t *Target, links []Link, synced bool, kept []map[string]bool) (*os.File, error) {
 	fail := func(err error) (*os.File, error) { return nil, fmt.Errorf("the restore's journal: %w", err) }
 	dirs := linkDirs(t, links)
 	b := appendRecord(nil, journalRecord{T: "restore", Version: journalVersion, Links: linksOf(links), Boot: bootID(), Synced: synced})
 	for i, done := range kept {
-		files := make([]string, 0, len(done))
 		for p := range done {
-			files = append(files, p)
 			b = appendRecord(b, journalRecord{T: "done", Link: i, Path: p})
 		}
-		if synced && len(files) > 0 {
-			for k, p := range files {
-				files[k] = filepath.Join(dirs[i], filepath.FromSlash(p))
-			}
-			if err := durable.Files(context.Background(), dirs[i], files...); err != nil {
+		if synced && len(done) > 0 {
+			if err := durable.FS(dirs[i]); err != nil {
 				return fail(err)
 			}
 		}
@@ -293,32 +288,29 @@ func (j *journal) flush() {
 	}
 }
 
-// record syncs the batch's files and records them. A file the restore
-// has moved away since it was written (an .isl taken out of a link's
-// directory, a tablespace placed elsewhere) is not recorded: a resume
-// restores it again.
+// record syncs the batch's files and records them: the file system of
+// each link's directory is synced once (durable.FS), the files and the
+// directories made for them with it. A file the restore has moved away
+// since it was written (an .isl taken out of a link's directory, a
+// tablespace placed elsewhere) is not recorded: a resume restores it
+// again.
 func (j *journal) record(batch []journalRecord) error {
 	kept := batch[:0]
-	perRoot := make([][]string, len(j.roots))
+	roots := make([]bool, len(j.roots))
 	for _, r := range batch {
-		p := filepath.Join(j.roots[r.Link], filepath.FromSlash(r.Path))
-		if _, err := os.Lstat(p); err != nil {
+		if _, err := os.Lstat(filepath.Join(j.roots[r.Link], filepath.FromSlash(r.Path))); err != nil {
 			continue
 		}
 		kept = append(kept, r)
-		perRoot[r.Link] = append(perRoot[r.Link], p)
+		roots[r.Link] = true
 	}
 	batch = kept
 	if j.synced {
-		for i, files := range perRoot {
-			if len(files) == 0 {
-				continue
-			}
-			if err := durable.Files(context.Background(), j.roots[i], files...); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil // moved away meanwhile: this batch is restored again on a resume
+		for i, has := range roots {
+			if has {
+				if err := durable.FS(j.roots[i]); err != nil {
+					return err
 				}
-				return err
 			}
 		}
 	}
