@@ -106,6 +106,13 @@ type Job struct {
 	// was killed or interrupted (see Reclaim); an empty or absent
 	// TargetDir is restored into as without it.
 	Resume bool
+	// KeepInterrupted keeps the target of a restore whose context ends
+	// (a signal) for a resume, as a kill would leave it, instead of
+	// emptying it: for a restore from a repository into a directory of
+	// the user's (restore --target-dir). Elsewhere a context also ends
+	// when the restore fails (a transfer cut off), and such a target is
+	// emptied as on any failure.
+	KeepInterrupted bool
 	Options
 }
 
@@ -140,7 +147,7 @@ func Datadir(ctx context.Context, job Job) (err error) {
 		if err == nil {
 			return
 		}
-		if ctx.Err() != nil && t.journaled {
+		if job.KeepInterrupted && ctx.Err() != nil && t.journaled {
 			// Interrupted (a signal): what was written and verified is
 			// kept for a resume, as a kill would have left it.
 			err = fmt.Errorf("%w; the files restored so far stay in %s: run the same restore with --resume to continue it, or empty the directory", err, t.dir)

@@ -90,7 +90,7 @@ func interrupt(t *testing.T, links []Link, target string, noSync bool) {
 	p := &counting{hold: 5 << 20, release: make(chan struct{})}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Datadir(ctx, Job{Links: links, TargetDir: target, Options: Options{Progress: p, NoSync: noSync, Workers: 2}})
+		errc <- Datadir(ctx, Job{Links: links, TargetDir: target, KeepInterrupted: true, Options: Options{Progress: p, NoSync: noSync, Workers: 2}})
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -327,6 +327,28 @@ func TestResumeStartsOverOrRefuses(t *testing.T) {
 			t.Fatalf("the running restore failed beside the refused resume: %v", err)
 		}
 		complete(t, target)
+	})
+	t.Run("interrupted, not kept unless asked", func(t *testing.T) {
+		// A transfer cut off also ends a restore's context (receive): a
+		// target not of the user's is emptied, as on any failure.
+		target := filepath.Join(t.TempDir(), "datadir")
+		ctx, cancel := context.WithCancel(ctx)
+		p := &counting{hold: 1 << 20, release: make(chan struct{})}
+		errc := make(chan error, 1)
+		go func() {
+			errc <- Datadir(ctx, Job{Links: links, TargetDir: target, Options: Options{Progress: p, NoSync: true}})
+		}()
+		for p.out.Load() <= p.hold {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		close(p.release)
+		if err := <-errc; err == nil || strings.Contains(err.Error(), "--resume") {
+			t.Fatalf("interrupted restore without KeepInterrupted: %v, want a failure that does not offer --resume", err)
+		}
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Errorf("the interrupted restore left its target (%v)", err)
+		}
 	})
 	t.Run("nothing to resume", func(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "datadir")

@@ -117,6 +117,9 @@ func (physicalEngine) Restore(ctx context.Context, req BackupRequest) (*Result, 
 	}
 	d := DatadirRequest{Repo: req.Repo, Backup: req.Backup, Job: req.Datadir, Progress: req.Progress}
 	if req.InPlace == nil {
+		// A restore into a directory of the user's: interrupted, it
+		// keeps what it wrote for --resume.
+		d.Job.KeepInterrupted = true
 		res, err := Datadir(ctx, d)
 		return &Result{Datadir: res}, err
 	}
