@@ -366,7 +366,7 @@ func (j *journal) close(flush bool) error {
 // as done are kept (those whose size no longer matches the backup's are
 // not); every other file the interrupted restore wrote is removed, to be
 // restored again. A restore whose prepare had begun, or that did not sync
-// and whose machine has rebooted since, starts over (said on log). A dir
+// and whose machine has rebooted since, starts over (said through logf). A dir
 // that is empty or absent is claimed as Claim does: there is nothing to
 // continue.
 func Reclaim(dir string, links []Link, logf func(format string, args ...any)) (*Target, error) {
@@ -383,7 +383,7 @@ func Reclaim(dir string, links []Link, logf func(format string, args ...any)) (*
 	}
 	t := &Target{dir: target, work: filepath.Join(target, workName)}
 	what, _ := os.ReadFile(filepath.Join(target, markerName))
-	mark := fmt.Sprintf("backup %s, begun %s by pid %d, resuming %s", id, time.Now().UTC().Format(time.DateTime), os.Getpid(), strings.TrimSpace(string(what)))
+	mark := fmt.Sprintf("backup %s, resumed %s by pid %d", id, time.Now().UTC().Format(time.DateTime), os.Getpid())
 	if t.marker, err = lockMarker(filepath.Join(target, markerName), ""); err != nil {
 		if errors.Is(err, errRestoring) {
 			return nil, &RefusedError{Err: fmt.Errorf("target %s: a restore is still running there (%s); --resume continues only one that was killed or interrupted", target, strings.TrimSpace(string(what)))}
