@@ -184,8 +184,9 @@ type Target struct {
 }
 
 // lockMarker creates (or opens) the marker at p, makes it say mark
-// unless mark is empty, and holds an exclusive lock on it until unlock: the lock dies with the
-// process, however it ends.
+// unless mark is empty, and holds an exclusive lock on it until unlock:
+// the lock dies with the process, however it ends (and no child inherits
+// it: the descriptor is close-on-exec).
 func lockMarker(p, mark string) (*os.File, error) {
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, physical.FileMode)
 	if err != nil {
