@@ -453,9 +453,7 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 			return nil
 		}
 		journalClosed = true
-		// What was verified is recorded, also when the restore failed:
-		// an interrupted one is resumed from it.
-		return j.close(true)
+		return j.close()
 	}
 	defer closeJournal()
 	if opt.Progress != nil {

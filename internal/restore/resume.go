@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,14 +344,13 @@ func (j *journal) preparing(link int) error {
 	return nil
 }
 
-// close stops the recording; with flush, it first records what is
-// queued. It returns the first failure to record.
-func (j *journal) close(flush bool) error {
+// close stops the recording, first recording what is queued (also when
+// the restore failed: an interrupted one is resumed from it). It returns
+// the first failure to record.
+func (j *journal) close() error {
 	close(j.stop)
 	<-j.done
-	if flush {
-		j.flush()
-	}
+	j.flush()
 	err := j.f.Close()
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -411,7 +411,7 @@ func Reclaim(dir string, links []Link, logf func(format string, args ...any)) (*
 		return refuse("its journal %s is damaged: %v", filepath.Join(target, journalName), err)
 	}
 	want := linksOf(links)
-	if !sameLinks(st.links, want) {
+	if !slices.Equal(st.links, want) {
 		return refuse("it restores %s, not %s (the backup, or its chain, is not the one the interrupted restore began)", describeLinks(st.links), describeLinks(want))
 	}
 	dirs := linkDirs(t, links)
@@ -449,18 +449,6 @@ func Reclaim(dir string, links []Link, logf func(format string, args ...any)) (*
 	}
 	ok = true
 	return t, nil
-}
-
-func sameLinks(a, b []journalLink) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func describeLinks(ls []journalLink) string {
