@@ -93,9 +93,6 @@ type Result struct {
 	RawInfo         []byte
 	CheckpointsName string
 	InfoName        string
-	// Renamed are the tablespace renames mariabackup (10.6 and later)
-	// followed in the redo log it copied, in its order.
-	Renamed []TablespaceRename
 }
 
 // StartBackup starts
@@ -261,7 +258,7 @@ func (b *Backup) wait() (*Result, error) {
 		b.stdout.Close()
 		return nil, b.sink.failure(`mariabackup --backup exited 0 but never said "completed OK!"`, nil)
 	}
-	res := &Result{Renamed: b.sink.renamed()}
+	res := &Result{}
 	res.RawCheckpoints, res.CheckpointsName, err = readFirst(b.lsnDir, metadataCandidates("checkpoints"))
 	if err != nil {
 		return nil, fmt.Errorf("mariabackup --backup: %w", err)
@@ -428,7 +425,7 @@ func (e *PrepareError) Unwrap() error { return e.Err }
 // Prepare runs mariabackup --prepare --target-dir=dir [--use-memory=X],
 // which applies the copied redo log so the files form a consistent datadir;
 // with incDir it applies that extracted incremental backup to dir instead
-// (--incremental-dir). Output goes to log line by line. Success needs exit
+// (--incremental-dir), after dropSuperseded. Output goes to log line by line. Success needs exit
 // 0 and "completed OK!".
 //
 // fileKey, if not "", is the password of the encryption plugin's key file,
@@ -457,6 +454,9 @@ func Prepare(ctx context.Context, bin *Binary, dir, incDir, useMemory, fileKey s
 	if incDir != "" {
 		inc, err := filepath.Abs(incDir)
 		if err != nil {
+			return fmt.Errorf("prepare %s: %w", incDir, err)
+		}
+		if err := dropSuperseded(abs, inc, log); err != nil {
 			return fmt.Errorf("prepare %s: %w", incDir, err)
 		}
 		args = append(args, "--incremental-dir="+inc)

@@ -444,9 +444,6 @@ func (a *attempt) checkCopy(ctx context.Context, c *copyOutcome, w *archive.Writ
 			left = append(left, e.String())
 		}
 	}
-	if a.parent != nil {
-		left = append(left, renamedWhole(a.parent.Files, w.Paths(), c.res.Renamed)...)
-	}
 	if err == nil && len(left) > 0 {
 		err = &DDLRaceError{Tables: left}
 	}

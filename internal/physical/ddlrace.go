@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/backstream/backstream/internal/archive"
 )
 
 // ddlLogName is the file a server (MariaDB 10.6 and later) writes in its
@@ -163,62 +161,4 @@ func tableOfFile(p string) string {
 		return p
 	}
 	return db + "." + strings.TrimSuffix(file, filepath.Ext(file))
-}
-
-// renamedWhole names the tables of an incremental whose tablespace the
-// redo log renamed during the copy and that mariabackup then copied whole
-// under the new name (as "<db>/<table>.new", which the prepare makes the
-// table's .ibd), while the parent holds the tablespace under the old
-// name. MariaDB 11.8.9's mariabackup does this when it meets the rename
-// in the redo log only as it handles the DDL under BLOCK_DDL: it writes
-// no .ren for the tablespace, and the prepare finds two files with one
-// space ID and fails ("Attempted to open a previously opened
-// tablespace"), though the backup said "completed OK!". Such an
-// incremental is a DDL race, never committed. parent is the parent's
-// files, streamed the paths of this copy.
-//
-// A parent that holds a rename file (<old>.ren, whose bytes name the
-// new) gave a tablespace a name its file list does not show: then any
-// renamed table may be one the parent holds, and is taken as one (the
-// cost is one more attempt; as restore --table does, for the same
-// reason). A tablespace created during this copy is no parent's, whatever
-// its name: an ALTER's #sql-alter-<pid>-<thread> table has the name an
-// earlier ALTER's on the same connection had, which a parent may hold
-// (taken as the parent's, every incremental under routine ALTERs was
-// refused).
-func renamedWhole(parent []archive.File, streamed []string, renames []TablespaceRename) []string {
-	inParent := map[string]bool{}
-	parentRenamed := false
-	for _, f := range parent {
-		if t, ok := tablespaceOf(f.Path); ok {
-			inParent[t] = true
-		}
-		parentRenamed = parentRenamed || strings.HasSuffix(f.Path, ".ren")
-	}
-	inCopy := map[string]bool{}
-	for _, p := range streamed {
-		inCopy[strings.TrimPrefix(p, "./")] = true
-	}
-	var tables []string
-	for _, r := range renames {
-		from, _ := tablespaceOf(r.From)
-		to, _ := tablespaceOf(r.To)
-		if from != to && !r.Created && inCopy[to+".new"] && (inParent[from] || parentRenamed) && !inCopy[from+".del"] {
-			tables = append(tables, fmt.Sprintf("%s (InnoDB: renamed to %s during the copy and copied whole under that name, while the parent holds it as %s)",
-				tableOfFile(r.From), tableOfFile(r.To), from))
-		}
-	}
-	return slices.Compact(slices.Sorted(slices.Values(tables)))
-}
-
-// tablespaceOf is the table a stream path of an InnoDB tablespace
-// belongs to ("r/inno" for r/inno.ibd, r/inno.ibd.delta or r/inno.new).
-func tablespaceOf(p string) (string, bool) {
-	p = strings.TrimPrefix(p, "./")
-	for _, ext := range []string{".ibd.delta", ".ibd", ".new"} {
-		if t, ok := strings.CutSuffix(p, ext); ok {
-			return t, true
-		}
-	}
-	return p, false
 }

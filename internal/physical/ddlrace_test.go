@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/repo/repotest"
 )
@@ -173,60 +172,5 @@ func TestTableOfFile(t *testing.T) {
 		if got := tableOfFile(in); got != want {
 			t.Errorf("tableOfFile(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-// An incremental that holds an InnoDB table whole (.new) under a name the
-// redo log renamed it to, while the parent holds it under the old name
-// (whole, as a delta, or as a .new of its own), is a DDL race (11.8.9's
-// prepare of it fails); a rebuild's new tablespace renamed into place, a
-// table renamed away and back, a rename mariabackup wrote a .ren for (no
-// whole copy), and one whose old name the increment deletes are not.
-func TestRenamedWhole(t *testing.T) {
-	parent := []archive.File{{Path: "r/inno.ibd"}, {Path: "r/conv.ibd.delta"}, {Path: "r/old.new"}, {Path: "r/kept.ibd"}, {Path: "r/back.ibd"}}
-	renames := []TablespaceRename{
-		{From: "r/inno.ibd", To: "r/inno_away.ibd"},
-		{From: "r/#sql-alter-416-6.ibd", To: "r/conv.ibd"},
-		{From: "r/old.ibd", To: "r/new.ibd"},
-		{From: "r/kept.ibd", To: "r/moved.ibd"},
-		{From: "r/back.ibd", To: "r/away.ibd"},
-		{From: "r/away.ibd", To: "r/back.ibd"},
-	}
-	streamed := []string{"./r/inno_away.new", "r/conv.new", "r/new.new", "r/old.del", "r/kept.ren", "r/kept.ibd.delta", "r/back.new"}
-	got := renamedWhole(parent, streamed, renames)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "r.inno (InnoDB: renamed to r.inno_away during the copy") {
-		t.Errorf("renamedWhole = %q, want r.inno alone", got)
-	}
-	// The full took the table under the name it had for a moment; the
-	// incremental takes it back under its own.
-	if got := renamedWhole([]archive.File{{Path: "r/inno_away.new"}}, []string{"r/inno.new"}, []TablespaceRename{{From: "r/inno_away.ibd", To: "r/inno.ibd"}}); len(got) != 1 {
-		t.Errorf("renamedWhole of a table renamed back = %q, want it", got)
-	}
-	if got := renamedWhole(parent, []string{"r/inno.ibd.delta", "r/inno.ren"}, renames); len(got) != 0 {
-		t.Errorf("renamedWhole of a copy with deltas and a .ren = %q, want nothing", got)
-	}
-	// The parent renamed t to a name its files do not show (t.ren holds
-	// it): a table renamed again in this copy and taken whole may be that
-	// one, so it is a race; without the parent's .ren it is a table the
-	// parent never had.
-	again := []TablespaceRename{{From: "r/t2.ibd", To: "r/t3.ibd"}}
-	if got := renamedWhole([]archive.File{{Path: "r/t.ibd.delta"}, {Path: "r/t.ren"}}, []string{"r/t3.new"}, again); len(got) != 1 || !strings.HasPrefix(got[0], "r.t2 (InnoDB: renamed to r.t3") {
-		t.Errorf("renamedWhole after a parent's rename = %q, want r.t2", got)
-	}
-	if got := renamedWhole([]archive.File{{Path: "r/t.ibd.delta"}}, []string{"r/t3.new"}, again); len(got) != 0 {
-		t.Errorf("renamedWhole of a table the parent never had = %q, want nothing", got)
-	}
-	// An ALTER's temporary table, created during this copy and renamed
-	// into place, is no parent's, though a parent holds an earlier ALTER's
-	// under the same name (#sql-alter-<pid>-<thread>); the same rename of
-	// a tablespace that was there before the copy is a race.
-	earlier := []archive.File{{Path: "r/#sql-alter-416-6.ibd"}, {Path: "r/conv.ibd"}}
-	alter := TablespaceRename{From: "r/#sql-alter-416-6.ibd", To: "r/conv.ibd", Created: true}
-	if got := renamedWhole(earlier, []string{"r/conv.new"}, []TablespaceRename{alter}); len(got) != 0 {
-		t.Errorf("renamedWhole of a tablespace created during the copy = %q, want nothing", got)
-	}
-	alter.Created = false
-	if got := renamedWhole(earlier, []string{"r/conv.new"}, []TablespaceRename{alter}); len(got) != 1 {
-		t.Errorf("renamedWhole of the parent's tablespace renamed = %q, want it", got)
 	}
 }

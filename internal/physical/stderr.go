@@ -127,10 +127,8 @@ type stderrSink struct {
 	tail      []string
 	completed bool
 	known     []string // every line that matched a known failure, in order
-	renames   []TablespaceRename
-	created   map[string]bool // the space IDs of tablespaces created during the copy
-	vanished  []string        // tables a file of which vanished during its copy, as DDLRaceError names them
-	errors    []string        // the first errorLines error lines, which the tail may have lost
+	vanished  []string // tables a file of which vanished during its copy, as DDLRaceError names them
+	errors    []string // the first errorLines error lines, which the tail may have lost
 	logErr    error
 }
 
@@ -199,15 +197,6 @@ func (s *stderrSink) lineLocked(raw string) {
 	if _, ok := knownFailure(raw); ok {
 		s.known = append(s.known, line)
 	}
-	if m := createLine.FindStringSubmatch(raw); m != nil {
-		if s.created == nil {
-			s.created = map[string]bool{}
-		}
-		s.created[m[1]] = true
-	}
-	if m := renameLine.FindStringSubmatch(raw); m != nil {
-		s.renames = append(s.renames, TablespaceRename{From: strings.TrimPrefix(m[2], "./"), To: strings.TrimPrefix(m[3], "./"), Created: s.created[m[1]]})
-	}
 	if m := vanishedLine.FindStringSubmatch(raw); m != nil {
 		s.vanished = append(s.vanished, fmt.Sprintf("%s (its file %s vanished while mariabackup copied it)",
 			strings.ReplaceAll(m[2], "`", ""), strings.TrimPrefix(m[1], "./")))
@@ -262,37 +251,11 @@ func (s *stderrSink) failure(what string, cause error) error {
 	return fmt.Errorf("%s%s", what, b.String())
 }
 
-// TablespaceRename is one tablespace rename that mariabackup followed in
-// the redo log it copied: paths as in the stream ("db/t.ibd"). Created
-// says the tablespace was created during the copy too (an ALTER's
-// #sql-alter-... table, renamed to the table's name when it is done): no
-// earlier backup holds it, whatever name it had.
-type TablespaceRename struct {
-	From, To string
-	Created  bool
-}
-
-// renameLine is how mariabackup (10.6 and later) reports a tablespace
-// rename it met in the redo log, and createLine a tablespace's creation:
-//
-//	DDL tracking : rename 10 "./r/inno.ibd","./r/inno_away.ibd"
-//	DDL tracking : create 11 "./r/#sql-alter-3f2-6.ibd"
-var (
-	renameLine = regexp.MustCompile(`DDL tracking : rename (\d+) "([^"]*)","([^"]*)"`)
-	createLine = regexp.MustCompile(`DDL tracking : create (\d+) "`)
-)
-
 // vanishedLine is how mariabackup reports a file of a non-InnoDB table
 // that was gone when it came to copy it (errno 2, ENOENT):
 //
 //	Error 2 on file ./r/conv.MYD open during `r`.`conv` table copy
 var vanishedLine = regexp.MustCompile("Error 2 on file (\\S+) open during (`.+`) table copy")
-
-func (s *stderrSink) renamed() []TablespaceRename {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.renames)
-}
 
 // vanishedTables names the tables a file of which vanished during the
 // copy, unless mariabackup also met a known failure (a full disk, a lost
