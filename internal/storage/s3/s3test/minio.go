@@ -41,6 +41,7 @@ type Server struct {
 	// removeDir: Stop removes dir (a server of Main, which no test's
 	// temporary directory holds).
 	removeDir bool
+	lazy      *lazyStart // Main's: started on the first NewBucket
 }
 
 // PinnedMinio is the MinIO release the tests run against, as
@@ -48,10 +49,22 @@ type Server struct {
 // equal).
 const PinnedMinio = "v0.0.0-20260212201848-7aac2a2c5b7c"
 
+// InstallingEnv names the environment variable through which
+// scripts/test.sh says that it is building MinIO beside the tests (on a
+// fresh machine): its value is a file the build holds an exclusive lock
+// on (flock) until it ends, and findMinio waits for that lock.
+const InstallingEnv = "BACKSTREAM_MINIO_INSTALLING"
+
 // findMinio looks for the minio binary where scripts/minio.sh puts it:
 // its cache of the pinned release, then PATH, then Go's bin directories
-// (where an older minio.sh installed it).
+// (where an older minio.sh installed it). While scripts/test.sh still
+// builds it (InstallingEnv), it waits for the build to end first.
 func findMinio() (string, error) {
+	if lock := os.Getenv(InstallingEnv); lock != "" {
+		if err := waitUnlocked(lock); err != nil {
+			return "", fmt.Errorf("waiting for scripts/test.sh's build of MinIO (%s=%s): %w", InstallingEnv, lock, err)
+		}
+	}
 	var dirs []string
 	cache := os.Getenv("XDG_CACHE_HOME")
 	if home, err := os.UserHomeDir(); cache == "" && err == nil {
@@ -84,6 +97,23 @@ func findMinio() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("minio not found on PATH nor in %v: run scripts/minio.sh install", dirs)
+}
+
+// waitUnlocked waits until no one holds an exclusive lock on the file
+// at path (a shared lock, taken and let go at once).
+func waitUnlocked(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+		if err == syscall.EINTR {
+			continue
+		}
+		return err
+	}
 }
 
 func isFile(p string) bool {
@@ -222,13 +252,13 @@ func (m *Server) TryRestart() error {
 func (m *Server) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.removeDir && m.dir != "" {
+		defer os.RemoveAll(m.dir)
+	}
 	if m.cmd == nil {
 		return
 	}
 	_ = m.cmd.Process.Kill()
-	if m.removeDir {
-		defer os.RemoveAll(m.dir)
-	}
 	// Wait until the port is closed, so that the test's next step sees
 	// the server gone.
 	for range 100 {

@@ -5,7 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // On a fresh machine scripts/minio.sh installs minio into $GOPATH/bin,
@@ -57,5 +59,41 @@ func TestPinnedMinioIsTheScripts(t *testing.T) {
 	}
 	if pin := "MINIO_MODULE=github.com/minio/minio@" + PinnedMinio + "\n"; !strings.Contains(string(script), pin) {
 		t.Errorf("scripts/minio.sh does not pin %q: the script and PinnedMinio disagree", pin)
+	}
+}
+
+// While scripts/test.sh builds MinIO beside the tests, findMinio waits
+// for the build's lock and then finds what it built.
+func TestFindMinioWaitsForTheBuild(t *testing.T) {
+	cache := t.TempDir()
+	want := filepath.Join(cache, "backstream-minio", PinnedMinio, "minio")
+	lock := filepath.Join(t.TempDir(), "minio.lock")
+	held, err := os.Create(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv(InstallingEnv, lock)
+	built := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		err := os.MkdirAll(filepath.Dir(want), 0o755)
+		if err == nil {
+			err = os.WriteFile(want, []byte("#!/bin/sh\n"), 0o755)
+		}
+		held.Close() // the build ends: its lock goes
+		built <- err
+	}()
+	got, err := findMinio()
+	if err := <-built; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || got != want {
+		t.Fatalf("findMinio() = %q, %v; want %q", got, err, want)
 	}
 }

@@ -31,46 +31,57 @@ func processCredentials() (user, pass string) {
 	return credUser, credPass
 }
 
-// Main starts one MinIO for a whole test binary and points the AWS
-// environment (endpoint, region, credentials; the machine's own AWS files
-// hidden) at it. Call it from TestMain before m.Run, and Stop the server
-// after. Tests make their own buckets on it with NewBucket.
-func Main() (*Server, error) {
+// Main returns the one MinIO of a whole test binary, started on the
+// first NewBucket: its AWS environment (endpoint, region, credentials;
+// the machine's own AWS files hidden) is set then, before any test uses
+// it. Call it from TestMain before m.Run, and Stop the server after.
+// Tests make their own buckets on it with NewBucket. The start waits
+// for the first use so that the package's other tests run while
+// scripts/test.sh still builds MinIO on a fresh machine (findMinio waits
+// for that build).
+func Main() *Server {
+	m := &Server{removeDir: true, lazy: &lazyStart{}}
+	m.user, m.pass = processCredentials()
+	return m
+}
+
+// lazyStart is the start of Main's server: once, on first use.
+type lazyStart struct {
+	once sync.Once
+	err  error
+}
+
+// startShared starts Main's server and points the AWS environment at it.
+func (m *Server) startShared() error {
 	bin, err := findMinio()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	dir, err := os.MkdirTemp("", "backstream-minio-*")
-	if err != nil {
-		return nil, err
+	if m.dir, err = os.MkdirTemp("", "backstream-minio-*"); err != nil {
+		return err
 	}
-	port, err := freePortErr()
-	if err != nil {
-		return nil, err
+	if m.port, err = freePortErr(); err != nil {
+		return err
 	}
-	console, err := freePortErr()
-	if err != nil {
-		return nil, err
+	if m.console, err = freePortErr(); err != nil {
+		return err
 	}
-	m := &Server{bin: bin, dir: dir, port: port, console: console, removeDir: true}
-	m.user, m.pass = processCredentials()
+	m.bin = bin
 	m.Endpoint = "http://127.0.0.1:" + strconv.Itoa(m.port)
 	if err := m.TryRestart(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return err
 	}
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL": m.Endpoint, "AWS_REGION": "us-east-1",
 		"AWS_ACCESS_KEY_ID": m.user, "AWS_SECRET_ACCESS_KEY": m.pass, "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "no-credentials"), "AWS_CONFIG_FILE": filepath.Join(dir, "no-config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(m.dir, "no-credentials"), "AWS_CONFIG_FILE": filepath.Join(m.dir, "no-config"),
 		"AWS_CA_BUNDLE": "",
 	} {
 		if err := os.Setenv(k, v); err != nil {
-			m.Stop()
-			return nil, err
+			return err
 		}
 	}
-	return m, nil
+	return nil
 }
 
 var buckets atomic.Int64
@@ -78,6 +89,14 @@ var buckets atomic.Int64
 // NewBucket makes an empty bucket for the test and returns its name.
 func (m *Server) NewBucket(t *testing.T) string {
 	t.Helper()
+	if m.lazy != nil {
+		m.lazy.once.Do(func() { m.lazy.err = m.startShared() })
+		if m.lazy.err != nil {
+			// Every repository test needs it: a missing MinIO is a
+			// failure, never a skip (scripts/test.sh installs it).
+			t.Fatalf("starting the test binary's MinIO: %v", m.lazy.err)
+		}
+	}
 	name := fmt.Sprintf("bs-%d-%s", buckets.Add(1), strings.ToLower(testkit.RandomHex(3)))
 	if err := m.Client(t).MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
 		t.Fatalf("creating bucket %s: %v", name, err)
