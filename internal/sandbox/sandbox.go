@@ -212,12 +212,6 @@ func Start(ctx context.Context, opt Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if opt.Galera != nil {
-		s.GaleraPorts = opt.Galera.Ports
-		if err := s.GaleraPorts.choosePorts(); err != nil {
-			return nil, err
-		}
-	}
 	switch {
 	case !initialised && opt.joining():
 		if err := s.prepareJoinerDatadir(); err != nil {
@@ -242,6 +236,14 @@ func Start(ctx context.Context, opt Options) (_ *Server, err error) {
 		port, err := pickPort()
 		if err != nil {
 			return nil, err
+		}
+		if opt.Galera != nil {
+			// Those the options name stay; the others are picked
+			// anew, as the server's port is.
+			s.GaleraPorts = opt.Galera.Ports
+			if err := s.GaleraPorts.choosePorts(); err != nil {
+				return nil, err
+			}
 		}
 		err = s.launch(ctx, mariadbd, port)
 		if err == nil {
@@ -518,7 +520,10 @@ func (s *Server) launch(ctx context.Context, mariadbd string, port int) error {
 	s.kill()
 	logTail := s.logTailSince(logOffset)
 	err = fmt.Errorf("sandbox: mariadbd on %s (port %d): %w\nerror log %s:\n%s", s.Datadir, port, err, s.ErrorLog, logTail)
-	if strings.Contains(logTail, "Bind on TCP/IP port") || strings.Contains(logTail, "another mysqld server running on port") {
+	// The last: a Galera node's own listener (group communication, the
+	// IST receiver) found its port taken; a joiner then fails its join.
+	if strings.Contains(logTail, "Bind on TCP/IP port") || strings.Contains(logTail, "another mysqld server running on port") ||
+		strings.Contains(logTail, "Failed to listen: bind: Address already in use") {
 		return &bindError{err}
 	}
 	return err
