@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs backstream's whole test suite: formatting, vet, staticcheck, and every
 # test with the race detector, against real sandbox MariaDB servers, the real
-# mariabackup and mbstream, and a real MinIO (all installed first if
-# missing). Extra arguments go to go test. In CI (CI=true) or with FUZZ=1 it
+# mariabackup and mbstream, and a real MinIO (each installed if missing:
+# the packages first, MinIO built beside the tests, whose S3 tests wait
+# for it). Extra arguments go to go test. In CI (CI=true) or with FUZZ=1 it
 # also runs every fuzz target, beside the rest at the lowest CPU priority:
 # the parsers of what a network peer sends and of what a repository holds
 # for FUZZTIME (3s) each, the others for FUZZTIME_OTHER (1s). At the end
