@@ -35,9 +35,9 @@ func smallBackupInto(t *testing.T, location string) (*sandbox.Server, string) {
 func TestDamagedBackupIsRefused(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, repo testRepo) {
-		_, id := smallBackupInto(t, repo.location)
+		_, id := smallBackupInto(t, repo.Location)
 		object := "backups/" + id + "/streams/00001.xbs.zst"
-		original := repo.read(t, object)
+		original := repo.Read(t, object)
 		cases := []struct {
 			name   string
 			damage func([]byte) []byte
@@ -52,11 +52,11 @@ func TestDamagedBackupIsRefused(t *testing.T) {
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				repo.write(t, object, tc.damage(original))
-				defer repo.write(t, object, original)
+				repo.Write(t, object, tc.damage(original))
+				defer repo.Write(t, object, original)
 				for _, cmd := range [][]string{
-					{"verify", id, "--repo", repo.location},
-					{"restore", id, "--repo", repo.location, "--target-dir", filepath.Join(t.TempDir(), "target")},
+					{"verify", id, "--repo", repo.Location},
+					{"restore", id, "--repo", repo.Location, "--target-dir", filepath.Join(t.TempDir(), "target")},
 				} {
 					r := run(t, cmd...)
 					if r.code != ExitCorrupt {
@@ -76,7 +76,7 @@ func TestDamagedBackupIsRefused(t *testing.T) {
 			})
 		}
 		// Undamaged again, it verifies.
-		run(t, "verify", id, "--repo", repo.location).mustSucceed(t)
+		run(t, "verify", id, "--repo", repo.Location).mustSucceed(t)
 	})
 }
 

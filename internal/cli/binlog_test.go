@@ -19,6 +19,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/usecasetest"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -110,7 +111,7 @@ func TestBinlogArchive(t *testing.T) {
 			t.Errorf("%s: index %+v", f.Name, f)
 		}
 		if i > 0 && f.FirstGTID != "" && ms[i-1].Binlog.LastGTID != "" {
-			if next, prev := seqOf(t, f.FirstGTID), seqOf(t, ms[i-1].Binlog.LastGTID); next != prev+1 {
+			if next, prev := usecasetest.SeqOf(t, f.FirstGTID), usecasetest.SeqOf(t, ms[i-1].Binlog.LastGTID); next != prev+1 {
 				t.Errorf("%s starts at GTID %s, the file before ends at %s", f.Name, f.FirstGTID, ms[i-1].Binlog.LastGTID)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Issue 28 items 5 and 9, on a local and a MinIO repository: a backup,
@@ -37,8 +38,8 @@ import (
 func TestEveryBinlogDamageIsDetected(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	for _, k := range backendKinds {
-		t.Run(k.name, func(t *testing.T) { binlogDamage(t, bin, k.make(t)) })
+	for _, k := range usecasetest.Backends {
+		t.Run(k.Name, func(t *testing.T) { binlogDamage(t, bin, testRepo{k.Make(t)}) })
 	}
 }
 
@@ -69,13 +70,13 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 		t.Fatal(err)
 	}
 	source := binlog.SourceKey(hostname, serverID)
-	run(t, append([]string{"backup", "--repo", tr.location}, sandboxConn(src)...)...).mustSucceed(t)
+	run(t, append([]string{"backup", "--repo", tr.Location}, sandboxConn(src)...)...).mustSucceed(t)
 	for range 3 {
 		insert(20)
 		exec1("FLUSH BINARY LOGS")
 	}
 
-	follow := exec.Command(bin, append([]string{"binlog", "--repo", tr.location, "--follow", "--flush-interval", "200ms", "--progress", "plain"}, sandboxConn(src)...)...)
+	follow := exec.Command(bin, append([]string{"binlog", "--repo", tr.Location, "--follow", "--flush-interval", "200ms", "--progress", "plain"}, sandboxConn(src)...)...)
 	var stderr testkit.SyncBuffer
 	follow.Stderr = &stderr
 	if err := follow.Start(); err != nil {
@@ -92,7 +93,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 	if err := db.QueryRow("SHOW MASTER STATUS").Scan(&active, &pos, &doDB, &ignoreDB); err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(ctx, tr.backend)
+	r, err := repo.Open(ctx, tr.Backend)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 		}
 	})
 	t.Run("nothing_behind_after_a_clean_stop", func(t *testing.T) {
-		lst := run(t, "list", "--repo", tr.location, "--binlogs").mustSucceed(t)
+		lst := run(t, "list", "--repo", tr.Location, "--binlogs").mustSucceed(t)
 		if strings.Contains(lst.stdout, "behind the server when binlog last ran") || !strings.Contains(lst.stdout, "lag: none") {
 			t.Errorf("list --binlogs after a clean stop of binlog --follow does not say the archive is complete:\n%s", lst.stdout)
 		}
@@ -128,7 +129,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 			Size     int64  `json:"size"`
 			Segments int    `json:"segments"`
 		}
-		js := run(t, "list", "--repo", tr.location, "--binlogs", "--json").mustSucceed(t)
+		js := run(t, "list", "--repo", tr.Location, "--binlogs", "--json").mustSucceed(t)
 		if err := json.Unmarshal([]byte(js.stdout), &entries); err != nil {
 			t.Fatal(err)
 		}
@@ -145,8 +146,8 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 		// up, stopped: every row.
 		until := lastInsert.Add(2 * time.Second).UTC().Format(time.RFC3339)
 		target := filepath.Join(t.TempDir(), "restored")
-		run(t, "restore", "--repo", tr.location, "--until", until, "--target-dir", target).mustSucceed(t)
-		dst := serverOn(t, target)
+		run(t, "restore", "--repo", tr.Location, "--until", until, "--target-dir", target).mustSucceed(t)
+		dst := usecasetest.ServerOn(t, target)
 		defer dst.Stop(ctx)
 		var got int
 		if err := dst.DB().QueryRow("SELECT COUNT(*) FROM m.t").Scan(&got); err != nil {
@@ -156,8 +157,8 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 			t.Errorf("restore --until %s: %d rows, want %d", until, got, rows)
 		}
 	})
-	run(t, "verify", "--repo", tr.location, "--binlogs").mustSucceed(t)
-	if c := run(t, "check", "--repo", tr.location); strings.Contains(said(c), "binary log archive") {
+	run(t, "verify", "--repo", tr.Location, "--binlogs").mustSucceed(t)
+	if c := run(t, "check", "--repo", tr.Location); strings.Contains(said(c), "binary log archive") {
 		t.Errorf("check of an undamaged archive reports it:\n%s", said(c))
 	}
 
@@ -171,7 +172,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 	}
 	// The head says where the archive ends (binlogs/<source>/head.json).
 	head := "binlogs/" + source + "/head.json"
-	if _, err := tr.backend.Stat(ctx, head); err != nil {
+	if _, err := tr.Backend.Stat(ctx, head); err != nil {
 		t.Errorf("no head object: %v", err)
 	}
 	middle := files[len(files)-2].Name
@@ -189,15 +190,15 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 		{"the head", []string{head}, "head", ""},
 	} {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			restore := damage(t, tr.backend, c.objects)
+			restore := damage(t, tr.Backend, c.objects)
 			defer restore()
-			if v := run(t, "verify", "--repo", tr.location, "--binlogs"); v.code == 0 || !strings.Contains(said(v), c.want) {
+			if v := run(t, "verify", "--repo", tr.Location, "--binlogs"); v.code == 0 || !strings.Contains(said(v), c.want) {
 				t.Errorf("verify --binlogs with %s deleted: exit %d, want non-zero naming %s:\n%s", c.name, v.code, c.want, said(v))
 			}
-			if v := run(t, "check", "--repo", tr.location); v.code == 0 || !strings.Contains(said(v), c.want) {
+			if v := run(t, "check", "--repo", tr.Location); v.code == 0 || !strings.Contains(said(v), c.want) {
 				t.Errorf("check with %s deleted: exit %d, want non-zero naming %s:\n%s", c.name, v.code, c.want, said(v))
 			}
-			v := run(t, "list", "--repo", tr.location, "--binlogs")
+			v := run(t, "list", "--repo", tr.Location, "--binlogs")
 			if !strings.Contains(v.stdout, "BROKEN") {
 				t.Errorf("list --binlogs with %s deleted does not show the break:\n%s", c.name, v.stdout)
 			}
@@ -208,7 +209,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 				}
 			}
 			target := filepath.Join(t.TempDir(), "restored")
-			if v := run(t, "restore", "--repo", tr.location, "--until", "end", "--target-dir", target); v.code == 0 || !strings.Contains(said(v), c.want) {
+			if v := run(t, "restore", "--repo", tr.Location, "--until", "end", "--target-dir", target); v.code == 0 || !strings.Contains(said(v), c.want) {
 				t.Errorf("restore --until end with %s deleted: exit %d, want non-zero naming %s:\n%s", c.name, v.code, c.want, said(v))
 			}
 			if _, err := os.Stat(target); !os.IsNotExist(err) {
@@ -217,7 +218,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 		})
 	}
 	// Every object back: whole again.
-	run(t, "verify", "--repo", tr.location, "--binlogs").mustSucceed(t)
+	run(t, "verify", "--repo", tr.Location, "--binlogs").mustSucceed(t)
 }
 
 // said is everything a command run said: its output and its error.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Binary logs purged on the source while binlog was not running: the next
@@ -200,7 +201,7 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Backup == "" || len(res.Binlogs) == 0 || res.Target != target {
 		t.Errorf("restore --until end --json: %v, %+v:\n%s", err, res, out)
 	}
-	compareChecksums(t, checksums(t, serverOn(t, target)), checksums(t, again))
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), usecasetest.Checksums(t, again))
 }
 
 // checkStatusJSON checks that list --binlogs --status --json gives, for

@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // binlog checks the server's settings first: log_bin OFF is refused
@@ -94,6 +95,6 @@ func TestBinlogServerSettings(t *testing.T) {
 		run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 		target := filepath.Join(t.TempDir(), "target")
 		run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
-		compareChecksums(t, checksums(t, serverOn(t, target)), checksums(t, src))
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), usecasetest.Checksums(t, src))
 	})
 }

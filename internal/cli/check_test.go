@@ -104,12 +104,12 @@ func TestCheckAndMetricsFile(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, repo testRepo) {
 		metricsFile := filepath.Join(t.TempDir(), "backstream.prom")
 		backup := func(extra ...string) result {
-			return run(t, append([]string{"backup", "--repo", repo.location, "--parallel", "2", "--defaults-file", cnf, "--metrics-file", metricsFile}, extra...)...)
+			return run(t, append([]string{"backup", "--repo", repo.Location, "--parallel", "2", "--defaults-file", cnf, "--metrics-file", metricsFile}, extra...)...)
 		}
 		before := time.Now()
 		backup().mustSucceed(t)
 		after := time.Now()
-		entries := backupListing(t, repo.location)
+		entries := backupListing(t, repo.Location)
 		if len(entries) != 1 {
 			t.Fatalf("%d backups", len(entries))
 		}
@@ -121,8 +121,8 @@ func TestCheckAndMetricsFile(t *testing.T) {
 		if success < float64(before.Unix()) || success > float64(after.Unix()+1) {
 			t.Errorf("last success at %v, not between %v and %v", success, before.Unix(), after.Unix())
 		}
-		if lbl["repository"] != repo.location || lbl["server"] != src.Socket {
-			t.Errorf("labels %v; want the repository %s and the server %s", lbl, repo.location, src.Socket)
+		if lbl["repository"] != repo.Location || lbl["server"] != src.Socket {
+			t.Errorf("labels %v; want the repository %s and the server %s", lbl, repo.Location, src.Socket)
 		}
 		raw, _ := metricOf(t, ms, "backstream_last_success_raw_bytes", "backup")
 		stored, _ := metricOf(t, ms, "backstream_last_success_stored_bytes", "backup")
@@ -135,19 +135,19 @@ func TestCheckAndMetricsFile(t *testing.T) {
 		}
 
 		// check: healthy now, and two hours after the backup finished.
-		r := run(t, "check", "--repo", repo.location, "--max-age", "1h").mustSucceed(t)
+		r := run(t, "check", "--repo", repo.Location, "--max-age", "1h").mustSucceed(t)
 		t.Logf("check printed %q", r.stdout)
 		if !strings.HasPrefix(r.stdout, "OK: ") || strings.Count(r.stdout, "\n") != 1 || !strings.Contains(r.stdout, full.ID) {
 			t.Errorf("check of a fresh backup printed %q", r.stdout)
 		}
 		later := full.Finished.Add(2*time.Hour + 10*time.Second).UTC().Format(time.RFC3339)
-		r = run(t, "check", "--repo", repo.location, "--max-age", "1h", "--now", later)
+		r = run(t, "check", "--repo", repo.Location, "--max-age", "1h", "--now", later)
 		if r.code != ExitFailure || r.err == nil || strings.Contains(r.err.Error(), "\n") ||
 			!strings.Contains(r.err.Error(), "the newest complete backup, "+full.ID+", finished 2h ago") || !strings.Contains(r.err.Error(), "more than the 1h allowed") {
 			t.Errorf("check two hours later: exit %d, %v; want %d naming %s and its age", r.code, r.err, ExitFailure, full.ID)
 		}
 		// --json: the same verdict as one object, the same exit code.
-		r = run(t, "check", "--repo", repo.location, "--max-age", "1h", "--now", later, "--json")
+		r = run(t, "check", "--repo", repo.Location, "--max-age", "1h", "--now", later, "--json")
 		var rep struct {
 			OK       bool   `json:"ok"`
 			Newest   string `json:"newest"`
@@ -160,7 +160,7 @@ func TestCheckAndMetricsFile(t *testing.T) {
 			len(rep.Problems) != 1 || rep.Problems[0].Kind != "stale" {
 			t.Errorf("check --json two hours later: exit %d, %v, %+v:\n%s", r.code, err, rep, r.stdout)
 		}
-		if r := run(t, "check", "--repo", repo.location, "--max-age", "soon", "--metrics-file", metricsFile); r.code != ExitUsage {
+		if r := run(t, "check", "--repo", repo.Location, "--max-age", "soon", "--metrics-file", metricsFile); r.code != ExitUsage {
 			t.Errorf("check --max-age soon: exit %d (%v)", r.code, r.err)
 		}
 
@@ -199,7 +199,7 @@ func TestCheckAndMetricsFile(t *testing.T) {
 		// then gone: the chain is broken at it, named.
 		backup("--incremental").mustSucceed(t)
 		var inc string
-		for _, e := range backupListing(t, repo.location) {
+		for _, e := range backupListing(t, repo.Location) {
 			if e.Parent == full.ID {
 				inc = e.ID
 			}
@@ -208,17 +208,17 @@ func TestCheckAndMetricsFile(t *testing.T) {
 			t.Fatal("no incremental on the full backup")
 		}
 		manifest := "backups/" + full.ID + "/manifest.json"
-		data = repo.read(t, manifest)
-		repo.write(t, manifest, data[:len(data)/2])
-		r = run(t, "check", "--repo", repo.location, "--max-age", "1h")
+		data = repo.Read(t, manifest)
+		repo.Write(t, manifest, data[:len(data)/2])
+		r = run(t, "check", "--repo", repo.Location, "--max-age", "1h")
 		if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), "backup "+inc+" cannot be restored") ||
 			!strings.Contains(r.err.Error(), "broken at its parent "+full.ID) || !strings.Contains(r.err.Error(), manifest) {
 			t.Errorf("check with the full's manifest damaged: exit %d, %v; want %d naming %s, %s and %s", r.code, r.err, ExitCorrupt, inc, full.ID, manifest)
 		}
-		if err := repo.backend.Delete(context.Background(), manifest); err != nil {
+		if err := repo.Backend.Delete(context.Background(), manifest); err != nil {
 			t.Fatal(err)
 		}
-		r = run(t, "check", "--repo", repo.location, "--max-age", "1h", "--metrics-file", metricsFile)
+		r = run(t, "check", "--repo", repo.Location, "--max-age", "1h", "--metrics-file", metricsFile)
 		if r.code != ExitFailure || r.err == nil || strings.Contains(r.err.Error(), "\n") ||
 			!strings.Contains(r.err.Error(), "backup "+inc+" cannot be restored: its chain is broken: its parent "+full.ID+" is not a complete backup") {
 			t.Errorf("check with the full's manifest gone: exit %d, %v; want %d naming %s and %s", r.code, r.err, ExitFailure, inc, full.ID)

@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/servercopy"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // copyConn names source and target sandboxes for copy.
@@ -29,7 +30,7 @@ func copyConn(src, dst *sandbox.Server) []string {
 // of loads and copies (database backstream_load), which a copy keeps.
 func userChecksums(t *testing.T, s *sandbox.Server) map[string]string {
 	t.Helper()
-	sums := checksums(t, s)
+	sums := usecasetest.Checksums(t, s)
 	for k := range sums {
 		if strings.HasPrefix(k, "backstream_load.") {
 			delete(sums, k)
@@ -57,7 +58,7 @@ func TestCopyRenameAndFilters(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	wantSums := checksums(t, src)
+	wantSums := usecasetest.Checksums(t, src)
 	wantObjs, err := sandboxtest.DescribeObjects(ctx, src.DB(), "fid_a", "fid_b")
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +188,7 @@ func TestCopyResumeAfterKill(t *testing.T) {
 			t.Errorf("resume printed %q; want it to say %q", r.stdout, want)
 		}
 	}
-	compareChecksums(t, userChecksums(t, dst), userChecksums(t, src))
+	usecasetest.CompareChecksums(t, userChecksums(t, dst), userChecksums(t, src))
 	wantObjs, err := sandboxtest.DescribeObjects(ctx, src.DB(), "r")
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func TestCopyReplicate(t *testing.T) {
 			}
 			s.DB().QueryRowContext(ctx, "SELECT name FROM sample.small_01 WHERE id = 1000001").Scan(&got)
 		}
-		compareChecksums(t, userChecksums(t, s), userChecksums(t, src))
+		usecasetest.CompareChecksums(t, userChecksums(t, s), userChecksums(t, src))
 	}
 }
 
@@ -330,7 +331,7 @@ func TestCopyRefusals(t *testing.T) {
 		t.Errorf("--replicate with --database: exit %d, %v; want a usage error", r.code, r.err)
 	}
 	run(t, append([]string{"copy", "--drop-existing"}, copyConn(src, dst)...)...).mustSucceed(t)
-	compareChecksums(t, userChecksums(t, dst), userChecksums(t, src))
+	usecasetest.CompareChecksums(t, userChecksums(t, dst), userChecksums(t, src))
 }
 
 // A copy with --mask and --rename-database: the masked columns differ from

@@ -14,6 +14,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // The target server is killed (SIGKILL) in the middle of a load, then
@@ -247,7 +248,7 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareChecksums(t, got, want)
+			usecasetest.CompareChecksums(t, got, want)
 			gotObjs, err := sandboxtest.DescribeObjects(ctx, dst.DB(), "crash")
 			if err != nil {
 				t.Fatal(err)

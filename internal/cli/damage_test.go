@@ -28,8 +28,8 @@ func TestDamagedManifestIsContained(t *testing.T) {
 		before := map[string]bool{}
 		backup := func(extra ...string) string {
 			t.Helper()
-			run(t, append(append([]string{"backup", "--repo", repo.location, "--parallel", "2"}, extra...), sandboxConn(src)...)...).mustSucceed(t)
-			for _, e := range backupListing(t, repo.location) {
+			run(t, append(append([]string{"backup", "--repo", repo.Location, "--parallel", "2"}, extra...), sandboxConn(src)...)...).mustSucceed(t)
+			for _, e := range backupListing(t, repo.Location) {
 				if !before[e.ID] {
 					before[e.ID] = true
 					return e.ID
@@ -41,10 +41,10 @@ func TestDamagedManifestIsContained(t *testing.T) {
 		full := backup()
 		damaged := backup("--incremental")
 		manifest := "backups/" + damaged + "/manifest.json"
-		data := repo.read(t, manifest)
-		repo.write(t, manifest, data[:len(data)/2])
+		data := repo.Read(t, manifest)
+		repo.Write(t, manifest, data[:len(data)/2])
 
-		r := run(t, "list", "--repo", repo.location).mustSucceed(t)
+		r := run(t, "list", "--repo", repo.Location).mustSucceed(t)
 		if !strings.Contains(r.stdout, damaged) || !strings.Contains(r.stdout, "DAMAGED") || !strings.Contains(r.stdout, full) {
 			t.Errorf("list does not show %s as damaged next to %s:\n%s", damaged, full, r.stdout)
 		}
@@ -52,7 +52,7 @@ func TestDamagedManifestIsContained(t *testing.T) {
 			t.Errorf("list does not name %s: %s", manifest, r.stderr)
 		}
 		var sawDamaged bool
-		for _, e := range backupListing(t, repo.location) {
+		for _, e := range backupListing(t, repo.Location) {
 			if e.ID == damaged {
 				sawDamaged = e.Damaged && strings.Contains(e.Damage, manifest)
 			} else if e.Damaged {
@@ -65,15 +65,15 @@ func TestDamagedManifestIsContained(t *testing.T) {
 
 		// A new incremental skips the damaged backup and builds on the full.
 		next := backup("--incremental")
-		for _, e := range backupListing(t, repo.location) {
+		for _, e := range backupListing(t, repo.Location) {
 			if e.ID == next && e.Parent != full {
 				t.Errorf("the new incremental %s builds on %q, want %s", next, e.Parent, full)
 			}
 		}
 
 		for _, cmd := range [][]string{
-			{"verify", damaged, "--repo", repo.location},
-			{"restore", damaged, "--repo", repo.location, "--target-dir", filepath.Join(t.TempDir(), "target")},
+			{"verify", damaged, "--repo", repo.Location},
+			{"restore", damaged, "--repo", repo.Location, "--target-dir", filepath.Join(t.TempDir(), "target")},
 		} {
 			r := run(t, cmd...)
 			if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), manifest) {
@@ -81,19 +81,19 @@ func TestDamagedManifestIsContained(t *testing.T) {
 			}
 		}
 		// latest is the newest undamaged backup.
-		if r := run(t, "verify", "--repo", repo.location).mustSucceed(t); !strings.Contains(r.stdout, next) {
+		if r := run(t, "verify", "--repo", repo.Location).mustSucceed(t); !strings.Contains(r.stdout, next) {
 			t.Errorf("verify latest did not verify %s: %s", next, r.stdout)
 		}
 
-		r = run(t, "expire", "--repo", repo.location, "--keep-last", "1", "--prune-incomplete", "--confirm").mustSucceed(t)
+		r = run(t, "expire", "--repo", repo.Location, "--keep-last", "1", "--prune-incomplete", "--confirm").mustSucceed(t)
 		if !strings.Contains(r.stdout, damaged) || !strings.Contains(r.stdout, "damaged manifest") {
 			t.Errorf("expire's plan does not say why %s is kept:\n%s", damaged, r.stdout)
 		}
-		if got := repo.read(t, manifest); len(got) != len(data)/2 {
+		if got := repo.Read(t, manifest); len(got) != len(data)/2 {
 			t.Errorf("expire changed the damaged manifest")
 		}
 		left := map[string]bool{}
-		for _, e := range backupListing(t, repo.location) {
+		for _, e := range backupListing(t, repo.Location) {
 			left[e.ID] = true
 		}
 		if len(left) != 3 || !left[full] || !left[damaged] || !left[next] {
@@ -113,15 +113,15 @@ func TestEncryptedDamageIsNamed(t *testing.T) {
 	}
 	pub, key := ageKeys(t)
 	forEachBackend(t, func(t *testing.T, repo testRepo) {
-		run(t, append([]string{"backup", "--repo", repo.location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
-		id := backupListing(t, repo.location)[0].ID
+		run(t, append([]string{"backup", "--repo", repo.Location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
+		id := backupListing(t, repo.Location)[0].ID
 		stream := "backups/" + id + "/streams/00000.xbs.zst.age"
 		index := "backups/" + id + "/streams/00000.idx.age"
-		original := repo.read(t, stream)
-		originalIndex := repo.read(t, index)
+		original := repo.Read(t, stream)
+		originalIndex := repo.Read(t, index)
 		verify := func(what, object string) {
 			t.Helper()
-			r := run(t, "verify", id, "--repo", repo.location, "--identity-file", key)
+			r := run(t, "verify", id, "--repo", repo.Location, "--identity-file", key)
 			if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), object) || strings.Contains(r.err.Error(), "wrong key") {
 				t.Errorf("verify with %s: exit %d (%v); want %d naming %s, not a wrong key", what, r.code, r.err, ExitCorrupt, object)
 			}
@@ -129,20 +129,20 @@ func TestEncryptedDamageIsNamed(t *testing.T) {
 
 		damaged := bytes.Clone(original)
 		damaged[len(damaged)/2] ^= 1
-		repo.write(t, stream, damaged)
+		repo.Write(t, stream, damaged)
 		verify("a flipped byte in the stream object", stream)
-		if err := repo.backend.Delete(context.Background(), stream); err != nil {
+		if err := repo.Backend.Delete(context.Background(), stream); err != nil {
 			t.Fatal(err)
 		}
 		verify("the stream object missing", "streams/00000.xbs.zst")
-		repo.write(t, stream, original)
+		repo.Write(t, stream, original)
 
-		if err := repo.backend.Delete(context.Background(), index); err != nil {
+		if err := repo.Backend.Delete(context.Background(), index); err != nil {
 			t.Fatal(err)
 		}
 		verify("the frame index missing", "streams/00000.idx")
-		repo.write(t, index, originalIndex)
-		run(t, "verify", id, "--repo", repo.location, "--identity-file", key).mustSucceed(t)
+		repo.Write(t, index, originalIndex)
+		run(t, "verify", id, "--repo", repo.Location, "--identity-file", key).mustSucceed(t)
 	})
 }
 
@@ -156,13 +156,13 @@ func TestCatNeverWritesDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	forEachBackend(t, func(t *testing.T, repo testRepo) {
-		run(t, append([]string{"backup", "--repo", repo.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-		id := backupListing(t, repo.location)[0].ID
+		run(t, append([]string{"backup", "--repo", repo.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+		id := backupListing(t, repo.Location)[0].ID
 		object := "backups/" + id + "/streams/00000.xbs.zst"
-		damaged := repo.read(t, object)
+		damaged := repo.Read(t, object)
 		damaged[len(damaged)/2] ^= 1
-		repo.write(t, object, damaged)
-		r := run(t, "cat", id, "--repo", repo.location)
+		repo.Write(t, object, damaged)
+		r := run(t, "cat", id, "--repo", repo.Location)
 		if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), "00000.xbs.zst") || !strings.Contains(r.err.Error(), "frame") {
 			t.Fatalf("cat of a damaged backup: exit %d (%v); want %d naming the object and frame", r.code, r.err, ExitCorrupt)
 		}
@@ -206,9 +206,9 @@ func TestDamagedRecipientStanzaIsDamage(t *testing.T) {
 			{"identity file", []string{"--recipient-file", pub}, []string{"--identity-file", key}, []string{"--identity-file", otherKey}},
 			{"passphrase", []string{"--passphrase-file", pass}, []string{"--passphrase-file", pass}, []string{"--passphrase-file", wrongPass}},
 		} {
-			run(t, append(append([]string{"backup", "--repo", repo.location, "--encrypt"}, c.encrypt...), sandboxConn(src)...)...).mustSucceed(t)
+			run(t, append(append([]string{"backup", "--repo", repo.Location, "--encrypt"}, c.encrypt...), sandboxConn(src)...)...).mustSucceed(t)
 			var id string
-			for _, e := range backupListing(t, repo.location) {
+			for _, e := range backupListing(t, repo.Location) {
 				if !seen[e.ID] {
 					id, seen[e.ID] = e.ID, true
 				}
@@ -217,27 +217,27 @@ func TestDamagedRecipientStanzaIsDamage(t *testing.T) {
 			index := "backups/" + id + "/streams/00000.idx.age"
 			wantDamage := func(object string, args ...string) {
 				t.Helper()
-				r := run(t, append(append(args, "--repo", repo.location), c.right...)...)
+				r := run(t, append(append(args, "--repo", repo.Location), c.right...)...)
 				if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), object) || strings.Contains(r.err.Error(), "wrong key") {
 					t.Errorf("%s: %s with a flipped byte in the stanza of %s: exit %d (%v); want %d naming it, not a wrong key", c.name, args[0], object, r.code, r.err, ExitCorrupt)
 				}
 			}
 
-			original := repo.read(t, stream)
-			repo.write(t, stream, testkit.FlipInAgeStanza(t, original))
+			original := repo.Read(t, stream)
+			repo.Write(t, stream, testkit.FlipInAgeStanza(t, original))
 			wantDamage(stream, "verify", id)
 			wantDamage(stream, "restore", id, "--target-dir", filepath.Join(t.TempDir(), "target"))
-			repo.write(t, stream, original)
+			repo.Write(t, stream, original)
 
-			original = repo.read(t, index)
-			repo.write(t, index, testkit.FlipInAgeStanza(t, original))
+			original = repo.Read(t, index)
+			repo.Write(t, index, testkit.FlipInAgeStanza(t, original))
 			wantDamage(index, "verify", id)
-			r := run(t, append([]string{"verify", id, "--repo", repo.location}, c.wrong...)...)
+			r := run(t, append([]string{"verify", id, "--repo", repo.Location}, c.wrong...)...)
 			if r.code == ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), "wrong key") {
 				t.Errorf("%s: verify with another key: exit %d (%v); want a wrong key", c.name, r.code, r.err)
 			}
-			repo.write(t, index, original)
-			run(t, append([]string{"verify", id, "--repo", repo.location}, c.right...)...).mustSucceed(t)
+			repo.Write(t, index, original)
+			run(t, append([]string{"verify", id, "--repo", repo.Location}, c.right...)...).mustSucceed(t)
 		}
 	})
 }

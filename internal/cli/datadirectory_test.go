@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Tables created with DATA DIRECTORY (issue 21): an InnoDB table, a
@@ -51,7 +52,7 @@ func TestRestoreDataDirectory(t *testing.T) {
 		}
 	}
 	want := map[string]string{}
-	for name, sum := range checksums(t, src) {
+	for name, sum := range usecasetest.Checksums(t, src) {
 		if strings.HasPrefix(name, "d.") {
 			want[name] = sum
 		}
@@ -62,19 +63,19 @@ func TestRestoreDataDirectory(t *testing.T) {
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID
-	extBefore, myisamBefore := treeDigests(t, ext), treeDigests(t, extMyISAM)
+	extBefore, myisamBefore := usecasetest.TreeDigests(t, ext), usecasetest.TreeDigests(t, extMyISAM)
 	if len(extBefore) != 2 || len(myisamBefore) != 2 {
 		t.Fatalf("the source's external files: %v, %v", extBefore, myisamBefore)
 	}
 	sourceUnchanged := func(when string) {
 		t.Helper()
-		compareTrees(t, when+": the source's DATA DIRECTORY", treeDigests(t, ext), extBefore)
-		compareTrees(t, when+": the source's MyISAM DATA DIRECTORY", treeDigests(t, extMyISAM), myisamBefore)
+		usecasetest.CompareTrees(t, when+": the source's DATA DIRECTORY", usecasetest.TreeDigests(t, ext), extBefore)
+		usecasetest.CompareTrees(t, when+": the source's MyISAM DATA DIRECTORY", usecasetest.TreeDigests(t, extMyISAM), myisamBefore)
 	}
 	restoredEqual := func(target string) *sandbox.Server {
 		t.Helper()
-		s := serverOn(t, target)
-		got := checksums(t, s)
+		s := usecasetest.ServerOn(t, target)
+		got := usecasetest.Checksums(t, s)
 		for name, sum := range want {
 			if got[name] != sum {
 				t.Errorf("%s: table %s has checksum %q, the source %q", target, name, got[name], sum)
@@ -141,13 +142,13 @@ func TestRestoreDataDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, onto := range []string{ext, occupied} {
-		before := treeDigests(t, onto)
+		before := usecasetest.TreeDigests(t, onto)
 		target = filepath.Join(t.TempDir(), "datadir")
 		res = run(t, "restore", id, "--repo", repoDir, "--target-dir", target, "--prepare", "--map-data-directory", ext+"="+onto)
 		if res.code != ExitUsage || res.err == nil || !strings.Contains(res.err.Error(), onto) {
 			t.Errorf("restore mapped onto %s: exit %d, %v; want exit %d naming it", onto, res.code, res.err, ExitUsage)
 		}
-		compareTrees(t, "the refused destination "+onto, treeDigests(t, onto), before)
+		usecasetest.CompareTrees(t, "the refused destination "+onto, usecasetest.TreeDigests(t, onto), before)
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
 			t.Errorf("the refused restore left its target: %v", err)
 		}
@@ -169,13 +170,13 @@ func TestRestoreDataDirectory(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	sumT := checksums(t, src)["d.t"]
-	extBefore = treeDigests(t, ext)
+	sumT := usecasetest.Checksums(t, src)["d.t"]
+	extBefore = usecasetest.TreeDigests(t, ext)
 	run(t, append([]string{"backup", "--repo", repoDir, "--incremental"}, sandboxConn(src)...)...).mustSucceed(t)
 	target = filepath.Join(t.TempDir(), "datadir")
 	run(t, "restore", "latest", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
 	assertInside(t, target)
-	if got := checksums(t, serverOn(t, target))["d.t"]; got != sumT {
+	if got := usecasetest.Checksums(t, usecasetest.ServerOn(t, target))["d.t"]; got != sumT {
 		t.Errorf("d.t restored from the incremental: checksum %q, the source %q", got, sumT)
 	}
 	sourceUnchanged("after restoring an incremental")

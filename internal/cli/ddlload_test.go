@@ -17,6 +17,7 @@ import (
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // DDL a busy server runs all day, during a full and an incremental
@@ -104,7 +105,7 @@ func backupUnderRoutineDDL(t *testing.T, version, basedir string) {
 		restored := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 		replayBinlogWith(t, basedir, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
 		t.Logf("%s: backup %s replayed from %s:%d", what, m.ID, m.Positions.BinlogFile, m.Positions.BinlogPosition)
-		compareChecksums(t, checksums(t, restored), checksums(t, src))
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), usecasetest.Checksums(t, src))
 		restored.Close()
 	}
 	underDDL("full", backup...).mustSucceed(t)

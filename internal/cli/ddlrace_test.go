@@ -12,6 +12,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // DDL on Aria and MyISAM tables (renames, ALTERs, TRUNCATE, CREATE ...
@@ -76,7 +77,7 @@ func TestPhysicalBackupRacingNonTransactionalDDL(t *testing.T) {
 		m := entries[len(entries)-1]
 		target := filepath.Join(t.TempDir(), "datadir")
 		run(t, "restore", m.ID, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
-		restored := serverOn(t, target)
+		restored := usecasetest.ServerOn(t, target)
 		replayBinlog(t, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
 		want, got := tableState(t, db, "r"), tableState(t, restored.DB(), "r")
 		if got != want {

@@ -15,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // ageKeys writes a fresh X25519 key pair: a recipients file and an
@@ -55,9 +56,9 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 	pub, key := ageKeys(t)
 	_, otherKey := ageKeys(t)
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
-		run(t, append([]string{"backup", "--repo", tr.location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
-		e := backupListing(t, tr.location)[0]
-		infos, err := tr.backend.List(ctx, "backups/"+e.ID+"/")
+		run(t, append([]string{"backup", "--repo", tr.Location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
+		e := backupListing(t, tr.Location)[0]
+		infos, err := tr.Backend.List(ctx, "backups/"+e.ID+"/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,31 +73,31 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 				streams = append(streams, i.Name)
 			}
 		}
-		if m := string(tr.read(t, "backups/"+e.ID+"/manifest.json")); !strings.Contains(m, `"scheme": "age"`) || !strings.Contains(m, "age1") {
+		if m := string(tr.Read(t, "backups/"+e.ID+"/manifest.json")); !strings.Contains(m, `"scheme": "age"`) || !strings.Contains(m, "age1") {
 			t.Errorf("the manifest does not record the encryption and its recipient")
 		}
 
-		r := run(t, "verify", "--repo", tr.location)
+		r := run(t, "verify", "--repo", tr.Location)
 		// The command line names the flags that give a key.
 		if r.code == ExitOK || !strings.Contains(r.err.Error(), "no key was given (--identity-file, --passphrase-file or BACKSTREAM_PASSPHRASE)") {
 			t.Errorf("verify without a key: exit %d, %v", r.code, r.err)
 		}
 		target := filepath.Join(t.TempDir(), "wrong")
-		r = run(t, "restore", "--repo", tr.location, "--identity-file", otherKey, "--target-dir", target)
+		r = run(t, "restore", "--repo", tr.Location, "--identity-file", otherKey, "--target-dir", target)
 		if r.code == ExitOK || !strings.Contains(r.err.Error(), "cannot decrypt") || !strings.Contains(r.err.Error(), "is encrypted") {
 			t.Errorf("restore with another key: exit %d, %v", r.code, r.err)
 		}
 		if _, err := os.Stat(target); err == nil {
 			t.Errorf("a restore with the wrong key left %s", target)
 		}
-		run(t, "verify", "--repo", tr.location, "--identity-file", key).mustSucceed(t)
+		run(t, "verify", "--repo", tr.Location, "--identity-file", key).mustSucceed(t)
 
 		plain := filepath.Join(t.TempDir(), "plain")
-		run(t, "restore", "--repo", tr.location, "--identity-file", key, "--target-dir", plain).mustSucceed(t)
+		run(t, "restore", "--repo", tr.Location, "--identity-file", key, "--target-dir", plain).mustSucceed(t)
 		stock := t.TempDir()
 		for _, o := range streams {
 			local := filepath.Join(t.TempDir(), filepath.Base(o))
-			if err := os.WriteFile(local, tr.read(t, o), 0o600); err != nil {
+			if err := os.WriteFile(local, tr.Read(t, o), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("bash", "-o", "pipefail", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "x", key, local, stock)
@@ -104,11 +105,11 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 				t.Fatalf("age -d | zstd -dc | mbstream -x: %v\n%s", err, out)
 			}
 		}
-		compareTrees(t, "age -d | zstd -dc | mbstream -x vs restore", treeDigests(t, stock), treeDigests(t, plain))
+		usecasetest.CompareTrees(t, "age -d | zstd -dc | mbstream -x vs restore", usecasetest.TreeDigests(t, stock), usecasetest.TreeDigests(t, plain))
 
 		target = filepath.Join(t.TempDir(), "datadir")
-		run(t, "restore", "--repo", tr.location, "--identity-file", key, "--target-dir", target, "--prepare").mustSucceed(t)
-		compareChecksums(t, checksums(t, serverOn(t, target)), want)
+		run(t, "restore", "--repo", tr.Location, "--identity-file", key, "--target-dir", target, "--prepare").mustSucceed(t)
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
 	})
 }
 
@@ -129,10 +130,10 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 	const passphrase = "correct horse battery staple"
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
 		t.Setenv("BACKSTREAM_PASSPHRASE", passphrase)
-		backup := append([]string{"backup", "--logical", "--repo", tr.location, "--encrypt", "--skip-users"}, sandboxConn(src)...)
+		backup := append([]string{"backup", "--logical", "--repo", tr.Location, "--encrypt", "--skip-users"}, sandboxConn(src)...)
 		run(t, backup...).mustSucceed(t)
 		dst := sandboxtest.Start(t, sandbox.Options{})
-		load := append([]string{"restore", "--repo", tr.location}, sandboxConn(dst)...)
+		load := append([]string{"restore", "--repo", tr.Location}, sandboxConn(dst)...)
 		for _, c := range []struct{ passphrase, want string }{{"", "no key was given"}, {"wrong horse battery staple", "cannot decrypt"}} {
 			t.Setenv("BACKSTREAM_PASSPHRASE", c.passphrase)
 			if r := run(t, load...); r.code == ExitOK || !strings.Contains(r.err.Error(), c.want) {
@@ -145,19 +146,19 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compareChecksums(t, got, want)
-		res := run(t, "verify", "latest", "--repo", tr.location, "--restore-test", "--progress", "none").mustSucceed(t)
+		usecasetest.CompareChecksums(t, got, want)
+		res := run(t, "verify", "latest", "--repo", tr.Location, "--restore-test", "--progress", "none").mustSucceed(t)
 		if !strings.Contains(res.stdout, "rows and row sums match") {
 			t.Errorf("restore test of the encrypted backup: %s", res.stdout)
 		}
 
 		run(t, backup...).mustSucceed(t)
-		keys, err := tr.backend.List(ctx, "keys/")
+		keys, err := tr.Backend.List(ctx, "keys/")
 		if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0].Name, "keys/age1") {
 			t.Fatalf("passphrase keys: %v, %v; want one", keys, err)
 		}
-		for _, e := range backupListing(t, tr.location) {
-			m, err := archive.ParseManifest(tr.read(t, "backups/"+e.ID+"/manifest.json"))
+		for _, e := range backupListing(t, tr.Location) {
+			m, err := archive.ParseManifest(tr.Read(t, "backups/"+e.ID+"/manifest.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +173,7 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kr, err := age.Decrypt(bytes.NewReader(tr.read(t, keys[0].Name)), scrypt)
+		kr, err := age.Decrypt(bytes.NewReader(tr.Read(t, keys[0].Name)), scrypt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,16 +187,16 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := t.TempDir()
-		id := backupListing(t, tr.location)[0].ID
+		id := backupListing(t, tr.Location)[0].ID
 		var objects []string
-		for _, o := range tr.streamObjects(t, id) {
+		for _, o := range tr.StreamObjects(t, id) {
 			if strings.HasSuffix(o, ".xbs.zst.age") {
 				objects = append(objects, o)
 			}
 		}
 		for _, o := range objects {
 			stored := filepath.Join(dir, filepath.Base(o))
-			if err := os.WriteFile(stored, tr.read(t, o), 0o600); err != nil {
+			if err := os.WriteFile(stored, tr.Read(t, o), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("bash", "-o", "pipefail", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "bash", keyFile, stored, out)

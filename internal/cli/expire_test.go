@@ -51,41 +51,41 @@ func TestExpire(t *testing.T) {
 	}
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
 		for range 3 {
-			run(t, append([]string{"backup", "--repo", tr.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			run(t, append([]string{"backup", "--repo", tr.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 			time.Sleep(1100 * time.Millisecond) // distinct ids and start times
 		}
-		ids := listIDs(t, tr.location)
+		ids := listIDs(t, tr.Location)
 		if len(ids) != 3 {
 			t.Fatalf("%d backups, want 3", len(ids))
 		}
 		// A crashed backup from long ago, and one that may still be running.
 		crashed := "20200101T000000Z-dead"
 		fresh := backupid.New(time.Now())
-		tr.write(t, "backups/"+crashed+"/streams/00000.xbs.zst", []byte("partial"))
-		tr.write(t, "backups/"+fresh+"/streams/00000.xbs.zst", []byte("partial"))
+		tr.Write(t, "backups/"+crashed+"/streams/00000.xbs.zst", []byte("partial"))
+		tr.Write(t, "backups/"+fresh+"/streams/00000.xbs.zst", []byte("partial"))
 
-		if r := run(t, "expire", "--repo", tr.location); r.code != ExitUsage {
+		if r := run(t, "expire", "--repo", tr.Location); r.code != ExitUsage {
 			t.Errorf("expire without a rule: exit %d, want %d", r.code, ExitUsage)
 		}
 
-		dry := run(t, "expire", "--repo", tr.location, "--keep-last", "1").mustSucceed(t)
+		dry := run(t, "expire", "--repo", tr.Location, "--keep-last", "1").mustSucceed(t)
 		for _, want := range []string{ids[0], ids[1], ids[2], "DELETE", "KEEP", "keep-last 1", "would delete 2 backups", crashed + " "} {
 			if !strings.Contains(dry.stdout, want) {
 				t.Errorf("dry run output lacks %q:\n%s", want, dry.stdout)
 			}
 		}
-		if got := listIDs(t, tr.location); len(got) != 3 {
+		if got := listIDs(t, tr.Location); len(got) != 3 {
 			t.Fatalf("dry run deleted something: %v", got)
 		}
 
-		plan := expirePlan(t, run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--keep-within", "1h", "--json").mustSucceed(t))
+		plan := expirePlan(t, run(t, "expire", "--repo", tr.Location, "--keep-last", "1", "--keep-within", "1h", "--json").mustSucceed(t))
 		for _, id := range ids {
 			if e := plan[id]; !e.Keep || e.Deleted {
 				t.Errorf("keep-within 1h: %s planned %+v, want kept", id, e)
 			}
 		}
 
-		conf := expirePlan(t, run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--confirm", "--json").mustSucceed(t))
+		conf := expirePlan(t, run(t, "expire", "--repo", tr.Location, "--keep-last", "1", "--confirm", "--json").mustSucceed(t))
 		for i, id := range ids {
 			e := conf[id]
 			if want := i == 2; e.Keep != want || e.Deleted == want {
@@ -95,15 +95,15 @@ func TestExpire(t *testing.T) {
 		if e := conf[crashed]; !e.Keep || e.Complete {
 			t.Errorf("incomplete backup without --prune-incomplete: %+v", e)
 		}
-		if got := listIDs(t, tr.location); len(got) != 1 || got[0] != ids[2] {
+		if got := listIDs(t, tr.Location); len(got) != 1 || got[0] != ids[2] {
 			t.Fatalf("after expire: %v, want [%s]", got, ids[2])
 		}
-		if objs := tr.streamObjects(t, ids[0]); len(objs) != 0 {
+		if objs := tr.StreamObjects(t, ids[0]); len(objs) != 0 {
 			t.Errorf("expired backup still has objects %v", objs)
 		}
-		run(t, "verify", ids[2], "--repo", tr.location).mustSucceed(t)
+		run(t, "verify", ids[2], "--repo", tr.Location).mustSucceed(t)
 
-		pruned := expirePlan(t, run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--prune-incomplete", "--confirm", "--json").mustSucceed(t))
+		pruned := expirePlan(t, run(t, "expire", "--repo", tr.Location, "--keep-last", "1", "--prune-incomplete", "--confirm", "--json").mustSucceed(t))
 		if e := pruned[crashed]; !e.Deleted {
 			t.Errorf("crashed backup not pruned: %+v", e)
 		}
@@ -112,13 +112,13 @@ func TestExpire(t *testing.T) {
 		if e := pruned[fresh]; !e.Deleted {
 			t.Errorf("fresh incomplete backup not pruned: %+v", e)
 		}
-		if objs := tr.streamObjects(t, crashed); len(objs) != 0 {
+		if objs := tr.StreamObjects(t, crashed); len(objs) != 0 {
 			t.Errorf("crashed backup's objects left: %v", objs)
 		}
-		if objs := tr.streamObjects(t, fresh); len(objs) != 0 {
+		if objs := tr.StreamObjects(t, fresh); len(objs) != 0 {
 			t.Errorf("fresh incomplete backup's objects left: %v", objs)
 		}
-		if locks, _ := tr.backend.List(context.Background(), "locks/"); len(locks) != 0 {
+		if locks, _ := tr.Backend.List(context.Background(), "locks/"); len(locks) != 0 {
 			t.Errorf("locks left: %v", locks)
 		}
 	})
@@ -158,9 +158,9 @@ func TestConcurrentOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
-		backup := append([]string{"backup", "--repo", tr.location, "--parallel", "2"}, sandboxConn(src)...)
+		backup := append([]string{"backup", "--repo", tr.Location, "--parallel", "2"}, sandboxConn(src)...)
 		run(t, backup...).mustSucceed(t)
-		older := listIDs(t, tr.location)[0]
+		older := listIDs(t, tr.Location)[0]
 
 		gated, open := gatedMariabackup(t, "--backup")
 		var wg sync.WaitGroup
@@ -172,7 +172,7 @@ func TestConcurrentOperations(t *testing.T) {
 		}()
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			if ls, _ := repo.ReadLocks(context.Background(), tr.backend); len(ls) == 1 && ls[0].Operation == "backup" {
+			if ls, _ := repo.ReadLocks(context.Background(), tr.Backend); len(ls) == 1 && ls[0].Operation == "backup" {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -182,10 +182,10 @@ func TestConcurrentOperations(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		holder := "repository locked by backup (exclusive lock, pid"
-		for _, args := range [][]string{backup, {"expire", "--repo", tr.location, "--keep-last", "1"}, {"verify", older, "--repo", tr.location}} {
+		for _, args := range [][]string{backup, {"expire", "--repo", tr.Location, "--keep-last", "1"}, {"verify", older, "--repo", tr.Location}} {
 			start := time.Now()
 			r := run(t, args...)
-			if r.err == nil || !strings.Contains(r.err.Error(), holder) || !strings.Contains(r.err.Error(), "backstream unlock --repo "+tr.location) {
+			if r.err == nil || !strings.Contains(r.err.Error(), holder) || !strings.Contains(r.err.Error(), "backstream unlock --repo "+tr.Location) {
 				t.Errorf("%s while a backup runs: %v, want the lock message", args[0], r.err)
 			}
 			if d := time.Since(start); d > 10*time.Second {
@@ -195,35 +195,35 @@ func TestConcurrentOperations(t *testing.T) {
 		// The backup goes on a few seconds after the waiting verify has
 		// met its lock.
 		time.AfterFunc(3*time.Second, open)
-		waited := run(t, "verify", older, "--repo", tr.location, "--lock-wait", "5m")
+		waited := run(t, "verify", older, "--repo", tr.Location, "--lock-wait", "5m")
 		wg.Wait()
 		slow.mustSucceed(t)
 		waited.mustSucceed(t)
 		if !strings.Contains(waited.stderr, "waiting up to") {
 			t.Errorf("waiting verify did not say so: %s", waited.stderr)
 		}
-		run(t, "expire", "--repo", tr.location, "--keep-last", "1", "--confirm").mustSucceed(t)
-		if ids := listIDs(t, tr.location); len(ids) != 1 || ids[0] == older {
+		run(t, "expire", "--repo", tr.Location, "--keep-last", "1", "--confirm").mustSucceed(t)
+		if ids := listIDs(t, tr.Location); len(ids) != 1 || ids[0] == older {
 			t.Errorf("after expire: %v", ids)
 		}
 
 		// A killed process's lock: old refreshed time, dead pid.
 		old := time.Now().Add(-time.Hour).UTC()
 		data, _ := json.Marshal(repo.LockInfo{Owner: "root", Host: "deadhost", PID: 999999, Operation: "backup", Exclusive: true, Created: old, Refreshed: old})
-		tr.write(t, "locks/0123456789abcdef.json", data)
-		v := run(t, "verify", "--repo", tr.location).mustSucceed(t)
+		tr.Write(t, "locks/0123456789abcdef.json", data)
+		v := run(t, "verify", "--repo", tr.Location).mustSucceed(t)
 		if !strings.Contains(v.stderr, "stale lock locks/0123456789abcdef.json") || !strings.Contains(v.stderr, "pid 999999 on host deadhost") {
 			t.Errorf("stale lock not reported: %s", v.stderr)
 		}
-		u := run(t, "unlock", "--repo", tr.location).mustSucceed(t)
+		u := run(t, "unlock", "--repo", tr.Location).mustSucceed(t)
 		if !strings.Contains(u.stdout, "removed lock locks/0123456789abcdef.json") {
 			t.Errorf("unlock printed %q", u.stdout)
 		}
-		if ls, _ := tr.backend.List(context.Background(), "locks/"); len(ls) != 0 {
+		if ls, _ := tr.Backend.List(context.Background(), "locks/"); len(ls) != 0 {
 			t.Errorf("locks left after unlock: %v", ls)
 		}
 		// unlock --json: the same as one object.
-		tr.write(t, "locks/fedcba9876543210.json", data)
+		tr.Write(t, "locks/fedcba9876543210.json", data)
 		var unlocked struct {
 			Repository string `json:"repository"`
 			Removed    []struct {
@@ -235,13 +235,13 @@ func TestConcurrentOperations(t *testing.T) {
 			} `json:"removed"`
 			Error *string `json:"error"`
 		}
-		decodeOne(t, "unlock --json", run(t, "unlock", "--repo", tr.location, "--json").mustSucceed(t).stdout, &unlocked)
-		if rm := unlocked.Removed; unlocked.Repository != tr.location || len(rm) != 1 || rm[0].Name != "locks/fedcba9876543210.json" ||
+		decodeOne(t, "unlock --json", run(t, "unlock", "--repo", tr.Location, "--json").mustSucceed(t).stdout, &unlocked)
+		if rm := unlocked.Removed; unlocked.Repository != tr.Location || len(rm) != 1 || rm[0].Name != "locks/fedcba9876543210.json" ||
 			rm[0].Host != "deadhost" || rm[0].PID != 999999 || rm[0].Operation != "backup" ||
 			!strings.Contains(rm[0].Description, "pid 999999 on host deadhost") || unlocked.Error != nil {
 			t.Errorf("unlock --json: %+v", unlocked)
 		}
-		decodeOne(t, "unlock --json", run(t, "unlock", "--repo", tr.location, "--json").mustSucceed(t).stdout, &unlocked)
+		decodeOne(t, "unlock --json", run(t, "unlock", "--repo", tr.Location, "--json").mustSucceed(t).stdout, &unlocked)
 		if unlocked.Removed == nil || len(unlocked.Removed) != 0 {
 			t.Errorf("unlock --json with no lock to remove: %+v, want an empty list", unlocked)
 		}

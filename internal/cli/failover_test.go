@@ -11,6 +11,7 @@ import (
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A failover: the primary's binary logs are archived, the primary dies,
@@ -78,8 +79,8 @@ func TestBinlogFailoverByGTID(t *testing.T) {
 	}
 	target := filepath.Join(t.TempDir(), "target")
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
-	restored := serverOn(t, target)
-	compareChecksums(t, checksums(t, restored), checksums(t, replica))
+	restored := usecasetest.ServerOn(t, target)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), usecasetest.Checksums(t, replica))
 	var n int
 	restored.DB().QueryRow("SELECT COUNT(*) FROM m.marks").Scan(&n)
 	if n != 14 {

@@ -42,6 +42,7 @@ import (
 	"github.com/backstream/backstream/internal/storage/faulty"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // repoKinds are the backends the kill tests run on; neither may be skipped.
@@ -62,7 +63,7 @@ func mustLocal(t *testing.T, dir string) *local.Backend {
 // in its begun marker (nil if it has none).
 func (r testRepo) begunStreams(t *testing.T, id string) []string {
 	t.Helper()
-	rc, err := r.backend.Open(context.Background(), "backups/"+id+"/"+repo.BegunName, 0, -1)
+	rc, err := r.Backend.Open(context.Background(), "backups/"+id+"/"+repo.BegunName, 0, -1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -86,21 +87,21 @@ func (r testRepo) begunStreams(t *testing.T, id string) []string {
 // uploads only by whole object name.
 func (r testRepo) uploads(t *testing.T, id string, streams []string) int {
 	t.Helper()
-	if r.s3 == nil {
+	if r.S3 == nil {
 		return 0
 	}
 	keys := make([]string, len(streams))
 	for i, s := range streams {
 		keys[i] = "repo/backups/" + id + "/" + s
 	}
-	return incompleteUploads(t, r.s3, r.bucket, keys)
+	return incompleteUploads(t, r.S3, r.Bucket, keys)
 }
 
 // streaming reports whether backup data is reaching the repository: more
 // than a MiB of (partial) objects on disk, or a multipart upload begun.
 func (r testRepo) streaming(t *testing.T) bool {
-	if r.s3 == nil {
-		return dirBytes(filepath.Join(r.location, "backups")) > 1<<20
+	if r.S3 == nil {
+		return dirBytes(filepath.Join(r.Location, "backups")) > 1<<20
 	}
 	for id := range r.backupDirs(t) {
 		if r.uploads(t, id, r.begunStreams(t, id)) > 0 {
@@ -114,7 +115,7 @@ func (r testRepo) streaming(t *testing.T) bool {
 // of its objects, relative to it.
 func (r testRepo) backupDirs(t *testing.T) map[string][]string {
 	t.Helper()
-	objs, err := r.backend.List(context.Background(), "backups/")
+	objs, err := r.Backend.List(context.Background(), "backups/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +148,10 @@ func (r testRepo) checkKilled(t *testing.T) (string, []string) {
 			t.Errorf("backup %s of a killed backup has no %s: %v", id, repo.BegunName, objs)
 		}
 	}
-	if ids := listIDs(t, r.location); len(ids) != 0 {
+	if ids := listIDs(t, r.Location); len(ids) != 0 {
 		t.Errorf("list shows %v after a killed backup, want nothing", ids)
 	}
-	plan := expirePlan(t, run(t, "expire", "--repo", r.location, "--prune-incomplete", "--json").mustSucceed(t))
+	plan := expirePlan(t, run(t, "expire", "--repo", r.Location, "--prune-incomplete", "--json").mustSucceed(t))
 	if e, ok := plan[id]; !ok || e.Complete || e.Deleted {
 		t.Errorf("expire's dry run shows the killed backup %s as %+v (listed %v), want it incomplete and not deleted", id, e, ok)
 	}
@@ -161,7 +162,7 @@ func (r testRepo) checkKilled(t *testing.T) (string, []string) {
 // of backup id is left, not even an invisible upload of its streams.
 func (r testRepo) prune(t *testing.T, id string, streams []string) {
 	t.Helper()
-	run(t, "expire", "--repo", r.location, "--prune-incomplete", "--confirm").mustSucceed(t)
+	run(t, "expire", "--repo", r.Location, "--prune-incomplete", "--confirm").mustSucceed(t)
 	if objs := r.backupDirs(t)[id]; len(objs) != 0 {
 		t.Errorf("objects of backup %s left after expire --prune-incomplete: %v", id, objs)
 	}
@@ -455,7 +456,7 @@ func TestFaultyBackendEndToEnd(t *testing.T) {
 		}
 	}
 	// plain is the same repository without the faults, as the commands see it.
-	plain := testRepo{location: dir, backend: inner}
+	plain := testRepo{usecasetest.Repo{Location: dir, Backend: inner}}
 	backupFails := func(t *testing.T, want ...string) {
 		t.Helper()
 		m, err := physical.RunBackup(ctx, job)
@@ -639,7 +640,7 @@ func TestKilled(t *testing.T) {
 	for _, kind := range repoKinds {
 		t.Run("physical backup/"+kind, func(t *testing.T) {
 			r := newTestRepo(t, kind)
-			backup := append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)
+			backup := append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)
 			// Uncompressed, each stream is past the size at which an S3
 			// multipart upload begins long before the throttled backup ends.
 			p := startProc(t, bin, append(backup, "--compress", "none", "--max-io", "20")...)
@@ -656,7 +657,7 @@ func TestKilled(t *testing.T) {
 	for _, kind := range repoKinds {
 		t.Run("logical backup/"+kind, func(t *testing.T) {
 			r := newTestRepo(t, kind)
-			backup := []string{"backup", "--logical", "--databases", "sample", "--repo", r.location, "--parallel", "2"}
+			backup := []string{"backup", "--logical", "--databases", "sample", "--repo", r.Location, "--parallel", "2"}
 			// Through a gate that holds the server's answers after 24 MB
 			// of them, out of some 40 MB of table data: the dump is mid-way
 			// for sure when it is killed, with the big table's stream
@@ -672,14 +673,14 @@ func TestKilled(t *testing.T) {
 
 	t.Run("restore", func(t *testing.T) {
 		r := newTestRepo(t, "s3")
-		run(t, append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-		listing := backupListing(t, r.location)
+		run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+		listing := backupListing(t, r.Location)
 		id := listing[0].ID
 		// The restore reads the repository through a gate that holds
 		// MinIO's answers after 20 MB of the backup's 35.
-		g := newGate(t, strings.TrimPrefix(r.s3.Endpoint, "http://"), 20<<20)
+		g := newGate(t, strings.TrimPrefix(r.S3.Endpoint, "http://"), 20<<20)
 		target := filepath.Join(t.TempDir(), "datadir")
-		p := startProc(t, bin, "restore", id, "--repo", r.location, "--s3-endpoint", "http://"+g.Addr, "--target-dir", target)
+		p := startProc(t, bin, "restore", id, "--repo", r.Location, "--s3-endpoint", "http://"+g.Addr, "--target-dir", target)
 		waitUntil(t, "a restore stuck with data written", p, func() bool { return g.holding() && dirBytes(target) > 8<<20 })
 		p.kill(t)
 		g.open()
@@ -687,8 +688,8 @@ func TestKilled(t *testing.T) {
 		// Part of a datadir: fewer bytes than the backup holds. (Not
 		// fewer files: the files of the other stream may all be there,
 		// and the held one's begun, besides the marker and the journal.)
-		written := treeDigests(t, target)
-		m, err := archive.ParseManifest(r.read(t, "backups/"+id+"/"+repo.ManifestName))
+		written := usecasetest.TreeDigests(t, target)
+		m, err := archive.ParseManifest(r.Read(t, "backups/"+id+"/"+repo.ManifestName))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -702,11 +703,11 @@ func TestKilled(t *testing.T) {
 		// Restoring again into it is refused, naming the directory and the
 		// interrupted restore, and touches nothing: what is there is for
 		// the user to look at.
-		again := run(t, "restore", id, "--repo", r.location, "--target-dir", target)
+		again := run(t, "restore", id, "--repo", r.Location, "--target-dir", target)
 		if want := "target " + target + " holds an interrupted restore (backup " + id; again.code != ExitFailure || !strings.Contains(fmt.Sprint(again.err), want) {
 			t.Errorf("a second restore into the killed one's target: exit %d, %v; want a refusal saying %q", again.code, again.err, want)
 		}
-		compareTrees(t, "the killed restore's target after a second restore", treeDigests(t, target), written)
+		usecasetest.CompareTrees(t, "the killed restore's target after a second restore", usecasetest.TreeDigests(t, target), written)
 		// No server starts on it.
 		if s, err := sandbox.Start(context.Background(), sandbox.Options{Dir: t.TempDir(), Datadir: target}); err == nil {
 			s.Close()
@@ -716,14 +717,14 @@ func TestKilled(t *testing.T) {
 		if err := os.RemoveAll(target); err != nil {
 			t.Fatal(err)
 		}
-		run(t, "restore", id, "--repo", r.location, "--target-dir", target).mustSucceed(t)
+		run(t, "restore", id, "--repo", r.Location, "--target-dir", target).mustSucceed(t)
 	})
 
 	// mariabackup killed under a running backup: the backup fails naming
 	// mariabackup and the signal, and leaves nothing.
 	t.Run("mariabackup", func(t *testing.T) {
 		r := newTestRepo(t, "local")
-		backup := append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)
+		backup := append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)
 		p := startProc(t, bin, append(backup, "--max-io", "20")...)
 		waitUntil(t, "backup data in the repository", p, func() bool { return r.streaming(t) })
 		children := mariabackupChildren(t, p.cmd.Process.Pid, src.Datadir)
@@ -751,9 +752,9 @@ func TestKilled(t *testing.T) {
 		if dirs := r.backupDirs(t); len(dirs) != 0 {
 			t.Errorf("left after the failed backup: %v", dirs)
 		}
-		run(t, "expire", "--repo", r.location, "--prune-incomplete", "--confirm").mustSucceed(t)
+		run(t, "expire", "--repo", r.Location, "--prune-incomplete", "--confirm").mustSucceed(t)
 		run(t, backup...).mustSucceed(t)
-		run(t, "verify", "--repo", r.location).mustSucceed(t)
+		run(t, "verify", "--repo", r.Location).mustSucceed(t)
 	})
 }
 
@@ -762,7 +763,7 @@ func TestKilled(t *testing.T) {
 func afterKill(t *testing.T, r testRepo, killed *proc, backup []string) {
 	t.Helper()
 	id, streams := r.checkKilled(t)
-	if r.s3 != nil && r.uploads(t, id, streams) == 0 {
+	if r.S3 != nil && r.uploads(t, id, streams) == 0 {
 		t.Error("no incomplete upload left by the killed backup: the prune below is not tested on one")
 	}
 	next := run(t, backup...).mustSucceed(t)
@@ -770,9 +771,9 @@ func afterKill(t *testing.T, r testRepo, killed *proc, backup []string) {
 	if !strings.Contains(next.stderr, "stale lock") || !strings.Contains(next.stderr, gone) {
 		t.Errorf("the next backup did not report the killed one's lock as stale (%q): %s", gone, next.stderr)
 	}
-	run(t, "verify", "--repo", r.location).mustSucceed(t)
+	run(t, "verify", "--repo", r.Location).mustSucceed(t)
 	r.prune(t, id, streams)
-	if ids := listIDs(t, r.location); len(ids) != 1 {
+	if ids := listIDs(t, r.Location); len(ids) != 1 {
 		t.Errorf("backups after the prune: %v, want the one after the kill", ids)
 	}
 }
@@ -851,7 +852,7 @@ func TestFullDisk(t *testing.T) {
 				t.Errorf("error %v does not say %q", r.err, want)
 			}
 		}
-		left := testRepo{location: repoDir, backend: mustLocal(t, repoDir)}
+		left := testRepo{usecasetest.Repo{Location: repoDir, Backend: mustLocal(t, repoDir)}}
 		if dirs := left.backupDirs(t); len(dirs) != 0 {
 			t.Errorf("left after the failed backup: %v", dirs)
 		}
@@ -872,7 +873,7 @@ func TestServerShutdownMidDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newTestRepo(t, "local")
-	backup := []string{"backup", "--logical", "--databases", "sample", "--repo", r.location, "--parallel", "2"}
+	backup := []string{"backup", "--logical", "--databases", "sample", "--repo", r.Location, "--parallel", "2"}
 	// The gate holds the dump after 8 MB of some 40 MB of table data
 	// while the server shuts down under it.
 	g := newGate(t, "127.0.0.1:"+strconv.Itoa(src.Port), 8<<20)
@@ -907,10 +908,10 @@ func TestServerShutdownMidDump(t *testing.T) {
 		}
 	}
 	again := sandboxtest.Start(t, sandbox.Options{Datadir: src.Datadir})
-	run(t, "expire", "--repo", r.location, "--prune-incomplete", "--confirm").mustSucceed(t)
+	run(t, "expire", "--repo", r.Location, "--prune-incomplete", "--confirm").mustSucceed(t)
 	if dirs := r.backupDirs(t); len(dirs) != 0 {
 		t.Errorf("left after expire --prune-incomplete: %v", dirs)
 	}
 	run(t, append(backup, sandboxConn(again)...)...).mustSucceed(t)
-	run(t, "verify", "--repo", r.location).mustSucceed(t)
+	run(t, "verify", "--repo", r.Location).mustSucceed(t)
 }

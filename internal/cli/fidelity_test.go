@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/fidelitytest"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // The fidelity corpus (internal/fidelitytest/corpus, issue 21): every
@@ -185,7 +186,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 			t.Fatalf("mariabackup --prepare of cat | mbstream -x: %v\n%s", err, out)
 		}
 		for _, c := range []struct{ name, datadir string }{{"restore --prepare", restored}, {"cat | mbstream -x, mariabackup --prepare", stock}} {
-			srv := serverOn(t, c.datadir)
+			srv := usecasetest.ServerOn(t, c.datadir)
 			replayBinlog(t, src, srv, pos.BinlogFile, pos.BinlogPosition)
 			compareCorpus(t, srv, loaded, want)
 			if got := tableState(t, srv.DB(), churnDB); got != wantChurn {
@@ -217,7 +218,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 		chainWant := corpusFingerprints(t, chain, loaded)
 		target := filepath.Join(t.TempDir(), "datadir")
 		run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
-		compareCorpus(t, serverOn(t, target), loaded, chainWant)
+		compareCorpus(t, usecasetest.ServerOn(t, target), loaded, chainWant)
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // restore --table --apply-to imports InnoDB tables of a physical backup
@@ -81,7 +82,7 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "UPDATE shop.orders SET total = total + 1 WHERE id % 10 = 0"); err != nil {
 		t.Fatal(err)
 	}
-	load := startLoad(1, func(rng *rand.Rand) error {
+	load := usecasetest.StartLoad(1, func(rng *rand.Rand) error {
 		_, err := db.ExecContext(ctx, "INSERT INTO shop.events (at) VALUES (NOW(6))")
 		return err
 	})
@@ -129,7 +130,7 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	if r := run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.orders", "--apply-to", "--as", "shop.orders2"}, sandboxConn(src)...)...); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "the target writes a binary log") {
 		t.Errorf("import into a target with a binary log, without --no-binlog: exit %d, %v", r.code, r.err)
 	}
-	load.more(t, 20)
+	load.More(t, 20)
 	if got := tables(); got != before {
 		t.Errorf("refused imports changed the target's tables: %s, before %s", got, before)
 	}
@@ -210,8 +211,8 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.partitions WHERE table_schema = 'shop' AND table_name = 'parts'").Scan(&partitions); err != nil || partitions != 3 {
 		t.Errorf("shop.parts has %d partitions (%v), want 3", partitions, err)
 	}
-	load.more(t, 20)
-	load.finish(t)
+	load.More(t, 20)
+	load.Finish(t)
 	var check, msg, typ, text string
 	if err := db.QueryRowContext(ctx, "CHECK TABLE shop.orders_restored").Scan(&check, &msg, &typ, &text); err != nil || text != "OK" {
 		t.Errorf("CHECK TABLE shop.orders_restored: %s %s (%v)", typ, text, err)
@@ -306,7 +307,7 @@ func TestRestoreTableFromEncryptedChain(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
 		n++
 		backup := func(flags ...string) {
-			run(t, append(append([]string{"backup", "--repo", tr.location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, flags...), sandboxConn(src)...)...).mustSucceed(t)
+			run(t, append(append([]string{"backup", "--repo", tr.Location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, flags...), sandboxConn(src)...)...).mustSucceed(t)
 		}
 		backup()
 		if _, err := db.ExecContext(ctx, "UPDATE shop.orders SET total = total + ? WHERE id % 7 = 0", n); err != nil {
@@ -318,12 +319,12 @@ func TestRestoreTableFromEncryptedChain(t *testing.T) {
 			t.Fatal(err)
 		}
 		as := fmt.Sprintf("shop.orders_%d", n)
-		r := run(t, append([]string{"restore", "--repo", tr.location, "--identity-file", key, "--table", "shop.orders", "--apply-to", "--no-binlog", "--as", as, "--progress", "json"}, sandboxConn(src)...)...).mustSucceed(t)
+		r := run(t, append([]string{"restore", "--repo", tr.Location, "--identity-file", key, "--table", "shop.orders", "--apply-to", "--no-binlog", "--as", as, "--progress", "json"}, sandboxConn(src)...)...).mustSucceed(t)
 		var got string
 		if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+as).Scan(&name, &got); err != nil || got != want {
 			t.Errorf("%s: checksum %s (%v), the chain end's shop.orders %s", as, got, err, want)
 		}
-		needed, all := neededFrameBytes(t, tr.backend, key, importtable.Needed([]importtable.Table{{DB: "shop", Name: "orders"}}, nil))
+		needed, all := neededFrameBytes(t, tr.Backend, key, importtable.Needed([]importtable.Table{{DB: "shop", Name: "orders"}}, nil))
 		if read := bytesIn(t, r.stderr); read != needed || needed >= all {
 			t.Errorf("the import read %d bytes; the frames of the table's and the system's files store %d of the chain's %d", read, needed, all)
 		}
@@ -349,7 +350,7 @@ func neededFrameBytes(t *testing.T, b storage.Backend, key string, need func(str
 		}
 		b = crypt.New(b, keys, crypt.Options{Covers: repo.Encrypted, KeyPrefix: repo.KeysDir})
 	}
-	read := func(name string) []byte { return testRepo{backend: b}.read(t, name) }
+	read := func(name string) []byte { return usecasetest.Repo{Backend: b}.Read(t, name) }
 	infos, err := b.List(ctx, "backups/")
 	if err != nil {
 		t.Fatal(err)
@@ -467,20 +468,20 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 				t.Errorf("backup %s restored without the tablespace %s: %v\nits mariabackup log:\n%s", id, f, err, log)
 			}
 		}
-		on := serverOn(t, target)
+		on := usecasetest.ServerOn(t, target)
 		got, err := sandbox.ChecksumTables(ctx, on.DB())
 		if err != nil {
 			mb, _ := os.ReadFile(filepath.Join(repoDir, repo.Dir(id), "meta", "mariabackup.log"))
 			elog, _ := os.ReadFile(on.ErrorLog)
 			t.Fatalf("backup %s restored: %v\nits mariabackup log:\n%s\nthe restored server's error log:\n%s", id, err, mb, elog)
 		}
-		compareChecksums(t, got, want)
+		usecasetest.CompareChecksums(t, got, want)
 	}
 	// An incremental on the full taken before the imports.
 	across := backup("--incremental")
-	atAcross := checksums(t, src)
+	atAcross := usecasetest.Checksums(t, src)
 	full := backup()
-	atFull := checksums(t, src)
+	atFull := usecasetest.Checksums(t, src)
 	for _, q := range []string{
 		"UPDATE shop.customers_restored SET name = CONCAT(name, '+') WHERE id % 5 = 0",
 		"UPDATE shop.orders SET total = total + 1 WHERE id % 3 = 0",
@@ -492,7 +493,7 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 		}
 	}
 	incr := backup("--incremental")
-	atIncr := checksums(t, src)
+	atIncr := usecasetest.Checksums(t, src)
 	for _, tbl := range imported {
 		if atFull[tbl] == "" || atFull[tbl] == atIncr[tbl] {
 			t.Fatalf("%s: checksum %q at the full, %q at the incremental: the test needs it changed between them", tbl, atFull[tbl], atIncr[tbl])
@@ -581,11 +582,11 @@ func TestRestoreTableWithFulltextIndex(t *testing.T) {
 		t.Errorf("MATCH on the imported tables: %s rows, on the source's %s", got, want)
 	}
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	sums := checksums(t, src)
+	sums := usecasetest.Checksums(t, src)
 	target := filepath.Join(t.TempDir(), "datadir")
 	run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
-	on := serverOn(t, target)
-	compareChecksums(t, checksums(t, on), sums)
+	on := usecasetest.ServerOn(t, target)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, on), sums)
 	if got := matches(on.DB(), "docs_restored"); got != want {
 		t.Errorf("MATCH on the imported tables restored from a later backup: %s rows, on the source's %s", got, want)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A chain of a full and three incrementals taken under a write load
@@ -30,26 +31,26 @@ func TestIncrementalChain(t *testing.T) {
 	// data, as in life; then flushed, so that the redo log a backup copies
 	// (from the last checkpoint) does not carry the whole load again in
 	// every link.
-	createBank(t, db, accounts, initial, 200000, "CONCAT(SHA2(seq, 512), SHA2(-seq, 256))",
+	usecasetest.CreateBank(t, db, accounts, initial, 200000, "CONCAT(SHA2(seq, 512), SHA2(-seq, 256))",
 		"SET GLOBAL innodb_max_dirty_pages_pct = 0")
 	waitCheckpoint(t, db)
-	load := startLoad(1, func(rng *rand.Rand) error {
-		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
+	load := usecasetest.StartLoad(1, func(rng *rand.Rand) error {
+		return usecasetest.Transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
 	})
 	repoDir := newRepoDir(t)
 	backup := func() result {
 		return run(t, append([]string{"backup", "--repo", repoDir, "--incremental", "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	}
-	load.more(t, 50)
+	load.More(t, 50)
 	if r := backup(); !strings.Contains(r.stderr, "taking a full backup") || !strings.Contains(r.stdout, "full") {
 		t.Errorf("first --incremental backup: stdout %q stderr %q; want a full backup and the reason", r.stdout, r.stderr)
 	}
 	for range 2 {
-		load.more(t, 100)
+		load.More(t, 100)
 		backup()
 	}
-	load.finish(t)
-	want := checksums(t, src)
+	load.Finish(t)
+	want := usecasetest.Checksums(t, src)
 	if r := backup(); !strings.Contains(r.stdout, "depth 3") {
 		t.Errorf("fourth backup printed %q, want depth 3", r.stdout)
 	}
@@ -81,7 +82,7 @@ func TestIncrementalChain(t *testing.T) {
 	if left, _ := filepath.Glob(target + ".increment-*"); len(left) != 0 {
 		t.Errorf("increment directories left: %v", left)
 	}
-	compareChecksums(t, checksums(t, serverOn(t, target)), want)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
 	if rep, res := restoreTestReport(t, repoDir, "latest"); res.code != ExitOK || !rep.Passed || len(rep.Chain) != 3 {
 		t.Errorf("restore test of the chain: exit %d, passed %v, chain %v, problems %q", res.code, rep.Passed, rep.Chain, rep.Problems)
 	}
@@ -118,7 +119,7 @@ func TestIncrementalOnLaggingCheckpoint(t *testing.T) {
 	// Bulk that does not compress, as in the measure (a full of
 	// 863 MB), so that sizes compare data, not the few system files
 	// every backup copies whole.
-	createBank(t, db, accounts, 1000, 0, "''",
+	usecasetest.CreateBank(t, db, accounts, 1000, 0, "''",
 		"CREATE TABLE bank.bulk (id INT PRIMARY KEY, pad VARBINARY(100)) ENGINE=InnoDB",
 		fmt.Sprintf("INSERT INTO bank.bulk SELECT seq, CONCAT(UNHEX(SHA2(seq, 512)), UNHEX(SHA2(-seq, 256))) FROM bank.seq_1_to_%d", rows))
 	repoDir := newRepoDir(t)
@@ -128,12 +129,12 @@ func TestIncrementalOnLaggingCheckpoint(t *testing.T) {
 		entries := backupListing(t, repoDir)
 		return entries[len(entries)-1]
 	}
-	load := startLoad(1, func(rng *rand.Rand) error {
-		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
+	load := usecasetest.StartLoad(1, func(rng *rand.Rand) error {
+		return usecasetest.Transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
 	})
-	load.more(t, 20)
+	load.More(t, 20)
 	full := backup()
-	load.finish(t)
+	load.Finish(t)
 	p := full.Positions
 	t.Logf("full %s: to_lsn %d last_lsn %d, stored %d bytes, raw %d", full.ID, p.ToLSN, p.LastLSN, full.StoredBytes, full.RawBytes)
 	if p.LastLSN-p.ToLSN < 50<<20 {
@@ -169,10 +170,10 @@ func TestIncrementalOnLaggingCheckpoint(t *testing.T) {
 		t.Errorf("last incremental at depth %d, want 3", changed.Depth)
 	}
 
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	target := filepath.Join(t.TempDir(), "datadir")
 	run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
-	compareChecksums(t, checksums(t, serverOn(t, target)), want)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
 }
 
 // waitCheckpoint flushes the server's dirty pages and waits (30 s at most)

@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/s3"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Only init creates a repository: backup, binlog and receive given a
@@ -22,7 +23,7 @@ func TestInitCreatesRepositoriesOnPurpose(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "typo")
 	empty := t.TempDir()
-	bucket := sharedS3.NewBucket(t)
+	bucket := usecasetest.S3().NewBucket(t)
 	s3loc := "s3://" + bucket + "/prod"
 	tok := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tok, []byte(run(t, "token").mustSucceed(t).stdout), 0o600); err != nil {
@@ -174,7 +175,7 @@ func TestInitEncryptWritesEncryptedWithoutKeys(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "datadir")
 			id := backupListing(t, dir)[0].ID
 			run(t, append([]string{"restore", id, "--repo", dir, "--target-dir", target, "--prepare"}, c.readFlags...)...).mustSucceed(t)
-			compareChecksums(t, checksums(t, serverOn(t, target)), want)
+			usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
 		})
 	}
 }

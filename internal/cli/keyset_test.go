@@ -7,6 +7,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Tables whose key does not start with an integer are cut into ranges of
@@ -69,7 +70,7 @@ func TestKeysetChunking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareChecksums(t, got, want)
+	usecasetest.CompareChecksums(t, got, want)
 }
 
 // A 500k-row table keyed by the UUID type is dumped by both connections
@@ -148,5 +149,5 @@ func TestKeysetChunkingKeepsBothConnectionsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareChecksums(t, got, want)
+	usecasetest.CompareChecksums(t, got, want)
 }

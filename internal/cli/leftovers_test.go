@@ -58,13 +58,13 @@ func TestKilledBackupLeavesNothing(t *testing.T) {
 	// Uncompressed and throttled, the streams are being written (past the
 	// start of a multipart upload) for many seconds.
 	startBackup := func(t *testing.T, r testRepo) *proc {
-		return startProc(t, bin, append([]string{"backup", "--repo", r.location, "--parallel", "2", "--compress", "none", "--max-io", "20"},
+		return startProc(t, bin, append([]string{"backup", "--repo", r.Location, "--parallel", "2", "--compress", "none", "--max-io", "20"},
 			sandboxConn(src)...)...)
 	}
 
 	t.Run("local", func(t *testing.T) {
 		r := newTestRepo(t, "local")
-		backups := filepath.Join(r.location, "backups")
+		backups := filepath.Join(r.Location, "backups")
 		p := startBackup(t, r)
 		waitUntil(t, "temporary stream files with data", p, func() bool {
 			for _, size := range tempFilesUnder(t, backups) {
@@ -81,7 +81,7 @@ func TestKilledBackupLeavesNothing(t *testing.T) {
 		if len(temps) == 0 {
 			t.Fatal("the killed backup left no temporary file: the prune below is not tested on one")
 		}
-		pruned := run(t, "expire", "--repo", r.location, "--prune-incomplete", "--confirm").mustSucceed(t)
+		pruned := run(t, "expire", "--repo", r.Location, "--prune-incomplete", "--confirm").mustSucceed(t)
 		if !strings.Contains(pruned.stdout, "removed what unfinished writes left under backups/: ") || !strings.Contains(pruned.stdout, " temporary file") {
 			t.Errorf("expire does not report the temporary files it removed:\n%s", pruned.stdout)
 		}
@@ -96,7 +96,7 @@ func TestKilledBackupLeavesNothing(t *testing.T) {
 		if !errors.Is(err, fs.ErrNotExist) || len(left) != 0 {
 			t.Errorf("left under backups/%s after expire --prune-incomplete (%v): %q", id, err, left)
 		}
-		if temps := tempFilesUnder(t, r.location); len(temps) != 0 {
+		if temps := tempFilesUnder(t, r.Location); len(temps) != 0 {
 			t.Errorf("temporary files left in the repository: %v", temps)
 		}
 	})
@@ -118,26 +118,26 @@ func TestKilledBackupLeavesNothing(t *testing.T) {
 		for i, s := range streams {
 			keys = append(keys, prefix+s, prefix+archive.IndexName(i))
 		}
-		core := minio.Core{Client: r.s3.Client(t)}
+		core := minio.Core{Client: r.S3.Client(t)}
 		for _, k := range keys[:2] {
-			if _, err := core.NewMultipartUpload(t.Context(), r.bucket, k, minio.PutObjectOptions{}); err != nil {
+			if _, err := core.NewMultipartUpload(t.Context(), r.Bucket, k, minio.PutObjectOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for i := range streams {
-			if _, err := core.NewMultipartUpload(t.Context(), r.bucket, prefix+archive.IndexName(i), minio.PutObjectOptions{}); err != nil {
+			if _, err := core.NewMultipartUpload(t.Context(), r.Bucket, prefix+archive.IndexName(i), minio.PutObjectOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		before := incompleteUploads(t, r.s3, r.bucket, keys)
-		pruned := run(t, "expire", "--repo", r.location, "--prune-incomplete", "--confirm").mustSucceed(t)
+		before := incompleteUploads(t, r.S3, r.Bucket, keys)
+		pruned := run(t, "expire", "--repo", r.Location, "--prune-incomplete", "--confirm").mustSucceed(t)
 		if !strings.Contains(pruned.stdout, "removed what unfinished writes left under backups/: ") || !strings.Contains(pruned.stdout, " incomplete upload") {
 			t.Errorf("expire does not report the uploads it aborted:\n%s", pruned.stdout)
 		}
-		if n := incompleteUploads(t, r.s3, r.bucket, keys); n != 0 {
+		if n := incompleteUploads(t, r.S3, r.Bucket, keys); n != 0 {
 			t.Errorf("%d of %d incomplete uploads of backup %s left after expire --prune-incomplete", n, before, id)
 		}
-		for obj := range r.s3.Client(t).ListObjects(context.Background(), r.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		for obj := range r.S3.Client(t).ListObjects(context.Background(), r.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 			t.Errorf("left after expire --prune-incomplete: %s %v", obj.Key, obj.Err)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A logical round trip on every backend: a dump in small chunks over two
@@ -33,23 +34,23 @@ func TestLogicalRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
-		r := run(t, append([]string{"backup", "--logical", "--repo", tr.location, "--parallel", "2", "--chunk-size", "256KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
+		r := run(t, append([]string{"backup", "--logical", "--repo", tr.Location, "--parallel", "2", "--chunk-size", "256KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
 		if !strings.Contains(r.stdout, "logical") {
 			t.Errorf("backup printed %q", r.stdout)
 		}
-		entries := backupListing(t, tr.location)
+		entries := backupListing(t, tr.Location)
 		if len(entries) != 1 || entries[0].Kind != "logical" || entries[0].Positions.GTID == "" {
 			t.Fatalf("listing %+v, want one logical backup with its GTID position", entries)
 		}
-		run(t, "verify", "--repo", tr.location).mustSucceed(t)
+		run(t, "verify", "--repo", tr.Location).mustSucceed(t)
 
 		dst := sandboxtest.Start(t, sandbox.Options{})
-		run(t, append([]string{"restore", "--repo", tr.location, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
+		run(t, append([]string{"restore", "--repo", tr.Location, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
 		got, err := sandbox.ChecksumTables(ctx, dst.DB())
 		if err != nil {
 			t.Fatal(err)
 		}
-		compareChecksums(t, got, want)
+		usecasetest.CompareChecksums(t, got, want)
 	})
 }
 
@@ -78,26 +79,26 @@ func TestLogicalConsistencyUnderWrites(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	startSeq := gtidSeq(t, db)
-	load := startLoad(2, func(rng *rand.Rand) error {
+	startSeq := usecasetest.GTIDSeq(t, db)
+	load := usecasetest.StartLoad(2, func(rng *rand.Rand) error {
 		from, to := "bank.checking", "bank.savings"
 		if rng.IntN(2) == 0 {
 			from, to = to, from
 		}
-		return transfer(ctx, db, from, to, rng.IntN(rows)+1, rng.IntN(rows)+1, rng.IntN(50)+1)
+		return usecasetest.Transfer(ctx, db, from, to, rng.IntN(rows)+1, rng.IntN(rows)+1, rng.IntN(50)+1)
 	})
-	load.more(t, 50)
+	load.More(t, 50)
 	repoDir := newRepoDir(t)
-	before := load.committed.Load()
+	before := load.Committed.Load()
 	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "256KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-	during := load.committed.Load() - before
-	load.more(t, 50)
-	load.finish(t)
+	during := load.Committed.Load() - before
+	load.More(t, 50)
+	load.Finish(t)
 	if during == 0 {
 		t.Fatal("no transfer committed while the dump ran: the test proves nothing")
 	}
 	e := backupListing(t, repoDir)[0]
-	wantTransfers := seqOf(t, e.Positions.GTID) - startSeq
+	wantTransfers := usecasetest.SeqOf(t, e.Positions.GTID) - startSeq
 
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
@@ -248,7 +249,7 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareChecksums(t, got, want)
+	usecasetest.CompareChecksums(t, got, want)
 	srcDefs, err := sandboxtest.DescribeObjects(ctx, src.DB(), "sample")
 	if err != nil {
 		t.Fatal(err)
@@ -286,19 +287,19 @@ func TestLogicalBadInput(t *testing.T) {
 		}
 	})
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
-		run(t, append([]string{"backup", "--logical", "--repo", tr.location, "--skip-users", "--compress", "none"}, sandboxConn(src)...)...).mustSucceed(t)
-		e := backupListing(t, tr.location)[0]
-		objs := tr.streamObjects(t, e.ID)
-		data := tr.read(t, objs[0])
+		run(t, append([]string{"backup", "--logical", "--repo", tr.Location, "--skip-users", "--compress", "none"}, sandboxConn(src)...)...).mustSucceed(t)
+		e := backupListing(t, tr.Location)[0]
+		objs := tr.StreamObjects(t, e.ID)
+		data := tr.Read(t, objs[0])
 		i := bytes.LastIndex(data, []byte("\t"))
 		data[i-1] ^= 0x20
-		tr.write(t, objs[0], data)
-		r := run(t, "verify", "--repo", tr.location)
+		tr.Write(t, objs[0], data)
+		r := run(t, "verify", "--repo", tr.Location)
 		if r.code != ExitCorrupt || !strings.Contains(r.err.Error(), e.ID) {
 			t.Errorf("verify of a corrupted data file: exit %d, %v", r.code, r.err)
 		}
 		dst := sandboxtest.Start(t, sandbox.Options{})
-		r = run(t, append([]string{"restore", "--repo", tr.location}, sandboxConn(dst)...)...)
+		r = run(t, append([]string{"restore", "--repo", tr.Location}, sandboxConn(dst)...)...)
 		if r.code != ExitCorrupt || !strings.Contains(r.err.Error(), objs[0][strings.LastIndex(objs[0], "/")+1:]) {
 			t.Errorf("restore of a corrupted data file: exit %d, %v; want exit %d naming the object", r.code, r.err, ExitCorrupt)
 		}
@@ -323,7 +324,7 @@ func TestLogicalBadInput(t *testing.T) {
 		run(t, append([]string{"restore", "--repo", repoDir, "--drop-existing"}, sandboxConn(dst)...)...).mustSucceed(t)
 		want, _ := sandbox.ChecksumTables(ctx, src.DB())
 		got, _ := sandbox.ChecksumTables(ctx, dst.DB())
-		compareChecksums(t, got, want)
+		usecasetest.CompareChecksums(t, got, want)
 	})
 }
 
@@ -364,7 +365,7 @@ func TestLogicalFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareChecksums(t, gotSums, wantSums)
+	usecasetest.CompareChecksums(t, gotSums, wantSums)
 	gotObjs, err := sandboxtest.DescribeObjects(ctx, dst.DB(), dbs...)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A point-in-time restore from a logical base (issue 14, item 4): a
@@ -54,7 +55,7 @@ func TestPITRFromLogicalBase(t *testing.T) {
 	must("INSERT INTO m.inno VALUES (3, 'three')")
 	must("UPDATE m.inno SET v = 'uno' WHERE id = 1")
 	must("INSERT INTO m.isam VALUES (2, 'two')")
-	midSums, midAccounts := checksums(t, src), accounts(t, src)+"\n"+userHosts(t, src)
+	midSums, midAccounts := usecasetest.Checksums(t, src), accounts(t, src)+"\n"+userHosts(t, src)
 	// The second after these writes' (whole seconds), before the next.
 	var midAt string
 	db.QueryRow("SELECT DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:%i:%s')").Scan(&midAt)
@@ -74,7 +75,7 @@ func TestPITRFromLogicalBase(t *testing.T) {
 	must("DELETE FROM m.inno WHERE id = 2")
 	must("CREATE USER acct2@'localhost' IDENTIFIED BY 'two'")
 	must("GRANT INSERT ON m.later TO acct2@'localhost'")
-	endSums, endAccounts := checksums(t, src), accounts(t, src)+"\n"+userHosts(t, src)
+	endSums, endAccounts := usecasetest.Checksums(t, src), accounts(t, src)+"\n"+userHosts(t, src)
 	must("FLUSH BINARY LOGS")
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 
@@ -91,8 +92,8 @@ func TestPITRFromLogicalBase(t *testing.T) {
 		if !strings.Contains(r.stdout, "restored backup "+baseID) {
 			t.Errorf("--until %s: %q; want it to start from the logical backup %s", c.until, r.stdout, baseID)
 		}
-		dst := serverOn(t, target)
-		compareChecksums(t, checksums(t, dst), c.sums)
+		dst := usecasetest.ServerOn(t, target)
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), c.sums)
 		// Every account, root's too: the source's, not those
 		// mariadb-install-db made, nor the replay's.
 		if got := accounts(t, dst) + "\n" + userHosts(t, dst); got != c.accounts {
@@ -121,7 +122,7 @@ func TestPITRFromLogicalBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, append([]string{"restore", "--repo", repoDir, "--until", "end", "--apply-to"}, sandboxConn(onto)...)...).mustSucceed(t)
-	compareChecksums(t, checksums(t, onto), endSums)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, onto), endSums)
 }
 
 // userHosts lists every account of s but those named by host name, which

@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // merge builds a full backup from a chain taken under writes: restored
@@ -26,21 +27,21 @@ func TestMerge(t *testing.T) {
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
 	const accounts, initial = 500, 1000
-	createBank(t, db, accounts, initial, 50000, "SHA2(seq, 512)")
-	load := startLoad(1, func(rng *rand.Rand) error {
-		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
+	usecasetest.CreateBank(t, db, accounts, initial, 50000, "SHA2(seq, 512)")
+	load := usecasetest.StartLoad(1, func(rng *rand.Rand) error {
+		return usecasetest.Transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
 	})
 	repoDir := newRepoDir(t)
 	backup := func(flags ...string) result {
 		return run(t, append(append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, flags...), sandboxConn(src)...)...).mustSucceed(t)
 	}
-	load.more(t, 50)
+	load.More(t, 50)
 	backup()
-	load.more(t, 100)
+	load.More(t, 100)
 	backup("--incremental")
-	load.more(t, 100)
-	load.finish(t)
-	want := checksums(t, src)
+	load.More(t, 100)
+	load.Finish(t)
+	want := usecasetest.Checksums(t, src)
 	backup("--incremental")
 	chain := backupListing(t, repoDir)
 	if len(chain) != 3 || chain[2].Depth != 2 {
@@ -97,11 +98,11 @@ func TestMerge(t *testing.T) {
 
 	prepared := filepath.Join(t.TempDir(), "prepared")
 	run(t, "restore", merged.ID, "--repo", repoDir, "--target-dir", prepared, "--prepare").mustSucceed(t)
-	compareChecksums(t, checksums(t, serverOn(t, prepared)), want)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, prepared)), want)
 	// Stored prepared, it starts a server as it is.
 	asIs := filepath.Join(t.TempDir(), "as-is")
 	run(t, "restore", merged.ID, "--repo", repoDir, "--target-dir", asIs).mustSucceed(t)
-	compareChecksums(t, checksums(t, serverOn(t, asIs)), want)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, asIs)), want)
 	if rep, res := restoreTestReport(t, repoDir, merged.ID); res.code != ExitOK || !rep.Passed {
 		t.Errorf("restore test of the merged backup: exit %d, passed %v, problems %q", res.code, rep.Passed, rep.Problems)
 	}
@@ -111,13 +112,13 @@ func TestMerge(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "UPDATE bank.accounts SET balance = balance + 1 WHERE id % 7 = 0"); err != nil {
 		t.Fatal(err)
 	}
-	newer := checksums(t, src)
+	newer := usecasetest.Checksums(t, src)
 	if r := backup("--incremental"); !strings.Contains(r.stdout, "incremental on "+merged.ID) {
 		t.Errorf("incremental on the merged backup printed %q", r.stdout)
 	}
 	onMerged := filepath.Join(t.TempDir(), "on-merged")
 	run(t, "restore", "latest", "--repo", repoDir, "--target-dir", onMerged, "--prepare").mustSucceed(t)
-	compareChecksums(t, checksums(t, serverOn(t, onMerged)), newer)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, onMerged)), newer)
 
 	// An encrypted chain merges only into an encrypted backup.
 	pass := filepath.Join(t.TempDir(), "pass")
@@ -144,5 +145,5 @@ func TestMerge(t *testing.T) {
 	}
 	encTarget := filepath.Join(t.TempDir(), "encrypted-merged")
 	run(t, "restore", encMerged, "--repo", encRepo, "--passphrase-file", pass, "--target-dir", encTarget, "--prepare").mustSucceed(t)
-	compareChecksums(t, checksums(t, serverOn(t, encTarget)), newer)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, encTarget)), newer)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/transport"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 func tokenFile(t *testing.T) string {
@@ -128,13 +129,13 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
-	createBank(t, db, 1000, 1000, 100000, "REPEAT(MD5(seq), 6)",
+	usecasetest.CreateBank(t, db, 1000, 1000, 100000, "REPEAT(MD5(seq), 6)",
 		"CREATE USER repl@'%' IDENTIFIED BY 'repl-Pa55 word'",
 		"GRANT REPLICATION SLAVE ON *.* TO repl@'%'")
-	load := startLoad(1, func(rng *rand.Rand) error {
-		return transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1)
+	load := usecasetest.StartLoad(1, func(rng *rand.Rand) error {
+		return usecasetest.Transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1)
 	})
-	load.more(t, 20)
+	load.More(t, 20)
 
 	// The primary's password in an option file, as a DBA would keep it
 	// (the environment's BACKSTREAM_PRIMARY_PASSWORD is replica's unit
@@ -299,7 +300,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	for i, target := range targets {
 		sock := sock1
 		if i == 0 {
-			r := serverOn(t, target)
+			r := usecasetest.ServerOn(t, target)
 			sock = r.Socket
 		}
 		db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
@@ -336,8 +337,8 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		t.Logf("replica %d replicating", i)
 	}
 	// More writes after replication started, then stop and compare.
-	load.more(t, 50)
-	load.finish(t)
+	load.More(t, 50)
+	load.Finish(t)
 	want, err := sandbox.ChecksumTables(ctx, db)
 	if err != nil {
 		t.Fatal(err)

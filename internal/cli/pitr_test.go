@@ -12,6 +12,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Marker rows with known times and GTIDs, across several binary log files
@@ -73,7 +74,7 @@ func TestPointInTimeRestore(t *testing.T) {
 
 	markers := func(target string) []string {
 		t.Helper()
-		dst := serverOn(t, target)
+		dst := usecasetest.ServerOn(t, target)
 		var ids string
 		if err := dst.DB().QueryRow("SELECT COALESCE(GROUP_CONCAT(id ORDER BY id), '') FROM m.marks").Scan(&ids); err != nil {
 			t.Fatal(err)

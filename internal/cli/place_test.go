@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // restore --datadir restores beside the datadir and renames the result
@@ -29,7 +30,7 @@ func TestRestoreIntoPlace(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
 		t.Fatal(err)
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	base := t.TempDir()
@@ -90,7 +91,7 @@ func TestRestoreIntoPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareChecksums(t, got, want)
+	usecasetest.CompareChecksums(t, got, want)
 
 	// A datadir a server runs on is never replaced, --force or not.
 	r = run(t, "restore", "--repo", repoDir, "--datadir", datadir, "--force")
@@ -143,7 +144,7 @@ func TestRestoreIntoPlace(t *testing.T) {
 	if done.Backup != id || len(done.Chain) != 1 || done.Target != fresh || !done.Prepared || done.Replaced != "" || done.Started != nil || done.Error != "" {
 		t.Errorf("restore --datadir --json printed %+v; want backup %s restored and prepared in %s, nothing replaced or started", done, id, fresh)
 	}
-	compareChecksums(t, checksums(t, serverOn(t, fresh)), want)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, fresh)), want)
 }
 
 // The server's option file puts its redo log, undo tablespaces and binary
@@ -160,7 +161,7 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
 		t.Fatal(err)
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 
@@ -232,7 +233,7 @@ func TestRestoreIntoPlaceWithFilesOutside(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compareChecksums(t, got, want)
+		usecasetest.CompareChecksums(t, got, want)
 	}
 	r = run(t, append(restoreArgs, "--force")...).mustSucceed(t)
 	check(1, r.stdout)
@@ -356,7 +357,7 @@ func TestRestoreIntoMountAndLink(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
 		t.Fatal(err)
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 
@@ -404,7 +405,7 @@ func TestRestoreIntoMountAndLink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compareChecksums(t, got, want)
+		usecasetest.CompareChecksums(t, got, want)
 		return aside[0]
 	}
 

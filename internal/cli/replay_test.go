@@ -11,6 +11,7 @@ import (
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // ids lists the rows of m.marks on s.
@@ -121,7 +122,7 @@ func TestReplayKeepsEverything(t *testing.T) {
 		t.Helper()
 		target := filepath.Join(t.TempDir(), "dd")
 		run(t, append([]string{"restore", "--repo", repoDir, "--target-dir", target}, args...)...).mustSucceed(t)
-		return serverOn(t, target)
+		return usecasetest.ServerOn(t, target)
 	}
 	two := d0 + "," + d1
 	dst := restoreTo("--until-gtid", two)
@@ -238,7 +239,7 @@ func TestPITRPerServer(t *testing.T) {
 	}
 	target := filepath.Join(t.TempDir(), "a")
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--server", keys[0], "--target-dir", target).mustSucceed(t)
-	dst := serverOn(t, target)
+	dst := usecasetest.ServerOn(t, target)
 	if got := ids(t, dst); got != "0,1,2" {
 		t.Errorf("--server %s: rows %s, want server a's 0,1,2", keys[0], got)
 	}
@@ -324,7 +325,7 @@ func TestPerServerExpireAndVerify(t *testing.T) {
 	}
 	target := filepath.Join(t.TempDir(), "b")
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--server", key(b), "--target-dir", target).mustSucceed(t)
-	if got := ids(t, serverOn(t, target)); got != "11,12,13" {
+	if got := ids(t, usecasetest.ServerOn(t, target)); got != "11,12,13" {
 		t.Errorf("--server %s after expire: rows %s, want 11,12,13", key(b), got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 const replPass = "repl-Pa55 word"
@@ -30,7 +31,7 @@ const replPass = "repl-Pa55 word"
 func primaryWithBank(t *testing.T) (*sandbox.Server, string) {
 	t.Helper()
 	p := sandboxtest.Start(t, sandbox.Options{})
-	createBank(t, p.DB(), 1000, 1000, 20000, "REPEAT(MD5(seq), 6)",
+	usecasetest.CreateBank(t, p.DB(), 1000, 1000, 20000, "REPEAT(MD5(seq), 6)",
 		"CREATE USER repl@'%' IDENTIFIED BY '"+replPass+"'",
 		"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO repl@'%'")
 	cnf := filepath.Join(t.TempDir(), "primary.cnf")
@@ -41,9 +42,9 @@ func primaryWithBank(t *testing.T) (*sandbox.Server, string) {
 }
 
 // bankLoad runs transfers on db until finish.
-func bankLoad(db *sql.DB) *writeLoad {
-	return startLoad(1, func(rng *rand.Rand) error {
-		return transfer(context.Background(), db, "bank.accounts", "bank.accounts", rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1)
+func bankLoad(db *sql.DB) *usecasetest.Load {
+	return usecasetest.StartLoad(1, func(rng *rand.Rand) error {
+		return usecasetest.Transfer(context.Background(), db, "bank.accounts", "bank.accounts", rng.IntN(1000)+1, rng.IntN(1000)+1, rng.IntN(9)+1)
 	})
 }
 
@@ -137,7 +138,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				}
 				conn.Close()
 			}
-			load.more(t, 30)
+			load.More(t, 30)
 
 			base := t.TempDir()
 			sock1 := testkit.SocketPath(t, "replica1.sock")
@@ -183,7 +184,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				t.Errorf("the restored datadir offers %+v and %+v; want two different positions", own, up)
 			}
 
-			r0 := serverOn(t, targets[0])
+			r0 := usecasetest.ServerOn(t, targets[0])
 			rep := run(t, append([]string{"replicate", "--no-defaults", "--socket", r0.Socket, "--user", "root"}, primaryFlags...)...).mustSucceed(t)
 			t.Logf("replicate printed:\n%s", rep.stdout)
 			wantFrom := "xtrabackup_slave_info and " + physical.SourceInfoName
@@ -255,8 +256,8 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				}
 			}
 
-			load.more(t, 50)
-			load.finish(t)
+			load.More(t, 50)
+			load.Finish(t)
 			want, err := sandbox.ChecksumTables(ctx, primary.DB())
 			if err != nil {
 				t.Fatal(err)
@@ -279,9 +280,9 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 	primary, primaryCnf := primaryWithBank(t)
 	load := bankLoad(primary.DB())
 	repoDir := newRepoDir(t)
-	load.more(t, 20)
+	load.More(t, 20)
 	b := run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--skip-users"}, sandboxConn(primary)...)...).mustSucceed(t)
-	load.more(t, 20)
+	load.More(t, 20)
 	entries := backupListing(t, repoDir)
 	if len(entries) != 1 {
 		t.Fatalf("list: %d backups\n%s", len(entries), b.stdout)
@@ -313,8 +314,8 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 		st == nil || !st.IORunning || !st.SQLRunning || st.MasterPort != primary.Port || st.UsingGTID != "Slave_Pos" {
 		t.Errorf("replicate --from-backup --catch-up --json printed %+v (status %+v), want it to start at the backup's GTID, caught up, running", res, res.Status)
 	}
-	load.more(t, 50)
-	load.finish(t)
+	load.More(t, 50)
+	load.Finish(t)
 	want, err := sandbox.ChecksumTables(ctx, primary.DB())
 	if err != nil {
 		t.Fatal(err)

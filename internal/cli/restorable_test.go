@@ -59,7 +59,7 @@ func fullObject(name string) func(t *testing.T, c damagedChain) string {
 
 // fullMeta is the full backup's first metadata object.
 func fullMeta(t *testing.T, c damagedChain) string {
-	m, err := archive.ParseManifest(c.repo.read(t, "backups/"+c.full+"/manifest.json"))
+	m, err := archive.ParseManifest(c.repo.Read(t, "backups/"+c.full+"/manifest.json"))
 	if err != nil || len(m.Meta) == 0 {
 		t.Fatalf("the full backup's manifest: %v, %d meta objects", err, len(m.Meta))
 	}
@@ -89,17 +89,17 @@ var damageRows = []damageRow{
 	{name: "archived binary log flipped", backends: bothBackends, object: func(t *testing.T, c damagedChain) string { return c.binlog },
 		flip: true, code: ExitCorrupt, archive: true,
 		verify: func(c damagedChain) []string {
-			return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location}
+			return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.Location}
 		},
 		restore: func(c damagedChain, target string) []string {
-			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.location, "--target-dir", target}
+			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.Location, "--target-dir", target}
 		}},
 	{name: "full stream object flipped under --until", backends: localOnly, object: fullObject("streams/00000.xbs.zst"), flip: true, code: ExitCorrupt,
 		verify: func(c damagedChain) []string {
-			return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.location}
+			return []string{"verify", "--until-gtid", c.gtid, "--repo", c.repo.Location}
 		},
 		restore: func(c damagedChain, target string) []string {
-			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.location, "--target-dir", target}
+			return []string{"restore", "--until-gtid", c.gtid, "--repo", c.repo.Location, "--target-dir", target}
 		}},
 }
 
@@ -117,9 +117,9 @@ func TestEveryOKIsRestorable(t *testing.T) {
 	}
 	forEachBackend(t, func(t *testing.T, repo testRepo) {
 		for _, extra := range [][]string{nil, {"--incremental"}} {
-			run(t, append(append([]string{"backup", "--repo", repo.location, "--parallel", "2"}, extra...), sandboxConn(src)...)...).mustSucceed(t)
+			run(t, append(append([]string{"backup", "--repo", repo.Location, "--parallel", "2"}, extra...), sandboxConn(src)...)...).mustSucceed(t)
 		}
-		entries := backupListing(t, repo.location)
+		entries := backupListing(t, repo.Location)
 		if len(entries) != 2 || entries[1].Parent != entries[0].ID {
 			t.Fatalf("want a full and an incremental on it: %+v", entries)
 		}
@@ -131,13 +131,13 @@ func TestEveryOKIsRestorable(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustExecAll(t, src.DB(), "FLUSH BINARY LOGS")
-		run(t, append([]string{"binlog", "--repo", repo.location}, sandboxConn(src)...)...).mustSucceed(t)
-		files := archivedBinlogs(t, repo.location)
+		run(t, append([]string{"binlog", "--repo", repo.Location}, sandboxConn(src)...)...).mustSucceed(t)
+		files := archivedBinlogs(t, repo.Location)
 		if len(files) == 0 {
 			t.Fatal("no binary log archived")
 		}
 		last := files[len(files)-1]
-		for _, o := range repo.streamObjectsUnder(t, "binlogs/"+last.Source+"/"+last.Name+"/streams/") {
+		for _, o := range repo.StreamObjectsUnder(t, "binlogs/"+last.Source+"/"+last.Name+"/streams/") {
 			c.binlog = o
 		}
 		if c.binlog == "" {
@@ -150,15 +150,15 @@ func TestEveryOKIsRestorable(t *testing.T) {
 			}
 			t.Run(strings.ReplaceAll(row.name, " ", "_"), func(t *testing.T) {
 				object := row.object(t, c)
-				original := repo.read(t, object)
+				original := repo.Read(t, object)
 				if row.flip {
 					damaged := bytes.Clone(original)
 					damaged[len(damaged)/2] ^= 0x20
-					repo.write(t, object, damaged)
-				} else if err := repo.backend.Delete(context.Background(), object); err != nil {
+					repo.Write(t, object, damaged)
+				} else if err := repo.Backend.Delete(context.Background(), object); err != nil {
 					t.Fatal(err)
 				}
-				defer repo.write(t, object, original)
+				defer repo.Write(t, object, original)
 				named := base(object)
 				if row.names != nil {
 					named = row.names(object)
@@ -177,11 +177,11 @@ func TestEveryOKIsRestorable(t *testing.T) {
 				}
 				listed := func(when string) {
 					t.Helper()
-					r := run(t, "list", "--repo", repo.location).mustSucceed(t)
+					r := run(t, "list", "--repo", repo.Location).mustSucceed(t)
 					if !rowOf(r.stdout, c.inc, "BROKEN") {
 						t.Errorf("list %s does not mark %s BROKEN:\n%s", when, c.inc, r.stdout)
 					}
-					for _, e := range backupListing(t, repo.location) {
+					for _, e := range backupListing(t, repo.Location) {
 						if e.ID == c.inc && e.Unrestorable == "" {
 							t.Errorf("list --json %s: %s has no reason it cannot be restored", when, c.inc)
 						}
@@ -189,10 +189,10 @@ func TestEveryOKIsRestorable(t *testing.T) {
 				}
 
 				if row.catalog {
-					expect("check before a verify", run(t, "check", "--repo", repo.location), c.inc, c.full)
+					expect("check before a verify", run(t, "check", "--repo", repo.Location), c.inc, c.full)
 					listed("before a verify")
 				}
-				restoreArgs := []string{"restore", c.inc, "--repo", repo.location, "--prepare", "--target-dir", filepath.Join(t.TempDir(), "target")}
+				restoreArgs := []string{"restore", c.inc, "--repo", repo.Location, "--prepare", "--target-dir", filepath.Join(t.TempDir(), "target")}
 				if row.restore != nil {
 					restoreArgs = row.restore(c, filepath.Join(t.TempDir(), "target"))
 				}
@@ -201,29 +201,29 @@ func TestEveryOKIsRestorable(t *testing.T) {
 				} else if restoreArgs != nil {
 					expect("restore", run(t, restoreArgs...), c.full)
 				}
-				verifyArgs := []string{"verify", c.inc, "--repo", repo.location}
+				verifyArgs := []string{"verify", c.inc, "--repo", repo.Location}
 				if row.verify != nil {
 					verifyArgs = row.verify(c)
 				}
 				if row.archive {
 					expect("verify", run(t, verifyArgs...))
 					// The archive's own check reads every archived object.
-					expect("verify --binlogs", run(t, "verify", "--binlogs", "--repo", repo.location))
+					expect("verify --binlogs", run(t, "verify", "--binlogs", "--repo", repo.Location))
 				} else {
 					expect("verify", run(t, verifyArgs...), c.inc, c.full)
-					expect("check", run(t, "check", "--repo", repo.location), c.inc, c.full)
+					expect("check", run(t, "check", "--repo", repo.Location), c.inc, c.full)
 					var rep health.Summary
-					r := run(t, "check", "--repo", repo.location, "--json")
+					r := run(t, "check", "--repo", repo.Location, "--json")
 					if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.OK || r.code != row.code {
 						t.Errorf("check --json: exit %d, %v, ok %v", r.code, err, rep.OK)
 					}
 					listed("after a verify")
 				}
 
-				repo.write(t, object, original)
+				repo.Write(t, object, original)
 				run(t, verifyArgs...).mustSucceed(t)
-				run(t, "check", "--repo", repo.location).mustSucceed(t)
-				if r := run(t, "list", "--repo", repo.location).mustSucceed(t); strings.Contains(r.stdout, "BROKEN") {
+				run(t, "check", "--repo", repo.Location).mustSucceed(t)
+				if r := run(t, "list", "--repo", repo.Location).mustSucceed(t); strings.Contains(r.stdout, "BROKEN") {
 					t.Errorf("list once the object is back:\n%s", r.stdout)
 				}
 			})

@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // forgeBackup writes a copy of backup id under a new id whose files went
@@ -136,7 +137,7 @@ func TestRestoreTestPhysical(t *testing.T) {
 	if err := src.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	src = serverOn(t, src.Datadir)
+	src = usecasetest.ServerOn(t, src.Datadir)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 	id := backupListing(t, repoDir)[0].ID

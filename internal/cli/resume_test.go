@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // slowDown runs p a twentieth of the time (SIGSTOP, SIGCONT) until the test
@@ -70,15 +71,15 @@ func TestRestoreResumesAfterKill(t *testing.T) {
 	for _, kind := range repoKinds {
 		t.Run(kind, func(t *testing.T) {
 			r := newTestRepo(t, kind)
-			run(t, append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-			listing := backupListing(t, r.location)
+			run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			listing := backupListing(t, r.Location)
 			id, files := listing[0].ID, listing[0].Files
 			reference := filepath.Join(t.TempDir(), "reference")
-			run(t, "restore", id, "--repo", r.location, "--target-dir", reference).mustSucceed(t)
-			want := treeDigests(t, reference)
+			run(t, "restore", id, "--repo", r.Location, "--target-dir", reference).mustSucceed(t)
+			want := usecasetest.TreeDigests(t, reference)
 
 			target := filepath.Join(t.TempDir(), "datadir")
-			restore := []string{"restore", id, "--repo", r.location, "--target-dir", target}
+			restore := []string{"restore", id, "--repo", r.Location, "--target-dir", target}
 			last := 0
 			for point, args := range [][]string{restore, append(restore, "--resume")} {
 				p := startProc(t, bin, args...)
@@ -93,17 +94,17 @@ func TestRestoreResumesAfterKill(t *testing.T) {
 				last = n
 			}
 			// Another backup's resume is refused and changes nothing.
-			run(t, append([]string{"backup", "--repo", r.location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-			other := backupListing(t, r.location)[0].ID
+			run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			other := backupListing(t, r.Location)[0].ID
 			if other == id {
-				other = backupListing(t, r.location)[1].ID
+				other = backupListing(t, r.Location)[1].ID
 			}
-			before := treeDigests(t, target)
-			refused := run(t, "restore", other, "--repo", r.location, "--target-dir", target, "--resume")
+			before := usecasetest.TreeDigests(t, target)
+			refused := run(t, "restore", other, "--repo", r.Location, "--target-dir", target, "--resume")
 			if refused.code != ExitUsage || !strings.Contains(refused.err.Error(), "it restores backup "+id+", not backup "+other) {
 				t.Errorf("resume of backup %s into a restore of %s: exit %d, %v; want a refusal naming both", other, id, refused.code, refused.err)
 			}
-			compareTrees(t, "the target after a refused resume", treeDigests(t, target), before)
+			usecasetest.CompareTrees(t, "the target after a refused resume", usecasetest.TreeDigests(t, target), before)
 
 			res := run(t, append(restore, "--resume", "--json")...).mustSucceed(t)
 			if !strings.Contains(res.stderr, "files kept") {
@@ -118,7 +119,7 @@ func TestRestoreResumesAfterKill(t *testing.T) {
 			if out.ReadBytes <= 0 || out.ReadBytes >= listing[0].StoredBytes {
 				t.Errorf("the last resume read %d of the backup's %d stored bytes: want some, not all", out.ReadBytes, listing[0].StoredBytes)
 			}
-			compareTrees(t, "the resumed restore", treeDigests(t, target), want)
+			usecasetest.CompareTrees(t, "the resumed restore", usecasetest.TreeDigests(t, target), want)
 		})
 	}
 }

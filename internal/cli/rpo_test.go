@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // The recovery point of issue 14: a counter table written at about 500
@@ -30,13 +31,13 @@ import (
 func TestBinlogFollowRPO(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	for _, k := range backendKinds {
+	for _, k := range usecasetest.Backends {
 		for _, killArchiver := range []bool{false, true} {
-			name := k.name + "/source-killed"
+			name := k.Name + "/source-killed"
 			if killArchiver {
-				name = k.name + "/archiver-and-source-killed"
+				name = k.Name + "/archiver-and-source-killed"
 			}
-			t.Run(name, func(t *testing.T) { followRPO(t, bin, k.make(t), killArchiver) })
+			t.Run(name, func(t *testing.T) { followRPO(t, bin, testRepo{k.Make(t)}, killArchiver) })
 		}
 	}
 }
@@ -57,9 +58,9 @@ func followRPO(t *testing.T, bin string, tr testRepo, killArchiver bool) {
 		if err := src.DB().QueryRow("SELECT @@hostname, @@server_id").Scan(&hostname, &serverID); err != nil {
 			t.Fatal(err)
 		}
-		run(t, append([]string{"backup", "--repo", tr.location}, sandboxConn(src)...)...).mustSucceed(t)
+		run(t, append([]string{"backup", "--repo", tr.Location}, sandboxConn(src)...)...).mustSucceed(t)
 
-		follow := exec.Command(bin, append([]string{"binlog", "--repo", tr.location, "--follow", "--flush-interval", flush.String(), "--progress", "none"}, sandboxConn(src)...)...)
+		follow := exec.Command(bin, append([]string{"binlog", "--repo", tr.Location, "--follow", "--flush-interval", flush.String(), "--progress", "none"}, sandboxConn(src)...)...)
 		var stderr bytes.Buffer
 		follow.Stderr = &stderr
 		if err := follow.Start(); err != nil {
@@ -137,7 +138,7 @@ func followRPO(t *testing.T, bin string, tr testRepo, killArchiver bool) {
 		rate := float64(len(committed)) / killAt.Sub(committed[0].at).Seconds()
 
 		// What the archive reaches: the last GTID of the newest segment.
-		r, err := repo.Open(ctx, tr.backend)
+		r, err := repo.Open(ctx, tr.Backend)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,8 +162,8 @@ func followRPO(t *testing.T, bin string, tr testRepo, killArchiver bool) {
 		}
 
 		target := filepath.Join(t.TempDir(), "restored")
-		run(t, "restore", "--repo", tr.location, "--until-gtid", head.LastGTID, "--target-dir", target).mustSucceed(t)
-		dst := serverOn(t, target)
+		run(t, "restore", "--repo", tr.Location, "--until-gtid", head.LastGTID, "--target-dir", target).mustSucceed(t)
+		dst := usecasetest.ServerOn(t, target)
 		var rows, maxID int64
 		if err := dst.DB().QueryRow("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM m.counter").Scan(&rows, &maxID); err != nil {
 			t.Fatal(err)
@@ -191,7 +192,7 @@ func followRPO(t *testing.T, bin string, tr testRepo, killArchiver bool) {
 			lostTime = killAt.Sub(committed[0].at)
 		}
 		t.Logf("RPO into %s (binlog --follow killed too: %v), --flush-interval %s, %.0f commits/s, %d segments: lost %.3f s and %d rows (restored up to id %d of %d committed)",
-			tr.location, killArchiver, flush, rate, len(segs), lostTime.Seconds(), lostRows, maxID, lastID)
+			tr.Location, killArchiver, flush, rate, len(segs), lostTime.Seconds(), lostRows, maxID, lastID)
 		if maxID < must {
 			t.Errorf("the restored counter table ends at id %d; id %d was committed by %s, flush interval + 1 s before the kill", maxID, must, cutoff.Format(time.TimeOnly+".000"))
 		}

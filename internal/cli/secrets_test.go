@@ -27,6 +27,7 @@ import (
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // ageHeader starts every file in age's format.
@@ -125,7 +126,7 @@ func TestEncryptedBinlogPITR(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "datadir")
 	run(t, "restore", "--repo", repoDir, "--identity-file", key, "--until-gtid", gtid, "--target-dir", target).mustSucceed(t)
 	var ids string
-	if err := serverOn(t, target).DB().QueryRow("SELECT GROUP_CONCAT(id ORDER BY id) FROM m.marks").Scan(&ids); err != nil {
+	if err := usecasetest.ServerOn(t, target).DB().QueryRow("SELECT GROUP_CONCAT(id ORDER BY id) FROM m.marks").Scan(&ids); err != nil {
 		t.Fatal(err)
 	}
 	if ids != "1,2" {
@@ -403,9 +404,9 @@ func TestSecretsNeverExposed(t *testing.T) {
 	ctx := context.Background()
 	bin := buildBinary(t)
 	var s3repo testRepo
-	for _, k := range backendKinds {
-		if k.name == "s3" {
-			s3repo = k.make(t)
+	for _, k := range usecasetest.Backends {
+		if k.Name == "s3" {
+			s3repo = testRepo{k.Make(t)}
 		}
 	}
 	src := sandboxtest.Start(t, sandbox.Options{})
@@ -450,7 +451,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	localRepo := newRepoDir(t)
 
 	// (a) A physical backup to S3, encrypted, with JSON progress.
-	seen, _ := s.run("physical backup", true, nil, "backup", "--repo", s3repo.location, "--defaults-extra-file", cnf,
+	seen, _ := s.run("physical backup", true, nil, "backup", "--repo", s3repo.Location, "--defaults-extra-file", cnf,
 		"--parallel", "2", "--encrypt", "--progress", "json")
 	if !saw(seen, "--backup", "mariadb-backup", "mariabackup") {
 		t.Errorf("no mariabackup --backup seen under backstream backup: the test proves nothing (%v)", seen)
@@ -493,7 +494,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	// /proc on a loaded machine: it waits, with the environment and the
 	// arguments backstream gave it, until the watcher has seen it.
 	gated, open := gatedMariabackup(t, "--prepare")
-	cmd, stdout, stderr, w = s.start(nil, "restore", "--repo", s3repo.location, "--target-dir", target, "--prepare",
+	cmd, stdout, stderr, w = s.start(nil, "restore", "--repo", s3repo.Location, "--target-dir", target, "--prepare",
 		"--mariabackup", gated, "--progress", "json")
 	go func() {
 		defer open()
@@ -515,7 +516,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	}
 
 	// Listings.
-	s.run("list --json", true, nil, "list", "--repo", s3repo.location, "--json")
+	s.run("list --json", true, nil, "list", "--repo", s3repo.Location, "--json")
 	s.run("list --binlogs --json", true, nil, "list", "--repo", localRepo, "--binlogs", "--json")
 	s.run("list", true, nil, "list", "--repo", localRepo)
 
@@ -558,17 +559,17 @@ func TestSecretsNeverExposed(t *testing.T) {
 	if catalogs == 0 || binlogs == 0 {
 		t.Errorf("decrypted %d catalogs and %d binary log objects of the local repository, want some of each", catalogs, binlogs)
 	}
-	infos, err := s3repo.backend.List(ctx, "")
+	infos, err := s3repo.Backend.List(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range infos {
-		for _, l := range leaks(s.secrets, "S3 object "+i.Name, s3repo.read(t, i.Name)) {
+		for _, l := range leaks(s.secrets, "S3 object "+i.Name, s3repo.Read(t, i.Name)) {
 			t.Error(l)
 		}
 	}
 	var mbLog []byte
-	for name, data := range s.searchDecrypted("S3 object", s3repo.backend, passphrase) {
+	for name, data := range s.searchDecrypted("S3 object", s3repo.Backend, passphrase) {
 		if strings.HasSuffix(name, "/meta/mariabackup.log") {
 			mbLog = data
 		}

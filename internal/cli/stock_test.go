@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/fidelitytest"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // stockDB is a database whose name holds what a path or a script must not
@@ -161,7 +162,7 @@ func stateOf(t *testing.T, s *sandbox.Server, dbs, accounts []string) serverStat
 		}
 		st.fingerprints[d] = fp
 	}
-	st.sums = checksums(t, s)
+	st.sums = usecasetest.Checksums(t, s)
 	// SHOW GRANTS lists column grants in an in-memory hash order until
 	// the privileges are reloaded.
 	if _, err := s.DB().ExecContext(ctx, "FLUSH PRIVILEGES"); err != nil {

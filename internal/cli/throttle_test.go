@@ -15,6 +15,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // atLeast is the least time moving bytes at rate can take: the limiter lets
@@ -37,13 +38,13 @@ func TestPhysicalBackupMaxRate(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 24}); err != nil {
 		t.Fatal(err)
 	}
-	want := checksums(t, src)
-	tr := backendKinds[0].make(t)
+	want := usecasetest.Checksums(t, src)
+	tr := testRepo{usecasetest.Backends[0].Make(t)}
 	const rate = 16 << 20
 	start := time.Now()
-	run(t, append([]string{"backup", "--repo", tr.location, "--parallel", "2", "--max-rate", "16MiB/s", "--max-io", "5000"}, sandboxConn(src)...)...).mustSucceed(t)
+	run(t, append([]string{"backup", "--repo", tr.Location, "--parallel", "2", "--max-rate", "16MiB/s", "--max-io", "5000"}, sandboxConn(src)...)...).mustSucceed(t)
 	took := time.Since(start)
-	e := backupListing(t, tr.location)[0]
+	e := backupListing(t, tr.Location)[0]
 	if least := atLeast(e.RawBytes, rate); took < least {
 		t.Errorf("backup of %d raw bytes at --max-rate 16MiB/s took %v, less than the %v the rate allows", e.RawBytes, took, least)
 	}
@@ -53,23 +54,23 @@ func TestPhysicalBackupMaxRate(t *testing.T) {
 		t.Errorf("mariabackup did not get --throttle=5000; its info file says:\n%s", info)
 	}
 
-	run(t, "verify", e.ID, "--repo", tr.location).mustSucceed(t)
+	run(t, "verify", e.ID, "--repo", tr.Location).mustSucceed(t)
 	target := filepath.Join(t.TempDir(), "restore")
-	run(t, "restore", e.ID, "--repo", tr.location, "--target-dir", target, "--prepare").mustSucceed(t)
-	compareChecksums(t, checksums(t, serverOn(t, target)), want)
+	run(t, "restore", e.ID, "--repo", tr.Location, "--target-dir", target, "--prepare").mustSucceed(t)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
 }
 
 // mariabackupInfo is the tool's info file kept in a backup's meta (its
 // name changed in 11.1).
 func mariabackupInfo(t *testing.T, tr testRepo, id string) string {
 	t.Helper()
-	infos, err := tr.backend.List(context.Background(), "backups/"+id+"/meta/")
+	infos, err := tr.Backend.List(context.Background(), "backups/"+id+"/meta/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range infos {
 		if b := path.Base(i.Name); b == "xtrabackup_info" || b == "mariadb_backup_info" {
-			return string(tr.read(t, i.Name))
+			return string(tr.Read(t, i.Name))
 		}
 	}
 	t.Fatalf("backup %s keeps no mariabackup info file in its meta: %v", id, infos)
@@ -86,7 +87,7 @@ func TestLogicalBackupMaxRate(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 8, Blobs: true}); err != nil {
 		t.Fatal(err)
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	repoDir := newRepoDir(t)
 	const rate = 4 << 20
 	start := time.Now()
@@ -103,7 +104,7 @@ func TestLogicalBackupMaxRate(t *testing.T) {
 
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
-	compareChecksums(t, checksums(t, dst), want)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), want)
 }
 
 // Limits given wrongly are usage errors that name the flag, before any

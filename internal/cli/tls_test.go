@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // testCerts are the files of a CA, a server certificate it signed (for
@@ -155,5 +156,5 @@ func TestTLSConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareChecksums(t, got, want)
+	usecasetest.CompareChecksums(t, got, want)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Values only a permissive sql_mode stores (zero dates and dates with a
@@ -63,7 +64,7 @@ func TestLogicalValues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				compareChecksums(t, gotSums, wantSums)
+				usecasetest.CompareChecksums(t, gotSums, wantSums)
 			})
 		}
 		if srcMode == "TRADITIONAL" {

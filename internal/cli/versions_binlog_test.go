@@ -18,6 +18,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsBinlog is the binary log part of the version matrix (issue
@@ -119,7 +120,7 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 		t.Fatal(err)
 	}
 	until := last.Add(time.Second)
-	wantAtMarker := checksums(t, src)
+	wantAtMarker := usecasetest.Checksums(t, src)
 	time.Sleep(time.Until(until.Add(1100 * time.Millisecond).Add(clockSkew(t, src))))
 	writeBinlogRows(t, src,
 		"UPDATE app.orders SET note = 'after the marker' WHERE id < 100",
@@ -127,7 +128,7 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 		"INSERT INTO app.late SELECT seq FROM app.seq_1_to_10",
 		"FLUSH BINARY LOGS",
 	)
-	wantEnd := checksums(t, src)
+	wantEnd := usecasetest.Checksums(t, src)
 	run(t, binlog...).mustSucceed(t)
 	requireExactCopies(t, src, repoDir)
 
@@ -143,7 +144,7 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 		t.Logf("--until %s: %s", c.until, r.stdout)
 		s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 		requireVersion(t, s, version)
-		compareChecksums(t, checksums(t, s), c.want)
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), c.want)
 		s.Close()
 	}
 }
@@ -188,7 +189,7 @@ func followMatrix(t *testing.T, version, basedir string) {
 		)
 		time.Sleep(50 * time.Millisecond)
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	var gtid string
 	if err := src.DB().QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtid); err != nil {
 		t.Fatal(err)
@@ -239,7 +240,7 @@ func followMatrix(t *testing.T, version, basedir string) {
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
 	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 	requireVersion(t, s, version)
-	compareChecksums(t, checksums(t, s), want)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), want)
 	s.Close()
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/backstream/backstream/internal/fidelitytest"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsLogical is the logical part of the version matrix (issue 30
@@ -196,7 +197,7 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 		for _, c := range []struct{ version, basedir string }{{"10.5", b105}, {"10.11", ""}} {
 			dst := sandboxtest.Start(t, sandbox.Options{Basedir: c.basedir, Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
 			requireVersion(t, dst, c.version)
-			before := checksums(t, dst)
+			before := usecasetest.Checksums(t, dst)
 			r := run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...)
 			if msg := fmt.Sprint(r.err); r.code == ExitOK || !strings.Contains(msg, "the target runs MariaDB "+c.version+" (") ||
 				!strings.Contains(msg, "older than the backup's source, MariaDB 11.8 (") {
@@ -210,7 +211,7 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 			if dbs := fixtureDatabases(t, dst); len(dbs) != 0 {
 				t.Errorf("the refused restore or copy into %s created %v", c.version, dbs)
 			}
-			compareChecksums(t, checksums(t, dst), before)
+			usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), before)
 			var journal int
 			if err := dst.DB().QueryRow("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'backstream_load'").Scan(&journal); err != nil || journal != 0 {
 				t.Errorf("the refused restore or copy into %s left its journal database: %v", c.version, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsPointInTime is the GTID part of the version matrix (issue
@@ -74,7 +75,7 @@ func pointInTimeMatrix(t *testing.T, version, basedir string) {
 	if !strings.Contains(atG, "1-") || !strings.Contains(atG, "0-") {
 		t.Fatalf("the source's position %q, want GTIDs of domains 0 and 1", atG)
 	}
-	wantAtG := checksums(t, src)
+	wantAtG := usecasetest.Checksums(t, src)
 	writeBinlogRows(t, src,
 		"UPDATE app.orders SET note = 'after G' WHERE id < 100",
 		"SET SESSION gtid_domain_id = 1",
@@ -87,7 +88,7 @@ func pointInTimeMatrix(t *testing.T, version, basedir string) {
 		"FLUSH BINARY LOGS",
 		"FLUSH BINARY LOGS",
 	)
-	wantEnd := checksums(t, src)
+	wantEnd := usecasetest.Checksums(t, src)
 	run(t, binlog...).mustSucceed(t)
 
 	target := filepath.Join(t.TempDir(), "until-gtid")
@@ -103,7 +104,7 @@ func pointInTimeMatrix(t *testing.T, version, basedir string) {
 	if _, err := onto.DB().Exec(fmt.Sprintf("SET GLOBAL gtid_slave_pos = '%s'", basePos)); err != nil {
 		t.Fatal(err)
 	}
-	atBase := checksums(t, onto)
+	atBase := usecasetest.Checksums(t, onto)
 	apply := append([]string{"restore", "--repo", repoDir, "--apply-to"}, sandboxConn(onto)...)
 	if version == "10.5" {
 		refusedGTIDReplay(t, run(t, untilGTID...), "--until-gtid", "restore with --until and a time instead")
@@ -111,24 +112,24 @@ func pointInTimeMatrix(t *testing.T, version, basedir string) {
 			t.Errorf("the refused --until-gtid left its target: %v", err)
 		}
 		refusedGTIDReplay(t, run(t, append(apply, "--until", "end")...), "--apply-to", "restore a datadir with --until and a time or end instead")
-		compareChecksums(t, checksums(t, onto), atBase)
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, onto), atBase)
 		return
 	}
 	r := run(t, untilGTID...).mustSucceed(t)
 	t.Logf("--until-gtid %s: %s", atG, r.stdout)
 	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 	requireVersion(t, s, version)
-	compareChecksums(t, checksums(t, s), wantAtG)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), wantAtG)
 	s.Close()
 
 	run(t, append(apply, "--until-gtid", atG)...).mustSucceed(t)
-	compareChecksums(t, checksums(t, onto), wantAtG)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, onto), wantAtG)
 	run(t, append(apply, "--until", "end")...).mustSucceed(t)
-	compareChecksums(t, checksums(t, onto), wantEnd)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, onto), wantEnd)
 	if r := run(t, append(apply, "--until", "end")...).mustSucceed(t); !strings.Contains(r.stdout, "nothing") {
 		t.Errorf("a third --apply-to printed %q, want nothing applied", r.stdout)
 	}
-	compareChecksums(t, checksums(t, onto), wantEnd)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, onto), wantEnd)
 }
 
 // refusedGTIDReplay fails unless r is the refusal of a GTID replay (what)

@@ -12,6 +12,7 @@ import (
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsPhysical is the physical part of the version matrix: on
@@ -75,7 +76,7 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 	if r := run(t, append(backup, "--incremental")...).mustSucceed(t); !strings.Contains(r.stdout, "depth 1") {
 		t.Fatalf("the second backup is no incremental: %s", r.stdout)
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	var incremental string
 	for _, e := range backupListing(t, repoDir) {
 		if !strings.HasPrefix(e.Server.Version, version+".") {
@@ -93,7 +94,7 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 		t.Logf("%s: %s", what, r.stdout)
 		s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 		requireVersion(t, s, version)
-		compareChecksums(t, checksums(t, s), want)
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), want)
 		s.Close()
 	}
 	if basedir != "" {
@@ -123,13 +124,13 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	wantEnd := checksums(t, src)
+	wantEnd := usecasetest.Checksums(t, src)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	target := filepath.Join(t.TempDir(), "until-end")
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
 	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 	requireVersion(t, s, version)
-	compareChecksums(t, checksums(t, s), wantEnd)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), wantEnd)
 	s.Close()
 
 	if r := run(t, "verify", "latest", "--repo", repoDir, "--restore-test"); r.code != ExitOK || !strings.Contains(r.stdout, "passed") {
@@ -159,7 +160,7 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 	// server, imported into the running source under another name.
 	run(t, append([]string{"restore", incremental, "--repo", repoDir, "--table", "app.orders", "--as", "app.orders_restored", "--apply-to", "--no-binlog"},
 		sandboxConn(src)...)...).mustSucceed(t)
-	if got := checksums(t, src)["app.orders_restored"]; got != want["app.orders"] {
+	if got := usecasetest.Checksums(t, src)["app.orders_restored"]; got != want["app.orders"] {
 		t.Errorf("restore --table app.orders --as app.orders_restored: checksum %q, want %q", got, want["app.orders"])
 	}
 }

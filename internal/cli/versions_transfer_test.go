@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsTransfer is the transfer part of the version matrix (issue
@@ -58,7 +59,7 @@ func transferMatrix(t *testing.T, version, basedir string) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	p, _ := mariadbPaths.Load(topTest(t))
 
 	// send to receive --datadir --start over TCP.
@@ -84,14 +85,14 @@ func transferMatrix(t *testing.T, version, basedir string) {
 	if _, err := src.DB().ExecContext(ctx, "UPDATE app.orders SET total = total + 1 WHERE id % 5 = 0"); err != nil {
 		t.Fatal(err)
 	}
-	want = checksums(t, src)
+	want = usecasetest.Checksums(t, src)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		got := startedChecksums(t, sock, version)
 		if fmt.Sprint(got) == fmt.Sprint(want) {
 			break
 		}
 		if time.Now().After(deadline) {
-			compareChecksums(t, got, want)
+			usecasetest.CompareChecksums(t, got, want)
 			t.Fatal("the replica did not catch up with the source within a minute")
 		}
 	}
@@ -133,7 +134,7 @@ func placedServer(t *testing.T, basedir string) (datadir, start, sock string) {
 // every table's CHECKSUM TABLE is want's.
 func compareStarted(t *testing.T, sock, version string, want map[string]string) {
 	t.Helper()
-	compareChecksums(t, startedChecksums(t, sock, version), want)
+	usecasetest.CompareChecksums(t, startedChecksums(t, sock, version), want)
 }
 
 // startedChecksums is CHECKSUM TABLE of every table of the server on

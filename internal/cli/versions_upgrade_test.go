@@ -12,6 +12,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsPhysicalUpgrade is the physical upgrade path (issue 30 item
@@ -54,7 +55,7 @@ func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	want := checksums(t, src)
+	want := usecasetest.Checksums(t, src)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
 

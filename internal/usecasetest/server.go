@@ -1,0 +1,121 @@
+package usecasetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/sandbox"
+)
+
+// Conn is the connection a command makes to the sandbox server s with
+// `--socket S --user root --no-defaults`.
+func Conn(s *sandbox.Server) mariadb.Config {
+	return mariadb.Config{Socket: s.Socket, User: "root", Protocol: "socket"}
+}
+
+// ServerOn starts a server on a restored datadir for the rest of the test.
+func ServerOn(t testing.TB, datadir string) *sandbox.Server {
+	t.Helper()
+	s, err := sandbox.Start(context.Background(), sandbox.Options{Dir: t.TempDir(), Datadir: datadir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Checksums is CHECKSUM TABLE of every table of the server.
+func Checksums(t testing.TB, s *sandbox.Server) map[string]string {
+	t.Helper()
+	sums, err := sandbox.ChecksumTables(context.Background(), s.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+// CompareChecksums fails for every table whose checksum differs or is
+// missing, and for every table got has that want has not.
+func CompareChecksums(t testing.TB, got, want map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("table %s: checksum %q, want %q", name, got[name], w)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("table %s restored but not in the source", name)
+		}
+	}
+}
+
+// CreateBank makes the schema the transfer loads run on: bank.accounts
+// with accounts rows holding initial each, bank.transfers, and
+// bank.filler with fillerRows rows of pad (an expression of seq) as bulk;
+// then runs the extra statements.
+func CreateBank(t testing.TB, db *sql.DB, accounts, initial, fillerRows int, pad string, extra ...string) {
+	t.Helper()
+	for _, q := range append([]string{
+		"CREATE DATABASE bank",
+		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB",
+		fmt.Sprintf("INSERT INTO bank.accounts SELECT seq, %d FROM bank.seq_1_to_%d", initial, accounts),
+		"CREATE TABLE bank.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, src INT, dst INT, amount INT) ENGINE=InnoDB",
+		"CREATE TABLE bank.filler (id INT PRIMARY KEY, pad VARCHAR(200)) ENGINE=InnoDB",
+		fmt.Sprintf("INSERT INTO bank.filler SELECT seq, %s FROM bank.seq_1_to_%d", pad, fillerRows),
+	}, extra...) {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// Transfer moves amount from row a of one table to row b of another (or
+// the same) in one transaction, and logs it in bank.transfers.
+func Transfer(ctx context.Context, db *sql.DB, from, to string, a, b, amount int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"UPDATE " + from + " SET balance = balance - ? WHERE id = ?", []any{amount, a}},
+		{"UPDATE " + to + " SET balance = balance + ? WHERE id = ?", []any{amount, b}},
+		{"INSERT INTO bank.transfers (src, dst, amount) VALUES (?, ?, ?)", []any{a, b, amount}},
+	} {
+		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// GTIDSeq is the sequence number of the server's single-domain
+// @@gtid_binlog_pos.
+func GTIDSeq(t testing.TB, db *sql.DB) int64 {
+	t.Helper()
+	var pos string
+	if err := db.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		t.Fatal(err)
+	}
+	return SeqOf(t, pos)
+}
+
+// SeqOf returns the sequence number of a single-domain GTID position "0-1-42".
+func SeqOf(t testing.TB, gtid string) int64 {
+	t.Helper()
+	parts := strings.Split(gtid, "-")
+	n, err := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+	if len(parts) != 3 || err != nil {
+		t.Fatalf("GTID position %q is not a single-domain position", gtid)
+	}
+	return n
+}
