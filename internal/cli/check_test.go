@@ -16,6 +16,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // promtoolCheck runs `promtool check metrics` (Debian's prometheus
@@ -93,7 +94,7 @@ func TestCheckAndMetricsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	const password = "pw-S3cret-4-metrics"
-	mustExecAll(t, src.DB(), "CREATE USER bk@localhost IDENTIFIED BY '"+password+"'",
+	usecasetest.ExecAll(t, src.DB(), "CREATE USER bk@localhost IDENTIFIED BY '"+password+"'",
 		"GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR ON *.* TO bk@localhost")
 	// The connection comes from an option file alone, as in the systemd
 	// units' profile: the metrics' server label is read from it too.

@@ -156,3 +156,8 @@ func newRepoDir(t *testing.T) string {
 func sandboxConn(s *sandbox.Server) []string {
 	return []string{"--socket", s.Socket, "--user", "root", "--no-defaults"}
 }
+
+// copyConn names source and target sandboxes for copy.
+func copyConn(src, dst *sandbox.Server) []string {
+	return []string{"--from", src.Socket, "--from-user", "root", "--to", dst.Socket, "--to-user", "root", "--no-defaults"}
+}

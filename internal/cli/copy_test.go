@@ -21,11 +21,6 @@ import (
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
-// copyConn names source and target sandboxes for copy.
-func copyConn(src, dst *sandbox.Server) []string {
-	return []string{"--from", src.Socket, "--from-user", "root", "--to", dst.Socket, "--to-user", "root", "--no-defaults"}
-}
-
 // userChecksums is sandbox.ChecksumTables without the target's record
 // of loads and copies (database backstream_load), which a copy keeps.
 func userChecksums(t *testing.T, s *sandbox.Server) map[string]string {
@@ -111,7 +106,7 @@ func TestCopyRenameAndFilters(t *testing.T) {
 		}
 		want[renamed.Replace(k)] = ownDB.ReplaceAllString(renamed.Replace(v), "$1 ")
 	}
-	compareDescriptions(t, gotObjs, want)
+	usecasetest.CompareDescriptions(t, gotObjs, want)
 	if len(want) < 40 {
 		t.Errorf("only %d objects compared", len(want))
 	}
@@ -197,7 +192,7 @@ func TestCopyResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareDescriptions(t, gotObjs, wantObjs)
+	usecasetest.CompareDescriptions(t, gotObjs, wantObjs)
 	printed := regexp.MustCompile(`source position: GTID (\S+),`).FindStringSubmatch(r.stdout)
 	var recorded, now string
 	if err := dst.DB().QueryRowContext(ctx, "SELECT gtid_binlog_pos FROM backstream_load.copies WHERE finished IS NOT NULL").Scan(&recorded); err != nil {

@@ -253,7 +253,7 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareDescriptions(t, gotObjs, wantObjs)
+			usecasetest.CompareDescriptions(t, gotObjs, wantObjs)
 			var n int
 			if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'backstream_load'").Scan(&n); err != nil || n != 0 {
 				t.Errorf("the load journal is still there after the load finished (%v)", err)

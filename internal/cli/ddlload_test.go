@@ -1,15 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -103,7 +98,7 @@ func backupUnderRoutineDDL(t *testing.T, version, basedir string) {
 		target := filepath.Join(t.TempDir(), "datadir")
 		run(t, "restore", m.ID, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
 		restored := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
-		replayBinlogWith(t, basedir, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
+		usecasetest.ReplayBinlogWith(t, basedir, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
 		t.Logf("%s: backup %s replayed from %s:%d", what, m.ID, m.Positions.BinlogFile, m.Positions.BinlogPosition)
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), usecasetest.Checksums(t, src))
 		restored.Close()
@@ -166,76 +161,5 @@ func routineDDL(ctx context.Context, db *sql.DB, n int, stop <-chan struct{}) (i
 				return n, fmt.Errorf("round %d: %s: %w", n, q, err)
 			}
 		}
-	}
-}
-
-// binlogTool is the mariadb-binlog of basedir, or the host's.
-func binlogTool(basedir string) string {
-	if basedir == "" {
-		return "mariadb-binlog"
-	}
-	return filepath.Join(basedir, "bin", "mariadb-binlog")
-}
-
-// binlogFiles are the source's binary logs, oldest first (not 11.4's
-// GTID indexes, mariadb-bin.000001.idx).
-func binlogFiles(t *testing.T, src *sandbox.Server) []string {
-	t.Helper()
-	all, err := filepath.Glob(filepath.Join(src.Datadir, "mariadb-bin.[0-9]*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, f := range all {
-		if binlogName.MatchString(filepath.Base(f)) {
-			files = append(files, f)
-		}
-	}
-	sort.Strings(files)
-	return files
-}
-
-var binlogName = regexp.MustCompile(`^mariadb-bin\.[0-9]+$`)
-
-// replayBinlogWith applies the source's binary logs from file:pos onward
-// to the restored server with the mariadb-binlog and mariadb client of
-// basedir (the host's for "").
-func replayBinlogWith(t *testing.T, basedir string, src, restored *sandbox.Server, file string, pos uint64) {
-	t.Helper()
-	var from []string
-	for _, f := range binlogFiles(t, src) {
-		if filepath.Base(f) >= file {
-			from = append(from, f)
-		}
-	}
-	if len(from) == 0 {
-		t.Fatalf("no binary log from %s in %s", file, src.Datadir)
-	}
-	client := "mariadb"
-	if basedir != "" {
-		client = filepath.Join(basedir, "bin", "mariadb")
-	}
-	dump := exec.Command(binlogTool(basedir), append([]string{"--no-defaults", fmt.Sprintf("--start-position=%d", pos)}, from...)...)
-	load := exec.Command(client, "--no-defaults", "--socket="+restored.Socket, "--user=root", "--binary-mode")
-	var dumpErr, loadOut bytes.Buffer
-	pipe, err := dump.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	load.Stdin = pipe
-	dump.Stderr, load.Stdout, load.Stderr = &dumpErr, &loadOut, &loadOut
-	if err := load.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// The client holds the pipe now: if it stops (a statement of the
-	// replay failed), mariadb-binlog must see the pipe close rather than
-	// block on it for ever.
-	pipe.(io.Closer).Close()
-	dumpErr2 := dump.Run()
-	if err := load.Wait(); err != nil {
-		t.Fatalf("replay from %s:%d: %v: %s", file, pos, err, loadOut.String())
-	}
-	if dumpErr2 != nil {
-		t.Fatalf("mariadb-binlog: %v: %s", dumpErr2, dumpErr.String())
 	}
 }

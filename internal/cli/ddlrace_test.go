@@ -78,8 +78,8 @@ func TestPhysicalBackupRacingNonTransactionalDDL(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "datadir")
 		run(t, "restore", m.ID, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
 		restored := usecasetest.ServerOn(t, target)
-		replayBinlog(t, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
-		want, got := tableState(t, db, "r"), tableState(t, restored.DB(), "r")
+		usecasetest.ReplayBinlog(t, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
+		want, got := usecasetest.TableState(t, db, "r"), usecasetest.TableState(t, restored.DB(), "r")
 		if got != want {
 			t.Errorf("run %d: backup %s, restored and replayed from %s:%d, differs from the source:\nrestored: %s\n  source: %s",
 				n, m.ID, m.Positions.BinlogFile, m.Positions.BinlogPosition, got, want)
@@ -120,45 +120,5 @@ func raceDDL(ctx context.Context, db *sql.DB, run int, bursty bool, stop <-chan 
 		} {
 			db.ExecContext(ctx, q)
 		}
-	}
-}
-
-// replayBinlog applies the source's binary logs from file:pos onward to
-// the restored server, with the host's mariadb-binlog and mariadb client.
-func replayBinlog(t *testing.T, src, restored *sandbox.Server, file string, pos uint64) {
-	t.Helper()
-	replayBinlogWith(t, "", src, restored, file, pos)
-}
-
-// tableState is every table of database d with its CHECKSUM TABLE.
-func tableState(t *testing.T, db *sql.DB, d string) string {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME", d)
-		if err != nil {
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			continue
-		}
-		var names []string
-		for rows.Next() {
-			var n string
-			rows.Scan(&n)
-			names = append(names, n)
-		}
-		rows.Close()
-		var b strings.Builder
-		for _, n := range names {
-			var name string
-			var sum sql.NullString
-			if err := db.QueryRow("CHECKSUM TABLE `"+d+"`.`"+n+"` EXTENDED").Scan(&name, &sum); err != nil {
-				fmt.Fprintf(&b, "%s=error(%v) ", n, err)
-				continue
-			}
-			fmt.Fprintf(&b, "%s=%s ", n, sum.String)
-		}
-		return b.String()
 	}
 }

@@ -10,48 +10,8 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// execAll runs statements on db, failing the test on the first error.
-func execAll(t *testing.T, db *sql.DB, stmts ...string) {
-	t.Helper()
-	for _, q := range stmts {
-		if _, err := db.ExecContext(context.Background(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
-// queryRows returns every row of q, its columns joined by tabs.
-func queryRows(t *testing.T, db *sql.DB, q string) []string {
-	t.Helper()
-	rows, err := db.QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		var line []string
-		for _, v := range vals {
-			line = append(line, v.String)
-		}
-		out = append(out, strings.Join(line, "\t"))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // A table versioned by transaction id cannot get its history back: the
 // server ignores the period values a load gives it. A logical backup of it
@@ -63,7 +23,7 @@ func queryRows(t *testing.T, db *sql.DB, q string) []string {
 func TestLogicalVersionedByTransaction(t *testing.T) {
 	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
-	execAll(t, src.DB(),
+	usecasetest.ExecAll(t, src.DB(),
 		"CREATE DATABASE v",
 		`CREATE TABLE v.trx (id INT PRIMARY KEY, n INT,
 			s BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE, e BIGINT UNSIGNED GENERATED ALWAYS AS ROW END INVISIBLE,
@@ -71,14 +31,14 @@ func TestLogicalVersionedByTransaction(t *testing.T) {
 		"CREATE TABLE v.ts (id INT PRIMARY KEY, n INT) ENGINE=InnoDB WITH SYSTEM VERSIONING",
 	)
 	for _, tbl := range []string{"v.trx", "v.ts"} {
-		execAll(t, src.DB(),
+		usecasetest.ExecAll(t, src.DB(),
 			"INSERT INTO "+tbl+" (id, n) SELECT seq, seq FROM v.seq_1_to_50",
 			"UPDATE "+tbl+" SET n = n + 100 WHERE id <= 20",
 			"DELETE FROM "+tbl+" WHERE id > 45")
 	}
-	wantCurrent := queryRows(t, src.DB(), "SELECT id, n FROM v.trx ORDER BY id")
-	wantTSHistory := queryRows(t, src.DB(), "SELECT id, n, row_start, row_end FROM v.ts FOR SYSTEM_TIME ALL ORDER BY id, row_end")
-	if len(queryRows(t, src.DB(), "SELECT id FROM v.trx FOR SYSTEM_TIME ALL")) != 70 || len(wantTSHistory) != 70 {
+	wantCurrent := usecasetest.QueryRows(t, src.DB(), "SELECT id, n FROM v.trx ORDER BY id")
+	wantTSHistory := usecasetest.QueryRows(t, src.DB(), "SELECT id, n, row_start, row_end FROM v.ts FOR SYSTEM_TIME ALL ORDER BY id, row_end")
+	if len(usecasetest.QueryRows(t, src.DB(), "SELECT id FROM v.trx FOR SYSTEM_TIME ALL")) != 70 || len(wantTSHistory) != 70 {
 		t.Fatal("the source tables do not hold the history the test expects")
 	}
 	repoDir := newRepoDir(t)
@@ -110,13 +70,13 @@ func TestLogicalVersionedByTransaction(t *testing.T) {
 	if !strings.Contains(r.stdout, said) {
 		t.Errorf("restore printed %q, want it to say %q", r.stdout, said)
 	}
-	if got := queryRows(t, dst.DB(), "SELECT id, n FROM v.trx ORDER BY id"); strings.Join(got, "\n") != strings.Join(wantCurrent, "\n") {
+	if got := usecasetest.QueryRows(t, dst.DB(), "SELECT id, n FROM v.trx ORDER BY id"); strings.Join(got, "\n") != strings.Join(wantCurrent, "\n") {
 		t.Errorf("restored current rows of v.trx:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantCurrent, "\n"))
 	}
-	if n := len(queryRows(t, dst.DB(), "SELECT id FROM v.trx FOR SYSTEM_TIME ALL")); n != len(wantCurrent) {
+	if n := len(usecasetest.QueryRows(t, dst.DB(), "SELECT id FROM v.trx FOR SYSTEM_TIME ALL")); n != len(wantCurrent) {
 		t.Errorf("restored v.trx holds %d rows over all time, want its %d current rows (history rows made current?)", n, len(wantCurrent))
 	}
-	if got := queryRows(t, dst.DB(), "SELECT id, n, row_start, row_end FROM v.ts FOR SYSTEM_TIME ALL ORDER BY id, row_end"); strings.Join(got, "\n") != strings.Join(wantTSHistory, "\n") {
+	if got := usecasetest.QueryRows(t, dst.DB(), "SELECT id, n, row_start, row_end FROM v.ts FOR SYSTEM_TIME ALL ORDER BY id, row_end"); strings.Join(got, "\n") != strings.Join(wantTSHistory, "\n") {
 		t.Errorf("restored history of v.ts differs from the source's:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantTSHistory, "\n"))
 	}
 	// The restore test reads the tables back as the dump read them.
@@ -146,12 +106,12 @@ func TestLogicalRowsElsewhere(t *testing.T) {
 	src := sandboxtest.Start(t, sandbox.Options{})
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	for _, s := range []*sandbox.Server{src, dst} {
-		execAll(t, s.DB(), "INSTALL SONAME 'ha_federatedx'")
+		usecasetest.ExecAll(t, s.DB(), "INSTALL SONAME 'ha_federatedx'")
 		if connect {
-			execAll(t, s.DB(), "INSTALL SONAME 'ha_connect'")
+			usecasetest.ExecAll(t, s.DB(), "INSTALL SONAME 'ha_connect'")
 		}
 	}
-	execAll(t, src.DB(),
+	usecasetest.ExecAll(t, src.DB(),
 		"CREATE DATABASE e",
 		"CREATE TABLE e.m1 (id INT NOT NULL, KEY (id)) ENGINE=MyISAM",
 		"CREATE TABLE e.m2 (id INT NOT NULL, KEY (id)) ENGINE=MyISAM",
@@ -166,7 +126,7 @@ func TestLogicalRowsElsewhere(t *testing.T) {
 	)
 	wantRows := int64(30 + 20 + 40)
 	if connect {
-		execAll(t, src.DB(),
+		usecasetest.ExecAll(t, src.DB(),
 			"CREATE TABLE e.a_conn (id INT NOT NULL, v VARCHAR(10)) ENGINE=CONNECT TABLE_TYPE=PROXY TABNAME='remote'",
 			"CREATE TABLE e.own_csv (id INT NOT NULL, v VARCHAR(10) NOT NULL) ENGINE=CONNECT TABLE_TYPE=CSV",
 			"INSERT INTO e.own_csv VALUES (1, 'one'), (2, 'two'), (3, 'three')")
@@ -177,7 +137,7 @@ func TestLogicalRowsElsewhere(t *testing.T) {
 		if connect {
 			q += ", (SELECT COUNT(*) FROM e.a_conn), (SELECT COUNT(*) FROM e.own_csv)"
 		}
-		return strings.Join(queryRows(t, db, q), "")
+		return strings.Join(usecasetest.QueryRows(t, db, q), "")
 	}
 	want := counts(src.DB())
 	wantDefs, err := sandboxtest.DescribeObjects(context.Background(), src.DB(), "e")
@@ -215,7 +175,7 @@ func TestLogicalRowsElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareDescriptions(t, gotDefs, wantDefs)
+	usecasetest.CompareDescriptions(t, gotDefs, wantDefs)
 
 	// The restore test's server has none of the plugins: a backup of the
 	// MERGE table and its tables only, whose restored MERGE table shows

@@ -175,7 +175,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 			t.Fatal("no write ran while the backup was taken: the test would prove nothing")
 		}
 		stop()
-		wantChurn := tableState(t, src.DB(), churnDB)
+		wantChurn := usecasetest.TableState(t, src.DB(), churnDB)
 		entries := backupListing(t, repoDir)
 		pos := entries[len(entries)-1].Positions
 		restored := filepath.Join(t.TempDir(), "datadir")
@@ -187,9 +187,9 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 		}
 		for _, c := range []struct{ name, datadir string }{{"restore --prepare", restored}, {"cat | mbstream -x, mariabackup --prepare", stock}} {
 			srv := usecasetest.ServerOn(t, c.datadir)
-			replayBinlog(t, src, srv, pos.BinlogFile, pos.BinlogPosition)
+			usecasetest.ReplayBinlog(t, src, srv, pos.BinlogFile, pos.BinlogPosition)
 			compareCorpus(t, srv, loaded, want)
-			if got := tableState(t, srv.DB(), churnDB); got != wantChurn {
+			if got := usecasetest.TableState(t, srv.DB(), churnDB); got != wantChurn {
 				t.Errorf("%s, replayed from %s:%d: the database written during the backup differs:\nrestored: %s\n  source: %s", c.name, pos.BinlogFile, pos.BinlogPosition, got, wantChurn)
 			}
 		}

@@ -70,7 +70,7 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 		}
 		return s
 	}
-	waitCheckpoint(t, db)
+	usecasetest.WaitCheckpoint(t, db)
 	orders, parts := sum("shop.orders"), sum("shop.parts")
 	customers, notes, items := sum("crm.customers"), sum("crm.notes"), sum("shop.items")
 	repoDir := newRepoDir(t)
@@ -301,7 +301,7 @@ func TestRestoreTableFromEncryptedChain(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	waitCheckpoint(t, db)
+	usecasetest.WaitCheckpoint(t, db)
 	pub, key := ageKeys(t)
 	var n int
 	forEachBackend(t, func(t *testing.T, tr testRepo) {

@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
@@ -33,7 +31,7 @@ func TestIncrementalChain(t *testing.T) {
 	// every link.
 	usecasetest.CreateBank(t, db, accounts, initial, 200000, "CONCAT(SHA2(seq, 512), SHA2(-seq, 256))",
 		"SET GLOBAL innodb_max_dirty_pages_pct = 0")
-	waitCheckpoint(t, db)
+	usecasetest.WaitCheckpoint(t, db)
 	load := usecasetest.StartLoad(1, func(rng *rand.Rand) error {
 		return usecasetest.Transfer(ctx, db, "bank.accounts", "bank.accounts", rng.IntN(accounts)+1, rng.IntN(accounts)+1, rng.IntN(50)+1)
 	})
@@ -174,22 +172,4 @@ func TestIncrementalOnLaggingCheckpoint(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "datadir")
 	run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
-}
-
-// waitCheckpoint flushes the server's dirty pages and waits (30 s at most)
-// until its checkpoint is within 1 MiB of the log's end: a backup then
-// copies the data files with the data, not a redo log that carries it.
-func waitCheckpoint(t *testing.T, db *sql.DB) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_max_dirty_pages_pct = 0"); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var name string
-		var age int64
-		if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_checkpoint_age'").Scan(&name, &age); err != nil || age < 1<<20 {
-			return
-		}
-	}
 }

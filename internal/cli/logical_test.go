@@ -258,7 +258,7 @@ func TestLogicalResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareDescriptions(t, dstDefs, srcDefs)
+	usecasetest.CompareDescriptions(t, dstDefs, srcDefs)
 	var n int
 	if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'backstream_load'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("the load journal is still there after the load finished (%v)", err)
@@ -370,51 +370,16 @@ func TestLogicalFidelity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareDescriptions(t, gotObjs, wantObjs)
+	usecasetest.CompareDescriptions(t, gotObjs, wantObjs)
 	dst.DB().ExecContext(ctx, "FLUSH PRIVILEGES")
 	gotAccts, err := sandboxtest.DescribeAccounts(ctx, dst.DB(), sandboxtest.FidelityUsers()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	compareDescriptions(t, gotAccts, wantAccts)
+	usecasetest.CompareDescriptions(t, gotAccts, wantAccts)
 	if len(wantObjs) < 40 || len(wantAccts) < 6 {
 		t.Errorf("only %d objects and %d account descriptions compared: the fidelity schema is not what it should be", len(wantObjs), len(wantAccts))
 	}
-}
-
-func compareDescriptions(t *testing.T, got, want map[string]string) {
-	t.Helper()
-	for k, w := range want {
-		if g, ok := got[k]; !ok {
-			t.Errorf("%s: missing after the restore", k)
-		} else if g != w {
-			t.Errorf("%s differs:\n got: %s\nwant: %s", k, g, w)
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: restored but not in the source", k)
-		}
-	}
-}
-
-// accountList is every user@host of the server, sorted.
-func accountList(t *testing.T, db *sql.DB) []string {
-	t.Helper()
-	rows, err := db.Query("SELECT CONCAT(User, '@', Host) FROM mysql.user ORDER BY 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 func showOne(t *testing.T, db *sql.DB, q string) string {
@@ -487,11 +452,11 @@ func TestLogicalRestoreAccounts(t *testing.T) {
 
 	t.Run("without --users", func(t *testing.T) {
 		dst := newTarget(t)
-		before := accountList(t, dst.DB())
+		before := usecasetest.Accounts(t, dst.DB())
 		theirs := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'")
 		r := run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
 		targetNamed(t, r, dst)
-		if after := accountList(t, dst.DB()); fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := usecasetest.Accounts(t, dst.DB()); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("accounts changed without --users:\nbefore %v\nafter  %v", before, after)
 		}
 		if got := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'"); got != theirs {
@@ -511,7 +476,7 @@ func TestLogicalRestoreAccounts(t *testing.T) {
 		theirs := showOne(t, dst.DB(), "SHOW CREATE USER withpw@'%'")
 		r := run(t, append([]string{"restore", "--repo", repoDir, "--users"}, sandboxConn(dst)...)...).mustSucceed(t)
 		targetNamed(t, r, dst)
-		accts := accountList(t, dst.DB())
+		accts := usecasetest.Accounts(t, dst.DB())
 		for _, a := range []string{"nopw@localhost", "tabled@%"} {
 			if !slices.Contains(accts, a) {
 				t.Errorf("%s not created (accounts %v)", a, accts)
@@ -607,11 +572,11 @@ func TestLogicalRestoreAccounts(t *testing.T) {
 		}
 		// A second run over the same target is refused for the tables,
 		// and does not change the accounts.
-		before := accountList(t, dst.DB())
+		before := usecasetest.Accounts(t, dst.DB())
 		if r := run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.items", "--users"}, sandboxConn(dst)...)...); r.code == ExitOK {
 			t.Errorf("a second restore over the restored tables succeeded; want it refused")
 		}
-		if after := accountList(t, dst.DB()); fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := usecasetest.Accounts(t, dst.DB()); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Errorf("a refused rerun changed the accounts: %v, then %v", before, after)
 		}
 	})

@@ -48,15 +48,6 @@ func bankLoad(db *sql.DB) *usecasetest.Load {
 	})
 }
 
-func mustExecAll(t *testing.T, db *sql.DB, qs ...string) {
-	t.Helper()
-	for _, q := range qs {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
 // waitSameTables waits until every table of want (db.table to CHECKSUM
 // TABLE) has that checksum on db; tables only db has are not compared.
 func waitSameTables(t *testing.T, what string, db *sql.DB, want map[string]string) {
@@ -121,7 +112,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 			} else {
 				change += ", MASTER_USE_GTID=no, MASTER_LOG_FILE='mariadb-bin.000001', MASTER_LOG_POS=4"
 			}
-			mustExecAll(t, src.DB(), change, "START SLAVE")
+			usecasetest.ExecAll(t, src.DB(), change, "START SLAVE")
 			if v.byGTID {
 				// A replica's own table, written in its own GTID domain:
 				// its binlog info's GTID then names a domain the primary
@@ -211,7 +202,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				// A third server is neither the backup's source nor its
 				// primary: refused, and the replica is left as it was.
 				other := sandboxtest.Start(t, sandbox.Options{})
-				mustExecAll(t, other.DB(), "CREATE USER repl@'%' IDENTIFIED BY '"+replPass+"'", "GRANT REPLICATION SLAVE ON *.* TO repl@'%'")
+				usecasetest.ExecAll(t, other.DB(), "CREATE USER repl@'%' IDENTIFIED BY '"+replPass+"'", "GRANT REPLICATION SLAVE ON *.* TO repl@'%'")
 				refused := run(t, "replicate", "--no-defaults", "--socket", r0.Socket, "--user", "root", "--force", "--primary-defaults-file", primaryCnf,
 					"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(other.Port), "--primary-user", "repl")
 				for _, w := range []string{"cannot tell which of the backup's positions replication from 127.0.0.1:" + strconv.Itoa(other.Port),
@@ -244,7 +235,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				// An account that may not see the replication status takes
 				// its backups as before, with a note, and records no
 				// position in the primary's history.
-				mustExecAll(t, src.DB(), "CREATE USER bk@localhost", "GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR ON *.* TO bk@localhost")
+				usecasetest.ExecAll(t, src.DB(), "CREATE USER bk@localhost", "GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR ON *.* TO bk@localhost")
 				minimal := run(t, "backup", "--repo", repoDir, "--socket", src.Socket, "--user", "bk", "--no-defaults").mustSucceed(t)
 				if !strings.Contains(minimal.stderr, "GRANT SLAVE MONITOR to the backup account") {
 					t.Errorf("a backup of a replica without SLAVE MONITOR said %q, want a note naming the privilege", minimal.stderr)
@@ -324,7 +315,7 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 
 	// No binary log on the source: no GTID to start from.
 	nolog := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
-	mustExecAll(t, nolog.DB(), "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
+	usecasetest.ExecAll(t, nolog.DB(), "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
 	repo2 := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", repo2, "--skip-users"}, sandboxConn(nolog)...)...).mustSucceed(t)
 	id2 := backupListing(t, repo2)[0].ID

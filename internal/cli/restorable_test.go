@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/health"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // damagedChain is what a row of TestEveryOKIsRestorable damages: a
@@ -126,11 +127,11 @@ func TestEveryOKIsRestorable(t *testing.T) {
 		c := damagedChain{repo: repo, full: entries[0].ID, inc: entries[1].ID}
 		// A transaction after the incremental, in a binary log file
 		// archived whole.
-		mustExecAll(t, src.DB(), "CREATE DATABASE IF NOT EXISTS mark", "CREATE TABLE IF NOT EXISTS mark.t (id INT PRIMARY KEY)", "REPLACE INTO mark.t VALUES (1)")
+		usecasetest.ExecAll(t, src.DB(), "CREATE DATABASE IF NOT EXISTS mark", "CREATE TABLE IF NOT EXISTS mark.t (id INT PRIMARY KEY)", "REPLACE INTO mark.t VALUES (1)")
 		if err := src.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&c.gtid); err != nil {
 			t.Fatal(err)
 		}
-		mustExecAll(t, src.DB(), "FLUSH BINARY LOGS")
+		usecasetest.ExecAll(t, src.DB(), "FLUSH BINARY LOGS")
 		run(t, append([]string{"binlog", "--repo", repo.Location}, sandboxConn(src)...)...).mustSucceed(t)
 		files := archivedBinlogs(t, repo.Location)
 		if len(files) == 0 {

@@ -172,7 +172,7 @@ func stateOf(t *testing.T, s *sandbox.Server, dbs, accounts []string) serverStat
 	if st.accounts, err = sandboxtest.DescribeAccounts(ctx, s.DB(), accounts...); err != nil {
 		t.Fatal(err)
 	}
-	st.accountList = accountList(t, s.DB())
+	st.accountList = usecasetest.Accounts(t, s.DB())
 	return st
 }
 
@@ -240,7 +240,7 @@ func TestStockRestore(t *testing.T) {
 		}
 	}
 	stockObjects(t, src.DB())
-	dbs := queryRows(t, src.DB(), "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1")
+	dbs := usecasetest.QueryRows(t, src.DB(), "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY 1")
 	accounts := append(sandboxtest.FidelityUsers(), stockAccounts...)
 	want := stateOf(t, src, dbs, accounts)
 	if len(dbs) < 40 || !slices.Contains(dbs, stockDB) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/sandbox"
@@ -118,4 +119,131 @@ func SeqOf(t testing.TB, gtid string) int64 {
 		t.Fatalf("GTID position %q is not a single-domain position", gtid)
 	}
 	return n
+}
+
+// WaitCheckpoint flushes the server's dirty pages and waits (30 s at most)
+// until its checkpoint is within 1 MiB of the log's end: a backup then
+// copies the data files with the data, not a redo log that carries it.
+func WaitCheckpoint(t *testing.T, db *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_max_dirty_pages_pct = 0"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var name string
+		var age int64
+		if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_checkpoint_age'").Scan(&name, &age); err != nil || age < 1<<20 {
+			return
+		}
+	}
+}
+
+func CompareDescriptions(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("%s: missing after the restore", k)
+		} else if g != w {
+			t.Errorf("%s differs:\n got: %s\nwant: %s", k, g, w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: restored but not in the source", k)
+		}
+	}
+}
+
+// Accounts is every user@host of the server, sorted.
+func Accounts(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT CONCAT(User, '@', Host) FROM mysql.user ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// QueryRows returns every row of q, its columns joined by tabs.
+func QueryRows(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		var line []string
+		for _, v := range vals {
+			line = append(line, v.String)
+		}
+		out = append(out, strings.Join(line, "\t"))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ExecAll runs statements on db, failing the test on the first error.
+func ExecAll(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TableState is every table of database d with its CHECKSUM TABLE.
+func TableState(t *testing.T, db *sql.DB, d string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rows, err := db.Query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME", d)
+		if err != nil {
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var names []string
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			names = append(names, n)
+		}
+		rows.Close()
+		var b strings.Builder
+		for _, n := range names {
+			var name string
+			var sum sql.NullString
+			if err := db.QueryRow("CHECKSUM TABLE `"+d+"`.`"+n+"` EXTENDED").Scan(&name, &sum); err != nil {
+				fmt.Fprintf(&b, "%s=error(%v) ", n, err)
+				continue
+			}
+			fmt.Fprintf(&b, "%s=%s ", n, sum.String)
+		}
+		return b.String()
+	}
 }
