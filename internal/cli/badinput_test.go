@@ -11,6 +11,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // smallBackup backs up a sandbox with a little data into a local repo.
@@ -175,7 +176,7 @@ func TestUsageMistakesExit2(t *testing.T) {
 	}
 	// Encryption flags that cannot work, and options of one kind of backup
 	// given to the other, are refused, and nothing is created.
-	pub, _ := ageKeys(t)
+	pub, _ := usecasetest.AgeKeys(t)
 	repoDir := filepath.Join(t.TempDir(), "repo")
 	for _, c := range []struct {
 		args []string

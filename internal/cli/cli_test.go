@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/inventory"
-	"github.com/backstream/backstream/internal/logical"
 	"github.com/backstream/backstream/internal/sandbox"
 )
 
@@ -126,21 +125,6 @@ func backupListing(t *testing.T, repoDir string, flags ...string) []inventory.Ba
 		t.Fatalf("list --json: %v\n%s", err, r.stdout)
 	}
 	return entries
-}
-
-// readCatalog reads and checks the catalog of logical backup id in the
-// local repository repoDir.
-func readCatalog(t *testing.T, repoDir, id string) *logical.Catalog {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoDir, "backups", id, logical.CatalogName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := logical.ParseCatalog(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cat
 }
 
 // newRepoDir makes a repository in a new directory, with init, and

@@ -11,6 +11,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -111,7 +112,7 @@ func TestEncryptedDamageIsNamed(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	pub, key := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
 	forEachBackend(t, func(t *testing.T, repo testRepo) {
 		run(t, append([]string{"backup", "--repo", repo.Location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
 		id := backupListing(t, repo.Location)[0].ID
@@ -191,8 +192,8 @@ func TestDamagedRecipientStanzaIsDamage(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	pub, key := ageKeys(t)
-	_, otherKey := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
+	_, otherKey := usecasetest.AgeKeys(t)
 	pass, wrongPass := filepath.Join(t.TempDir(), "pass"), filepath.Join(t.TempDir(), "wrong-pass")
 	os.WriteFile(pass, []byte("correct horse battery staple\n"), 0o600)
 	os.WriteFile(wrongPass, []byte("wrong horse battery staple\n"), 0o600)

@@ -18,25 +18,6 @@ import (
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
-// ageKeys writes a fresh X25519 key pair: a recipients file and an
-// identities file, as age-keygen would.
-func ageKeys(t *testing.T) (recipients, identities string) {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	recipients, identities = filepath.Join(dir, "backup.pub"), filepath.Join(dir, "backup.key")
-	if err := os.WriteFile(recipients, []byte(id.Recipient().String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(identities, []byte("# test key\n"+id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return recipients, identities
-}
-
 // An encrypted physical backup on every backend: every data object is
 // stored as .age, reading needs the key (refused without it or with
 // another, before anything is written), the restore with it gives the
@@ -53,8 +34,8 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, key := ageKeys(t)
-	_, otherKey := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
+	_, otherKey := usecasetest.AgeKeys(t)
 	forEachBackend(t, func(t *testing.T, tr testRepo) {
 		run(t, append([]string{"backup", "--repo", tr.Location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
 		e := backupListing(t, tr.Location)[0]

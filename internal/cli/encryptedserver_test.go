@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // encryptedServerArgs are the options of a server with data-at-rest
@@ -84,7 +85,7 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 		t.Fatalf("good backup of an encrypted server: exit %d, problems %q\n%s", res.code, rep.Problems, res.stderr)
 	}
 	for _, name := range []string{"secret.inno", "secret.aria"} {
-		if tb := tableResult(t, rep, name); !tb.Passed {
+		if tb := usecasetest.TableOf(t, &rep, name); !tb.Passed {
 			t.Fatalf("%s: %+v", name, tb)
 		}
 	}

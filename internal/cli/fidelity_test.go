@@ -126,7 +126,7 @@ func corpusLogical(t *testing.T, fixtures []*fidelitytest.Fixture, mode string) 
 	src, loaded, want := corpusSource(t, fixtures, mode, func(f *fidelitytest.Fixture) bool {
 		return f.Refuse == "" && f.Takes(fidelitytest.Logical, mode)
 	})
-	pub, key := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
 	for _, c := range []struct {
 		name          string
 		backup, restr []string

@@ -118,7 +118,7 @@ func TestInitEncryptWritesEncryptedWithoutKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, key := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
 	pass := filepath.Join(t.TempDir(), "pass")
 	if err := os.WriteFile(pass, []byte("correct horse battery staple\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -592,7 +592,7 @@ func TestReceiveIntoEncryptedRepository(t *testing.T) {
 	src, _, _ := smallBackup(t)
 	tok := tokenFile(t)
 	addr := freeAddr(t)
-	pub, key := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
 	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok, "--encrypt", "--recipient-file", pub)
 	run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)

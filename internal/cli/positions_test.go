@@ -13,6 +13,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A manifest's positions are covered by its checksum and checked against
@@ -180,7 +181,7 @@ func writeFile(t *testing.T, name string, data []byte) {
 func TestEncryptedIncrementalWithoutKey(t *testing.T) {
 	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
-	pub, key := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
 	repoDir := newRepoDir(t)
 	backup := func(extra ...string) result {
 		return run(t, append(append([]string{"backup", "--repo", repoDir, "--encrypt", "--recipient-file", pub}, extra...), sandboxConn(src)...)...).mustSucceed(t)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -12,77 +11,11 @@ import (
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // jsonProgress are the flags that make a command report often in JSON.
 var jsonProgress = []string{"--progress", "json", "--progress-interval", "100ms"}
-
-// progressEvents parses the --progress json events of stderr (other lines,
-// such as a restore's "loading into", are skipped).
-func progressEvents(t *testing.T, stderr string) []progress.Event {
-	t.Helper()
-	var events []progress.Event
-	for _, line := range strings.Split(stderr, "\n") {
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		var e progress.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("progress line %q: %v", line, err)
-		}
-		if e.Event != "log" {
-			events = append(events, e)
-		}
-	}
-	return events
-}
-
-// checkProgress checks the --progress json of a successful operation on
-// backup id: every event after the id is known names it; the percent
-// never goes back; the last progress event, once the data has moved, says
-// at least minLast percent (the estimate was near the truth); and the
-// summary says 100% of a total that is the bytes that came in. It returns
-// the progress events.
-func checkProgress(t *testing.T, what, stderr, id string, minLast float64) []progress.Event {
-	t.Helper()
-	events := progressEvents(t, stderr)
-	if len(events) < 2 {
-		t.Fatalf("%s: %d events, want progress and a summary:\n%s", what, len(events), stderr)
-	}
-	sum, events := events[len(events)-1], events[:len(events)-1]
-	if sum.Event != "summary" || sum.OK == nil || !*sum.OK {
-		t.Fatalf("%s: the last event is not a successful summary: %+v", what, sum)
-	}
-	if sum.Backup != id || sum.Percent == nil || *sum.Percent != 100 || sum.Total != sum.BytesIn || sum.BytesIn == 0 {
-		t.Errorf("%s: summary names backup %q, says %v%% of %d with %d in; want %s, 100%% of what came in", what, sum.Backup, pct(sum.Percent), sum.Total, sum.BytesIn, id)
-	}
-	var last float64
-	named := false
-	for i, e := range events {
-		named = named || e.Backup != ""
-		if named && e.Backup != id {
-			t.Errorf("%s: event %d (%s) names backup %q, want %s", what, i, e.Stage, e.Backup, id)
-		}
-		if e.Percent == nil {
-			continue
-		}
-		if *e.Percent < last {
-			t.Errorf("%s: event %d (%s) says %.1f%%, after %.1f%%", what, i, e.Stage, *e.Percent, last)
-		}
-		last = *e.Percent
-	}
-	if last < minLast {
-		t.Errorf("%s: the last progress event says %.1f%%, want at least %.0f%%: the estimate was far off\n%s", what, last, minLast, stderr)
-	}
-	return events
-}
-
-func pct(p *float64) any {
-	if p == nil {
-		return "null"
-	}
-	return *p
-}
 
 var completeID = regexp.MustCompile(`backup (\S+) complete`)
 
@@ -108,11 +41,11 @@ func TestProgressOfPhysicalBackupAndRestore(t *testing.T) {
 		if m == nil {
 			t.Fatalf("%s: backup printed %q", what, r.stdout)
 		}
-		return m[1], checkProgress(t, what, r.stderr, m[1], 95)
+		return m[1], usecasetest.CheckProgress(t, what, r.stderr, m[1], 95)
 	}
 	full, events := backup("full backup", "--max-rate", "32MiB/s")
 	for _, e := range events {
-		t.Logf("full: %s %d/%d %v%% eta %v", e.Stage, e.BytesIn, e.Total, pct(e.Percent), pct(e.ETASeconds))
+		t.Logf("full: %s %d/%d %v%% eta %v", e.Stage, e.BytesIn, e.Total, usecasetest.PercentOf(e.Percent), usecasetest.PercentOf(e.ETASeconds))
 	}
 	// The ETA comes down as the bytes go in at a bounded rate: it rises
 	// by more than a second or a quarter seldom (a test beside this one
@@ -141,13 +74,13 @@ func TestProgressOfPhysicalBackupAndRestore(t *testing.T) {
 	}
 	inc, events := backup("incremental backup", "--incremental")
 	for _, e := range events {
-		t.Logf("incremental: %s %d/%d %v%% eta %v", e.Stage, e.BytesIn, e.Total, pct(e.Percent), pct(e.ETASeconds))
+		t.Logf("incremental: %s %d/%d %v%% eta %v", e.Stage, e.BytesIn, e.Total, usecasetest.PercentOf(e.Percent), usecasetest.PercentOf(e.ETASeconds))
 	}
 
 	for _, c := range []struct{ what, id string }{{"restore of the full", full}, {"restore of the chain", inc}} {
 		r := run(t, append([]string{"restore", c.id, "--repo", repoDir, "--target-dir", filepath.Join(t.TempDir(), "d"), "--prepare"}, jsonProgress...)...).mustSucceed(t)
-		for _, e := range checkProgress(t, c.what, r.stderr, c.id, 99) {
-			t.Logf("%s: %s %d/%d %v%%", c.what, e.Stage, e.BytesIn, e.Total, pct(e.Percent))
+		for _, e := range usecasetest.CheckProgress(t, c.what, r.stderr, c.id, 99) {
+			t.Logf("%s: %s %d/%d %v%%", c.what, e.Stage, e.BytesIn, e.Total, usecasetest.PercentOf(e.Percent))
 		}
 	}
 }
@@ -170,11 +103,11 @@ func TestProgressOfLogicalBackupAndLoad(t *testing.T) {
 	id := m[1]
 	check := func(what, stderr string) {
 		t.Helper()
-		events := checkProgress(t, what, stderr, id, 99)
+		events := usecasetest.CheckProgress(t, what, stderr, id, 99)
 		for _, e := range events {
-			t.Logf("%s: %s %d/%d %v%% tables %d/%d rows %d", what, e.Stage, e.BytesIn, e.Total, pct(e.Percent), e.TablesDone, e.Tables, e.Rows)
+			t.Logf("%s: %s %d/%d %v%% tables %d/%d rows %d", what, e.Stage, e.BytesIn, e.Total, usecasetest.PercentOf(e.Percent), e.TablesDone, e.Tables, e.Rows)
 		}
-		all := progressEvents(t, stderr)
+		all := usecasetest.ProgressEvents(t, stderr)
 		sum := all[len(all)-1]
 		// 4 small tables, big, and the sequence engine's tables are no
 		// tables: 5.

@@ -110,17 +110,6 @@ func restoreTestReport(t *testing.T, repoDir, id string) (restoretest.Report, re
 	return rep, res
 }
 
-func tableResult(t *testing.T, rep restoretest.Report, name string) restoretest.Table {
-	t.Helper()
-	for _, tb := range rep.Tables {
-		if tb.Name == name {
-			return tb
-		}
-	}
-	t.Fatalf("the report has no table %s: %+v", name, rep.Tables)
-	return restoretest.Table{}
-}
-
 // A good physical backup passes its restore test; a forged copy whose
 // table file has damaged pages, with every checksum made to match, passes
 // verify but fails the restore test naming the table.
@@ -151,7 +140,7 @@ func TestRestoreTestPhysical(t *testing.T) {
 		t.Fatalf("good backup: exit %d, report %+v", res.code, rep)
 	}
 	for _, name := range []string{"sample.big", "sample.small_01", "sample.small_02", "mysql.global_priv"} {
-		if tb := tableResult(t, rep, name); tb.Check != "OK" || !tb.Passed {
+		if tb := usecasetest.TableOf(t, &rep, name); tb.Check != "OK" || !tb.Passed {
 			t.Fatalf("%s: %+v", name, tb)
 		}
 	}
@@ -177,10 +166,10 @@ func TestRestoreTestPhysical(t *testing.T) {
 	if res.code != ExitCorrupt || rep.Passed {
 		t.Fatalf("damaged pages: exit %d (want %d), passed %v\n%s", res.code, ExitCorrupt, rep.Passed, res.stderr)
 	}
-	if tb := tableResult(t, rep, "sample.big"); tb.Passed {
+	if tb := usecasetest.TableOf(t, &rep, "sample.big"); tb.Passed {
 		t.Fatalf("sample.big passed its check: %+v", tb)
 	}
-	if tb := tableResult(t, rep, "sample.small_01"); !tb.Passed {
+	if tb := usecasetest.TableOf(t, &rep, "sample.small_01"); !tb.Passed {
 		t.Fatalf("an intact table failed: %+v", tb)
 	}
 	if !strings.Contains(strings.Join(rep.Problems, "\n"), "sample.big") {
@@ -212,7 +201,7 @@ func TestRestoreTestLogical(t *testing.T) {
 		t.Fatalf("good backup: exit %d, report %+v\n%s", res.code, rep, res.stderr)
 	}
 	for _, name := range []string{"sample.small_01", "sample.small_03", "sample.blobs"} {
-		tb := tableResult(t, rep, name)
+		tb := usecasetest.TableOf(t, &rep, name)
 		if !tb.Passed || tb.Rows == nil || *tb.Rows == 0 || *tb.Rows != *tb.ExpectedRows || tb.RowSum == "" || tb.RowSum != tb.ExpectedRowSum {
 			t.Fatalf("%s: %+v", name, tb)
 		}
@@ -239,10 +228,10 @@ func TestRestoreTestLogical(t *testing.T) {
 	if res.code != ExitCorrupt || rep.Passed {
 		t.Fatalf("changed row: exit %d (want %d), passed %v\n%s", res.code, ExitCorrupt, rep.Passed, res.stderr)
 	}
-	if tb := tableResult(t, rep, "sample.small_02"); tb.Passed || tb.RowSum == tb.ExpectedRowSum {
+	if tb := usecasetest.TableOf(t, &rep, "sample.small_02"); tb.Passed || tb.RowSum == tb.ExpectedRowSum {
 		t.Fatalf("sample.small_02 passed: %+v", tb)
 	}
-	if tb := tableResult(t, rep, "sample.small_01"); !tb.Passed {
+	if tb := usecasetest.TableOf(t, &rep, "sample.small_01"); !tb.Passed {
 		t.Fatalf("an intact table failed: %+v", tb)
 	}
 	if !strings.Contains(strings.Join(rep.Problems, "\n"), "sample.small_02: the rows differ") {

@@ -47,9 +47,8 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 // apply; a dump's filter that selects nothing).
 func isUsage(err error) bool {
 	var ue usageError
-	var re *repoaccess.UsageError
 	var r interface{ Refused() bool }
-	return errors.As(err, &ue) || errors.As(err, &re) || (errors.As(err, &r) && r.Refused())
+	return errors.As(err, &ue) || (errors.As(err, &r) && r.Refused())
 }
 
 // ExitCode maps a command's error to the process exit code.

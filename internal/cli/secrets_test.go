@@ -62,8 +62,8 @@ func TestEncryptedBinlogPITR(t *testing.T) {
 	must("INSERT INTO m.marks VALUES (3)")
 	must("FLUSH BINARY LOGS")
 
-	pub, key := ageKeys(t)
-	_, otherKey := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
+	_, otherKey := usecasetest.AgeKeys(t)
 	run(t, append([]string{"binlog", "--repo", repoDir, "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
 	files := archivedBinlogs(t, repoDir) // reads manifests only: no key needed
 	if len(files) == 0 {

@@ -249,7 +249,7 @@ func TestStockRestore(t *testing.T) {
 
 	plain := newRepoDir(t)
 	run(t, append([]string{"backup", "--logical", "--repo", plain, "--parallel", "2", "--chunk-size", "1MiB"}, sandboxConn(src)...)...).mustSucceed(t)
-	pub, key := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
 	encrypted := filepath.Join(t.TempDir(), "repo")
 	run(t, "init", "--repo", encrypted, "--encrypt", "--recipient-file", pub).mustSucceed(t)
 	run(t, append([]string{"backup", "--logical", "--repo", encrypted, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)

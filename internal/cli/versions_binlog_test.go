@@ -55,7 +55,7 @@ func TestVersionsBinlog(t *testing.T) {
 	t.Run("older mariadb-binlog", func(t *testing.T) {
 		t.Parallel()
 		src := sandboxtest.Start(t, sandbox.Options{Basedir: b118})
-		requireVersion(t, src, "11.8")
+		usecasetest.RequireVersion(t, src, "11.8")
 		writeBinlogRows(t, src, "CREATE DATABASE app", "FLUSH BINARY LOGS")
 		repoDir := newRepoDir(t)
 		r := run(t, append([]string{"binlog", "--repo", repoDir, "--mariadb-path", ""}, sandboxConn(src)...)...)
@@ -76,7 +76,7 @@ func TestVersionsBinlog(t *testing.T) {
 func startOrders(t *testing.T, version, basedir string) *sandbox.Server {
 	t.Helper()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
-	requireVersion(t, src, version)
+	usecasetest.RequireVersion(t, src, version)
 	writeBinlogRows(t, src,
 		"CREATE DATABASE app",
 		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), doc JSON, note TEXT) ENGINE=InnoDB",
@@ -143,7 +143,7 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 		r := run(t, "restore", "--repo", repoDir, "--until", c.until, "--target-dir", target).mustSucceed(t)
 		t.Logf("--until %s: %s", c.until, r.stdout)
 		s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
-		requireVersion(t, s, version)
+		usecasetest.RequireVersion(t, s, version)
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), c.want)
 		s.Close()
 	}
@@ -157,7 +157,7 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 func followMatrix(t *testing.T, version, basedir string) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
-	requireVersion(t, src, version)
+	usecasetest.RequireVersion(t, src, version)
 	writeBinlogRows(t, src,
 		"CREATE DATABASE app",
 		"CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(80), doc JSON) ENGINE=InnoDB",
@@ -239,7 +239,7 @@ func followMatrix(t *testing.T, version, basedir string) {
 	target := filepath.Join(t.TempDir(), "end")
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
 	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
-	requireVersion(t, s, version)
+	usecasetest.RequireVersion(t, s, version)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), want)
 	s.Close()
 }

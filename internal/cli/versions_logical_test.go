@@ -41,7 +41,7 @@ func logicalMatrix(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 	src, loaded, want := versionSource(t, fixtures, version, basedir, mode)
 	target := func() *sandbox.Server {
 		dst := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
-		requireVersion(t, dst, version)
+		usecasetest.RequireVersion(t, dst, version)
 		return dst
 	}
 	// Fixtures whose logical restore this version refuses by design
@@ -122,7 +122,7 @@ func versionSource(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 	t.Helper()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Args: corpusServerArgs(mode)})
-	requireVersion(t, src, version)
+	usecasetest.RequireVersion(t, src, version)
 	full, err := src.Version(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 	const mode = "permissive"
 	target118 := func(t *testing.T) *sandbox.Server {
 		dst := sandboxtest.Start(t, sandbox.Options{Basedir: b118, Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
-		requireVersion(t, dst, "11.8")
+		usecasetest.RequireVersion(t, dst, "11.8")
 		return dst
 	}
 	for _, c := range []struct{ version, basedir string }{{"10.5", b105}, {"10.11", ""}} {
@@ -196,7 +196,7 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", databasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
 		for _, c := range []struct{ version, basedir string }{{"10.5", b105}, {"10.11", ""}} {
 			dst := sandboxtest.Start(t, sandbox.Options{Basedir: c.basedir, Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
-			requireVersion(t, dst, c.version)
+			usecasetest.RequireVersion(t, dst, c.version)
 			before := usecasetest.Checksums(t, dst)
 			r := run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...)
 			if msg := fmt.Sprint(r.err); r.code == ExitOK || !strings.Contains(msg, "the target runs MariaDB "+c.version+" (") ||

@@ -98,7 +98,7 @@ func pointInTimeMatrix(t *testing.T, version, basedir string) {
 	// --apply-to: the backup restored and started by the version's server
 	// (with a binary log, as a DBA's would be), told its position.
 	onto := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: base})
-	requireVersion(t, onto, version)
+	usecasetest.RequireVersion(t, onto, version)
 	// Not a prepared statement: 10.5 answers that one with "Prepared
 	// statement needs to be re-prepared" on a server just started.
 	if _, err := onto.DB().Exec(fmt.Sprintf("SET GLOBAL gtid_slave_pos = '%s'", basePos)); err != nil {
@@ -118,7 +118,7 @@ func pointInTimeMatrix(t *testing.T, version, basedir string) {
 	r := run(t, untilGTID...).mustSucceed(t)
 	t.Logf("--until-gtid %s: %s", atG, r.stdout)
 	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
-	requireVersion(t, s, version)
+	usecasetest.RequireVersion(t, s, version)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), wantAtG)
 	s.Close()
 

@@ -45,7 +45,7 @@ func TestVersionsPhysical(t *testing.T) {
 func physicalMatrix(t *testing.T, version, basedir string) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
-	requireVersion(t, src, version)
+	usecasetest.RequireVersion(t, src, version)
 	db := src.DB()
 	for _, q := range []string{
 		"CREATE DATABASE app",
@@ -93,7 +93,7 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 		r := run(t, "restore", id, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
 		t.Logf("%s: %s", what, r.stdout)
 		s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
-		requireVersion(t, s, version)
+		usecasetest.RequireVersion(t, s, version)
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), want)
 		s.Close()
 	}
@@ -129,7 +129,7 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 	target := filepath.Join(t.TempDir(), "until-end")
 	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
 	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
-	requireVersion(t, s, version)
+	usecasetest.RequireVersion(t, s, version)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), wantEnd)
 	s.Close()
 
@@ -162,18 +162,6 @@ func physicalMatrix(t *testing.T, version, basedir string) {
 		sandboxConn(src)...)...).mustSucceed(t)
 	if got := usecasetest.Checksums(t, src)["app.orders_restored"]; got != want["app.orders"] {
 		t.Errorf("restore --table app.orders --as app.orders_restored: checksum %q, want %q", got, want["app.orders"])
-	}
-}
-
-// requireVersion fails the test unless s is MariaDB version (major.minor).
-func requireVersion(t *testing.T, s *sandbox.Server, version string) {
-	t.Helper()
-	got, err := s.Version(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(got, version+".") {
-		t.Fatalf("server is MariaDB %s, want %s", got, version)
 	}
 }
 

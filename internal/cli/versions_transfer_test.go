@@ -43,7 +43,7 @@ func TestVersionsTransfer(t *testing.T) {
 func transferMatrix(t *testing.T, version, basedir string) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
-	requireVersion(t, src, version)
+	usecasetest.RequireVersion(t, src, version)
 	for _, q := range []string{
 		"CREATE DATABASE app",
 		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), note TEXT) ENGINE=InnoDB",

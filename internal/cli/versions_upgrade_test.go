@@ -40,7 +40,7 @@ func TestVersionsPhysicalUpgrade(t *testing.T) {
 func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
-	requireVersion(t, src, version)
+	usecasetest.RequireVersion(t, src, version)
 	for _, q := range []string{
 		"CREATE DATABASE app",
 		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), doc JSON, note TEXT) ENGINE=InnoDB",

@@ -43,6 +43,9 @@ type UsageError struct{ Err error }
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
+// Refused says the error refuses what was asked (exit 2).
+func (e *UsageError) Refused() bool { return true }
+
 func usagef(format string, a ...any) error {
 	return &UsageError{fmt.Errorf(format, a...)}
 }

@@ -25,7 +25,7 @@ type Request struct {
 	Workers int               // decoding threads (0 means GOMAXPROCS)
 	Memory  *archive.Memory   // the budget of what the reads hold at once (nil: archive.DefaultMemory)
 	// Progress starts the tracker, given the bytes to read (0 when not
-	// known); it is finished here.
+	// known); it is finished here. nil shows none.
 	Progress func(total int64) *progress.Tracker
 	// NotRecorded is told when the verdict could not be stored in the
 	// repository (it may be read-only to this account); nil ignores it.
@@ -109,7 +109,12 @@ func (req Request) reading(t *progress.Tracker) archive.ReadOptions {
 }
 
 func (req Request) start(total int64, backup string) *progress.Tracker {
-	t := req.Progress(total)
+	var t *progress.Tracker
+	if req.Progress != nil {
+		t = req.Progress(total)
+	} else {
+		t = progress.Start(progress.Options{Mode: progress.ModeQuiet, Out: io.Discard, Total: total})
+	}
 	if backup != "" {
 		t.SetBackup(backup)
 	}

@@ -1,17 +1,17 @@
-package cli
+package restorecase_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -64,22 +64,20 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	want, err := sandbox.ChecksumTables(ctx, src.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := usecasetest.Checksums(t, src)
 	wantObjs, err := sandboxtest.DescribeObjects(ctx, src.DB(), "crash")
 	if err != nil {
 		t.Fatal(err)
 	}
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--chunk-size", "64KiB", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-	id := backupListing(t, repoDir)[0].ID
+	repo := usecasetest.NewLocalRepo(t)
+	req := usecasetest.LogicalBackupOf(t, repo, src)
+	req.Dump.ChunkBytes, req.Dump.Skip.Users = 64<<10, true
+	id := usecasetest.Backup(t, req).Manifest.ID
 
 	// The last data file of three tables is held: its journal row waits
 	// in a trigger for a lock the test keeps, after its LOAD DATA ran
 	// (and passes the lock on when the test lets go).
-	cat := readCatalog(t, repoDir, id)
+	cat := usecasetest.Catalog(t, repo, id)
 	var held []string
 	files := 0
 	for _, td := range cat.Tables {
@@ -91,7 +89,6 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 			held = append(held, fmt.Sprint(td.Chunks[len(td.Chunks)-1].ID))
 		}
 	}
-	bin := buildBinary(t)
 
 	for _, tc := range []struct {
 		name, crashIn string
@@ -127,11 +124,26 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 			}
 
 			// One loader more than held files: it loads all the others.
-			parallel := fmt.Sprint(len(held) + 1)
-			cmd := exec.Command(bin, append([]string{"restore", "--repo", repoDir, "--parallel", parallel, "--progress", "none"}, sandboxConn(dst)...)...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
+			first := usecasetest.LoadOf(repo, "", dst)
+			first.Parallel = len(held) + 1
+			loadCtx, cancel := context.WithCancel(ctx)
+			loaded := make(chan error, 1)
+			go func() {
+				_, err := restorecase.Run(loadCtx, first)
+				loaded <- err
+			}()
+			// wait is what the load ended with; a test that fails first
+			// ends it.
+			var once sync.Once
+			var loadErr error
+			wait := func() error {
+				once.Do(func() { loadErr = <-loaded })
+				return loadErr
 			}
+			defer func() {
+				cancel()
+				wait()
+			}()
 			waitFor := func(n int, state, info string) {
 				t.Helper()
 				for deadline := time.Now().Add(3 * time.Minute); ; {
@@ -147,8 +159,6 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 							rows.Scan(&st, &in)
 							t.Logf("process: %q %q", st, in)
 						}
-						cmd.Process.Kill()
-						cmd.Wait()
 						t.Fatalf("the load never had %d connections in state %q", n, state)
 					}
 					time.Sleep(20 * time.Millisecond)
@@ -163,8 +173,6 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					cmd.Wait()
 					t.Fatalf("%d journal rows, want %d", n, files-len(held)+1)
 				}
 			}
@@ -206,7 +214,7 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 			}
 			dst.Kill()
 			hold.Close()
-			if err := cmd.Wait(); err == nil {
+			if err := wait(); err == nil {
 				t.Fatal("the load succeeded although its server was killed")
 			}
 
@@ -219,36 +227,26 @@ func TestLogicalResumeAfterTargetCrash(t *testing.T) {
 			if _, err := dst.DB().ExecContext(ctx, "DROP TRIGGER backstream_load.hold"); err != nil {
 				t.Fatal(err)
 			}
-			args := append([]string{"restore", "--repo", repoDir, "--resume"}, sandboxConn(dst)...)
-			if tc.markCrashed {
-				args = append(args, "--json") // the same sentences, as reloaded_tables
+			resume := usecasetest.LoadOf(repo, "", dst)
+			resume.Load.Resume, resume.Restore.Resume = true, true // as --resume sets them
+			l := usecasetest.Restore(t, resume).Load
+			if l == nil {
+				t.Fatal("the resumed restore loaded nothing")
 			}
-			r := run(t, args...).mustSucceed(t)
-			t.Logf("resume printed:\n%s", r.stdout)
-			printed := r.stdout
-			if tc.markCrashed {
-				var rep struct {
-					Reloaded []string `json:"reloaded_tables"`
-				}
-				if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-					t.Fatal(err)
-				}
-				printed = strings.Join(rep.Reloaded, "\n")
-			}
+			reloaded := strings.Join(l.Reloaded, "\n")
+			t.Logf("resume reloaded:\n%s", reloaded)
 			for name, engine := range engines {
 				line := fmt.Sprintf("table crash.%s (%s) reloaded from scratch", name, engine)
-				if got, want := strings.Contains(printed, line), slices.Contains(tc.reloaded, name); got != want {
-					t.Errorf("%q in the output: %v, want %v", line, got, want)
+				if got, want := strings.Contains(reloaded, line), slices.Contains(tc.reloaded, name); got != want {
+					t.Errorf("%q among the tables reloaded: %v, want %v", line, got, want)
 				}
 			}
-			if strings.Contains(printed, "crash.hist") {
-				t.Errorf("the versioned table, complete, was reloaded")
+			// Nothing the resumed restore says (what its text prints)
+			// names the versioned table.
+			if said := strings.Join(slices.Concat(l.Reloaded, l.Kept, l.Dropped, l.DefinitionOnly, l.HistoryLeftOut, l.LeftOut), "\n"); strings.Contains(said, "crash.hist") {
+				t.Errorf("the versioned table, complete, was reloaded: %s", said)
 			}
-			got, err := sandbox.ChecksumTables(ctx, dst.DB())
-			if err != nil {
-				t.Fatal(err)
-			}
-			usecasetest.CompareChecksums(t, got, want)
+			usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), want)
 			gotObjs, err := sandboxtest.DescribeObjects(ctx, dst.DB(), "crash")
 			if err != nil {
 				t.Fatal(err)

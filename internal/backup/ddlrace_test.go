@@ -1,4 +1,4 @@
-package cli
+package backup_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -30,31 +31,29 @@ func TestPhysicalBackupRacingNonTransactionalDDL(t *testing.T) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
-	exec := func(q string) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec("CREATE DATABASE r")
-	// InnoDB data that takes a moment to copy, so that the DDL meets the
-	// copy of the other engines' files.
-	exec("CREATE TABLE r.big (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB")
-	exec("INSERT INTO r.big SELECT seq, REPEAT(MD5(seq), 1000) FROM r.seq_1_to_2000")
+	usecasetest.ExecAll(t, db,
+		"CREATE DATABASE r",
+		// InnoDB data that takes a moment to copy, so that the DDL meets
+		// the copy of the other engines' files.
+		"CREATE TABLE r.big (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB",
+		"INSERT INTO r.big SELECT seq, REPEAT(MD5(seq), 1000) FROM r.seq_1_to_2000")
 	for _, e := range []string{"Aria", "MyISAM"} {
 		for i := range 3 {
-			exec(fmt.Sprintf("CREATE TABLE r.%s%d (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=%s", strings.ToLower(e), i, e))
-			exec(fmt.Sprintf("INSERT INTO r.%s%d SELECT seq, MD5(seq) FROM r.seq_1_to_3000", strings.ToLower(e), i))
+			usecasetest.ExecAll(t, db,
+				fmt.Sprintf("CREATE TABLE r.%s%d (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=%s", strings.ToLower(e), i, e),
+				fmt.Sprintf("INSERT INTO r.%s%d SELECT seq, MD5(seq) FROM r.seq_1_to_3000", strings.ToLower(e), i))
 		}
 	}
 	// A table whose engine changes between InnoDB and the others:
 	// mariabackup restores it without its data files (issue 28 item 12).
-	exec("CREATE TABLE r.conv (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=InnoDB")
-	exec("INSERT INTO r.conv SELECT seq, MD5(seq) FROM r.seq_1_to_2000")
-	repoDir := newRepoDir(t)
+	usecasetest.ExecAll(t, db,
+		"CREATE TABLE r.conv (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=InnoDB",
+		"INSERT INTO r.conv SELECT seq, MD5(seq) FROM r.seq_1_to_2000")
+	repo := usecasetest.NewLocalRepo(t)
 	committed, refused := 0, 0
 	const runs, bursty = 8, 3
 	for n := range runs {
+		before := usecasetest.List(t, repo)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -62,21 +61,30 @@ func TestPhysicalBackupRacingNonTransactionalDDL(t *testing.T) {
 			defer wg.Done()
 			raceDDL(ctx, db, n, n >= runs-bursty, stop)
 		}()
-		r := run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...)
+		res, err := backup.Run(ctx, usecasetest.BackupOf(t, repo, src))
 		close(stop)
 		wg.Wait()
-		if r.code != ExitOK {
+		t.Logf("run %d: backup: %v", n, err)
+		entries := usecasetest.List(t, repo)
+		if err != nil {
 			refused++
-			if r.err == nil || !strings.Contains(r.err.Error(), "r.") {
-				t.Errorf("run %d: backup exit %d, %v; want success or a refusal naming the raced tables", n, r.code, r.err)
+			if !strings.Contains(err.Error(), "r.") {
+				t.Errorf("run %d: backup failed: %v; want success or a refusal naming the raced tables", n, err)
+			}
+			if len(entries) != len(before) {
+				t.Errorf("run %d: the refused backup committed: %d backups before, %d after", n, len(before), len(entries))
 			}
 			continue
 		}
 		committed++
-		entries := backupListing(t, repoDir)
 		m := entries[len(entries)-1]
+		if m.ID != res.Manifest.ID {
+			t.Fatalf("run %d: the repository lists %s last, not the backup made, %s", n, m.ID, res.Manifest.ID)
+		}
 		target := filepath.Join(t.TempDir(), "datadir")
-		run(t, "restore", m.ID, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+		r := usecasetest.RestoreOf(repo, m.ID)
+		r.Restore.TargetDir, r.Restore.Options.Prepare = target, true
+		usecasetest.Restore(t, r)
 		restored := usecasetest.ServerOn(t, target)
 		usecasetest.ReplayBinlog(t, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
 		want, got := usecasetest.TableState(t, db, "r"), usecasetest.TableState(t, restored.DB(), "r")

@@ -1,12 +1,15 @@
-package cli
+package servercopy_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/logical/schema"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A masked value's stand-in does not depend on its column's length: with
@@ -19,7 +22,7 @@ func TestMaskStandInsMatchAcrossColumnLengths(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
-	for _, q := range []string{
+	usecasetest.ExecAll(t, src.DB(),
 		"CREATE DATABASE shop",
 		"CREATE TABLE shop.narrow (id INT PRIMARY KEY, email VARCHAR(32), code VARCHAR(16))",
 		"CREATE TABLE shop.wide (id INT PRIMARY KEY, email VARCHAR(255), code VARCHAR(255))",
@@ -27,12 +30,7 @@ func TestMaskStandInsMatchAcrossColumnLengths(t *testing.T) {
 		"INSERT INTO shop.wide SELECT seq, CONCAT('user', seq * 2, '@example.com'), CONCAT('c', seq * 3) FROM shop.seq_1_to_50",
 		"CREATE DATABASE crm",
 		"CREATE TABLE crm.contacts (id INT PRIMARY KEY, email VARCHAR(30))",
-		"INSERT INTO crm.contacts VALUES (1, 'a@example.com')",
-	} {
-		if _, err := src.DB().ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+		"INSERT INTO crm.contacts VALUES (1, 'a@example.com')")
 	joins := map[string]string{
 		"email": "SELECT COUNT(*) FROM shop.narrow n JOIN shop.wide w ON n.email = w.email",
 		"code":  "SELECT COUNT(*) FROM shop.narrow n JOIN shop.wide w ON n.code = w.code",
@@ -49,17 +47,24 @@ func TestMaskStandInsMatchAcrossColumnLengths(t *testing.T) {
 		want[k] = n
 	}
 	keyFile := writeMaskKey(t)
-	rules := []string{"--mask", "shop.*.email=email", "--mask", "shop.*.code=hash", "--mask-key-file", keyFile}
+	rules := []string{"shop.*.email=email", "shop.*.code=hash"}
 
-	repoDir := newRepoDir(t)
-	r := run(t, append(append([]string{"backup", "--logical", "--repo", repoDir, "--database", "shop", "--progress", "plain"}, rules...), sandboxConn(src)...)...).mustSucceed(t)
+	r := usecasetest.NewLocalRepo(t)
+	req, err := maskedDumpOf(t, r, src, schema.Filter{Databases: []string{"shop"}}, rules, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, stderr, err := backupSaying(t, req)
+	if err != nil {
+		t.Fatalf("backup: %v\n%s", err, stderr)
+	}
 	for _, w := range []string{"mask rule shop.*.email=email masks columns of different types or lengths", "shop.narrow.email (varchar(32))", "shop.wide.email (varchar(255))", "mask rule shop.*.code=hash"} {
-		if !strings.Contains(r.stderr, w) {
-			t.Errorf("the dump's output does not warn %q:\n%s", w, r.stderr)
+		if !strings.Contains(stderr, w) {
+			t.Errorf("the dump's output does not warn %q:\n%s", w, stderr)
 		}
 	}
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
+	usecasetest.Restore(t, usecasetest.LoadOf(r, "", dst))
 	for k, q := range joins {
 		var n int
 		if err := dst.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
@@ -74,12 +79,15 @@ func TestMaskStandInsMatchAcrossColumnLengths(t *testing.T) {
 		t.Errorf("unmasked e-mails on the target: %d, %v", masked, err)
 	}
 
-	short := newRepoDir(t)
-	r = run(t, append([]string{"backup", "--logical", "--repo", short, "--database", "crm", "--mask", "crm.contacts.email=email", "--mask-key-file", keyFile}, sandboxConn(src)...)...)
-	if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), "column crm.contacts.email (varchar(30)") || strings.Contains(r.err.Error(), "a@example.com") {
-		t.Errorf("a column too short for the stand-in: exit %d, %v; want exit %d naming crm.contacts.email, never the value", r.code, r.err, ExitUsage)
+	short := usecasetest.NewLocalRepo(t)
+	req, err = maskedDumpOf(t, short, src, schema.Filter{Databases: []string{"crm"}}, []string{"crm.contacts.email=email"}, keyFile)
+	if err == nil {
+		_, err = backup.Run(ctx, req)
 	}
-	if entries := backupListing(t, short); len(entries) != 0 {
+	if !usecasetest.Refused(err) || !strings.Contains(err.Error(), "column crm.contacts.email (varchar(30)") || strings.Contains(err.Error(), "a@example.com") {
+		t.Errorf("a column too short for the stand-in: %v; want a refusal naming crm.contacts.email, never the value", err)
+	}
+	if entries := usecasetest.List(t, short); len(entries) != 0 {
 		t.Errorf("list shows %+v after a refused backup", entries)
 	}
 }

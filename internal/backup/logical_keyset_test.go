@@ -1,10 +1,11 @@
-package cli
+package backup_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -46,14 +47,11 @@ func TestKeysetChunking(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "ANALYZE TABLE k.bin, k.u, k.txt, k.dt, k.dec, k.comp"); err != nil {
 		t.Fatal(err)
 	}
-	want, err := sandbox.ChecksumTables(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "512KiB", "--databases", "k", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-	id := backupListing(t, repoDir)[0].ID
-	cat := readCatalog(t, repoDir, id)
+	want := usecasetest.Checksums(t, src)
+	repo := usecasetest.NewLocalRepo(t)
+	req := usecasetest.LogicalBackupOf(t, repo, src)
+	req.Dump.ChunkBytes, req.Dump.Filter.Databases, req.Dump.Skip.Users = 512<<10, []string{"k"}, true
+	cat := usecasetest.Catalog(t, repo, usecasetest.Backup(t, req).Manifest.ID)
 	for _, td := range cat.Tables {
 		var rows int64
 		for _, c := range td.Chunks {
@@ -65,12 +63,8 @@ func TestKeysetChunking(t *testing.T) {
 		}
 	}
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
-	got, err := sandbox.ChecksumTables(ctx, dst.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	usecasetest.CompareChecksums(t, got, want)
+	usecasetest.Restore(t, usecasetest.LoadOf(repo, "", dst))
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), want)
 }
 
 // A 500k-row table keyed by the UUID type is dumped by both connections
@@ -95,10 +89,7 @@ func TestKeysetChunkingKeepsBothConnectionsBusy(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	want, err := sandbox.ChecksumTables(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := usecasetest.Checksums(t, src)
 	// The data selects read ranges of the key; the planning scan reads
 	// the key alone, ordered, and is not counted.
 	const dataSelects = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE 'SELECT %FROM `k`.`big` WHERE%'"
@@ -121,16 +112,19 @@ func TestKeysetChunkingKeepsBothConnectionsBusy(t *testing.T) {
 			seen = max(seen, n)
 		}
 	}()
-	repoDir := newRepoDir(t)
-	r := run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--chunk-size", "1MiB", "--databases", "k", "--skip-users"}, sandboxConn(src)...)...)
+	repo := usecasetest.NewLocalRepo(t)
+	req := usecasetest.LogicalBackupOf(t, repo, src)
+	req.Dump.ChunkBytes, req.Dump.Filter.Databases, req.Dump.Skip.Users = 1<<20, []string{"k"}, true
+	res, err := backup.Run(ctx, req)
 	close(stop)
 	busiest := <-most
-	r.mustSucceed(t)
+	if err != nil {
+		t.Fatalf("backup: %v", err)
+	}
 	if busiest < 2 {
 		t.Errorf("at most %d range select of k.big ran at once during the dump; want both connections on it", busiest)
 	}
-	id := backupListing(t, repoDir)[0].ID
-	cat := readCatalog(t, repoDir, id)
+	cat := usecasetest.Catalog(t, repo, res.Manifest.ID)
 	var files int
 	var rows int64
 	for _, td := range cat.Tables {
@@ -144,10 +138,6 @@ func TestKeysetChunkingKeepsBothConnectionsBusy(t *testing.T) {
 		t.Errorf("k.big: %d data files and %d rows, want several files and 500000 rows", files, rows)
 	}
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
-	got, err := sandbox.ChecksumTables(ctx, dst.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	usecasetest.CompareChecksums(t, got, want)
+	usecasetest.Restore(t, usecasetest.LoadOf(repo, "", dst))
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), want)
 }

@@ -1,13 +1,17 @@
-package cli
+package backup_test
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/refusal"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -22,6 +26,7 @@ import (
 // which copies the history as it is, is not refused.
 func TestLogicalVersionedByTransaction(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	usecasetest.ExecAll(t, src.DB(),
 		"CREATE DATABASE v",
@@ -41,34 +46,32 @@ func TestLogicalVersionedByTransaction(t *testing.T) {
 	if len(usecasetest.QueryRows(t, src.DB(), "SELECT id FROM v.trx FOR SYSTEM_TIME ALL")) != 70 || len(wantTSHistory) != 70 {
 		t.Fatal("the source tables do not hold the history the test expects")
 	}
-	repoDir := newRepoDir(t)
-	backup := append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)
+	repo := usecasetest.NewLocalRepo(t)
+	req := usecasetest.LogicalBackupOf(t, repo, src)
+	req.Dump.Skip.Users = true
 
-	r := run(t, backup...)
-	if r.code != ExitFailure || r.err == nil || !strings.Contains(r.err.Error(), "v.trx") ||
-		!strings.Contains(r.err.Error(), "--versioned-current-only") || strings.Contains(r.err.Error(), "v.ts") {
-		t.Fatalf("backup of a table versioned by transaction id: exit %d, %v; want exit %d naming v.trx (only) and --versioned-current-only", r.code, r.err, ExitFailure)
+	res, err := backup.Run(ctx, req)
+	if !usecasetest.Failed(err) || res != nil || !strings.Contains(err.Error(), "v.trx") ||
+		!strings.Contains(err.Error(), "--versioned-current-only") || strings.Contains(err.Error(), "v.ts") {
+		t.Fatalf("backup of a table versioned by transaction id: %+v, %v; want a failure naming v.trx (only) and --versioned-current-only", res, err)
 	}
-	if entries := backupListing(t, repoDir); len(entries) != 0 {
+	if entries := usecasetest.List(t, repo); len(entries) != 0 {
 		t.Fatalf("the refused backup left %d backups in the repository", len(entries))
 	}
 
-	r = run(t, append(backup, "--versioned-current-only")...).mustSucceed(t)
+	req.Dump.VersionedCurrentOnly = true
+	// What backup, list and restore print of the table.
 	const said = "table v.trx: history not in the backup (--versioned-current-only)"
-	if !strings.Contains(r.stdout, said) || strings.Contains(r.stdout, "v.ts:") {
-		t.Errorf("backup printed %q, want it to say %q (and nothing of v.ts)", r.stdout, said)
+	if made := usecasetest.Backup(t, req); !slices.Equal(made.NoHistory, []string{"v.trx"}) {
+		t.Errorf("backup without history of %q, want v.trx (and nothing of v.ts)", made.NoHistory)
 	}
-	if out := run(t, "list", "--repo", repoDir).mustSucceed(t).stdout; !strings.Contains(out, said) {
-		t.Errorf("list printed %q, want it to say %q", out, said)
-	}
-	if e := backupListing(t, repoDir); len(e) != 1 || len(e[0].Databases) != 1 || strings.Join(e[0].Databases[0].NoHistory, ",") != "trx" {
-		t.Errorf("list --json: %+v, want database v with no_history [trx]", e)
+	if e := usecasetest.List(t, repo); len(e) != 1 || len(e[0].Databases) != 1 || e[0].Databases[0].Name != "v" || strings.Join(e[0].Databases[0].NoHistory, ",") != "trx" {
+		t.Errorf("list: %+v, want database v with no_history [trx]", e)
 	}
 
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	r = run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
-	if !strings.Contains(r.stdout, said) {
-		t.Errorf("restore printed %q, want it to say %q", r.stdout, said)
+	if l := usecasetest.Restore(t, usecasetest.LoadOf(repo, "", dst)).Load; l == nil || !strings.Contains(strings.Join(l.HistoryLeftOut, "\n"), said) {
+		t.Errorf("restore: %+v, want it to say %q", l, said)
 	}
 	if got := usecasetest.QueryRows(t, dst.DB(), "SELECT id, n FROM v.trx ORDER BY id"); strings.Join(got, "\n") != strings.Join(wantCurrent, "\n") {
 		t.Errorf("restored current rows of v.trx:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantCurrent, "\n"))
@@ -80,12 +83,18 @@ func TestLogicalVersionedByTransaction(t *testing.T) {
 		t.Errorf("restored history of v.ts differs from the source's:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantTSHistory, "\n"))
 	}
 	// The restore test reads the tables back as the dump read them.
-	run(t, "verify", "latest", "--repo", repoDir, "--restore-test").mustSucceed(t)
-
-	if r := run(t, append([]string{"backup", "--repo", repoDir, "--versioned-current-only"}, sandboxConn(src)...)...); r.code != ExitUsage {
-		t.Errorf("--versioned-current-only without --logical: exit %d, want %d", r.code, ExitUsage)
+	if rep, err := usecasetest.RestoreTest(t, repo, "latest"); err != nil {
+		t.Fatalf("restore test: %v (%+v)", err, rep)
 	}
-	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+
+	// --versioned-current-only without --logical.
+	physical := usecasetest.BackupOf(t, repo, src)
+	physical.Given.Dump = "versioned-current-only"
+	var refused *refusal.Error
+	if res, err := backup.Run(ctx, physical); !errors.As(err, &refused) || res != nil {
+		t.Errorf("--versioned-current-only without --logical: %+v, %v; want a refusal", res, err)
+	}
+	usecasetest.Backup(t, usecasetest.BackupOf(t, repo, src))
 }
 
 // Tables whose rows are other tables' are dumped as their definition only
@@ -145,23 +154,33 @@ func TestLogicalRowsElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-	if e := backupListing(t, repoDir); len(e) != 1 || len(e[0].Databases) != 1 || e[0].Databases[0].Rows != wantRows {
-		t.Errorf("list --json: %+v, want database e with %d rows: the rows of its own tables, none read through another", e, wantRows)
+	repo := usecasetest.NewLocalRepo(t)
+	req := usecasetest.LogicalBackupOf(t, repo, src)
+	req.Dump.Skip.Users = true
+	usecasetest.Backup(t, req)
+	if e := usecasetest.List(t, repo); len(e) != 1 || len(e[0].Databases) != 1 || e[0].Databases[0].Rows != wantRows {
+		t.Errorf("list: %+v, want database e with %d rows: the rows of its own tables, none read through another", e, wantRows)
 	}
-	r := run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
+	l := usecasetest.Restore(t, usecasetest.LoadOf(repo, "", dst)).Load
+	if l == nil {
+		t.Fatal("the restore loaded nothing")
+	}
+	said := strings.Join(l.DefinitionOnly, "\n")
 	definitionOnly := []string{"e.a_merge: definition only (MRG_MyISAM", "e.a_fed: definition only (FEDERATED"}
 	if connect {
 		definitionOnly = append(definitionOnly, "e.a_conn: definition only (CONNECT")
 	}
 	for _, name := range definitionOnly {
-		if !strings.Contains(r.stdout, "table "+name) {
-			t.Errorf("restore printed %q, want it to name table %s", r.stdout, name)
+		if !strings.Contains(said, "table "+name) {
+			t.Errorf("restore's tables made without rows: %q, want it to name table %s", l.DefinitionOnly, name)
 		}
 	}
-	if strings.Contains(r.stdout, "own_csv") {
-		t.Errorf("restore printed %q: the CONNECT table with a file of its own is not definition only", r.stdout)
+	// Nothing the restore says (what its text prints) names the CONNECT
+	// table with a file of its own.
+	for _, s := range slices.Concat(l.DefinitionOnly, l.Reloaded, l.Kept, l.Dropped, l.HistoryLeftOut, l.LeftOut) {
+		if strings.Contains(s, "own_csv") {
+			t.Errorf("restore said %q: the CONNECT table with a file of its own is not definition only", s)
+		}
 	}
 	if got := counts(dst.DB()); got != want {
 		t.Errorf("restored counts (merge, federated, remote[, connect proxy, connect csv]) %s, want the source's %s", got, want)
@@ -180,6 +199,10 @@ func TestLogicalRowsElsewhere(t *testing.T) {
 	// The restore test's server has none of the plugins: a backup of the
 	// MERGE table and its tables only, whose restored MERGE table shows
 	// their rows and no rows of its own.
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users", "--table", "e.m1,e.m2,e.a_merge"}, sandboxConn(src)...)...).mustSucceed(t)
-	run(t, "verify", "latest", "--repo", repoDir, "--restore-test").mustSucceed(t)
+	req = usecasetest.LogicalBackupOf(t, repo, src)
+	req.Dump.Filter.Tables, req.Dump.Skip.Users = []string{"e.m1", "e.m2", "e.a_merge"}, true
+	usecasetest.Backup(t, req)
+	if rep, err := usecasetest.RestoreTest(t, repo, "latest"); err != nil {
+		t.Fatalf("restore test: %v (%+v)", err, rep)
+	}
 }

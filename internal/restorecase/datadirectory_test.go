@@ -1,13 +1,17 @@
-package cli
+package restorecase_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/restore"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -19,8 +23,9 @@ import (
 // give tables equal to the source's, never point at the source's files
 // (with them flushed, the server refuses a tablespace found in two
 // places) and never change them: in the datadir by default, in a mapped
-// directory with --map-data-directory, refused (exit 2) when mapped onto
-// the live source's directory; and verify --restore-test passes.
+// directory with --map-data-directory, refused (a *restore.RefusedError)
+// when mapped onto the live source's directory; and the restore test
+// passes.
 func TestRestoreDataDirectory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -33,24 +38,20 @@ func TestRestoreDataDirectory(t *testing.T) {
 		}
 	}
 	db := src.DB()
-	for _, q := range []string{
+	usecasetest.ExecAll(t, db,
 		"CREATE DATABASE d",
-		"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB DATA DIRECTORY='" + ext + "'",
+		"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB DATA DIRECTORY='"+ext+"'",
 		"INSERT INTO d.t SELECT seq, MD5(seq) FROM d.seq_1_to_2000",
-		"CREATE TABLE d.p (id INT PRIMARY KEY) ENGINE=InnoDB PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (1000) DATA DIRECTORY='" + ext + "', PARTITION p1 VALUES LESS THAN MAXVALUE)",
+		"CREATE TABLE d.p (id INT PRIMARY KEY) ENGINE=InnoDB PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (1000) DATA DIRECTORY='"+ext+"', PARTITION p1 VALUES LESS THAN MAXVALUE)",
 		"INSERT INTO d.p SELECT seq FROM d.seq_1_to_1500",
-		"CREATE TABLE d.m (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=MyISAM DATA DIRECTORY='" + extMyISAM + "' INDEX DIRECTORY='" + extMyISAM + "'",
+		"CREATE TABLE d.m (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=MyISAM DATA DIRECTORY='"+extMyISAM+"' INDEX DIRECTORY='"+extMyISAM+"'",
 		"INSERT INTO d.m SELECT seq, MD5(seq) FROM d.seq_1_to_500",
 		// Flushed, the source's files hold valid tablespaces: what a
 		// restored server must not find through a kept .isl.
 		"FLUSH TABLES d.t, d.p FOR EXPORT",
 		"UNLOCK TABLES",
 		"FLUSH TABLES d.m",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	want := map[string]string{}
 	for name, sum := range usecasetest.Checksums(t, src) {
 		if strings.HasPrefix(name, "d.") {
@@ -60,9 +61,8 @@ func TestRestoreDataDirectory(t *testing.T) {
 	if len(want) != 3 {
 		t.Fatalf("source checksums of d: %v", want)
 	}
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	id := backupListing(t, repoDir)[0].ID
+	repo := usecasetest.NewLocalRepo(t)
+	id := usecasetest.Backup(t, usecasetest.BackupOf(t, repo, src)).Manifest.ID
 	extBefore, myisamBefore := usecasetest.TreeDigests(t, ext), usecasetest.TreeDigests(t, extMyISAM)
 	if len(extBefore) != 2 || len(myisamBefore) != 2 {
 		t.Fatalf("the source's external files: %v, %v", extBefore, myisamBefore)
@@ -83,14 +83,38 @@ func TestRestoreDataDirectory(t *testing.T) {
 		}
 		return s
 	}
+	// restoreInto restores backup id prepared into target, the data
+	// directories mapped as maps say (--map-data-directory), and returns
+	// where the restore placed the tablespaces of each data directory.
+	restoreInto := func(target string, maps ...string) ([]restore.Placement, error) {
+		t.Helper()
+		req := usecasetest.RestoreOf(repo, id)
+		req.Restore.TargetDir, req.Restore.Options.Prepare, req.Restore.DataDirs = target, true, maps
+		var placed []restore.Placement
+		req.Restore.Options.Placed = func(p restore.Placement) { placed = append(placed, p) }
+		_, err := restorecase.Run(ctx, req)
+		return placed, err
+	}
+	// placedIn checks that the restore placed ext's 2 tablespaces in
+	// dir, a mapped directory or not.
+	placedIn := func(placed []restore.Placement, dir string, mapped bool) {
+		t.Helper()
+		for _, p := range placed {
+			if p.From == ext && p.To == dir && p.Mapped == mapped && len(p.Files) == 2 {
+				return
+			}
+		}
+		t.Errorf("the restore did not say it placed the 2 tablespaces of %s in %s (mapped %v): %+v", ext, dir, mapped, placed)
+	}
 
 	// (a) Default: the tablespaces stay in the datadir; nothing in the
 	// target points outside it.
 	target := filepath.Join(t.TempDir(), "datadir")
-	res := run(t, "restore", id, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
-	if !strings.Contains(res.stdout, "DATA DIRECTORY "+ext+": 2 tablespaces placed in the datadir "+target) {
-		t.Errorf("the restore did not say where the tablespaces of %s went:\n%s", ext, res.stdout)
+	placed, err := restoreInto(target)
+	if err != nil {
+		t.Fatal(err)
 	}
+	placedIn(placed, target, false)
 	assertInside(t, target)
 	s := restoredEqual(target)
 	if err := s.Close(); err != nil {
@@ -102,10 +126,10 @@ func TestRestoreDataDirectory(t *testing.T) {
 	// pointing there.
 	mapped := filepath.Join(t.TempDir(), "new-ext")
 	target = filepath.Join(t.TempDir(), "datadir")
-	res = run(t, "restore", id, "--repo", repoDir, "--target-dir", target, "--prepare", "--map-data-directory", ext+"="+mapped).mustSucceed(t)
-	if !strings.Contains(res.stdout, "DATA DIRECTORY "+ext+": 2 tablespaces placed in "+mapped) {
-		t.Errorf("the restore did not say where the tablespaces of %s went:\n%s", ext, res.stdout)
+	if placed, err = restoreInto(target, ext+"="+mapped); err != nil {
+		t.Fatal(err)
 	}
+	placedIn(placed, mapped, true)
 	for _, name := range []string{"d/t", "d/p#P#p0"} {
 		placed := filepath.Join(mapped, name+".ibd")
 		if _, err := os.Stat(placed); err != nil {
@@ -144,9 +168,8 @@ func TestRestoreDataDirectory(t *testing.T) {
 	for _, onto := range []string{ext, occupied} {
 		before := usecasetest.TreeDigests(t, onto)
 		target = filepath.Join(t.TempDir(), "datadir")
-		res = run(t, "restore", id, "--repo", repoDir, "--target-dir", target, "--prepare", "--map-data-directory", ext+"="+onto)
-		if res.code != ExitUsage || res.err == nil || !strings.Contains(res.err.Error(), onto) {
-			t.Errorf("restore mapped onto %s: exit %d, %v; want exit %d naming it", onto, res.code, res.err, ExitUsage)
+		if _, err := restoreInto(target, ext+"="+onto); !refused(err) || !strings.Contains(fmt.Sprint(err), onto) {
+			t.Errorf("restore mapped onto %s: %v; want refused naming it", onto, err)
 		}
 		usecasetest.CompareTrees(t, "the refused destination "+onto, usecasetest.TreeDigests(t, onto), before)
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
@@ -157,24 +180,25 @@ func TestRestoreDataDirectory(t *testing.T) {
 
 	// (d) The restore test restores into a temporary datadir: it passes,
 	// and the source's files stay as they were.
-	res = run(t, "verify", id, "--repo", repoDir, "--restore-test").mustSucceed(t)
-	if !strings.Contains(res.stdout, "restore test passed") {
-		t.Errorf("verify --restore-test: %s", res.stdout)
+	if rep, err := usecasetest.RestoreTest(t, repo, id); err != nil || !rep.Passed {
+		t.Errorf("the restore test of %s: %+v, %v; want passed", id, rep, err)
 	}
-	sourceUnchanged("after verify --restore-test")
+	sourceUnchanged("after the restore test")
 
 	// (e) An incremental: its .isl files, which prepare would copy into
 	// the base, are taken out too.
-	for _, q := range []string{"INSERT INTO d.t SELECT seq, 'more' FROM d.seq_2001_to_2500", "FLUSH TABLES d.t FOR EXPORT", "UNLOCK TABLES"} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	usecasetest.ExecAll(t, db, "INSERT INTO d.t SELECT seq, 'more' FROM d.seq_2001_to_2500", "FLUSH TABLES d.t FOR EXPORT", "UNLOCK TABLES")
 	sumT := usecasetest.Checksums(t, src)["d.t"]
 	extBefore = usecasetest.TreeDigests(t, ext)
-	run(t, append([]string{"backup", "--repo", repoDir, "--incremental"}, sandboxConn(src)...)...).mustSucceed(t)
+	inc := usecasetest.BackupOf(t, repo, src)
+	inc.Physical.Incremental = &backup.Incremental{FullBecause: func(why string) { t.Errorf("a full backup instead of an incremental: %s", why) }}
+	if m := usecasetest.Backup(t, inc).Manifest; m.Parent != id {
+		t.Errorf("the incremental %s has parent %q, want %s", m.ID, m.Parent, id)
+	}
 	target = filepath.Join(t.TempDir(), "datadir")
-	run(t, "restore", "latest", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+	r := usecasetest.RestoreOf(repo, "latest")
+	r.Restore.TargetDir, r.Restore.Options.Prepare = target, true
+	usecasetest.Restore(t, r)
 	assertInside(t, target)
 	if got := usecasetest.Checksums(t, usecasetest.ServerOn(t, target))["d.t"]; got != sumT {
 		t.Errorf("d.t restored from the incremental: checksum %q, the source %q", got, sumT)

@@ -1,14 +1,21 @@
-package cli
+package backup_test
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/logical/schema"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/servercopy"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A logical backup of nothing is refused: a filter naming what the server
@@ -23,7 +30,7 @@ func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2}); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
+	usecasetest.ExecAll(t, src.DB(),
 		"CREATE USER nogrant@localhost", "GRANT RELOAD, PROCESS, BINLOG MONITOR ON *.* TO nogrant@localhost",
 		"CREATE USER noselect@localhost", "GRANT RELOAD, PROCESS, BINLOG MONITOR ON *.* TO noselect@localhost",
 		"GRANT INSERT ON sample.* TO noselect@localhost",
@@ -36,43 +43,57 @@ func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
 		"CREATE USER roleevent@localhost", "GRANT RELOAD, PROCESS, BINLOG MONITOR ON *.* TO roleevent@localhost",
 		"GRANT SELECT, TRIGGER ON sample.* TO roleevent@localhost", "GRANT SELECT ON mysql.proc TO roleevent@localhost",
 		"GRANT eventer TO roleevent@localhost", "SET DEFAULT ROLE eventer FOR roleevent@localhost",
-	} {
-		if _, err := src.DB().ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
+	)
+	// sample is the dump of the sample database as user: a filter
+	// without --users skips the accounts too.
+	sample := func(user string) func(req *backup.Request) {
+		return func(req *backup.Request) {
+			req.Conn.User = user
+			req.Dump.Filter.Databases, req.Dump.Skip.Users = []string{"sample"}, true
 		}
 	}
-	as := func(user string) []string {
-		return []string{"--socket", src.Socket, "--user", user, "--no-defaults"}
-	}
 	for _, c := range []struct {
-		name  string
-		args  []string
-		code  int
-		wants []string
+		name string
+		dump func(req *backup.Request)
+		// refused: the filter selects nothing (a *logical.FilterError,
+		// exit 2); else the dump fails (exit 1).
+		refused bool
+		wants   []string
 	}{
-		{"misspelled database", append([]string{"--database", "sampel"}, sandboxConn(src)...), ExitUsage, []string{"--database sampel", "SELECT ON `sampel`.*"}},
-		{"missing table", append([]string{"--table", "sample.nosuch"}, sandboxConn(src)...), ExitUsage, []string{"--table sample.nosuch"}},
-		{"misspelled exclusion", append([]string{"--exclude-table", "sample.nosuch"}, sandboxConn(src)...), ExitUsage, []string{"--exclude-table sample.nosuch"}},
-		{"everything excluded", append([]string{"--exclude-database", "sample", "--skip-users"}, sandboxConn(src)...), ExitUsage, []string{"select nothing"}},
-		{"no grant", append([]string{"--database", "sample"}, as("nogrant")...), ExitUsage, []string{"--database sample", "SELECT ON `sample`.*"}},
-		{"no select", append([]string{"--database", "sample"}, as("noselect")...), ExitFailure, []string{"table sample.", "GRANT SELECT ON `sample`.", "'noselect'@'localhost'"}},
-		{"events hidden", append([]string{"--database", "sample"}, as("noevent")...), ExitFailure, []string{"database sample", "may not see its events", "GRANT EVENT ON `sample`.* TO 'noevent'@'localhost'", "--skip-events"}},
+		{"misspelled database", func(req *backup.Request) {
+			req.Dump.Filter.Databases, req.Dump.Skip.Users = []string{"sampel"}, true
+		}, true, []string{"--database sampel", "SELECT ON `sampel`.*"}},
+		{"missing table", func(req *backup.Request) {
+			req.Dump.Filter.Tables, req.Dump.Skip.Users = []string{"sample.nosuch"}, true
+		}, true, []string{"--table sample.nosuch"}},
+		{"misspelled exclusion", func(req *backup.Request) {
+			req.Dump.Filter.ExcludeTables = []string{"sample.nosuch"}
+		}, true, []string{"--exclude-table sample.nosuch"}},
+		{"everything excluded", func(req *backup.Request) {
+			req.Dump.Filter.ExcludeDatabases, req.Dump.Skip.Users = []string{"sample"}, true
+		}, true, []string{"select nothing"}},
+		{"no grant", sample("nogrant"), true, []string{"--database sample", "SELECT ON `sample`.*"}},
+		{"no select", sample("noselect"), false, []string{"table sample.", "GRANT SELECT ON `sample`.", "'noselect'@'localhost'"}},
+		{"events hidden", sample("noevent"), false, []string{"database sample", "may not see its events", "GRANT EVENT ON `sample`.* TO 'noevent'@'localhost'", "--skip-events"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			repoDir := newRepoDir(t)
-			r := run(t, append([]string{"backup", "--logical", "--repo", repoDir}, c.args...)...)
-			if r.code != c.code || r.err == nil {
-				t.Fatalf("exit %d, %v, stdout %q: want exit %d", r.code, r.err, r.stdout, c.code)
+			repo := usecasetest.NewLocalRepo(t)
+			req := usecasetest.LogicalBackupOf(t, repo, src)
+			c.dump(&req)
+			res, err := backup.Run(ctx, req)
+			var fe *logical.FilterError
+			if c.refused && !errors.As(err, &fe) || !c.refused && !usecasetest.Failed(err) {
+				t.Fatalf("%v (%T): want a refusal of the filter %v, else a failure", err, err, c.refused)
 			}
 			for _, w := range c.wants {
-				if !strings.Contains(r.err.Error(), w) {
-					t.Errorf("error %q does not say %q", r.err, w)
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			if strings.Contains(r.stdout, "complete") {
-				t.Errorf("stdout %q says complete", r.stdout)
+			if res != nil {
+				t.Errorf("the refused backup says it made %+v", res.Manifest)
 			}
-			if entries := backupListing(t, repoDir); len(entries) != 0 {
+			if entries := usecasetest.List(t, repo); len(entries) != 0 {
 				t.Errorf("list shows %+v after a refused backup", entries)
 			}
 		})
@@ -80,16 +101,19 @@ func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
 	// Events left out on purpose, and EVENT held through a role, are fine;
 	// the role's backup holds the event.
 	t.Run("events skipped or granted through a role", func(t *testing.T) {
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--database", "sample", "--skip-events"}, as("noevent")...)...).mustSucceed(t)
-		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--database", "sample"}, as("roleevent")...)...).mustSucceed(t)
-		entries := backupListing(t, repoDir)
-		if len(entries) != 2 {
+		repo := usecasetest.NewLocalRepo(t)
+		req := usecasetest.LogicalBackupOf(t, repo, src)
+		sample("noevent")(&req)
+		req.Dump.Skip.Events = true
+		usecasetest.Backup(t, req)
+		req = usecasetest.LogicalBackupOf(t, repo, src)
+		sample("roleevent")(&req)
+		id := usecasetest.Backup(t, req).Manifest.ID
+		if entries := usecasetest.List(t, repo); len(entries) != 2 {
 			t.Fatalf("list shows %d backups, want 2", len(entries))
 		}
-		cat := readCatalog(t, repoDir, entries[1].ID)
 		found := false
-		for _, d := range cat.Schema.Databases {
+		for _, d := range usecasetest.Catalog(t, repo, id).Schema.Databases {
 			for _, e := range d.Events {
 				found = found || e.Name == "nightly"
 			}
@@ -114,9 +138,14 @@ func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
 	// before the target is touched.
 	t.Run("copy", func(t *testing.T) {
 		dst := sandboxtest.Start(t, sandbox.Options{})
-		r := run(t, append([]string{"copy", "--database", "sampel"}, copyConn(src, dst)...)...)
-		if r.code != ExitUsage || r.err == nil || !strings.Contains(r.err.Error(), "--database sampel") {
-			t.Fatalf("exit %d, %v: want exit %d naming --database sampel", r.code, r.err, ExitUsage)
+		job := servercopy.Job{From: usecasetest.Conn(src), To: usecasetest.Conn(dst), Parallel: 2, ChunkBytes: logical.DefaultChunkBytes}
+		if err := job.SetChoices(restorecase.Choices{Databases: []string{"sampel"}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := servercopy.Run(ctx, job)
+		var fe *logical.FilterError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "--database sampel") {
+			t.Fatalf("%+v, %v (%T): want a refusal naming --database sampel", res, err, err)
 		}
 		var n int
 		if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'sampel'").Scan(&n); err != nil || n != 0 {
@@ -161,13 +190,14 @@ func testHiddenTriggersAndRoutines(t *testing.T, src *sandbox.Server, version st
 			"SET DEFAULT ROLE shower FOR roleshower@localhost")
 		holders = append(holders, "roleshower")
 	}
-	for _, q := range qs {
-		if _, err := src.DB().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	as := func(user string, flags ...string) []string {
-		return append([]string{"backup", "--logical", "--database", "sample", "--socket", src.Socket, "--user", user, "--no-defaults"}, flags...)
+	usecasetest.ExecAll(t, src.DB(), qs...)
+	// as is the dump of the sample database as user into repo, skipping
+	// skip (and the accounts, as a filter without --users does).
+	as := func(repo usecasetest.Repo, user string, skip schema.Skip) backup.Request {
+		req := usecasetest.LogicalBackupOf(t, repo, src)
+		skip.Users = true
+		req.Conn.User, req.Dump.Filter.Databases, req.Dump.Skip = user, []string{"sample"}, skip
+		return req
 	}
 	for _, c := range []struct {
 		user  string
@@ -176,36 +206,35 @@ func testHiddenTriggersAndRoutines(t *testing.T, src *sandbox.Server, version st
 		{"notrigger", []string{"table sample.small_01, sample.small_02:", "may not see its triggers", "GRANT TRIGGER ON `sample`.* TO 'notrigger'@'localhost'", "--skip-triggers"}},
 		{"noroutine", []string{"database sample:", "may not see all its stored routines", "GRANT SELECT ON `mysql`.`proc` TO 'noroutine'@'localhost'", "--skip-routines"}},
 	} {
-		repoDir := newRepoDir(t)
-		r := run(t, append(as(c.user), "--repo", repoDir)...)
-		if r.code != ExitFailure || r.err == nil {
-			t.Errorf("%s: exit %d, %v, stdout %q: want exit %d", c.user, r.code, r.err, r.stdout, ExitFailure)
+		repo := usecasetest.NewLocalRepo(t)
+		res, err := backup.Run(ctx, as(repo, c.user, schema.Skip{}))
+		if !usecasetest.Failed(err) || res != nil {
+			t.Errorf("%s: %+v, %v: want a failure", c.user, res, err)
 			continue
 		}
 		for _, w := range c.wants {
-			if !strings.Contains(r.err.Error(), w) {
-				t.Errorf("%s: error %q does not say %q", c.user, r.err, w)
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %q", c.user, err, w)
 			}
 		}
-		if entries := backupListing(t, repoDir); len(entries) != 0 {
+		if entries := usecasetest.List(t, repo); len(entries) != 0 {
 			t.Errorf("%s: list shows %+v after a refused backup", c.user, entries)
 		}
 	}
-	repoDir := newRepoDir(t)
-	run(t, append(as("notrigger", "--skip-triggers"), "--repo", repoDir)...).mustSucceed(t)
-	run(t, append(as("noroutine", "--skip-routines"), "--repo", repoDir)...).mustSucceed(t)
-	if entries := backupListing(t, repoDir); len(entries) != 2 {
+	repo := usecasetest.NewLocalRepo(t)
+	usecasetest.Backup(t, as(repo, "notrigger", schema.Skip{Triggers: true}))
+	usecasetest.Backup(t, as(repo, "noroutine", schema.Skip{Routines: true}))
+	if entries := usecasetest.List(t, repo); len(entries) != 2 {
 		t.Fatalf("list shows %d backups, want 2", len(entries))
 	}
 	for _, user := range holders {
-		repoDir := newRepoDir(t)
-		run(t, append(as(user), "--repo", repoDir)...).mustSucceed(t)
-		entries := backupListing(t, repoDir)
-		if len(entries) != 1 {
+		repo := usecasetest.NewLocalRepo(t)
+		id := usecasetest.Backup(t, as(repo, user, schema.Skip{})).Manifest.ID
+		if entries := usecasetest.List(t, repo); len(entries) != 1 {
 			t.Fatalf("%s: list shows %d backups, want 1", user, len(entries))
 		}
 		var triggers, routines []string
-		for _, d := range readCatalog(t, repoDir, entries[0].ID).Schema.Databases {
+		for _, d := range usecasetest.Catalog(t, repo, id).Schema.Databases {
 			for _, o := range d.Triggers {
 				triggers = append(triggers, d.Name+"."+o.Name)
 			}

@@ -1,9 +1,8 @@
-package cli
+package restorecase_test
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -14,28 +13,29 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/importtable"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repoaccess"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
-	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
-// restore --table --apply-to imports InnoDB tables of a physical backup
-// into a running server while other tables take writes: beside the live
-// table (--as), or a dropped partitioned table back; what cannot be
+// An import of InnoDB tables of a physical backup into a running server
+// (--table --apply-to) while other tables take writes: beside the live
+// table (As), or a dropped partitioned table back; what cannot be
 // imported is refused before the target changes.
 func TestRestoreTableIntoRunningServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
-	for _, q := range []string{
+	usecasetest.ExecAll(t, db,
 		"CREATE DATABASE shop",
 		"CREATE TABLE shop.orders (id INT PRIMARY KEY, customer VARCHAR(40) NOT NULL, total DECIMAL(12,2), note BLOB, placed DATETIME(6), KEY (customer)) ENGINE=InnoDB",
 		"INSERT INTO shop.orders SELECT seq, CONCAT('c', seq % 97), seq * 1.25, RANDOM_BYTES(200), '2026-11-25 01:02:03.456789' + INTERVAL seq SECOND FROM shop.seq_1_to_20000",
@@ -57,11 +57,7 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 		// Big and incompressible: an import of another table fetches none of it.
 		"CREATE TABLE shop.big (id INT PRIMARY KEY, b BLOB) ENGINE=InnoDB",
 		"INSERT INTO shop.big SELECT seq, RANDOM_BYTES(1000) FROM shop.seq_1_to_40000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	sum := func(table string) string {
 		t.Helper()
 		var name, s string
@@ -73,23 +69,16 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	usecasetest.WaitCheckpoint(t, db)
 	orders, parts := sum("shop.orders"), sum("shop.parts")
 	customers, notes, items := sum("crm.customers"), sum("crm.notes"), sum("shop.items")
-	repoDir := newRepoDir(t)
-	bk := completeID.FindStringSubmatch(run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t).stdout)
-	if bk == nil {
-		t.Fatal("backup printed no id")
-	}
+	r := usecasetest.NewLocalRepo(t)
+	id := usecasetest.Backup(t, usecasetest.BackupOf(t, r, src)).Manifest.ID
 	// The orders change after the backup; the import brings the backup's.
-	if _, err := db.ExecContext(ctx, "UPDATE shop.orders SET total = total + 1 WHERE id % 10 = 0"); err != nil {
-		t.Fatal(err)
-	}
+	usecasetest.ExecAll(t, db, "UPDATE shop.orders SET total = total + 1 WHERE id % 10 = 0")
 	load := usecasetest.StartLoad(1, func(rng *rand.Rand) error {
 		_, err := db.ExecContext(ctx, "INSERT INTO shop.events (at) VALUES (NOW(6))")
 		return err
 	})
-	// The source writes a binary log: the imports go with --no-binlog.
-	restoreTable := func(table string, flags ...string) result {
-		return run(t, append(append([]string{"restore", "--repo", repoDir, "--table", table, "--apply-to", "--no-binlog"}, flags...), sandboxConn(src)...)...)
-	}
+	// The source writes a binary log: the imports go with --no-binlog
+	// (ImportOf's).
 	tables := func() string {
 		t.Helper()
 		var names string
@@ -101,34 +90,32 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 	before := tables()
 
 	// Refused before the target changes: a table it has, one not InnoDB,
-	// one the backup lacks, --as for several tables.
+	// one the backup lacks, As for several tables.
 	for _, c := range []struct {
-		args []string
-		want string
+		tables, databases []string
+		as, want          string
 	}{
-		{[]string{"shop.orders"}, "the target already has table shop.orders"},
-		{[]string{"shop.legacy", "--as", "shop.legacy2"}, "table shop.legacy is MyISAM in backup"},
-		{[]string{"shop.nope"}, "has no table shop.nope"},
-		{[]string{"shop.orders,shop.parts", "--as", "shop.x"}, "--as names one table"},
-		{[]string{"shop.orders", "--as", "nodb.orders"}, "the target has no database nodb"},
-		{[]string{"", "--database", "shop"}, "holds tables that are not InnoDB: legacy (MyISAM)"},
-		{[]string{"", "--database", "crm"}, "the target already has table crm.customers"},
-		{[]string{"", "--database", "crm", "--as", "crm.x"}, "--as names one table"},
+		{[]string{"shop.orders"}, nil, "", "the target already has table shop.orders"},
+		{[]string{"shop.legacy"}, nil, "shop.legacy2", "table shop.legacy is MyISAM in backup"},
+		{[]string{"shop.nope"}, nil, "", "has no table shop.nope"},
+		{[]string{"shop.orders", "shop.parts"}, nil, "shop.x", "--as names one table"},
+		{[]string{"shop.orders"}, nil, "nodb.orders", "the target has no database nodb"},
+		{nil, []string{"shop"}, "", "holds tables that are not InnoDB: legacy (MyISAM)"},
+		{nil, []string{"crm"}, "", "the target already has table crm.customers"},
+		{nil, []string{"crm"}, "crm.x", "--as names one table"},
 	} {
-		var r result
-		if c.args[0] == "" {
-			r = run(t, append(append([]string{"restore", "--repo", repoDir, "--apply-to", "--no-binlog"}, c.args[1:]...), sandboxConn(src)...)...)
-		} else {
-			r = restoreTable(c.args[0], c.args[1:]...)
-		}
-		if r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), c.want) {
-			t.Errorf("restore --table %v: exit %d, %v; want exit %d saying %q", c.args, r.code, r.err, ExitUsage, c.want)
+		req := usecasetest.ImportOf(r, src, c.tables...)
+		req.Load.Databases, req.As = c.databases, c.as
+		if _, err := restorecase.Run(ctx, req); !refused(err) || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("import of tables %v, databases %v as %q: %v; want refused saying %q", c.tables, c.databases, c.as, err, c.want)
 		}
 	}
 	// Without --no-binlog a target that writes a binary log is refused:
 	// its replicas would replay the DISCARD and IMPORT without the files.
-	if r := run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.orders", "--apply-to", "--as", "shop.orders2"}, sandboxConn(src)...)...); r.code != ExitUsage || !strings.Contains(fmt.Sprint(r.err), "the target writes a binary log") {
-		t.Errorf("import into a target with a binary log, without --no-binlog: exit %d, %v", r.code, r.err)
+	req := usecasetest.ImportOf(r, src, "shop.orders")
+	req.As, req.Load.NoBinlog = "shop.orders2", false
+	if _, err := restorecase.Run(ctx, req); !refused(err) || !strings.Contains(fmt.Sprint(err), "the target writes a binary log") {
+		t.Errorf("import into a target with a binary log, without --no-binlog: %v", err)
 	}
 	load.More(t, 20)
 	if got := tables(); got != before {
@@ -137,18 +124,22 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 
 	// Beside the live table, which keeps its newer rows.
 	live := sum("shop.orders")
-	r := restoreTable("shop.orders", "--as", "shop.orders_restored", "--progress", "json").mustSucceed(t)
-	if !strings.Contains(r.stdout, "imported as shop.orders_restored") || !strings.Contains(r.stdout, "its triggers orders_note were not created") {
-		t.Errorf("restore --table --as printed %q", r.stdout)
+	var progress usecasetest.JSONProgress
+	req = usecasetest.ImportOf(r, src, "shop.orders")
+	req.As, req.Deferred.Tracker = "shop.orders_restored", progress.Tracker
+	imported := usecasetest.Restore(t, req).Import
+	if len(imported.Imported) != 1 || imported.Imported[0].Table.String() != "shop.orders" || imported.Imported[0].Table.As() != "shop.orders_restored" ||
+		!slices.Equal(imported.Imported[0].Skipped, []string{"orders_note"}) {
+		t.Errorf("import of shop.orders as shop.orders_restored: %+v; want it imported as shop.orders_restored, its triggers orders_note not created", imported.Imported)
 	}
 	// It read the frames of the table's files and the system's, no
 	// other: not shop.big's.
-	needed, all := neededFrameBytes(t, localRepoBackend(t, repoDir), "", importtable.Needed([]importtable.Table{{DB: "shop", Name: "orders"}}, nil))
-	if read := bytesIn(t, r.stderr); read != needed || needed >= all {
-		t.Errorf("restore --table read %d bytes; the frames of the table's and the system's files store %d of the backup's %d", read, needed, all)
+	needed, all := neededFrameBytes(t, r.Backend, "", importtable.Needed([]importtable.Table{{DB: "shop", Name: "orders"}}, nil))
+	if read := progress.Summary(t).BytesIn; read != needed || needed >= all {
+		t.Errorf("the import read %d bytes; the frames of the table's and the system's files store %d of the backup's %d", read, needed, all)
 	}
 	// Its progress was of what it reads, not the whole backup.
-	checkProgress(t, "restore --table", r.stderr, bk[1], 99)
+	progress.Check(t, "restore --table", id, 99)
 	if got := sum("shop.orders_restored"); got != orders {
 		t.Errorf("shop.orders_restored: checksum %s, the backup's orders %s", got, orders)
 	}
@@ -158,54 +149,41 @@ func TestRestoreTableIntoRunningServer(t *testing.T) {
 
 	// Beside its original, a table's foreign keys would clash: it comes
 	// without them, and says so.
-	r = restoreTable("shop.items", "--as", "shop.items_restored").mustSucceed(t)
-	if !strings.Contains(r.stdout, "its foreign keys items_order were not created") {
-		t.Errorf("restore --table shop.items --as printed %q", r.stdout)
+	req = usecasetest.ImportOf(r, src, "shop.items")
+	req.As = "shop.items_restored"
+	if imported := usecasetest.Restore(t, req).Import.Imported; len(imported) != 1 || !slices.Equal(imported[0].ForeignKeys, []string{"items_order"}) {
+		t.Errorf("import of shop.items as shop.items_restored: %+v; want its foreign keys items_order not created", imported)
 	}
 	if got := sum("shop.items_restored"); got != items {
 		t.Errorf("shop.items_restored: checksum %s, the backup's items %s", got, items)
 	}
 
 	// A dropped partitioned table back under its name.
-	if _, err := db.ExecContext(ctx, "DROP TABLE shop.parts"); err != nil {
-		t.Fatal(err)
-	}
-	if r := restoreTable("shop.parts").mustSucceed(t); !strings.Contains(r.stdout, "with its triggers parts_upper") {
-		t.Errorf("restore --table shop.parts printed %q", r.stdout)
+	usecasetest.ExecAll(t, db, "DROP TABLE shop.parts")
+	if imported := usecasetest.Restore(t, usecasetest.ImportOf(r, src, "shop.parts")).Import.Imported; len(imported) != 1 || imported[0].Table.As() != "shop.parts" ||
+		!slices.Equal(imported[0].Triggers, []string{"parts_upper"}) {
+		t.Errorf("import of shop.parts: %+v; want it with its triggers parts_upper", imported)
 	}
 	if got := sum("shop.parts"); got != parts {
 		t.Errorf("shop.parts: checksum %s after the import, %s in the backup", got, parts)
 	}
 	// Its trigger came back with it, and fires.
 	var upper string
-	if _, err := db.ExecContext(ctx, "INSERT INTO shop.parts VALUES (999999, 1, 'lower')"); err != nil {
-		t.Fatal(err)
-	}
+	usecasetest.ExecAll(t, db, "INSERT INTO shop.parts VALUES (999999, 1, 'lower')")
 	if err := db.QueryRowContext(ctx, "SELECT name FROM shop.parts WHERE id = 999999").Scan(&upper); err != nil || upper != "LOWER" {
 		t.Errorf("the restored trigger parts_upper did not fire: %q, %v", upper, err)
 	}
-	if _, err := db.ExecContext(ctx, "DELETE FROM shop.parts WHERE id = 999999"); err != nil {
-		t.Fatal(err)
-	}
+	usecasetest.ExecAll(t, db, "DELETE FROM shop.parts WHERE id = 999999")
 
 	// A whole database's tables (its view is not a table).
-	for _, q := range []string{"DROP TABLE crm.customers", "DROP TABLE crm.notes"} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := run(t, append([]string{"restore", "--repo", repoDir, "--database", "crm", "--apply-to", "--no-binlog", "--json"}, sandboxConn(src)...)...).mustSucceed(t).stdout
-	var imported struct {
-		Tables []struct {
-			Table    string `json:"table"`
-			Checksum int64  `json:"checksum"`
-		} `json:"tables"`
-	}
-	if err := json.Unmarshal([]byte(out), &imported); err != nil || len(imported.Tables) != 2 || imported.Tables[0].Table != "crm.customers" {
-		t.Errorf("restore --database crm --apply-to --json: %v, %+v:\n%s", err, imported, out)
+	usecasetest.ExecAll(t, db, "DROP TABLE crm.customers", "DROP TABLE crm.notes")
+	req = usecasetest.ImportOf(r, src)
+	req.Load.Databases = []string{"crm"}
+	if imported := usecasetest.Restore(t, req).Import.Imported; len(imported) != 2 || imported[0].Table.String() != "crm.customers" {
+		t.Errorf("import of database crm: %+v; want crm.customers and crm.notes", imported)
 	}
 	if c, n := sum("crm.customers"), sum("crm.notes"); c != customers || n != notes {
-		t.Errorf("crm after --database crm: checksums %s, %s; the backup's %s, %s", c, n, customers, notes)
+		t.Errorf("crm after the import of database crm: checksums %s, %s; the backup's %s, %s", c, n, customers, notes)
 	}
 	var partitions int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.partitions WHERE table_schema = 'shop' AND table_name = 'parts'").Scan(&partitions); err != nil || partitions != 3 {
@@ -269,19 +247,6 @@ func binlogInfo(t *testing.T, db *sql.DB) string {
 	return b.String()
 }
 
-// bytesIn is the bytes a command read, from its --progress json summary.
-func bytesIn(t *testing.T, stderr string) int64 {
-	t.Helper()
-	for _, line := range strings.Split(stderr, "\n") {
-		var e progress.Event
-		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "summary" {
-			return e.BytesIn
-		}
-	}
-	t.Fatalf("no progress summary in:\n%s", stderr)
-	return 0
-}
-
 // A table of an encrypted incremental chain, locally and on S3: the
 // import brings the chain end's rows, and fetches the table's frames and
 // the system's from each link, decrypting ranges, not a big table's.
@@ -290,42 +255,43 @@ func TestRestoreTableFromEncryptedChain(t *testing.T) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
-	for _, q := range []string{
+	usecasetest.ExecAll(t, db,
 		"CREATE DATABASE shop",
 		"CREATE TABLE shop.orders (id INT PRIMARY KEY, total DECIMAL(12,2), note VARBINARY(200)) ENGINE=InnoDB",
 		"INSERT INTO shop.orders SELECT seq, seq * 1.25, RANDOM_BYTES(150) FROM shop.seq_1_to_20000",
 		"CREATE TABLE shop.big (id INT PRIMARY KEY, b BLOB) ENGINE=InnoDB",
 		"INSERT INTO shop.big SELECT seq, RANDOM_BYTES(1000) FROM shop.seq_1_to_40000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	usecasetest.WaitCheckpoint(t, db)
-	pub, key := ageKeys(t)
+	pub, key := usecasetest.AgeKeys(t)
 	var n int
-	forEachBackend(t, func(t *testing.T, tr testRepo) {
+	usecasetest.ForEachBackend(t, func(t *testing.T, r usecasetest.Repo) {
 		n++
-		backup := func(flags ...string) {
-			run(t, append(append([]string{"backup", "--repo", tr.Location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, flags...), sandboxConn(src)...)...).mustSucceed(t)
-		}
-		backup()
+		full := usecasetest.Backup(t, usecasetest.EncryptedBackupOf(t, r, src, pub)).Manifest
 		if _, err := db.ExecContext(ctx, "UPDATE shop.orders SET total = total + ? WHERE id % 7 = 0", n); err != nil {
 			t.Fatal(err)
 		}
-		backup("--incremental")
+		inc := usecasetest.EncryptedBackupOf(t, r, src, pub)
+		inc.Physical.Incremental = &backup.Incremental{FullBecause: func(why string) { t.Errorf("a full backup instead of an incremental: %s", why) }}
+		if m := usecasetest.Backup(t, inc).Manifest; m.Parent != full.ID || m.Encryption == nil {
+			t.Errorf("the incremental %s: parent %q, encryption %+v; want an encrypted incremental on %s", m.ID, m.Parent, m.Encryption, full.ID)
+		}
 		var name, want string
 		if err := db.QueryRowContext(ctx, "CHECKSUM TABLE shop.orders").Scan(&name, &want); err != nil {
 			t.Fatal(err)
 		}
 		as := fmt.Sprintf("shop.orders_%d", n)
-		r := run(t, append([]string{"restore", "--repo", tr.Location, "--identity-file", key, "--table", "shop.orders", "--apply-to", "--no-binlog", "--as", as, "--progress", "json"}, sandboxConn(src)...)...).mustSucceed(t)
+		var progress usecasetest.JSONProgress
+		req := usecasetest.ImportOf(r, src, "shop.orders")
+		req.As, req.Deferred.Tracker = as, progress.Tracker
+		req.Deferred.Open = r.AccessWith(repoaccess.KeyFiles{IdentityFile: key}).Open
+		usecasetest.Restore(t, req)
 		var got string
 		if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+as).Scan(&name, &got); err != nil || got != want {
 			t.Errorf("%s: checksum %s (%v), the chain end's shop.orders %s", as, got, err, want)
 		}
-		needed, all := neededFrameBytes(t, tr.Backend, key, importtable.Needed([]importtable.Table{{DB: "shop", Name: "orders"}}, nil))
-		if read := bytesIn(t, r.stderr); read != needed || needed >= all {
+		needed, all := neededFrameBytes(t, r.Backend, key, importtable.Needed([]importtable.Table{{DB: "shop", Name: "orders"}}, nil))
+		if read := progress.Summary(t).BytesIn; read != needed || needed >= all {
 			t.Errorf("the import read %d bytes; the frames of the table's and the system's files store %d of the chain's %d", read, needed, all)
 		}
 	})
@@ -393,18 +359,8 @@ func neededFrameBytes(t *testing.T, b storage.Backend, key string, need func(str
 	return needed, all
 }
 
-// localRepoBackend is the local backend of the repository in dir.
-func localRepoBackend(t *testing.T, dir string) storage.Backend {
-	t.Helper()
-	b, err := local.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // Issue 28, item 1: a table imported into a running server is in every
-// later physical backup. Beside a live table (--as, --no-binlog) and in
+// later physical backup. Beside a live table (As, --no-binlog) and in
 // place of a dropped one, the imports are followed at once by an
 // incremental on the full from before them, then by a full and an
 // incremental on that; each is restored and prepared, a server started on
@@ -418,7 +374,7 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
-	for _, q := range []string{
+	usecasetest.ExecAll(t, db,
 		"CREATE DATABASE shop",
 		"CREATE TABLE shop.customers (id INT PRIMARY KEY, name VARCHAR(40), note VARBINARY(200)) ENGINE=InnoDB",
 		"INSERT INTO shop.customers SELECT seq, CONCAT('customer ', seq), RANDOM_BYTES(150) FROM shop.seq_1_to_20000",
@@ -426,73 +382,68 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 		"INSERT INTO shop.orders SELECT seq, seq % 20000, seq * 1.25 FROM shop.seq_1_to_30000",
 		"CREATE TABLE shop.parts (id INT, kind INT, name VARCHAR(20), PRIMARY KEY (id, kind)) ENGINE=InnoDB PARTITION BY HASH (kind) PARTITIONS 3",
 		"INSERT INTO shop.parts SELECT seq, seq % 7, CONCAT('part ', seq) FROM shop.seq_1_to_20000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	repoDir := newRepoDir(t)
-	backup := func(flags ...string) string {
+	)
+	r := usecasetest.NewLocalRepo(t)
+	// takeBackup takes a full backup, or an incremental on the latest one.
+	takeBackup := func(incremental bool) string {
 		t.Helper()
-		r := run(t, append(append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, flags...), sandboxConn(src)...)...).mustSucceed(t)
-		id := completeID.FindStringSubmatch(r.stdout)
-		if id == nil {
-			t.Fatalf("backup printed no id: %s", r.stdout)
+		req := usecasetest.BackupOf(t, r, src)
+		if incremental {
+			req.Physical.Incremental = &backup.Incremental{FullBecause: func(why string) { t.Errorf("a full backup instead of an incremental: %s", why) }}
 		}
-		return id[1]
+		return usecasetest.Backup(t, req).Manifest.ID
 	}
-	backup()
-	if _, err := db.ExecContext(ctx, "DROP TABLE shop.orders, shop.parts"); err != nil {
-		t.Fatal(err)
-	}
-	run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.customers", "--apply-to", "--as", "shop.customers_restored", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
-	run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.orders", "--table", "shop.parts", "--apply-to", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
+	takeBackup(false)
+	usecasetest.ExecAll(t, db, "DROP TABLE shop.orders, shop.parts")
+	req := usecasetest.ImportOf(r, src, "shop.customers")
+	req.As = "shop.customers_restored"
+	usecasetest.Restore(t, req)
+	usecasetest.Restore(t, usecasetest.ImportOf(r, src, "shop.orders", "shop.parts"))
 
 	imported := []string{"shop.customers_restored", "shop.orders", "shop.parts"}
 	// Each imported table's tablespace (a partitioned table's first
 	// partition's), as a restore has it.
 	files := []string{"shop/customers_restored.ibd", "shop/orders.ibd", "shop/parts#P#p0.ibd"}
+	// mariabackupLog is the mariabackup log of backup id.
+	mariabackupLog := func(id string) []byte {
+		log, _ := os.ReadFile(filepath.Join(r.Location, repo.Dir(id), "meta", "mariabackup.log"))
+		return log
+	}
 	// restored restores backup id (and its chain), starts a server on it
 	// and compares every table's checksum with want.
 	restored := func(id string, want map[string]string) {
 		t.Helper()
 		target := filepath.Join(t.TempDir(), "datadir")
-		r := run(t, "restore", id, "--repo", repoDir, "--target-dir", target, "--prepare")
-		if r.err != nil {
-			log, _ := os.ReadFile(filepath.Join(repoDir, repo.Dir(id), "meta", "mariabackup.log"))
-			t.Fatalf("restore --prepare of %s: %v\n%s\nits backup's mariabackup log:\n%s", id, r.err, r.stderr, log)
+		req := usecasetest.RestoreOf(r, id)
+		req.Restore.TargetDir, req.Restore.Options.Prepare = target, true
+		if _, err := restorecase.Run(ctx, req); err != nil {
+			t.Fatalf("restore --prepare of %s: %v\nits backup's mariabackup log:\n%s", id, err, mariabackupLog(id))
 		}
 		for _, f := range files {
 			if _, err := os.Stat(filepath.Join(target, f)); err != nil {
-				log, _ := os.ReadFile(filepath.Join(repoDir, repo.Dir(id), "meta", "mariabackup.log"))
-				t.Errorf("backup %s restored without the tablespace %s: %v\nits mariabackup log:\n%s", id, f, err, log)
+				t.Errorf("backup %s restored without the tablespace %s: %v\nits mariabackup log:\n%s", id, f, err, mariabackupLog(id))
 			}
 		}
 		on := usecasetest.ServerOn(t, target)
 		got, err := sandbox.ChecksumTables(ctx, on.DB())
 		if err != nil {
-			mb, _ := os.ReadFile(filepath.Join(repoDir, repo.Dir(id), "meta", "mariabackup.log"))
 			elog, _ := os.ReadFile(on.ErrorLog)
-			t.Fatalf("backup %s restored: %v\nits mariabackup log:\n%s\nthe restored server's error log:\n%s", id, err, mb, elog)
+			t.Fatalf("backup %s restored: %v\nits mariabackup log:\n%s\nthe restored server's error log:\n%s", id, err, mariabackupLog(id), elog)
 		}
 		usecasetest.CompareChecksums(t, got, want)
 	}
 	// An incremental on the full taken before the imports.
-	across := backup("--incremental")
+	across := takeBackup(true)
 	atAcross := usecasetest.Checksums(t, src)
-	full := backup()
+	full := takeBackup(false)
 	atFull := usecasetest.Checksums(t, src)
-	for _, q := range []string{
+	usecasetest.ExecAll(t, db,
 		"UPDATE shop.customers_restored SET name = CONCAT(name, '+') WHERE id % 5 = 0",
 		"UPDATE shop.orders SET total = total + 1 WHERE id % 3 = 0",
 		"INSERT INTO shop.orders SELECT seq, seq % 20000, seq * 2.5 FROM shop.seq_30001_to_31000",
 		"UPDATE shop.parts SET name = CONCAT(name, '+') WHERE id % 4 = 0",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	incr := backup("--incremental")
+	)
+	incr := takeBackup(true)
 	atIncr := usecasetest.Checksums(t, src)
 	for _, tbl := range imported {
 		if atFull[tbl] == "" || atFull[tbl] == atIncr[tbl] {
@@ -507,7 +458,7 @@ func TestImportedTableInLaterBackups(t *testing.T) {
 // Tables with FULLTEXT indexes import with them working: the exported
 // files do not hold them (their words are in tables of their own), so
 // IMPORT left them unusable, and a rebuild that keeps them refused them
-// as corrupt. Beside the live table (--as, two such indexes) and in place
+// as corrupt. Beside the live table (As, two such indexes) and in place
 // of a dropped one (one), the imported table has the backup's definition,
 // MATCH finds what it finds in the source, and a later full backup
 // restores it so.
@@ -516,7 +467,7 @@ func TestRestoreTableWithFulltextIndex(t *testing.T) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
-	for _, q := range []string{
+	usecasetest.ExecAll(t, db,
 		"CREATE DATABASE shop",
 		"CREATE TABLE shop.docs (id INT PRIMARY KEY, title VARCHAR(100), body TEXT, FULLTEXT KEY words (title, body), FULLTEXT KEY (body), KEY (title)) ENGINE=InnoDB",
 		"INSERT INTO shop.docs SELECT seq, CONCAT('title', seq % 50), CONCAT('body word', seq % 300, ' other', seq) FROM shop.seq_1_to_3000",
@@ -524,11 +475,7 @@ func TestRestoreTableWithFulltextIndex(t *testing.T) {
 		"DELETE FROM shop.docs WHERE id > 2900",
 		"CREATE TABLE shop.notes (id INT PRIMARY KEY, n TEXT, FULLTEXT KEY (n)) ENGINE=InnoDB",
 		"INSERT INTO shop.notes SELECT seq, CONCAT('note', seq % 40) FROM shop.seq_1_to_2000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	// What MATCH finds in docs (or its copy) and in notes.
 	matches := func(db *sql.DB, docs string) string {
 		t.Helper()
@@ -565,13 +512,13 @@ func TestRestoreTableWithFulltextIndex(t *testing.T) {
 		t.Fatalf("MATCH on the source: %s rows, want 58 10 50", want)
 	}
 	notes := definition(db, "notes")
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.docs", "--apply-to", "--as", "shop.docs_restored", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
-	if _, err := db.ExecContext(ctx, "DROP TABLE shop.notes"); err != nil {
-		t.Fatal(err)
-	}
-	run(t, append([]string{"restore", "--repo", repoDir, "--table", "shop.notes", "--apply-to", "--no-binlog"}, sandboxConn(src)...)...).mustSucceed(t)
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.Backup(t, usecasetest.BackupOf(t, r, src))
+	req := usecasetest.ImportOf(r, src, "shop.docs")
+	req.As = "shop.docs_restored"
+	usecasetest.Restore(t, req)
+	usecasetest.ExecAll(t, db, "DROP TABLE shop.notes")
+	usecasetest.Restore(t, usecasetest.ImportOf(r, src, "shop.notes"))
 	if got, want := definition(db, "docs_restored"), definition(db, "docs"); !slices.Equal(got, want) {
 		t.Errorf("the imported docs_restored's definition:\n%s\nthe source's docs:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -581,10 +528,12 @@ func TestRestoreTableWithFulltextIndex(t *testing.T) {
 	if got := matches(db, "docs_restored"); got != want {
 		t.Errorf("MATCH on the imported tables: %s rows, on the source's %s", got, want)
 	}
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	usecasetest.Backup(t, usecasetest.BackupOf(t, r, src))
 	sums := usecasetest.Checksums(t, src)
 	target := filepath.Join(t.TempDir(), "datadir")
-	run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+	restore := usecasetest.RestoreOf(r, "")
+	restore.Restore.TargetDir, restore.Restore.Options.Prepare = target, true
+	usecasetest.Restore(t, restore)
 	on := usecasetest.ServerOn(t, target)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, on), sums)
 	if got := matches(on.DB(), "docs_restored"); got != want {

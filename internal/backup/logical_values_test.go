@@ -1,4 +1,4 @@
-package cli
+package backup_test
 
 import (
 	"context"
@@ -29,10 +29,7 @@ func TestLogicalValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSums, err := sandbox.ChecksumTables(ctx, src.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantSums := usecasetest.Checksums(t, src)
 	if len(want) != 5 || !strings.Contains(want["fid_v.dates_innodb"], "2020-00-15") || !strings.Contains(want["fid_v.enums_innodb"], "\t\t0\t") {
 		t.Fatalf("the fixtures are not what they should be: %q", want)
 	}
@@ -45,12 +42,16 @@ func TestLogicalValues(t *testing.T) {
 	modes := []string{"", "TRADITIONAL"}
 	for _, srcMode := range modes {
 		setMode(src, srcMode)
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users", "--database", sandboxtest.ValuesDB}, sandboxConn(src)...)...).mustSucceed(t)
+		repo := usecasetest.NewLocalRepo(t)
+		req := usecasetest.LogicalBackupOf(t, repo, src)
+		req.Dump.Filter.Databases, req.Dump.Skip.Users = []string{sandboxtest.ValuesDB}, true
+		usecasetest.Backup(t, req)
 		for _, dstMode := range modes {
 			t.Run("source_"+orNone(srcMode)+"_target_"+orNone(dstMode), func(t *testing.T) {
 				setMode(dst, dstMode)
-				run(t, append([]string{"restore", "--repo", repoDir, "--drop-existing"}, sandboxConn(dst)...)...).mustSucceed(t)
+				load := usecasetest.LoadOf(repo, "", dst)
+				load.Load.DropExisting = true
+				usecasetest.Restore(t, load)
 				got, err := sandboxtest.DescribeValues(ctx, dst.DB(), sandboxtest.ValuesDB)
 				if err != nil {
 					t.Fatal(err)
@@ -60,22 +61,18 @@ func TestLogicalValues(t *testing.T) {
 						t.Errorf("%s differs after the restore:\n got:\n%s\nwant:\n%s", table, g, w)
 					}
 				}
-				gotSums, err := sandbox.ChecksumTables(ctx, dst.DB())
-				if err != nil {
-					t.Fatal(err)
-				}
-				usecasetest.CompareChecksums(t, gotSums, wantSums)
+				usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), wantSums)
 			})
 		}
 		if srcMode == "TRADITIONAL" {
-			rep, res := restoreTestReport(t, repoDir, "latest")
-			if res.code != 0 || !rep.Passed {
-				t.Errorf("restore test: exit %d, report %+v", res.code, rep)
+			if rep, err := usecasetest.RestoreTest(t, repo, "latest"); err != nil || !rep.Passed {
+				t.Errorf("restore test: %v, report %+v", err, rep)
 			}
 		}
 	}
 }
 
+// orNone names a global sql_mode in a subtest's name.
 func orNone(mode string) string {
 	if mode == "" {
 		return "none"

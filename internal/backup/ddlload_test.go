@@ -1,4 +1,4 @@
-package cli
+package backup_test
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -28,28 +30,33 @@ import (
 // Before backstream took such tables again under BLOCK_COMMIT, these
 // backups were refused after three attempts, and before the refusal they
 // restored tables without their data files (docs/architecture.md, "DDL
-// during a physical backup").
+// during a physical backup"). Both versions' backups and restores search
+// 11.8's basedir first for their tools (MariadbPath): for the host's
+// 10.11, whose tools are in PATH, the first mariabackup found is the
+// wrong one.
 func TestPhysicalBackupUnderRoutineDDL(t *testing.T) {
 	b118 := sandboxtest.Basedir(t, "11.8")
 	t.Parallel()
-	useMariadbPath(t, b118)
+	mariadbPath := toolpath.Path{b118}
 	for _, c := range []struct{ version, basedir string }{
 		{"10.11", ""}, // the host's, in PATH
 		{"11.8", b118},
 	} {
 		t.Run(c.version, func(t *testing.T) {
 			t.Parallel()
-			backupUnderRoutineDDL(t, c.version, c.basedir)
+			backupUnderRoutineDDL(t, c.version, c.basedir, mariadbPath)
 		})
 	}
 }
 
-func backupUnderRoutineDDL(t *testing.T, version, basedir string) {
+// backupUnderRoutineDDL is TestPhysicalBackupUnderRoutineDDL on a server
+// of version from basedir, the tools looked for in mariadbPath first.
+func backupUnderRoutineDDL(t *testing.T, version, basedir string, mariadbPath toolpath.Path) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
-	requireVersion(t, src, version)
+	usecasetest.RequireVersion(t, src, version)
 	db := src.DB()
-	for _, q := range []string{
+	usecasetest.ExecAll(t, db,
 		"CREATE DATABASE r",
 		// InnoDB data that takes a moment to copy, so that the DDL meets
 		// the copy.
@@ -61,16 +68,18 @@ func backupUnderRoutineDDL(t *testing.T, version, basedir string) {
 		"INSERT INTO r.inno SELECT seq, MD5(seq) FROM r.seq_1_to_2000",
 		"CREATE TABLE r.aria (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=Aria",
 		"INSERT INTO r.aria SELECT seq, MD5(seq) FROM r.seq_1_to_2000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	repoDir := newRepoDir(t)
-	backup := append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)
+	)
+	repo := usecasetest.NewLocalRepo(t)
 	round := 0
-	underDDL := func(what string, args ...string) result {
+	// underDDL takes a backup (an incremental if incremental) while the
+	// DDL loop runs, and returns it as the repository lists it.
+	underDDL := func(what string, incremental bool) inventory.Backup {
 		t.Helper()
+		req := usecasetest.BackupOf(t, repo, src)
+		req.Physical.MariadbPath = mariadbPath
+		if incremental {
+			req.Physical.Incremental = &backup.Incremental{}
+		}
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		var loopErr error
@@ -79,36 +88,39 @@ func backupUnderRoutineDDL(t *testing.T, version, basedir string) {
 			defer wg.Done()
 			round, loopErr = routineDDL(ctx, db, round, stop)
 		}()
-		r := run(t, args...)
+		res, err := backup.Run(ctx, req)
 		close(stop)
 		wg.Wait()
 		if loopErr != nil {
 			t.Fatalf("the DDL loop: %v", loopErr)
 		}
-		t.Logf("%s under DDL (%d rounds so far): exit %d, %v", what, round, r.code, r.err)
-		return r
-	}
-	latest := func() inventory.Backup {
-		t.Helper()
-		entries := backupListing(t, repoDir)
+		t.Logf("%s under DDL (%d rounds so far): %v", what, round, err)
+		if err != nil {
+			t.Fatalf("%s backup under DDL: %v", what, err)
+		}
+		entries := usecasetest.List(t, repo)
+		if last := entries[len(entries)-1]; last.ID != res.Manifest.ID {
+			t.Fatalf("the repository lists %s last, not the backup made, %s", last.ID, res.Manifest.ID)
+		}
 		return entries[len(entries)-1]
 	}
 	check := func(what string, m inventory.Backup) {
 		t.Helper()
 		target := filepath.Join(t.TempDir(), "datadir")
-		run(t, "restore", m.ID, "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+		r := usecasetest.RestoreOf(repo, m.ID)
+		r.Restore.TargetDir, r.Restore.Options.Prepare = target, true
+		r.Restore.Options.MariadbPath, r.MariadbPath = mariadbPath, mariadbPath
+		usecasetest.Restore(t, r)
 		restored := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 		usecasetest.ReplayBinlogWith(t, basedir, src, restored, m.Positions.BinlogFile, m.Positions.BinlogPosition)
 		t.Logf("%s: backup %s replayed from %s:%d", what, m.ID, m.Positions.BinlogFile, m.Positions.BinlogPosition)
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), usecasetest.Checksums(t, src))
 		restored.Close()
 	}
-	underDDL("full", backup...).mustSucceed(t)
-	full := latest()
+	full := underDDL("full", false)
 	check("the full", full)
 	for i := 1; i <= 2; i++ {
-		underDDL("incremental", append(backup, "--incremental")...).mustSucceed(t)
-		inc := latest()
+		inc := underDDL("incremental", true)
 		if inc.Depth != i {
 			t.Fatalf("backup %d is %+v, want an incremental of depth %d", i+1, inc, i)
 		}

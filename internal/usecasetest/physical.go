@@ -1,0 +1,68 @@
+package usecasetest
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/options"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/repoaccess"
+	"github.com/backstream/backstream/internal/restoretest"
+	"github.com/backstream/backstream/internal/sandbox"
+)
+
+// RestoreTest runs the restore test of backup ref of r (restoretest.Prove)
+// as `verify ref --restore-test` does with the user's defaults, the
+// repository locked for it, and returns its report and the error the
+// command exits with: what kept the test from running (the report is then
+// nil), else the Failure of a report that did not pass.
+func RestoreTest(t testing.TB, r Repo, ref string) (*restoretest.Report, error) {
+	t.Helper()
+	req := restoretest.Request{
+		Progress: func() *progress.Tracker {
+			return progress.Start(progress.Options{Mode: progress.ModeQuiet, Out: io.Discard, Title: "restore test " + ref})
+		},
+		NotRecorded: func(err error) { t.Logf("the restore test's verdict is not recorded: %v", err) },
+	}
+	req.Job.Workers = options.DefaultParallel()
+	var err error
+	var ctx context.Context
+	var release func()
+	req.Repo, req.Backup, ctx, release, err = r.Access().ResolveLocked(context.Background(), ref, "", repoaccess.OpRestore)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rep, err := restoretest.Prove(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	t.Logf("restore test of %s: passed %v, chain %v, problems %q", rep.Backup, rep.Passed, rep.Chain, rep.Problems)
+	return rep, rep.Failure()
+}
+
+// RequireVersion fails the test unless s is MariaDB version (major.minor).
+func RequireVersion(t testing.TB, s *sandbox.Server, version string) {
+	t.Helper()
+	got, err := s.Version(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, version+".") {
+		t.Fatalf("server is MariaDB %s, want %s", got, version)
+	}
+}
+
+// TableOf is the restore test's result of table name.
+func TableOf(t testing.TB, rep *restoretest.Report, name string) restoretest.Table {
+	t.Helper()
+	for _, tb := range rep.Tables {
+		if tb.Name == name {
+			return tb
+		}
+	}
+	t.Fatalf("the report has no table %s: %+v", name, rep.Tables)
+	return restoretest.Table{}
+}
