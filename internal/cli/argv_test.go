@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A password on the command line works as in the mariadb client, as
@@ -46,7 +47,7 @@ func TestPasswordOnCommandLineHidden(t *testing.T) {
 	repoDir := newRepoDir(t)
 
 	for _, form := range []string{"--password=" + password, "-p" + password, "-vp" + password} {
-		gated, open := gatedMariabackup(t, "--backup")
+		gated, open := usecasetest.GatedMariabackup(t, "--backup")
 		cmd := exec.Command(bin, "backup", "--repo", repoDir, "--parallel", "1", "--progress", "none", "--no-defaults",
 			"--socket", src.Socket, "--user", "bs_argv", form, "--mariabackup", gated)
 		cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())

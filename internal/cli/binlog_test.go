@@ -17,40 +17,10 @@ import (
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
-	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/usecasetest"
 	"github.com/backstream/backstream/internal/xbstream"
 )
-
-// binlogSource is a sandbox with a table and a few binary log files.
-func binlogSource(t *testing.T, files int) *sandbox.Server {
-	t.Helper()
-	src := sandboxtest.Start(t, sandbox.Options{})
-	exec := func(q string) {
-		if _, err := src.DB().Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec("CREATE DATABASE m")
-	exec("CREATE TABLE m.marks (id INT AUTO_INCREMENT PRIMARY KEY, at DATETIME(6))")
-	for range files {
-		for range 5 {
-			exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
-		}
-		exec("FLUSH BINARY LOGS")
-	}
-	return src
-}
-
-func archivedBinlogs(t *testing.T, repoDir string) []archive.BinlogFile {
-	t.Helper()
-	var out []archive.BinlogFile
-	if err := json.Unmarshal([]byte(run(t, "list", "--repo", repoDir, "--binlogs", "--json").mustSucceed(t).stdout), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // collect keeps the content of every file of a stream.
 type collect map[string]*bytes.Buffer
@@ -69,7 +39,7 @@ func (c collect) Chunk(ch *xbstream.Chunk) error {
 // time ranges; a second run adds only what is new.
 func TestBinlogArchive(t *testing.T) {
 	t.Parallel()
-	src := binlogSource(t, 3)
+	src := usecasetest.BinlogSource(t, 3)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	got := archivedBinlogs(t, repoDir)
@@ -159,7 +129,7 @@ func TestBinlogArchive(t *testing.T) {
 // restart, and stops cleanly on SIGINT.
 func TestBinlogFollow(t *testing.T) {
 	t.Parallel()
-	src := binlogSource(t, 1)
+	src := usecasetest.BinlogSource(t, 1)
 	repoDir := newRepoDir(t)
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, append([]string{"binlog", "--repo", repoDir, "--follow", "--progress", "none"}, sandboxConn(src)...)...)
@@ -221,7 +191,7 @@ func TestBinlogFollow(t *testing.T) {
 // deleted ones back while the server still has them.
 func TestExpireKeepPITR(t *testing.T) {
 	t.Parallel()
-	src := binlogSource(t, 2) // files 1 and 2 closed before the backup
+	src := usecasetest.BinlogSource(t, 2) // files 1 and 2 closed before the backup
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	backupFile := backupListing(t, repoDir)[0].Positions.BinlogFile
@@ -260,7 +230,7 @@ func TestExpireKeepPITR(t *testing.T) {
 // naming it only when its replay needs that file.
 func TestDamagedBinlogManifestIsContained(t *testing.T) {
 	t.Parallel()
-	src := binlogSource(t, 2) // files before the backup, for expire to delete
+	src := usecasetest.BinlogSource(t, 2) // files before the backup, for expire to delete
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	backupFile := backupListing(t, repoDir)[0].Positions.BinlogFile
@@ -364,7 +334,7 @@ func TestDamagedBinlogManifestIsContained(t *testing.T) {
 // server has it, marked not closed; archiving goes on after it.
 func TestBinlogArchivesFileLeftOpenByCrash(t *testing.T) {
 	t.Parallel()
-	src := binlogSource(t, 1)
+	src := usecasetest.BinlogSource(t, 1)
 	var serverID int
 	src.DB().QueryRow("SELECT @@server_id").Scan(&serverID)
 	if _, err := src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))"); err != nil {

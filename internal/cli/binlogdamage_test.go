@@ -97,7 +97,7 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the follower to archive "+active, &stderr, func() bool {
+	usecasetest.WaitFor(t, "the follower to archive "+active, &stderr, func() bool {
 		segs, err := r.BinlogFileSegments(ctx, source, active)
 		_, end, _ := binlog.Chain(segs)
 		return err == nil && end == pos

@@ -23,7 +23,7 @@ import (
 // is still refused, naming the recorded gap.
 func TestBinlogGapPurged(t *testing.T) {
 	t.Parallel()
-	src := binlogSource(t, 1)
+	src := usecasetest.BinlogSource(t, 1)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
@@ -123,7 +123,7 @@ func TestBinlogGapPurged(t *testing.T) {
 func TestBinlogFollowSourceKilled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src := binlogSource(t, 1)
+	src := usecasetest.BinlogSource(t, 1)
 	var serverID int
 	src.DB().QueryRow("SELECT @@server_id").Scan(&serverID)
 	repoDir := newRepoDir(t)
@@ -139,7 +139,7 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	for i := range 20 {
 		src.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* before %d */", i))
 	}
-	waitFor(t, "a segment or file archived", &stderr, func() bool {
+	usecasetest.WaitFor(t, "a segment or file archived", &stderr, func() bool {
 		segs, _ := filepath.Glob(filepath.Join(repoDir, "binlogs", "*", "*", "segments", "*.seg"))
 		return len(segs) > 0
 	})
@@ -156,7 +156,7 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	}
 	// A lag measure after the restart, caught up: the follower
 	// reconnected and holds what the restarted server wrote.
-	waitFor(t, "a progress event caught up after the restart", &stderr, func() bool {
+	usecasetest.WaitFor(t, "a progress event caught up after the restart", &stderr, func() bool {
 		lines := strings.Split(stderr.String(), "\n")
 		for i := len(lines) - 1; i >= 0; i-- {
 			var e struct {
@@ -251,17 +251,6 @@ func checkStatusJSON(t *testing.T, repoDir string) {
 	}
 }
 
-// waitFor polls cond for up to two minutes.
-func waitFor(t *testing.T, what string, out *testkit.SyncBuffer, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("no %s after two minutes; binlog --follow said:\n%s", what, out.String())
-}
-
 // A server restarted with another server_id carries on its history under
 // a new source key: the archive cannot be continuous across it, so the
 // next binlog run records the gap and stops unless --allow-gap. Another
@@ -270,8 +259,8 @@ func waitFor(t *testing.T, what string, out *testkit.SyncBuffer, cond func() boo
 func TestBinlogServerIDChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src := binlogSource(t, 1)
-	other := binlogSource(t, 1)
+	src := usecasetest.BinlogSource(t, 1)
+	other := usecasetest.BinlogSource(t, 1)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(other)...)...).mustSucceed(t)
@@ -302,7 +291,7 @@ func TestBinlogServerIDChange(t *testing.T) {
 // for archived ones and silently leave them out.
 func TestBinlogNumberingRestarted(t *testing.T) {
 	t.Parallel()
-	src := binlogSource(t, 2)
+	src := usecasetest.BinlogSource(t, 2)
 	repoDir := newRepoDir(t)
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 	before := archivedBinlogs(t, repoDir)

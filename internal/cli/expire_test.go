@@ -3,10 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,33 +10,10 @@ import (
 
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/retention"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// expirePlan parses `expire --json`.
-func expirePlan(t *testing.T, r result) map[string]retention.Entry {
-	t.Helper()
-	var es []retention.Entry
-	if err := json.Unmarshal([]byte(r.stdout), &es); err != nil {
-		t.Fatalf("expire --json: %v\n%s", err, r.stdout)
-	}
-	out := map[string]retention.Entry{}
-	for _, e := range es {
-		out[e.ID] = e
-	}
-	return out
-}
-
-func listIDs(t *testing.T, location string) []string {
-	t.Helper()
-	var ids []string
-	for _, e := range backupListing(t, location) {
-		ids = append(ids, e.ID)
-	}
-	return ids
-}
 
 // Dry run, confirmed expire, and pruning a crashed backup's leftovers.
 func TestExpire(t *testing.T) {
@@ -124,30 +97,6 @@ func TestExpire(t *testing.T) {
 	})
 }
 
-// gatedMariabackup returns a mariabackup for --mariabackup that waits, when
-// its arguments hold mode (--backup, --prepare), until open is called: a
-// backup that holds its lock, or a prepare that stays visible, for as long
-// as a test needs, however fast or loaded the machine.
-func gatedMariabackup(t *testing.T, mode string) (binary string, open func()) {
-	t.Helper()
-	real, err := exec.LookPath("mariabackup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	gate := filepath.Join(dir, "open")
-	binary = filepath.Join(dir, "mariabackup")
-	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" %s \"*) while [ ! -e %q ]; do sleep 0.05; done;; esac\nexec %q \"$@\"\n", mode, gate, real)
-	if err := os.WriteFile(binary, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return binary, func() {
-		if err := os.WriteFile(gate, nil, 0o600); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 // A backup holds the exclusive lock: a second backup, an expire and a
 // verify fail at once naming it; a verify with --lock-wait waits; all
 // succeed afterwards. A stale lock is reported, ignored and unlocked.
@@ -162,7 +111,7 @@ func TestConcurrentOperations(t *testing.T) {
 		run(t, backup...).mustSucceed(t)
 		older := listIDs(t, tr.Location)[0]
 
-		gated, open := gatedMariabackup(t, "--backup")
+		gated, open := usecasetest.GatedMariabackup(t, "--backup")
 		var wg sync.WaitGroup
 		var slow result
 		wg.Add(1)

@@ -55,7 +55,7 @@ func TestPITRFromLogicalBase(t *testing.T) {
 	must("INSERT INTO m.inno VALUES (3, 'three')")
 	must("UPDATE m.inno SET v = 'uno' WHERE id = 1")
 	must("INSERT INTO m.isam VALUES (2, 'two')")
-	midSums, midAccounts := usecasetest.Checksums(t, src), accounts(t, src)+"\n"+userHosts(t, src)
+	midSums, midAccounts := usecasetest.Checksums(t, src), usecasetest.AccountDetails(t, src)+"\n"+userHosts(t, src)
 	// The second after these writes' (whole seconds), before the next.
 	var midAt string
 	db.QueryRow("SELECT DATE_FORMAT(UTC_TIMESTAMP(), '%Y-%m-%d %H:%i:%s')").Scan(&midAt)
@@ -75,7 +75,7 @@ func TestPITRFromLogicalBase(t *testing.T) {
 	must("DELETE FROM m.inno WHERE id = 2")
 	must("CREATE USER acct2@'localhost' IDENTIFIED BY 'two'")
 	must("GRANT INSERT ON m.later TO acct2@'localhost'")
-	endSums, endAccounts := usecasetest.Checksums(t, src), accounts(t, src)+"\n"+userHosts(t, src)
+	endSums, endAccounts := usecasetest.Checksums(t, src), usecasetest.AccountDetails(t, src)+"\n"+userHosts(t, src)
 	must("FLUSH BINARY LOGS")
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
 
@@ -96,7 +96,7 @@ func TestPITRFromLogicalBase(t *testing.T) {
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), c.sums)
 		// Every account, root's too: the source's, not those
 		// mariadb-install-db made, nor the replay's.
-		if got := accounts(t, dst) + "\n" + userHosts(t, dst); got != c.accounts {
+		if got := usecasetest.AccountDetails(t, dst) + "\n" + userHosts(t, dst); got != c.accounts {
 			t.Errorf("--until %s (%s): accounts\n%s\nwant (as on the source)\n%s", c.until, c.name, got, c.accounts)
 		}
 	}

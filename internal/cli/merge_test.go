@@ -89,7 +89,7 @@ func TestMerge(t *testing.T) {
 		t.Errorf("merged backup finished %v, the chain's end %v", merged.Finished, chain[2].Finished)
 	}
 	// It lists the chain end's tables, whose files it holds (verify checks).
-	if got, end := readManifest(t, repoDir, merged.ID).Tables, readManifest(t, repoDir, chain[2].ID).Tables; len(got) == 0 || !slices.EqualFunc(got, end, func(a, b archive.Table) bool {
+	if got, end := usecasetest.ReadManifest(t, repoDir, merged.ID).Tables, usecasetest.ReadManifest(t, repoDir, chain[2].ID).Tables; len(got) == 0 || !slices.EqualFunc(got, end, func(a, b archive.Table) bool {
 		return a.Name == b.Name && slices.Equal(a.Files, b.Files)
 	}) || !slices.ContainsFunc(got, func(tb archive.Table) bool { return tb.Name == "bank.accounts" }) {
 		t.Errorf("the merged backup lists tables %v, the chain's end %v", got, end)

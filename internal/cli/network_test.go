@@ -25,57 +25,8 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
-	"github.com/backstream/backstream/internal/transport"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-func tokenFile(t *testing.T) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(p, []byte(transport.GenerateToken()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// startReceive runs `backstream receive` in the background and returns a
-// channel with its result, once the receiver listens on its --listen
-// address (or has ended).
-func startReceive(t *testing.T, args ...string) <-chan result {
-	t.Helper()
-	done := make(chan result, 1)
-	go func() { done <- runQuiet(args...) }()
-	addr := ""
-	for i, a := range args {
-		if a == "--listen" && i+1 < len(args) {
-			addr = args[i+1]
-		}
-	}
-	_, portText, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatalf("startReceive needs --listen HOST:PORT: %v", err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); !listening(t, port); time.Sleep(20 * time.Millisecond) {
-		if len(done) > 0 || time.Now().After(deadline) {
-			break // the test learns why from the result
-		}
-	}
-	return done
-}
 
 // listening reports whether a TCP socket listens on port, from
 // /proc/net/tcp, so that no connection disturbs the listener.
@@ -93,29 +44,6 @@ func listening(t *testing.T, port int) bool {
 		}
 	}
 	return false
-}
-
-// runQuiet is run without a *testing.T, for goroutines.
-func runQuiet(args ...string) result {
-	var out, errOut strings.Builder
-	root := NewRoot("test")
-	root.SetArgs(append(args, "--progress=none"))
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.ExecuteContext(context.Background())
-	return result{stdout: out.String(), stderr: errOut.String(), err: err, code: ExitCode(err, false)}
-}
-
-func waitResult(t *testing.T, what string, ch <-chan result) result {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Logf("%s -> exit %d, err: %v", what, r.code, r.err)
-		return r
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("%s did not finish", what)
-	}
-	return result{}
 }
 
 // Issue 3: a source under a write load is sent to two receivers at once;
@@ -144,7 +72,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	if err := os.WriteFile(primaryCnf, []byte("[backstream-primary]\npassword=\"repl-Pa55 word\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenFile(t)
+	tok := usecasetest.TokenFile(t)
 	var targets []string
 	var receivers []<-chan result
 	var to []string
@@ -162,7 +90,7 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		addr := freeAddr(t)
+		addr := usecasetest.FreeAddr(t)
 		target := filepath.Join(base, fmt.Sprintf("replica%d", i))
 		targets = append(targets, target)
 		to = append(to, "--to", addr)
@@ -364,9 +292,9 @@ func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 func TestReceiveRefusesBadPeers(t *testing.T) {
 	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
-	tok := tokenFile(t)
-	wrong := tokenFile(t)
-	addr := freeAddr(t)
+	tok := usecasetest.TokenFile(t)
+	wrong := usecasetest.TokenFile(t)
+	addr := usecasetest.FreeAddr(t)
 	target := filepath.Join(t.TempDir(), "target")
 	recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok)
 
@@ -410,10 +338,10 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenFile(t)
+	tok := usecasetest.TokenFile(t)
 
 	t.Run("sender killed", func(t *testing.T) {
-		addr := freeAddr(t)
+		addr := usecasetest.FreeAddr(t)
 		target := filepath.Join(t.TempDir(), "target")
 		recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok)
 		cmd := exec.Command(bin, append([]string{"send", "--to", addr, "--token-file", tok, "--progress", "none",
@@ -436,7 +364,7 @@ func TestReceiveFailsOnBrokenTransfers(t *testing.T) {
 	})
 
 	t.Run("byte flipped in flight", func(t *testing.T) {
-		addr := freeAddr(t)
+		addr := usecasetest.FreeAddr(t)
 		proxy := flippingProxy(t, addr, 5<<20)
 		target := filepath.Join(t.TempDir(), "target")
 		recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok)
@@ -471,8 +399,8 @@ func TestReceiverGivesUpOnStoppedSender(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1, BigTableMB: 60}); err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenFile(t)
-	addr := freeAddr(t)
+	tok := usecasetest.TokenFile(t)
+	addr := usecasetest.FreeAddr(t)
 	target := filepath.Join(t.TempDir(), "target")
 	recv := startReceive(t, "receive", "--listen", addr, "--target-dir", target, "--token-file", tok, "--idle-timeout", "30s")
 	cmd := exec.Command(bin, append([]string{"send", "--to", addr, "--token-file", tok, "--progress", "none",
@@ -558,8 +486,8 @@ func flippingProxy(t *testing.T, addr string, skip int) string {
 func TestReceiveIntoRepository(t *testing.T) {
 	t.Parallel()
 	src, _, _ := smallBackup(t)
-	tok := tokenFile(t)
-	addr := freeAddr(t)
+	tok := usecasetest.TokenFile(t)
+	addr := usecasetest.FreeAddr(t)
 	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok)
 	send := run(t, append([]string{"send", "--to", addr, "--token-file", tok, "--parallel", "3"}, sandboxConn(src)...)...).mustSucceed(t)
@@ -576,7 +504,7 @@ func TestReceiveIntoRepository(t *testing.T) {
 	}
 	// The table guard ran on the sender: the received manifest lists the
 	// tables, and verify checks the stored files against them.
-	if m := readManifest(t, repoDir, entries[0].ID); !slices.ContainsFunc(m.Tables, func(tb archive.Table) bool { return tb.Name == "mysql.global_priv" }) {
+	if m := usecasetest.ReadManifest(t, repoDir, entries[0].ID); !slices.ContainsFunc(m.Tables, func(tb archive.Table) bool { return tb.Name == "mysql.global_priv" }) {
 		t.Errorf("the received backup lists tables %v, want mysql.global_priv among them", m.Tables)
 	}
 	run(t, "verify", "--repo", repoDir).mustSucceed(t)
@@ -590,8 +518,8 @@ func TestReceiveIntoRepository(t *testing.T) {
 func TestReceiveIntoEncryptedRepository(t *testing.T) {
 	t.Parallel()
 	src, _, _ := smallBackup(t)
-	tok := tokenFile(t)
-	addr := freeAddr(t)
+	tok := usecasetest.TokenFile(t)
+	addr := usecasetest.FreeAddr(t)
 	pub, key := usecasetest.AgeKeys(t)
 	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok, "--encrypt", "--recipient-file", pub)
@@ -637,8 +565,8 @@ func compareServer(t *testing.T, src *sandbox.Server, target string) {
 func TestReceiveKeepListening(t *testing.T) {
 	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
-	tok := tokenFile(t)
-	addr := freeAddr(t)
+	tok := usecasetest.TokenFile(t)
+	addr := usecasetest.FreeAddr(t)
 	repoDir := newRepoDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -708,8 +636,8 @@ func TestReceiveSurvivesConnectionFlood(t *testing.T) {
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	tok := tokenFile(t)
-	addr := freeAddr(t)
+	tok := usecasetest.TokenFile(t)
+	addr := usecasetest.FreeAddr(t)
 	repoDir := newRepoDir(t)
 	recv := startReceive(t, "receive", "--listen", addr, "--repo", repoDir, "--token-file", tok)
 
@@ -787,7 +715,7 @@ func TestReceiveSurvivesConnectionFlood(t *testing.T) {
 // one and connection flags that name another place, before anything runs.
 func TestProvisionFromRefusals(t *testing.T) {
 	t.Parallel()
-	tok := tokenFile(t)
+	tok := usecasetest.TokenFile(t)
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -24,38 +24,6 @@ func ids(t *testing.T, s *sandbox.Server) string {
 	return got
 }
 
-// accounts describes the accounts of s that the test made (and any the
-// replay left behind): name, password hash, grants.
-func accounts(t *testing.T, s *sandbox.Server) string {
-	t.Helper()
-	rows, err := s.DB().Query("SELECT User, Host, authentication_string FROM mysql.user WHERE User LIKE 'acct%' OR User LIKE 'role%' OR User LIKE 'backstream%' ORDER BY User, Host")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var u, h, auth string
-		if err := rows.Scan(&u, &h, &auth); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, u+"@"+h+" "+auth)
-		if strings.HasPrefix(u, "acct") {
-			var g string
-			gr, err := s.DB().Query(fmt.Sprintf("SHOW GRANTS FOR '%s'@'%s'", u, h))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for gr.Next() {
-				gr.Scan(&g)
-				out = append(out, "  "+g)
-			}
-			gr.Close()
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // Replay keeps everything the server logged: account statements, two
 // GTID domains each stopped at its own position, --until end, an RFC 3339
 // time with an offset; and --apply-to replays onto a running server only
@@ -116,7 +84,7 @@ func TestReplayKeepsEverything(t *testing.T) {
 	must("FLUSH BINARY LOGS")
 	must("FLUSH BINARY LOGS")
 	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	wantAccounts := accounts(t, src)
+	wantAccounts := usecasetest.AccountDetails(t, src)
 
 	restoreTo := func(args ...string) *sandbox.Server {
 		t.Helper()
@@ -129,7 +97,7 @@ func TestReplayKeepsEverything(t *testing.T) {
 	if got := ids(t, dst); got != "1,2,3,4" {
 		t.Errorf("--until-gtid %s: rows %s, want 1,2,3,4 (domain 0 up to row 4, domain 1 up to row 3)", two, got)
 	}
-	if got := accounts(t, dst); got != wantAccounts {
+	if got := usecasetest.AccountDetails(t, dst); got != wantAccounts {
 		t.Errorf("--until-gtid %s: accounts\n%s\nwant (as on the source)\n%s", two, got, wantAccounts)
 	}
 	if got := ids(t, restoreTo("--until", "end")); got != "1,2,3,4,5,6" {
@@ -170,7 +138,7 @@ func TestReplayKeepsEverything(t *testing.T) {
 	if got := ids(t, onto); got != "1,2,3,4,5,6" {
 		t.Errorf("--apply-to: rows %s, want all", got)
 	}
-	if got := accounts(t, onto); got != wantAccounts {
+	if got := usecasetest.AccountDetails(t, onto); got != wantAccounts {
 		t.Errorf("--apply-to: accounts\n%s\nwant\n%s", got, wantAccounts)
 	}
 	r = apply(onto).mustSucceed(t)

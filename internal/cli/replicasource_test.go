@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/replica"
@@ -98,7 +97,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary, primaryCnf := primaryWithBank(t)
-	tok := tokenFile(t)
+	tok := usecasetest.TokenFile(t)
 	for i, v := range []struct {
 		name   string
 		byGTID bool
@@ -140,7 +139,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 			targets := []string{filepath.Join(base, "replica0"), filepath.Join(base, "replica1")}
 			primaryFlags := []string{"--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(primary.Port), "--primary-user", "repl"}
 			for j, target := range targets {
-				addr := freeAddr(t)
+				addr := usecasetest.FreeAddr(t)
 				to = append(to, "--to", addr)
 				into := []string{"--target-dir", target, "--prepare"}
 				if j == 1 {
@@ -241,7 +240,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 					t.Errorf("a backup of a replica without SLAVE MONITOR said %q, want a note naming the privilege", minimal.stderr)
 				}
 				entries := backupListing(t, repoDir)
-				m := readManifest(t, repoDir, entries[len(entries)-1].ID)
+				m := usecasetest.ReadManifest(t, repoDir, entries[len(entries)-1].ID)
 				if m.Kind != "physical" || m.Positions.Primary != nil {
 					t.Errorf("the backup without SLAVE MONITOR records %+v", m.Positions)
 				}
@@ -328,18 +327,4 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 	if st := replicationOf(t, other.DB()); st.Configured {
 		t.Errorf("the refused replicate configured replication: %+v", st)
 	}
-}
-
-// readManifest reads a backup's manifest from a local repository.
-func readManifest(t *testing.T, repoDir, id string) *archive.Manifest {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoDir, "backups", id, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := archive.ParseManifest(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }

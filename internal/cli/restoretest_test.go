@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/repo"
-	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/local"
@@ -97,17 +95,6 @@ func forgeBackup(t *testing.T, repoDir, id string, tamper func(path string, data
 		t.Fatal(err)
 	}
 	return forged.ID
-}
-
-// restoreTestReport runs verify --restore-test --json and decodes the report.
-func restoreTestReport(t *testing.T, repoDir, id string) (restoretest.Report, result) {
-	t.Helper()
-	res := run(t, "verify", id, "--repo", repoDir, "--restore-test", "--json", "--progress", "none")
-	var rep restoretest.Report
-	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
-		t.Fatalf("verify --restore-test --json printed no report (exit %d): %v\nstdout: %s\nstderr: %s", res.code, err, res.stdout, res.stderr)
-	}
-	return rep, res
 }
 
 // A good physical backup passes its restore test; a forged copy whose

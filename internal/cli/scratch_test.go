@@ -15,6 +15,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // leftInTmp names what backstream left in a TMPDIR: anything named
@@ -100,7 +101,7 @@ func TestTempFilesLeftBehind(t *testing.T) {
 	// Held mariabackup: interrupted, then killed.
 	held := func(what string) (*exec.Cmd, *bytes.Buffer, func()) {
 		t.Helper()
-		gated, open := gatedMariabackup(t, "--backup")
+		gated, open := usecasetest.GatedMariabackup(t, "--backup")
 		cmd, out := start(backup(gated)...)
 		w := watchProcs(cmd.Process.Pid, bin, nil)
 		defer w.finish()

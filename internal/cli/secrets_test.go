@@ -493,7 +493,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	// The prepare of a backup this small can end between two looks at
 	// /proc on a loaded machine: it waits, with the environment and the
 	// arguments backstream gave it, until the watcher has seen it.
-	gated, open := gatedMariabackup(t, "--prepare")
+	gated, open := usecasetest.GatedMariabackup(t, "--prepare")
 	cmd, stdout, stderr, w = s.start(nil, "restore", "--repo", s3repo.Location, "--target-dir", target, "--prepare",
 		"--mariabackup", gated, "--progress", "json")
 	go func() {

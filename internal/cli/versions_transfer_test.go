@@ -64,7 +64,7 @@ func transferMatrix(t *testing.T, version, basedir string) {
 
 	// send to receive --datadir --start over TCP.
 	datadir, start, sock := placedServer(t, basedir)
-	addr, tok := freeAddr(t), tokenFile(t)
+	addr, tok := usecasetest.FreeAddr(t), usecasetest.TokenFile(t)
 	primaryCnf := filepath.Join(t.TempDir(), "primary.cnf")
 	if err := os.WriteFile(primaryCnf, []byte("[backstream-primary]\npassword=\"repl-Pa55 word\"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 )
 
 var binlogName = regexp.MustCompile(`^mariadb-bin\.[0-9]+$`)
@@ -89,4 +90,24 @@ func ReplayBinlogWith(t *testing.T, basedir string, src, restored *sandbox.Serve
 func ReplayBinlog(t *testing.T, src, restored *sandbox.Server, file string, pos uint64) {
 	t.Helper()
 	ReplayBinlogWith(t, "", src, restored, file, pos)
+}
+
+// BinlogSource is a sandbox with a table and a few binary log files.
+func BinlogSource(t *testing.T, files int) *sandbox.Server {
+	t.Helper()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	exec := func(q string) {
+		if _, err := src.DB().Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("CREATE DATABASE m")
+	exec("CREATE TABLE m.marks (id INT AUTO_INCREMENT PRIMARY KEY, at DATETIME(6))")
+	for range files {
+		for range 5 {
+			exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
+		}
+		exec("FLUSH BINARY LOGS")
+	}
+	return src
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // Load runs transactions in the background while a test backs up.
@@ -69,4 +71,15 @@ func (l *Load) Finish(t testing.TB) {
 	if l.err != nil {
 		t.Fatal(l.err)
 	}
+}
+
+// WaitFor polls cond for up to two minutes.
+func WaitFor(t *testing.T, what string, out *testkit.SyncBuffer, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("no %s after two minutes; binlog --follow said:\n%s", what, out.String())
 }

@@ -2,7 +2,11 @@ package usecasetest
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,4 +69,28 @@ func TableOf(t testing.TB, rep *restoretest.Report, name string) restoretest.Tab
 	}
 	t.Fatalf("the report has no table %s: %+v", name, rep.Tables)
 	return restoretest.Table{}
+}
+
+// GatedMariabackup returns a mariabackup for --mariabackup that waits, when
+// its arguments hold mode (--backup, --prepare), until open is called: a
+// backup that holds its lock, or a prepare that stays visible, for as long
+// as a test needs, however fast or loaded the machine.
+func GatedMariabackup(t *testing.T, mode string) (binary string, open func()) {
+	t.Helper()
+	real, err := exec.LookPath("mariabackup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "open")
+	binary = filepath.Join(dir, "mariabackup")
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *\" %s \"*) while [ ! -e %q ]; do sleep 0.05; done;; esac\nexec %q \"$@\"\n", mode, gate, real)
+	if err := os.WriteFile(binary, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return binary, func() {
+		if err := os.WriteFile(gate, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -247,3 +247,35 @@ func TableState(t *testing.T, db *sql.DB, d string) string {
 		return b.String()
 	}
 }
+
+// AccountDetails describes the accounts of s that the test made (and any the
+// replay left behind): name, password hash, grants.
+func AccountDetails(t *testing.T, s *sandbox.Server) string {
+	t.Helper()
+	rows, err := s.DB().Query("SELECT User, Host, authentication_string FROM mysql.user WHERE User LIKE 'acct%' OR User LIKE 'role%' OR User LIKE 'backstream%' ORDER BY User, Host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var u, h, auth string
+		if err := rows.Scan(&u, &h, &auth); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u+"@"+h+" "+auth)
+		if strings.HasPrefix(u, "acct") {
+			var g string
+			gr, err := s.DB().Query(fmt.Sprintf("SHOW GRANTS FOR '%s'@'%s'", u, h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for gr.Next() {
+				gr.Scan(&g)
+				out = append(out, "  "+g)
+			}
+			gr.Close()
+		}
+	}
+	return strings.Join(out, "\n")
+}
