@@ -8,94 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// Dry run, confirmed expire, and pruning a crashed backup's leftovers.
-func TestExpire(t *testing.T) {
-	t.Parallel()
-	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
-		t.Fatal(err)
-	}
-	forEachBackend(t, func(t *testing.T, tr testRepo) {
-		for range 3 {
-			run(t, append([]string{"backup", "--repo", tr.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-			time.Sleep(1100 * time.Millisecond) // distinct ids and start times
-		}
-		ids := listIDs(t, tr.Location)
-		if len(ids) != 3 {
-			t.Fatalf("%d backups, want 3", len(ids))
-		}
-		// A crashed backup from long ago, and one that may still be running.
-		crashed := "20200101T000000Z-dead"
-		fresh := backupid.New(time.Now())
-		tr.Write(t, "backups/"+crashed+"/streams/00000.xbs.zst", []byte("partial"))
-		tr.Write(t, "backups/"+fresh+"/streams/00000.xbs.zst", []byte("partial"))
-
-		if r := run(t, "expire", "--repo", tr.Location); r.code != ExitUsage {
-			t.Errorf("expire without a rule: exit %d, want %d", r.code, ExitUsage)
-		}
-
-		dry := run(t, "expire", "--repo", tr.Location, "--keep-last", "1").mustSucceed(t)
-		for _, want := range []string{ids[0], ids[1], ids[2], "DELETE", "KEEP", "keep-last 1", "would delete 2 backups", crashed + " "} {
-			if !strings.Contains(dry.stdout, want) {
-				t.Errorf("dry run output lacks %q:\n%s", want, dry.stdout)
-			}
-		}
-		if got := listIDs(t, tr.Location); len(got) != 3 {
-			t.Fatalf("dry run deleted something: %v", got)
-		}
-
-		plan := expirePlan(t, run(t, "expire", "--repo", tr.Location, "--keep-last", "1", "--keep-within", "1h", "--json").mustSucceed(t))
-		for _, id := range ids {
-			if e := plan[id]; !e.Keep || e.Deleted {
-				t.Errorf("keep-within 1h: %s planned %+v, want kept", id, e)
-			}
-		}
-
-		conf := expirePlan(t, run(t, "expire", "--repo", tr.Location, "--keep-last", "1", "--confirm", "--json").mustSucceed(t))
-		for i, id := range ids {
-			e := conf[id]
-			if want := i == 2; e.Keep != want || e.Deleted == want {
-				t.Errorf("%s: %+v, want keep=%v", id, e, want)
-			}
-		}
-		if e := conf[crashed]; !e.Keep || e.Complete {
-			t.Errorf("incomplete backup without --prune-incomplete: %+v", e)
-		}
-		if got := listIDs(t, tr.Location); len(got) != 1 || got[0] != ids[2] {
-			t.Fatalf("after expire: %v, want [%s]", got, ids[2])
-		}
-		if objs := tr.StreamObjects(t, ids[0]); len(objs) != 0 {
-			t.Errorf("expired backup still has objects %v", objs)
-		}
-		run(t, "verify", ids[2], "--repo", tr.Location).mustSucceed(t)
-
-		pruned := expirePlan(t, run(t, "expire", "--repo", tr.Location, "--keep-last", "1", "--prune-incomplete", "--confirm", "--json").mustSucceed(t))
-		if e := pruned[crashed]; !e.Deleted {
-			t.Errorf("crashed backup not pruned: %+v", e)
-		}
-		// No writer can be running while expire holds the exclusive lock,
-		// so a fresh incomplete backup is as dead as an old one.
-		if e := pruned[fresh]; !e.Deleted {
-			t.Errorf("fresh incomplete backup not pruned: %+v", e)
-		}
-		if objs := tr.StreamObjects(t, crashed); len(objs) != 0 {
-			t.Errorf("crashed backup's objects left: %v", objs)
-		}
-		if objs := tr.StreamObjects(t, fresh); len(objs) != 0 {
-			t.Errorf("fresh incomplete backup's objects left: %v", objs)
-		}
-		if locks, _ := tr.Backend.List(context.Background(), "locks/"); len(locks) != 0 {
-			t.Errorf("locks left: %v", locks)
-		}
-	})
-}
 
 // A backup holds the exclusive lock: a second backup, an expire and a
 // verify fail at once naming it; a verify with --lock-wait waits; all

@@ -101,7 +101,7 @@ func (r testRepo) uploads(t *testing.T, id string, streams []string) int {
 // than a MiB of (partial) objects on disk, or a multipart upload begun.
 func (r testRepo) streaming(t *testing.T) bool {
 	if r.S3 == nil {
-		return dirBytes(filepath.Join(r.Location, "backups")) > 1<<20
+		return usecasetest.DirBytes(filepath.Join(r.Location, "backups")) > 1<<20
 	}
 	for id := range r.backupDirs(t) {
 		if r.uploads(t, id, r.begunStreams(t, id)) > 0 {
@@ -681,7 +681,7 @@ func TestKilled(t *testing.T) {
 		g := newGate(t, strings.TrimPrefix(r.S3.Endpoint, "http://"), 20<<20)
 		target := filepath.Join(t.TempDir(), "datadir")
 		p := startProc(t, bin, "restore", id, "--repo", r.Location, "--s3-endpoint", "http://"+g.Addr, "--target-dir", target)
-		waitUntil(t, "a restore stuck with data written", p, func() bool { return g.holding() && dirBytes(target) > 8<<20 })
+		waitUntil(t, "a restore stuck with data written", p, func() bool { return g.holding() && usecasetest.DirBytes(target) > 8<<20 })
 		p.kill(t)
 		g.open()
 
@@ -697,7 +697,7 @@ func TestKilled(t *testing.T) {
 		for _, f := range m.Files {
 			whole += f.Size
 		}
-		if n := dirBytes(filepath.Join(target, ".backstream-restoring.d")); n == 0 || n >= whole {
+		if n := usecasetest.DirBytes(filepath.Join(target, ".backstream-restoring.d")); n == 0 || n >= whole {
 			t.Errorf("the killed restore left %d bytes of the backup's files' %d", n, whole)
 		}
 		// Restoring again into it is refused, naming the directory and the

@@ -21,6 +21,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // A server whose key file is encrypted with a password
@@ -66,7 +67,7 @@ func TestFileKeyPasswordNeverStored(t *testing.T) {
 	if err := os.WriteFile(serverCnf, []byte("[mysqld]\nfile_key_management_filekey="+password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src := sandboxtest.Start(t, sandbox.Options{OptionFile: serverCnf, Args: encryptedServerArgs(keyFile)})
+	src := sandboxtest.Start(t, sandbox.Options{OptionFile: serverCnf, Args: usecasetest.EncryptedServerArgs(keyFile)})
 	var shown string
 	if err := src.DB().QueryRowContext(ctx, "SELECT @@file_key_management_filekey").Scan(&shown); err != nil || shown != password {
 		t.Fatalf("the source shows file_key_management_filekey %q, %v: the test proves nothing", shown, err)
@@ -153,7 +154,7 @@ func TestFileKeyPasswordNeverStored(t *testing.T) {
 	s.run("restore --prepare", true, nil, "restore", id, "--repo", repoDir, "--target-dir", target, "--prepare",
 		"--server-defaults-file", restoreCnf, "-v")
 	s.searchTree("prepared datadir", target)
-	dst := sandboxtest.Start(t, sandbox.Options{Dir: t.TempDir(), Datadir: target, OptionFile: serverCnf, Args: encryptedServerArgs(keyFile)})
+	dst := sandboxtest.Start(t, sandbox.Options{Dir: t.TempDir(), Datadir: target, OptionFile: serverCnf, Args: usecasetest.EncryptedServerArgs(keyFile)})
 	if got := tableSums(t, dst.DB(), "secret.inno", "secret.aria"); got != want {
 		t.Errorf("the restored tables hold %s, the source %s", got, want)
 	}
@@ -177,7 +178,7 @@ func TestFileKeyPasswordNeverStored(t *testing.T) {
 	merged := filepath.Join(t.TempDir(), "merged")
 	s.run("restore of the merged backup", true, nil, "restore", "latest", "--repo", repoDir, "--target-dir", merged, "--prepare", "--server-defaults-file", restoreCnf)
 	s.searchTree("merged backup restored", merged)
-	mdst := sandboxtest.Start(t, sandbox.Options{Dir: t.TempDir(), Datadir: merged, OptionFile: serverCnf, Args: encryptedServerArgs(keyFile)})
+	mdst := sandboxtest.Start(t, sandbox.Options{Dir: t.TempDir(), Datadir: merged, OptionFile: serverCnf, Args: usecasetest.EncryptedServerArgs(keyFile)})
 	if got := tableSums(t, mdst.DB(), "secret.inno", "secret.aria"); got != want {
 		t.Errorf("the merged backup restored holds %s, the source %s", got, want)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/retention"
 )
@@ -98,14 +97,4 @@ func listIDs(t *testing.T, location string) []string {
 		ids = append(ids, e.ID)
 	}
 	return ids
-}
-
-// archivedBinlogs is what `list --binlogs --json` prints of the repository.
-func archivedBinlogs(t *testing.T, repoDir string) []archive.BinlogFile {
-	t.Helper()
-	var out []archive.BinlogFile
-	if err := json.Unmarshal([]byte(run(t, "list", "--repo", repoDir, "--binlogs", "--json").mustSucceed(t).stdout), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // built is the backstream binary that buildBinary made, in a directory
@@ -67,12 +68,12 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	// Wait until stream data is arriving, then interrupt.
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if n := dirBytes(filepath.Join(repoDir, "backups")); n > 1<<20 {
+		if n := usecasetest.DirBytes(filepath.Join(repoDir, "backups")); n > 1<<20 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := dirBytes(filepath.Join(repoDir, "backups")); n <= 1<<20 {
+	if n := usecasetest.DirBytes(filepath.Join(repoDir, "backups")); n <= 1<<20 {
 		cmd.Process.Kill()
 		t.Fatalf("no stream data after 60 s; stderr: %s", stderr.String())
 	}
@@ -102,7 +103,7 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
 		t.Fatalf("exit: %v, want code %d; stderr: %s", err, ExitInterrupted, stderr.String())
 	}
-	if left := dirBytes(filepath.Join(repoDir, "backups")); left != 0 {
+	if left := usecasetest.DirBytes(filepath.Join(repoDir, "backups")); left != 0 {
 		t.Errorf("%d bytes left under backups/ after the interrupt", left)
 	}
 	if !processGone(children[0]) {
@@ -111,16 +112,4 @@ func TestInterruptedBackupLeavesNothing(t *testing.T) {
 	if !strings.Contains(stderr.String(), "nothing was committed") {
 		t.Errorf("stderr does not say nothing was committed: %s", stderr.String())
 	}
-}
-
-// dirBytes sums the sizes of all files below dir (0 if it does not exist).
-func dirBytes(dir string) int64 {
-	var n int64
-	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
-		if err == nil && info.Mode().IsRegular() {
-			n += info.Size()
-		}
-		return nil
-	})
-	return n
 }

@@ -133,7 +133,7 @@ func TestEveryOKIsRestorable(t *testing.T) {
 		}
 		usecasetest.ExecAll(t, src.DB(), "FLUSH BINARY LOGS")
 		run(t, append([]string{"binlog", "--repo", repo.Location}, sandboxConn(src)...)...).mustSucceed(t)
-		files := archivedBinlogs(t, repo.Location)
+		files := usecasetest.ArchivedBinlogs(t, usecasetest.Repo{Location: repo.Location})
 		if len(files) == 0 {
 			t.Fatal("no binary log archived")
 		}

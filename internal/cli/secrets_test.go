@@ -65,7 +65,7 @@ func TestEncryptedBinlogPITR(t *testing.T) {
 	pub, key := usecasetest.AgeKeys(t)
 	_, otherKey := usecasetest.AgeKeys(t)
 	run(t, append([]string{"binlog", "--repo", repoDir, "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
-	files := archivedBinlogs(t, repoDir) // reads manifests only: no key needed
+	files := usecasetest.ArchivedBinlogs(t, usecasetest.Repo{Location: repoDir}) // reads manifests only: no key needed
 	if len(files) == 0 {
 		t.Fatal("no binary log archived")
 	}
@@ -472,7 +472,7 @@ func TestSecretsNeverExposed(t *testing.T) {
 	}
 	cmd, stdout, stderr, w := s.start(nil, "binlog", "--repo", localRepo, "--defaults-extra-file", cnf, "--encrypt", "--follow", "--progress", "none")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(localRepo, "binlogs")); err == nil && len(archivedBinlogs(t, localRepo)) >= 2 {
+		if _, err := os.Stat(filepath.Join(localRepo, "binlogs")); err == nil && len(usecasetest.ArchivedBinlogs(t, usecasetest.Repo{Location: localRepo})) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {

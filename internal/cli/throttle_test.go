@@ -174,7 +174,7 @@ func TestInterruptedThrottledBackup(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Wait until stream data is arriving, then interrupt.
-			for deadline := time.Now().Add(time.Minute); dirBytes(filepath.Join(repoDir, "backups")) < 64<<10; time.Sleep(50 * time.Millisecond) {
+			for deadline := time.Now().Add(time.Minute); usecasetest.DirBytes(filepath.Join(repoDir, "backups")) < 64<<10; time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
 					t.Fatalf("no stream data after a minute; stderr: %s", stderr.String())
@@ -203,7 +203,7 @@ func TestInterruptedThrottledBackup(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted {
 				t.Fatalf("exit: %v, want code %d; stderr: %s", err, ExitInterrupted, stderr.String())
 			}
-			if left := dirBytes(filepath.Join(repoDir, "backups")); left != 0 {
+			if left := usecasetest.DirBytes(filepath.Join(repoDir, "backups")); left != 0 {
 				t.Errorf("%d bytes left under backups/ after the interrupt", left)
 			}
 			for _, pid := range children {

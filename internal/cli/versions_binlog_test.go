@@ -64,7 +64,7 @@ func TestVersionsBinlog(t *testing.T) {
 			!strings.Contains(msg, "--mariadb-path DIR") {
 			t.Errorf("binlog of an 11.8 server with the host's mariadb-binlog only: exit %d, %v; want refused naming both versions", r.code, r.err)
 		}
-		if files := archivedBinlogs(t, repoDir); len(files) != 0 {
+		if files := usecasetest.ArchivedBinlogs(t, usecasetest.Repo{Location: repoDir}); len(files) != 0 {
 			t.Errorf("a refused binlog archived %d files", len(files))
 		}
 	})
@@ -230,7 +230,7 @@ func followMatrix(t *testing.T, version, basedir string) {
 	if err := follow.Wait(); err != nil {
 		t.Errorf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
 	}
-	for _, f := range archivedBinlogs(t, repoDir) {
+	for _, f := range usecasetest.ArchivedBinlogs(t, usecasetest.Repo{Location: repoDir}) {
 		if f.Closed {
 			t.Fatalf("%s archived whole: the test wants the active file's segments alone", f.Name)
 		}
@@ -301,7 +301,7 @@ func requireExactCopies(t *testing.T, src *sandbox.Server, repoDir string) {
 			t.Fatalf("%s: %v", e.Name, e.Damage)
 		}
 		m := e.Manifest
-		c := collect{}
+		c := usecasetest.Payloads{}
 		if err := archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Sink: c}); err != nil {
 			t.Fatalf("%s: %v", m.Binlog.Name, err)
 		}

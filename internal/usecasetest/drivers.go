@@ -13,7 +13,6 @@ import (
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
-	"github.com/backstream/backstream/internal/verify"
 )
 
 // BackupOf is the request `backup` makes of src into r with the defaults
@@ -67,19 +66,6 @@ func Restore(t testing.TB, req restorecase.Request) *restorecase.Result {
 	return res
 }
 
-// Verify checks backup ref of r and its chain as `verify ref` does, and
-// returns the error.
-func Verify(t testing.TB, r Repo, ref string) error {
-	t.Helper()
-	rp := r.Open(t)
-	m, err := rp.Resolve(context.Background(), ref)
-	if err != nil {
-		return err
-	}
-	_, err = verify.Run(context.Background(), verify.Request{Repo: rp, Backup: m})
-	return err
-}
-
 // List is what `list --json` prints of r.
 func List(t testing.TB, r Repo) inventory.Listing {
 	t.Helper()
@@ -116,4 +102,11 @@ func CatExtract(t testing.TB, r Repo, ref, dir string) {
 	if mbErr != nil {
 		t.Fatalf("cat | mbstream -x: %v\n%s", mbErr, mbOut.String())
 	}
+}
+
+// Verify checks backup ref of r and its chain as `verify ref` does, and
+// returns the error.
+func Verify(t testing.TB, r Repo, ref string) error {
+	t.Helper()
+	return VerifyWith(t, r.Access(), ref)
 }

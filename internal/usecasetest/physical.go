@@ -3,49 +3,15 @@ package usecasetest
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/progress"
-	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/sandbox"
 )
-
-// RestoreTest runs the restore test of backup ref of r (restoretest.Prove)
-// as `verify ref --restore-test` does with the user's defaults, the
-// repository locked for it, and returns its report and the error the
-// command exits with: what kept the test from running (the report is then
-// nil), else the Failure of a report that did not pass.
-func RestoreTest(t testing.TB, r Repo, ref string) (*restoretest.Report, error) {
-	t.Helper()
-	req := restoretest.Request{
-		Progress: func() *progress.Tracker {
-			return progress.Start(progress.Options{Mode: progress.ModeQuiet, Out: io.Discard, Title: "restore test " + ref})
-		},
-		NotRecorded: func(err error) { t.Logf("the restore test's verdict is not recorded: %v", err) },
-	}
-	req.Job.Workers = options.DefaultParallel()
-	var err error
-	var ctx context.Context
-	var release func()
-	req.Repo, req.Backup, ctx, release, err = r.Access().ResolveLocked(context.Background(), ref, "", repoaccess.OpRestore)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	rep, err := restoretest.Prove(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	t.Logf("restore test of %s: passed %v, chain %v, problems %q", rep.Backup, rep.Passed, rep.Chain, rep.Problems)
-	return rep, rep.Failure()
-}
 
 // RequireVersion fails the test unless s is MariaDB version (major.minor).
 func RequireVersion(t testing.TB, s *sandbox.Server, version string) {
@@ -93,4 +59,14 @@ func GatedMariabackup(t *testing.T, mode string) (binary string, open func()) {
 			t.Error(err)
 		}
 	}
+}
+
+// RestoreTest runs the restore test of backup ref of r (restoretest.Prove)
+// as `verify ref --restore-test` does with the user's defaults, the
+// repository locked for it, and returns its report and the error the
+// command exits with: what kept the test from running (the report is then
+// nil), else the Failure of a report that did not pass.
+func RestoreTest(t testing.TB, r Repo, ref string) (*restoretest.Report, error) {
+	t.Helper()
+	return RestoreTestWith(t, r, ref, nil)
 }

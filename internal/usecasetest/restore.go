@@ -1,7 +1,6 @@
 package usecasetest
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -94,23 +93,6 @@ func (r Repo) AccessWith(keys repoaccess.KeyFiles) repoaccess.Options {
 	o := r.Access()
 	o.Keys = keys
 	return o
-}
-
-// EncryptedBackupOf is BackupOf for `backup --encrypt --recipient-file
-// recipients`: the backup stored encrypted to the recipients.
-func EncryptedBackupOf(t testing.TB, r Repo, src *sandbox.Server, recipients string) backup.Request {
-	t.Helper()
-	req := BackupOf(t, r, src)
-	o := r.AccessWith(repoaccess.KeyFiles{RecipientFile: recipients})
-	o.Encrypt = true
-	var err error
-	if req.Repo, err = o.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if req.Encryption, err = o.Encryption(context.Background(), req.Repo); err != nil {
-		t.Fatal(err)
-	}
-	return req
 }
 
 // JSONProgress records what a use case reports through the trackers it
@@ -213,4 +195,11 @@ func PercentOf(p *float64) any {
 		return "null"
 	}
 	return *p
+}
+
+// EncryptedBackupOf is BackupOf for `backup --encrypt --recipient-file
+// recipients`: the backup stored encrypted to the recipients.
+func EncryptedBackupOf(t testing.TB, r Repo, src *sandbox.Server, recipients string) backup.Request {
+	t.Helper()
+	return Encrypted(t, r, BackupOf(t, r, src), repoaccess.KeyFiles{RecipientFile: recipients})
 }

@@ -1,6 +1,7 @@
 package usecasetest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/backstream/backstream/internal/xbstream"
 )
 
 // TreeDigests maps every regular file under dir to the SHA-256 of its content.
@@ -71,4 +74,19 @@ func StockExtract(t testing.TB, object, dir string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s | mbstream -x: %v\n%s", decode, err, out)
 	}
+}
+
+// Payloads collects the files of an xbstream (as an xbstream.Reader's
+// sink): each path's payload, in the order its chunks came.
+type Payloads map[string]*bytes.Buffer
+
+// Chunk adds ch's payload to its path's.
+func (c Payloads) Chunk(ch *xbstream.Chunk) error {
+	if ch.Type == xbstream.TypePayload {
+		if c[ch.Path] == nil {
+			c[ch.Path] = &bytes.Buffer{}
+		}
+		c[ch.Path].Write(ch.Payload)
+	}
+	return nil
 }

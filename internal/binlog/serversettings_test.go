@@ -1,6 +1,7 @@
-package cli
+package binlog_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -23,9 +25,9 @@ func TestBinlogServerSettings(t *testing.T) {
 	t.Run("log_bin off", func(t *testing.T) {
 		t.Parallel()
 		src := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
-		r := run(t, append([]string{"binlog", "--repo", newRepoDir(t)}, sandboxConn(src)...)...)
-		if r.code != ExitFailure || r.err == nil || !strings.Contains(r.err.Error(), "log_bin is OFF") || !strings.Contains(r.err.Error(), "--log-bin") {
-			t.Errorf("binlog of a server without a binary log: exit %d, %v; want a refusal naming log_bin and the fix", r.code, r.err)
+		_, err := usecasetest.ArchiverOf(t, usecasetest.NewLocalRepo(t), src).RunOnce(context.Background())
+		if !usecasetest.Failed(err) || !strings.Contains(err.Error(), "log_bin is OFF") || !strings.Contains(err.Error(), "--log-bin") {
+			t.Errorf("binlog of a server without a binary log: %v; want a failure (exit 1) naming log_bin and the fix", err)
 		}
 	})
 	t.Run("encrypt_binlog", func(t *testing.T) {
@@ -50,9 +52,16 @@ func TestBinlogServerSettings(t *testing.T) {
 		}
 		var datadir string
 		src.DB().QueryRow("SELECT @@datadir").Scan(&datadir)
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"binlog", "--repo", repoDir, "--compress", "none"}, sandboxConn(src)...)...).mustSucceed(t)
-		files := archivedBinlogs(t, repoDir)
+		r := usecasetest.NewLocalRepo(t)
+		a := usecasetest.ArchiverOf(t, r, src) // --compress none
+		var err error
+		if a.Codec, err = codec.Parse("none"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.RunOnce(context.Background()); err != nil {
+			t.Fatalf("binlog --compress none: %v", err)
+		}
+		files := usecasetest.ArchivedBinlogs(t, r)
 		if len(files) == 0 || files[len(files)-1].LastGTID == "" {
 			t.Fatalf("archived: %+v; want files indexed with their GTIDs", files)
 		}
@@ -63,7 +72,7 @@ func TestBinlogServerSettings(t *testing.T) {
 		if strings.Contains(string(onDisk), "plain text in the archive") {
 			t.Fatalf("the server's own file %s is not encrypted: the test proves nothing", files[0].Name)
 		}
-		objs, _ := filepath.Glob(filepath.Join(repoDir, "binlogs", "*", "*", "streams", "*.xbs"))
+		objs, _ := filepath.Glob(filepath.Join(r.Location, "binlogs", "*", "*", "streams", "*.xbs"))
 		found := false
 		for _, o := range objs {
 			data, _ := os.ReadFile(o)
@@ -84,17 +93,19 @@ func TestBinlogServerSettings(t *testing.T) {
 		}
 		must("CREATE DATABASE m")
 		must("CREATE TABLE m.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), r DOUBLE)")
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+		r := usecasetest.NewLocalRepo(t)
+		usecasetest.Backup(t, usecasetest.BackupOf(t, r, src))
 		for range 3 {
 			must("INSERT INTO m.t (v, r) VALUES ('statement', 1), ('logged', 2)")
 			must("INSERT INTO m.t (v, r) VALUES (UUID(), RAND())") // unsafe for statements: logged as rows under MIXED
 			must("UPDATE m.t SET r = r + 1 WHERE id % 2 = 0")
 			must("FLUSH BINARY LOGS")
 		}
-		run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+		usecasetest.ArchiveBinlogs(t, r, src)
 		target := filepath.Join(t.TempDir(), "target")
-		run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
+		req := usecasetest.PointInTimeOf(r, target)
+		req.Until = "end"
+		usecasetest.Restore(t, req)
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), usecasetest.Checksums(t, src))
 	})
 }

@@ -1,8 +1,9 @@
-package cli
+package backup_test
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -13,8 +14,11 @@ import (
 	"filippo.io/age"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/repoaccess"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -36,10 +40,9 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 	}
 	pub, key := usecasetest.AgeKeys(t)
 	_, otherKey := usecasetest.AgeKeys(t)
-	forEachBackend(t, func(t *testing.T, tr testRepo) {
-		run(t, append([]string{"backup", "--repo", tr.Location, "--parallel", "2", "--encrypt", "--recipient-file", pub}, sandboxConn(src)...)...).mustSucceed(t)
-		e := backupListing(t, tr.Location)[0]
-		infos, err := tr.Backend.List(ctx, "backups/"+e.ID+"/")
+	usecasetest.ForEachBackend(t, func(t *testing.T, r usecasetest.Repo) {
+		id := usecasetest.Backup(t, usecasetest.EncryptedBackupOf(t, r, src, pub)).Manifest.ID
+		infos, err := r.Backend.List(ctx, "backups/"+id+"/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,31 +57,39 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 				streams = append(streams, i.Name)
 			}
 		}
-		if m := string(tr.Read(t, "backups/"+e.ID+"/manifest.json")); !strings.Contains(m, `"scheme": "age"`) || !strings.Contains(m, "age1") {
+		if m := string(r.Read(t, "backups/"+id+"/manifest.json")); !strings.Contains(m, `"scheme": "age"`) || !strings.Contains(m, "age1") {
 			t.Errorf("the manifest does not record the encryption and its recipient")
 		}
 
-		r := run(t, "verify", "--repo", tr.Location)
-		// The command line names the flags that give a key.
-		if r.code == ExitOK || !strings.Contains(r.err.Error(), "no key was given (--identity-file, --passphrase-file or BACKSTREAM_PASSPHRASE)") {
-			t.Errorf("verify without a key: exit %d, %v", r.code, r.err)
+		// Without a key: the error the command adds the flags that give
+		// one to (repoaccess.WithKeyHint).
+		if err := usecasetest.Verify(t, r, "latest"); !errors.Is(err, crypt.ErrNoIdentity) || !strings.Contains(err.Error(), "no key was given") {
+			t.Errorf("verify without a key: %v; want %v", err, crypt.ErrNoIdentity)
 		}
 		target := filepath.Join(t.TempDir(), "wrong")
-		r = run(t, "restore", "--repo", tr.Location, "--identity-file", otherKey, "--target-dir", target)
-		if r.code == ExitOK || !strings.Contains(r.err.Error(), "cannot decrypt") || !strings.Contains(r.err.Error(), "is encrypted") {
-			t.Errorf("restore with another key: exit %d, %v", r.code, r.err)
+		req := usecasetest.RestoreOf(r, "")
+		req.Deferred.Open = r.AccessWith(repoaccess.KeyFiles{IdentityFile: otherKey}).Open
+		req.Restore.TargetDir = target
+		if _, err := restorecase.Run(ctx, req); err == nil || !strings.Contains(err.Error(), "cannot decrypt") || !strings.Contains(err.Error(), "is encrypted") {
+			t.Errorf("restore with another key: %v", err)
 		}
 		if _, err := os.Stat(target); err == nil {
 			t.Errorf("a restore with the wrong key left %s", target)
 		}
-		run(t, "verify", "--repo", tr.Location, "--identity-file", key).mustSucceed(t)
+		withKey := r.AccessWith(repoaccess.KeyFiles{IdentityFile: key})
+		if err := usecasetest.VerifyWith(t, withKey, "latest"); err != nil {
+			t.Errorf("verify with the key: %v", err)
+		}
 
 		plain := filepath.Join(t.TempDir(), "plain")
-		run(t, "restore", "--repo", tr.Location, "--identity-file", key, "--target-dir", plain).mustSucceed(t)
+		req = usecasetest.RestoreOf(r, "")
+		req.Deferred.Open = withKey.Open
+		req.Restore.TargetDir = plain
+		usecasetest.Restore(t, req)
 		stock := t.TempDir()
 		for _, o := range streams {
 			local := filepath.Join(t.TempDir(), filepath.Base(o))
-			if err := os.WriteFile(local, tr.Read(t, o), 0o600); err != nil {
+			if err := os.WriteFile(local, r.Read(t, o), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("bash", "-o", "pipefail", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "x", key, local, stock)
@@ -89,7 +100,10 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 		usecasetest.CompareTrees(t, "age -d | zstd -dc | mbstream -x vs restore", usecasetest.TreeDigests(t, stock), usecasetest.TreeDigests(t, plain))
 
 		target = filepath.Join(t.TempDir(), "datadir")
-		run(t, "restore", "--repo", tr.Location, "--identity-file", key, "--target-dir", target, "--prepare").mustSucceed(t)
+		req = usecasetest.RestoreOf(r, "")
+		req.Deferred.Open = withKey.Open
+		req.Restore.TargetDir, req.Restore.Options.Prepare = target, true
+		usecasetest.Restore(t, req)
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
 	})
 }
@@ -109,37 +123,55 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	const passphrase = "correct horse battery staple"
-	forEachBackend(t, func(t *testing.T, tr testRepo) {
-		t.Setenv("BACKSTREAM_PASSPHRASE", passphrase)
-		backup := append([]string{"backup", "--logical", "--repo", tr.Location, "--encrypt", "--skip-users"}, sandboxConn(src)...)
-		run(t, backup...).mustSucceed(t)
+	usecasetest.ForEachBackend(t, func(t *testing.T, r usecasetest.Repo) {
+		t.Setenv(repoaccess.PassphraseEnv, passphrase)
+		// take is `backup --logical --encrypt --skip-users`, the
+		// passphrase from the environment.
+		take := func() {
+			t.Helper()
+			req := usecasetest.LogicalBackupOf(t, r, src)
+			req.Dump.Skip.Users = true
+			usecasetest.Backup(t, usecasetest.Encrypted(t, r, req, repoaccess.KeyFiles{}))
+		}
+		take()
 		dst := sandboxtest.Start(t, sandbox.Options{})
-		load := append([]string{"restore", "--repo", tr.Location}, sandboxConn(dst)...)
 		for _, c := range []struct{ passphrase, want string }{{"", "no key was given"}, {"wrong horse battery staple", "cannot decrypt"}} {
-			t.Setenv("BACKSTREAM_PASSPHRASE", c.passphrase)
-			if r := run(t, load...); r.code == ExitOK || !strings.Contains(r.err.Error(), c.want) {
-				t.Fatalf("load with passphrase %q: exit %d, %v; want %q", c.passphrase, r.code, r.err, c.want)
+			t.Setenv(repoaccess.PassphraseEnv, c.passphrase)
+			if _, err := restorecase.Run(ctx, usecasetest.LoadOf(r, "", dst)); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("load with passphrase %q: %v; want %q", c.passphrase, err, c.want)
 			}
 		}
-		t.Setenv("BACKSTREAM_PASSPHRASE", passphrase)
-		run(t, load...).mustSucceed(t)
+		t.Setenv(repoaccess.PassphraseEnv, passphrase)
+		usecasetest.Restore(t, usecasetest.LoadOf(r, "", dst))
 		got, err := sandbox.ChecksumTables(ctx, dst.DB())
 		if err != nil {
 			t.Fatal(err)
 		}
 		usecasetest.CompareChecksums(t, got, want)
-		res := run(t, "verify", "latest", "--repo", tr.Location, "--restore-test", "--progress", "none").mustSucceed(t)
-		if !strings.Contains(res.stdout, "rows and row sums match") {
-			t.Errorf("restore test of the encrypted backup: %s", res.stdout)
+		// What the text says ("rows and row sums match") of the tables
+		// whose row sums were compared.
+		rep, err := usecasetest.RestoreTest(t, r, "latest")
+		if err != nil || !rep.Passed {
+			t.Fatalf("restore test of the encrypted backup: %v, report %+v", err, rep)
+		}
+		compared := 0
+		for _, tb := range rep.Tables {
+			if tb.RowSum != "" {
+				compared++
+			}
+		}
+		if compared == 0 {
+			t.Errorf("restore test of the encrypted backup compared no row sums: %+v", rep.Tables)
 		}
 
-		run(t, backup...).mustSucceed(t)
-		keys, err := tr.Backend.List(ctx, "keys/")
+		take()
+		keys, err := r.Backend.List(ctx, "keys/")
 		if err != nil || len(keys) != 1 || !strings.HasPrefix(keys[0].Name, "keys/age1") {
 			t.Fatalf("passphrase keys: %v, %v; want one", keys, err)
 		}
-		for _, e := range backupListing(t, tr.Location) {
-			m, err := archive.ParseManifest(tr.Read(t, "backups/"+e.ID+"/manifest.json"))
+		listed := usecasetest.List(t, r)
+		for _, e := range listed {
+			m, err := archive.ParseManifest(r.Read(t, "backups/"+e.ID+"/manifest.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +186,7 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kr, err := age.Decrypt(bytes.NewReader(tr.Read(t, keys[0].Name)), scrypt)
+		kr, err := age.Decrypt(bytes.NewReader(r.Read(t, keys[0].Name)), scrypt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,16 +200,16 @@ func TestEncryptedLogicalRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := t.TempDir()
-		id := backupListing(t, tr.Location)[0].ID
+		id := listed[0].ID
 		var objects []string
-		for _, o := range tr.StreamObjects(t, id) {
+		for _, o := range r.StreamObjects(t, id) {
 			if strings.HasSuffix(o, ".xbs.zst.age") {
 				objects = append(objects, o)
 			}
 		}
 		for _, o := range objects {
 			stored := filepath.Join(dir, filepath.Base(o))
-			if err := os.WriteFile(stored, tr.Read(t, o), 0o600); err != nil {
+			if err := os.WriteFile(stored, r.Read(t, o), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command("bash", "-o", "pipefail", "-c", `age -d -i "$1" "$2" | zstd -dc | mbstream -x -C "$3"`, "bash", keyFile, stored, out)

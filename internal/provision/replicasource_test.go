@@ -1,4 +1,4 @@
-package cli
+package provision_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/physical"
+	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
@@ -78,6 +80,12 @@ func replicationOf(t *testing.T, db *sql.DB) *replica.Status {
 	return st
 }
 
+// notesSay reports whether one of the notes of the replication s set up
+// says want.
+func notesSay(s *replica.Summary, want string) bool {
+	return slices.ContainsFunc(s.Notes, func(n string) bool { return strings.Contains(n, want) })
+}
+
 // Issue 15 item 5, from a replica: a replica of a primary under writes
 // (log_slave_updates off, so its own binary log lacks the primary's
 // transactions) is sent to two receivers, which then replicate from the
@@ -97,6 +105,7 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary, primaryCnf := primaryWithBank(t)
+	named := primaryNamed(primaryCnf, primary.Port)
 	tok := usecasetest.TokenFile(t)
 	for i, v := range []struct {
 		name   string
@@ -130,38 +139,46 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 			}
 			load.More(t, 30)
 
+			// One receiver restores into a directory (receive --target-dir
+			// --prepare), the other into place, where it starts the server
+			// and has it replicate (receive --datadir --start --replicate
+			// --catch-up).
 			base := t.TempDir()
 			sock1 := testkit.SocketPath(t, "replica1.sock")
 			pidFile := filepath.Join(base, "replica1.pid")
 			t.Cleanup(func() { sandboxtest.KillByPidFile(t, pidFile) })
 			var to []string
-			var receivers []<-chan result
+			var receivers []*usecasetest.Receiving
 			targets := []string{filepath.Join(base, "replica0"), filepath.Join(base, "replica1")}
-			primaryFlags := []string{"--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(primary.Port), "--primary-user", "repl"}
 			for j, target := range targets {
-				addr := usecasetest.FreeAddr(t)
-				to = append(to, "--to", addr)
-				into := []string{"--target-dir", target, "--prepare"}
+				req := usecasetest.ReceiveOf(tok)
+				req.Restore.TargetDir, req.Restore.Options.Prepare = target, true
 				if j == 1 {
-					start := fmt.Sprintf("mariadbd --no-defaults --datadir=%s --socket=%s --skip-networking --user=root --server-id=%d --pid-file=%s --log-error=%s --tmpdir=%s --innodb-buffer-pool-size=64M >/dev/null 2>&1 &",
-						target, sock1, 20+i, pidFile, filepath.Join(base, "replica1.err"), os.TempDir())
-					into = append([]string{"--datadir", target, "--start=" + start, "--socket", sock1, "--user", "root", "--no-defaults", "--replicate", "--catch-up"}, primaryFlags...)
+					req = replicating(intoPlace(usecasetest.ReceiveOf(tok), target,
+						mariadbdStart(target, sock1, 20+i, pidFile, filepath.Join(base, "replica1.err")), sock1), named)
 				}
-				receivers = append(receivers, startReceive(t, append(append([]string{"receive", "--listen", addr}, into...), "--token-file", tok)...))
+				r := usecasetest.StartReceive(t, req)
+				receivers, to = append(receivers, r), append(to, r.Addr)
 			}
-			send := run(t, append(append([]string{"send", "--parallel", "2", "--token-file", tok}, to...), sandboxConn(src)...)...).mustSucceed(t)
-			t.Logf("send printed:\n%s", send.stdout)
-			for j, ch := range receivers {
-				if r := waitResult(t, fmt.Sprintf("receiver %d", j), ch); r.err != nil {
-					t.Fatalf("receiver %d: %v\n%s", j, r.err, r.stderr)
+			send := usecasetest.SendOf(t, usecasetest.Conn(src), tok, to...)
+			send.Job.Parallel = 2
+			sent := usecasetest.Send(t, send)
+			var printed strings.Builder
+			sent.WriteText(&printed)
+			t.Logf("send says:\n%s", printed.String())
+			for j, r := range receivers {
+				if got := r.Wait(t, fmt.Sprintf("receiver %d", j)); got.Err != nil {
+					t.Fatalf("receiver %d: %v", j, got.Err)
 				}
 			}
 			// The backup recorded where the replica stood in the
 			// primary's history, and the receiver chose that position by
-			// the primary's server_id.
+			// the primary's server_id: what it reported to the sender.
 			wantChoice := fmt.Sprintf("the primary is the one the source replicated from (server_id %d, as 127.0.0.1:%d)", primary.Port, primary.Port)
-			if !strings.Contains(send.stdout, "receiver "+to[3]+": replicating from") || !strings.Contains(send.stdout, wantChoice) {
-				t.Errorf("send printed %q, want the second receiver replicating, with %q", send.stdout, wantChoice)
+			if rs := sent.Sent.Receivers; len(rs) != 2 || rs[1].Address != to[1] || rs[1].Outcome == nil || rs[1].Outcome.Replication == nil ||
+				!slices.ContainsFunc(strings.Split(rs[1].Report, "\n"), func(l string) bool { return strings.HasPrefix(l, "replicating from") }) ||
+				!strings.Contains(rs[1].Report, wantChoice) {
+				t.Errorf("the receivers reported %+v, want the second receiver replicating, with %q", rs, wantChoice)
 			}
 			// The source's own coordinates are another server's: starting
 			// there would repeat or skip the primary's transactions.
@@ -175,11 +192,16 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 			}
 
 			r0 := usecasetest.ServerOn(t, targets[0])
-			rep := run(t, append([]string{"replicate", "--no-defaults", "--socket", r0.Socket, "--user", "root"}, primaryFlags...)...).mustSucceed(t)
-			t.Logf("replicate printed:\n%s", rep.stdout)
+			sum, err := replicate(ctx, replicateOf(t, usecasetest.Conn(r0), named))
+			if err != nil {
+				t.Fatalf("replicate: %v", err)
+			}
+			var said strings.Builder
+			provision.DefaultMessages.WriteReplication(&said, sum)
+			t.Logf("replicate says:\n%s", said.String())
 			wantFrom := "xtrabackup_slave_info and " + physical.SourceInfoName
-			if !strings.Contains(rep.stdout, wantFrom) || !strings.Contains(rep.stdout, wantChoice) {
-				t.Errorf("replicate printed %q, want it to start from %s, with %q", rep.stdout, wantFrom, wantChoice)
+			if !strings.Contains(sum.PositionFrom, wantFrom) || !notesSay(sum, wantChoice) {
+				t.Errorf("replicate started from %q with notes %q, want it to start from %s, with %q", sum.PositionFrom, sum.Notes, wantFrom, wantChoice)
 			}
 			r1, err := mariadb.Open(ctx, mariadb.Config{Socket: sock1, User: "root"}, "")
 			if err != nil {
@@ -202,15 +224,16 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				// primary: refused, and the replica is left as it was.
 				other := sandboxtest.Start(t, sandbox.Options{})
 				usecasetest.ExecAll(t, other.DB(), "CREATE USER repl@'%' IDENTIFIED BY '"+replPass+"'", "GRANT REPLICATION SLAVE ON *.* TO repl@'%'")
-				refused := run(t, "replicate", "--no-defaults", "--socket", r0.Socket, "--user", "root", "--force", "--primary-defaults-file", primaryCnf,
-					"--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(other.Port), "--primary-user", "repl")
+				req := replicateOf(t, usecasetest.Conn(r0), primaryNamed(primaryCnf, other.Port))
+				req.Options.Force = true
+				_, err := replicate(ctx, req)
 				for _, w := range []string{"cannot tell which of the backup's positions replication from 127.0.0.1:" + strconv.Itoa(other.Port),
 					fmt.Sprintf("it has server_id %d", other.Port),
 					fmt.Sprintf("nor the primary the source replicated from (127.0.0.1:%d, server_id %d)", primary.Port, primary.Port),
 					"the source's own binary log position is mariadb-bin.", "its position in its primary's history GTID 0-",
 					"nothing was changed", "--primary-is source", "--primary-is source-primary"} {
-					if refused.code != ExitFailure || !strings.Contains(fmt.Sprint(refused.err), w) {
-						t.Errorf("replicate from a third server: exit %d, %v; want %q in it", refused.code, refused.err, w)
+					if !usecasetest.Failed(err) || !strings.Contains(fmt.Sprint(err), w) {
+						t.Errorf("replicate from a third server: %v; want a failure with %q in it", err, w)
 					}
 				}
 				if st := replicationOf(t, r0.DB()); st.MasterPort != primary.Port || !st.IORunning || !st.SQLRunning {
@@ -220,14 +243,22 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				// A logical backup of the replica records the same
 				// position in the primary's history, under its lock: a
 				// server it seeds replicates from the primary too.
-				repoDir := newRepoDir(t)
-				run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--skip-users"}, sandboxConn(src)...)...).mustSucceed(t)
-				id := backupListing(t, repoDir)[0].ID
+				repo := usecasetest.NewLocalRepo(t)
+				b := usecasetest.LogicalBackupOf(t, repo, src)
+				b.Dump.Skip.Users = true
+				id := usecasetest.Backup(t, b).Manifest.ID
 				seeded := sandboxtest.Start(t, sandbox.Options{})
-				run(t, append([]string{"restore", id, "--repo", repoDir, "--no-binlog"}, sandboxConn(seeded)...)...).mustSucceed(t)
-				rep := run(t, append(append([]string{"replicate", "--from-backup", id, "--repo", repoDir}, sandboxConn(seeded)...), primaryFlags...)...).mustSucceed(t)
-				if !strings.Contains(rep.stdout, "(from backup "+id+")") || !strings.Contains(rep.stdout, wantChoice) {
-					t.Errorf("replicate --from-backup of the replica's logical backup printed %q, want %q", rep.stdout, wantChoice)
+				seed := usecasetest.LoadOf(repo, id, seeded)
+				seed.Load.NoBinlog = true
+				usecasetest.Restore(t, seed)
+				fromBackup := replicateOf(t, usecasetest.Conn(seeded), named)
+				fromBackup.FromBackup, fromBackup.HasRepo, fromBackup.Backups = id, true, repo.Open(t)
+				sum, err := replicate(ctx, fromBackup)
+				if err != nil {
+					t.Fatalf("replicate from the replica's logical backup: %v", err)
+				}
+				if sum.PositionFrom != "backup "+id || !notesSay(sum, wantChoice) {
+					t.Errorf("replicate from the replica's logical backup started from %q with notes %q, want from backup %s, with %q", sum.PositionFrom, sum.Notes, id, wantChoice)
 				}
 				replicas["a server seeded by the replica's logical backup"] = seeded.DB()
 
@@ -235,12 +266,16 @@ func TestSendFromReplicaThenReplicateFromPrimary(t *testing.T) {
 				// its backups as before, with a note, and records no
 				// position in the primary's history.
 				usecasetest.ExecAll(t, src.DB(), "CREATE USER bk@localhost", "GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR ON *.* TO bk@localhost")
-				minimal := run(t, "backup", "--repo", repoDir, "--socket", src.Socket, "--user", "bk", "--no-defaults").mustSucceed(t)
-				if !strings.Contains(minimal.stderr, "GRANT SLAVE MONITOR to the backup account") {
-					t.Errorf("a backup of a replica without SLAVE MONITOR said %q, want a note naming the privilege", minimal.stderr)
+				minimal := usecasetest.BackupOf(t, repo, src)
+				minimal.Conn.User = "bk"
+				var notes usecasetest.Said
+				minimal.Progress = notes.Tracker("backup", 0)
+				made := usecasetest.Backup(t, minimal).Manifest
+				minimal.Progress.Finish(nil)
+				if !strings.Contains(notes.String(), "GRANT SLAVE MONITOR to the backup account") {
+					t.Errorf("a backup of a replica without SLAVE MONITOR said %q, want a note naming the privilege", notes.String())
 				}
-				entries := backupListing(t, repoDir)
-				m := usecasetest.ReadManifest(t, repoDir, entries[len(entries)-1].ID)
+				m := usecasetest.ReadManifest(t, repo.Location, made.ID)
 				if m.Kind != "physical" || m.Positions.Primary != nil {
 					t.Errorf("the backup without SLAVE MONITOR records %+v", m.Positions)
 				}
@@ -268,41 +303,34 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	primary, primaryCnf := primaryWithBank(t)
+	named := primaryNamed(primaryCnf, primary.Port)
 	load := bankLoad(primary.DB())
-	repoDir := newRepoDir(t)
+	repo := usecasetest.NewLocalRepo(t)
 	load.More(t, 20)
-	b := run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--skip-users"}, sandboxConn(primary)...)...).mustSucceed(t)
+	b := usecasetest.LogicalBackupOf(t, repo, primary)
+	b.Parallel, b.Dump.Skip.Users = 2, true
+	made := usecasetest.Backup(t, b).Manifest
 	load.More(t, 20)
-	entries := backupListing(t, repoDir)
+	entries := usecasetest.List(t, repo)
 	if len(entries) != 1 {
-		t.Fatalf("list: %d backups\n%s", len(entries), b.stdout)
+		t.Fatalf("list: %d backups, want the one made, %s", len(entries), made.ID)
 	}
 	id := entries[0].ID
 
 	fresh := sandboxtest.Start(t, sandbox.Options{})
-	run(t, append([]string{"restore", id, "--repo", repoDir, "--no-binlog"}, sandboxConn(fresh)...)...).mustSucceed(t)
-	rep := run(t, append(append([]string{"replicate", "--from-backup", id, "--repo", repoDir, "--catch-up", "--json"}, sandboxConn(fresh)...),
-		"--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(primary.Port), "--primary-user", "repl")...).mustSucceed(t)
-	var res struct {
-		Primary        string `json:"primary"`
-		PrimaryUser    string `json:"primary_user"`
-		ConnectionName string `json:"connection_name"`
-		UsingGTID      bool   `json:"using_gtid"`
-		GTID           string `json:"gtid"`
-		PositionFrom   string `json:"position_from"`
-		CaughtUp       bool   `json:"caught_up"`
-		Status         *struct {
-			IORunning  bool   `json:"io_running"`
-			SQLRunning bool   `json:"sql_running"`
-			MasterPort int    `json:"master_port"`
-			UsingGTID  string `json:"using_gtid"`
-		} `json:"status"`
+	seed := usecasetest.LoadOf(repo, id, fresh)
+	seed.Load.NoBinlog = true
+	usecasetest.Restore(t, seed)
+	req := replicateOf(t, usecasetest.Conn(fresh), named)
+	req.FromBackup, req.HasRepo, req.Backups, req.Options.CatchUp = id, true, repo.Open(t), true
+	res, err := replicate(ctx, req)
+	if err != nil {
+		t.Fatalf("replicate from backup %s: %v", id, err)
 	}
-	decodeOne(t, "replicate --json", rep.stdout, &res)
 	if st := res.Status; res.Primary != "127.0.0.1:"+strconv.Itoa(primary.Port) || res.PrimaryUser != "repl" || res.ConnectionName != "" ||
 		!res.UsingGTID || !strings.HasPrefix(res.GTID, "0-") || res.PositionFrom != "backup "+id || !res.CaughtUp ||
 		st == nil || !st.IORunning || !st.SQLRunning || st.MasterPort != primary.Port || st.UsingGTID != "Slave_Pos" {
-		t.Errorf("replicate --from-backup --catch-up --json printed %+v (status %+v), want it to start at the backup's GTID, caught up, running", res, res.Status)
+		t.Errorf("replicate from the backup, caught up: %+v (status %+v), want it to start at the backup's GTID, caught up, running", res, res.Status)
 	}
 	load.More(t, 50)
 	load.Finish(t)
@@ -315,14 +343,17 @@ func TestLogicalBackupSeedsReplica(t *testing.T) {
 	// No binary log on the source: no GTID to start from.
 	nolog := sandboxtest.Start(t, sandbox.Options{NoBinlog: true})
 	usecasetest.ExecAll(t, nolog.DB(), "CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)")
-	repo2 := newRepoDir(t)
-	run(t, append([]string{"backup", "--logical", "--repo", repo2, "--skip-users"}, sandboxConn(nolog)...)...).mustSucceed(t)
-	id2 := backupListing(t, repo2)[0].ID
+	repo2 := usecasetest.NewLocalRepo(t)
+	b2 := usecasetest.LogicalBackupOf(t, repo2, nolog)
+	b2.Dump.Skip.Users = true
+	usecasetest.Backup(t, b2)
+	id2 := usecasetest.List(t, repo2)[0].ID
 	other := sandboxtest.Start(t, sandbox.Options{})
-	refused := run(t, append(append([]string{"replicate", "--from-backup", id2, "--repo", repo2}, sandboxConn(other)...),
-		"--primary-defaults-file", primaryCnf, "--primary-host", "127.0.0.1", "--primary-port", strconv.Itoa(primary.Port), "--primary-user", "repl")...)
-	if want := "backup " + id2 + " records no binary log position and no GTID of its source"; refused.code != ExitFailure || !strings.Contains(fmt.Sprint(refused.err), want) {
-		t.Errorf("replicate --from-backup of a backup without a GTID: exit %d, %v; want %q", refused.code, refused.err, want)
+	refused := replicateOf(t, usecasetest.Conn(other), named)
+	refused.FromBackup, refused.HasRepo, refused.Backups = id2, true, repo2.Open(t)
+	_, err = replicate(ctx, refused)
+	if want := "backup " + id2 + " records no binary log position and no GTID of its source"; !usecasetest.Failed(err) || !strings.Contains(fmt.Sprint(err), want) {
+		t.Errorf("replicate from a backup without a GTID: %v; want a failure saying %q", err, want)
 	}
 	if st := replicationOf(t, other.DB()); st.Configured {
 		t.Errorf("the refused replicate configured replication: %+v", st)

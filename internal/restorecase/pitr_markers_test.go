@@ -1,4 +1,4 @@
-package cli
+package restorecase_test
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/pitr"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -33,8 +36,8 @@ func TestPointInTimeRestore(t *testing.T) {
 	}
 	must(src.DB(), "CREATE DATABASE m")
 	must(src.DB(), "CREATE TABLE m.marks (id INT PRIMARY KEY, at DATETIME)")
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.Backup(t, usecasetest.BackupOf(t, r, src))
 
 	db := src.DB()
 	times := map[int]time.Time{}
@@ -67,8 +70,8 @@ func TestPointInTimeRestore(t *testing.T) {
 		}
 	}
 	must(db, "FLUSH BINARY LOGS")
-	run(t, "binlog", "--repo", repoDir, "--socket", src.Socket, "--user", "root", "--no-defaults").mustSucceed(t)
-	if n := len(archivedBinlogs(t, repoDir)); n < 4 {
+	usecasetest.ArchiveBinlogs(t, r, src) // the restarted server answers on src's socket
+	if n := len(usecasetest.ArchivedBinlogs(t, r)); n < 4 {
 		t.Fatalf("%d binary log files archived, want at least 4", n)
 	}
 
@@ -82,61 +85,63 @@ func TestPointInTimeRestore(t *testing.T) {
 		return strings.Split(ids, ",")
 	}
 	// Between markers 3 and 4: the second after marker 3's.
-	until := times[3].Add(time.Second).Format(time.DateTime)
-	target := filepath.Join(t.TempDir(), "until-time")
-	run(t, "restore", "--repo", repoDir, "--until", until, "--target-dir", target).mustSucceed(t)
-	if got := markers(target); strings.Join(got, ",") != "1,2,3" {
-		t.Errorf("--until %s (between markers 3 and 4): markers %v, want 1,2,3", until, got)
+	req := usecasetest.PointInTimeOf(r, filepath.Join(t.TempDir(), "until-time"))
+	req.Until = times[3].Add(time.Second).Format(time.DateTime)
+	usecasetest.Restore(t, req)
+	if got := markers(req.Restore.TargetDir); strings.Join(got, ",") != "1,2,3" {
+		t.Errorf("Until %s (between markers 3 and 4): markers %v, want 1,2,3", req.Until, got)
 	}
 	// Marker 5 came after the restart, in another file.
-	target = filepath.Join(t.TempDir(), "until-gtid")
-	run(t, "restore", "--repo", repoDir, "--until-gtid", gtids[5], "--target-dir", target).mustSucceed(t)
-	if got := markers(target); strings.Join(got, ",") != "1,2,3,4,5" {
-		t.Errorf("--until-gtid %s (marker 5): markers %v, want 1..5", gtids[5], got)
+	req = usecasetest.PointInTimeOf(r, filepath.Join(t.TempDir(), "until-gtid"))
+	req.UntilGTID = gtids[5]
+	usecasetest.Restore(t, req)
+	if got := markers(req.Restore.TargetDir); strings.Join(got, ",") != "1,2,3,4,5" {
+		t.Errorf("UntilGTID %s (marker 5): markers %v, want 1..5", gtids[5], got)
 	}
-	res := run(t, "verify", "--repo", repoDir, "--restore-test", "--until-gtid", gtids[5], "--progress", "none")
-	if res.code != ExitOK || !strings.Contains(res.stdout, "replayed to GTID "+gtids[5]) || !strings.Contains(res.stdout, "restore test passed") {
-		t.Errorf("restore test of --until-gtid %s: exit %d, %v\n%s", gtids[5], res.code, res.err, res.stdout)
+	rep, err := usecasetest.RestoreTestTo(t, r, pitr.Target{GTID: gtids[5]})
+	if err != nil || rep.Backup == "" || rep.Until != "GTID "+gtids[5] || !rep.Passed {
+		t.Errorf("restore test to GTID %s: %+v, %v; want a backup replayed to GTID %s, passed", gtids[5], rep, err, gtids[5])
 	}
 
 	for _, c := range []struct{ name, until, want string }{
 		{"before the backup", "2001-01-01 00:00:00", "before the first usable backup"},
 		{"past the archive", times[6].Add(time.Hour).Format(time.DateTime), "past the archived binary logs"},
 	} {
-		target := filepath.Join(t.TempDir(), "bad")
-		r := run(t, "restore", "--repo", repoDir, "--until", c.until, "--target-dir", target)
-		if r.code == ExitOK || !strings.Contains(r.err.Error(), c.want) {
-			t.Errorf("%s: exit %d, %v; want an error saying %q", c.name, r.code, r.err, c.want)
+		req := usecasetest.PointInTimeOf(r, filepath.Join(t.TempDir(), "bad"))
+		req.Until = c.until
+		if _, err := restorecase.Run(ctx, req); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error saying %q", c.name, err, c.want)
 		}
-		if _, err := os.Stat(filepath.Join(target, "ibdata1")); err == nil {
+		if _, err := os.Stat(filepath.Join(req.Restore.TargetDir, "ibdata1")); err == nil {
 			t.Errorf("%s: a refused restore left a datadir", c.name)
 		}
 	}
 
-	// A corrupted binary log object: caught while fetching it (exit 3),
-	// and the restored datadir is emptied again.
-	files := archivedBinlogs(t, repoDir)
-	second := filepath.Join(repoDir, "binlogs", files[1].Source, files[1].Name, "streams", "00000.xbs.zst")
-	data, err := os.ReadFile(second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A corrupted binary log object: caught while fetching it (corrupt,
+	// what the command exits 3 for), and the restored datadir is emptied
+	// again.
+	files := usecasetest.ArchivedBinlogs(t, r)
+	dir := "binlogs/" + files[1].Source + "/" + files[1].Name
+	second := dir + "/streams/00000.xbs.zst"
+	data := r.Read(t, second)
 	data[len(data)/2] ^= 0x40
-	if err := os.WriteFile(second, data, 0o600); err != nil {
-		t.Fatal(err)
+	r.Write(t, second, data)
+	req = usecasetest.PointInTimeOf(r, filepath.Join(t.TempDir(), "corrupt"))
+	req.UntilGTID = gtids[5]
+	_, err = restorecase.Run(ctx, req)
+	if !archive.IsCorrupt(err) || usecasetest.Refused(err) || !strings.Contains(err.Error(), files[1].Name) {
+		t.Errorf("a corrupted binary log: %v; want corruption naming %s", err, files[1].Name)
 	}
-	target = filepath.Join(t.TempDir(), "corrupt")
-	r := run(t, "restore", "--repo", repoDir, "--until-gtid", gtids[5], "--target-dir", target)
-	if r.code != ExitCorrupt || !strings.Contains(r.err.Error(), files[1].Name) {
-		t.Errorf("a corrupted binary log: exit %d, %v; want exit %d naming %s", r.code, r.err, ExitCorrupt, files[1].Name)
-	}
-	if _, err := os.Stat(filepath.Join(target, "ibdata1")); err == nil {
+	if _, err := os.Stat(filepath.Join(req.Restore.TargetDir, "ibdata1")); err == nil {
 		t.Error("a failed point-in-time restore left a datadir that looks ready")
 	}
 	// A gap: the file is no longer archived at all.
-	os.Remove(filepath.Join(repoDir, "binlogs", files[1].Source, files[1].Name, "manifest.json"))
-	r = run(t, "restore", "--repo", repoDir, "--until-gtid", gtids[5], "--target-dir", filepath.Join(t.TempDir(), "gap"))
-	if r.code == ExitOK || !strings.Contains(r.err.Error(), "gap") || !strings.Contains(r.err.Error(), files[1].Name) {
-		t.Errorf("a gap in the archive: exit %d, %v; want an error naming the gap", r.code, r.err)
+	if err := r.Backend.Delete(ctx, dir+"/manifest.json"); err != nil {
+		t.Fatal(err)
+	}
+	req = usecasetest.PointInTimeOf(r, filepath.Join(t.TempDir(), "gap"))
+	req.UntilGTID = gtids[5]
+	if _, err := restorecase.Run(ctx, req); err == nil || !strings.Contains(err.Error(), "gap") || !strings.Contains(err.Error(), files[1].Name) {
+		t.Errorf("a gap in the archive: %v; want an error naming the gap", err)
 	}
 }

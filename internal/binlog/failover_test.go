@@ -1,8 +1,7 @@
-package cli
+package binlog_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -40,13 +40,13 @@ func TestBinlogFailoverByGTID(t *testing.T) {
 	for i := range 5 {
 		exec(primary, fmt.Sprintf("INSERT INTO m.marks VALUES (%d, 'before backup')", i))
 	}
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(primary)...)...).mustSucceed(t)
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.Backup(t, usecasetest.BackupOf(t, r, primary))
 	for i := range 5 {
 		exec(primary, fmt.Sprintf("INSERT INTO m.marks VALUES (%d, 'primary')", 10+i))
 	}
 	exec(primary, "UPDATE m.marks SET note = 'updated' WHERE id < 3", "FLUSH BINARY LOGS")
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(primary)...)...).mustSucceed(t)
+	usecasetest.ArchiveBinlogs(t, r, primary)
 	var pos string
 	primary.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
@@ -66,19 +66,37 @@ func TestBinlogFailoverByGTID(t *testing.T) {
 	}
 	exec(replica, "DELETE FROM m.marks WHERE id = 11", "UPDATE m.marks SET note = 'after failover' WHERE id = 12", "FLUSH BINARY LOGS")
 
-	r := run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(replica)...)...).mustSucceed(t)
+	a := usecasetest.ArchiverOf(t, r, replica)
+	var said testkit.SyncBuffer // what binlog says on stderr
+	a.Log = func(msg string) { fmt.Fprintln(&said, msg) }
+	if _, err := a.RunOnce(t.Context()); err != nil {
+		t.Fatalf("binlog on the promoted replica: %v\n%s", err, said.String())
+	}
 	var host string
 	var id uint32
 	replica.DB().QueryRow("SELECT @@hostname, @@server_id").Scan(&host, &id)
-	link, err := os.ReadFile(filepath.Join(repoDir, "binlogs", binlog.SourceKey(host, id), "continues.json"))
-	if err != nil || !strings.Contains(string(link), `"gtid": "`+pos+`"`) {
-		t.Fatalf("binlog on the promoted replica recorded no link after GTID %s: %v\n%s\n%s", pos, err, link, r.stderr)
+	link := r.Read(t, "binlogs/"+binlog.SourceKey(host, id)+"/continues.json")
+	if !strings.Contains(string(link), `"gtid": "`+pos+`"`) {
+		t.Fatalf("binlog on the promoted replica recorded no link after GTID %s:\n%s\n%s", pos, link, said.String())
 	}
-	if list := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout; strings.Contains(list, "GAP") || !strings.Contains(list, "continues ") {
+	b := usecasetest.ListBinlogs(t, r)
+	if list, _ := listing(t, b); strings.Contains(list, "GAP") || !strings.Contains(list, "continues ") {
 		t.Errorf("list --binlogs after the failover: a gap, or no link:\n%s", list)
 	}
+	linked := false
+	for _, v := range b.Overviews {
+		if len(v.Gaps) > 0 {
+			t.Errorf("list --binlogs after the failover: gaps on %s: %+v", v.Source, v.Gaps)
+		}
+		linked = linked || (v.Source == binlog.SourceKey(host, id) && v.Continues != nil && v.Continues.GTID == pos)
+	}
+	if !linked {
+		t.Errorf("list --binlogs after the failover: no window of %s continues after GTID %s: %+v", binlog.SourceKey(host, id), pos, b.Overviews)
+	}
 	target := filepath.Join(t.TempDir(), "target")
-	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
+	req := usecasetest.PointInTimeOf(r, target)
+	req.Until = "end"
+	usecasetest.Restore(t, req)
 	restored := usecasetest.ServerOn(t, target)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), usecasetest.Checksums(t, replica))
 	var n int

@@ -1,4 +1,4 @@
-package cli
+package restorecase_test
 
 import (
 	"context"
@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/inventory"
+	"github.com/backstream/backstream/internal/repoaccess"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -18,29 +22,36 @@ import (
 
 // A manifest's positions are covered by its checksum and checked against
 // the backup's meta objects: a flipped digit of to_lsn in a stored
-// manifest is damage that list names and restore refuses (exit 3), other
-// backups unaffected; a manifest written consistently but with a to_lsn
-// its xtrabackup_checkpoints does not say (a buggy writer) is refused by
-// restore, of it or of an incremental on it, and by a new incremental on
-// it, naming both values, before anything is written; and mariabackup
-// results that disagree with each other are never committed.
+// manifest is damage that list names and restore refuses (corruption,
+// exit 3), other backups unaffected; a manifest written consistently but
+// with a to_lsn its xtrabackup_checkpoints does not say (a buggy writer)
+// is refused by restore, of it or of an incremental on it, and by a new
+// incremental on it, naming both values, before anything is written; and
+// mariabackup results that disagree with each other are never committed.
 func TestManifestPositionsChecked(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
+	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := newRepoDir(t)
-	backup := func(extra ...string) result {
-		return run(t, append(append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, extra...), sandboxConn(src)...)...)
+	r := usecasetest.NewLocalRepo(t)
+	// take is `backup`, with --incremental when inc is set (its parent,
+	// --parent, if named), with --mariabackup when mariabackup is given.
+	take := func(inc *backup.Incremental, mariabackup string) (*backup.Result, error) {
+		req := usecasetest.BackupOf(t, r, src)
+		req.Physical.Incremental, req.Physical.Mariabackup = inc, mariabackup
+		return backup.Run(ctx, req)
 	}
-	backup().mustSucceed(t)
-	backup("--incremental").mustSucceed(t)
-	backup().mustSucceed(t)
+	for _, inc := range []*backup.Incremental{nil, {}, nil} {
+		if _, err := take(inc, ""); err != nil {
+			t.Fatalf("backup: %v", err)
+		}
+	}
 	// Ids taken within one second sort by their random suffix: tell the
 	// backups apart by their parents.
 	var full, inc, other string
-	entries := backupListing(t, repoDir)
+	entries := usecasetest.List(t, r)
 	for _, e := range entries {
 		if e.Parent != "" {
 			full, inc = e.Parent, e.ID
@@ -54,7 +65,7 @@ func TestManifestPositionsChecked(t *testing.T) {
 	if len(entries) != 3 || inc == "" || other == "" {
 		t.Fatalf("backups %+v; want a full, an incremental on it and a full", entries)
 	}
-	manifestOf := func(id string) string { return filepath.Join(repoDir, "backups", id, "manifest.json") }
+	manifestOf := func(id string) string { return filepath.Join(r.Location, "backups", id, "manifest.json") }
 	original := map[string][]byte{}
 	for _, id := range []string{full, inc, other} {
 		b, err := os.ReadFile(manifestOf(id))
@@ -66,13 +77,15 @@ func TestManifestPositionsChecked(t *testing.T) {
 	restoreRefused := func(what string, want ...string) {
 		t.Helper()
 		target := filepath.Join(t.TempDir(), "target")
-		r := run(t, "restore", what, "--repo", repoDir, "--target-dir", target, "--prepare")
-		if r.code != ExitCorrupt {
-			t.Errorf("restore %s: exit %d (%v), want %d", what, r.code, r.err, ExitCorrupt)
+		req := usecasetest.RestoreOf(r, what)
+		req.Restore.TargetDir, req.Restore.Options.Prepare = target, true
+		_, err := restorecase.Run(ctx, req)
+		if !archive.IsCorrupt(err) {
+			t.Errorf("restore %s: %v, want corruption", what, err)
 		}
 		for _, w := range want {
-			if r.err == nil || !strings.Contains(r.err.Error(), w) {
-				t.Errorf("restore %s: %v; want it to name %q", what, r.err, w)
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("restore %s: %v; want it to name %q", what, err, w)
 			}
 		}
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
@@ -91,15 +104,23 @@ func TestManifestPositionsChecked(t *testing.T) {
 		writeFile(t, manifestOf(full), flipped)
 		defer writeFile(t, manifestOf(full), original[full])
 
-		r := run(t, "list", "--repo", repoDir).mustSucceed(t)
-		if !regexp.MustCompile(full + `\s+DAMAGED`).MatchString(r.stdout) {
-			t.Errorf("list does not show %s as damaged:\n%s", full, r.stdout)
+		// list shows it DAMAGED, and warns why: its checksum.
+		var damaged inventory.Backup
+		for _, e := range usecasetest.List(t, r) {
+			if e.ID == full {
+				damaged = e
+			}
 		}
-		if !strings.Contains(r.stderr, "checksum") {
-			t.Errorf("list does not say the checksum does not match: %s", r.stderr)
+		if !damaged.Damaged {
+			t.Errorf("list does not show %s as damaged: %+v", full, damaged)
+		}
+		if !strings.Contains(damaged.Damage, "checksum") {
+			t.Errorf("list does not say the checksum does not match: %q", damaged.Damage)
 		}
 		restoreRefused(full, full, "checksum")
-		run(t, "verify", other, "--repo", repoDir).mustSucceed(t)
+		if err := usecasetest.Verify(t, r, other); err != nil {
+			t.Errorf("verify %s: %v", other, err)
+		}
 	})
 
 	t.Run("buggy writer", func(t *testing.T) {
@@ -115,18 +136,22 @@ func TestManifestPositionsChecked(t *testing.T) {
 		}
 		writeFile(t, manifestOf(full), data)
 		defer writeFile(t, manifestOf(full), original[full])
-		run(t, "list", "--repo", repoDir).mustSucceed(t) // the manifest itself is whole
+		for _, e := range usecasetest.List(t, r) { // the manifest itself is whole
+			if e.Damaged {
+				t.Errorf("list shows %s as damaged: %s", e.ID, e.Damage)
+			}
+		}
 
 		values := []string{"xtrabackup_checkpoints says to_lsn " + strconv.FormatUint(stored, 10), "the manifest " + strconv.FormatUint(stored+1, 10)}
 		restoreRefused(full, append(values, full)...)
 		restoreRefused(inc, append(values, full)...)
 
 		// An incremental is not built on it: no backup is added.
-		r := backup("--incremental", "--parent", full)
-		if r.code != ExitCorrupt || r.err == nil || !strings.Contains(r.err.Error(), values[0]) || !strings.Contains(r.err.Error(), values[1]) {
-			t.Errorf("incremental on %s: exit %d (%v); want %d naming both to_lsn", full, r.code, r.err, ExitCorrupt)
+		_, err = take(&backup.Incremental{Parent: full}, "")
+		if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), values[0]) || !strings.Contains(err.Error(), values[1]) {
+			t.Errorf("incremental on %s: %v; want corruption naming both to_lsn", full, err)
 		}
-		if n := len(backupListing(t, repoDir)); n != 3 {
+		if n := len(usecasetest.List(t, r)); n != 3 {
 			t.Errorf("%d backups after a refused incremental, want 3", n)
 		}
 	})
@@ -151,23 +176,26 @@ exit 0
 		if err := os.Chmod(wrapper, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		r := backup("--mariabackup", wrapper)
-		if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), "says to_lsn") || !strings.Contains(r.err.Error(), "the manifest") {
-			t.Errorf("backup with disagreeing checkpoints: exit %d (%v); want refused naming both to_lsn", r.code, r.err)
+		_, err = take(nil, wrapper)
+		if err == nil || !strings.Contains(err.Error(), "says to_lsn") || !strings.Contains(err.Error(), "the manifest") {
+			t.Errorf("backup with disagreeing checkpoints: %v; want refused naming both to_lsn", err)
 		}
-		if n := len(backupListing(t, repoDir)); n != 3 {
+		if n := len(usecasetest.List(t, r)); n != 3 {
 			t.Errorf("%d backups after a refused backup, want 3", n)
 		}
-		dirs, _ := os.ReadDir(filepath.Join(repoDir, "backups"))
+		dirs, _ := os.ReadDir(filepath.Join(r.Location, "backups"))
 		if len(dirs) != 3 {
 			t.Errorf("%d backup directories after a refused backup, want 3 (it is discarded)", len(dirs))
 		}
 	})
 
 	// Untouched, every backup restores; the chain too.
-	run(t, "restore", inc, "--repo", repoDir, "--target-dir", filepath.Join(t.TempDir(), "ok"), "--prepare").mustSucceed(t)
+	req := usecasetest.RestoreOf(r, inc)
+	req.Restore.TargetDir, req.Restore.Options.Prepare = filepath.Join(t.TempDir(), "ok"), true
+	usecasetest.Restore(t, req)
 }
 
+// writeFile writes data as the file name, failing the test if it cannot.
 func writeFile(t *testing.T, name string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(name, data, 0o600); err != nil {
@@ -182,13 +210,15 @@ func TestEncryptedIncrementalWithoutKey(t *testing.T) {
 	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	pub, key := usecasetest.AgeKeys(t)
-	repoDir := newRepoDir(t)
-	backup := func(extra ...string) result {
-		return run(t, append(append([]string{"backup", "--repo", repoDir, "--encrypt", "--recipient-file", pub}, extra...), sandboxConn(src)...)...).mustSucceed(t)
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.Backup(t, usecasetest.EncryptedBackupOf(t, r, src, pub))
+	req := usecasetest.EncryptedBackupOf(t, r, src, pub)
+	req.Physical.Incremental = &backup.Incremental{}
+	if m := usecasetest.Backup(t, req).Manifest; m.Depth != 1 || m.Parent == "" {
+		t.Errorf("incremental in an encrypted repository without a key: parent %q, depth %d; want depth 1", m.Parent, m.Depth)
 	}
-	backup()
-	if r := backup("--incremental"); !strings.Contains(r.stdout, "depth 1") {
-		t.Errorf("incremental in an encrypted repository without a key: %q, want depth 1", r.stdout)
-	}
-	run(t, "restore", "--repo", repoDir, "--identity-file", key, "--target-dir", filepath.Join(t.TempDir(), "target"), "--prepare").mustSucceed(t)
+	restore := usecasetest.RestoreOf(r, "")
+	restore.Deferred.Open = r.AccessWith(repoaccess.KeyFiles{IdentityFile: key}).Open
+	restore.Restore.TargetDir, restore.Restore.Options.Prepare = filepath.Join(t.TempDir(), "target"), true
+	usecasetest.Restore(t, restore)
 }

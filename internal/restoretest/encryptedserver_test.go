@@ -1,4 +1,4 @@
-package cli
+package restoretest_test
 
 import (
 	"bytes"
@@ -11,17 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/backstream/backstream/internal/pitr"
+	"github.com/backstream/backstream/internal/restorecase"
+	"github.com/backstream/backstream/internal/restoretest"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// encryptedServerArgs are the options of a server with data-at-rest
-// encryption whose keys are in keyFile.
-func encryptedServerArgs(keyFile string) []string {
-	return []string{"--plugin-load-add=file_key_management", "--file-key-management-filename=" + keyFile,
-		"--innodb-encrypt-tables=ON", "--innodb-encrypt-log=ON", "--aria-encrypt-tables=ON", "--encrypt-tmp-files=ON"}
-}
 
 // assertNoKey fails if any file under dir holds the key, in hex as the
 // key file has it or as raw bytes.
@@ -51,7 +47,8 @@ func assertNoKey(t *testing.T, dir, keyHex string) {
 // point in time with the binary logs replayed: the sandbox starts with the
 // encryption plugin and key file the backup recorded. The repository
 // holds no copy of the key. With the key file gone from its path, the test
-// does not run (exit 1, not 3) and says which file is missing.
+// does not run (a failure, exit 1, not corruption) and says which file is
+// missing.
 func TestRestoreTestEncryptedServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -64,7 +61,7 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("1;"+keyHex+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src := sandboxtest.Start(t, sandbox.Options{Args: encryptedServerArgs(keyFile)})
+	src := sandboxtest.Start(t, sandbox.Options{Args: usecasetest.EncryptedServerArgs(keyFile)})
 	must := func(q string) {
 		t.Helper()
 		if _, err := src.DB().ExecContext(ctx, q); err != nil {
@@ -76,16 +73,15 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 	must("CREATE TABLE secret.aria (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=Aria")
 	must("INSERT INTO secret.inno SELECT seq, CONCAT('row ', seq) FROM secret.seq_1_to_2000")
 	must("INSERT INTO secret.aria SELECT seq, CONCAT('row ', seq) FROM secret.seq_1_to_2000")
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-	id := backupListing(t, repoDir)[0].ID
+	r := usecasetest.NewLocalRepo(t)
+	id := usecasetest.Backup(t, usecasetest.BackupOf(t, r, src)).Manifest.ID
 
-	rep, res := restoreTestReport(t, repoDir, id)
-	if res.code != 0 || !rep.Passed {
-		t.Fatalf("good backup of an encrypted server: exit %d, problems %q\n%s", res.code, rep.Problems, res.stderr)
+	rep, err := usecasetest.RestoreTest(t, r, id)
+	if err != nil || !rep.Passed {
+		t.Fatalf("good backup of an encrypted server: %v, report %+v", err, rep)
 	}
 	for _, name := range []string{"secret.inno", "secret.aria"} {
-		if tb := usecasetest.TableOf(t, &rep, name); !tb.Passed {
+		if tb := usecasetest.TableOf(t, rep, name); !tb.Passed {
 			t.Fatalf("%s: %+v", name, tb)
 		}
 	}
@@ -99,14 +95,19 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	must("FLUSH BINARY LOGS")
-	run(t, "binlog", "--repo", repoDir, "--socket", src.Socket, "--user", "root", "--no-defaults").mustSucceed(t)
-	res = run(t, "verify", "--repo", repoDir, "--restore-test", "--until-gtid", gtid)
-	if res.code != 0 || !strings.Contains(res.stdout, "restore test passed") {
-		t.Fatalf("restore test to GTID %s: exit %d\nstdout: %s\nstderr: %s", gtid, res.code, res.stdout, res.stderr)
+	usecasetest.ArchiveBinlogs(t, r, src)
+	until, err := pitr.ParseTarget("", gtid, "", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := usecasetest.RestoreTestTo(t, r, until); err != nil || !rep.Passed {
+		t.Fatalf("restore test to GTID %s: %v, report %+v", gtid, err, rep)
 	}
 	target := filepath.Join(t.TempDir(), "pitr")
-	run(t, "restore", "--repo", repoDir, "--until-gtid", gtid, "--target-dir", target).mustSucceed(t)
-	dst := sandboxtest.Start(t, sandbox.Options{Dir: t.TempDir(), Datadir: target, Args: encryptedServerArgs(keyFile)})
+	req := usecasetest.PointInTimeOf(r, target)
+	req.UntilGTID = gtid
+	usecasetest.Restore(t, req)
+	dst := sandboxtest.Start(t, sandbox.Options{Dir: t.TempDir(), Datadir: target, Args: usecasetest.EncryptedServerArgs(keyFile)})
 	for _, table := range []string{"secret.inno", "secret.aria"} {
 		var n int
 		if err := dst.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil || n != 2001 {
@@ -115,9 +116,9 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 	}
 
 	// No object, and no file in the backup's streams, holds the key.
-	assertNoKey(t, repoDir, keyHex)
+	assertNoKey(t, r.Location, keyHex)
 	extracted := t.TempDir()
-	catExtract(t, extracted, id, "--repo", repoDir)
+	usecasetest.CatExtract(t, r, id, extracted)
 	assertNoKey(t, extracted, keyHex)
 
 	// The key file gone: the host, not the backup, lacks something.
@@ -125,15 +126,28 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 	if err := os.Rename(keyFile, moved); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"verify", id, "--repo", repoDir, "--restore-test"},
-		{"verify", "--repo", repoDir, "--restore-test", "--until-gtid", gtid},
-		{"restore", "--repo", repoDir, "--until-gtid", gtid, "--target-dir", filepath.Join(t.TempDir(), "nokey")},
+	for _, c := range []struct {
+		what string
+		run  func() error
+	}{
+		{"restore test of " + id, func() error {
+			_, err := usecasetest.RestoreTest(t, r, id)
+			return err
+		}},
+		{"restore test to GTID " + gtid, func() error {
+			_, err := usecasetest.RestoreTestTo(t, r, until)
+			return err
+		}},
+		{"point-in-time restore to GTID " + gtid, func() error {
+			req := usecasetest.PointInTimeOf(r, filepath.Join(t.TempDir(), "nokey"))
+			req.UntilGTID = gtid
+			_, err := restorecase.Run(ctx, req)
+			return err
+		}},
 	} {
-		res = run(t, args...)
-		if res.code != ExitFailure || res.err == nil ||
-			!strings.Contains(res.err.Error(), "file-key-management-filename = "+keyFile) || !strings.Contains(res.err.Error(), "backup-my.cnf") {
-			t.Fatalf("%s without the key file: exit %d (want %d), error %v", args, res.code, ExitFailure, res.err)
+		err := c.run()
+		if !usecasetest.Failed(err) || !strings.Contains(err.Error(), "file-key-management-filename = "+keyFile) || !strings.Contains(err.Error(), "backup-my.cnf") {
+			t.Fatalf("%s without the key file: %v; want a failure (neither a refusal nor corruption) naming the key file", c.what, err)
 		}
 	}
 	if err := os.Rename(moved, keyFile); err != nil {
@@ -146,12 +160,13 @@ func TestRestoreTestEncryptedServer(t *testing.T) {
 	if err := os.WriteFile(extra, []byte("[mysqld]\nfile_key_management_filename="+missing+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res = run(t, "verify", id, "--repo", repoDir, "--restore-test", "--server-defaults-file", extra)
-	if res.code != ExitFailure || res.err == nil || !strings.Contains(res.err.Error(), extra+" line 2: file-key-management-filename = "+missing) {
-		t.Fatalf("a --server-defaults-file naming a missing key file: exit %d, error %v", res.code, res.err)
+	_, err = usecasetest.RestoreTestWith(t, r, id, func(req *restoretest.Request) { req.Job.ServerDefaults = extra })
+	if !usecasetest.Failed(err) || !strings.Contains(err.Error(), extra+" line 2: file-key-management-filename = "+missing) {
+		t.Fatalf("a --server-defaults-file naming a missing key file: %v; want a failure naming it", err)
 	}
-	res = run(t, "restore", id, "--repo", repoDir, "--target-dir", filepath.Join(t.TempDir(), "x"), "--server-defaults-file", extra)
-	if res.code != ExitUsage {
-		t.Fatalf("restore --server-defaults-file without --until: exit %d, error %v", res.code, res.err)
+	req = usecasetest.RestoreOf(r, id)
+	req.Restore.TargetDir, req.Restore.ServerDefaults = filepath.Join(t.TempDir(), "x"), extra
+	if _, err := restorecase.Run(ctx, req); !usecasetest.Refused(err) {
+		t.Fatalf("restore --server-defaults-file without --until: %v, want a refusal", err)
 	}
 }

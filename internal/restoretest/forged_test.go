@@ -1,10 +1,11 @@
-package cli
+package restoretest_test
 
 import (
 	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,32 +13,23 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
 	"github.com/backstream/backstream/internal/codec"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
-	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
-// forgeBackup writes a copy of backup id under a new id whose files went
-// through tamper on the way, with every checksum (chunk CRCs, frame
+// forgeBackup writes a copy of backup id of r under a new id whose files
+// went through tamper on the way, with every checksum (chunk CRCs, frame
 // index, object and file digests) made to match the tampered bytes: what
 // a bug in backstream's writer would leave, which verify cannot catch.
-func forgeBackup(t *testing.T, repoDir, id string, tamper func(path string, data []byte) []byte) string {
+func forgeBackup(t *testing.T, r usecasetest.Repo, id string, tamper func(path string, data []byte) []byte) string {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	catExtract(t, dir, id, "--repo", repoDir)
+	usecasetest.CatExtract(t, r, id, dir)
 
-	b, err := local.New(repoDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := r.Resolve(ctx, id)
+	rp := r.Open(t)
+	m, err := rp.Resolve(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +41,8 @@ func forgeBackup(t *testing.T, repoDir, id string, tamper func(path string, data
 	forged.ID = backupid.New(time.Now().Add(time.Second))
 	forged.Streams, forged.Files, forged.Meta = nil, nil, nil
 	header := forged
-	_, err = archive.WriteTo(ctx, r, &header, func() (*archive.Manifest, error) {
-		w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: r.Output(forged.ID, m.Hash), Streams: len(m.Streams), Codec: c, Hash: m.Hash})
+	_, err = archive.WriteTo(ctx, rp, &header, func() (*archive.Manifest, error) {
+		w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: rp.Output(forged.ID, m.Hash), Streams: len(m.Streams), Codec: c, Hash: m.Hash})
 		if err != nil {
 			return nil, err
 		}
@@ -78,18 +70,18 @@ func forgeBackup(t *testing.T, repoDir, id string, tamper func(path string, data
 			return nil, err
 		}
 		for _, o := range m.Meta {
-			data, err := r.ReadMeta(ctx, m, o.Name)
+			data, err := rp.ReadMeta(ctx, m, o.Name)
 			if err != nil {
 				return nil, err
 			}
-			obj, err := r.PutMeta(ctx, forged.ID, o.Name, data, m.Hash)
+			obj, err := rp.PutMeta(ctx, forged.ID, o.Name, data, m.Hash)
 			if err != nil {
 				return nil, err
 			}
 			forged.Meta = append(forged.Meta, obj)
 		}
 		forged.Complete(res)
-		return &forged, r.Commit(ctx, &forged)
+		return &forged, rp.Commit(ctx, &forged)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,20 +106,15 @@ func TestRestoreTestPhysical(t *testing.T) {
 		t.Fatal(err)
 	}
 	src = usecasetest.ServerOn(t, src.Datadir)
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-	id := backupListing(t, repoDir)[0].ID
+	r := usecasetest.NewLocalRepo(t)
+	id := usecasetest.Backup(t, usecasetest.BackupOf(t, r, src)).Manifest.ID
 
-	res := run(t, "verify", id, "--repo", repoDir, "--restore-test", "--progress", "none").mustSucceed(t)
-	if !strings.Contains(res.stdout, "restore test passed") {
-		t.Fatalf("no pass reported: %s", res.stdout)
-	}
-	rep, res := restoreTestReport(t, repoDir, id)
-	if res.code != 0 || !rep.Passed || len(rep.Problems) > 0 {
-		t.Fatalf("good backup: exit %d, report %+v", res.code, rep)
+	rep, err := usecasetest.RestoreTest(t, r, id)
+	if err != nil || !rep.Passed || len(rep.Problems) > 0 {
+		t.Fatalf("good backup: %v, report %+v", err, rep)
 	}
 	for _, name := range []string{"sample.big", "sample.small_01", "sample.small_02", "mysql.global_priv"} {
-		if tb := usecasetest.TableOf(t, &rep, name); tb.Check != "OK" || !tb.Passed {
+		if tb := usecasetest.TableOf(t, rep, name); tb.Check != "OK" || !tb.Passed {
 			t.Fatalf("%s: %+v", name, tb)
 		}
 	}
@@ -135,7 +122,7 @@ func TestRestoreTestPhysical(t *testing.T) {
 	// Damage a byte in the body of every fourth page of the big table,
 	// past the headers, where only InnoDB's own page checksum can see it.
 	const page = 16 << 10
-	forged := forgeBackup(t, repoDir, id, func(path string, data []byte) []byte {
+	forged := forgeBackup(t, r, id, func(path string, data []byte) []byte {
 		// mariabackup names a table rebuilt shortly before the backup
 		// (its DDL still in the redo log it copies) big.new; prepare
 		// renames it.
@@ -148,23 +135,26 @@ func TestRestoreTestPhysical(t *testing.T) {
 		}
 		return out
 	})
-	run(t, "verify", forged, "--repo", repoDir, "--progress", "none").mustSucceed(t)
-	rep, res = restoreTestReport(t, repoDir, forged)
-	if res.code != ExitCorrupt || rep.Passed {
-		t.Fatalf("damaged pages: exit %d (want %d), passed %v\n%s", res.code, ExitCorrupt, rep.Passed, res.stderr)
+	if err := usecasetest.Verify(t, r, forged); err != nil {
+		t.Fatalf("verify of the forged backup: %v", err)
 	}
-	if tb := usecasetest.TableOf(t, &rep, "sample.big"); tb.Passed {
+	rep, err = usecasetest.RestoreTest(t, r, forged)
+	if rep == nil || !archive.IsCorrupt(err) || rep.Passed {
+		t.Fatalf("damaged pages: %v (want corruption), report %+v", err, rep)
+	}
+	if tb := usecasetest.TableOf(t, rep, "sample.big"); tb.Passed {
 		t.Fatalf("sample.big passed its check: %+v", tb)
 	}
-	if tb := usecasetest.TableOf(t, &rep, "sample.small_01"); !tb.Passed {
+	if tb := usecasetest.TableOf(t, rep, "sample.small_01"); !tb.Passed {
 		t.Fatalf("an intact table failed: %+v", tb)
 	}
-	if !strings.Contains(strings.Join(rep.Problems, "\n"), "sample.big") {
-		t.Fatalf("the problems do not name the table: %q", rep.Problems)
+	// The text report prints each problem as a FAIL line: one of them is
+	// the table's; the error the command exits with names it too.
+	if !slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.HasPrefix(p, "sample.big") }) {
+		t.Fatalf("no problem is the table's: %q", rep.Problems)
 	}
-	res = run(t, "verify", forged, "--repo", repoDir, "--restore-test", "--progress", "none")
-	if res.code != ExitCorrupt || !strings.Contains(res.stdout, "FAIL sample.big") || res.err == nil || !strings.Contains(res.err.Error(), "sample.big") {
-		t.Fatalf("text report: exit %d, error %v\nstdout: %s", res.code, res.err, res.stdout)
+	if !strings.Contains(err.Error(), "sample.big") {
+		t.Fatalf("the error does not name the table: %v", err)
 	}
 }
 
@@ -179,23 +169,22 @@ func TestRestoreTestLogical(t *testing.T) {
 	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, Blobs: true}); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-	id := backupListing(t, repoDir)[0].ID
+	r := usecasetest.NewLocalRepo(t)
+	id := usecasetest.Backup(t, usecasetest.LogicalBackupOf(t, r, src)).Manifest.ID
 
-	rep, res := restoreTestReport(t, repoDir, id)
-	if res.code != 0 || !rep.Passed {
-		t.Fatalf("good backup: exit %d, report %+v\n%s", res.code, rep, res.stderr)
+	rep, err := usecasetest.RestoreTest(t, r, id)
+	if err != nil || !rep.Passed {
+		t.Fatalf("good backup: %v, report %+v", err, rep)
 	}
 	for _, name := range []string{"sample.small_01", "sample.small_03", "sample.blobs"} {
-		tb := usecasetest.TableOf(t, &rep, name)
+		tb := usecasetest.TableOf(t, rep, name)
 		if !tb.Passed || tb.Rows == nil || *tb.Rows == 0 || *tb.Rows != *tb.ExpectedRows || tb.RowSum == "" || tb.RowSum != tb.ExpectedRowSum {
 			t.Fatalf("%s: %+v", name, tb)
 		}
 	}
 
 	done := false
-	forged := forgeBackup(t, repoDir, id, func(path string, data []byte) []byte {
+	forged := forgeBackup(t, r, id, func(path string, data []byte) []byte {
 		if done || !strings.HasPrefix(path, "sample/small_02.") || !strings.HasSuffix(path, ".tsv") {
 			return data
 		}
@@ -210,15 +199,17 @@ func TestRestoreTestLogical(t *testing.T) {
 		done = true
 		return out
 	})
-	run(t, "verify", forged, "--repo", repoDir, "--progress", "none").mustSucceed(t)
-	rep, res = restoreTestReport(t, repoDir, forged)
-	if res.code != ExitCorrupt || rep.Passed {
-		t.Fatalf("changed row: exit %d (want %d), passed %v\n%s", res.code, ExitCorrupt, rep.Passed, res.stderr)
+	if err := usecasetest.Verify(t, r, forged); err != nil {
+		t.Fatalf("verify of the forged backup: %v", err)
 	}
-	if tb := usecasetest.TableOf(t, &rep, "sample.small_02"); tb.Passed || tb.RowSum == tb.ExpectedRowSum {
+	rep, err = usecasetest.RestoreTest(t, r, forged)
+	if rep == nil || !archive.IsCorrupt(err) || rep.Passed {
+		t.Fatalf("changed row: %v (want corruption), report %+v", err, rep)
+	}
+	if tb := usecasetest.TableOf(t, rep, "sample.small_02"); tb.Passed || tb.RowSum == tb.ExpectedRowSum {
 		t.Fatalf("sample.small_02 passed: %+v", tb)
 	}
-	if tb := usecasetest.TableOf(t, &rep, "sample.small_01"); !tb.Passed {
+	if tb := usecasetest.TableOf(t, rep, "sample.small_01"); !tb.Passed {
 		t.Fatalf("an intact table failed: %+v", tb)
 	}
 	if !strings.Contains(strings.Join(rep.Problems, "\n"), "sample.small_02: the rows differ") {

@@ -1,33 +1,38 @@
-package cli
+package binlog_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/binlog"
+	"github.com/backstream/backstream/internal/inventory"
+	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // Binary logs purged on the source while binlog was not running: the next
-// run exits non-zero naming the missing files and records a gap marker;
+// run fails (exit 1) naming the missing files and records a gap marker;
 // list --binlogs shows it; a restore past it fails before writing
 // anything, naming it; --allow-gap archives on past it, and the restore
 // is still refused, naming the recorded gap.
 func TestBinlogGapPurged(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	src := usecasetest.BinlogSource(t, 1)
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	before := archivedBinlogs(t, repoDir)
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.Backup(t, usecasetest.BackupOf(t, r, src))
+	usecasetest.ArchiveBinlogs(t, r, src)
+	before := usecasetest.ArchivedBinlogs(t, r)
 	newest := before[len(before)-1].Name
 
 	// Three files written and purged while binlog is not running.
@@ -66,33 +71,37 @@ func TestBinlogGapPurged(t *testing.T) {
 	}
 	missing := fmt.Sprintf("%s.%06d .. %s.%06d", base, n+1, base, cur-1)
 
-	r := run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...)
-	if r.code != ExitFailure || r.err == nil || !strings.Contains(r.err.Error(), missing) || !strings.Contains(r.err.Error(), "--allow-gap") {
-		t.Fatalf("binlog after a purge: exit %d, %v; want exit 1 naming %s and --allow-gap", r.code, r.err, missing)
+	_, err := usecasetest.ArchiverOf(t, r, src).RunOnce(ctx)
+	var gapErr *binlog.GapError
+	if !usecasetest.Failed(err) || !errors.As(err, &gapErr) || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "--allow-gap") {
+		t.Fatalf("binlog after a purge: %v; want a gap (exit 1) naming %s and --allow-gap", err, missing)
 	}
-	marker := filepath.Join(repoDir, "binlogs", before[0].Source, "gaps", current+".json")
-	data, err := os.ReadFile(marker)
-	if err != nil {
-		t.Fatalf("no gap marker: %v", err)
-	}
+	marker := "binlogs/" + before[0].Source + "/gaps/" + current + ".json"
+	data := r.Read(t, marker)
 	var g struct{ After, Before, Missing string }
 	if err := json.Unmarshal(data, &g); err != nil || g.After != newest || g.Before != current || g.Missing != missing {
 		t.Errorf("gap marker %s: %+v, %v", data, g, err)
 	}
-	if got := archivedBinlogs(t, repoDir); len(got) != len(before) {
+	if got := usecasetest.ArchivedBinlogs(t, r); len(got) != len(before) {
 		t.Errorf("binlog archived past the gap without --allow-gap: %d files, had %d", len(got), len(before))
 	}
-	list := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
+	b := usecasetest.ListBinlogs(t, r)
+	list, _ := listing(t, b)
 	if !strings.Contains(list, "GAP: "+missing+" were purged on the server before they were archived") {
 		t.Errorf("list --binlogs does not show the gap:\n%s", list)
+	}
+	if len(b.Overviews) != 1 || len(b.Overviews[0].Gaps) != 1 || b.Overviews[0].Gaps[0].Missing != missing || b.Overviews[0].Gaps[0].Allowed ||
+		b.Overviews[0].Gaps[0].Object() != marker {
+		t.Errorf("list --binlogs: windows %+v; want one gap of %s at %s, not allowed", b.Overviews, missing, marker)
 	}
 
 	refused := func(what string) {
 		t.Helper()
 		target := filepath.Join(t.TempDir(), "target")
-		r := run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target)
-		if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), marker[len(repoDir)+1:]) || !strings.Contains(r.err.Error(), missing) {
-			t.Errorf("%s: restore --until end: exit %d, %v; want a refusal naming the gap %s", what, r.code, r.err, marker[len(repoDir)+1:])
+		req := usecasetest.PointInTimeOf(r, target)
+		req.Until = "end"
+		if _, err := restorecase.Run(ctx, req); err == nil || !strings.Contains(err.Error(), marker) || !strings.Contains(err.Error(), missing) {
+			t.Errorf("%s: restore --until end: %v; want a refusal naming the gap %s", what, err, marker)
 		}
 		if entries, _ := os.ReadDir(target); len(entries) > 0 {
 			t.Errorf("%s: the refused restore wrote %d entries into the target", what, len(entries))
@@ -102,17 +111,24 @@ func TestBinlogGapPurged(t *testing.T) {
 
 	src.DB().Exec("INSERT INTO m.marks (at) VALUES (NOW(6))")
 	src.DB().Exec("FLUSH BINARY LOGS")
-	r = run(t, append([]string{"binlog", "--repo", repoDir, "--allow-gap"}, sandboxConn(src)...)...)
-	if r.code != ExitOK || !strings.Contains(r.stderr, missing) {
-		t.Fatalf("binlog --allow-gap: exit %d, %v; want 0 and a warning naming %s:\n%s", r.code, r.err, missing, r.stderr)
+	a := usecasetest.ArchiverOf(t, r, src)
+	a.AllowGap = true
+	var said testkit.SyncBuffer // what binlog says on stderr
+	a.Log = func(msg string) { fmt.Fprintln(&said, msg) }
+	if _, err := a.RunOnce(ctx); err != nil || !strings.Contains(said.String(), missing) {
+		t.Fatalf("binlog --allow-gap: %v; want success and a warning naming %s:\n%s", err, missing, said.String())
 	}
-	list = run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
+	b = usecasetest.ListBinlogs(t, r)
+	list, _ = listing(t, b)
 	if !strings.Contains(list, current) || !strings.Contains(list, "GAP: "+missing) || !strings.Contains(list, "archived on past it (--allow-gap)") {
 		t.Errorf("list --binlogs after --allow-gap:\n%s", list)
 	}
+	if len(b.Overviews) != 1 || len(b.Overviews[0].Gaps) != 1 || !b.Overviews[0].Gaps[0].Allowed {
+		t.Errorf("list --binlogs after --allow-gap: windows %+v; want the gap allowed", b.Overviews)
+	}
 	refused("gap allowed")
 	// The gap was allowed: a later run goes on without --allow-gap.
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	usecasetest.ArchiveBinlogs(t, r, src)
 }
 
 // A source killed (SIGKILL) and restarted on the same datadir while
@@ -126,21 +142,23 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	src := usecasetest.BinlogSource(t, 1)
 	var serverID int
 	src.DB().QueryRow("SELECT @@server_id").Scan(&serverID)
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "json"}, sandboxConn(src)...)...)
-	var stderr testkit.SyncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.Backup(t, usecasetest.BackupOf(t, r, src))
+	// binlog --follow --flush-interval 200ms --progress json: its
+	// progress and what it says go to the tracker as the command wires
+	// them.
+	a := usecasetest.ArchiverOf(t, r, src)
+	a.FlushInterval = 200 * time.Millisecond
+	var stderr usecasetest.JSONProgress
+	tr := stderr.Tracker("binlog", 0)
+	a.Counter, a.Log = tr, func(msg string) { tr.Logf("%s", msg) }
+	a.Lag = func(l binlog.Lag) { tr.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes}) }
+	stop := usecasetest.Follow(t, a)
 	for i := range 20 {
 		src.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* before %d */", i))
 	}
-	usecasetest.WaitFor(t, "a segment or file archived", &stderr, func() bool {
-		segs, _ := filepath.Glob(filepath.Join(repoDir, "binlogs", "*", "*", "segments", "*.seg"))
+	usecasetest.WaitFor(t, "a segment or file archived", &stderr.SyncBuffer, func() bool {
+		segs, _ := filepath.Glob(filepath.Join(r.Location, "binlogs", "*", "*", "segments", "*.seg"))
 		return len(segs) > 0
 	})
 	src.Kill()
@@ -156,7 +174,7 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	}
 	// A lag measure after the restart, caught up: the follower
 	// reconnected and holds what the restarted server wrote.
-	usecasetest.WaitFor(t, "a progress event caught up after the restart", &stderr, func() bool {
+	usecasetest.WaitFor(t, "a progress event caught up after the restart", &stderr.SyncBuffer, func() bool {
 		lines := strings.Split(stderr.String(), "\n")
 		for i := len(lines) - 1; i >= 0; i-- {
 			var e struct {
@@ -170,35 +188,53 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 		}
 		return false
 	})
-	list := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout
+	b := usecasetest.ListBinlogs(t, r)
+	list, _ := listing(t, b)
 	if !strings.Contains(list, "recoverable: from backup ") || !strings.Contains(list, "lag: ") || !strings.Contains(list, "binlog --follow, measured") {
 		t.Errorf("list --binlogs does not show the window and the lag:\n%s", list)
 	}
-	checkStatusJSON(t, repoDir)
-	cmd.Process.Signal(os.Interrupt)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
+	checkStatusJSON(t, b)
+	err = stop()
+	tr.Finish(err)
+	if err != nil {
+		t.Errorf("binlog --follow stopped: %v\n%s", err, stderr.String())
 	}
 	// Stopped, the follower says so: its last lag is not shown as live.
-	if out := run(t, "list", "--repo", repoDir, "--binlogs", "--status", "--json").mustSucceed(t).stdout; !strings.Contains(out, `"following": false`) && !strings.Contains(out, `"following":false`) {
-		t.Errorf("after binlog --follow stopped, list --binlogs --status --json:\n%s\nwant following false", out)
+	if out, err := json.Marshal(usecasetest.ListBinlogs(t, r).JSON(true)); err != nil || !strings.Contains(string(out), `"following":false`) {
+		t.Errorf("after binlog --follow stopped, list --binlogs --status --json: %v\n%s\nwant following false", err, out)
 	}
 	for i := range 5 {
 		again.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* later %d */", i))
 	}
 	again.DB().Exec("FLUSH BINARY LOGS")
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(again)...)...).mustSucceed(t)
-	if list := run(t, "list", "--repo", repoDir, "--binlogs").mustSucceed(t).stdout; strings.Contains(list, "GAP") {
+	usecasetest.ArchiveBinlogs(t, r, again)
+	b = usecasetest.ListBinlogs(t, r)
+	if list, _ := listing(t, b); strings.Contains(list, "GAP") {
 		t.Errorf("a gap after a restart of the source:\n%s", list)
 	}
+	for _, v := range b.Overviews {
+		if len(v.Gaps) > 0 || len(v.Breaks) > 0 {
+			t.Errorf("a gap after a restart of the source on %s: gaps %+v, breaks %+v", v.Source, v.Gaps, v.Breaks)
+		}
+	}
 	target := filepath.Join(t.TempDir(), "target")
-	out := run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target, "--json").mustSucceed(t).stdout
+	req := usecasetest.PointInTimeOf(r, target)
+	req.Until = "end"
+	restored := usecasetest.Restore(t, req)
+	if restored.PointInTime == nil {
+		t.Fatalf("restore --until end: %+v, not a point in time", restored)
+	}
+	// What restore --until end --json prints of it.
+	out, err := json.Marshal(restored.PointInTime.JSON())
 	var res struct {
 		Backup  string   `json:"backup"`
 		Binlogs []string `json:"binlogs"`
 		Target  string   `json:"target"`
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Backup == "" || len(res.Binlogs) == 0 || res.Target != target {
+	if err == nil {
+		err = json.Unmarshal(out, &res)
+	}
+	if err != nil || res.Backup == "" || len(res.Binlogs) == 0 || res.Target != target {
 		t.Errorf("restore --until end --json: %v, %+v:\n%s", err, res, out)
 	}
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), usecasetest.Checksums(t, again))
@@ -208,9 +244,12 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 // the one server archived while binlog --follow runs, what the text shows:
 // the window from the backup to the newest segment, with times and GTIDs,
 // the lag measured by the follower, and the file held only as segments.
-func checkStatusJSON(t *testing.T, repoDir string) {
+func checkStatusJSON(t *testing.T, b inventory.Binlogs) {
 	t.Helper()
-	out := run(t, "list", "--repo", repoDir, "--binlogs", "--status", "--json").mustSucceed(t).stdout
+	out, err := json.Marshal(b.JSON(true))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var views []struct {
 		Source     string `json:"source"`
 		FromBackup string `json:"from_backup"`
@@ -231,7 +270,7 @@ func checkStatusJSON(t *testing.T, repoDir string) {
 			Segments int    `json:"segments"`
 		} `json:"segment_only"`
 	}
-	if err := json.Unmarshal([]byte(out), &views); err != nil {
+	if err := json.Unmarshal(out, &views); err != nil {
 		t.Fatalf("list --binlogs --status --json: %v\n%s", err, out)
 	}
 	if len(views) != 1 {
@@ -261,9 +300,9 @@ func TestBinlogServerIDChange(t *testing.T) {
 	ctx := context.Background()
 	src := usecasetest.BinlogSource(t, 1)
 	other := usecasetest.BinlogSource(t, 1)
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(other)...)...).mustSucceed(t)
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.ArchiveBinlogs(t, r, src)
+	usecasetest.ArchiveBinlogs(t, r, other)
 
 	if err := src.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -279,9 +318,8 @@ func TestBinlogServerIDChange(t *testing.T) {
 	var current string
 	again.DB().QueryRow("SHOW MASTER STATUS").Scan(&current, new(int64), new(string), new(string))
 	again.DB().Exec("PURGE BINARY LOGS TO '" + current + "'")
-	r := run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(again)...)...)
-	if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), "server_id changed to 4242") || !strings.Contains(r.err.Error(), "--allow-gap") {
-		t.Errorf("binlog after a server_id change: exit %d, %v; want a refusal naming the change and --allow-gap", r.code, r.err)
+	if _, err := usecasetest.ArchiverOf(t, r, again).RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "server_id changed to 4242") || !strings.Contains(err.Error(), "--allow-gap") {
+		t.Errorf("binlog after a server_id change: %v; want a refusal naming the change and --allow-gap", err)
 	}
 }
 
@@ -292,21 +330,22 @@ func TestBinlogServerIDChange(t *testing.T) {
 func TestBinlogNumberingRestarted(t *testing.T) {
 	t.Parallel()
 	src := usecasetest.BinlogSource(t, 2)
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
-	before := archivedBinlogs(t, repoDir)
+	r := usecasetest.NewLocalRepo(t)
+	usecasetest.ArchiveBinlogs(t, r, src)
+	before := usecasetest.ArchivedBinlogs(t, r)
 	for _, q := range []string{"RESET MASTER", "INSERT INTO m.marks (at) VALUES (NOW(6))", "FLUSH BINARY LOGS"} {
 		if _, err := src.DB().Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	for _, extra := range [][]string{nil, {"--allow-gap"}} {
-		r := run(t, append(append([]string{"binlog", "--repo", repoDir}, extra...), sandboxConn(src)...)...)
-		if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), "numbering went back") {
-			t.Errorf("binlog %v after RESET MASTER: exit %d, %v; want a refusal saying the numbering went back", extra, r.code, r.err)
+	for _, allowGap := range []bool{false, true} {
+		a := usecasetest.ArchiverOf(t, r, src)
+		a.AllowGap = allowGap
+		if _, err := a.RunOnce(context.Background()); err == nil || !strings.Contains(err.Error(), "numbering went back") {
+			t.Errorf("binlog (--allow-gap %v) after RESET MASTER: %v; want a refusal saying the numbering went back", allowGap, err)
 		}
 	}
-	if after := archivedBinlogs(t, repoDir); len(after) != len(before) {
+	if after := usecasetest.ArchivedBinlogs(t, r); len(after) != len(before) {
 		t.Errorf("%d archived files after the refusals, %d before", len(after), len(before))
 	}
 }
