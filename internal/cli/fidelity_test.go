@@ -54,76 +54,10 @@ func TestFidelityCorpus(t *testing.T) {
 	}
 }
 
-// corpusServerArgs are the options of a server of the corpus: its global
-// sql_mode is mode's.
-func corpusServerArgs(mode string) []string {
-	return []string{"--sql-mode=" + fidelitytest.Modes[mode]}
-}
-
-// corpusSource starts a server whose global sql_mode is mode's, loads the
-// fixtures that keep takes, and returns it with their fingerprints.
-func corpusSource(t *testing.T, fixtures []*fidelitytest.Fixture, mode string, keep func(*fidelitytest.Fixture) bool) (*sandbox.Server, []*fidelitytest.Fixture, map[string]map[string]string) {
-	t.Helper()
-	ctx := context.Background()
-	src := sandboxtest.Start(t, sandbox.Options{Args: corpusServerArgs(mode)})
-	var loaded []*fidelitytest.Fixture
-	for _, f := range fixtures {
-		if !keep(f) {
-			continue
-		}
-		if err := f.Load(ctx, src.Socket, "root"); err != nil {
-			t.Fatal(err)
-		}
-		loaded = append(loaded, f)
-	}
-	if len(loaded) == 0 {
-		t.Fatalf("no fixture of the corpus takes this path: the test would prove nothing")
-	}
-	return src, loaded, corpusFingerprints(t, src, loaded)
-}
-
-// corpusFingerprints fingerprints every fixture's database on s.
-func corpusFingerprints(t *testing.T, s *sandbox.Server, fixtures []*fidelitytest.Fixture) map[string]map[string]string {
-	t.Helper()
-	want := map[string]map[string]string{}
-	for _, f := range fixtures {
-		fp, err := fidelitytest.Fingerprint(context.Background(), s.DB(), f.Database)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[f.Name] = fp
-	}
-	return want
-}
-
-// compareCorpus fingerprints every fixture's database on the restored
-// server and reports each fixture that differs, with where it comes from.
-func compareCorpus(t *testing.T, restored *sandbox.Server, fixtures []*fidelitytest.Fixture, want map[string]map[string]string) {
-	t.Helper()
-	for _, f := range fixtures {
-		got, err := fidelitytest.Fingerprint(context.Background(), restored.DB(), f.Database)
-		if err != nil {
-			t.Errorf("fixture %s (%s): %v", f.Name, f.Source, err)
-			continue
-		}
-		if diffs := fidelitytest.Compare(got, want[f.Name]); len(diffs) > 0 {
-			t.Errorf("fixture %s (%s, from %s): %d differences:\n%s", f.Name, f.Title, f.Source, len(diffs), strings.Join(diffs, "\n"))
-		}
-	}
-}
-
-func databasesOf(fixtures []*fidelitytest.Fixture) string {
-	var names []string
-	for _, f := range fixtures {
-		names = append(names, f.Database)
-	}
-	return strings.Join(names, ",")
-}
-
 // corpusLogical: plain and encrypted logical backups, restored into a
 // server of the same sql_mode.
 func corpusLogical(t *testing.T, fixtures []*fidelitytest.Fixture, mode string) {
-	src, loaded, want := corpusSource(t, fixtures, mode, func(f *fidelitytest.Fixture) bool {
+	src, loaded, want := usecasetest.CorpusSource(t, fixtures, mode, func(f *fidelitytest.Fixture) bool {
 		return f.Refuse == "" && f.Takes(fidelitytest.Logical, mode)
 	})
 	pub, key := usecasetest.AgeKeys(t)
@@ -137,12 +71,12 @@ func corpusLogical(t *testing.T, fixtures []*fidelitytest.Fixture, mode string) 
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			repoDir := newRepoDir(t)
-			backup := append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", databasesOf(loaded)}, c.backup...)
+			backup := append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, c.backup...)
 			run(t, append(backup, sandboxConn(src)...)...).mustSucceed(t)
-			dst := sandboxtest.Start(t, sandbox.Options{Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
+			dst := sandboxtest.Start(t, sandbox.Options{Args: append(usecasetest.CorpusServerArgs(mode), fidelitytest.TargetArgs...)})
 			restore := append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, c.restr...)
 			run(t, append(restore, sandboxConn(dst)...)...).mustSucceed(t)
-			compareCorpus(t, dst, loaded, want)
+			usecasetest.CompareCorpus(t, dst, loaded, want)
 		})
 	}
 }
@@ -154,7 +88,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 	takes := func(f *fidelitytest.Fixture) bool {
 		return f.Refuse == "" && slices.Contains(f.Paths, fidelitytest.Physical)
 	}
-	src, loaded, want := corpusSource(t, fixtures, "permissive", takes)
+	src, loaded, want := usecasetest.CorpusSource(t, fixtures, "permissive", takes)
 	t.Run("full", func(t *testing.T) {
 		// DML and InnoDB DDL run on another database of the source while
 		// the backup is taken: a restore replayed from the backup's
@@ -188,7 +122,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 		for _, c := range []struct{ name, datadir string }{{"restore --prepare", restored}, {"cat | mbstream -x, mariabackup --prepare", stock}} {
 			srv := usecasetest.ServerOn(t, c.datadir)
 			usecasetest.ReplayBinlog(t, src, srv, pos.BinlogFile, pos.BinlogPosition)
-			compareCorpus(t, srv, loaded, want)
+			usecasetest.CompareCorpus(t, srv, loaded, want)
 			if got := usecasetest.TableState(t, srv.DB(), churnDB); got != wantChurn {
 				t.Errorf("%s, replayed from %s:%d: the database written during the backup differs:\nrestored: %s\n  source: %s", c.name, pos.BinlogFile, pos.BinlogPosition, got, wantChurn)
 			}
@@ -198,7 +132,7 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 		// A second source, of the same sql_mode as the first (routines,
 		// triggers, views and events record the mode they were created
 		// under): the full backup holds the first half.
-		chain := sandboxtest.Start(t, sandbox.Options{Args: corpusServerArgs("permissive")})
+		chain := sandboxtest.Start(t, sandbox.Options{Args: usecasetest.CorpusServerArgs("permissive")})
 		half := len(loaded) / 2
 		for _, f := range loaded[:half] {
 			if err := f.Load(ctx, chain.Socket, "root"); err != nil {
@@ -215,10 +149,10 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--incremental"}, sandboxConn(chain)...)...).mustSucceed(t)
 		// The chain's own fingerprints: system-versioned rows carry the
 		// time they were loaded at, which differs from the first source's.
-		chainWant := corpusFingerprints(t, chain, loaded)
+		chainWant := usecasetest.CorpusFingerprints(t, chain, loaded)
 		target := filepath.Join(t.TempDir(), "datadir")
 		run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
-		compareCorpus(t, usecasetest.ServerOn(t, target), loaded, chainWant)
+		usecasetest.CompareCorpus(t, usecasetest.ServerOn(t, target), loaded, chainWant)
 	})
 }
 

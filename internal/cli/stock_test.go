@@ -218,7 +218,7 @@ func compareStates(t *testing.T, what string, got, want serverState) {
 func TestStockRestore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src := sandboxtest.Start(t, sandbox.Options{Args: corpusServerArgs("permissive")})
+	src := sandboxtest.Start(t, sandbox.Options{Args: usecasetest.CorpusServerArgs("permissive")})
 	if err := sandboxtest.LoadFidelitySchema(ctx, src.DB()); err != nil {
 		t.Fatal(err)
 	}

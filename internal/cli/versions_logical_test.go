@@ -40,7 +40,7 @@ func TestVersionsLogical(t *testing.T) {
 func logicalMatrix(t *testing.T, fixtures []*fidelitytest.Fixture, version, basedir, mode string) {
 	src, loaded, want := versionSource(t, fixtures, version, basedir, mode)
 	target := func() *sandbox.Server {
-		dst := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
+		dst := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Args: append(usecasetest.CorpusServerArgs(mode), fidelitytest.TargetArgs...)})
 		usecasetest.RequireVersion(t, dst, version)
 		return dst
 	}
@@ -70,7 +70,7 @@ func logicalMatrix(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 	}
 	t.Run("backup and restore", func(t *testing.T) {
 		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", databasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
+		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
 		dst := target()
 		restore := append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)
 		if len(refused) > 0 {
@@ -78,17 +78,17 @@ func logicalMatrix(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 			restore = append(restore, excluded...)
 		}
 		run(t, restore...).mustSucceed(t)
-		compareCorpus(t, dst, kept, want)
+		usecasetest.CompareCorpus(t, dst, kept, want)
 	})
 	t.Run("copy", func(t *testing.T) {
 		dst := target()
-		cp := append([]string{"copy", "--parallel", "2", "--database", databasesOf(loaded)}, copyConn(src, dst)...)
+		cp := append([]string{"copy", "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, copyConn(src, dst)...)
 		if len(refused) > 0 {
 			expectRefusal("copy", run(t, cp...), dst)
 			cp = append(cp, excluded...)
 		}
 		run(t, cp...).mustSucceed(t)
-		compareCorpus(t, dst, kept, want)
+		usecasetest.CompareCorpus(t, dst, kept, want)
 	})
 }
 
@@ -121,7 +121,7 @@ func fixtureDatabases(t *testing.T, s *sandbox.Server) []string {
 func versionSource(t *testing.T, fixtures []*fidelitytest.Fixture, version, basedir, mode string) (*sandbox.Server, []*fidelitytest.Fixture, map[string]map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Args: corpusServerArgs(mode)})
+	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Args: usecasetest.CorpusServerArgs(mode)})
 	usecasetest.RequireVersion(t, src, version)
 	full, err := src.Version(ctx)
 	if err != nil {
@@ -148,7 +148,7 @@ func versionSource(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 	if len(loaded) == 0 {
 		t.Fatal("no fixture of the corpus loaded: the test would prove nothing")
 	}
-	return src, loaded, corpusFingerprints(t, src, loaded)
+	return src, loaded, usecasetest.CorpusFingerprints(t, src, loaded)
 }
 
 // TestVersionsLogicalUpgrade is the logical upgrade path (issue 30 item
@@ -167,7 +167,7 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
 	const mode = "permissive"
 	target118 := func(t *testing.T) *sandbox.Server {
-		dst := sandboxtest.Start(t, sandbox.Options{Basedir: b118, Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
+		dst := sandboxtest.Start(t, sandbox.Options{Basedir: b118, Args: append(usecasetest.CorpusServerArgs(mode), fidelitytest.TargetArgs...)})
 		usecasetest.RequireVersion(t, dst, "11.8")
 		return dst
 	}
@@ -177,14 +177,14 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 			src, loaded, want := versionSource(t, fixtures, c.version, c.basedir, mode)
 			t.Run("backup and restore", func(t *testing.T) {
 				repoDir := newRepoDir(t)
-				run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", databasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
+				run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
 				dst := target118(t)
 				run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
 				compareUpgraded(t, dst, loaded, want)
 			})
 			t.Run("copy", func(t *testing.T) {
 				dst := target118(t)
-				run(t, append([]string{"copy", "--parallel", "2", "--database", databasesOf(loaded)}, copyConn(src, dst)...)...).mustSucceed(t)
+				run(t, append([]string{"copy", "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, copyConn(src, dst)...)...).mustSucceed(t)
 				compareUpgraded(t, dst, loaded, want)
 			})
 		})
@@ -193,9 +193,9 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 		t.Parallel()
 		src, loaded, _ := versionSource(t, fixtures, "11.8", b118, mode)
 		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", databasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
+		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
 		for _, c := range []struct{ version, basedir string }{{"10.5", b105}, {"10.11", ""}} {
-			dst := sandboxtest.Start(t, sandbox.Options{Basedir: c.basedir, Args: append(corpusServerArgs(mode), fidelitytest.TargetArgs...)})
+			dst := sandboxtest.Start(t, sandbox.Options{Basedir: c.basedir, Args: append(usecasetest.CorpusServerArgs(mode), fidelitytest.TargetArgs...)})
 			usecasetest.RequireVersion(t, dst, c.version)
 			before := usecasetest.Checksums(t, dst)
 			r := run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...)
@@ -203,7 +203,7 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 				!strings.Contains(msg, "older than the backup's source, MariaDB 11.8 (") {
 				t.Errorf("restore of an 11.8 logical backup into %s: exit %d, %v; want a refusal naming both versions", c.version, r.code, r.err)
 			}
-			r = run(t, append([]string{"copy", "--parallel", "2", "--database", databasesOf(loaded)}, copyConn(src, dst)...)...)
+			r = run(t, append([]string{"copy", "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, copyConn(src, dst)...)...)
 			if msg := fmt.Sprint(r.err); r.code == ExitOK || !strings.Contains(msg, "the target runs MariaDB "+c.version+" (") ||
 				!strings.Contains(msg, "older than the source's 11.8 (") {
 				t.Errorf("copy from 11.8 into %s: exit %d, %v; want a refusal naming both versions", c.version, r.code, r.err)
