@@ -97,3 +97,20 @@ func TestFindMinioWaitsForTheBuild(t *testing.T) {
 		t.Fatalf("findMinio() = %q, %v; want %q", got, err, want)
 	}
 }
+
+// Main sets the credentials at once: a test whose first S3 is a private
+// server it started (StartPrivate) finds them before the shared server
+// has started.
+func TestMainSetsTheCredentialsBeforeTheStart(t *testing.T) {
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"} {
+		t.Setenv(k, "") // restored after the test
+	}
+	m := Main()
+	user, pass := processCredentials()
+	if os.Getenv("AWS_ACCESS_KEY_ID") != user || os.Getenv("AWS_SECRET_ACCESS_KEY") != pass || user == "" {
+		t.Errorf("after Main the environment has key %q, want %q, and the secret set", os.Getenv("AWS_ACCESS_KEY_ID"), user)
+	}
+	if os.Getenv("AWS_ENDPOINT_URL") != "" || m.Endpoint != "" {
+		t.Errorf("Main started a server (endpoint %q, %q); it starts on the first bucket", os.Getenv("AWS_ENDPOINT_URL"), m.Endpoint)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +31,9 @@ func processCredentials() (user, pass string) {
 }
 
 // Main returns the one MinIO of a whole test binary, started on the
-// first NewBucket: its AWS environment (endpoint, region, credentials;
-// the machine's own AWS files hidden) is set then, before any test uses
+// first NewBucket. The AWS environment's region and credentials (every
+// server of the binary has them; the machine's own AWS files hidden) are
+// set at once, its endpoint when the server starts, before any test uses
 // it. Call it from TestMain before m.Run, and Stop the server after.
 // Tests make their own buckets on it with NewBucket. The start waits
 // for the first use so that the package's other tests run while
@@ -42,8 +42,22 @@ func processCredentials() (user, pass string) {
 func Main() *Server {
 	m := &Server{removeDir: true, lazy: &lazyStart{}}
 	m.user, m.pass = processCredentials()
+	// The credentials now, not at the start: a test's private server
+	// (StartPrivate) has them too, and may be the first S3 a test uses.
+	for k, v := range map[string]string{
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": m.user, "AWS_SECRET_ACCESS_KEY": m.pass, "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_SHARED_CREDENTIALS_FILE": noAWSFile, "AWS_CONFIG_FILE": noAWSFile, "AWS_CA_BUNDLE": "",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			panic(err)
+		}
+	}
 	return m
 }
+
+// noAWSFile stands for the machine's AWS credentials and config files,
+// which the tests never read.
+const noAWSFile = "/nonexistent/backstream-tests-read-no-aws-files"
 
 // lazyStart is the start of Main's server: once, on first use.
 type lazyStart struct {
@@ -71,17 +85,7 @@ func (m *Server) startShared() error {
 	if err := m.TryRestart(); err != nil {
 		return err
 	}
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": m.Endpoint, "AWS_REGION": "us-east-1",
-		"AWS_ACCESS_KEY_ID": m.user, "AWS_SECRET_ACCESS_KEY": m.pass, "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(m.dir, "no-credentials"), "AWS_CONFIG_FILE": filepath.Join(m.dir, "no-config"),
-		"AWS_CA_BUNDLE": "",
-	} {
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return os.Setenv("AWS_ENDPOINT_URL", m.Endpoint)
 }
 
 var buckets atomic.Int64
