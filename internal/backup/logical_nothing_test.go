@@ -138,10 +138,8 @@ func TestLogicalBackupOfNothingIsRefused(t *testing.T) {
 	// before the target is touched.
 	t.Run("copy", func(t *testing.T) {
 		dst := sandboxtest.Start(t, sandbox.Options{})
-		job := servercopy.Job{From: usecasetest.Conn(src), To: usecasetest.Conn(dst), Parallel: 2, ChunkBytes: logical.DefaultChunkBytes}
-		if err := job.SetChoices(restorecase.Choices{Databases: []string{"sampel"}}); err != nil {
-			t.Fatal(err)
-		}
+		job := usecasetest.CopyOf(t, src, dst, restorecase.Choices{Databases: []string{"sampel"}})
+		job.Parallel = 2
 		res, err := servercopy.Run(ctx, job)
 		var fe *logical.FilterError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "--database sampel") {

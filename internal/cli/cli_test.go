@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/backstream/backstream/internal/inventory"
@@ -31,35 +30,12 @@ type result struct {
 // tests wait on each other's writes. That a restore syncs is checked in
 // internal/durable and internal/restore (through the page cache's own
 // account), and end to end by the restores into place and by receive.
-// mariadbPaths holds, per top-level test, the --mariadb-path that run
-// gives each command of the test that names none (useMariadbPath): with
-// $BACKSTREAM_MARIADB_PATH instead (t.Setenv), the tests of other MariaDB
-// versions could not run in parallel.
-var mariadbPaths sync.Map
-
-// useMariadbPath makes run pass --mariadb-path dirs (joined as the flag
-// takes them) to every command of t's top-level test.
-func useMariadbPath(t *testing.T, dirs ...string) {
-	top := topTest(t)
-	mariadbPaths.Store(top, strings.Join(dirs, string(os.PathListSeparator)))
-	t.Cleanup(func() { mariadbPaths.Delete(top) })
-}
-
-// topTest names t's top-level test.
-func topTest(t *testing.T) string {
-	top, _, _ := strings.Cut(t.Name(), "/")
-	return top
-}
-
 func run(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	root := NewRoot("test")
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--progress") }) {
 		args = append(args, "--progress=none")
-	}
-	if p, ok := mariadbPaths.Load(topTest(t)); ok && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--mariadb-path") }) {
-		args = append(args, "--mariadb-path", p.(string))
 	}
 	if len(args) > 0 && args[0] == "restore" && !slices.ContainsFunc(args, func(a string) bool {
 		return strings.HasPrefix(a, "--no-sync") || a == "--datadir" || strings.HasPrefix(a, "--datadir=")

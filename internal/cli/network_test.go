@@ -2,30 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// listening reports whether a TCP socket listens on port, from
-// /proc/net/tcp, so that no connection disturbs the listener.
-func listening(t *testing.T, port int) bool {
-	t.Helper()
-	data, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := fmt.Sprintf(":%04X", port)
-	for _, line := range strings.Split(string(data), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) > 3 && strings.HasSuffix(f[1], local) && f[3] == "0A" {
-			return true
-		}
-	}
-	return false
-}
 
 // The end-to-end tests of send, receive, provision and replicate live
 // with their use cases, in internal/remote (into a directory or a

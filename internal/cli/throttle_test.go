@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,95 +16,6 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// atLeast is the least time moving bytes at rate can take: the limiter lets
-// its first burst (a tenth of a second of bytes) through at once, and the
-// 0.8 leaves room for that. Throttling guarantees the bound on any
-// machine, however loaded; a backup that ignored the limit ends well
-// before it.
-func atLeast(n, rate int64) time.Duration {
-	return time.Duration(float64(n) / float64(rate) * 0.8 * float64(time.Second))
-}
-
-// A physical backup under --max-rate and --max-io: mariabackup gets its
-// --throttle, the stream is read no faster than the rate, and the backup
-// restores, prepares and starts with every table's checksum equal to the
-// source's.
-func TestPhysicalBackupMaxRate(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 2, BigTableMB: 24}); err != nil {
-		t.Fatal(err)
-	}
-	want := usecasetest.Checksums(t, src)
-	tr := testRepo{usecasetest.Backends[0].Make(t)}
-	const rate = 16 << 20
-	start := time.Now()
-	run(t, append([]string{"backup", "--repo", tr.Location, "--parallel", "2", "--max-rate", "16MiB/s", "--max-io", "5000"}, sandboxConn(src)...)...).mustSucceed(t)
-	took := time.Since(start)
-	e := backupListing(t, tr.Location)[0]
-	if least := atLeast(e.RawBytes, rate); took < least {
-		t.Errorf("backup of %d raw bytes at --max-rate 16MiB/s took %v, less than the %v the rate allows", e.RawBytes, took, least)
-	}
-	t.Logf("%d raw bytes at 16 MiB/s: %v (at least %v)", e.RawBytes, took, atLeast(e.RawBytes, rate))
-	// mariabackup records the options it was given in its info file.
-	if info := mariabackupInfo(t, tr, e.ID); !strings.Contains(info, " --throttle=5000") {
-		t.Errorf("mariabackup did not get --throttle=5000; its info file says:\n%s", info)
-	}
-
-	run(t, "verify", e.ID, "--repo", tr.Location).mustSucceed(t)
-	target := filepath.Join(t.TempDir(), "restore")
-	run(t, "restore", e.ID, "--repo", tr.Location, "--target-dir", target, "--prepare").mustSucceed(t)
-	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, target)), want)
-}
-
-// mariabackupInfo is the tool's info file kept in a backup's meta (its
-// name changed in 11.1).
-func mariabackupInfo(t *testing.T, tr testRepo, id string) string {
-	t.Helper()
-	infos, err := tr.Backend.List(context.Background(), "backups/"+id+"/meta/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, i := range infos {
-		if b := path.Base(i.Name); b == "xtrabackup_info" || b == "mariadb_backup_info" {
-			return string(tr.Read(t, i.Name))
-		}
-	}
-	t.Fatalf("backup %s keeps no mariabackup info file in its meta: %v", id, infos)
-	return ""
-}
-
-// A logical backup under --max-rate: all connections share one budget, so
-// the table data takes at least its size over the rate, and the dump
-// loads into a fresh server with every table's checksum equal.
-func TestLogicalBackupMaxRate(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(ctx, src.DB(), sandbox.SampleOptions{Tables: 3, BigTableMB: 8, Blobs: true}); err != nil {
-		t.Fatal(err)
-	}
-	want := usecasetest.Checksums(t, src)
-	repoDir := newRepoDir(t)
-	const rate = 4 << 20
-	start := time.Now()
-	run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "3", "--chunk-size", "1MiB", "--skip-users", "--max-rate", "4MiB"}, sandboxConn(src)...)...).mustSucceed(t)
-	took := time.Since(start)
-	var data int64
-	for _, d := range backupListing(t, repoDir)[0].Databases {
-		data += d.Bytes
-	}
-	if least := atLeast(data, rate); took < least {
-		t.Errorf("dump of %d bytes of table data at --max-rate 4MiB took %v, less than the %v the rate allows", data, took, least)
-	}
-	t.Logf("%d bytes of table data over 3 connections at 4 MiB/s: %v (at least %v)", data, took, atLeast(data, rate))
-
-	dst := sandboxtest.Start(t, sandbox.Options{})
-	run(t, append([]string{"restore", "--repo", repoDir}, sandboxConn(dst)...)...).mustSucceed(t)
-	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, dst), want)
-}
 
 // Limits given wrongly are usage errors that name the flag, before any
 // server or repository is touched.

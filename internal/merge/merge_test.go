@@ -11,7 +11,6 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
-	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/merge"
 	"github.com/backstream/backstream/internal/repoaccess"
@@ -19,36 +18,6 @@ import (
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// mergeChain does what `merge ref --parallel 2 --work-dir workDir` does in
-// the repository o reaches (its key files, and --encrypt): under the
-// repository's exclusive lock it merges the chain that ends at ref, with
-// the defaults a user gets (zstd, BLAKE3), and returns the backup made.
-func mergeChain(t *testing.T, o repoaccess.Options, ref, workDir string) (*archive.Manifest, error) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := codec.Parse(codec.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := merge.Job{WorkDir: workDir, Parallel: 2, Codec: c, Hash: archive.DefaultHash, Version: "test"}
-	job.Restore.Workers = job.Parallel
-	if job.Repo, err = o.Open(ctx); err != nil {
-		return nil, err
-	}
-	ctx, release, err := o.Acquire(ctx, job.Repo, repoaccess.OpMerge, true)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	if job.Backup, err = job.Repo.Resolve(ctx, ref); err != nil {
-		return nil, err
-	}
-	if job.Encryption, err = o.Encryption(ctx, job.Repo); err != nil {
-		return nil, err
-	}
-	return merge.Merge(ctx, job)
-}
 
 // merge builds a full backup from a chain taken under writes: restored
 // (prepared or not) it equals the chain's end, the restore test passes on
@@ -88,12 +57,12 @@ func TestMerge(t *testing.T) {
 	}
 
 	// A full backup is no chain.
-	if _, err := mergeChain(t, r.Access(), chain[0].ID, ""); !usecasetest.Refused(err) || !strings.Contains(err.Error(), "is a full backup: there is no chain to merge") {
+	if _, err := usecasetest.Merge(t, r.Access(), chain[0].ID, withWorkDir("")); !usecasetest.Refused(err) || !strings.Contains(err.Error(), "is a full backup: there is no chain to merge") {
 		t.Errorf("merge of a full backup: %v; want a refusal", err)
 	}
 
 	work := t.TempDir()
-	made, err := mergeChain(t, r.Access(), "latest", work)
+	made, err := usecasetest.Merge(t, r.Access(), "latest", withWorkDir(work))
 	if err != nil {
 		t.Fatalf("merge: %v", err)
 	}
@@ -190,12 +159,12 @@ func TestMerge(t *testing.T) {
 		}
 		usecasetest.Backup(t, req)
 	}
-	if _, err := mergeChain(t, enc.AccessWith(keys), "latest", ""); !usecasetest.Refused(err) || !strings.Contains(err.Error(), "merge it with --encrypt") {
+	if _, err := usecasetest.Merge(t, enc.AccessWith(keys), "latest", withWorkDir("")); !usecasetest.Refused(err) || !strings.Contains(err.Error(), "merge it with --encrypt") {
 		t.Errorf("merge of an encrypted chain without --encrypt: %v; want a refusal", err)
 	}
 	encrypt := enc.AccessWith(keys)
 	encrypt.Encrypt = true
-	encMade, err := mergeChain(t, encrypt, "latest", "")
+	encMade, err := usecasetest.Merge(t, encrypt, "latest", withWorkDir(""))
 	if err != nil {
 		t.Fatalf("merge --encrypt: %v", err)
 	}
@@ -218,4 +187,9 @@ func TestMerge(t *testing.T) {
 	req.Restore.TargetDir, req.Restore.Options.Prepare = encTarget, true
 	usecasetest.Restore(t, req)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, usecasetest.ServerOn(t, encTarget)), newer)
+}
+
+// withWorkDir is merge's job as `merge --parallel 2 --work-dir dir` sets it.
+func withWorkDir(dir string) func(*merge.Job) {
+	return func(j *merge.Job) { j.WorkDir, j.Parallel, j.Restore.Workers = dir, 2, 2 }
 }

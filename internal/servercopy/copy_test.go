@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/provision"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restorecase"
@@ -26,30 +25,6 @@ import (
 	"github.com/backstream/backstream/internal/servercopy"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
-
-// copyJob is the copy `copy --from S --to T` makes from src into dst with
-// the choices c (filters, renames, --drop-existing, --resume, ...) and
-// copy's defaults; the test sets what else it asks for.
-func copyJob(t *testing.T, src, dst *sandbox.Server, c restorecase.Choices) servercopy.Job {
-	t.Helper()
-	job := servercopy.Job{From: usecasetest.Conn(src), To: usecasetest.Conn(dst),
-		Parallel: options.DefaultParallel(), ChunkBytes: 16 << 20} // --chunk-size's default
-	if err := job.SetChoices(c); err != nil {
-		t.Fatal(err)
-	}
-	return job
-}
-
-// runCopy copies as job asks (servercopy.Run), failing the test if it fails.
-func runCopy(t *testing.T, job servercopy.Job) *servercopy.Result {
-	t.Helper()
-	res, err := servercopy.Run(context.Background(), job)
-	if err != nil {
-		t.Fatalf("copy: %v", err)
-	}
-	t.Logf("copy %s: %d tables, %d rows, position %+v", res.ID, res.Load.Tables, res.Load.Rows, res.Position)
-	return res
-}
 
 // userChecksums is sandbox.ChecksumTables without the target's record
 // of loads and copies (database backstream_load), which a copy keeps.
@@ -84,10 +59,10 @@ func TestCopyRenameAndFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	job := copyJob(t, src, dst, restorecase.Choices{ExcludeDatabases: []string{"other"}, ExcludeTables: []string{"fid_b.left_out"},
+	job := usecasetest.CopyOf(t, src, dst, restorecase.Choices{ExcludeDatabases: []string{"other"}, ExcludeTables: []string{"fid_b.left_out"},
 		Rename: []string{"fid_a:fid_a_copy", "fid_b:fid_b_copy"}})
 	job.Parallel, job.ChunkBytes = 2, 1<<20
-	res := runCopy(t, job)
+	res := usecasetest.Copy(t, job)
 	var gtid string
 	if err := src.DB().QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&gtid); err != nil {
 		t.Fatal(err)
@@ -197,16 +172,16 @@ func TestCopyResumeAfterKill(t *testing.T) {
 		t.Fatalf("the big table was complete before the kill: the test proves nothing")
 	}
 
-	_, err := servercopy.Run(ctx, copyJob(t, src, dst, restorecase.Choices{}))
+	_, err := servercopy.Run(ctx, usecasetest.CopyOf(t, src, dst, restorecase.Choices{}))
 	if !usecasetest.Failed(err) || !strings.Contains(err.Error(), "--resume") || !strings.Contains(err.Error(), "--drop-existing") {
 		t.Fatalf("a copy over an unfinished one: %v; want a failure (not a usage error) naming --resume and --drop-existing", err)
 	}
 	usecasetest.ExecAll(t, src.DB(),
 		"UPDATE r.changed SET v = v + 1 WHERE id % 10 = 0", "INSERT INTO r.changed (v) VALUES (-1)",
 		"INSERT INTO r.big VALUES (-1, 'after the kill')", "UPDATE r.big SET pad = 'changed' WHERE a = 7")
-	job := copyJob(t, src, dst, restorecase.Choices{Resume: true})
+	job := usecasetest.CopyOf(t, src, dst, restorecase.Choices{Resume: true})
 	job.Parallel = 2
-	res := runCopy(t, job)
+	res := usecasetest.Copy(t, job)
 	if !res.Resumed || len(res.Load.Kept) != 1 || !strings.HasPrefix(res.Load.Kept[0], "table r.kept kept") ||
 		!slices.ContainsFunc(res.Load.Reloaded, func(s string) bool {
 			return strings.HasPrefix(s, "table r.changed reloaded from scratch: its rows on the source changed")
@@ -261,7 +236,7 @@ func TestCopyReplicate(t *testing.T) {
 	// --primary-host 127.0.0.1 --primary-port P --primary-defaults-file cnf
 	primary := replica.Named{File: cnf, Given: replica.Primary{Host: "127.0.0.1", Port: src.Port}, HostGiven: true, PortGiven: true}
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	job := copyJob(t, src, dst, restorecase.Choices{})
+	job := usecasetest.CopyOf(t, src, dst, restorecase.Choices{})
 	p, err := primary.Resolve(replica.PrimaryAt(job.From))
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +245,7 @@ func TestCopyReplicate(t *testing.T) {
 	// What copy prints besides its result: the servers it reached.
 	var printed bytes.Buffer
 	job.OnServers = func(s, t servercopy.Server) { fmt.Fprintf(&printed, "copy: from %s\ncopy: into %s\n", s, t) }
-	res := runCopy(t, job)
+	res := usecasetest.Copy(t, job)
 	if res.Replication == nil || !res.Replication.UsingGTID || res.Replication.GTID != res.Position.GTID || res.Position.GTID == "" {
 		t.Fatalf("replication %+v, want it by GTID from the copy's position %q", res.Replication, res.Position.GTID)
 	}
@@ -283,7 +258,7 @@ func TestCopyReplicate(t *testing.T) {
 	}
 
 	later := sandboxtest.Start(t, sandbox.Options{})
-	runCopy(t, copyJob(t, src, later, restorecase.Choices{}))
+	usecasetest.Copy(t, usecasetest.CopyOf(t, src, later, restorecase.Choices{}))
 	if _, err := src.DB().ExecContext(ctx, "INSERT INTO sample.small_01 (id, big, name) VALUES (1000001, 42, 'after the copies')"); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +307,7 @@ func TestCopyRefusals(t *testing.T) {
 	}
 	byTCP := mariadb.Config{Host: "127.0.0.1", Port: src.Port, User: "root", Protocol: mariadb.ProtocolTCP}
 	for _, to := range []mariadb.Config{usecasetest.Conn(src), byTCP} {
-		job := copyJob(t, src, src, restorecase.Choices{})
+		job := usecasetest.CopyOf(t, src, src, restorecase.Choices{})
 		job.To = to
 		if _, err := servercopy.Run(ctx, job); !usecasetest.Failed(err) || !strings.Contains(err.Error(), "the same server") {
 			t.Errorf("copy onto itself (%s): %v; want a refusal, a failure (not a usage error)", to, err)
@@ -344,7 +319,7 @@ func TestCopyRefusals(t *testing.T) {
 
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	usecasetest.ExecAll(t, dst.DB(), "CREATE DATABASE sample", "CREATE TABLE sample.small_01 (x INT)", "INSERT INTO sample.small_01 VALUES (42)")
-	_, err := servercopy.Run(ctx, copyJob(t, src, dst, restorecase.Choices{}))
+	_, err := servercopy.Run(ctx, usecasetest.CopyOf(t, src, dst, restorecase.Choices{}))
 	if !usecasetest.Failed(err) || !strings.Contains(err.Error(), "sample.small_01") || !strings.Contains(err.Error(), "--drop-existing") {
 		t.Fatalf("copy over an existing table: %v; want a failure (not a usage error) naming sample.small_01 and --drop-existing", err)
 	}
@@ -352,11 +327,11 @@ func TestCopyRefusals(t *testing.T) {
 	if err := dst.DB().QueryRowContext(ctx, "SELECT x FROM sample.small_01").Scan(&x); err != nil || x != 42 || journal(dst) != 0 {
 		t.Errorf("the refused copy changed the target: %v, %d, journal database %d", err, x, journal(dst))
 	}
-	_, err = servercopy.Run(ctx, copyJob(t, src, dst, restorecase.Choices{Resume: true}))
+	_, err = servercopy.Run(ctx, usecasetest.CopyOf(t, src, dst, restorecase.Choices{Resume: true}))
 	if !usecasetest.Failed(err) || !strings.Contains(err.Error(), "no unfinished copy") {
 		t.Errorf("Resume with nothing to resume: %v; want a failure (not a usage error)", err)
 	}
-	runCopy(t, copyJob(t, src, dst, restorecase.Choices{DropExisting: true}))
+	usecasetest.Copy(t, usecasetest.CopyOf(t, src, dst, restorecase.Choices{DropExisting: true}))
 	usecasetest.CompareChecksums(t, userChecksums(t, dst), userChecksums(t, src))
 }
 
@@ -381,12 +356,12 @@ func TestCopyMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := sandboxtest.Start(t, sandbox.Options{})
-	job := copyJob(t, src, dst, restorecase.Choices{Rename: []string{"shop:staging"}})
+	job := usecasetest.CopyOf(t, src, dst, restorecase.Choices{Rename: []string{"shop:staging"}})
 	job.Parallel = 2
 	if err := job.SetMask([]string{"shop.customers.id=hash", "shop.orders.customer_id=hash", "shop.customers.email=email", "shop.orders.email=email"}, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	res := runCopy(t, job)
+	res := usecasetest.Copy(t, job)
 	if want := []string{"shop.customers.email=email", "shop.customers.id=hash", "shop.orders.customer_id=hash", "shop.orders.email=email"}; !slices.Equal(res.Masked, want) {
 		t.Errorf("the copy says it masked %q, want %q", res.Masked, want)
 	}

@@ -33,19 +33,6 @@ func ArchiverOf(t testing.TB, r Repo, src *sandbox.Server) *binlog.Archiver {
 	return a
 }
 
-// ArchiveBinlogs archives every closed binary log of src that r lacks, as
-// `binlog` does, failing the test if it fails, and returns what it
-// archived.
-func ArchiveBinlogs(t testing.TB, r Repo, src *sandbox.Server) *binlog.Summary {
-	t.Helper()
-	s, err := ArchiverOf(t, r, src).RunOnce(context.Background())
-	if err != nil {
-		t.Fatalf("binlog: %v", err)
-	}
-	t.Logf("binlog: %d files archived", s.Files)
-	return s
-}
-
 // Follow runs a in the background as `binlog --follow` does, until stop
 // cancels its context as SIGINT cancels the command's; stop waits for it
 // and returns what Run returned (nil: stopped cleanly, what it archived
@@ -90,4 +77,12 @@ func ArchivedBinlogs(t testing.TB, r Repo) []archive.BinlogFile {
 		out = append(out, *e.BinlogFile)
 	}
 	return out
+}
+
+// ArchiveBinlogs archives every closed binary log of src that r lacks, as
+// `binlog` does, failing the test if it fails, and returns what it
+// archived.
+func ArchiveBinlogs(t testing.TB, r Repo, src *sandbox.Server) *binlog.Summary {
+	t.Helper()
+	return ArchiveBinlogsWith(t, r, src, nil)
 }

@@ -66,16 +66,6 @@ func Restore(t testing.TB, req restorecase.Request) *restorecase.Result {
 	return res
 }
 
-// List is what `list --json` prints of r.
-func List(t testing.TB, r Repo) inventory.Listing {
-	t.Helper()
-	l, err := inventory.List(context.Background(), r.Open(t), inventory.Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // CatExtract writes backup ref of r as one xbstream (restorecase.Cat,
 // what `backstream cat` prints) into the real `mbstream -x -C dir`, as
 // `cat | mbstream -x` with pipefail would: both must succeed. The stream
@@ -109,4 +99,10 @@ func CatExtract(t testing.TB, r Repo, ref, dir string) {
 func Verify(t testing.TB, r Repo, ref string) error {
 	t.Helper()
 	return VerifyWith(t, r.Access(), ref)
+}
+
+// List is what `list --json` prints of r.
+func List(t testing.TB, r Repo) inventory.Listing {
+	t.Helper()
+	return ListWith(t, r.Access())
 }

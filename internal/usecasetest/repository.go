@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"testing"
-	"time"
 
 	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/options"
@@ -98,14 +97,5 @@ func RestoreTestWith(t testing.TB, r Repo, ref string, set func(*restoretest.Req
 // prints) and the error the command exits with.
 func Expire(t testing.TB, r Repo, req retention.Request) (retention.Result, error) {
 	t.Helper()
-	req.Now = time.Now()
-	if err := req.Check(); err != nil {
-		return retention.Result{}, err
-	}
-	rp, ctx, release, err := r.Access().OpenLocked(context.Background(), repoaccess.OpExpire, true)
-	if err != nil {
-		return retention.Result{}, err
-	}
-	defer release()
-	return retention.Run(ctx, rp, req)
+	return ExpireWith(t, r.Access(), req)
 }

@@ -1,4 +1,4 @@
-package cli
+package backup_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/fidelitytest"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -92,14 +93,14 @@ func stockObjects(t *testing.T, db *sql.DB) {
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 }
 
-// stockExtract extracts every stream object of the latest backup in
-// repoDir into a new directory with the stock tools, as the guide says:
-// age -d (with identity, when not ""), the codec's decompressor,
-// mbstream -x.
-func stockExtractAll(t *testing.T, repoDir, identity string) string {
+// stockExtractAll extracts every stream object of the latest backup in
+// the local repository r into a new directory with the stock tools, as
+// the guide says: age -d (with identity, when not ""), the codec's
+// decompressor, mbstream -x.
+func stockExtractAll(t *testing.T, r usecasetest.Repo, identity string) string {
 	t.Helper()
-	id := backupListing(t, repoDir)[0].ID
-	objects, err := filepath.Glob(filepath.Join(repoDir, "backups", id, "streams", "*.xbs.zst*"))
+	id := usecasetest.List(t, r)[0].ID
+	objects, err := filepath.Glob(filepath.Join(r.Location, "backups", id, "streams", "*.xbs.zst*"))
 	if err != nil || len(objects) == 0 {
 		t.Fatalf("stream objects of %s: %v, %v", id, objects, err)
 	}
@@ -151,6 +152,9 @@ type serverState struct {
 	accountList  []string
 }
 
+// stateOf is what the stock route must restore of s: the fingerprints of
+// the databases dbs, every table's checksum, and the accounts' SHOW CREATE
+// USER and SHOW GRANTS.
 func stateOf(t *testing.T, s *sandbox.Server, dbs, accounts []string) serverState {
 	t.Helper()
 	ctx := context.Background()
@@ -247,22 +251,31 @@ func TestStockRestore(t *testing.T) {
 		t.Fatalf("databases %q: the source is not what it should be", dbs)
 	}
 
-	plain := newRepoDir(t)
-	run(t, append([]string{"backup", "--logical", "--repo", plain, "--parallel", "2", "--chunk-size", "1MiB"}, sandboxConn(src)...)...).mustSucceed(t)
+	// backup --logical --chunk-size 1MiB into a plain repository; backup
+	// --logical into one made with init --encrypt --recipient-file, which
+	// encrypts the backup by itself.
+	plain := usecasetest.NewLocalRepo(t)
+	req := usecasetest.LogicalBackupOf(t, plain, src)
+	req.Dump.ChunkBytes = 1 << 20
+	usecasetest.Backup(t, req)
 	pub, key := usecasetest.AgeKeys(t)
-	encrypted := filepath.Join(t.TempDir(), "repo")
-	run(t, "init", "--repo", encrypted, "--encrypt", "--recipient-file", pub).mustSucceed(t)
-	run(t, append([]string{"backup", "--logical", "--repo", encrypted, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	encrypted := usecasetest.NewEncryptedRepo(t, repoaccess.KeyFiles{RecipientFile: pub})
+	usecasetest.Backup(t, usecasetest.RepoEncrypted(t, encrypted, usecasetest.LogicalBackupOf(t, encrypted, src)))
 
 	// Targets run under another global sql_mode than the source: the
 	// scripts set every session setting that matters themselves.
 	targetArgs := append([]string{"--sql-mode=" + fidelitytest.Modes["strict"]}, fidelitytest.TargetArgs...)
 	restored := sandboxtest.Start(t, sandbox.Options{Args: targetArgs})
-	run(t, append([]string{"restore", "--repo", plain, "--parallel", "2", "--users"}, sandboxConn(restored)...)...).mustSucceed(t)
+	load := usecasetest.LoadOf(plain, "", restored)
+	load.Load.Users = true
+	usecasetest.Restore(t, load)
 	byBackstream := stateOf(t, restored, dbs, accounts)
 	compareStates(t, "backstream restore vs the source", byBackstream, want)
 
-	for _, c := range []struct{ name, repo, identity string }{{"plain", plain, ""}, {"encrypted", encrypted, key}} {
+	for _, c := range []struct {
+		name, identity string
+		repo           usecasetest.Repo
+	}{{"plain", "", plain}, {"encrypted", key, encrypted}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := stockExtractAll(t, c.repo, c.identity)

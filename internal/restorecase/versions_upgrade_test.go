@@ -1,4 +1,4 @@
-package cli
+package restorecase_test
 
 import (
 	"context"
@@ -10,38 +10,42 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsPhysicalUpgrade is the physical upgrade path (issue 30 item
 // 5): a physical backup of MariaDB 10.11 (the host's) and one of 10.5,
-// each restored into place on a host upgraded to 11.8
-// (--mariadb-path lists 11.8's basedir first, then 10.5's;
-// 10.11's tools are in PATH), is prepared with its own version's
-// mariabackup and started by 11.8's mariadbd (restore --datadir --start),
-// which names the upgrade step;
-// then 11.8's mariadb-upgrade, as the guide says, after which every
-// table's CHECKSUM TABLE equals the source's and the datadir records the
-// upgrade.
+// each restored into place on a host upgraded to 11.8 (the MariaDB path,
+// --mariadb-path, lists 11.8's basedir first, then 10.5's; 10.11's tools
+// are in PATH), is prepared with its own version's mariabackup and
+// started by 11.8's mariadbd (restore --datadir --start), which names the
+// upgrade step; then 11.8's mariadb-upgrade, as the guide says, after
+// which every table's CHECKSUM TABLE equals the source's and the datadir
+// records the upgrade.
 func TestVersionsPhysicalUpgrade(t *testing.T) {
 	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
 	t.Parallel()
-	useMariadbPath(t, b118, b105)
+	path := toolpath.Path{b118, b105}
 	for _, c := range []struct{ version, basedir string }{{"10.11", ""}, {"10.5", b105}} {
 		t.Run(c.version+" to 11.8", func(t *testing.T) {
 			t.Parallel()
-			physicalUpgrade(t, c.version, c.basedir, b118)
+			physicalUpgrade(t, c.version, c.basedir, b118, path)
 		})
 	}
 }
 
-func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
+// physicalUpgrade is TestVersionsPhysicalUpgrade from MariaDB version,
+// whose server is basedir's ("" for the host's), to 11.8's in b118, the
+// backup and the restore given --mariadb-path path.
+func physicalUpgrade(t *testing.T, version, basedir, b118 string, path toolpath.Path) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
 	usecasetest.RequireVersion(t, src, version)
-	for _, q := range []string{
+	usecasetest.ExecAll(t, src.DB(),
 		"CREATE DATABASE app",
 		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), doc JSON, note TEXT) ENGINE=InnoDB",
 		"INSERT INTO app.orders SELECT seq, CONCAT('customer ', seq % 97), seq * 1.25, JSON_OBJECT('n', seq), REPEAT(SHA2(seq, 256), 4) FROM app.seq_1_to_20000",
@@ -49,31 +53,33 @@ func physicalUpgrade(t *testing.T, version, basedir, b118 string) {
 		"INSERT INTO app.log SELECT seq, SHA2(seq, 512) FROM app.seq_1_to_5000",
 		"CREATE TABLE app.old (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=MyISAM",
 		"INSERT INTO app.old SELECT seq, seq FROM app.seq_1_to_1000",
-		"CREATE PROCEDURE app.total(OUT s DECIMAL(20,2)) SELECT SUM(total) INTO s FROM app.orders",
-	} {
-		if _, err := src.DB().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"CREATE PROCEDURE app.total(OUT s DECIMAL(20,2)) SELECT SUM(total) INTO s FROM app.orders")
 	want := usecasetest.Checksums(t, src)
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	repo := usecasetest.NewLocalRepo(t)
+	b := usecasetest.BackupOf(t, repo, src)
+	b.Physical.MariadbPath = path
+	usecasetest.Backup(t, b)
 
-	datadir, start, sock := placedServer(t, b118)
-	r := run(t, "restore", "--repo", repoDir, "--datadir", datadir, "--start="+start, "--socket", sock, "--user", "root", "--no-defaults")
-	if r.code != ExitOK {
+	// restore --datadir --start --socket --user root --no-defaults.
+	datadir, start, sock := usecasetest.PlacedServer(t, b118)
+	res, err := restorecase.Run(ctx, usecasetest.WithMariadbPath(usecasetest.Started(usecasetest.PlaceOf(repo, datadir), start, sock), path))
+	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(filepath.Dir(datadir), "error.log"))
-		t.Fatalf("restore --datadir --start of a %s backup with 11.8's server: exit %d, %v\n%s\n%s\nserver log:\n%s", version, r.code, r.err, r.stdout, r.stderr, log)
+		t.Fatalf("restore --datadir --start of a %s backup with 11.8's server: %v (did %+v)\nserver log:\n%s", version, err, res, log)
 	}
-	t.Logf("restore --datadir --start:\n%s%s", r.stdout, r.stderr)
-
-	if !strings.Contains(r.stdout, "run the server's mariadb-upgrade (11.8's) now") || !strings.Contains(r.stdout, "the datadir is of MariaDB "+version+" (") {
-		t.Errorf("restore --datadir --start of a %s backup on 11.8 printed %q; want the upgrade step named", version, r.stdout)
+	in := res.InPlace
+	if in == nil || !in.Swapped || in.Target != datadir || in.Started == nil {
+		t.Fatalf("restore --datadir --start of a %s backup on 11.8: %+v; want it in place in %s and the server started", version, in, datadir)
+	}
+	t.Logf("restore --datadir --start: backup %s in %s, server %+v", in.Backup.ID, in.Target, *in.Started)
+	// The server check's note, which restore prints as it says.
+	if up := in.Started.Upgrade; !strings.Contains(up, "run the server's mariadb-upgrade (11.8's) now") || !strings.Contains(up, "the datadir is of MariaDB "+version+" (") {
+		t.Errorf("restore --datadir --start of a %s backup on 11.8 noted %q; want the upgrade step named", version, up)
 	}
 	if out, err := upgrade118(t, b118, sock).CombinedOutput(); err != nil {
 		t.Fatalf("11.8's mariadb-upgrade on the restored datadir: %v\n%s", err, out)
 	}
-	compareStarted(t, sock, "11.8", want)
+	usecasetest.CompareStarted(t, sock, "11.8", want)
 	db, err := mariadb.Open(ctx, mariadb.Config{Socket: sock, User: "root"}, "")
 	if err != nil {
 		t.Fatal(err)

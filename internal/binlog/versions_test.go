@@ -1,52 +1,50 @@
-package cli
+package binlog_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
-	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/testkit"
+	"github.com/backstream/backstream/internal/toolpath"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // TestVersionsBinlog is the binary log part of the version matrix (issue
 // 30 item 4): on each MariaDB version, binlog archives a server's files,
 // each byte for byte the server's; a physical backup, then writes before
-// and after a marker time; a restore --until that time has CHECKSUM TABLE
-// equal to the source's at the marker, and one --until end equal to the
+// and after a marker time; a restore until that time has CHECKSUM TABLE
+// equal to the source's at the marker, and one until the end equal to the
 // end's, each replayed by the server's own mariadb-binlog into a server of
-// its version, all taken from --mariadb-path (11.8's basedir
-// first, so that a 10.5 server's tools are not simply the first found; the
-// host's 10.11 mariadb-binlog in PATH would stop at an 11.8 server, see
-// "older mariadb-binlog"). Following, the file being written is stored as
-// segments and a restore from them alone is exact too.
+// its version, all taken from the MariaDB path (--mariadb-path: 11.8's
+// basedir first, so that a 10.5 server's tools are not simply the first
+// found; the host's 10.11 mariadb-binlog in PATH would stop at an 11.8
+// server, see "older mariadb-binlog"). Following, the file being written
+// is stored as segments and a restore from them alone is exact too.
 func TestVersionsBinlog(t *testing.T) {
 	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
 	t.Parallel()
-	useMariadbPath(t, b118, b105)
+	path := toolpath.Path{b118, b105}
 	for _, c := range []struct{ version, basedir string }{
 		{"11.8", b118},
 		{"10.5", b105},
 	} {
 		t.Run(c.version, func(t *testing.T) {
 			t.Parallel()
-			binlogMatrix(t, c.version, c.basedir)
+			binlogMatrix(t, c.version, c.basedir, path)
 		})
 		t.Run(c.version+" follow", func(t *testing.T) {
 			t.Parallel()
-			followMatrix(t, c.version, c.basedir)
+			followMatrix(t, c.version, c.basedir, path)
 		})
 	}
 	// The host's mariadb-binlog (10.11) refuses an 11.8 server ("Master
@@ -56,50 +54,42 @@ func TestVersionsBinlog(t *testing.T) {
 		t.Parallel()
 		src := sandboxtest.Start(t, sandbox.Options{Basedir: b118})
 		usecasetest.RequireVersion(t, src, "11.8")
-		writeBinlogRows(t, src, "CREATE DATABASE app", "FLUSH BINARY LOGS")
-		repoDir := newRepoDir(t)
-		r := run(t, append([]string{"binlog", "--repo", repoDir, "--mariadb-path", ""}, sandboxConn(src)...)...)
-		if msg := fmt.Sprint(r.err); r.code == ExitOK ||
+		usecasetest.ExecSession(t, src, "CREATE DATABASE app", "FLUSH BINARY LOGS")
+		r := usecasetest.NewLocalRepo(t)
+		_, err := usecasetest.ArchiverOf(t, r, src).RunOnce(context.Background()) // no MariaDB path: PATH alone
+		if msg := fmt.Sprint(err); err == nil ||
 			!strings.Contains(msg, "the server is MariaDB 11.8, but the mariadb-binlog found are older: /usr/bin/mariadb-binlog (MariaDB 10.11.") ||
 			!strings.Contains(msg, "--mariadb-path DIR") {
-			t.Errorf("binlog of an 11.8 server with the host's mariadb-binlog only: exit %d, %v; want refused naming both versions", r.code, r.err)
+			t.Errorf("binlog of an 11.8 server with the host's mariadb-binlog only: %v; want refused naming both versions", err)
 		}
-		if files := usecasetest.ArchivedBinlogs(t, usecasetest.Repo{Location: repoDir}); len(files) != 0 {
+		if files := usecasetest.ArchivedBinlogs(t, r); len(files) != 0 {
 			t.Errorf("a refused binlog archived %d files", len(files))
 		}
 	})
 }
 
-// startOrders starts a server of version from basedir holding app.orders
-// (InnoDB, with JSON and TEXT) and app.log (Aria), for the binary log
-// tests of the version matrix.
-func startOrders(t *testing.T, version, basedir string) *sandbox.Server {
+// backupWith takes a physical backup of src into r as `backup
+// --mariadb-path path` does: mariabackup of the server's version looked
+// for on path before PATH.
+func backupWith(t *testing.T, r usecasetest.Repo, src *sandbox.Server, path toolpath.Path) {
 	t.Helper()
-	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
-	usecasetest.RequireVersion(t, src, version)
-	writeBinlogRows(t, src,
-		"CREATE DATABASE app",
-		"CREATE TABLE app.orders (id INT PRIMARY KEY, customer VARCHAR(40), total DECIMAL(10,2), doc JSON, note TEXT) ENGINE=InnoDB",
-		"INSERT INTO app.orders SELECT seq, CONCAT('customer ', seq % 97), seq * 1.25, JSON_OBJECT('n', seq), REPEAT(SHA2(seq, 256), 4) FROM app.seq_1_to_5000",
-		"CREATE TABLE app.log (id INT PRIMARY KEY, line VARCHAR(200)) ENGINE=Aria",
-		"INSERT INTO app.log SELECT seq, SHA2(seq, 512) FROM app.seq_1_to_1000",
-	)
-	return src
+	req := usecasetest.BackupOf(t, r, src)
+	req.Physical.MariadbPath = path
+	usecasetest.Backup(t, req)
 }
 
-func binlogMatrix(t *testing.T, version, basedir string) {
+func binlogMatrix(t *testing.T, version, basedir string, path toolpath.Path) {
 	ctx := context.Background()
-	src := startOrders(t, version, basedir)
+	src := usecasetest.StartOrders(t, version, basedir)
 	db := src.DB()
-	repoDir := newRepoDir(t)
+	r := usecasetest.NewLocalRepo(t)
 	// Archived before the backup as a service would be, and again after.
-	binlog := append([]string{"binlog", "--repo", repoDir}, sandboxConn(src)...)
-	run(t, binlog...).mustSucceed(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	usecasetest.ArchiveBinlogsWith(t, r, src, path)
+	backupWith(t, r, src, path)
 
 	// Row events of every kind, a statement-logged transaction, DDL, and
 	// a rotation between them.
-	writeBinlogRows(t, src,
+	usecasetest.ExecSession(t, src,
 		"UPDATE app.orders SET total = total + 1, doc = JSON_SET(doc, '$.u', 1) WHERE id % 7 = 0",
 		"DELETE FROM app.orders WHERE id > 4900",
 		"FLUSH BINARY LOGS",
@@ -122,15 +112,15 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 	until := last.Add(time.Second)
 	wantAtMarker := usecasetest.Checksums(t, src)
 	time.Sleep(time.Until(until.Add(1100 * time.Millisecond).Add(clockSkew(t, src))))
-	writeBinlogRows(t, src,
+	usecasetest.ExecSession(t, src,
 		"UPDATE app.orders SET note = 'after the marker' WHERE id < 100",
 		"CREATE TABLE app.late (id INT PRIMARY KEY) ENGINE=InnoDB",
 		"INSERT INTO app.late SELECT seq FROM app.seq_1_to_10",
 		"FLUSH BINARY LOGS",
 	)
 	wantEnd := usecasetest.Checksums(t, src)
-	run(t, binlog...).mustSucceed(t)
-	requireExactCopies(t, src, repoDir)
+	usecasetest.ArchiveBinlogsWith(t, r, src, path)
+	requireExactCopies(t, src, r)
 
 	for _, c := range []struct {
 		name, until string
@@ -140,8 +130,10 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 		{"end", "end", wantEnd},
 	} {
 		target := filepath.Join(t.TempDir(), c.name)
-		r := run(t, "restore", "--repo", repoDir, "--until", c.until, "--target-dir", target).mustSucceed(t)
-		t.Logf("--until %s: %s", c.until, r.stdout)
+		req := usecasetest.WithMariadbPath(usecasetest.PointInTimeOf(r, target), path)
+		req.Until = c.until
+		pit := usecasetest.Restore(t, req).PointInTime
+		t.Logf("until %s: backup %s, %v replayed to %s", c.until, pit.Backup.ID, pit.Binlogs, pit.Replayed)
 		s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 		usecasetest.RequireVersion(t, s, version)
 		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), c.want)
@@ -151,14 +143,14 @@ func binlogMatrix(t *testing.T, version, basedir string) {
 
 // followMatrix: binlog --follow stores the file the server is writing as
 // segments, which the Segmenter cuts reading the version's events (its
-// format description, checksums and GTID events); a restore --until end
-// from the backup and those segments alone (the file never rotated) has
-// the source's checksums.
-func followMatrix(t *testing.T, version, basedir string) {
+// format description, checksums and GTID events); a restore until the
+// end from the backup and those segments alone (the file never rotated)
+// has the source's checksums.
+func followMatrix(t *testing.T, version, basedir string, path toolpath.Path) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{Basedir: basedir})
 	usecasetest.RequireVersion(t, src, version)
-	writeBinlogRows(t, src,
+	usecasetest.ExecSession(t, src,
 		"CREATE DATABASE app",
 		"CREATE TABLE app.t (id INT PRIMARY KEY, v VARCHAR(80), doc JSON) ENGINE=InnoDB",
 		"INSERT INTO app.t SELECT seq, SHA1(seq), JSON_OBJECT('n', seq) FROM app.seq_1_to_2000",
@@ -168,21 +160,17 @@ func followMatrix(t *testing.T, version, basedir string) {
 	if err := src.DB().QueryRow("SELECT @@hostname, @@server_id").Scan(&hostname, &serverID); err != nil {
 		t.Fatal(err)
 	}
-	repoDir := newRepoDir(t)
-	run(t, append([]string{"backup", "--repo", repoDir}, sandboxConn(src)...)...).mustSucceed(t)
+	r := usecasetest.NewLocalRepo(t)
+	backupWith(t, r, src, path)
 
-	// A process of its own: run's --mariadb-path is given by hand.
-	p, _ := mariadbPaths.Load(topTest(t))
-	follow := exec.Command(buildBinary(t), append([]string{"binlog", "--repo", repoDir, "--follow", "--flush-interval", "200ms", "--progress", "none",
-		"--mariadb-path", p.(string)}, sandboxConn(src)...)...)
-	var stderr bytes.Buffer
-	follow.Stderr = &stderr
-	if err := follow.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer follow.Process.Kill()
+	// binlog --follow --flush-interval 200ms --mariadb-path path.
+	a := usecasetest.ArchiverOf(t, r, src)
+	a.FlushInterval, a.MariadbPath = 200*time.Millisecond, path
+	var said testkit.SyncBuffer // what binlog --follow says
+	a.Log = func(msg string) { fmt.Fprintln(&said, msg) }
+	stop := usecasetest.Follow(t, a)
 	for i := range 20 {
-		writeBinlogRows(t, src,
+		usecasetest.ExecSession(t, src,
 			fmt.Sprintf("UPDATE app.t SET v = CONCAT(v, '+%d'), doc = JSON_SET(doc, '$.u', %d) WHERE id %% 20 = %d", i, i, i),
 			fmt.Sprintf("INSERT INTO app.t VALUES (%d, 'during --follow', NULL)", 10000+i),
 			fmt.Sprintf("DELETE FROM app.t WHERE id = %d", 100+i),
@@ -195,22 +183,15 @@ func followMatrix(t *testing.T, version, basedir string) {
 		t.Fatal(err)
 	}
 
-	b, err := local.New(repoDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := r.Open(t)
 	reached := ""
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && reached != gtid; time.Sleep(200 * time.Millisecond) {
-		segs, err := r.BinlogSegments(ctx, binlog.SourceKey(hostname, serverID))
+		segs, err := rp.BinlogSegments(ctx, binlog.SourceKey(hostname, serverID))
 		if err != nil || len(segs) == 0 {
 			continue
 		}
 		last := segs[len(segs)-1]
-		rc, err := r.OpenBinlogSegment(ctx, last)
+		rc, err := rp.OpenBinlogSegment(ctx, last)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,43 +203,25 @@ func followMatrix(t *testing.T, version, basedir string) {
 		reached = head.LastGTID
 	}
 	if reached != gtid {
-		t.Fatalf("binlog --follow stored segments up to GTID %q, not the server's %s, within a minute:\n%s", reached, gtid, stderr.String())
+		t.Fatalf("binlog --follow stored segments up to GTID %q, not the server's %s, within a minute:\n%s", reached, gtid, said.String())
 	}
-	if err := follow.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+	if err := stop(); err != nil {
+		t.Errorf("binlog --follow stopped: %v\n%s", err, said.String())
 	}
-	if err := follow.Wait(); err != nil {
-		t.Errorf("binlog --follow after SIGINT: %v\n%s", err, stderr.String())
-	}
-	for _, f := range usecasetest.ArchivedBinlogs(t, usecasetest.Repo{Location: repoDir}) {
+	for _, f := range usecasetest.ArchivedBinlogs(t, r) {
 		if f.Closed {
 			t.Fatalf("%s archived whole: the test wants the active file's segments alone", f.Name)
 		}
 	}
 
 	target := filepath.Join(t.TempDir(), "end")
-	run(t, "restore", "--repo", repoDir, "--until", "end", "--target-dir", target).mustSucceed(t)
+	req := usecasetest.WithMariadbPath(usecasetest.PointInTimeOf(r, target), path)
+	req.Until = "end"
+	usecasetest.Restore(t, req)
 	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 	usecasetest.RequireVersion(t, s, version)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), want)
 	s.Close()
-}
-
-// writeBinlogRows runs each statement on one connection (a session's
-// binlog_format holds for those after it).
-func writeBinlogRows(t *testing.T, s *sandbox.Server, queries ...string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := s.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, q := range queries {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 }
 
 // clockSkew is how far the server's clock is behind this process's
@@ -275,24 +238,17 @@ func clockSkew(t *testing.T, s *sandbox.Server) time.Duration {
 	return 0
 }
 
-// requireExactCopies fails unless every file the repository holds is
-// byte for byte the server's file of that name.
-func requireExactCopies(t *testing.T, src *sandbox.Server, repoDir string) {
+// requireExactCopies fails unless every file r holds is byte for byte
+// the server's file of that name.
+func requireExactCopies(t *testing.T, src *sandbox.Server, r usecasetest.Repo) {
 	t.Helper()
 	ctx := context.Background()
 	var datadir string
 	if err := src.DB().QueryRow("SELECT @@datadir").Scan(&datadir); err != nil {
 		t.Fatal(err)
 	}
-	b, err := local.New(repoDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := r.Binlogs(ctx)
+	rp := r.Open(t)
+	entries, err := rp.Binlogs(ctx)
 	if err != nil || len(entries) < 2 {
 		t.Fatalf("archived binary logs: %d, %v; want at least 2", len(entries), err)
 	}
@@ -302,7 +258,7 @@ func requireExactCopies(t *testing.T, src *sandbox.Server, repoDir string) {
 		}
 		m := e.Manifest
 		c := usecasetest.Payloads{}
-		if err := archive.Read(ctx, archive.ReadOptions{Input: r.BinlogInput(m), Manifest: m, Sink: c}); err != nil {
+		if err := archive.Read(ctx, archive.ReadOptions{Input: rp.BinlogInput(m), Manifest: m, Sink: c}); err != nil {
 			t.Fatalf("%s: %v", m.Binlog.Name, err)
 		}
 		want, err := os.ReadFile(filepath.Join(datadir, m.Binlog.Name))

@@ -1,4 +1,4 @@
-package cli
+package backup_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/fidelitytest"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -62,20 +64,24 @@ func corpusLogical(t *testing.T, fixtures []*fidelitytest.Fixture, mode string) 
 	})
 	pub, key := usecasetest.AgeKeys(t)
 	for _, c := range []struct {
-		name          string
-		backup, restr []string
+		name         string
+		backup, load repoaccess.KeyFiles // --recipient-file with --encrypt, --identity-file
 	}{
-		{"plain", nil, nil},
-		{"encrypted", []string{"--encrypt", "--recipient-file", pub}, []string{"--identity-file", key}},
+		{"plain", repoaccess.KeyFiles{}, repoaccess.KeyFiles{}},
+		{"encrypted", repoaccess.KeyFiles{RecipientFile: pub}, repoaccess.KeyFiles{IdentityFile: key}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			repoDir := newRepoDir(t)
-			backup := append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, c.backup...)
-			run(t, append(backup, sandboxConn(src)...)...).mustSucceed(t)
+			r := usecasetest.NewLocalRepo(t)
+			req := usecasetest.CorpusDump(t, r, src, loaded)
+			if c.backup.RecipientFile != "" {
+				req = usecasetest.Encrypted(t, r, req, c.backup)
+			}
+			usecasetest.Backup(t, req)
 			dst := sandboxtest.Start(t, sandbox.Options{Args: append(usecasetest.CorpusServerArgs(mode), fidelitytest.TargetArgs...)})
-			restore := append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, c.restr...)
-			run(t, append(restore, sandboxConn(dst)...)...).mustSucceed(t)
+			load := usecasetest.LoadOf(r, "", dst)
+			load.Deferred.Open = r.AccessWith(c.load).Open
+			usecasetest.Restore(t, load)
 			usecasetest.CompareCorpus(t, dst, loaded, want)
 		})
 	}
@@ -103,19 +109,24 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 			}
 		}
 		before := rounds()
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+		r := usecasetest.NewLocalRepo(t)
+		made := usecasetest.Backup(t, usecasetest.BackupOf(t, r, src)).Manifest
 		if rounds() == before {
 			t.Fatal("no write ran while the backup was taken: the test would prove nothing")
 		}
 		stop()
 		wantChurn := usecasetest.TableState(t, src.DB(), churnDB)
-		entries := backupListing(t, repoDir)
-		pos := entries[len(entries)-1].Positions
+		entries := usecasetest.List(t, r)
+		if len(entries) != 1 || entries[0].ID != made.ID {
+			t.Fatalf("list shows %+v, want the one backup %s", entries, made.ID)
+		}
+		pos := entries[0].Positions
 		restored := filepath.Join(t.TempDir(), "datadir")
-		run(t, "restore", "--repo", repoDir, "--target-dir", restored, "--prepare").mustSucceed(t)
+		req := usecasetest.RestoreOf(r, "")
+		req.Restore.TargetDir, req.Restore.Options.Prepare = restored, true
+		usecasetest.Restore(t, req)
 		stock := t.TempDir()
-		catExtract(t, stock, "--repo", repoDir, "latest")
+		usecasetest.CatExtract(t, r, "latest", stock)
 		if out, err := exec.Command("mariabackup", "--prepare", "--target-dir="+stock).CombinedOutput(); err != nil {
 			t.Fatalf("mariabackup --prepare of cat | mbstream -x: %v\n%s", err, out)
 		}
@@ -139,19 +150,27 @@ func corpusPhysical(t *testing.T, fixtures []*fidelitytest.Fixture) {
 				t.Fatal(err)
 			}
 		}
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2"}, sandboxConn(chain)...)...).mustSucceed(t)
+		r := usecasetest.NewLocalRepo(t)
+		full := usecasetest.Backup(t, usecasetest.BackupOf(t, r, chain)).Manifest
 		for _, f := range loaded[half:] {
 			if err := f.Load(ctx, chain.Socket, "root"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		run(t, append([]string{"backup", "--repo", repoDir, "--parallel", "2", "--incremental"}, sandboxConn(chain)...)...).mustSucceed(t)
+		// backup --incremental: what it says when it takes a full backup
+		// instead would make the chain a single full.
+		req := usecasetest.BackupOf(t, r, chain)
+		req.Physical.Incremental = &backup.Incremental{FullBecause: func(why string) { t.Errorf("taking a full backup: %s", why) }}
+		if inc := usecasetest.Backup(t, req).Manifest; inc.Parent != full.ID {
+			t.Errorf("the incremental backup %s has parent %q, want the full %s", inc.ID, inc.Parent, full.ID)
+		}
 		// The chain's own fingerprints: system-versioned rows carry the
 		// time they were loaded at, which differs from the first source's.
 		chainWant := usecasetest.CorpusFingerprints(t, chain, loaded)
 		target := filepath.Join(t.TempDir(), "datadir")
-		run(t, "restore", "--repo", repoDir, "--target-dir", target, "--prepare").mustSucceed(t)
+		restore := usecasetest.RestoreOf(r, "")
+		restore.Restore.TargetDir, restore.Restore.Options.Prepare = target, true
+		usecasetest.Restore(t, restore)
 		usecasetest.CompareCorpus(t, usecasetest.ServerOn(t, target), loaded, chainWant)
 	})
 }
@@ -165,16 +184,19 @@ func corpusRefusal(t *testing.T, f *fidelitytest.Fixture) {
 		if err := f.Load(ctx, src.Socket, "root"); err != nil {
 			t.Fatal(err)
 		}
-		repoDir := newRepoDir(t)
-		args := []string{"backup", "--repo", repoDir, "--database", f.Database}
+		r := usecasetest.NewLocalRepo(t)
+		// backup --database f.Database, with --logical on that path.
+		var req backup.Request
 		if path == fidelitytest.Logical {
-			args = append(args, "--logical")
+			req = usecasetest.CorpusDump(t, r, src, []*fidelitytest.Fixture{f})
+		} else {
+			req = usecasetest.BackupOf(t, r, src)
+			req.Given.Dump = "database"
 		}
-		r := run(t, append(args, sandboxConn(src)...)...)
-		if r.code == ExitOK || r.err == nil || !strings.Contains(r.err.Error(), f.Refuse) {
-			t.Errorf("fixture %s (%s), %s backup: exit %d, %v; want a refusal naming %s", f.Name, f.Source, path, r.code, r.err, f.Refuse)
+		if _, err := backup.Run(ctx, req); err == nil || !strings.Contains(err.Error(), f.Refuse) {
+			t.Errorf("fixture %s (%s), %s backup: %v; want a refusal naming %s", f.Name, f.Source, path, err, f.Refuse)
 		}
-		if entries := backupListing(t, repoDir); len(entries) != 0 {
+		if entries := usecasetest.List(t, r); len(entries) != 0 {
 			t.Errorf("fixture %s, %s backup: %d backups committed after a refusal", f.Name, path, len(entries))
 		}
 	}

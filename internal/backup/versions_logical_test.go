@@ -1,4 +1,4 @@
-package cli
+package backup_test
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/backstream/backstream/internal/fidelitytest"
+	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/servercopy"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -38,8 +40,9 @@ func TestVersionsLogical(t *testing.T) {
 }
 
 func logicalMatrix(t *testing.T, fixtures []*fidelitytest.Fixture, version, basedir, mode string) {
+	ctx := context.Background()
 	src, loaded, want := versionSource(t, fixtures, version, basedir, mode)
-	target := func() *sandbox.Server {
+	target := func(t *testing.T) *sandbox.Server {
 		dst := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Args: append(usecasetest.CorpusServerArgs(mode), fidelitytest.TargetArgs...)})
 		usecasetest.RequireVersion(t, dst, version)
 		return dst
@@ -52,16 +55,16 @@ func logicalMatrix(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 	for _, f := range loaded {
 		if ok, why := f.LogicalSince.Allows(version + ".0"); !ok {
 			t.Logf("fixture %s: a logical restore into MariaDB %s refuses it: %s", f.Name, version, why)
-			refused, excluded = append(refused, f), append(excluded, "--exclude-database", f.Database)
+			refused, excluded = append(refused, f), append(excluded, f.Database)
 			continue
 		}
 		kept = append(kept, f)
 	}
-	expectRefusal := func(what string, r result, dst *sandbox.Server) {
+	expectRefusal := func(t *testing.T, what string, err error, dst *sandbox.Server) {
 		t.Helper()
 		for _, f := range refused {
-			if r.code == ExitOK || !strings.Contains(fmt.Sprint(r.err), f.Database+".") {
-				t.Errorf("%s with fixture %s into MariaDB %s: exit %d, %v; want a refusal naming its tables", what, f.Name, version, r.code, r.err)
+			if err == nil || !strings.Contains(err.Error(), f.Database+".") {
+				t.Errorf("%s with fixture %s into MariaDB %s: %v; want a refusal naming its tables", what, f.Name, version, err)
 			}
 		}
 		if dbs := fixtureDatabases(t, dst); len(dbs) != 0 {
@@ -69,27 +72,53 @@ func logicalMatrix(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 		}
 	}
 	t.Run("backup and restore", func(t *testing.T) {
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
-		dst := target()
-		restore := append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)
+		r := usecasetest.NewLocalRepo(t)
+		usecasetest.Backup(t, usecasetest.CorpusDump(t, r, src, loaded))
+		dst := target(t)
+		req := corpusLoad(r, dst)
 		if len(refused) > 0 {
-			expectRefusal("restore", run(t, restore...), dst)
-			restore = append(restore, excluded...)
+			_, err := restorecase.Run(ctx, req)
+			expectRefusal(t, "restore", err, dst)
+			req.Load.ExcludeDatabases = excluded
 		}
-		run(t, restore...).mustSucceed(t)
+		usecasetest.Restore(t, req)
 		usecasetest.CompareCorpus(t, dst, kept, want)
 	})
 	t.Run("copy", func(t *testing.T) {
-		dst := target()
-		cp := append([]string{"copy", "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, copyConn(src, dst)...)
+		dst := target(t)
+		choices := restorecase.Choices{Databases: databasesOf(loaded)}
 		if len(refused) > 0 {
-			expectRefusal("copy", run(t, cp...), dst)
-			cp = append(cp, excluded...)
+			_, err := servercopy.Run(ctx, corpusCopy(t, src, dst, choices))
+			expectRefusal(t, "copy", err, dst)
+			choices.ExcludeDatabases = excluded
 		}
-		run(t, cp...).mustSucceed(t)
+		usecasetest.Copy(t, corpusCopy(t, src, dst, choices))
 		usecasetest.CompareCorpus(t, dst, kept, want)
 	})
+}
+
+// databasesOf is the fixtures' databases as --database gives them (the
+// list usecasetest.DatabasesOf writes, split at its commas).
+func databasesOf(fixtures []*fidelitytest.Fixture) []string {
+	return strings.Split(usecasetest.DatabasesOf(fixtures), ",")
+}
+
+// corpusLoad is the request `restore --parallel 2` makes of the latest
+// backup of r, loaded into dst.
+func corpusLoad(r usecasetest.Repo, dst *sandbox.Server) restorecase.Request {
+	req := usecasetest.LoadOf(r, "", dst)
+	req.Restore.Options.Workers = 2
+	return req
+}
+
+// corpusCopy is the copy `copy --parallel 2` with the choices c (its
+// --database, --exclude-database) makes from src into dst, with copy's
+// default chunk size.
+func corpusCopy(t *testing.T, src, dst *sandbox.Server, c restorecase.Choices) servercopy.Job {
+	t.Helper()
+	job := usecasetest.CopyOf(t, src, dst, c)
+	job.Parallel = 2
+	return job
 }
 
 // fixtureDatabases lists the corpus's databases (fx_*) on s.
@@ -160,6 +189,7 @@ func versionSource(t *testing.T, fixtures []*fidelitytest.Fixture, version, base
 // changes on the target, naming both versions.
 func TestVersionsLogicalUpgrade(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	fixtures, err := fidelitytest.Corpus()
 	if err != nil {
 		t.Fatal(err)
@@ -176,15 +206,15 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 			t.Parallel()
 			src, loaded, want := versionSource(t, fixtures, c.version, c.basedir, mode)
 			t.Run("backup and restore", func(t *testing.T) {
-				repoDir := newRepoDir(t)
-				run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
+				r := usecasetest.NewLocalRepo(t)
+				usecasetest.Backup(t, usecasetest.CorpusDump(t, r, src, loaded))
 				dst := target118(t)
-				run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...).mustSucceed(t)
+				usecasetest.Restore(t, corpusLoad(r, dst))
 				compareUpgraded(t, dst, loaded, want)
 			})
 			t.Run("copy", func(t *testing.T) {
 				dst := target118(t)
-				run(t, append([]string{"copy", "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, copyConn(src, dst)...)...).mustSucceed(t)
+				usecasetest.Copy(t, corpusCopy(t, src, dst, restorecase.Choices{Databases: databasesOf(loaded)}))
 				compareUpgraded(t, dst, loaded, want)
 			})
 		})
@@ -192,21 +222,21 @@ func TestVersionsLogicalUpgrade(t *testing.T) {
 	t.Run("11.8 to older", func(t *testing.T) {
 		t.Parallel()
 		src, loaded, _ := versionSource(t, fixtures, "11.8", b118, mode)
-		repoDir := newRepoDir(t)
-		run(t, append([]string{"backup", "--logical", "--repo", repoDir, "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, sandboxConn(src)...)...).mustSucceed(t)
+		r := usecasetest.NewLocalRepo(t)
+		usecasetest.Backup(t, usecasetest.CorpusDump(t, r, src, loaded))
 		for _, c := range []struct{ version, basedir string }{{"10.5", b105}, {"10.11", ""}} {
 			dst := sandboxtest.Start(t, sandbox.Options{Basedir: c.basedir, Args: append(usecasetest.CorpusServerArgs(mode), fidelitytest.TargetArgs...)})
 			usecasetest.RequireVersion(t, dst, c.version)
 			before := usecasetest.Checksums(t, dst)
-			r := run(t, append([]string{"restore", "--repo", repoDir, "--parallel", "2"}, sandboxConn(dst)...)...)
-			if msg := fmt.Sprint(r.err); r.code == ExitOK || !strings.Contains(msg, "the target runs MariaDB "+c.version+" (") ||
+			_, err := restorecase.Run(ctx, corpusLoad(r, dst))
+			if msg := fmt.Sprint(err); err == nil || !strings.Contains(msg, "the target runs MariaDB "+c.version+" (") ||
 				!strings.Contains(msg, "older than the backup's source, MariaDB 11.8 (") {
-				t.Errorf("restore of an 11.8 logical backup into %s: exit %d, %v; want a refusal naming both versions", c.version, r.code, r.err)
+				t.Errorf("restore of an 11.8 logical backup into %s: %v; want a refusal naming both versions", c.version, err)
 			}
-			r = run(t, append([]string{"copy", "--parallel", "2", "--database", usecasetest.DatabasesOf(loaded)}, copyConn(src, dst)...)...)
-			if msg := fmt.Sprint(r.err); r.code == ExitOK || !strings.Contains(msg, "the target runs MariaDB "+c.version+" (") ||
+			_, err = servercopy.Run(ctx, corpusCopy(t, src, dst, restorecase.Choices{Databases: databasesOf(loaded)}))
+			if msg := fmt.Sprint(err); err == nil || !strings.Contains(msg, "the target runs MariaDB "+c.version+" (") ||
 				!strings.Contains(msg, "older than the source's 11.8 (") {
-				t.Errorf("copy from 11.8 into %s: exit %d, %v; want a refusal naming both versions", c.version, r.code, r.err)
+				t.Errorf("copy from 11.8 into %s: %v; want a refusal naming both versions", c.version, err)
 			}
 			if dbs := fixtureDatabases(t, dst); len(dbs) != 0 {
 				t.Errorf("the refused restore or copy into %s created %v", c.version, dbs)
