@@ -97,9 +97,6 @@ func (cf *copyFlags) job(f *pflag.FlagSet, g *globals) (servercopy.Job, error) {
 	if err := cf.masks.set(job.SetMask); err != nil {
 		return job, err
 	}
-	if job.Mask != nil && cf.replicate {
-		return job, usagef("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
-	}
 	job.Replicate, err = cf.replicateTo(f, replica.PrimaryAt(job.From))
 	return job, err
 }

@@ -72,7 +72,9 @@ func TestCopyRefusesFlagsAndOptionFiles(t *testing.T) {
 
 // The masked copy is internal/servercopy's TestCopyMasked; here,
 // --replicate with --mask is refused as a usage error before any server
-// is reached: the replica would apply the source's writes unmasked.
+// is reached: the replica would apply the source's writes unmasked (the
+// use case refuses it: internal/servercopy's
+// TestCopyRefusesReplicaOfAMaskedCopy; here, exit 2).
 func TestCopyReplicateRefusesMask(t *testing.T) {
 	t.Parallel()
 	keyFile := filepath.Join(t.TempDir(), "mask.key")
@@ -80,7 +82,7 @@ func TestCopyReplicateRefusesMask(t *testing.T) {
 		t.Fatal(err)
 	}
 	nowhere := t.TempDir()
-	r := run(t, "copy", "--replicate", "--mask-key-file", keyFile,
+	r := run(t, "copy", "--replicate", "--primary-host", "127.0.0.1", "--primary-user", "repl", "--mask-key-file", keyFile,
 		"--mask", "shop.customers.id=hash", "--mask", "shop.orders.customer_id=hash",
 		"--mask", "shop.customers.email=email", "--mask", "shop.orders.email=email",
 		"--from", filepath.Join(nowhere, "source.sock"), "--from-user", "root", "--to", filepath.Join(nowhere, "target.sock"), "--to-user", "root", "--no-defaults")

@@ -37,12 +37,9 @@ func (m *maskFlags) register(f *pflag.FlagSet, when string) {
 func (m *maskFlags) given() bool { return len(m.specs) > 0 || m.keyFile != "" }
 
 // set hands the mask rules and their key to the use case's setter, which
-// reads them; nothing without --mask.
+// reads them (and refuses a key without rules); nothing without either.
 func (m *maskFlags) set(setter func(specs []string, keyFile string) error) error {
-	if len(m.specs) == 0 {
-		if m.keyFile != "" {
-			return usagef("--mask-key-file needs --mask")
-		}
+	if !m.given() {
 		return nil
 	}
 	if err := setter(m.specs, m.keyFile); err != nil {

@@ -32,10 +32,14 @@ func Parse(specs []string) (*Rules, error) {
 }
 
 // Load parses rules (see Parse) and, with a key file, keys them with its
-// material (see ReadKeyFile, SetKey); nil without rules. Every error is
-// an *Error.
+// material (see ReadKeyFile, SetKey); nil without rules, and refused for
+// a key file without rules (the user meant to mask something). Every
+// error is an *Error.
 func Load(specs []string, keyFile string) (*Rules, error) {
 	if len(specs) == 0 {
+		if keyFile != "" {
+			return nil, errorf("--mask-key-file needs --mask")
+		}
 		return nil, nil
 	}
 	r, err := Parse(specs)

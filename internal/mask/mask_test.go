@@ -569,3 +569,15 @@ func TestStandInsDoNotDependOnLength(t *testing.T) {
 		t.Errorf("columns of one type: warnings %q", w)
 	}
 }
+
+// A key file without rules is refused: the user meant to mask something.
+func TestLoadRefusesAKeyWithoutRules(t *testing.T) {
+	r, err := Load(nil, "/any/key/file")
+	var me *Error
+	if r != nil || !errors.As(err, &me) || !strings.Contains(err.Error(), "--mask-key-file needs --mask") {
+		t.Errorf("Load(nil, key) = %v, %v; want refused", r, err)
+	}
+	if r, err := Load(nil, ""); r != nil || err != nil {
+		t.Errorf("Load(nil, \"\") = %v, %v; want nothing", r, err)
+	}
+}

@@ -218,9 +218,6 @@ func refusedf(format string, a ...any) error { return refused(fmt.Errorf(format,
 
 // maskRules reads the rules of Masking; nil without.
 func (req *Request) maskRules() (*mask.Rules, error) {
-	if len(req.Mask) == 0 && req.MaskKeyFile != "" {
-		return nil, refusedf("--mask-key-file needs --mask")
-	}
 	r, err := mask.Load(req.Mask, req.MaskKeyFile)
 	if err != nil {
 		return nil, refused(err)

@@ -338,9 +338,8 @@ func TestCopyRefusals(t *testing.T) {
 // A copy with masks and a renamed database: the masked columns differ
 // from the source on every row, the tables still join on them as on the
 // source, and no unmasked value is anywhere in the target's datadir (its
-// tables, redo, binary logs). (That --replicate with --mask is refused,
-// as the replica would apply the source's writes unmasked, is the CLI's
-// refusal: internal/cli's TestCopyMasked checks it.)
+// tables, redo, binary logs). (That --replicate with --mask is refused
+// is TestCopyRefusesReplicaOfAMaskedCopy.)
 func TestCopyMasked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -414,5 +413,26 @@ func TestCopyMasked(t *testing.T) {
 	})
 	if !inSource || files < 10 {
 		t.Errorf("the search would find nothing: source files hold the addresses: %v; %d target files read", inSource, files)
+	}
+}
+
+// A masked copy that would then replicate is refused before either server
+// is reached: the replica would apply the source's writes unmasked.
+func TestCopyRefusesReplicaOfAMaskedCopy(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "mask.key")
+	if err := os.WriteFile(keyFile, []byte("a key of more than sixteen bytes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nowhere := t.TempDir()
+	job := servercopy.Job{From: mariadb.Config{Socket: filepath.Join(nowhere, "source.sock"), User: "root", Protocol: mariadb.ProtocolSocket},
+		To: mariadb.Config{Socket: filepath.Join(nowhere, "target.sock"), User: "root", Protocol: mariadb.ProtocolSocket}, Parallel: 2,
+		Replicate: &replica.Primary{Host: "127.0.0.1", User: "repl"}}
+	if err := job.SetMask([]string{"shop.customers.email=email"}, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	res, err := servercopy.Run(context.Background(), job)
+	if res != nil || !usecasetest.Refused(err) || !strings.Contains(err.Error(), "--replicate with --mask") {
+		t.Errorf("copy with Replicate and Mask: %+v, %v; want refused before any server is reached", res, err)
 	}
 }

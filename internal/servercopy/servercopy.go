@@ -24,6 +24,7 @@ import (
 	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/mask"
 	"github.com/backstream/backstream/internal/progress"
+	"github.com/backstream/backstream/internal/refusal"
 	"github.com/backstream/backstream/internal/replica"
 	"github.com/backstream/backstream/internal/restorecase"
 )
@@ -126,6 +127,9 @@ type Result struct {
 // source's tables as of the new snapshot, whose position the copy
 // records.
 func Run(ctx context.Context, job Job) (*Result, error) {
+	if job.Mask != nil && job.Replicate != nil {
+		return nil, refusal.New("--replicate with --mask: a replica applies the source's writes as they are, so the values masked in the copy would reach the target unmasked")
+	}
 	if job.Parallel < 1 {
 		job.Parallel = 1
 	}
