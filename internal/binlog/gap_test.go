@@ -13,7 +13,6 @@ import (
 
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/inventory"
-	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/testkit"
@@ -145,14 +144,13 @@ func TestBinlogFollowSourceKilled(t *testing.T) {
 	r := usecasetest.NewLocalRepo(t)
 	usecasetest.Backup(t, usecasetest.BackupOf(t, r, src))
 	// binlog --follow --flush-interval 200ms --progress json: its
-	// progress and what it says go to the tracker as the command wires
-	// them.
+	// progress, lag and what it says go to the tracker (Archiver.Track,
+	// as the command wires them).
 	a := usecasetest.ArchiverOf(t, r, src)
 	a.FlushInterval = 200 * time.Millisecond
 	var stderr usecasetest.JSONProgress
 	tr := stderr.Tracker("binlog", 0)
-	a.Counter, a.Log = tr, func(msg string) { tr.Logf("%s", msg) }
-	a.Lag = func(l binlog.Lag) { tr.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes}) }
+	a.Track(tr)
 	stop := usecasetest.Follow(t, a)
 	for i := range 20 {
 		src.DB().Exec(fmt.Sprintf("INSERT INTO m.marks (at) VALUES (NOW(6)) /* before %d */", i))

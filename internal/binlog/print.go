@@ -121,3 +121,11 @@ func (p Point) text() string {
 	}
 	return fmt.Sprintf("%s UTC (GTID %s, %s)", p.Time.UTC().Format(time.DateTime), dashed(p.GTID), p.File)
 }
+
+// Track reports a's work on t, as binlog's progress shows it: the bytes
+// stored (Counter), each file archived and each restart as a log line
+// (Log), and, following, how far the archive is behind the server (Lag).
+func (a *Archiver) Track(t *progress.Tracker) {
+	a.Counter, a.Log = t, func(msg string) { t.Logf("%s", msg) }
+	a.Lag = func(l Lag) { t.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes}) }
+}

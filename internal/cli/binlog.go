@@ -7,7 +7,6 @@ import (
 
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/options"
-	"github.com/backstream/backstream/internal/progress"
 )
 
 // binlogFlags are binlog's flags, most of them bound into its archiver.
@@ -27,8 +26,7 @@ func newBinlogCmd(g *globals, version string) *cobra.Command {
 			return err
 		}
 		t := g.tracker("binlog", 0)
-		a.Counter, a.Log = t, func(msg string) { t.Logf("%s", msg) }
-		a.Lag = func(l binlog.Lag) { t.SetLag(progress.Lag{Seconds: l.Seconds, Bytes: l.Bytes}) }
+		a.Track(t)
 		if bf.follow {
 			err = a.Run(cmd.Context(), true)
 			t.Finish(err)
