@@ -31,11 +31,12 @@ func restoreWith(t *testing.T, r usecasetest.Repo, keys repoaccess.KeyFiles, id 
 	return err
 }
 
-// A truncated manifest affects only its own backup: list names it as
+// A truncated manifest affects only its own backup (the repository's own
+// side is internal/repo's TestDamagedManifestIsContained): list names it as
 // damaged, a new incremental builds on the backup before it, verify and
 // restore of it fail as damage (exit 3) naming it, and expire deletes
 // nothing because of it, nor it.
-func TestDamagedManifestIsContained(t *testing.T) {
+func TestDamagedManifestIsContainedInEveryUseCase(t *testing.T) {
 	t.Parallel()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 1}); err != nil {
