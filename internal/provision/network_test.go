@@ -79,12 +79,14 @@ func replicate(ctx context.Context, req provision.ReplicaRequest) (*replica.Summ
 	return provision.SetupReplica(ctx, req)
 }
 
-// Issue 3: a source under a write load is sent to two receivers at once;
-// servers start on both results, replicate from the source, and end with
-// the source's CHECKSUM TABLE once the load stops. The second receiver
-// provisions its replica by itself (receive --datadir --start
-// --replicate), which provision reports; the first only restores, which
-// provision names as a failure.
+// Issue 3: a source under a write load is sent to three receivers at
+// once. The second provisions its replica by itself (receive --datadir
+// --start --replicate), which provision reports. The first restores into
+// place but the server it starts does not come up, and the third only
+// stores the backup in a repository: provision names each for what it
+// is. A server started on the first's datadir is then pointed at the
+// source (replicate); both replicas end with the source's CHECKSUM TABLE
+// once the load stops.
 func TestSendToTwoReceiversThenReplicate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
