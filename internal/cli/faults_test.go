@@ -25,27 +25,12 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
-	"github.com/backstream/backstream/internal/storage/s3/s3test"
 	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // repoKinds are the backends the kill tests run on; neither may be skipped.
 var repoKinds = []string{"local", "s3"}
-
-// uploads counts the incomplete multipart uploads of the named stream
-// objects of backup id (usecasetest.Repo.Uploads).
-func (r testRepo) uploads(t *testing.T, id string, streams []string) int {
-	t.Helper()
-	return r.Uploads(t, id, streams)
-}
-
-// incompleteUploads counts the incomplete multipart uploads of the keys
-// in bucket (usecasetest.IncompleteUploads).
-func incompleteUploads(t *testing.T, srv *s3test.Server, bucket string, keys []string) int {
-	t.Helper()
-	return usecasetest.IncompleteUploads(t, srv, bucket, keys)
-}
 
 // streaming reports whether backup data is reaching the repository: more
 // than a MiB of (partial) objects on disk, or a multipart upload begun.
@@ -59,14 +44,6 @@ func (r testRepo) streaming(t *testing.T) bool {
 		}
 	}
 	return false
-}
-
-// checkKilled checks what a backup that died mid-way left
-// (usecasetest.Repo.CheckUnfinished) and returns the backup's id and the
-// stream objects it announced.
-func (r testRepo) checkKilled(t *testing.T) (string, []string) {
-	t.Helper()
-	return r.CheckUnfinished(t)
 }
 
 // proc is a backstream process started by a test.
@@ -337,8 +314,8 @@ func TestKilled(t *testing.T) {
 // backup and prunes the killed one.
 func afterKill(t *testing.T, r testRepo, killed *proc, backup []string) {
 	t.Helper()
-	id, streams := r.checkKilled(t)
-	if r.S3 != nil && r.uploads(t, id, streams) == 0 {
+	id, streams := r.CheckUnfinished(t)
+	if r.S3 != nil && r.Uploads(t, id, streams) == 0 {
 		t.Error("no incomplete upload left by the killed backup: the prune below is not tested on one")
 	}
 	next := run(t, backup...).mustSucceed(t)

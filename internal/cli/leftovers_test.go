@@ -15,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // tempFilesUnder returns the temporary files of unfinished writes below
@@ -75,7 +76,7 @@ func TestKilledBackupLeavesNothing(t *testing.T) {
 			return false
 		})
 		p.kill(t)
-		id, _ := r.checkKilled(t)
+		id, _ := r.CheckUnfinished(t)
 		dir := filepath.Join(backups, id)
 		temps := tempFilesUnder(t, dir)
 		if len(temps) == 0 {
@@ -106,8 +107,8 @@ func TestKilledBackupLeavesNothing(t *testing.T) {
 		p := startBackup(t, r)
 		waitUntil(t, "a multipart upload of a stream", p, func() bool { return r.streaming(t) })
 		p.kill(t)
-		id, streams := r.checkKilled(t)
-		if r.uploads(t, id, streams) == 0 {
+		id, streams := r.CheckUnfinished(t)
+		if r.Uploads(t, id, streams) == 0 {
 			t.Fatal("the killed backup left no incomplete upload: the prune below is not tested on one")
 		}
 		// Uploads of objects the begun marker does not name, as a backup
@@ -129,12 +130,12 @@ func TestKilledBackupLeavesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := incompleteUploads(t, r.S3, r.Bucket, keys)
+		before := usecasetest.IncompleteUploads(t, r.S3, r.Bucket, keys)
 		pruned := run(t, "expire", "--repo", r.Location, "--prune-incomplete", "--confirm").mustSucceed(t)
 		if !strings.Contains(pruned.stdout, "removed what unfinished writes left under backups/: ") || !strings.Contains(pruned.stdout, " incomplete upload") {
 			t.Errorf("expire does not report the uploads it aborted:\n%s", pruned.stdout)
 		}
-		if n := incompleteUploads(t, r.S3, r.Bucket, keys); n != 0 {
+		if n := usecasetest.IncompleteUploads(t, r.S3, r.Bucket, keys); n != 0 {
 			t.Errorf("%d of %d incomplete uploads of backup %s left after expire --prune-incomplete", n, before, id)
 		}
 		for obj := range r.S3.Client(t).ListObjects(context.Background(), r.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {

@@ -56,17 +56,9 @@ func Send(t testing.TB, req remote.SendRequest) *remote.Sending {
 // RepoGiven) and sets what else it asks for.
 func ReceiveOf(tokenFile string) provision.ReceiveRequest {
 	req := provision.ReceiveRequest{Listen: "127.0.0.1:0", TokenFile: tokenFile, Idle: transport.DefaultIdleTimeout,
-		StartTimeout: receiveDefault[time.Duration]("start-timeout"), CheckTimeout: receiveDefault[time.Duration]("check-timeout")}
+		StartTimeout: optionDefault[time.Duration]("receive", "start-timeout"), CheckTimeout: optionDefault[time.Duration]("receive", "check-timeout")}
 	req.Restore.Options.Workers = options.DefaultParallel()
 	return req
-}
-
-// receiveDefault is the default of receive's option name (the zero value
-// if it has none of type T).
-func receiveDefault[T any](name string) T {
-	o, _ := options.Of("receive", name)
-	d, _ := o.Default.(T)
-	return d
 }
 
 // StoreOf is the request `receive --listen 127.0.0.1:0 --token-file

@@ -12,7 +12,6 @@ import (
 
 	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/mariadb"
-	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/progress"
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/restorecase"
@@ -29,7 +28,7 @@ func PlaceOf(r Repo, datadir string) restorecase.Request {
 	req := RestoreOf(r, "")
 	req.Restore.Options.NoSync = false
 	req.Datadir, req.Given.Place = datadir, "datadir"
-	req.StartTimeout, req.CheckTimeout = restoreDefault[time.Duration]("start-timeout"), restoreDefault[time.Duration]("check-timeout")
+	req.StartTimeout, req.CheckTimeout = optionDefault[time.Duration]("restore", "start-timeout"), optionDefault[time.Duration]("restore", "check-timeout")
 	return req
 }
 
@@ -58,14 +57,6 @@ func withConn(req restorecase.Request, conn mariadb.Config) restorecase.Request 
 	req.Given.Load, req.Given.LoadIsConn = "socket", true
 	req.Deferred.Conn = func() (mariadb.Config, error) { return conn, nil }
 	return req
-}
-
-// restoreDefault is the default of restore's option name (the zero
-// value if it has none of type T).
-func restoreDefault[T any](name string) T {
-	o, _ := options.Of("restore", name)
-	d, _ := o.Default.(T)
-	return d
 }
 
 // AgeKeys writes a fresh X25519 key pair: a recipients file and an

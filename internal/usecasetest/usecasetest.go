@@ -12,9 +12,11 @@
 package usecasetest
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
+	"github.com/backstream/backstream/internal/options"
 	"github.com/backstream/backstream/internal/scratch"
 	"github.com/backstream/backstream/internal/storage/crypt"
 	"github.com/backstream/backstream/internal/storage/s3/s3test"
@@ -41,4 +43,17 @@ func Main(m *testing.M, cleanup func()) {
 		cleanup()
 	}
 	os.Exit(code)
+}
+
+// optionDefault is the default of command's option name, as the command
+// gets it when the option is not given; an option the table does not
+// have, or whose default is not a T, panics: a test would otherwise run
+// with a zero value no user gets.
+func optionDefault[T any](command, name string) T {
+	o, ok := options.Of(command, name)
+	d, isT := o.Default.(T)
+	if !ok || !isT {
+		panic(fmt.Sprintf("usecasetest: %s --%s has no default of type %T", command, name, d))
+	}
+	return d
 }
