@@ -6,7 +6,7 @@
 #   bench/scale.sh                           # 1,000 and 10,000 tables, N=2
 #   COUNTS="1000 10000 100000" bench/scale.sh # and 100,000 (hours: the dataset
 #                                            # alone takes a while to build)
-#   STEPS=logical bench/scale.sh             # only the logical steps (physical, logical, all)
+#   STEPS=logical bench/scale.sh             # only the logical steps (physical, logical, s3, all)
 #
 # The dataset: COUNT tables in COUNT/100 schemas (s0001, s0002, ...), each
 # table 20 rows with a primary key and a secondary index, built once per
@@ -28,6 +28,13 @@
 #   logical restore            / myloader -t $N (each into a fresh server)
 # The logical restores are checked: the table count and the sum of every
 # table's rows on the loaded server equal the source's.
+#
+# The S3 steps (STEPS=s3, or all) count the requests backstream sends to an
+# object store, as --metrics-file reports them (PUT, POST and LIST; GET
+# and HEAD), for a backup, a restore, verify, an incremental, the restore
+# of one table, and list, into a MinIO repository; and what a month of
+# nightly backups and restore tests costs in requests at AWS S3's list
+# prices.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -39,6 +46,7 @@ ROWS=20
 
 BS=$BENCH_OUT/backstream
 go build -o "$BS" ./cmd/backstream
+go build -o "$BENCH_OUT/pitrload" ./bench/pitrload
 
 # measure KEY COMMAND...: runs the command with its output discarded,
 # recording wall seconds in T[KEY] and peak RSS in MiB in R[KEY]; fails
@@ -132,13 +140,28 @@ check_fingerprint() {
   fi
 }
 
-declare -A T R
+# requests KEY COMMAND: after a step, the object-store requests the run of
+# COMMAND sent, from the metrics file: W[KEY] (PUT, POST, LIST) and
+# G[KEY] (GET, HEAD).
+requests() {
+  local key=$1 command=$2 metric
+  for metric in write read; do
+    local v
+    v=$(awk -v m="backstream_last_run_s3_${metric}_requests" -v c="command=\"$command\"" \
+      '$1 ~ "^" m "{" && index($1, c) { print $2 }' "$WORK/s3.prom")
+    [ -n "$v" ] || { echo "no $metric requests of $command in $WORK/s3.prom" >&2; return 1; }
+    if [ "$metric" = write ]; then W[$key]=$(printf '%.0f' "$v"); else G[$key]=$(printf '%.0f' "$v"); fi
+  done
+}
+
+declare -A T R W G
 report=()
+s3report=()
 for count in $COUNTS; do
   WORK=$BENCH_OUT/scale-work-$count
   rm -rf "$WORK"; mkdir -p "$WORK"
   DATA=$BENCH_OUT/scale-$count
-  trap 'sandbox_stop; SANDBOX_PID=${SRC_PID:-} sandbox_stop' EXIT
+  trap 'sandbox_stop; SANDBOX_PID=${SRC_PID:-} sandbox_stop; if [ -f "$WORK/minio/minio.pid" ]; then ./scripts/minio.sh stop "$WORK/minio" 2>/dev/null || true; fi' EXIT
   scale_dataset "$DATA" "$count"
   SRC=$SANDBOX_SOCKET
   SRC_PID=$SANDBOX_PID SANDBOX_PID=
@@ -149,7 +172,7 @@ for count in $COUNTS; do
   CONN=(--no-defaults --socket "$SRC" --user root --progress none)
   REPO=$WORK/repo
   "$BS" init --repo "$REPO" >/dev/null
-  T=() R=()
+  T=() R=() W=() G=()
 
   if [ "$STEPS" = all ] || [ "$STEPS" = physical ]; then
     echo "$count tables: physical" >&2
@@ -211,6 +234,36 @@ for count in $COUNTS; do
     check_fingerprint "myloader" "$SANDBOX_SOCKET"
     sandbox_stop
   fi
+  if [ "$STEPS" = all ] || [ "$STEPS" = s3 ]; then
+    echo "$count tables: S3 requests" >&2
+    ./scripts/minio.sh start "$WORK/minio" >/dev/null   # installs MinIO if missing
+    # A subshell: the credentials stay in it (sourced, never printed).
+    (
+      source "$WORK/minio/minio.env"
+      export AWS_REGION=us-east-1
+      "$BENCH_OUT/pitrload" mkbucket scale
+      S3=(--repo s3://scale/repo --metrics-file "$WORK/s3.prom")
+      "$BS" init --repo s3://scale/repo >/dev/null
+      measure s3_backup "$BS" backup "${S3[@]}" --parallel "$N" "${CONN[@]}"; requests s3_backup backup
+      measure s3_restore "$BS" restore latest "${S3[@]}" --target-dir "$WORK/s3r" --parallel "$N" --progress none --no-sync
+      requests s3_restore restore
+      measure s3_verify "$BS" verify "${S3[@]}" --progress none; requests s3_verify verify
+      mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "
+        SELECT CONCAT('UPDATE \`', TABLE_SCHEMA, '\`.\`', TABLE_NAME, '\` SET k = k + 1 WHERE id = 2;')
+        FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 's0%' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
+        awk 'NR % 100 == 1' | mariadb --no-defaults --socket="$SRC" -uroot
+      measure s3_incremental "$BS" backup --incremental "${S3[@]}" --parallel "$N" "${CONN[@]}"; requests s3_incremental backup
+      measure s3_table "$BS" restore latest "${S3[@]}" --table s0001.t000001 --as s0001.t_s3 --apply-to --no-binlog "${CONN[@]}"
+      requests s3_table restore
+      mariadb --no-defaults --socket="$SRC" -uroot -e 'DROP TABLE s0001.t_s3'
+      measure s3_list "$BS" list "${S3[@]}"; requests s3_list list
+      for key in s3_backup s3_restore s3_verify s3_incremental s3_table s3_list; do
+        echo "$key ${T[$key]} ${W[$key]} ${G[$key]}"
+      done >"$WORK/s3.results"
+    )
+    ./scripts/minio.sh stop "$WORK/minio"
+    while read -r key t w g; do T[$key]=$t W[$key]=$w G[$key]=$g; done <"$WORK/s3.results"
+  fi
   SANDBOX_PID=$SRC_PID sandbox_stop; SRC_PID=
 
   echo
@@ -244,6 +297,22 @@ for count in $COUNTS; do
   line "expire (a full and its incremental)" bs_expire
   line "logical backup" bs_logical "mydumper -t $N" myd_dump
   line "logical restore" bs_load "myloader -t $N" myl_load
+  if [ -n "${T[s3_backup]:-}" ]; then
+    echo
+    echo "$count tables into MinIO: the requests of each step (PUT, POST, LIST: billed at \$0.005 per 1,000; GET, HEAD: \$0.0004)"
+    echo
+    row "step" "s" "PUT/POST/LIST" "GET/HEAD" "cost at list prices \$"
+    row "---" "---:" "---:" "---:" "---:"
+    for s3step in "backup:s3_backup" "restore --no-sync:s3_restore" "verify:s3_verify" "incremental (1% of tables written):s3_incremental" \
+      "restore --table (one, --apply-to):s3_table" "list:s3_list"; do
+      key=${s3step##*:}
+      row "${s3step%:*}" "${T[$key]}" "${W[$key]}" "${G[$key]}" "$(echo "${W[$key]} * 0.005 / 1000 + ${G[$key]} * 0.0004 / 1000" | bc -l | xargs printf '%.6f')"
+      s3report+=("$count $key ${W[$key]} ${G[$key]}")
+    done
+    # A month of nights: a full backup and a verify each night.
+    echo
+    echo "a month of nightly full backups and verifies: \$$(echo "30 * ((${W[s3_backup]} + ${W[s3_verify]}) * 0.005 / 1000 + (${G[s3_backup]} + ${G[s3_verify]}) * 0.0004 / 1000)" | bc -l | xargs printf '%.4f') in requests"
+  fi
   # Only now, after every step of this count (see the extracted copies).
   rm -rf "$WORK"
 done
@@ -255,4 +324,11 @@ if [ "$(echo "$COUNTS" | wc -w)" -gt 1 ]; then
   printf '%s\n' "${report[@]}" | awk '
     { key = $2; if (key in t) printf "  %-18s %6d -> %-6d tables: time x%.2f, RSS x%.2f\n", key, c[key], $1, $3 / (t[key] > 0 ? t[key] : 0.01), $4 / (r[key] > 0 ? r[key] : 1)
       t[key] = $3; r[key] = $4; c[key] = $1 }'
+fi
+if [ "${#s3report[@]}" -gt 0 ] && [ "$(echo "$COUNTS" | wc -w)" -gt 1 ]; then
+  echo
+  echo "growth of the S3 requests per step (PUT/POST/LIST, GET/HEAD) from one count to the next:"
+  printf '%s\n' "${s3report[@]}" | awk '
+    { key = $2; if (key in w) printf "  %-16s %6d -> %-6d tables: x%.2f, x%.2f\n", key, c[key], $1, $3 / (w[key] > 0 ? w[key] : 1), $4 / (g[key] > 0 ? g[key] : 1)
+      w[key] = $3; g[key] = $4; c[key] = $1 }'
 fi

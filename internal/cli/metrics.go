@@ -34,6 +34,8 @@ func (g *globals) recordMetrics(cmd *cobra.Command, start time.Time, err error) 
 	}
 	run := metrics.Run{Command: command, Repository: g.repos.Location.Repo, Server: options.ServerLabel(cmd.Flags()),
 		Start: start, End: time.Now(), ExitCode: ExitCode(err, cmd.Context().Err() != nil)}
+	reqs := g.repos.Location.Requests.Counts()
+	run.WriteRequests, run.ReadRequests = reqs.Write, reqs.Read
 	if m := g.made; m.ID != "" && err == nil {
 		run.RawBytes, run.StoredBytes = m.RawBytes, m.StoredBytes
 	}

@@ -8,10 +8,11 @@ import (
 )
 
 // share makes what everything the command stores or reads shares: the
-// limiters of the storage's rates and the memory budget; and has a lock's
-// notes said on stderr.
+// limiters of the storage's rates, the memory budget and the count of
+// object-store requests; and has a lock's notes said on stderr.
 func (g *globals) share() {
 	g.repos.Location.Limits = repoaccess.NewLimits(g.limitUpload, g.limitDownload)
+	g.repos.Location.Requests = new(repoaccess.Requests)
 	g.repos.Memory, g.repos.Notes = repoaccess.NewMemory(g.memory), g.stderr
 }
 

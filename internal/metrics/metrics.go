@@ -42,6 +42,10 @@ type Run struct {
 	// run made, before and after compression (and encryption); 0 when
 	// it made none.
 	RawBytes, StoredBytes int64
+	// WriteRequests and ReadRequests are the object-store requests the
+	// run sent, by billing class (see s3.Requests); both 0 for a
+	// repository in a directory.
+	WriteRequests, ReadRequests int64
 }
 
 // The metrics, each a gauge with the labels command, repository and
@@ -51,6 +55,8 @@ const (
 	LastRunDuration        = "backstream_last_run_duration_seconds"
 	LastRunSuccess         = "backstream_last_run_success"
 	LastRunExitCode        = "backstream_last_run_exit_code"
+	LastRunWriteRequests   = "backstream_last_run_s3_write_requests"
+	LastRunReadRequests    = "backstream_last_run_s3_read_requests"
 	LastSuccessTime        = "backstream_last_success_timestamp_seconds"
 	LastSuccessDuration    = "backstream_last_success_duration_seconds"
 	LastSuccessRawBytes    = "backstream_last_success_raw_bytes"
@@ -64,6 +70,8 @@ var help = []struct{ name, help string }{
 	{LastRunDuration, "How long the last run of the command took."},
 	{LastRunSuccess, "1 if the last run of the command succeeded, else 0."},
 	{LastRunExitCode, "The exit code of the last run of the command (0 success, 1 failure, 2 bad flags, 3 damaged data, 130 interrupted)."},
+	{LastRunWriteRequests, "The PUT, POST and LIST requests the last run of the command sent to its S3 repository (the requests billed at the higher rate)."},
+	{LastRunReadRequests, "The GET and HEAD requests the last run of the command sent to its S3 repository."},
 	{LastSuccessTime, "When the last successful run of the command ended (Unix time)."},
 	{LastSuccessDuration, "How long the last successful run of the command took."},
 	{LastSuccessRawBytes, "The size of the backup the last successful run made, before compression."},
@@ -133,6 +141,11 @@ func (s state) record(run Run) {
 	took := run.End.Sub(run.Start).Seconds()
 	v[LastRunTime], v[LastRunDuration], v[LastRunExitCode] = end, took, float64(run.ExitCode)
 	v[LastRunSuccess] = 0
+	delete(v, LastRunWriteRequests)
+	delete(v, LastRunReadRequests)
+	if run.WriteRequests > 0 || run.ReadRequests > 0 {
+		v[LastRunWriteRequests], v[LastRunReadRequests] = float64(run.WriteRequests), float64(run.ReadRequests)
+	}
 	if run.ExitCode != 0 {
 		return
 	}

@@ -60,7 +60,7 @@ func TestWriteKeepsTheLastSuccess(t *testing.T) {
 	path := filepath.Join(dir, "backstream.prom")
 	start := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
 	ok := Run{Command: "backup", Repository: "s3://backups/db1", Server: "db1.internal:3306",
-		Start: start, End: start.Add(90 * time.Second), RawBytes: 3000, StoredBytes: 1000}
+		Start: start, End: start.Add(90 * time.Second), RawBytes: 3000, StoredBytes: 1000, WriteRequests: 40, ReadRequests: 3}
 	if err := Write(path, ok); err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,7 @@ func TestWriteKeepsTheLastSuccess(t *testing.T) {
 		LastRunTime: float64(start.Add(90 * time.Second).Unix()), LastRunDuration: 90, LastRunSuccess: 1, LastRunExitCode: 0,
 		LastSuccessTime: float64(start.Add(90 * time.Second).Unix()), LastSuccessDuration: 90,
 		LastSuccessRawBytes: 3000, LastSuccessStoredBytes: 1000, LastSuccessRatio: 3,
+		LastRunWriteRequests: 40, LastRunReadRequests: 3,
 	} {
 		if got := value(t, path, metric, "backup"); got != want {
 			t.Errorf("%s = %v, want %v", metric, got, want)
@@ -76,9 +77,11 @@ func TestWriteKeepsTheLastSuccess(t *testing.T) {
 	}
 
 	// A day later the backup fails: the last run says so, the last
-	// success is the one before. Another command gets series of its own.
+	// success is the one before; the requests are the failed run's, which
+	// cost as much. Another command gets series of its own.
 	failed := ok
 	failed.Start, failed.End, failed.ExitCode = start.Add(24*time.Hour), start.Add(24*time.Hour+5*time.Second), 1
+	failed.WriteRequests, failed.ReadRequests = 7, 0
 	if err := Write(path, failed); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +93,7 @@ func TestWriteKeepsTheLastSuccess(t *testing.T) {
 	for metric, want := range map[string]float64{
 		LastRunTime: float64(failed.End.Unix()), LastRunDuration: 5, LastRunSuccess: 0, LastRunExitCode: 1,
 		LastSuccessTime: float64(ok.End.Unix()), LastSuccessDuration: 90, LastSuccessRawBytes: 3000, LastSuccessStoredBytes: 1000,
+		LastRunWriteRequests: 7, LastRunReadRequests: 0,
 	} {
 		if got := value(t, path, metric, "backup"); got != want {
 			t.Errorf("after a failure: %s = %v, want %v", metric, got, want)
@@ -100,6 +104,9 @@ func TestWriteKeepsTheLastSuccess(t *testing.T) {
 	}
 	if _, ok := lookup(t, path, LastSuccessRawBytes, "expire"); ok {
 		t.Error("expire, which makes no backup, has a size")
+	}
+	if _, ok := lookup(t, path, LastRunWriteRequests, "expire"); ok {
+		t.Error("expire, which sent no request to an object store, has a request count")
 	}
 	// Only the file and its lock: no temporary file left behind.
 	entries, err := os.ReadDir(dir)

@@ -56,7 +56,15 @@ type Location struct {
 	S3Endpoint string        // replaces the endpoint the environment gives
 	S3Retry    time.Duration // how long transient failures are retried
 	Limits     Limits
+	// Requests, if set, counts the requests sent to an object store by
+	// every backend opened from this location (see s3.Requests); a
+	// command makes one and shares it, so that the count is the
+	// command's.
+	Requests *Requests
 }
+
+// Requests counts a command's object-store requests by billing class.
+type Requests = s3.Requests
 
 // Limits bound the bytes stored (Upload) and read (Download) per second;
 // nil is no bound. A command makes one pair with NewLimits and shares it
@@ -116,7 +124,7 @@ func store(ctx context.Context, loc Location, create bool) (storage.Backend, err
 				cfg.CAFile = ""
 			}
 		}
-		cfg.RetryWindow = loc.S3Retry
+		cfg.RetryWindow, cfg.Requests = loc.S3Retry, loc.Requests
 		return s3.New(ctx, cfg)
 	case hasScheme && scheme != "file":
 		return nil, usagef("repository %q: unsupported scheme %q (supported: a directory path, file://, s3://)", location, scheme)

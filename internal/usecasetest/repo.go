@@ -23,6 +23,9 @@ type Repo struct {
 	Backend  storage.Backend
 	S3       *s3test.Server // the MinIO behind an s3 repository (its incomplete uploads); nil for local
 	Bucket   string         // the s3 repository's bucket
+	// Requests counts the requests every use case run through Access
+	// sends to an s3 repository's MinIO; nil for local.
+	Requests *repoaccess.Requests
 }
 
 // Backends are the backends every repository test runs on. None may be
@@ -71,7 +74,7 @@ func newS3Repo(t *testing.T) Repo {
 	if _, err := repo.Init(t.Context(), b, repo.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	return Repo{Location: location, Backend: b, S3: shared, Bucket: bucket}
+	return Repo{Location: location, Backend: b, S3: shared, Bucket: bucket, Requests: new(repoaccess.Requests)}
 }
 
 // NewRepo makes an empty repository on the backend of that kind.
@@ -96,7 +99,7 @@ func ForEachBackend(t *testing.T, fn func(t *testing.T, r Repo)) {
 
 // Access is how a command reaches the repository with `--repo Location`.
 func (r Repo) Access() repoaccess.Options {
-	return repoaccess.Options{Location: repoaccess.Location{Repo: r.Location}}
+	return repoaccess.Options{Location: repoaccess.Location{Repo: r.Location, Requests: r.Requests}}
 }
 
 // Open opens the repository as a command does for its work (Access).

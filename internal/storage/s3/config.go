@@ -54,6 +54,9 @@ type Config struct {
 	// StallTimeout cancels and retries a request that moves no byte for
 	// this long; 0 means 60 seconds.
 	StallTimeout time.Duration
+	// Requests, if set, counts every request the Backend sends, New's
+	// check of the bucket included.
+	Requests *Requests
 }
 
 // Defaults applied by New to zero fields of Config.

@@ -151,10 +151,14 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	case cfg.Endpoint != "":
 		lookup = minio.BucketLookupPath
 	}
+	var transport http.RoundTripper = tr
+	if cfg.Requests != nil {
+		transport = countingTransport{tr, cfg.Requests}
+	}
 	client, err := minio.New(host, &minio.Options{
 		Creds:        creds,
 		Secure:       secure,
-		Transport:    tr,
+		Transport:    transport,
 		Region:       cfg.Region,
 		BucketLookup: lookup,
 		MaxRetries:   1, // this package retries; see the package comment
