@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -129,7 +130,7 @@ func steps(t *testing.T, ctx context.Context, m *meter, src, dst *sandbox.Server
 
 	// 1% of the tables written, then an incremental.
 	for i := 0; i < n; i += 100 {
-		mustExec(t, src.DB(), fmt.Sprintf("UPDATE %s SET c = 'changed' WHERE id = 1", tableName(i)))
+		usecasetest.ExecAll(t, src.DB(), fmt.Sprintf("UPDATE %s SET c = 'changed' WHERE id = 1", tableName(i)))
 	}
 	var incr *backup.Result
 	measure("incremental", func() {
@@ -149,7 +150,7 @@ func steps(t *testing.T, ctx context.Context, m *meter, src, dst *sandbox.Server
 	if rows := count(t, src.DB(), "SELECT COUNT(*) FROM s000.imported WHERE c = 'changed'"); rows != 1 {
 		t.Fatalf("the imported table has %d changed rows, want the incremental's 1", rows)
 	}
-	mustExec(t, src.DB(), "DROP TABLE s000.imported")
+	usecasetest.ExecAll(t, src.DB(), "DROP TABLE s000.imported")
 
 	var logical *backup.Result
 	measure("logical backup", func() { logical = usecasetest.Backup(t, usecasetest.LogicalBackupOf(t, m.repo, src)) })
@@ -279,35 +280,19 @@ func addTables(t *testing.T, db *sql.DB, n int) {
 	have := count(t, db, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema LIKE 's0%' AND table_type = 'BASE TABLE'")
 	for i := have; i < n; i++ {
 		if i%tablesPerSchema == 0 {
-			mustExec(t, db, fmt.Sprintf("CREATE DATABASE s%03d", i/tablesPerSchema))
+			usecasetest.ExecAll(t, db, fmt.Sprintf("CREATE DATABASE s%03d", i/tablesPerSchema))
 		}
 		name := tableName(i)
-		mustExec(t, db, "CREATE TABLE "+name+" (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k (k)) ENGINE=InnoDB")
-		mustExec(t, db, fmt.Sprintf("INSERT INTO %s SELECT seq, seq * 7919 %% 1000, MD5(seq + %d), 'pad' FROM s%03d.seq_1_to_%d", name, i, i/tablesPerSchema, rowsPerTable))
+		usecasetest.ExecAll(t, db, "CREATE TABLE "+name+" (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k (k)) ENGINE=InnoDB")
+		usecasetest.ExecAll(t, db, fmt.Sprintf("INSERT INTO %s SELECT seq, seq * 7919 %% 1000, MD5(seq + %d), 'pad' FROM s%03d.seq_1_to_%d", name, i, i/tablesPerSchema, rowsPerTable))
 	}
 }
 
 // dropSchemas drops the tables' schemas, so that a load starts afresh.
 func dropSchemas(t *testing.T, db *sql.DB) {
 	t.Helper()
-	rows, err := db.Query("SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 's0%'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rows.Close()
-	for _, s := range names {
-		mustExec(t, db, "DROP DATABASE "+s)
+	for _, s := range usecasetest.QueryRows(t, db, "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 's0%'") {
+		usecasetest.ExecAll(t, db, "DROP DATABASE "+s)
 	}
 }
 
@@ -324,16 +309,9 @@ func tablesIn(res *backup.Result) int {
 
 func count(t *testing.T, db *sql.DB, q string) int {
 	t.Helper()
-	var n int
-	if err := db.QueryRow(q).Scan(&n); err != nil {
+	n, err := strconv.Atoi(usecasetest.QueryRows(t, db, q)[0])
+	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return n
-}
-
-func mustExec(t *testing.T, db *sql.DB, q string) {
-	t.Helper()
-	if _, err := db.Exec(q); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
 }
