@@ -84,6 +84,59 @@ type Manifest struct {
 	// lacked a file, and verify checks them again. Manifests written
 	// before it existed have none.
 	Tables []Table `json:"tables,omitempty"`
+	// Summary, set, makes this the summary of a backup's manifest (see
+	// Summarize): what listings read instead of the whole manifest.
+	Summary *SummaryCounts `json:"summary,omitempty"`
+}
+
+// SummaryCounts are what a summary counts of the parts of the manifest
+// it leaves out, and which manifest it summarizes: its checksum, and its
+// size where known (a repository records it when it stores both, and a
+// listing checks it against the manifest object's size).
+type SummaryCounts struct {
+	Files            int    `json:"files"`
+	Tables           int    `json:"tables"`
+	Barriers         int    `json:"barriers"`
+	ManifestChecksum string `json:"manifest_checksum,omitempty"`
+	ManifestSize     int64  `json:"manifest_size,omitempty"`
+}
+
+// Summarize returns the summary of m: m without what grows with the
+// server's files and tables (Files, Tables, Barriers), which only a read
+// of the backup's data or a check of its tables needs, and with their
+// counts in Summary. A repository stores it beside the manifest, so that
+// listing a thousand backups of a server of 100,000 tables reads a few
+// kilobytes each rather than tens of megabytes. A summary describes the
+// backup for choosing and listing, never what to read: Read refuses it.
+// Summarize of a summary is the summary itself.
+func (m *Manifest) Summarize() *Manifest {
+	if m.IsSummary() {
+		return m
+	}
+	s := *m
+	s.Checksum = ""
+	s.Summary = &SummaryCounts{Files: len(m.Files), Tables: len(m.Tables), Barriers: len(m.Barriers), ManifestChecksum: m.Checksum}
+	s.Files, s.Tables, s.Barriers = nil, nil, nil
+	return &s
+}
+
+// IsSummary reports whether m is a summary (Summarize), not a whole
+// manifest.
+func (m *Manifest) IsSummary() bool { return m.Summary != nil }
+
+// FileCount is the number of files of the backup, whole manifest or
+// summary.
+func (m *Manifest) FileCount() int {
+	if m.IsSummary() {
+		return m.Summary.Files
+	}
+	return len(m.Files)
+}
+
+// errSummary is what a read of a backup's data given a summary fails with:
+// a defect of the caller, which must read the whole manifest first.
+func errSummary(m *Manifest) error {
+	return fmt.Errorf("backup %s: a summary of its manifest was given where the whole manifest is needed (a defect of backstream: please report it)", m.ID)
 }
 
 // Table is one table (or view, or sequence) of a physical backup's
@@ -467,6 +520,9 @@ func (m *Manifest) validate() error {
 	}
 	if len(m.Streams) == 0 {
 		return fmt.Errorf("no streams")
+	}
+	if m.Summary != nil && (len(m.Files) > 0 || len(m.Tables) > 0 || len(m.Barriers) > 0) {
+		return fmt.Errorf("a summary that holds files, tables or barriers")
 	}
 	for i, s := range m.Streams {
 		if err := s.Object.validate(); err != nil {

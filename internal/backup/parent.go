@@ -58,10 +58,13 @@ func (p Parent) choose(ctx context.Context, server *mariadb.Server) (*archive.Ma
 	}
 	ms = wholeChains(ms)
 	parent, why := physical.ChooseParent(ms, server, p.Policy, time.Now())
-	if parent == nil && p.FullBecause != nil {
-		p.FullBecause(why)
+	if parent == nil {
+		if p.FullBecause != nil {
+			p.FullBecause(why)
+		}
+		return nil, nil
 	}
-	return parent, nil
+	return p.Repo.Whole(ctx, parent)
 }
 
 // wholeChains leaves out of ms, complete backups oldest first, those

@@ -65,7 +65,7 @@ type Backup struct {
 // Of is the listing of complete backup m.
 func Of(m *archive.Manifest) Backup {
 	return Backup{ID: m.ID, Kind: m.Kind, Parent: m.Parent, Chain: m.Chain, Depth: m.Depth, MergedFrom: m.MergedFrom, Started: m.Started, Finished: m.Finished,
-		Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: len(m.Files),
+		Server: m.Server, Positions: m.Positions, Codec: m.Codec, Streams: len(m.Streams), Files: m.FileCount(),
 		RawBytes: m.Stats.RawBytes, StoredBytes: m.Stats.StoredBytes, Databases: m.Databases, Partial: m.Partial}
 }
 

@@ -152,6 +152,10 @@ func plan(ctx context.Context, r *repo.Repo, t Target) (*Planned, error) {
 	}
 	catalogs := map[string]*logical.Catalog{}
 	base, err := chooseBackup(ms, t, func(m *archive.Manifest) (bool, error) {
+		m, err := r.Whole(ctx, m)
+		if err != nil {
+			return false, err
+		}
 		cat, err := readCatalog(ctx, r, m)
 		if err != nil {
 			return false, err
@@ -160,6 +164,9 @@ func plan(ctx context.Context, r *repo.Repo, t Target) (*Planned, error) {
 		return cat.Whole, nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if base, err = r.Whole(ctx, base); err != nil {
 		return nil, err
 	}
 	files, err := r.Binlogs(ctx)

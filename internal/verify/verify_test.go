@@ -22,10 +22,13 @@ func TestBackupFindsEveryDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta = append(m.Meta, meta)
+	if err := r.Commit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
 	if err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2}); err != nil {
 		t.Fatalf("an intact backup: %v", err)
 	}
-	for _, name := range []string{m.Streams[0].Name, m.Streams[1].Name, meta.Name} {
+	for _, name := range []string{m.Streams[0].Name, m.Streams[1].Name, meta.Name, repo.SummaryName} {
 		t.Run(name, func(t *testing.T) {
 			flip(t, r, m.ID, name)
 			err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2})

@@ -115,18 +115,30 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 // length, as a crash of the storage or a torn copy would.
 func DamageManifest(t testing.TB, r *repo.Repo, id string) {
 	t.Helper()
-	ctx := context.Background()
 	name := repo.Dir(id) + "/" + repo.ManifestName
-	rc, err := r.Backend.Open(ctx, name, 0, -1)
+	data := Object(t, r, name)
+	PutObject(t, r, name, data[:len(data)/2])
+}
+
+// Object is the stored object name of r.
+func Object(t testing.TB, r *repo.Repo, name string) []byte {
+	t.Helper()
+	rc, err := r.Backend.Open(context.Background(), name, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rc.Close()
 	data, err := io.ReadAll(rc)
-	rc.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Backend.Put(ctx, name, bytes.NewReader(data[:len(data)/2])); err != nil {
+	return data
+}
+
+// PutObject stores data as the object name of r.
+func PutObject(t testing.TB, r *repo.Repo, name string, data []byte) {
+	t.Helper()
+	if _, err := r.Backend.Put(context.Background(), name, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
 }
