@@ -20,6 +20,7 @@
 #   restore (durable)          / the same, then sync
 #   restore --prepare          / mariabackup --prepare of the extracted copy
 #   list, verify, verify --restore-test
+#   list of 1,000 backups (the last full copied 999 times, bench/manybackups)
 #   incremental after writing to 1% of the tables
 #                              / mariabackup --incremental-basedir | zstd
 #   restore --table (one table, into the running source, --as a new name)
@@ -42,11 +43,12 @@ COUNTS=${COUNTS:-1000 10000}
 N=${N:-2}
 STEPS=${STEPS:-all}
 ROWS=20
-./scripts/deps.sh mydumper bc zstd >/dev/null
+./scripts/deps.sh mydumper bc zstd jq >/dev/null
 
 BS=$BENCH_OUT/backstream
 go build -o "$BS" ./cmd/backstream
 go build -o "$BENCH_OUT/pitrload" ./bench/pitrload
+go build -o "$BENCH_OUT/manybackups" ./bench/manybackups
 
 # measure KEY COMMAND...: runs the command with its output discarded,
 # recording wall seconds in T[KEY] and peak RSS in MiB in R[KEY]; fails
@@ -216,6 +218,12 @@ for count in $COUNTS; do
     mariadb --no-defaults --socket="$SRC" -uroot -e 'DROP TABLE s0001.t_copy'
     measure bs_backup2 "$BS" backup --repo "$REPO" --parallel "$N" "${CONN[@]}"
     measure bs_expire "$BS" expire --repo "$REPO" --keep-last 1 --confirm --progress none
+    # A year and more of nightly backups: the one left, copied 999 times
+    # (bench/manybackups: hard links, each copy committed as a backup).
+    "$BENCH_OUT/manybackups" -repo "$REPO" -from latest -copies 999
+    measure bs_list1000 "$BS" list --repo "$REPO"
+    listed=$("$BS" list --repo "$REPO" --json | jq length)
+    [ "$listed" = 1000 ] || { echo "list shows $listed backups, not 1000" >&2; exit 1; }
   fi
 
   if [ "$STEPS" = all ] || [ "$STEPS" = logical ]; then
@@ -289,6 +297,7 @@ for count in $COUNTS; do
   fi
   line "restore --prepare" bs_prepare "zstd -d \| mbstream -x; mariabackup --prepare" mb_prepare_all
   line "list" bs_list
+  line "list (1,000 backups)" bs_list1000
   line "verify" bs_verify
   line "verify --restore-test" bs_verify_rt
   line "incremental (1% of tables written)" bs_incremental "mariabackup --incremental \| zstd" mb_incremental

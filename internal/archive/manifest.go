@@ -388,11 +388,19 @@ type File struct {
 // FrameRange is a run of frames of one stream, first and last included.
 type FrameRange [2]int
 
-// Stats summarise the backup's sizes.
+// Stats summarise the backup's sizes and what it cost the server.
 type Stats struct {
 	RawBytes    int64   `json:"raw_bytes"`
 	StoredBytes int64   `json:"stored_bytes"`
 	Seconds     float64 `json:"seconds"`
+	// DDLBlockedSeconds and CommitsBlockedSeconds are how long the backup
+	// kept the server from running DDL, and from committing (and writing
+	// non-transactional tables), under BACKUP STAGE BLOCK_DDL and
+	// BLOCK_COMMIT, or FLUSH TABLES WITH READ LOCK: what its writers
+	// waited for it at most. Absent in backups made before they were
+	// recorded, and in merged ones.
+	DDLBlockedSeconds     float64 `json:"ddl_blocked_seconds,omitempty"`
+	CommitsBlockedSeconds float64 `json:"commits_blocked_seconds,omitempty"`
 }
 
 // Complete fills in what a writer made (streams, files, barriers and the

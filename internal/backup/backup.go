@@ -135,6 +135,9 @@ type Result struct {
 	// they were dumped, as db.table.column=function.
 	NoHistory []string
 	Masked    []string
+	// Impact is what the backup cost the server (nil when not measured:
+	// a Result made of a manifest alone, ResultOf).
+	Impact *Impact
 }
 
 // Engine takes one backup of a server into the request's repository and
@@ -156,11 +159,15 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
+	probe := startProbe(ctx, req.Conn)
 	m, err := EngineFor(req).Backup(ctx, req)
+	probed := probe.stop()
 	if err != nil {
 		return nil, err
 	}
-	return ResultOf(m), nil
+	res := ResultOf(m)
+	res.Impact = ImpactOf(m, probed)
+	return res, nil
 }
 
 // ResultOf describes backup m.

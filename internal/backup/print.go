@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/inventory"
+	"github.com/backstream/backstream/internal/progress"
 )
 
 // WriteText writes res for people: the backup made, and for a logical one
@@ -30,9 +32,32 @@ func (res *Result) WriteText(w io.Writer) error {
 	if len(res.Masked) > 0 {
 		fmt.Fprintf(w, "backup %s: masked when dumped: %s\n", m.ID, strings.Join(res.Masked, ", "))
 	}
+	if i := res.Impact; i != nil {
+		fmt.Fprintf(w, "backup %s: cost to the server: %s read, DDL blocked %s, commits blocked %s%s\n", m.ID,
+			progress.HumanBytes(i.ReadBytes), human(i.DDLBlockedSeconds), human(i.CommitsBlockedSeconds), probed(i.ProbeStats))
+	}
 	return nil
 }
 
-// JSON is what --json prints of res: the backup as every command that
-// makes one prints it.
-func (res *Result) JSON() inventory.Made { return inventory.MadeOf(res.Manifest) }
+// human is a number of seconds for people, to the millisecond.
+func human(seconds float64) string {
+	return time.Duration(seconds * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+// probed says what the probe query measured, if it ran.
+func probed(p ProbeStats) string {
+	if p.Probes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; SELECT 1 answered in %s (median of %d), %s at the slowest", human(p.ProbeMedianSeconds), p.Probes, human(p.ProbeMaxSeconds))
+}
+
+// JSON is what --json prints of a backup made: the backup as every
+// command that makes one prints it, and what it cost the server.
+type JSON struct {
+	inventory.Made
+	Impact *Impact `json:"impact,omitempty"`
+}
+
+// JSON is what --json prints of res.
+func (res *Result) JSON() JSON { return JSON{Made: inventory.MadeOf(res.Manifest), Impact: res.Impact} }

@@ -83,7 +83,7 @@ func runBackup(ctx context.Context, g *globals, req backup.Request) error {
 	if err != nil {
 		return err
 	}
-	g.made = res.JSON()
+	g.made = res.JSON().Made
 	if g.json {
 		return printJSON(g.stdout, res.JSON())
 	}

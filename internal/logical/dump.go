@@ -209,7 +209,33 @@ func (d *DumpSession) Run(ctx context.Context, out Output) (archive.Positions, e
 			return pos, err
 		}
 	}
+	if s.opt.BlockDDL {
+		// The snapshots' metadata locks held DDL off until now.
+		s.ddlUntil = time.Now()
+	}
 	return pos, nil
+}
+
+// Blocked is how long the dump kept the server from running DDL, and
+// from committing (and writing non-transactional tables), from its
+// requests of the locks until it let go of them (with BlockDDL, DDL of
+// the dumped tables until the dump ended): what its writers waited for
+// it at most. Zero before Run.
+func (d *DumpSession) Blocked() (ddl, commit time.Duration) {
+	s := d.s
+	if s.unlocked.IsZero() {
+		return 0, 0
+	}
+	if ddlEnd := s.unlocked; !s.ddlFrom.IsZero() {
+		if !s.ddlUntil.IsZero() {
+			ddlEnd = s.ddlUntil
+		}
+		ddl = ddlEnd.Sub(s.ddlFrom)
+	}
+	if !s.commitFrom.IsZero() {
+		commit = s.unlocked.Sub(s.commitFrom)
+	}
+	return ddl, commit
 }
 
 // Close ends the dump's connections.
@@ -241,6 +267,10 @@ type session struct {
 	// replica is true when the server replicates: the position in its
 	// primary's history is read with its own.
 	replica bool
+	// ddlFrom and commitFrom are when the dump asked for the locks that
+	// block DDL and commits, unlocked when it let go (see Blocked), and
+	// ddlUntil, with BlockDDL, when its snapshots let go of the tables.
+	ddlFrom, commitFrom, unlocked, ddlUntil time.Time
 }
 
 // nextID numbers data files across the dump.
@@ -465,6 +495,8 @@ func (d *DumpSession) toArchive(ctx context.Context, job DumpJob, header *archiv
 	}
 	m := *header
 	m.Positions = pos
+	ddl, commit := d.Blocked()
+	m.Stats.DDLBlockedSeconds, m.Stats.CommitsBlockedSeconds = ddl.Seconds(), commit.Seconds()
 	m.Meta = append(m.Meta, o)
 	m.Databases = summarise(cat)
 	m.Partial = !cat.Whole
@@ -749,6 +781,7 @@ func (s *session) freezeWrites(ctx context.Context) (stage func(string) error, r
 	unlock := func(q string) func() error {
 		return func() error {
 			_, err := s.coord.ExecContext(context.WithoutCancel(ctx), q)
+			s.unlocked = time.Now()
 			return err
 		}
 	}
@@ -756,6 +789,8 @@ func (s *session) freezeWrites(ctx context.Context) (stage func(string) error, r
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == 1064 {
 		// A server older than 10.4.1 has no backup stages.
+		s.ddlFrom = time.Now()
+		s.commitFrom = s.ddlFrom
 		if _, err := s.coord.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
 			return nil, nil, explainPrivileges(fmt.Errorf("FLUSH TABLES WITH READ LOCK: %w", err))
 		}
@@ -776,6 +811,12 @@ func (s *session) freezeWrites(ctx context.Context) (stage func(string) error, r
 		return err
 	}
 	stage = func(name string) error {
+		switch name {
+		case "BLOCK_DDL":
+			s.ddlFrom = time.Now()
+		case "BLOCK_COMMIT":
+			s.commitFrom = time.Now()
+		}
 		if _, err := s.coord.ExecContext(ctx, "BACKUP STAGE "+name); err != nil {
 			return explainPrivileges(fmt.Errorf("BACKUP STAGE %s: %w", name, err))
 		}

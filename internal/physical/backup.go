@@ -93,6 +93,9 @@ type Result struct {
 	RawInfo         []byte
 	CheckpointsName string
 	InfoName        string
+	// DDLBlocked and CommitsBlocked are how long mariabackup kept the
+	// server from running DDL and from committing (see lockClock).
+	DDLBlocked, CommitsBlocked time.Duration
 }
 
 // StartBackup starts
@@ -238,6 +241,7 @@ func (b *Backup) Wait() (*Result, error) {
 func (b *Backup) wait() (*Result, error) {
 	defer os.RemoveAll(b.tmp)
 	err := b.cmd.Wait()
+	exited := time.Now()
 	b.errs.wait(waitDelay)
 	b.sink.flush()
 	if ctxErr := b.ctx.Err(); ctxErr != nil {
@@ -259,6 +263,7 @@ func (b *Backup) wait() (*Result, error) {
 		return nil, b.sink.failure(`mariabackup --backup exited 0 but never said "completed OK!"`, nil)
 	}
 	res := &Result{}
+	res.DDLBlocked, res.CommitsBlocked = b.sink.blocked(exited)
 	res.RawCheckpoints, res.CheckpointsName, err = readFirst(b.lsnDir, metadataCandidates("checkpoints"))
 	if err != nil {
 		return nil, fmt.Errorf("mariabackup --backup: %w", err)

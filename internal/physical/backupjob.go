@@ -476,6 +476,7 @@ func (a *attempt) manifest(ctx context.Context, c *copyOutcome, written archive.
 	}
 	res, meta := c.res, c.meta
 	m.Positions = archive.Positions{FromLSN: res.Checkpoints.FromLSN, ToLSN: res.Checkpoints.ToLSN, LastLSN: res.Checkpoints.LastLSN}
+	m.Stats.DDLBlockedSeconds, m.Stats.CommitsBlockedSeconds = res.DDLBlocked.Seconds(), res.CommitsBlocked.Seconds()
 	for _, name := range []string{"xtrabackup_binlog_info", "mariadb_backup_binlog_info"} {
 		if b, ok := meta[name]; ok && len(strings.TrimSpace(string(b))) > 0 {
 			bi, err := ParseBinlogInfo(b)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // EventKind says what a line of mariabackup's stderr reported.
@@ -130,6 +131,7 @@ type stderrSink struct {
 	vanished  []string // tables a file of which vanished during its copy, as DDLRaceError names them
 	errors    []string // the first errorLines error lines, which the tail may have lost
 	logErr    error
+	locks     lockClock
 }
 
 // Write takes output in any pieces and handles it line by line. It never
@@ -191,6 +193,7 @@ func (s *stderrSink) lineLocked(raw string) {
 	if s.hook != nil {
 		s.hook(raw)
 	}
+	s.locks.line(raw, time.Now())
 	if strings.Contains(raw, "completed OK!") {
 		s.completed = true
 	}
@@ -300,4 +303,61 @@ func knownFailure(line string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// lockClock times the locks mariabackup holds on the server, from when it
+// reports each (as the lines reach backstream, a pipe away): DDL waits
+// from its request of BACKUP STAGE BLOCK_DDL, and commits (with every
+// write to a non-transactional table) from its request of BLOCK_COMMIT,
+// until it unlocks. FLUSH TABLES WITH READ LOCK, on a mariabackup without
+// backup stages, blocks both. A request counts from when it is made: the
+// writers that come while it waits for those running wait behind it.
+type lockClock struct {
+	ddl, commit, end time.Time
+}
+
+// line notes what one line of mariabackup's stderr says of its locks.
+func (c *lockClock) line(raw string, now time.Time) {
+	start := func(t *time.Time) {
+		if t.IsZero() {
+			*t = now
+		}
+	}
+	switch {
+	case strings.Contains(raw, "All tables unlocked"), strings.Contains(raw, "Executing BACKUP STAGE END"),
+		strings.Contains(raw, "Executing UNLOCK TABLES"):
+		if !c.ddl.IsZero() && c.end.IsZero() {
+			c.end = now
+		}
+	case strings.Contains(raw, "FLUSH TABLES WITH READ LOCK"), strings.Contains(raw, "BACKUP STAGE BLOCK_COMMIT"):
+		start(&c.ddl)
+		start(&c.commit)
+	case strings.Contains(raw, "BACKUP STAGE BLOCK_DDL"):
+		start(&c.ddl)
+	}
+}
+
+// blocked is how long DDL and commits waited for mariabackup, which
+// exited at exited: a lock it never reported letting go of counts until
+// then.
+func (c *lockClock) blocked(exited time.Time) (ddl, commit time.Duration) {
+	end := c.end
+	if end.IsZero() {
+		end = exited
+	}
+	if !c.ddl.IsZero() {
+		ddl = end.Sub(c.ddl)
+	}
+	if !c.commit.IsZero() {
+		commit = end.Sub(c.commit)
+	}
+	return max(ddl, 0), max(commit, 0)
+}
+
+// blocked is how long mariabackup blocked DDL and commits on the server
+// (see lockClock), once it has exited.
+func (s *stderrSink) blocked(exited time.Time) (ddl, commit time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.locks.blocked(exited)
 }
