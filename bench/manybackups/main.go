@@ -72,7 +72,7 @@ func run(ctx context.Context, dir, from string, copies int) error {
 }
 
 // link hard-links every object of the backup directory src into dst,
-// but its manifest, summary and verdict, which are the copy's own.
+// but its manifest and verdict, which are the copy's own.
 func link(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -85,7 +85,7 @@ func link(src, dst string) error {
 		switch {
 		case d.IsDir():
 			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		case rel == repo.ManifestName || rel == repo.SummaryName || rel == repo.VerdictName:
+		case rel == repo.ManifestName || rel == repo.VerdictName:
 			return nil
 		}
 		return os.Link(p, filepath.Join(dst, rel))

@@ -84,59 +84,98 @@ type Manifest struct {
 	// lacked a file, and verify checks them again. Manifests written
 	// before it existed have none.
 	Tables []Table `json:"tables,omitempty"`
-	// Summary, set, makes this the summary of a backup's manifest (see
-	// Summarize): what listings read instead of the whole manifest.
-	Summary *SummaryCounts `json:"summary,omitempty"`
+	// Contents, set, says that Files, Tables and Barriers are stored apart
+	// from the manifest, in the meta object ContentsName (which Meta lists
+	// with its size and digest), and counts them. They grow with the
+	// server's files and tables (35 MB at 100,000 tables) while the rest
+	// stays a few kilobytes: listing backups, choosing latest or a parent
+	// reads the manifest alone. Manifests written before it existed hold
+	// them inline.
+	Contents *ContentsCounts `json:"contents,omitempty"`
+	// loaded says Files, Tables and Barriers hold the contents stored
+	// apart (LoadContents), or were made in this process.
+	loaded bool
 }
 
-// SummaryCounts are what a summary counts of the parts of the manifest
-// it leaves out, and which manifest it summarizes: its checksum, and its
-// size where known (a repository records it when it stores both, and a
-// listing checks it against the manifest object's size).
-type SummaryCounts struct {
-	Files            int    `json:"files"`
-	Tables           int    `json:"tables"`
-	Barriers         int    `json:"barriers"`
-	ManifestChecksum string `json:"manifest_checksum,omitempty"`
-	ManifestSize     int64  `json:"manifest_size,omitempty"`
+// ContentsName is the meta object that holds a manifest's contents.
+const ContentsName = "meta/contents.json"
+
+// ContentsCounts count what a manifest's contents object holds.
+type ContentsCounts struct {
+	Files    int `json:"files"`
+	Tables   int `json:"tables"`
+	Barriers int `json:"barriers"`
 }
 
-// Summarize returns the summary of m: m without what grows with the
-// server's files and tables (Files, Tables, Barriers), which only a read
-// of the backup's data or a check of its tables needs, and with their
-// counts in Summary. A repository stores it beside the manifest, so that
-// listing a thousand backups of a server of 100,000 tables reads a few
-// kilobytes each rather than tens of megabytes. A summary describes the
-// backup for choosing and listing, never what to read: Read refuses it.
-// Summarize of a summary is the summary itself.
-func (m *Manifest) Summarize() *Manifest {
-	if m.IsSummary() {
-		return m
-	}
-	s := *m
-	s.Checksum = ""
-	s.Summary = &SummaryCounts{Files: len(m.Files), Tables: len(m.Tables), Barriers: len(m.Barriers), ManifestChecksum: m.Checksum}
-	s.Files, s.Tables, s.Barriers = nil, nil, nil
-	return &s
+// contents is the JSON of the contents object.
+type contents struct {
+	Files    []File    `json:"files"`
+	Tables   []Table   `json:"tables,omitempty"`
+	Barriers []Barrier `json:"barriers,omitempty"`
 }
 
-// IsSummary reports whether m is a summary (Summarize), not a whole
-// manifest.
-func (m *Manifest) IsSummary() bool { return m.Summary != nil }
+// Detached reports whether m's contents are stored apart and not loaded:
+// m describes the backup for listing and choosing, never what to read
+// (Read refuses it; repo.Repo.Whole loads them).
+func (m *Manifest) Detached() bool { return m.Contents != nil && !m.loaded }
 
-// FileCount is the number of files of the backup, whole manifest or
-// summary.
+// FileCount is the number of files of the backup, loaded or not.
 func (m *Manifest) FileCount() int {
-	if m.IsSummary() {
-		return m.Summary.Files
+	if m.Detached() {
+		return m.Contents.Files
 	}
 	return len(m.Files)
 }
 
-// errSummary is what a read of a backup's data given a summary fails with:
-// a defect of the caller, which must read the whole manifest first.
-func errSummary(m *Manifest) error {
-	return fmt.Errorf("backup %s: a summary of its manifest was given where the whole manifest is needed (a defect of backstream: please report it)", m.ID)
+// Detach makes m store its contents apart: it returns the contents
+// object's bytes and sets Contents to their counts. m keeps them loaded;
+// the caller stores the object as ContentsName and lists it in Meta
+// before m is marshalled.
+func (m *Manifest) Detach() ([]byte, error) {
+	if m.Detached() {
+		return nil, fmt.Errorf("backup %s: its contents are not loaded", m.ID)
+	}
+	data, err := json.Marshal(contents{Files: m.Files, Tables: m.Tables, Barriers: m.Barriers})
+	if err != nil {
+		return nil, err
+	}
+	m.Contents = &ContentsCounts{Files: len(m.Files), Tables: len(m.Tables), Barriers: len(m.Barriers)}
+	m.loaded = true
+	return data, nil
+}
+
+// LoadContents returns m with its contents loaded from data, the contents
+// object (its size and digest already checked against Meta): they must
+// decode, agree with the counts, and pass the checks a manifest's own
+// files and barriers do.
+func (m *Manifest) LoadContents(data []byte) (*Manifest, error) {
+	if !m.Detached() {
+		return m, nil
+	}
+	var c contents
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", ContentsName, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: trailing data after the JSON object", ContentsName)
+	}
+	if got := (ContentsCounts{Files: len(c.Files), Tables: len(c.Tables), Barriers: len(c.Barriers)}); got != *m.Contents {
+		return nil, fmt.Errorf("%s holds %d files, %d tables and %d barriers; the manifest counts %d, %d and %d", ContentsName,
+			got.Files, got.Tables, got.Barriers, m.Contents.Files, m.Contents.Tables, m.Contents.Barriers)
+	}
+	w := *m
+	w.Files, w.Tables, w.Barriers, w.loaded = c.Files, c.Tables, c.Barriers, true
+	if err := w.validateContents(); err != nil {
+		return nil, fmt.Errorf("%s: %w", ContentsName, err)
+	}
+	return &w, nil
+}
+
+// errDetached is what a read of a backup's data given a manifest whose
+// contents are not loaded fails with: a defect of the caller.
+func errDetached(m *Manifest) error {
+	return fmt.Errorf("backup %s: its manifest's contents (%s) were not loaded before reading it (a defect of backstream: please report it)", m.ID, ContentsName)
 }
 
 // Table is one table (or view, or sequence) of a physical backup's
@@ -448,6 +487,9 @@ func CompareFinished(a, b *Manifest) int {
 func (m *Manifest) Marshal() ([]byte, error) {
 	sealed := *m
 	sealed.Checksum = checksumAlg + ":" + strings.Repeat("0", sha256.Size*2)
+	if sealed.Contents != nil {
+		sealed.Files, sealed.Tables, sealed.Barriers = nil, nil, nil
+	}
 	b, err := json.MarshalIndent(&sealed, "", "  ")
 	if err != nil {
 		return nil, err
@@ -529,9 +571,6 @@ func (m *Manifest) validate() error {
 	if len(m.Streams) == 0 {
 		return fmt.Errorf("no streams")
 	}
-	if m.Summary != nil && (len(m.Files) > 0 || len(m.Tables) > 0 || len(m.Barriers) > 0) {
-		return fmt.Errorf("a summary that holds files, tables or barriers")
-	}
 	for i, s := range m.Streams {
 		if err := s.Object.validate(); err != nil {
 			return fmt.Errorf("stream %d: %w", i, err)
@@ -547,6 +586,43 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("stream %d: negative counts", i)
 		}
 	}
+	if m.Contents != nil {
+		if len(m.Files) > 0 || len(m.Tables) > 0 || len(m.Barriers) > 0 {
+			return fmt.Errorf("contents both inline and in %s", ContentsName)
+		}
+		if !slices.ContainsFunc(m.Meta, func(o Object) bool { return o.Name == ContentsName }) {
+			return fmt.Errorf("contents stored apart, but meta lists no %s", ContentsName)
+		}
+	} else if err := m.validateContents(); err != nil {
+		return err
+	}
+	for _, o := range m.Meta {
+		if err := o.validate(); err != nil {
+			return fmt.Errorf("meta: %w", err)
+		}
+	}
+	if g := m.Positions.Galera; g != nil {
+		if err := g.validate(); err != nil {
+			return err
+		}
+	}
+	if p := m.Positions.Primary; p != nil {
+		if len(p.Connections) == 0 {
+			return fmt.Errorf("positions: a primary position without replication connections")
+		}
+		seen := map[string]bool{}
+		for _, c := range p.Connections {
+			if seen[c.Name] {
+				return fmt.Errorf("positions: replication connection %q listed twice", c.Name)
+			}
+			seen[c.Name] = true
+		}
+	}
+	return nil
+}
+
+// validateContents checks the files and barriers against the streams.
+func (m *Manifest) validateContents() error {
 	for _, f := range m.Files {
 		if f.Stream < 0 || f.Stream >= len(m.Streams) {
 			return fmt.Errorf("file %q: stream %d out of range", f.Path, f.Stream)
@@ -571,28 +647,6 @@ func (m *Manifest) validate() error {
 			if i > 0 && f < m.Barriers[i-1].Frames[j] {
 				return fmt.Errorf("barrier %d: out of order", i)
 			}
-		}
-	}
-	for _, o := range m.Meta {
-		if err := o.validate(); err != nil {
-			return fmt.Errorf("meta: %w", err)
-		}
-	}
-	if g := m.Positions.Galera; g != nil {
-		if err := g.validate(); err != nil {
-			return err
-		}
-	}
-	if p := m.Positions.Primary; p != nil {
-		if len(p.Connections) == 0 {
-			return fmt.Errorf("positions: a primary position without replication connections")
-		}
-		seen := map[string]bool{}
-		for _, c := range p.Connections {
-			if seen[c.Name] {
-				return fmt.Errorf("positions: replication connection %q listed twice", c.Name)
-			}
-			seen[c.Name] = true
 		}
 	}
 	return nil

@@ -37,7 +37,7 @@ type StreamPlan struct {
 // read whole.
 func Plan(m *Manifest, in Input, only func(path string) bool) []StreamPlan {
 	plans := make([]StreamPlan, len(m.Streams))
-	if only == nil || len(m.Barriers) > 0 || m.IsSummary() {
+	if only == nil || len(m.Barriers) > 0 || m.Detached() {
 		return plans
 	}
 	_, ranged := in.(FrameRanger)

@@ -70,8 +70,8 @@ func (o ReadOptions) Of(in Input, m *Manifest) ReadOptions {
 // stream order. Errors name the object, frame and offset or the file.
 func Read(ctx context.Context, opt ReadOptions) error {
 	m := opt.Manifest
-	if m.IsSummary() {
-		return errSummary(m)
+	if m.Detached() {
+		return errDetached(m)
 	}
 	c, err := codec.Parse(m.Codec)
 	if err != nil {

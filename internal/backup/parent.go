@@ -50,7 +50,7 @@ func (p Parent) For(ctx context.Context, server *mariadb.Server) (*archive.Manif
 
 func (p Parent) choose(ctx context.Context, server *mariadb.Server) (*archive.Manifest, error) {
 	if p.Explicit != "" {
-		return p.Repo.Resolve(ctx, p.Explicit)
+		return p.Repo.FindKind(ctx, p.Explicit, "")
 	}
 	ms, err := p.Repo.List(ctx)
 	if err != nil {
@@ -58,13 +58,10 @@ func (p Parent) choose(ctx context.Context, server *mariadb.Server) (*archive.Ma
 	}
 	ms = wholeChains(ms)
 	parent, why := physical.ChooseParent(ms, server, p.Policy, time.Now())
-	if parent == nil {
-		if p.FullBecause != nil {
-			p.FullBecause(why)
-		}
-		return nil, nil
+	if parent == nil && p.FullBecause != nil {
+		p.FullBecause(why)
 	}
-	return p.Repo.Whole(ctx, parent)
+	return parent, nil
 }
 
 // wholeChains leaves out of ms, complete backups oldest first, those

@@ -21,8 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backstream/backstream/internal/archive"
-	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
@@ -241,7 +239,7 @@ func TestKilled(t *testing.T) {
 		// fewer files: the files of the other stream may all be there,
 		// and the held one's begun, besides the marker and the journal.)
 		written := usecasetest.TreeDigests(t, target)
-		m, err := archive.ParseManifest(r.Read(t, "backups/"+id+"/"+repo.ManifestName))
+		m, err := r.Open(t).Resolve(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

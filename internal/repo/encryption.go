@@ -18,12 +18,12 @@ const KeysDir = "keys/"
 
 // Encrypted reports whether the repository stores the object name
 // encrypted, when what wrote it encrypts: every object of a backup or an
-// archived binary log except the manifests and their summaries, begun markers, verdicts, binary log status and head, gap markers and links, which hold
+// archived binary log except the manifests, begun markers, verdicts, binary log status and head, gap markers and links, which hold
 // no row data and must stay readable to list, plan and clean up without a
 // key. The config, locks and keys are never encrypted this way.
 func Encrypted(name string) bool {
 	switch path.Base(name) {
-	case ManifestName, SummaryName, BegunName, VerdictName:
+	case ManifestName, BegunName, VerdictName:
 		return false
 	}
 	// A binary log source's status, head, gap markers and link: what

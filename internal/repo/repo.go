@@ -36,12 +36,6 @@ const ConfigName = "backstream.json"
 // ManifestName is the manifest object inside a backup's directory.
 const ManifestName = "manifest.json"
 
-// SummaryName is the summary of the manifest inside a backup's directory
-// (archive.Manifest.Summarize), stored just before the manifest: what
-// Scan reads. A backup stored before summaries existed has none, and Scan
-// reads its manifest instead.
-const SummaryName = "summary.json"
-
 // BegunName is the object a backup writes first: its manifest header,
 // which names the stream objects it is about to create, so that the
 // leftovers of a backup that never committed can be found and removed,
@@ -211,10 +205,8 @@ func Dir(id string) string { return backupsDir + "/" + id }
 
 // Entry is a backup directory of the repository.
 type Entry struct {
-	ID string
-	// Manifest is the summary of the backup's manifest (see Scan); nil
-	// for an incomplete or damaged backup.
-	Manifest *archive.Manifest
+	ID       string
+	Manifest *archive.Manifest // nil for an incomplete or damaged backup
 	// Damage, when not nil, says why the backup's manifest, which is
 	// stored, cannot be trusted (truncated, not JSON, not valid, naming
 	// another backup); archive.IsCorrupt holds for it.
@@ -231,12 +223,9 @@ type Entry struct {
 // Scan lists every backup directory, complete or not, oldest first: the
 // complete ones in the order they became complete (see
 // archive.CompareFinished), the others by the time their id records. A
-// complete backup's Manifest is its summary (archive.Manifest.Summarize),
-// read from its summary object, or from the manifest itself for a backup
-// stored before summaries existed or whose summary is damaged (verify
-// names that damage); Whole reads the whole manifest of one. A damaged
-// manifest marks its own entry (Damage) and nothing else; a manifest that
-// cannot be read at all (the backend fails) is an error naming the backup.
+// damaged manifest marks its own entry (Damage) and nothing else; a
+// manifest that cannot be read at all (the backend fails) is an error
+// naming the backup.
 func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	objs, err := r.Backend.List(ctx, backupsDir+"/")
 	if err != nil {
@@ -245,7 +234,6 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	byID := map[string]*Entry{}
 	var ids []string
 	stored := map[string]bool{}
-	sizes := map[string]int64{}
 	for _, o := range objs {
 		stored[o.Name] = true
 		id, rest, ok := strings.Cut(strings.TrimPrefix(o.Name, backupsDir+"/"), "/")
@@ -260,15 +248,7 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 		}
 		e.Size += o.Size
 		if rest == ManifestName {
-			sizes[id] = o.Size
-		}
-	}
-	out := make([]Entry, 0, len(ids))
-	for _, id := range ids {
-		e := byID[id]
-		e.Verdict = stored[Dir(id)+"/"+VerdictName]
-		if stored[Dir(id)+"/"+ManifestName] {
-			m, err := r.readSummary(ctx, id, stored[Dir(id)+"/"+SummaryName], sizes[id])
+			m, err := r.readManifest(ctx, id)
 			switch {
 			case archive.IsCorrupt(err):
 				e.Damage = err
@@ -277,6 +257,11 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 			}
 			e.Manifest = m
 		}
+	}
+	out := make([]Entry, 0, len(ids))
+	for _, id := range ids {
+		e := byID[id]
+		e.Verdict = stored[Dir(id)+"/"+VerdictName]
 		if e.Manifest != nil {
 			for _, name := range ObjectNames(e.Manifest) {
 				if !stored[Dir(id)+"/"+name] {
@@ -288,84 +273,6 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 	}
 	slices.SortFunc(out, compareEntries)
 	return out, nil
-}
-
-// readSummary reads the summary of backup id, whose manifest object has
-// size bytes: from its summary object when one is stored and sound, else
-// from its manifest. A manifest whose size is not the one its summary
-// records is damage, which the listing alone shows (a change that keeps
-// the size is verify's to find, as for every other object).
-func (r *Repo) readSummary(ctx context.Context, id string, stored bool, size int64) (*archive.Manifest, error) {
-	if stored {
-		m, err := r.readObject(ctx, id, SummaryName)
-		switch {
-		case err == nil && m.IsSummary():
-			if want := m.Summary.ManifestSize; want > 0 && want != size {
-				return nil, archive.Corruptf("backup %s: %s is damaged: it has %d bytes, %d when the backup was stored", id, Dir(id)+"/"+ManifestName, size, want)
-			}
-			return m, nil
-		case err != nil && !archive.IsCorrupt(err) && !errors.Is(err, fs.ErrNotExist):
-			return nil, err
-		}
-	}
-	m, err := r.readManifest(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return m.Summarize(), nil
-}
-
-// Whole is the whole manifest of the backup m, a summary or a whole
-// manifest: m itself when it is whole, else the manifest read, which must
-// agree with the summary (a summary that does not is damage, named).
-func (r *Repo) Whole(ctx context.Context, m *archive.Manifest) (*archive.Manifest, error) {
-	if !m.IsSummary() {
-		return m, nil
-	}
-	whole, err := r.readManifest(ctx, m.ID)
-	if err != nil {
-		return nil, err
-	}
-	if err := SameSummary(m, whole); err != nil {
-		return nil, err
-	}
-	return whole, nil
-}
-
-// CheckSummary checks the summary object of backup m, a whole manifest,
-// against m: damage when it does not parse or does not agree (what Scan
-// would list differs from what a restore reads), named. A backup stored
-// before summaries existed has none, which is no damage.
-func (r *Repo) CheckSummary(ctx context.Context, m *archive.Manifest) error {
-	if m.IsSummary() {
-		return fmt.Errorf("backup %s: a summary checked against itself (a defect of backstream: please report it)", m.ID)
-	}
-	summary, err := r.readObject(ctx, m.ID, SummaryName)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case !summary.IsSummary():
-		return archive.Corruptf("backup %s: %s is damaged: it holds no summary", m.ID, Dir(m.ID)+"/"+SummaryName)
-	}
-	return SameSummary(summary, m)
-}
-
-// SameSummary checks that summary is what whole's manifest summarizes to;
-// a difference is damage of the backup's summary object, named.
-func SameSummary(summary, whole *archive.Manifest) error {
-	// Each has its own checksum (a summary read is sealed by one of its
-	// own, a summary made is not sealed), and only a stored one knows the
-	// manifest's size: what they say of the backup is compared.
-	unsealed, counts := *summary, *summary.Summary
-	unsealed.Checksum, counts.ManifestSize, unsealed.Summary = "", 0, &counts
-	a, errA := json.Marshal(&unsealed)
-	b, errB := json.Marshal(whole.Summarize())
-	if errA != nil || errB != nil || !bytes.Equal(a, b) {
-		return archive.Corruptf("backup %s: %s is damaged: it does not agree with the backup's manifest", whole.ID, Dir(whole.ID)+"/"+SummaryName)
-	}
-	return nil
 }
 
 // ObjectNames are the objects of backup m that a restore reads, relative
@@ -414,9 +321,9 @@ func (e Entry) known() *archive.Manifest {
 	return &archive.Manifest{ID: e.ID, Started: t, Finished: t}
 }
 
-// List returns the summaries of the complete backups (see Scan), oldest
-// first (in the order they became complete). Backups whose manifest is
-// damaged are left out (Scan names them).
+// List returns the complete backups, oldest first (in the order they
+// became complete, see Scan). Backups whose
+// manifest is damaged are left out (Scan names them).
 func (r *Repo) List(ctx context.Context) ([]*archive.Manifest, error) {
 	entries, err := r.Scan(ctx)
 	if err != nil {
@@ -435,17 +342,7 @@ func (r *Repo) List(ctx context.Context) ([]*archive.Manifest, error) {
 // that is stored but cannot be trusted is damage (archive.IsCorrupt)
 // naming the object; a backend failure is returned as it is.
 func (r *Repo) readManifest(ctx context.Context, id string) (*archive.Manifest, error) {
-	m, err := r.readObject(ctx, id, ManifestName)
-	if err == nil && m.IsSummary() {
-		return nil, archive.Corruptf("backup %s: %s is damaged: it holds a summary, not the whole manifest", id, Dir(id)+"/"+ManifestName)
-	}
-	return m, err
-}
-
-// readObject reads and parses name, the manifest or its summary, of
-// backup id (see readManifest).
-func (r *Repo) readObject(ctx context.Context, id, object string) (*archive.Manifest, error) {
-	name := Dir(id) + "/" + object
+	name := Dir(id) + "/" + ManifestName
 	rc, err := r.Backend.Open(ctx, name, 0, -1)
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: %w", id, err)
@@ -453,7 +350,7 @@ func (r *Repo) readObject(ctx context.Context, id, object string) (*archive.Mani
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, maxManifest+1))
 	if err != nil {
-		return nil, fmt.Errorf("backup %s: read %s: %w", id, object, err)
+		return nil, fmt.Errorf("backup %s: read manifest: %w", id, err)
 	}
 	if len(data) > maxManifest {
 		return nil, archive.Corruptf("backup %s: %s is damaged: larger than %d bytes", id, name, maxManifest)
@@ -472,7 +369,8 @@ func (r *Repo) readObject(ctx context.Context, id, object string) (*archive.Mani
 const maxManifest = 256 << 20
 
 // Resolve finds a complete backup by id, "latest" (see Latest), or a
-// unique prefix of an id, and returns its whole manifest.
+// unique prefix of an id, and returns it with its contents loaded (see
+// Whole).
 func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, error) {
 	return r.ResolveKind(ctx, ref, "")
 }
@@ -481,6 +379,17 @@ func (r *Repo) Resolve(ctx context.Context, ref string) (*archive.Manifest, erro
 // (archive.KindPhysical or KindLogical; "" for any, see Latest). A backup
 // named by its id is found whatever its kind.
 func (r *Repo) ResolveKind(ctx context.Context, ref, kind string) (*archive.Manifest, error) {
+	m, err := r.FindKind(ctx, ref, kind)
+	if err != nil {
+		return nil, err
+	}
+	return r.Whole(ctx, m)
+}
+
+// FindKind is ResolveKind without loading the backup's contents: its
+// manifest alone, enough to choose it by and to build on it, which needs
+// no key of an encrypted repository.
+func (r *Repo) FindKind(ctx context.Context, ref, kind string) (*archive.Manifest, error) {
 	if ref == "" {
 		ref = "latest"
 	}
@@ -504,7 +413,7 @@ func (r *Repo) ResolveKind(ctx context.Context, ref, kind string) (*archive.Mani
 			}
 		}
 		if m := Latest(ms, kind); m != nil {
-			return r.Whole(ctx, m)
+			return m, nil
 		}
 		if kind != "" {
 			return nil, fmt.Errorf("%s: no complete %s backups", r.Backend.Location(), kind)
@@ -521,10 +430,7 @@ func (r *Repo) ResolveKind(ctx context.Context, ref, kind string) (*archive.Mani
 	case 0:
 		return nil, fmt.Errorf("backup %s: no such complete backup in %s", ref, r.Backend.Location())
 	case 1:
-		if found[0].Damage != nil {
-			return nil, found[0].Damage
-		}
-		return r.Whole(ctx, found[0].Manifest)
+		return found[0].Manifest, found[0].Damage
 	}
 	return nil, fmt.Errorf("backup %s: ambiguous, matches %d backups (%s, %s, ...)", ref, len(found), found[0].ID, found[1].ID)
 }
@@ -579,30 +485,56 @@ func newest(ms []*archive.Manifest, kind string, whole bool) *archive.Manifest {
 }
 
 // Commit stores the manifest, which makes the backup complete. Call it only
-// after every object the manifest names is durable.
+// after every object the manifest names is durable. The manifest's files,
+// tables and barriers go first into their own meta object
+// (archive.ContentsName, see Manifest.Contents), so that the manifest
+// stays small whatever the server's size; m is left describing what was
+// stored, its contents loaded.
 func (r *Repo) Commit(ctx context.Context, m *archive.Manifest) error {
+	contents, err := m.Detach()
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", m.ID, err)
+	}
+	o, err := r.PutMeta(ctx, m.ID, archive.ContentsName, contents, m.Hash)
+	if err != nil {
+		return fmt.Errorf("backup %s: store the manifest's contents: %w", m.ID, err)
+	}
+	m.Meta = append(slices.DeleteFunc(m.Meta, func(o archive.Object) bool { return o.Name == archive.ContentsName }), o)
 	data, err := m.Marshal()
 	if err != nil {
 		return fmt.Errorf("backup %s: encode manifest: %w", m.ID, err)
 	}
-	if _, err := archive.ParseManifest(data); err != nil {
-		return fmt.Errorf("backup %s: refusing to commit an invalid manifest: %w", m.ID, err)
+	head, err := archive.ParseManifest(data)
+	if err == nil {
+		_, err = head.LoadContents(contents)
 	}
-	// The summary first: a backup is complete only with its manifest, and
-	// a summary without one is a leftover like any other.
-	sum := m.Summarize()
-	sum.Summary.ManifestSize = int64(len(data))
-	summary, err := sum.Marshal()
 	if err != nil {
-		return fmt.Errorf("backup %s: encode the manifest's summary: %w", m.ID, err)
-	}
-	if _, err := r.Backend.Put(ctx, Dir(m.ID)+"/"+SummaryName, bytes.NewReader(summary)); err != nil {
-		return fmt.Errorf("backup %s: store the manifest's summary: %w", m.ID, err)
+		return fmt.Errorf("backup %s: refusing to commit an invalid manifest: %w", m.ID, err)
 	}
 	if _, err := r.Backend.Put(ctx, Dir(m.ID)+"/"+ManifestName, bytes.NewReader(data)); err != nil {
 		return fmt.Errorf("backup %s: store manifest: %w", m.ID, err)
 	}
 	return nil
+}
+
+// Whole is backup m with its contents (files, tables, barriers) loaded
+// from their meta object, checked against the manifest's digest: what
+// reading the backup's data needs. m itself when they are loaded already
+// or inline (a backup stored before they were kept apart); damage of the
+// object is named.
+func (r *Repo) Whole(ctx context.Context, m *archive.Manifest) (*archive.Manifest, error) {
+	if !m.Detached() {
+		return m, nil
+	}
+	data, err := r.ReadMeta(ctx, m, archive.ContentsName)
+	if err != nil {
+		return nil, err
+	}
+	w, err := m.LoadContents(data)
+	if err != nil {
+		return nil, archive.Corruptf("backup %s: %s is damaged: %v", m.ID, Dir(m.ID)+"/"+archive.ContentsName, err)
+	}
+	return w, nil
 }
 
 // Remove deletes every object of a backup, the manifest first so that the
@@ -711,11 +643,11 @@ func (r *Repo) RemoveLeftovers(ctx context.Context, ids []string, dryRun bool) (
 
 // writtenNames names the objects backup id wrote or may have been writing
 // when it stopped: those stored (objs, its directory's listing), its
-// manifest, its summary and begun marker, and the stream objects the marker names with
+// manifest and begun marker, and the stream objects the marker names with
 // their indexes.
 func (r *Repo) writtenNames(ctx context.Context, id string, objs []storage.Info) ([]string, error) {
 	dir := Dir(id)
-	names := []string{dir + "/" + BegunName, dir + "/" + SummaryName, dir + "/" + ManifestName}
+	names := []string{dir + "/" + BegunName, dir + "/" + ManifestName}
 	for _, o := range objs {
 		if !slices.Contains(names, o.Name) {
 			names = append(names, o.Name)
@@ -817,12 +749,10 @@ func (r *Repo) ReadMeta(ctx context.Context, m *archive.Manifest, name string) (
 }
 
 // Chain returns the backups an incremental m builds on, its full base
-// first and its parent last (none for a full backup). A link that is not a
+// first and its parent last (none for a full backup), their contents
+// loaded. A link that is not a
 // complete backup of the repository is an error naming it.
 func (r *Repo) Chain(ctx context.Context, m *archive.Manifest) ([]*archive.Manifest, error) {
-	if m.IsSummary() {
-		return nil, fmt.Errorf("backup %s: its chain is asked of a summary of its manifest (a defect of backstream: please report it)", m.ID)
-	}
 	var links []*archive.Manifest
 	seen := map[string]bool{m.ID: true}
 	for child, p := m.ID, m.Parent; p != ""; {
@@ -833,6 +763,9 @@ func (r *Repo) Chain(ctx context.Context, m *archive.Manifest) ([]*archive.Manif
 		pm, err := r.readManifest(ctx, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("backup %s: its chain is broken: %s, the parent of %s, is not a complete backup in %s", m.ID, p, child, r.Backend.Location())
+		}
+		if err == nil {
+			pm, err = r.Whole(ctx, pm)
 		}
 		if archive.IsCorrupt(err) {
 			return nil, archive.Corruptf("backup %s: its chain is broken at %s, the parent of %s: %v", m.ID, p, child, err)

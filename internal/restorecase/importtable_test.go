@@ -326,6 +326,9 @@ func neededFrameBytes(t *testing.T, b storage.Backend, key string, need func(str
 			continue
 		}
 		m, err := archive.ParseManifest(read(i.Name))
+		if err == nil {
+			m, err = m.LoadContents(read(path.Dir(i.Name) + "/" + archive.ContentsName))
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

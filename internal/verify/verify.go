@@ -58,12 +58,12 @@ func (e *LinkError) Error() string {
 
 func (e *LinkError) Unwrap() error { return e.Err }
 
-// Backup checks every object of backup m of r: the summary listings read
-// (repo.CheckSummary), its metadata (Meta), that
+// Backup checks every object of backup m of r: its metadata (Meta), that
 // its files hold the tables it lists (Tables), then every stream, read as
 // how says (its workers, counter and memory).
 func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.ReadOptions) error {
-	if err := r.CheckSummary(ctx, m); err != nil {
+	m, err := r.Whole(ctx, m)
+	if err != nil {
 		return err
 	}
 	if err := Meta(ctx, r, m); err != nil {

@@ -28,7 +28,7 @@ func TestBackupFindsEveryDamage(t *testing.T) {
 	if err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2}); err != nil {
 		t.Fatalf("an intact backup: %v", err)
 	}
-	for _, name := range []string{m.Streams[0].Name, m.Streams[1].Name, meta.Name, repo.SummaryName} {
+	for _, name := range []string{m.Streams[0].Name, m.Streams[1].Name, meta.Name, archive.ContentsName} {
 		t.Run(name, func(t *testing.T) {
 			flip(t, r, m.ID, name)
 			err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2})
