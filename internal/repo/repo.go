@@ -527,6 +527,9 @@ func (r *Repo) Whole(ctx context.Context, m *archive.Manifest) (*archive.Manifes
 		return m, nil
 	}
 	data, err := r.ReadMeta(ctx, m, archive.ContentsName)
+	if err != nil && m.Encryption != nil && !archive.IsCorrupt(err) {
+		return nil, encrypted(m, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -784,9 +787,15 @@ func (r *Repo) Chain(ctx context.Context, m *archive.Manifest) ([]*archive.Manif
 // writes anything.
 func (r *Repo) CheckReadable(ctx context.Context, m *archive.Manifest) error {
 	if err := r.checkReadable(ctx, Dir(m.ID), m); err != nil {
-		return fmt.Errorf("backup %s is encrypted (%s, for %s): %w", m.ID, m.Encryption.Scheme, strings.Join(m.Encryption.Recipients, ", "), err)
+		return encrypted(m, err)
 	}
 	return nil
+}
+
+// encrypted is err, which reading an object of the encrypted backup m
+// failed with, saying how m is encrypted: the keys a reader lacked.
+func encrypted(m *archive.Manifest, err error) error {
+	return fmt.Errorf("backup %s is encrypted (%s, for %s): %w", m.ID, m.Encryption.Scheme, strings.Join(m.Encryption.Recipients, ", "), err)
 }
 
 // checkReadable reads the first stream's index of the encrypted backup or
