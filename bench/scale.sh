@@ -142,16 +142,15 @@ check_fingerprint() {
   fi
 }
 
-# requests KEY COMMAND: after a step, the object-store requests the run of
-# COMMAND sent, from the metrics file: W[KEY] (PUT, POST, LIST) and
-# G[KEY] (GET, HEAD).
+# requests KEY: after a step run with --metrics-file $WORK/KEY.prom, the
+# object-store requests it sent: W[KEY] (PUT, POST, LIST) and G[KEY]
+# (GET, HEAD).
 requests() {
-  local key=$1 command=$2 metric
+  local key=$1 metric
   for metric in write read; do
     local v
-    v=$(awk -v m="backstream_last_run_s3_${metric}_requests" -v c="command=\"$command\"" \
-      '$1 ~ "^" m "{" && index($1, c) { print $2 }' "$WORK/s3.prom")
-    [ -n "$v" ] || { echo "no $metric requests of $command in $WORK/s3.prom" >&2; return 1; }
+    v=$(awk -v m="backstream_last_run_s3_${metric}_requests" '$1 ~ "^" m "{" { print $2 }' "$WORK/$key.prom")
+    [ "$(echo "$v" | wc -w)" = 1 ] || { echo "not one series of $metric requests in $WORK/$key.prom" >&2; return 1; }
     if [ "$metric" = write ]; then W[$key]=$(printf '%.0f' "$v"); else G[$key]=$(printf '%.0f' "$v"); fi
   done
 }
@@ -250,21 +249,24 @@ for count in $COUNTS; do
       source "$WORK/minio/minio.env"
       export AWS_REGION=us-east-1
       "$BENCH_OUT/pitrload" mkbucket scale
-      S3=(--repo s3://scale/repo --metrics-file "$WORK/s3.prom")
+      S3=(--repo s3://scale/repo)
       "$BS" init --repo s3://scale/repo >/dev/null
-      measure s3_backup "$BS" backup "${S3[@]}" --parallel "$N" "${CONN[@]}"; requests s3_backup backup
-      measure s3_restore "$BS" restore latest "${S3[@]}" --target-dir "$WORK/s3r" --parallel "$N" --progress none --no-sync
-      requests s3_restore restore
-      measure s3_verify "$BS" verify "${S3[@]}" --progress none; requests s3_verify verify
+      # s3step KEY ARGS...: a step with its own metrics file, then its requests.
+      s3step() {
+        local key=$1; shift
+        measure "$key" "$BS" "$@" "${S3[@]}" --metrics-file "$WORK/$key.prom" && requests "$key"
+      }
+      s3step s3_backup backup --parallel "$N" "${CONN[@]}"
+      s3step s3_restore restore latest --target-dir "$WORK/s3r" --parallel "$N" --progress none --no-sync
+      s3step s3_verify verify --progress none
       mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "
         SELECT CONCAT('UPDATE \`', TABLE_SCHEMA, '\`.\`', TABLE_NAME, '\` SET k = k + 1 WHERE id = 2;')
         FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 's0%' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
         awk 'NR % 100 == 1' | mariadb --no-defaults --socket="$SRC" -uroot
-      measure s3_incremental "$BS" backup --incremental "${S3[@]}" --parallel "$N" "${CONN[@]}"; requests s3_incremental backup
-      measure s3_table "$BS" restore latest "${S3[@]}" --table s0001.t000001 --as s0001.t_s3 --apply-to --no-binlog "${CONN[@]}"
-      requests s3_table restore
+      s3step s3_incremental backup --incremental --parallel "$N" "${CONN[@]}"
+      s3step s3_table restore latest --table s0001.t000001 --as s0001.t_s3 --apply-to --no-binlog "${CONN[@]}"
       mariadb --no-defaults --socket="$SRC" -uroot -e 'DROP TABLE s0001.t_s3'
-      measure s3_list "$BS" list "${S3[@]}"; requests s3_list list
+      s3step s3_list list
       for key in s3_backup s3_restore s3_verify s3_incremental s3_table s3_list; do
         echo "$key ${T[$key]} ${W[$key]} ${G[$key]}"
       done >"$WORK/s3.results"
