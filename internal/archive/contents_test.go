@@ -19,7 +19,7 @@ func TestContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *m.Contents != (ContentsCounts{Files: 2, Tables: 1}) || m.Detached() || m.FileCount() != 2 || len(m.Files) != 2 {
+	if *m.Contents != (ContentsCounts{Files: 2, Tables: 1}) || m.Format != ContentsFormat || m.Detached() || m.FileCount() != 2 || len(m.Files) != 2 {
 		t.Fatalf("after Detach: %+v, detached %v", m.Contents, m.Detached())
 	}
 	if _, err := ParseManifest(mustMarshal(t, m)); err == nil || !strings.Contains(err.Error(), "meta lists no") {
@@ -39,6 +39,13 @@ func TestContents(t *testing.T) {
 	}
 	if err := Read(context.Background(), ReadOptions{Manifest: head}); err == nil || !strings.Contains(err.Error(), "were not loaded") {
 		t.Errorf("Read of a detached manifest: %v", err)
+	}
+	// A format 1 manifest, which a backstream that knows no contents
+	// object reads, never has one: it would find no files.
+	one := *head
+	one.Format = FormatVersion
+	if _, err := ParseManifest(mustMarshal(t, &one)); err == nil || !strings.Contains(err.Error(), "format version 1 with its contents apart") {
+		t.Errorf("format 1 with contents apart: %v", err)
 	}
 	whole, err := head.LoadContents(data)
 	if err != nil || whole.Detached() || len(whole.Files) != 2 || whole.Tables[0].Name != "db.t" || !head.Detached() {

@@ -14,8 +14,16 @@ import (
 	"time"
 )
 
-// FormatVersion is the repository format this code writes and reads.
+// FormatVersion is the format of the manifests this code builds, and
+// sends, with their contents inline. A repository stores them as
+// ContentsFormat, their contents apart (see Manifest.Contents); this code
+// reads both.
 const FormatVersion = 1
+
+// ContentsFormat is the format of a manifest whose contents are stored
+// apart: a backstream that reads format 1 alone refuses it, rather than
+// finding a backup without files.
+const ContentsFormat = 2
 
 // Kinds of backup.
 const (
@@ -140,7 +148,7 @@ func (m *Manifest) Detach() ([]byte, error) {
 		return nil, err
 	}
 	m.Contents = &ContentsCounts{Files: len(m.Files), Tables: len(m.Tables), Barriers: len(m.Barriers)}
-	m.loaded = true
+	m.Format, m.loaded = ContentsFormat, true
 	return data, nil
 }
 
@@ -556,8 +564,11 @@ func ParseManifest(b []byte) (*Manifest, error) {
 }
 
 func (m *Manifest) validate() error {
-	if m.Format != FormatVersion {
-		return fmt.Errorf("format version %d is not supported (this backstream reads version %d)", m.Format, FormatVersion)
+	if m.Format != FormatVersion && m.Format != ContentsFormat {
+		return fmt.Errorf("format version %d is not supported (this backstream reads versions %d and %d)", m.Format, FormatVersion, ContentsFormat)
+	}
+	if (m.Format == ContentsFormat) != (m.Contents != nil) {
+		return fmt.Errorf("format version %d with its contents %s", m.Format, map[bool]string{true: "apart", false: "inline"}[m.Contents != nil])
 	}
 	if m.ID == "" {
 		return fmt.Errorf("no backup id")

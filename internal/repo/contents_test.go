@@ -69,7 +69,7 @@ func TestContentsStoredApart(t *testing.T) {
 
 	// A manifest of the former layout, its contents inline.
 	old := *m
-	old.ID, old.Chain, old.Contents = "20261117T030000Z-0000", "20261117T030000Z-0000", nil
+	old.ID, old.Chain, old.Contents, old.Format = "20261117T030000Z-0000", "20261117T030000Z-0000", nil, archive.FormatVersion
 	old.Meta = nil
 	data, err = old.Marshal()
 	if err != nil {
