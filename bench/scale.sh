@@ -118,8 +118,8 @@ scale_dataset() {
 fingerprint() {
   local sql=(mariadb --no-defaults --socket="$1" -uroot -N -B)
   local tables dbs db q n total=0
-  tables=$("${sql[@]}" -e "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 's0%' AND TABLE_TYPE = 'BASE TABLE'")
-  dbs=$("${sql[@]}" -e "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 's0%' ORDER BY 1")
+  tables=$("${sql[@]}" -e "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA REGEXP '^s[0-9]{4}$' AND TABLE_TYPE = 'BASE TABLE'")
+  dbs=$("${sql[@]}" -e "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME REGEXP '^s[0-9]{4}$' ORDER BY 1")
   for db in $dbs; do
     # One query per schema: a UNION ALL of its tables' row counts.
     q=$("${sql[@]}" -e "SET SESSION group_concat_max_len = 1000000;
@@ -208,7 +208,7 @@ for count in $COUNTS; do
     step=100
     mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "
       SELECT CONCAT('UPDATE \`', TABLE_SCHEMA, '\`.\`', TABLE_NAME, '\` SET k = k + 1 WHERE id = 1;')
-      FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 's0%' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
+      FROM information_schema.TABLES WHERE TABLE_SCHEMA REGEXP '^s[0-9]{4}$' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
       awk -v s=$step 'NR % s == 1' | mariadb --no-defaults --socket="$SRC" -uroot
     measure bs_incremental "$BS" backup --incremental --repo "$REPO" --parallel "$N" "${CONN[@]}"
     measure mb_incremental bash -o pipefail -c '"${@:2}" --target-dir="$1/mbtmp2" --incremental-basedir="$1/mblsn" 2>"$1/mbi.log" | zstd -1 -q -T'"$N"' >"$1/inc.zst"' _ "$WORK" "${MB[@]}"
@@ -230,7 +230,7 @@ for count in $COUNTS; do
     # A repository of its own, whose latest backup is the logical one.
     "$BS" init --repo "$WORK/lrepo" >/dev/null
     measure bs_logical "$BS" backup --logical --repo "$WORK/lrepo" --parallel "$N" "${CONN[@]}"
-    measure myd_dump mydumper -S "$SRC" -u root -t "$N" -o "$WORK/myd" --regex '^s0'
+    measure myd_dump mydumper -S "$SRC" -u root -t "$N" -o "$WORK/myd" --regex '^s[0-9]{4}\.'
     # Each load into a fresh, empty server, started and stopped untimed.
     sandbox_start "$WORK/t1" --innodb-open-files=4000
     measure bs_load "$BS" restore latest --repo "$WORK/lrepo" --parallel "$N" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none
@@ -261,7 +261,7 @@ for count in $COUNTS; do
       s3step s3_verify verify --progress none
       mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "
         SELECT CONCAT('UPDATE \`', TABLE_SCHEMA, '\`.\`', TABLE_NAME, '\` SET k = k + 1 WHERE id = 2;')
-        FROM information_schema.TABLES WHERE TABLE_SCHEMA LIKE 's0%' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
+        FROM information_schema.TABLES WHERE TABLE_SCHEMA REGEXP '^s[0-9]{4}$' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
         awk 'NR % 100 == 1' | mariadb --no-defaults --socket="$SRC" -uroot
       s3step s3_incremental backup --incremental --parallel "$N" "${CONN[@]}"
       s3step s3_table restore latest --table s0001.t000001 --as s0001.t_s3 --apply-to --no-binlog "${CONN[@]}"
