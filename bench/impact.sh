@@ -32,7 +32,9 @@
 # window's seconds; p95 is the mean of the seconds' 95th percentiles weighted
 # by their transactions (sysbench reports no histogram per second, so this
 # estimates the window's p95 rather than computing it exactly). Every backup
-# is verified afterwards, outside the window.
+# is verified afterwards, outside the window. The last column is what the
+# backup itself reports of its cost (--json's impact): how long it blocked
+# commits and DDL, and its SELECT 1 probe's median and slowest answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -114,7 +116,7 @@ for i in "${!settings[@]}"; do
   kill -0 "$SB_PID" 2>/dev/null || { echo "sysbench stopped before the backup:" >&2; tail -20 "$log" >&2; exit 1; }
   t0=$(now)
   timeout "$TIMEOUT" "$BS" backup --repo "$WORK/repo" --parallel "$N" "${opts[@]}" --no-defaults --socket "$SOCK" \
-    --user root --progress none >"$WORK/backup-$((i + 1)).log" 2>&1 ||
+    --user root --progress none --json >"$WORK/backup-$((i + 1)).json" 2>"$WORK/backup-$((i + 1)).log" ||
     { echo "failed (or over ${TIMEOUT} s): backup $setting" >&2; tail -20 "$WORK/backup-$((i + 1)).log" >&2; exit 1; }
   t1=$(now)
   sleep 2   # sysbench reports the second the backup ended in
@@ -135,7 +137,9 @@ for i in "${!settings[@]}"; do
   mibs=$(echo "$raw / 1048576 / ($t1 - $t0)" | bc -l | xargs printf '%.0f')
   p1ratio=n/a
   [ "$(echo "$p0 == 0" | bc)" = 1 ] || p1ratio=$(ratio "$p1" "$p0")x
-  lines+=("$(row "${setting//|/\\|}" "$secs" "$mibs" "$tps0" "$tps1 ($(ratio "$tps1" "$tps0")x)" "$p0" "$p1 ($p1ratio)")")
+  # What the backup itself reports of its cost (its --json impact).
+  reported=$(jq -r '.impact | "\(.commits_blocked_seconds * 1000 | round) ms, \(.ddl_blocked_seconds * 1000 | round) ms, \((.probe_median_seconds // 0) * 1000 * 10 | round / 10) / \((.probe_max_seconds // 0) * 1000 | round) ms"' "$WORK/backup-$((i + 1)).json")
+  lines+=("$(row "${setting//|/\\|}" "$secs" "$mibs" "$tps0" "$tps1 ($(ratio "$tps1" "$tps0")x)" "$p0" "$p1 ($p1ratio)" "$reported")")
   rm -rf "$WORK/repo"
 done
 sandbox_stop
@@ -145,6 +149,6 @@ echo
 echo "dataset: sysbench, $TABLES tables, datadir $(human "$datadir_size") (binlogs excluded); sysbench oltp_read_write, $THREADS threads;"
 echo "backup --parallel $N into a local repository on the same disk; $(nproc) cores; baseline: the ${DURATION} s before each backup"
 echo
-row "setting" "backup s" "read MiB/s" "TPS before" "TPS during (ratio)" "p95 ms before" "p95 ms during (ratio)"
-row "---" "---:" "---:" "---:" "---:" "---:" "---:"
+row "setting" "backup s" "read MiB/s" "TPS before" "TPS during (ratio)" "p95 ms before" "p95 ms during (ratio)" "reported: commits, DDL blocked; SELECT 1 median / max"
+row "---" "---:" "---:" "---:" "---:" "---:" "---:" "---:"
 printf '%s\n' "${lines[@]}"
