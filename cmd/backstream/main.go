@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/backstream/backstream/internal/childenv"
 	"github.com/backstream/backstream/internal/cli"
 	"github.com/backstream/backstream/internal/scratch"
 	"github.com/backstream/backstream/internal/transport"
@@ -26,6 +27,8 @@ func main() {
 	root := cli.NewRoot(version)
 	hideSecretArgs(root) // first: a password on the command line is visible until then
 	scratch.Sweep()      // temporary directories of a backstream that was killed; best effort
+	// mariabackup opens a file per tablespace; best effort, as ulimit -n.
+	_ = childenv.RaiseOpenFiles()
 	err := root.ExecuteContext(ctx)
 	interrupted := ctx.Err() != nil
 	stop()
