@@ -291,7 +291,7 @@ var knownFailures = []struct{ needle, hint string }{
 	{"Failed to connect to", "mariabackup could not connect to the server: check host, port, socket, user and password"},
 	{"No space left on device", "a disk is full"},
 	{"Can't open backup-my.cnf", "the directory does not hold a mariabackup backup (it has no backup-my.cnf)"},
-	{"Too many open files", "mariabackup ran out of file descriptors: it opens the tablespace of every table, and backstream already gave it the hard limit of open files; raise that limit (LimitNOFILE= of the systemd unit, limits.conf, or ulimit -Hn as root)"},
+	{"Too many open files", "mariabackup ran out of file descriptors: it opens the tablespace of every table, and backstream already gave it the hard limit of open files; raise that limit (LimitNOFILE= of the systemd unit, limits.conf, or ulimit -Hn as root); where it cannot be raised, --mariabackup-option=--close-files has mariabackup close each file once copied, which mariabackup itself calls unsafe when DDL runs during the backup"},
 	{"Operating system error number 13", "mariabackup may not read a file in the datadir: run backstream as a user that can read it (root or the server's user)"},
 	{"Permission denied", "permission denied: run backstream as a user that can read the datadir (root or the server's user)"},
 }
