@@ -81,6 +81,11 @@ var damageRows = []damageRow{
 	{name: "full meta object flipped", backends: localOnly, object: fullMeta, flip: true, code: ExitCorrupt,
 		restore: func(damagedChain, string) []string { return nil }},
 	{name: "parent manifest flipped", backends: bothBackends, object: fullObject("manifest.json"), flip: true, code: ExitCorrupt, catalog: true},
+	// The full's file and table lists, kept apart from its manifest: a
+	// listing does not read them (as it does not read stream objects),
+	// a restore and verify do, and check says what verify found.
+	{name: "full contents flipped", backends: bothBackends, object: fullObject("meta/contents.json"), flip: true, code: ExitCorrupt},
+	{name: "full contents missing", backends: localOnly, object: fullObject("meta/contents.json"), code: ExitCorrupt, catalog: true},
 	// A parent without its manifest is not a backup at all: a chain
 	// broken by a missing backup, exit 1 as documented.
 	{name: "parent manifest missing", backends: localOnly, object: fullObject("manifest.json"), code: ExitFailure, catalog: true,

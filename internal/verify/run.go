@@ -54,6 +54,10 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	links, err := req.Repo.Chain(ctx, req.Backup)
 	if err != nil {
+		// A link damaged past reading (its manifest, or the contents
+		// stored apart from it) makes the backup unrestorable: recorded,
+		// so that check and list say so too.
+		req.record(ctx, nil, err)
 		return nil, err
 	}
 	stored := req.Backup.Stats.StoredBytes
