@@ -27,6 +27,8 @@ want ip iproute2      # the veth pair bench/sst.sh shapes to 1 Gbit/s
 want tc iproute2
 want my_print_defaults mariadb-client-core  # the stock SST scripts read [sst] with it
 want debootstrap debootstrap  # scripts/versions.sh: the other MariaDB versions, each in a Debian root of its own
+want mkfs.ext4 e2fsprogs   # the file system a test cuts the power of (testkit.PowerCut)
+want losetup mount         # its loop device
 want eatmydata eatmydata  # libeatmydata: mariabackup --prepare without its own syncs (restore syncs once, at the end)
 # Galera: the provider the cluster tests load. The stock SST scripts
 # (wsrep_sst_mariabackup, which bench/sst.sh compares against) come with

@@ -13,6 +13,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -106,20 +107,79 @@ func TestRestoreResumesAfterKill(t *testing.T) {
 			}
 			usecasetest.CompareTrees(t, "the target after a refused resume", usecasetest.TreeDigests(t, target), before)
 
-			res := run(t, append(restore, "--resume", "--json")...).mustSucceed(t)
-			if !strings.Contains(res.stderr, "files kept") {
-				t.Errorf("the resume did not say what it kept: %s", res.stderr)
-			}
-			var out struct {
-				ReadBytes int64 `json:"read_bytes"`
-			}
-			if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
-				t.Fatal(err)
-			}
-			if out.ReadBytes <= 0 || out.ReadBytes >= listing[0].StoredBytes {
-				t.Errorf("the last resume read %d of the backup's %d stored bytes: want some, not all", out.ReadBytes, listing[0].StoredBytes)
-			}
-			usecasetest.CompareTrees(t, "the resumed restore", usecasetest.TreeDigests(t, target), want)
+			resumeToEnd(t, restore, target, listing[0].StoredBytes, want)
 		})
 	}
+}
+
+// TestRestoreResumesAfterPowerCut: a physical restore whose machine loses
+// its power mid-way (the target's file system shut down without flushing
+// anything more to its device, then mounted again from what the device
+// holds, see testkit.PowerCut) resumes with --resume and ends as an
+// uninterrupted restore does, file for file, keeping what its journal
+// recorded: a file is recorded only once it is on the device, so what
+// the journal names survived the cut.
+func TestRestoreResumesAfterPowerCut(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 12, BigTableMB: 40}); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRepo(t, "local")
+	run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	listing := backupListing(t, r.Location)
+	id, files := listing[0].ID, listing[0].Files
+	reference := filepath.Join(t.TempDir(), "reference")
+	run(t, "restore", id, "--repo", r.Location, "--target-dir", reference).mustSucceed(t)
+	want := usecasetest.TreeDigests(t, reference)
+
+	disk := testkit.NewPowerCut(t, 1<<30)
+	target := filepath.Join(disk.Dir, "datadir")
+	restore := []string{"restore", id, "--repo", r.Location, "--target-dir", target}
+	p := startProc(t, bin, restore...)
+	slowDown(t, p)
+	// The journal is written, then synced: records read back may still
+	// be on their way to the disk, but not once later ones are written.
+	waitUntil(t, "files in the restore's journal", p, func() bool { return journaled(target) > 0 })
+	first := journaled(target)
+	waitUntil(t, "more files in the restore's journal", p, func() bool { return journaled(target) > first })
+	// The power fails: the process stops where it is, and nothing it
+	// did not sync before reaches the disk.
+	p.cmd.Process.Signal(syscall.SIGSTOP)
+	disk.Cut()
+	p.cmd.Process.Kill()
+	<-p.done
+	if p.err == nil {
+		t.Fatalf("the restore ended well before the power cut: nothing to resume")
+	}
+	disk.Recover()
+	n := journaled(target)
+	if n < first || n >= files {
+		t.Fatalf("after the power cut the journal records %d of %d files: want at least the %d recorded before the last record, not all", n, files, first)
+	}
+	t.Logf("after the power cut the journal records %d of %d files", n, files)
+
+	resumeToEnd(t, restore, target, listing[0].StoredBytes, want)
+}
+
+// resumeToEnd runs restore (into target) again with --resume, which must
+// say how many files it kept, read some but not all of the backup's
+// stored bytes, and end with the tree want.
+func resumeToEnd(t *testing.T, restore []string, target string, stored int64, want map[string]string) {
+	t.Helper()
+	res := run(t, append(restore, "--resume", "--json")...).mustSucceed(t)
+	if !strings.Contains(res.stderr, "files kept") {
+		t.Errorf("the resume did not say what it kept: %s", res.stderr)
+	}
+	var out struct {
+		ReadBytes int64 `json:"read_bytes"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.ReadBytes <= 0 || out.ReadBytes >= stored {
+		t.Errorf("the resume read %d of the backup's %d stored bytes: want some, not all", out.ReadBytes, stored)
+	}
+	usecasetest.CompareTrees(t, "the resumed restore", usecasetest.TreeDigests(t, target), want)
 }
