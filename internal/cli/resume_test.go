@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/inventory"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
@@ -65,19 +66,12 @@ func journaled(target string) int {
 func TestRestoreResumesAfterKill(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 12, BigTableMB: 40}); err != nil {
-		t.Fatal(err)
-	}
+	src := sampleServer(t)
 	for _, kind := range repoKinds {
 		t.Run(kind, func(t *testing.T) {
 			r := newTestRepo(t, kind)
-			run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-			listing := backupListing(t, r.Location)
-			id, files := listing[0].ID, listing[0].Files
-			reference := filepath.Join(t.TempDir(), "reference")
-			run(t, "restore", id, "--repo", r.Location, "--target-dir", reference).mustSucceed(t)
-			want := usecasetest.TreeDigests(t, reference)
+			b, want := restoredOnce(t, src, r, "--target-dir")
+			id, files := b.ID, b.Files
 
 			target := filepath.Join(t.TempDir(), "datadir")
 			restore := []string{"restore", id, "--repo", r.Location, "--target-dir", target}
@@ -107,7 +101,7 @@ func TestRestoreResumesAfterKill(t *testing.T) {
 			}
 			usecasetest.CompareTrees(t, "the target after a refused resume", usecasetest.TreeDigests(t, target), before)
 
-			resumeToEnd(t, restore, target, listing[0].StoredBytes, want)
+			resumeToEnd(t, restore, target, b.StoredBytes, want)
 		})
 	}
 }
@@ -122,17 +116,9 @@ func TestRestoreResumesAfterKill(t *testing.T) {
 func TestRestoreResumesAfterPowerCut(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	src := sandboxtest.Start(t, sandbox.Options{})
-	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 12, BigTableMB: 40}); err != nil {
-		t.Fatal(err)
-	}
 	r := newTestRepo(t, "local")
-	run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
-	listing := backupListing(t, r.Location)
-	id, files := listing[0].ID, listing[0].Files
-	reference := filepath.Join(t.TempDir(), "reference")
-	run(t, "restore", id, "--repo", r.Location, "--target-dir", reference).mustSucceed(t)
-	want := usecasetest.TreeDigests(t, reference)
+	b, want := restoredOnce(t, sampleServer(t), r, "--target-dir")
+	id, files := b.ID, b.Files
 
 	disk := testkit.NewPowerCut(t, 1<<30)
 	target := filepath.Join(disk.Dir, "datadir")
@@ -160,7 +146,7 @@ func TestRestoreResumesAfterPowerCut(t *testing.T) {
 	}
 	t.Logf("after the power cut the journal records %d of %d files", n, files)
 
-	resumeToEnd(t, restore, target, listing[0].StoredBytes, want)
+	resumeToEnd(t, restore, target, b.StoredBytes, want)
 }
 
 // resumeToEnd runs restore (into target) again with --resume, which must
@@ -182,4 +168,62 @@ func resumeToEnd(t *testing.T, restore []string, target string, stored int64, wa
 		t.Errorf("the resume read %d of the backup's %d stored bytes: want some, not all", out.ReadBytes, stored)
 	}
 	usecasetest.CompareTrees(t, "the resumed restore", usecasetest.TreeDigests(t, target), want)
+}
+
+// TestRestoreIntoPlaceResumesAfterKill: a restore into place (--datadir),
+// killed while it writes beside the datadir, is refused without --resume
+// (the message says how to continue it) and with --resume ends as an
+// uninterrupted restore into place does, file for file, prepared, having
+// read part of the backup.
+func TestRestoreIntoPlaceResumesAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	r := newTestRepo(t, "local")
+	b, want := restoredOnce(t, sampleServer(t), r, "--datadir")
+	id, files := b.ID, b.Files
+
+	datadir := filepath.Join(t.TempDir(), "datadir")
+	staging := filepath.Join(filepath.Dir(datadir), ".datadir.backstream-new")
+	restore := []string{"restore", id, "--repo", r.Location, "--datadir", datadir}
+	p := startProc(t, bin, restore...)
+	slowDown(t, p)
+	waitUntil(t, "files in the restore's journal", p, func() bool { return journaled(staging) > 0 })
+	p.kill(t)
+	if n := journaled(staging); n >= files {
+		t.Fatalf("the journal records %d of %d files: the restore was not killed mid-way", n, files)
+	}
+	if _, err := os.Stat(datadir); err == nil {
+		t.Fatalf("the datadir %s exists after the restore was killed before its swap", datadir)
+	}
+	again := run(t, restore...)
+	if again.code == 0 || !strings.Contains(again.err.Error(), "holds an interrupted restore") || !strings.Contains(again.err.Error(), "--resume") {
+		t.Errorf("the same restore again without --resume: exit %d, %v; want a refusal that names --resume", again.code, again.err)
+	}
+	resumeToEnd(t, restore, datadir, b.StoredBytes, want)
+	if _, err := os.Stat(staging); err == nil {
+		t.Errorf("%s is left beside the datadir after the resumed restore", staging)
+	}
+}
+
+// sampleServer starts a sandbox server holding a sample of 12 tables, one
+// of 40 MB: a restore of its backup takes long enough to be killed.
+func sampleServer(t *testing.T) *sandbox.Server {
+	t.Helper()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	if err := sandbox.LoadSample(context.Background(), src.DB(), sandbox.SampleOptions{Tables: 12, BigTableMB: 40}); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// restoredOnce backs src up into r and restores the backup,
+// uninterrupted, with into (--target-dir or --datadir) and a new
+// directory. It returns the backup and the restored files' digests.
+func restoredOnce(t *testing.T, src *sandbox.Server, r testRepo, into string) (inventory.Backup, map[string]string) {
+	t.Helper()
+	run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+	b := backupListing(t, r.Location)[0]
+	reference := filepath.Join(t.TempDir(), "reference")
+	run(t, "restore", b.ID, "--repo", r.Location, into, reference).mustSucceed(t)
+	return b, usecasetest.TreeDigests(t, reference)
 }

@@ -321,7 +321,7 @@ var table = []Option{
 	{Name: "resume", Kind: Bool, In: "copy restore",
 		Help: "continue the unfinished copy on the target, from a new snapshot",
 		Variants: []Variant{
-			{In: "restore", Help: "continue an interrupted restore of the same backup: a load into a server (logical), or a restore into --target-dir (physical), keeping the files it wrote and verified"},
+			{In: "restore", Help: "continue an interrupted restore of the same backup: a load into a server (logical), or a restore into --target-dir or --datadir (physical), keeping the files it wrote and verified"},
 		}},
 	{Name: "s3-endpoint", Kind: String, Group: Repository,
 		Help: "S3 endpoint for s3:// repositories, e.g. https://minio.example:9000 (default: $AWS_ENDPOINT_URL, else AWS)"},

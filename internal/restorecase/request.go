@@ -189,8 +189,6 @@ func (req *Request) checkKind(m *archive.Manifest) error {
 	switch {
 	case req.Datadir != "" && req.Restore.TargetDir != "":
 		return refusedf("--datadir restores into place, --target-dir into a new directory: give one")
-	case req.Datadir != "" && req.Restore.Resume:
-		return refusedf("--resume continues an interrupted restore into --target-dir; a restore into place (--datadir) starts over")
 	case req.Datadir == "" && req.Restore.TargetDir == "":
 		return refusedf("--target-dir (or --datadir) is required")
 	}

@@ -115,11 +115,11 @@ func (physicalEngine) Restore(ctx context.Context, req BackupRequest) (*Result, 
 	if err := req.Repo.CheckReadable(ctx, req.Backup); err != nil {
 		return nil, err
 	}
+	// A restore from a repository, into a directory of the user's or
+	// beside a datadir: interrupted, it keeps what it wrote for --resume.
 	d := DatadirRequest{Repo: req.Repo, Backup: req.Backup, Job: req.Datadir, Progress: req.Progress}
+	d.Job.KeepInterrupted = true
 	if req.InPlace == nil {
-		// A restore into a directory of the user's: interrupted, it
-		// keeps what it wrote for --resume.
-		d.Job.KeepInterrupted = true
 		res, err := Datadir(ctx, d)
 		return &Result{Datadir: res}, err
 	}
