@@ -24,7 +24,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	root := cli.NewRoot(version)
+	root := cli.NewProcessRoot(version)
 	hideSecretArgs(root) // first: a password on the command line is visible until then
 	scratch.Sweep()      // temporary directories of a backstream that was killed; best effort
 	// mariabackup opens a file per tablespace; best effort, as ulimit -n.
