@@ -26,7 +26,8 @@ import (
 // catalogTable is a table of the server's catalog and the files it needs.
 type catalogTable struct {
 	archive.Table
-	key string // db/table in the server's file name encoding
+	key           string // db/table in the server's file name encoding
+	schema, table string // as the server names them (either may hold a '.')
 }
 
 // excludedSchemas have no files in a datadir's backup.
@@ -47,7 +48,7 @@ func readCatalog(ctx context.Context, conn mariadb.Config) (map[string]*catalogT
 		CAST(CONVERT(TABLE_SCHEMA USING filename) AS BINARY), CAST(CONVERT(TABLE_NAME USING filename) AS BINARY)
 		FROM information_schema.TABLES
 		WHERE TABLE_SCHEMA NOT IN (`+excludedSchemas+`) AND TABLE_TYPE <> 'TEMPORARY'`, func(f []string) {
-		t := &catalogTable{key: f[4] + "/" + f[5]}
+		t := &catalogTable{key: f[4] + "/" + f[5], schema: f[0], table: f[1]}
 		t.Name, t.Engine = f[0]+"."+f[1], f[3]
 		switch f[2] {
 		case "VIEW":
@@ -180,9 +181,8 @@ func otherPartitions(ctx context.Context, db *sql.DB, tables map[string]*catalog
 		if t.Type == "view" || strings.EqualFold(t.Engine, "InnoDB") {
 			continue
 		}
-		schema, table, _ := strings.Cut(t.Name, ".")
-		keys[name{schema, table}] = key
-		if batch = append(batch, schema, table); len(batch) == 2*partitionBatch {
+		keys[name{t.schema, t.table}] = key
+		if batch = append(batch, t.schema, t.table); len(batch) == 2*partitionBatch {
 			if err := flush(); err != nil {
 				return err
 			}

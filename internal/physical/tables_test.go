@@ -55,6 +55,8 @@ func testBackupHoldsEveryTable(t *testing.T, opt sandbox.Options, mariabackup st
 		"CREATE TABLE `we ird-db`.sys (id INT PRIMARY KEY) ENGINE=InnoDB",
 		"CREATE TABLE `we ird-db`.sysparts (id INT PRIMARY KEY) ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 2",
 		"SET GLOBAL innodb_file_per_table = 1",
+		"CREATE DATABASE `dotted.db`",
+		"CREATE TABLE `dotted.db`.`a.parts` (id INT PRIMARY KEY) ENGINE=Aria PARTITION BY HASH (id) PARTITIONS 2",
 		"CREATE TABLE `we ird-db`.`aria parts` (id INT PRIMARY KEY) ENGINE=Aria PARTITION BY RANGE (id) SUBPARTITION BY HASH (id) SUBPARTITIONS 2 (PARTITION p0 VALUES LESS THAN (10), PARTITION `p 1` VALUES LESS THAN MAXVALUE)",
 		"CREATE TABLE `we ird-db`.ft (id INT PRIMARY KEY, s TEXT, FULLTEXT (s)) ENGINE=InnoDB",
 		// The privileges a backup needs, and no more: information_schema
@@ -144,6 +146,8 @@ func testBackupHoldsEveryTable(t *testing.T, opt sandbox.Options, mariabackup st
 		"we ird-db.aria parts": {Name: "we ird-db.aria parts", Engine: "Aria", Files: []string{d + "aria@0020parts.frm",
 			d + "aria@0020parts#P#p0#SP#p0sp0.MAD", d + "aria@0020parts#P#p0#SP#p0sp0.MAI", d + "aria@0020parts#P#p0#SP#p0sp1.MAD", d + "aria@0020parts#P#p0#SP#p0sp1.MAI",
 			d + "aria@0020parts#P#p@00201#SP#p@00201sp0.MAD", d + "aria@0020parts#P#p@00201#SP#p@00201sp0.MAI", d + "aria@0020parts#P#p@00201#SP#p@00201sp1.MAD", d + "aria@0020parts#P#p@00201#SP#p@00201sp1.MAI"}},
+		"dotted.db.a.parts": {Name: "dotted.db.a.parts", Engine: "Aria", Files: []string{"dotted@002edb/a@002eparts.frm",
+			"dotted@002edb/a@002eparts#P#p0.MAD", "dotted@002edb/a@002eparts#P#p0.MAI", "dotted@002edb/a@002eparts#P#p1.MAD", "dotted@002edb/a@002eparts#P#p1.MAI"}},
 		"we ird-db.sysparts":   {Name: "we ird-db.sysparts", Engine: "InnoDB", Files: []string{d + "sysparts.frm"}},
 		"we ird-db.v":          {Name: "we ird-db.v", Type: "view", Files: []string{d + "v.frm"}},
 		"we ird-db.s":          {Name: "we ird-db.s", Type: "sequence", Engine: "InnoDB", Files: []string{d + "s.frm", d + "s.ibd"}},
