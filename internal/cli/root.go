@@ -144,29 +144,12 @@ func (g *globals) tracker(title string, total int64) *progress.Tracker {
 	return progress.Start(progress.Options{Mode: mode, Out: g.stderr, Title: title, Total: total, Interval: g.progressInterval})
 }
 
-// NewRoot builds the command tree, for commands run inside another
-// program (the tests): it changes nothing process-wide.
+// NewRoot builds the command tree for commands run in a test's process.
 func NewRoot(version string) *cobra.Command { return newRoot(version, nil) }
 
-// NewProcessRoot builds the command tree of a backstream process: the
-// commands whose backup data --memory bounds also bound the Go runtime's
-// memory by it (see boundMemory).
-func NewProcessRoot(version string) *cobra.Command {
-	return newRoot(version, debug.SetMemoryLimit)
-}
+// NewProcessRoot builds a process's tree: it sets repoaccess.RuntimeMemoryLimit.
+func NewProcessRoot(version string) *cobra.Command { return newRoot(version, debug.SetMemoryLimit) }
 
-// memoryBound are the commands whose backup data --memory bounds.
-var memoryBound = map[string]bool{"restore": true, "verify": true, "cat": true, "receive": true}
-
-// memoryHeadroom is what a command bounded by --memory may hold beyond it:
-// the manifests and the state of each file read, besides the Go runtime's
-// own and the program; --memory plus 64 MiB is the bound promised, of
-// which the runtime's limit leaves 16 MiB to memory outside its heap
-// (zstd's contexts, allocated in C, and the program's text).
-const memoryHeadroom = 48 << 20
-
-// newRoot builds the command tree; setMemoryLimit, if not nil, is
-// debug.SetMemoryLimit.
 func newRoot(version string, setMemoryLimit func(int64) int64) *cobra.Command {
 	g := &globals{stopProfiles: func() {}}
 	root := &cobra.Command{
@@ -178,19 +161,11 @@ func newRoot(version string, setMemoryLimit func(int64) int64) *cobra.Command {
 			if err := g.applyOptionFiles(cmd); err != nil {
 				return err
 			}
-			if err := g.locate(g.checkGlobals()); err != nil {
-				return err
+			err := g.locate(g.checkGlobals())
+			if limit, ok := repoaccess.RuntimeMemoryLimit(cmd.Name(), g.repos.Memory); ok && err == nil && setMemoryLimit != nil {
+				setMemoryLimit(limit)
 			}
-			// The budget bounds the backup data held at once; without a
-			// limit the garbage collector lets the heap grow to twice
-			// what is live before it collects, so that a restore of
-			// 100,000 tables, whose manifest and file states are live
-			// beside the budget, held up to 791 MiB for 512 of budget.
-			// The limit makes it collect sooner, near the bound.
-			if setMemoryLimit != nil && memoryBound[cmd.Name()] {
-				setMemoryLimit(g.repos.Memory.Size() + memoryHeadroom)
-			}
-			return nil
+			return err
 		},
 	}
 	root.PersistentPostRun = func(cmd *cobra.Command, args []string) { g.stopProfiles() }

@@ -44,6 +44,29 @@ type Options struct {
 // NewMemory is the budget of size bytes, --memory (see archive.NewMemory).
 func NewMemory(size int64) *archive.Memory { return archive.NewMemory(size) }
 
+// runtimeHeadroom is what a command whose backup data the budget bounds
+// may hold beyond it in the Go runtime's memory: the manifests and the
+// state of each file read, the runtime's own. --memory + 64 MiB is the
+// bound promised; the other 16 MiB are for what lies outside the
+// runtime's count (zstd's contexts, allocated in C, and the program).
+const runtimeHeadroom = 48 << 20
+
+// memoryBound are the commands whose backup data --memory bounds.
+var memoryBound = map[string]bool{"restore": true, "verify": true, "cat": true, "receive": true}
+
+// RuntimeMemoryLimit is the Go runtime's memory limit (debug.SetMemoryLimit)
+// for a process running command, and whether it has one: restore, verify,
+// cat and receive, whose backup data mem bounds, have. The budget bounds the data held at once; without a limit the
+// garbage collector lets the heap grow to twice what is live before it
+// collects, so a restore of 100,000 tables, whose manifest and file
+// states are live beside the budget, held up to 791 MiB for 512 of
+// budget. The limit makes it collect sooner, near the bound. It is not
+// for backups: what they hold live follows --parallel, and a limit below
+// what is live makes the collector run without end.
+func RuntimeMemoryLimit(command string, mem *archive.Memory) (int64, bool) {
+	return mem.Size() + runtimeHeadroom, memoryBound[command]
+}
+
 // Open opens the existing repository.
 func (o Options) Open(ctx context.Context) (*repo.Repo, error) {
 	return Open(ctx, o.Location, o.Keys, o.Encrypt, false)
