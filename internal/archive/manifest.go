@@ -567,8 +567,12 @@ func (m *Manifest) validate() error {
 	if m.Format != FormatVersion && m.Format != ContentsFormat {
 		return fmt.Errorf("format version %d is not supported (this backstream reads versions %d and %d)", m.Format, FormatVersion, ContentsFormat)
 	}
-	if (m.Format == ContentsFormat) != (m.Contents != nil) {
-		return fmt.Errorf("format version %d with its contents %s", m.Format, map[bool]string{true: "apart", false: "inline"}[m.Contents != nil])
+	if apart := m.Contents != nil; apart != (m.Format == ContentsFormat) {
+		where := "inline"
+		if apart {
+			where = "apart"
+		}
+		return fmt.Errorf("format version %d with its contents %s", m.Format, where)
 	}
 	if m.ID == "" {
 		return fmt.Errorf("no backup id")

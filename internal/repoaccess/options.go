@@ -56,13 +56,14 @@ var memoryBound = map[string]bool{"restore": true, "verify": true, "cat": true, 
 
 // RuntimeMemoryLimit is the Go runtime's memory limit (debug.SetMemoryLimit)
 // for a process running command, and whether it has one: restore, verify,
-// cat and receive, whose backup data mem bounds, have. The budget bounds the data held at once; without a limit the
-// garbage collector lets the heap grow to twice what is live before it
-// collects, so a restore of 100,000 tables, whose manifest and file
-// states are live beside the budget, held up to 791 MiB for 512 of
-// budget. The limit makes it collect sooner, near the bound. It is not
-// for backups: what they hold live follows --parallel, and a limit below
-// what is live makes the collector run without end.
+// cat and receive, whose backup data mem bounds, have. The budget bounds
+// the data held at once; without a limit the garbage collector lets the
+// heap grow to twice what is live before it collects, so a restore of
+// 100,000 tables, whose manifest and file states are live beside the
+// budget, held up to 791 MiB for 512 of budget. The limit makes it
+// collect sooner, near the bound. It is not for backups: what they hold
+// live follows --parallel, and a limit below what is live makes the
+// collector run without end.
 func RuntimeMemoryLimit(command string, mem *archive.Memory) (int64, bool) {
 	return mem.Size() + runtimeHeadroom, memoryBound[command]
 }
