@@ -53,6 +53,9 @@ sandbox_stop() {
   [ -n "${SANDBOX_PID:-}" ] || return 0
   kill "$SANDBOX_PID" 2>/dev/null || true
   wait "$SANDBOX_PID" 2>/dev/null || true
+  # (In a subshell the server is not a child, and wait returns at once:
+  # its datadir is in use until it has gone.)
+  while kill -0 "$SANDBOX_PID" 2>/dev/null; do sleep 0.2; done
   SANDBOX_PID=
 }
 
