@@ -57,8 +57,9 @@ func (m *Memory) acquire(ctx context.Context, n int64) error {
 	return nil
 }
 
+// release gives n bytes back (none to a nil budget).
 func (m *Memory) release(n int64) {
-	if n > 0 {
+	if m != nil && n > 0 {
 		m.held.Add(-n)
 		m.sem.Release(n)
 	}

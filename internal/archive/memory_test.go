@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/xbstream"
 )
 
 // bigFiles are n files of size bytes each, compressible but not trivially.
@@ -151,5 +156,165 @@ func TestZstdFrameClaimingHugeContentIsRefused(t *testing.T) {
 	binary.LittleEndian.PutUint32(frame[pos:], 0xffffffff)
 	if _, err := z.Decompress(make([]byte, 0, 1<<20), frame, 1<<20); err == nil {
 		t.Fatal("a frame claiming 4 GiB of content decoded into 1 MiB")
+	}
+}
+
+// gatedOutput holds every frame written until open is closed.
+type gatedOutput struct {
+	BackendOutput
+	open chan struct{}
+}
+
+func (g gatedOutput) OpenStream(ctx context.Context, i int, name string) (StreamOutput, error) {
+	s, err := g.BackendOutput.OpenStream(ctx, i, name)
+	return gatedStream{s, g.open}, err
+}
+
+type gatedStream struct {
+	StreamOutput
+	open chan struct{}
+}
+
+func (s gatedStream) WriteFrame(f Frame, b []byte) error {
+	<-s.open
+	return s.StreamOutput.WriteFrame(f, b)
+}
+
+// A writer with a Memory budget queues no more chunk bytes than the budget
+// while its output stands still (without one, its queues hold three times
+// as much: 16 chunks and the frames in flight of each stream), then
+// writes everything, gives every byte back, and the backup reads back
+// equal.
+func TestWriterStaysWithinMemory(t *testing.T) {
+	files := bigFiles(4, 12<<20)
+	b, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := codec.Parse("zstd")
+	mem := NewMemory(MinMemory)
+	open := make(chan struct{})
+	w, err := NewWriter(context.Background(), WriterOptions{Output: gatedOutput{BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash}, open},
+		Streams: 2, Workers: 2, Codec: c, FrameSize: 1 << 20, Memory: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chunks of 1 MiB (each a frame of its own) and of 100 KiB (copied
+	// into frames), as mariabackup's large and small files.
+	chunks := append(streamChunks(t, files[:2], 1<<20), streamChunks(t, files[2:], 100<<10)...)
+	var accepted atomic.Int64
+	added := make(chan error, 1)
+	go func() {
+		for i, raw := range chunks {
+			ch, _, err := xbstream.DecodeChunk(raw)
+			if err == nil {
+				err = w.Add(&ch, raw)
+			}
+			if err != nil {
+				added <- fmt.Errorf("chunk %d: %w", i, err)
+				return
+			}
+			accepted.Add(int64(len(raw)))
+		}
+		added <- nil
+	}()
+	for last := int64(-1); accepted.Load() != last; time.Sleep(300 * time.Millisecond) {
+		last = accepted.Load()
+	}
+	if got := accepted.Load(); got > mem.Size() || got < mem.Size()/2 {
+		t.Errorf("%d bytes accepted while nothing was written; want at most the budget, %d, and at least half of it", got, mem.Size())
+	}
+	close(open)
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := mem.held.Load(); held != 0 {
+		t.Errorf("%d bytes still held after Close", held)
+	}
+	m := &Manifest{Format: FormatVersion, ID: "x", Kind: KindPhysical, Codec: c.String(), Hash: DefaultHash, Streams: res.Streams, Files: res.Files}
+	var sink memSink
+	if err := Read(context.Background(), ReadOptions{Input: BackendInput{Backend: b, Dir: "backups/x"}, Manifest: m, Sink: &sink}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !bytes.Equal(sink.files[f.path], f.data) {
+			t.Fatalf("%s: content differs", f.path)
+		}
+	}
+}
+
+// The smallest budget a writer takes, with more streams than it has room
+// for frames at once and chunks of every size, never stalls: the frames
+// being built hold less than the budget leaves for them. (Without that
+// rule Add can wait for room that only frames still waiting for its
+// chunks would give back.)
+func TestWriterWithLeastMemoryNeverStalls(t *testing.T) {
+	lz4, _ := codec.Parse("lz4")
+	for _, chunk := range []int{50 << 10, 700 << 10, 1900 << 10, 3 << 20} {
+		t.Run(fmt.Sprint(chunk>>10, "KiB"), func(t *testing.T) {
+			writeWithLeastMemory(t, lz4, streamChunks(t, bigFiles(8, 6<<20), chunk))
+		})
+	}
+	// The case that rule is for: each of 6 streams builds a frame of one
+	// 1.9 MiB chunk (11.4 MiB held, waiting for more), then a 6 MiB chunk
+	// comes, which would not fit in what is left.
+	t.Run("frames being built hold most of it", func(t *testing.T) {
+		var chunks [][]byte
+		for i := range 6 {
+			chunks = append(chunks, streamChunks(t, []testFile{{path: fmt.Sprint("small", i), data: make([]byte, 1900<<10)}}, 2<<20)[0])
+		}
+		writeWithLeastMemory(t, codec.None{}, append(chunks, streamChunks(t, []testFile{{path: "big", data: make([]byte, 6<<20)}}, 6<<20)...))
+	})
+	if _, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{}, Streams: 4, Codec: codec.None{}, Memory: NewMemory(MinMemory)}); err == nil ||
+		err.Error() != "a memory budget of 16 MiB is too small to write 4 streams: it needs at least 24 MiB" {
+		t.Errorf("a budget too small for the streams: %v", err)
+	}
+}
+
+// writeWithLeastMemory writes chunks into 6 streams of 2 MiB frames with
+// the least budget that takes, failing if the writer stalls or keeps any
+// of the budget after Close.
+func writeWithLeastMemory(t *testing.T, c codec.Codec, chunks [][]byte) {
+	t.Helper()
+	b, err := local.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const streams, frame = 6, 2 << 20
+	mem := NewMemory(MinWriterMemory(streams, frame))
+	w, err := NewWriter(context.Background(), WriterOptions{Output: BackendOutput{Backend: b, Dir: "backups/x", Hash: DefaultHash},
+		Streams: streams, Workers: 2, Codec: c, FrameSize: frame, Memory: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, raw := range chunks {
+			ch, _, err := xbstream.DecodeChunk(raw)
+			if err == nil {
+				err = w.Add(&ch, raw)
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		_, err := w.Close()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the writer stalled: %d of %d bytes held", mem.held.Load(), mem.Size())
+	}
+	if held := mem.held.Load(); held != 0 {
+		t.Errorf("%d bytes still held after Close", held)
 	}
 }

@@ -47,14 +47,30 @@ type WriterOptions struct {
 	// meant to be read one after another (a table's data files) come out
 	// of one stream while other streams carry other groups.
 	Group func(path string) string
+	// Memory, if set, bounds the backup data the writer holds at once (see
+	// Writer); Add waits for room. nil: bounded by the queues alone.
+	Memory *Memory
 }
 
 // Writer fans an xbstream out into stream objects: chunks are bound to a
 // stream by path, cut into frames, compressed by a pool of workers and
 // written to the backend in order, one Put per stream, all in parallel.
 //
-// Memory is bounded by about Streams x (Workers+2) x (FrameSize + one chunk)
-// for raw frames, plus their compressed copies.
+// Without a Memory budget, what it holds is bounded by its queues: about
+// Streams x (16 queued chunks + Workers+2 frames) x (FrameSize or one
+// chunk, whichever is larger: mariabackup's are up to 10 MiB). With one,
+// each chunk takes its buffer's size from the budget in Add, before it is
+// queued, and only Add waits for room. A chunk copied into a frame keeps
+// its bytes' share of the charge for the frame (the rest is given back), a
+// chunk that is a frame of its own keeps all of it; the frame keeps the
+// charge through its compression (the raw frame is recycled once
+// compressed) and gives it back once written. Frames being built hold
+// less than FrameSize each and wait for more chunks, so Add never asks
+// for more than the budget less a frame per stream: what it waits for
+// is always held by something that will give it back without it. What
+// lies outside the budget is bounded by the goroutines, not the queues:
+// the buffer each compressor writes into, the frame buffers' free room,
+// and the chunk the caller is reading.
 type Writer struct {
 	opt    WriterOptions
 	ctx    context.Context
@@ -75,6 +91,8 @@ type Writer struct {
 type routed struct {
 	c   xbstream.Chunk
 	raw []byte
+	// charge is what the chunk took from the writer's Memory.
+	charge int64
 	// alone puts the chunk in a frame of its own (the chunk of a barrier).
 	alone bool
 	// cut asks the builder to close its current frame and answer with the
@@ -85,10 +103,13 @@ type routed struct {
 }
 
 type frameJob struct {
-	raw  []byte
-	out  []byte
-	err  error
-	done chan struct{}
+	raw    []byte // recycled once compressed
+	rawLen int
+	out    []byte
+	err    error
+	done   chan struct{}
+	// charge is what the frame holds of the writer's Memory: its chunks'.
+	charge int64
 }
 
 type streamWriter struct {
@@ -99,9 +120,10 @@ type streamWriter struct {
 	order chan *frameJob
 
 	// builder state, owned by the builder goroutine
-	frame  []byte
-	frames int // frames submitted
-	files  *fileTracker
+	frame       []byte
+	frameCharge int64 // of the chunks in frame
+	frames      int   // frames submitted
+	files       *fileTracker
 
 	// set by the writer goroutine
 	out    StreamOutput
@@ -128,6 +150,9 @@ func NewWriter(ctx context.Context, opt WriterOptions) (*Writer, error) {
 	}
 	if _, err := NewHash(opt.Hash); err != nil {
 		return nil, err
+	}
+	if m := opt.Memory; m != nil && m.Size() < MinWriterMemory(opt.Streams, opt.FrameSize) {
+		return nil, &WriterMemoryError{Streams: opt.Streams, Need: MinWriterMemory(opt.Streams, opt.FrameSize), Have: m.Size()}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	g, gctx := errgroup.WithContext(ctx)
@@ -168,6 +193,26 @@ func NewWriter(ctx context.Context, opt WriterOptions) (*Writer, error) {
 		close(w.jobs)
 	}()
 	return w, nil
+}
+
+// MinWriterMemory is the smallest Memory a Writer of streams streams of
+// frameSize frames (0: DefaultFrameSize) takes: a frame being built for
+// each stream and room for two frames more.
+func MinWriterMemory(streams, frameSize int) int64 {
+	if frameSize < 1 {
+		frameSize = DefaultFrameSize
+	}
+	return int64(streams+2) * int64(frameSize)
+}
+
+// WriterMemoryError is a Memory too small for a Writer's streams.
+type WriterMemoryError struct {
+	Streams    int
+	Need, Have int64
+}
+
+func (e *WriterMemoryError) Error() string {
+	return fmt.Sprintf("a memory budget of %d MiB is too small to write %d streams: it needs at least %d MiB", e.Have>>20, e.Streams, e.Need>>20)
 }
 
 // StreamName is the object name of stream i, relative to the backup's dir.
@@ -254,9 +299,15 @@ func (w *Writer) newPathStream(p string) int {
 	return i
 }
 
-// send hands r to stream i.
+// send hands r to stream i, a chunk once the budget has room for it.
 func (w *Writer) send(i int, r routed) error {
 	if r.cut == nil {
+		if m := w.opt.Memory; m != nil {
+			r.charge = min(int64(cap(r.raw)), m.Size()-int64(len(w.streams)*w.opt.FrameSize))
+			if err := m.acquire(w.ctx, r.charge); err != nil {
+				return w.err()
+			}
+		}
 		w.load[i] += int64(len(r.raw))
 		if w.opt.Counter != nil {
 			w.opt.Counter.In(int64(len(r.raw)))
@@ -442,6 +493,9 @@ func (w *Writer) compressLoop() error {
 		// Room for incompressible data (zstd's bound is n + n/256 + 64 KiB
 		// at most), so the codec never has to grow the buffer.
 		job.out, job.err = w.opt.Codec.Compress(getBuf(len(job.raw)+len(job.raw)/128+64<<10), job.raw)
+		job.rawLen = len(job.raw)
+		putBuf(job.raw)
+		job.raw = nil
 		close(job.done)
 	}
 	return nil
@@ -477,7 +531,7 @@ func (s *streamWriter) build() error {
 			return err
 		}
 		if alone {
-			if err := s.submit(r.raw); err != nil {
+			if err := s.submit(r.raw, r.charge); err != nil {
 				return err
 			}
 			continue
@@ -486,12 +540,14 @@ func (s *streamWriter) build() error {
 			s.frame = getBuf(fs + fs/4)
 		}
 		s.frame = append(s.frame, r.raw...)
+		kept := min(int64(len(r.raw)), r.charge)
+		s.frameCharge += kept
+		s.w.opt.Memory.release(r.charge - kept)
 		putBuf(r.raw)
 		if len(s.frame) >= fs {
-			if err := s.submit(s.frame); err != nil {
+			if err := s.flush(); err != nil {
 				return err
 			}
-			s.frame = nil
 		}
 	}
 	return s.flush()
@@ -502,14 +558,16 @@ func (s *streamWriter) flush() error {
 	if len(s.frame) == 0 {
 		return nil
 	}
-	err := s.submit(s.frame)
-	s.frame = nil
+	err := s.submit(s.frame, s.frameCharge)
+	s.frame, s.frameCharge = nil, 0
 	return err
 }
 
-func (s *streamWriter) submit(raw []byte) error {
+// submit queues a frame for compression and writing; charge is what it
+// holds of the writer's Memory.
+func (s *streamWriter) submit(raw []byte, charge int64) error {
 	s.frames++
-	job := &frameJob{raw: raw, done: make(chan struct{})}
+	job := &frameJob{raw: raw, done: make(chan struct{}), charge: charge}
 	select {
 	case s.w.jobs <- job:
 	case <-s.w.ctx.Done():
@@ -544,22 +602,22 @@ func (s *streamWriter) write() error {
 		if job.err != nil {
 			return fmt.Errorf("stream %05d: frame %d: compress: %w", s.num, frames, job.err)
 		}
-		if len(job.raw) > maxFrameBytes || len(job.out) > maxFrameBytes {
-			return fmt.Errorf("stream %05d: frame %d: %d bytes exceed the frame limit", s.num, frames, len(job.raw))
+		if job.rawLen > maxFrameBytes || len(job.out) > maxFrameBytes {
+			return fmt.Errorf("stream %05d: frame %d: %d bytes exceed the frame limit", s.num, frames, job.rawLen)
 		}
-		f := Frame{Offset: stored, Stored: uint32(len(job.out)), Raw: uint32(len(job.raw)), CRC: crc32.Checksum(job.out, castagnoli)}
+		f := Frame{Offset: stored, Stored: uint32(len(job.out)), Raw: uint32(job.rawLen), CRC: crc32.Checksum(job.out, castagnoli)}
 		h.Write(job.out)
 		if err := out.WriteFrame(f, job.out); err != nil {
 			return fmt.Errorf("stream %05d: %w", s.num, err)
 		}
 		stored += int64(len(job.out))
-		raw += int64(len(job.raw))
+		raw += int64(job.rawLen)
 		frames++
 		if opt.Counter != nil {
 			opt.Counter.Out(int64(len(job.out)))
 		}
 		putBuf(job.out)
-		putBuf(job.raw)
+		opt.Memory.release(job.charge)
 	}
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)

@@ -39,6 +39,8 @@ type Request struct {
 	MaxRate    int64               // bytes per second read from the source; 0 is no bound
 	Version    string              // backstream's, for the manifest
 	Encryption *archive.Encryption // recorded in the manifest when the repository encrypts
+	// Memory, if set, bounds the backup data held at once (--memory).
+	Memory *archive.Memory
 
 	Physical PhysicalOptions // used when !Logical
 	Dump     DumpOptions     // used when Logical
@@ -66,6 +68,9 @@ func (req *Request) Check() error {
 	switch {
 	case req.Parallel < 1:
 		return refusal.New("--parallel must be at least 1")
+	case req.Memory != nil && req.Memory.Size() < archive.MinWriterMemory(req.Parallel, 0):
+		return refusal.Errorf("--memory %d MiB is too small for --parallel %d: a backup holds a frame being built for each stream and needs at least %d MiB",
+			req.Memory.Size()>>20, req.Parallel, archive.MinWriterMemory(req.Parallel, 0)>>20)
 	case req.Physical.MaxIO < 0:
 		return refusal.Errorf("--max-io %d: want a number of I/O operations per second, or 0 for no limit", req.Physical.MaxIO)
 	case req.Logical && req.Given.MaxIO:
@@ -191,7 +196,7 @@ func ResultOf(m *archive.Manifest) *Result {
 func PhysicalJob(req Request) physical.BackupJob {
 	o := req.Physical
 	job := physical.BackupJob{Conn: req.Conn, Mariabackup: o.Mariabackup, MariadbPath: o.MariadbPath, Parallel: req.Parallel,
-		Codec: req.Codec, Hash: req.Hash, ExtraArgs: o.ExtraArgs, Log: o.Log, Version: req.Version, Encryption: req.Encryption,
+		Codec: req.Codec, Hash: req.Hash, Memory: req.Memory, ExtraArgs: o.ExtraArgs, Log: o.Log, Version: req.Version, Encryption: req.Encryption,
 		MaxRate: req.MaxRate, MaxIO: o.MaxIO, Checkpoint: o.Checkpoint}
 	if req.Progress != nil {
 		// A nil *Tracker in the interface would not read as none.
@@ -223,6 +228,6 @@ func (logicalEngine) Backup(ctx context.Context, req Request) (*archive.Manifest
 			BlockDDL: o.BlockDDL, ChunkBytes: o.ChunkBytes, MaxRate: req.MaxRate, VersionedCurrentOnly: o.VersionedCurrentOnly,
 			Mask: o.Mask, Progress: req.Progress,
 		},
-		Dest: req.Repo, Codec: req.Codec, Hash: req.Hash, Version: req.Version, Encryption: req.Encryption,
+		Dest: req.Repo, Codec: req.Codec, Hash: req.Hash, Memory: req.Memory, Version: req.Version, Encryption: req.Encryption,
 	})
 }

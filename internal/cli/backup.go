@@ -55,7 +55,7 @@ func (b *backupFlags) request(g *globals, version string, req backup.Request) (b
 // repository and its encryption.
 func backupRequest(g *globals, cmd *cobra.Command, version string, b *backupFlags, l *logicalBackupFlags, inc *incrementalFlags) (backup.Request, error) {
 	req, f := b.r, cmd.Flags()
-	req.Logical = l.on
+	req.Logical, req.Memory = l.on, g.repos.Memory
 	req.Given = backup.Given{MaxIO: f.Changed("max-io"), Mask: l.mask.given(), Dump: firstChanged(f, l.onlyLogical()),
 		Parent: firstChanged(f, []string{"parent", "max-chain", "full-every"})}
 	if inc.on {

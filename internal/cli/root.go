@@ -162,7 +162,7 @@ func newRoot(version string, setMemoryLimit func(int64) int64) *cobra.Command {
 				return err
 			}
 			err := g.locate(g.checkGlobals())
-			if limit, ok := repoaccess.RuntimeMemoryLimit(cmd.Name(), g.repos.Memory); ok && err == nil && setMemoryLimit != nil {
+			if limit, ok := g.repos.ShareMemory(cmd.Name(), cmd.Flags()); ok && err == nil && setMemoryLimit != nil {
 				setMemoryLimit(limit)
 			}
 			return err

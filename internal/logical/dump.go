@@ -71,6 +71,7 @@ type DumpJob struct {
 	Dest       archive.Destination
 	Codec      codec.Codec
 	Hash       string
+	Memory     *archive.Memory     // bounds the backup data held at once; nil: the queues alone
 	Version    string              // backstream's, for the manifest
 	Encryption *archive.Encryption // recorded in the manifest when the destination encrypts
 }
@@ -448,7 +449,8 @@ func (d *DumpSession) toArchive(ctx context.Context, job DumpJob, header *archiv
 		// into one table do not run in parallel anyway when it has an
 		// AUTO_INCREMENT column (LOAD DATA takes InnoDB's table-level
 		// AUTO-INC lock under the default innodb_autoinc_lock_mode=1).
-		Group: tableOfPath,
+		Group:  tableOfPath,
+		Memory: job.Memory,
 	})
 	if err != nil {
 		return nil, err

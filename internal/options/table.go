@@ -238,7 +238,7 @@ var table = []Option{
 	{Name: "max-restore-test-age", Kind: Span, In: "check",
 		Help: "fail when no backup passed a restore test (verify --restore-test) within this long, e.g. 8d (default: not checked)"},
 	{Name: "memory", Kind: Size, Default: "512MiB", Group: Performance,
-		Help: "restore, verify, cat, receive: hold at most this much backup data in memory at once, e.g. 256M or 1G, all streams together (mariabackup --prepare's memory is --use-memory)"},
+		Help: "backup, restore, verify, cat, receive: hold at most this much backup data in memory at once, e.g. 256M or 1G, all streams together (mariabackup --prepare's memory is --use-memory)"},
 	{Name: "memprofile", Kind: String, Hidden: true,
 		Help: "write the heap profile of the moment the heap was largest to this file"},
 	{Name: "metrics-file", Kind: String, Group: Output,

@@ -44,10 +44,11 @@ type BackupJob struct {
 	Workers     int           // compression goroutines; 0 means GOMAXPROCS
 	Codec       codec.Codec
 	Hash        string
-	ExtraArgs   []string  // passed to mariabackup as given
-	Log         io.Writer // optional live copy of mariabackup's stderr
-	Progress    Progress  // optional
-	Version     string    // backstream's version, for the manifest
+	Memory      *archive.Memory // bounds the backup data held at once; nil: the queues alone
+	ExtraArgs   []string        // passed to mariabackup as given
+	Log         io.Writer       // optional live copy of mariabackup's stderr
+	Progress    Progress        // optional
+	Version     string          // backstream's version, for the manifest
 	// Encryption, when the destination encrypts, is recorded in the manifest.
 	Encryption *archive.Encryption
 	// MaxRate bounds the bytes per second read from mariabackup's stream;
@@ -289,7 +290,7 @@ func (a *attempt) runBackup(ctx context.Context) (*archive.Manifest, error) {
 	}
 	w, err := archive.NewWriter(ctx, archive.WriterOptions{
 		Output: job.Dest.Output(a.header.ID, job.Hash), Streams: job.Parallel, Workers: job.Workers,
-		Codec: job.Codec, Hash: job.Hash, Counter: counter,
+		Codec: job.Codec, Hash: job.Hash, Counter: counter, Memory: job.Memory,
 	})
 	if err != nil {
 		return nil, err

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/storage/s3"
 )
 
 // The operations a command locks the repository for (see repo.LockInfo).
@@ -52,17 +54,39 @@ func NewMemory(size int64) *archive.Memory { return archive.NewMemory(size) }
 const runtimeHeadroom = 48 << 20
 
 // memoryBound are the commands whose backup data --memory bounds.
-var memoryBound = map[string]bool{"restore": true, "verify": true, "cat": true, "receive": true}
+var memoryBound = map[string]bool{"backup": true, "restore": true, "verify": true, "cat": true, "receive": true}
+
+// ShareMemory divides the memory budget among what command holds, and
+// returns the Go runtime's memory limit for its process and whether it
+// has one (see RuntimeMemoryLimit). A backup into an object store holds
+// two kinds of data at once: its frames being compressed, and the parts
+// being uploaded (s3.Config.UploadMemory). Each gets half the budget, so
+// that together they stay within it; each of its streams also fills one
+// part (s3.DefaultPartSize, outside the budget, whose room the limit
+// adds: a part waiting for its stream's input must not hold another
+// stream's room). flags are the command's, with its --parallel.
+func (o *Options) ShareMemory(command string, flags interface{ GetInt(string) (int, error) }) (int64, bool) {
+	limit, ok := RuntimeMemoryLimit(command, o.Memory)
+	streams, _ := flags.GetInt("parallel")
+	if command == "backup" && strings.HasPrefix(o.Location.Repo, "s3://") {
+		upload := o.Memory.Size() / 2
+		o.Location.UploadMemory = upload
+		o.Memory = archive.NewMemory(o.Memory.Size() - upload)
+		limit += int64(max(streams, 1)) * s3.DefaultPartSize
+	}
+	return limit, ok
+}
 
 // RuntimeMemoryLimit is the Go runtime's memory limit (debug.SetMemoryLimit)
-// for a process running command, and whether it has one: restore, verify,
-// cat and receive, whose backup data mem bounds, have. The budget bounds
-// the data held at once; without a limit the garbage collector lets the
-// heap grow to twice what is live before it collects, so a restore of
+// for a process running command, and whether it has one: backup, restore,
+// verify, cat and receive, whose backup data mem bounds, have. The budget
+// bounds the data held at once; without a limit the garbage collector lets
+// the heap grow to twice what is live before it collects, so a restore of
 // 100,000 tables, whose manifest and file states are live beside the
-// budget, held up to 791 MiB for 512 of budget. The limit makes it
-// collect sooner, near the bound. It is not for backups: what they hold
-// live follows --parallel, and a limit below what is live makes the
+// budget, held up to 791 MiB for 512 of budget, and an incremental backup
+// of them 744 MiB. The limit makes it collect sooner, near the bound. A
+// command whose data the budget does not bound has none: what it holds
+// live may exceed any limit, and a limit below what is live makes the
 // collector run without end.
 func RuntimeMemoryLimit(command string, mem *archive.Memory) (int64, bool) {
 	return mem.Size() + runtimeHeadroom, memoryBound[command]

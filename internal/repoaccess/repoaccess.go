@@ -61,6 +61,9 @@ type Location struct {
 	// command makes one and shares it, so that the count is the
 	// command's.
 	Requests *Requests
+	// UploadMemory bounds the bytes of parts being uploaded at once to an
+	// object store (s3.Config.UploadMemory); 0 is the backend's default.
+	UploadMemory int64
 }
 
 // Requests counts a command's object-store requests by billing class.
@@ -124,7 +127,7 @@ func store(ctx context.Context, loc Location, create bool) (storage.Backend, err
 				cfg.CAFile = ""
 			}
 		}
-		cfg.RetryWindow, cfg.Requests = loc.S3Retry, loc.Requests
+		cfg.RetryWindow, cfg.Requests, cfg.UploadMemory = loc.S3Retry, loc.Requests, loc.UploadMemory
 		return s3.New(ctx, cfg)
 	case hasScheme && scheme != "file":
 		return nil, usagef("repository %q: unsupported scheme %q (supported: a directory path, file://, s3://)", location, scheme)
