@@ -69,8 +69,8 @@ func (req *Request) Check() error {
 	case req.Parallel < 1:
 		return refusal.New("--parallel must be at least 1")
 	case req.Memory != nil && req.Memory.Size() < archive.MinWriterMemory(req.Parallel, 0):
-		return refusal.Errorf("--memory %d MiB is too small for --parallel %d: a backup holds a frame being built for each stream and needs at least %d MiB",
-			req.Memory.Size()>>20, req.Parallel, archive.MinWriterMemory(req.Parallel, 0)>>20)
+		return refusal.Errorf("--memory is too small for --parallel %d: a backup's frames need at least %d MiB (one being built for each stream, and two more) and get %d MiB (into an object store, half of --memory; the uploads take the rest)",
+			req.Parallel, archive.MinWriterMemory(req.Parallel, 0)>>20, req.Memory.Size()>>20)
 	case req.Physical.MaxIO < 0:
 		return refusal.Errorf("--max-io %d: want a number of I/O operations per second, or 0 for no limit", req.Physical.MaxIO)
 	case req.Logical && req.Given.MaxIO:

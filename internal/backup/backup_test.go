@@ -131,7 +131,7 @@ func TestRequestCheck(t *testing.T) {
 		{Request{Parallel: 1, Logical: true, Given: Given{Mask: true, Dump: "database"}}, ""},
 		{Request{}, "--parallel must be at least 1"},
 		{Request{Parallel: 2, Memory: archive.NewMemory(16 << 20)}, ""},
-		{Request{Parallel: 3, Memory: archive.NewMemory(16 << 20)}, "--memory 16 MiB is too small for --parallel 3: a backup holds a frame being built for each stream and needs at least 20 MiB"},
+		{Request{Parallel: 3, Memory: archive.NewMemory(16 << 20)}, "--memory is too small for --parallel 3: a backup's frames need at least 20 MiB (one being built for each stream, and two more) and get 16 MiB"},
 		{Request{Parallel: 1, Physical: PhysicalOptions{MaxIO: -1}}, "--max-io -1: want"},
 		{Request{Parallel: 1, Logical: true, Given: Given{MaxIO: true}}, "--max-io is mariabackup's I/O limit"},
 		{Request{Parallel: 1, Logical: true, Physical: PhysicalOptions{Checkpoint: true}}, "--checkpoint is for physical backups"},
