@@ -103,6 +103,10 @@ type streamCharge struct {
 	charged bool
 }
 
+// ReleaseFrameBuffer gives back a buffer FrameBuffer returned to a source
+// used outside a Read (a sender forwarding stored frames), for reuse.
+func ReleaseFrameBuffer(b []byte) { putBuf(b) }
+
 // FrameBuffer returns a buffer with room for the stored bytes of frame f,
 // for a FrameSource opened with ctx: it checks f's sizes against the
 // format's limits and waits until the budget of the Read that opened the

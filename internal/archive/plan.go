@@ -14,6 +14,13 @@ type FrameRanger interface {
 	OpenFrames(ctx context.Context, i int, s Stream, frames []int) (FrameSource, error)
 }
 
+// PlanTaker is an Input told, before any of its streams opens, what the
+// Read takes of each stream: a sender across the network, which sends
+// only the frames asked for.
+type PlanTaker interface {
+	TakePlan(ctx context.Context, plans []StreamPlan) error
+}
+
 // StreamPlan says what a Read takes of one stream.
 type StreamPlan struct {
 	// Skip: no file of the stream is asked for; nothing is read.

@@ -95,6 +95,11 @@ func Read(ctx context.Context, opt ReadOptions) error {
 		syncs[i] = &barrierSync{left: int32(len(m.Streams)), all: make(chan struct{}), applied: make(chan struct{})}
 	}
 	plans := planRead(m, opt)
+	if pt, ok := opt.Input.(PlanTaker); ok {
+		if err := pt.TakePlan(ctx, plans); err != nil {
+			return err
+		}
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	jobs := make(chan *decodeJob, opt.Workers*2)
 	decoders := errgroup.Group{}

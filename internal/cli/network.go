@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/backstream/backstream/internal/backup"
 	"github.com/backstream/backstream/internal/options"
@@ -38,9 +37,9 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 	if provision {
 		cmd.Use = "provision"
 	}
-	cmd.Args = cobra.NoArgs
+	cmd.Args = cobra.MaximumNArgs(1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		req, err := tf.request(cmd, g, version, provision)
+		req, err := tf.request(cmd, args, g, version, provision)
 		if err != nil {
 			return err
 		}
@@ -59,11 +58,14 @@ func newTransferCmd(g *globals, version string, provision bool) *cobra.Command {
 }
 
 // request checks the flags and builds the sending they ask for: the
-// backup job and the receivers, its destination.
-func (tf *transferFlags) request(cmd *cobra.Command, g *globals, version string, provision bool) (remote.SendRequest, error) {
+// backup job, or the stored backup args name, and the receivers.
+func (tf *transferFlags) request(cmd *cobra.Command, args []string, g *globals, version string, provision bool) (remote.SendRequest, error) {
 	req := tf.req
 	req.Want, req.FromGiven = remote.WantOf(provision, tf.replicate), firstChanged(cmd.Flags(), []string{"host", "port", "socket", "protocol"})
-	if err := req.Check(); err != nil {
+	if len(args) == 1 {
+		req.Stored, req.Repos = args[0], g.repos
+	}
+	if err := req.Check(); err != nil || req.Stored != "" {
 		return req, err
 	}
 	r, err := tf.b.request(g, version, tf.b.r)
@@ -82,7 +84,7 @@ func (tf *transferFlags) register(cmd *cobra.Command, provision bool) {
 	o.String("token-file", &tf.req.TokenFile)
 	o.String("tls-ca", &tf.req.Transport.CAFile)
 	o.String("tls-server-name", &tf.req.Transport.ServerName)
-	registerIdleTimeout(f, &tf.req.Idle, "a receiver")
+	o.Duration("idle-timeout", &tf.req.Idle)
 	o.Bool("json", &tf.asJSON)
 	if provision {
 		o.String("from", &tf.req.From)
@@ -110,10 +112,4 @@ func newTokenCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// registerIdleTimeout adds --idle-timeout, how long a connection to peer
-// may bring nothing, not even a heartbeat.
-func registerIdleTimeout(f *pflag.FlagSet, idle *time.Duration, peer string) {
-	options.Bind(f).Duration("idle-timeout", idle)
 }

@@ -56,7 +56,8 @@ func (rf *receiveFlags) register(cmd *cobra.Command, g *globals) {
 	o.String("tls-cert", &rf.certFile)
 	o.String("tls-key", &rf.keyFile)
 	o.Bool("keep-listening", &rf.keep)
-	registerIdleTimeout(f, &rf.idle, "the sender")
+	o.Bool("resume", &rf.d.r.Restore.Resume)
+	o.Duration("idle-timeout", &rf.idle)
 	o.Bool("json", &rf.asJSON)
 	g.registerEncrypt(f)
 }

@@ -318,9 +318,10 @@ var table = []Option{
 		Help: "repository: a directory or s3://bucket/prefix (env BACKSTREAM_REPO)"},
 	{Name: "restore-test", Kind: Bool, In: "verify",
 		Help: "restore into a throwaway sandbox server and check every table"},
-	{Name: "resume", Kind: Bool, In: "copy restore",
+	{Name: "resume", Kind: Bool, In: "copy receive restore",
 		Help: "continue the unfinished copy on the target, from a new snapshot",
 		Variants: []Variant{
+			{In: "receive", Help: "continue an interrupted receive of a stored backup (send ID --repo R) into --target-dir or --datadir, keeping the files it wrote and verified: the sender sends only the rest"},
 			{In: "restore", Help: "continue an interrupted restore of the same backup: a load into a server (logical), or a restore into --target-dir or --datadir (physical), keeping the files it wrote and verified"},
 		}},
 	{Name: "s3-endpoint", Kind: String, Group: Repository,

@@ -90,6 +90,8 @@ func (req *ReceiveRequest) Check() error {
 		return refusal.Errorf("--datadir restores into place: it takes neither --target-dir nor --repo")
 	case req.Datadir != "" && req.Keep:
 		return refusal.Errorf("--keep-listening needs --repo: a datadir takes one backup")
+	case req.Restore.Resume && intoRepo:
+		return refusal.Errorf("--resume continues a receive into --target-dir or --datadir; a repository takes each backup whole")
 	}
 	if err := restorecase.CheckPlace(req.Datadir, req.Start, req.Given.Place, req.Given.Timeout); err != nil {
 		return err

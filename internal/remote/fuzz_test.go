@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"runtime"
 	"strings"
@@ -38,15 +39,15 @@ func FuzzParseStreamPurpose(f *testing.F) {
 
 func FuzzParseFrameRecord(f *testing.F) {
 	f.Add(frameRecord(archive.Frame{Stored: 1000, Raw: 4 << 20, CRC: 0x12345678}))
-	f.Add(frameRecord(archive.Frame{Stored: maxFrame, Raw: maxFrame}))
+	f.Add(frameRecord(archive.Frame{Stored: maxFrame, Raw: maxFrame, Offset: 1 << 33}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := parseFrameRecord(b)
 		if err != nil {
 			return
 		}
-		if fr.Stored == 0 || fr.Stored > maxFrame || fr.Raw == 0 || fr.Raw > maxFrame {
-			t.Fatalf("accepted implausible sizes %+v", fr)
+		if fr.Stored == 0 || fr.Stored > maxFrame || fr.Raw == 0 || fr.Raw > maxFrame || fr.Offset < 0 || fr.Offset > math.MaxInt64-maxFrame {
+			t.Fatalf("accepted implausible sizes or offset %+v", fr)
 		}
 		if !bytes.Equal(frameRecord(fr), b) {
 			t.Fatalf("%x parsed as %+v, which encodes as %x", b, fr, frameRecord(fr))
@@ -237,6 +238,86 @@ func FuzzParseOutcome(f *testing.F) {
 		o2, err := parseOutcome(again)
 		if err != nil || !reflect.DeepEqual(o, o2) {
 			t.Fatalf("%+v does not survive a round trip: %+v, %v", o, o2, err)
+		}
+	})
+}
+
+// planManifest is a manifest of three streams of 0, 5 and 300 frames, for
+// acceptances to be read against.
+func planManifest() *archive.Manifest {
+	m := testHeader(3)
+	for i, n := range []int{0, 5, 300} {
+		m.Streams[i].Frames = n
+	}
+	return m
+}
+
+// FuzzParsePlan reads a receiver's acceptance as a sender does: what it
+// accepts asks, of a stored backup, for ascending frames within each
+// stream's count, and of a backup being taken for every stream whole; and
+// it says again, encoded, what it was read as.
+func FuzzParsePlan(f *testing.F) {
+	m := planManifest()
+	for _, plans := range [][]archive.StreamPlan{
+		make([]archive.StreamPlan, 3),
+		{{Skip: true}, {Frames: []int{0, 1, 3}}, {Frames: []int{7, 8, 9, 299}}},
+	} {
+		b, err := encodePlan(plans)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, true)
+		f.Add(b, false)
+	}
+	f.Add([]byte(`{"streams":[{},{"runs":[[3,1]]},{"skip":true,"runs":[[0,0]]}]}`), true)
+	f.Fuzz(func(t *testing.T, b []byte, stored bool) {
+		wants, err := parsePlan(b, m, stored)
+		if err != nil {
+			return
+		}
+		plans := make([]archive.StreamPlan, len(wants))
+		for i, w := range wants {
+			if !stored && !w.whole() {
+				t.Fatalf("stream %d of a backup being taken asked in part: %+v", i, w)
+			}
+			for k, n := range w.Frames {
+				if n < 0 || n >= m.Streams[i].Frames || k > 0 && n <= w.Frames[k-1] {
+					t.Fatalf("stream %d: frames %v, not ascending within %d", i, w.Frames, m.Streams[i].Frames)
+				}
+			}
+			plans[i] = archive.StreamPlan{Skip: w.Skip, Frames: w.Frames}
+		}
+		again, err := encodePlan(plans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := parsePlan(again, m, stored); err != nil || !reflect.DeepEqual(back, wants) {
+			t.Fatalf("%s read as %+v, encoded as %s, read back as %+v, %v", b, wants, again, back, err)
+		}
+	})
+}
+
+// FuzzCheckStoredManifest reads a stored backup's manifest as a receiver
+// does before claiming anything: what it accepts is a complete physical
+// manifest it can read.
+func FuzzCheckStoredManifest(f *testing.F) {
+	final, err := testFinal(testHeader(2)).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(final)
+	f.Add(mustJSON(f, testHeader(1)))
+	f.Add([]byte(`{"format":2,"contents":{"files":1}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := checkStoredManifest(b)
+		if err != nil {
+			if m != nil {
+				t.Fatal("a manifest with an error")
+			}
+			return
+		}
+		if m.Detached() || m.Kind != archive.KindPhysical || len(m.Streams) < 1 || len(m.Streams) > 1024 {
+			t.Fatalf("accepted manifest %+v", m)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -90,7 +91,8 @@ func TestFrameRecord(t *testing.T) {
 	for _, f := range []archive.Frame{
 		{Stored: 1, Raw: 1, CRC: 0},
 		{Stored: 4 << 20, Raw: 4<<20 + 17, CRC: 0xdeadbeef},
-		{Stored: maxFrame, Raw: maxFrame, CRC: 0xffffffff},
+		{Stored: maxFrame, Raw: maxFrame, CRC: 0xffffffff, Offset: 1 << 40},
+		{Stored: 7, Raw: 9, CRC: 3, Offset: math.MaxInt64 - maxFrame},
 	} {
 		rec := frameRecord(f)
 		if len(rec) != frameRecordLen {
@@ -101,19 +103,24 @@ func TestFrameRecord(t *testing.T) {
 			t.Errorf("parseFrameRecord(frameRecord(%+v)) = %+v, %v", f, got, err)
 		}
 	}
-	record := func(stored, raw uint32) []byte {
+	recordAt := func(stored, raw uint32, off uint64) []byte {
 		b := binary.LittleEndian.AppendUint32(nil, stored)
 		b = binary.LittleEndian.AppendUint32(b, raw)
-		return binary.LittleEndian.AppendUint32(b, 1)
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		return binary.LittleEndian.AppendUint64(b, off)
 	}
+	record := func(stored, raw uint32) []byte { return recordAt(stored, raw, 0) }
 	for _, tt := range []struct {
 		name string
 		b    []byte
 		want string
 	}{
 		{"empty", nil, "frame record of 0 bytes"},
-		{"short", record(1, 1)[:11], "frame record of 11 bytes"},
-		{"long", append(record(1, 1), 0), "frame record of 13 bytes"},
+		{"short", record(1, 1)[:19], "frame record of 19 bytes"},
+		{"the version 3 record", record(1, 1)[:12], "frame record of 12 bytes, want 20"},
+		{"long", append(record(1, 1), 0), "frame record of 21 bytes"},
+		{"negative offset", recordAt(1, 1, 1<<63), "implausible offset"},
+		{"offset past the largest stream", recordAt(1, 1, math.MaxInt64-maxFrame+1), "implausible offset"},
 		{"no stored bytes", record(0, 1), "implausible sizes (stored 0, raw 1)"},
 		{"no raw bytes", record(1, 0), "implausible sizes (stored 1, raw 0)"},
 		{"stored too large", record(maxFrame+1, 1), "implausible sizes"},

@@ -77,7 +77,13 @@ type session struct {
 	rv      *Receiver
 	control *transport.Conn
 	header  *archive.Manifest
-	cancel  context.CancelCauseFunc
+	// stored: the sender sends a stored backup, whose header is its
+	// complete manifest, and can send parts of it (a resumed receive).
+	stored bool
+	// ctx is the session's, which ends with it: the goroutines ready
+	// starts run under it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	readyOnce sync.Once
 	readyErr  error
@@ -107,24 +113,28 @@ func (rv *Receiver) Serve(ctx context.Context) (*archive.Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the backup header: %w", err)
 	}
-	if typ != msgHeader {
-		err := fmt.Errorf("control connection: unexpected message %q instead of the backup header", typ)
-		control.Abort(err.Error())
-		return nil, err
+	var h *archive.Manifest
+	switch typ {
+	case msgHeader:
+		h, err = checkHeader(data)
+	case msgStored:
+		h, err = checkStoredManifest(data)
+	default:
+		err = fmt.Errorf("control connection: unexpected message %q instead of the backup header", typ)
 	}
-	h, err := checkHeader(data)
 	if err != nil {
 		control.Abort(err.Error())
 		return nil, err
 	}
-	s := &session{rv: rv, control: control, header: h, final: make(chan struct{}), meta: map[string][]byte{},
+	s := &session{rv: rv, control: control, header: h, stored: typ == msgStored, final: make(chan struct{}), meta: map[string][]byte{},
 		trailers: make([]archive.Stream, len(h.Streams))}
 	for range h.Streams {
 		s.slots = append(s.slots, make(chan *transport.Conn, 1))
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s.cancel = cancel
+	s.ctx, s.cancel = ctx, cancel
+	defer s.closeUnread()
 	m, err := s.run(ctx)
 	if err != nil {
 		if !strings.Contains(err.Error(), h.ID) {
@@ -174,25 +184,39 @@ func (rv *Receiver) accept(ctx context.Context, want func(*transport.Conn) bool)
 }
 
 func (s *session) run(ctx context.Context) (*archive.Manifest, error) {
-	go s.acceptStreams(ctx, s.cancel)
 	if s.rv.Datadir != nil {
 		return s.intoDatadir(ctx)
 	}
 	return s.intoRepo(ctx)
 }
 
-// ready tells the sender to go, once, and starts reading the control
-// connection. Reading a stream calls it: a restore reads only once its
-// target is claimed and checked, so the sender starts mariabackup only for
-// a receiver that can take the backup.
-func (s *session) ready() error {
+// ready tells the sender to go, once, with what to send of each stream
+// (plans; nil: every stream whole), then takes the stream connections and
+// reads the control connection. Reading calls it (TakePlan): a restore
+// reads only once its target is claimed and checked, so the sender starts
+// mariabackup only for a receiver that can take the backup.
+func (s *session) ready(plans []archive.StreamPlan) error {
 	s.readyOnce.Do(func() {
-		if s.readyErr = s.control.WriteMessage(msgAccept, nil); s.readyErr != nil {
+		if plans == nil {
+			plans = make([]archive.StreamPlan, len(s.header.Streams))
+		}
+		var msg []byte
+		if msg, s.readyErr = encodePlan(plans); s.readyErr != nil {
 			return
 		}
+		if s.readyErr = s.control.WriteMessage(msgAccept, msg); s.readyErr != nil {
+			return
+		}
+		go s.acceptStreams(s.ctx, plans)
 		go s.readControl(s.cancel)
 	})
 	return s.readyErr
+}
+
+// TakePlan tells the sender what the read takes of each stream
+// (archive.PlanTaker).
+func (s *session) TakePlan(_ context.Context, plans []archive.StreamPlan) error {
+	return s.ready(plans)
 }
 
 // readControl takes the metadata objects and, last, the manifest.
@@ -242,19 +266,26 @@ func (s *session) finalManifest(ctx context.Context) (*archive.Manifest, error) 
 	}
 }
 
-// acceptStreams places each stream connection in its slot. A second
-// connection for a stream is refused, also after the first has left its
-// slot.
-func (s *session) acceptStreams(ctx context.Context, cancel context.CancelCauseFunc) {
+// acceptStreams places each stream connection the plans ask for in its
+// slot. A second connection for a stream is refused, also after the first
+// has left its slot, and so is one for a stream skipped.
+func (s *session) acceptStreams(ctx context.Context, plans []archive.StreamPlan) {
 	taken := make([]bool, len(s.slots))
-	for got := 0; got < len(s.slots); got++ {
+	want := 0
+	for i, p := range plans {
+		taken[i] = p.Skip
+		if !p.Skip {
+			want++
+		}
+	}
+	for got := 0; got < want; got++ {
 		c, err := s.rv.accept(ctx, func(c *transport.Conn) bool {
 			i, id, ok := parseStreamPurpose(c.Purpose())
 			return ok && id == s.header.ID && i < len(s.slots) && !taken[i]
 		})
 		if err != nil {
 			if ctx.Err() == nil {
-				cancel(fmt.Errorf("accepting stream connections: %w", err))
+				s.cancel(fmt.Errorf("accepting stream connections: %w", err))
 			}
 			return
 		}
@@ -264,10 +295,19 @@ func (s *session) acceptStreams(ctx context.Context, cancel context.CancelCauseF
 	}
 }
 
-// OpenStream waits for stream i's connection (archive.Input); the first
-// call tells the sender to go.
+// OpenStream waits for stream i's connection, sent whole (archive.Input).
 func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (archive.FrameSource, error) {
-	if err := s.ready(); err != nil {
+	return s.open(ctx, i, true)
+}
+
+// OpenFrames waits for stream i's connection, which brings the frames the
+// plan asked for (archive.FrameRanger).
+func (s *session) OpenFrames(ctx context.Context, i int, _ archive.Stream, _ []int) (archive.FrameSource, error) {
+	return s.open(ctx, i, false)
+}
+
+func (s *session) open(ctx context.Context, i int, whole bool) (archive.FrameSource, error) {
+	if err := s.ready(nil); err != nil {
 		return nil, err
 	}
 	select {
@@ -276,9 +316,21 @@ func (s *session) OpenStream(ctx context.Context, i int, _ archive.Stream) (arch
 		// fails (another stream's error, a connection's idle timeout)
 		// aborts it, rather than leave it waiting for its own timeout.
 		stop := context.AfterFunc(ctx, func() { c.Abort(context.Cause(ctx).Error()) })
-		return &netFrames{ctx: ctx, s: s, num: i, c: c, stop: stop}, nil
+		return &netFrames{ctx: ctx, s: s, num: i, c: c, stop: stop, whole: whole}, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
+	}
+}
+
+// closeUnread closes the stream connections that arrived and were never
+// read (a transfer that failed first).
+func (s *session) closeUnread() {
+	for _, slot := range s.slots {
+		select {
+		case c := <-slot:
+			c.Close()
+		default:
+		}
 	}
 }
 
@@ -295,8 +347,11 @@ type netFrames struct {
 	s   *session
 	num int
 	c   messageReader
-	off int64
-	n   int
+	// whole: the stream is sent whole, each frame where the last ended;
+	// else the frames asked for, ascending.
+	whole bool
+	off   int64 // where the last frame ended
+	n     int
 	// stop, if set, ends the abort of c when ctx ends.
 	stop func() bool
 }
@@ -335,7 +390,9 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 	if err != nil {
 		return archive.Frame{}, nil, err
 	}
-	fr.Offset = f.off
+	if fr.Offset < f.off || (f.whole && fr.Offset != f.off) {
+		return fr, nil, fmt.Errorf("frame %d at offset %d: the stream's frames so far end at %d", f.n, fr.Offset, f.off)
+	}
 	buf, err := archive.FrameBuffer(f.ctx, fr)
 	if err != nil {
 		return fr, nil, err
@@ -352,7 +409,7 @@ func (f *netFrames) Next() (archive.Frame, []byte, error) {
 	if typ != msgData || len(data) != int(fr.Stored) {
 		return fr, nil, fmt.Errorf("frame %d: expected %d bytes of data, got message %q of %d", f.n, fr.Stored, typ, len(data))
 	}
-	f.off += int64(fr.Stored)
+	f.off = fr.Offset + int64(fr.Stored)
 	f.n++
 	return fr, data, nil
 }
@@ -372,13 +429,30 @@ func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {
 		return nil, fmt.Errorf("backup %s is an incremental on %s: a target directory takes only a full backup (restore the chain from a repository)", h.ID, h.Parent)
 	}
 	job := *s.rv.Datadir
-	job.Links = []restore.Link{{Manifest: s.header, Input: s, Final: s.finalManifest}}
 	job.Progress = s.rv.Progress
-	err := restore.Datadir(ctx, job)
-	if err != nil {
+	if !s.stored {
+		if job.Resume {
+			return nil, fmt.Errorf("--resume continues the receive of a stored backup (send ID --repo R), and this sender takes a new backup as it sends, whose files cannot continue another's: receive it without --resume into an empty target")
+		}
+		job.Links = []restore.Link{{Manifest: s.header, Input: s, Final: s.finalManifest}}
+		if err := restore.Datadir(ctx, job); err != nil {
+			return nil, causeOf(ctx, err)
+		}
+		return s.manifest, nil
+	}
+	// A stored backup's manifest is known from the start: the restore
+	// records each file verified, and the files of a resumed one are not
+	// sent again. Cut off, it keeps what it wrote for a resume.
+	job.Links = []restore.Link{{Manifest: s.header, Input: s}}
+	job.KeepCutOff, job.Again = true, "run receive again with --resume, and send the same backup again, to continue it"
+	if err := restore.Datadir(ctx, job); err != nil {
+		if kept := (*restore.KeptError)(nil); errors.As(err, &kept) {
+			kept.Err = causeOf(ctx, kept.Err)
+			return nil, kept
+		}
 		return nil, causeOf(ctx, err)
 	}
-	return s.manifest, nil
+	return s.finalManifest(ctx)
 }
 
 // causeOf is why ctx was cancelled, when it was with a reason (the control
@@ -429,7 +503,7 @@ func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error)
 			r.Discard(cleanup, h.ID)
 		}
 	}()
-	if err := s.ready(); err != nil {
+	if err := s.ready(nil); err != nil {
 		return nil, err
 	}
 	tee := &teeInput{in: s, out: r.Output(h.ID, h.Hash), results: make([]archive.Stream, len(h.Streams))}

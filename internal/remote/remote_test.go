@@ -626,7 +626,7 @@ func TestReceiverRefusesBadMessages(t *testing.T) {
 		}), "frame record with implausible sizes (stored 0, raw 0)"},
 		{"short frame record", streamWith(func(c *transport.Conn) {
 			write(c, msgFrame, frameRecord(s1.frames[0])[:5])
-		}), "frame record of 5 bytes, want 12"},
+		}), "frame record of 5 bytes, want 20"},
 		{"frame data shorter than its record", streamWith(func(c *transport.Conn) {
 			write(c, msgFrame, frameRecord(s1.frames[0]))
 			write(c, msgData, s1.data[0][:10])
@@ -876,6 +876,10 @@ func TestSenderHandlesBadReceivers(t *testing.T) {
 			drain(c, streams)
 			c.Abort("prepare failed: mariabackup exited 1")
 		}, true, "peer says: prepare failed: mariabackup exited 1"},
+		{"part of a backup being taken asked for", func(c *transport.Conn, _ <-chan *transport.Conn) {
+			readHeader(c)
+			write(c, msgAccept, []byte(`{"streams":[{"skip":true},{}]}`))
+		}, false, "part of stream 0 asked for, of a backup being taken"},
 		{"failure during the data", func(c *transport.Conn, streams <-chan *transport.Conn) {
 			readHeader(c)
 			write(c, msgAccept, nil)

@@ -2,11 +2,13 @@ package remote
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/refusal"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/transport"
 )
 
@@ -28,7 +30,13 @@ type SendRequest struct {
 	// taken of, over TCP; FromGiven names the connection option given
 	// that names another place, which contradicts it.
 	From, FromGiven string
-	Want            Want
+	// Stored, set (send ID --repo R: a backup id, a unique prefix of one,
+	// or latest), sends that physical backup of Repos as it is stored
+	// instead of taking one (Job is not used); a receiver resuming an
+	// interrupted receive of it gets only what it lacks.
+	Stored string
+	Repos  repoaccess.Options
+	Want   Want
 	// Progress, if set, gives the backup its progress once the receivers
 	// are connected, and what hears how it ended and says how long it took.
 	Progress func() (Progress, func(error) time.Duration)
@@ -47,6 +55,9 @@ type Sending struct {
 // with no Sending; one that some receivers did not make what req.Want
 // asks returns the Sending and Check's error.
 func Send(ctx context.Context, req SendRequest) (*Sending, error) {
+	if req.Stored != "" {
+		return sendStored(ctx, req)
+	}
 	job := req.Job
 	if req.From != "" {
 		if req.FromGiven != "" {
@@ -79,6 +90,56 @@ func Send(ctx context.Context, req SendRequest) (*Sending, error) {
 	return &Sending{Manifest: m, Sent: sent, Elapsed: elapsed}, sent.Check(req.Want)
 }
 
+// sendStored is Send of the stored backup req.Stored, under a shared
+// lock of its repository, so that no expire removes it meanwhile.
+func sendStored(ctx context.Context, req SendRequest) (*Sending, error) {
+	if err := req.Transport.Settle(req.Idle, req.TokenFile); err != nil {
+		return nil, err
+	}
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	r, m, ctx, release, err := req.Repos.ResolveLocked(ctx, strings.TrimSpace(req.Stored), archive.KindPhysical, repoaccess.OpSend)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := r.CheckReadable(ctx, m); err != nil {
+		return nil, err
+	}
+	b := &StoredBackup{Manifest: m, Input: r.Input(m), Meta: map[string][]byte{}}
+	for _, o := range m.Meta {
+		if o.Name == archive.ContentsName {
+			continue
+		}
+		if b.Meta[o.Name], err = r.ReadMeta(ctx, m, o.Name); err != nil {
+			return nil, err
+		}
+	}
+	s, err := Dial(ctx, req.To, req.Transport)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var counter archive.Counter
+	finish := func(error) time.Duration { return 0 }
+	if req.Progress != nil {
+		var p Progress
+		p, finish = req.Progress()
+		p.SetBackup(m.ID)
+		p.SetTotal(m.Stats.RawBytes)
+		p.Stage("sending")
+		counter = p
+	}
+	err = s.SendStored(ctx, b, counter)
+	elapsed := finish(err)
+	if err != nil {
+		return nil, err
+	}
+	sent := SentOf(m.ID, s.Reports())
+	return &Sending{Manifest: m, Sent: sent, Elapsed: elapsed}, sent.Check(req.Want)
+}
+
 // NewToken is a new token for `backstream token`, to hand to both ends
 // (transport.GenerateToken).
 func NewToken() string { return transport.GenerateToken() }
@@ -97,8 +158,15 @@ func WantOf(provision, replicating bool) Want {
 
 // Check refuses a sending to no receiver, before the backup is set up.
 func (req *SendRequest) Check() error {
-	if len(req.To) == 0 {
+	switch {
+	case len(req.To) == 0:
 		return refusal.Errorf("name at least one receiver with --to HOST:PORT")
+	case req.Stored != "" && strings.TrimSpace(req.Stored) == "":
+		return refusal.Errorf("the backup to send is named by an empty id")
+	case req.Stored != "" && req.Repos.Location.Repo == "":
+		return refusal.Errorf("send %s sends a stored backup: name its repository with --repo", req.Stored)
+	case req.Stored != "" && (req.From != "" || req.FromGiven != ""):
+		return refusal.Errorf("send %s sends a stored backup as it is: it takes no server to back up (leave out --from and the connection options)", req.Stored)
 	}
 	return nil
 }

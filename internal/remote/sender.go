@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -31,8 +32,9 @@ type peer struct {
 
 	reasonOnce sync.Once
 	reason     string
-	outcome    *Outcome // what the receiver told of the backup, once Commit ran
-	err        error    // why it did not take the backup, once Commit ran
+	outcome    *Outcome     // what the receiver told of the backup, once Commit ran
+	err        error        // why it did not take the backup, once Commit ran
+	sent       atomic.Int64 // stored bytes sent to it
 }
 
 func (p *peer) errorf(format string, a ...any) error {
@@ -106,15 +108,8 @@ func (s *Sender) Begin(ctx context.Context, h *archive.Manifest) error {
 		return err
 	}
 	return s.each(func(p *peer) error {
-		if err := p.control.WriteMessage(msgHeader, data); err != nil {
-			return p.errorf("%w", err)
-		}
-		typ, _, err := p.control.ReadMessage(nil)
-		if err != nil {
-			return p.errorf("refused the backup: %w", err)
-		}
-		if typ != msgAccept {
-			return p.errorf("unexpected message %q instead of an acceptance", typ)
+		if _, err := p.announce(msgHeader, data, h, false); err != nil {
+			return err
 		}
 		for i := range h.Streams {
 			c, err := transport.Dial(ctx, p.addr, streamPurpose(i, h.ID), s.opt)
@@ -125,6 +120,27 @@ func (s *Sender) Begin(ctx context.Context, h *archive.Manifest) error {
 		}
 		return nil
 	})
+}
+
+// announce sends the header of the backup m (typ: H, being taken, or S,
+// stored) and waits for the receiver to accept it, returning what it asks
+// of each stream.
+func (p *peer) announce(typ byte, header []byte, m *archive.Manifest, stored bool) ([]streamWant, error) {
+	if err := p.control.WriteMessage(typ, header); err != nil {
+		return nil, p.errorf("%w", err)
+	}
+	got, plan, err := p.control.ReadMessage(nil)
+	if err != nil {
+		return nil, p.errorf("refused the backup: %w", err)
+	}
+	if got != msgAccept {
+		return nil, p.errorf("unexpected message %q instead of an acceptance", got)
+	}
+	wants, err := parsePlan(plan, m, stored)
+	if err != nil {
+		return nil, p.errorf("%w", err)
+	}
+	return wants, nil
 }
 
 // Output sends stream i over each receiver's connection i.
@@ -160,6 +176,7 @@ func (st *netStream) WriteFrame(f archive.Frame, stored []byte) error {
 		if err := c.WriteMessage(msgData, stored); err != nil {
 			return p.failed(err)
 		}
+		p.sent.Add(int64(len(stored)))
 	}
 	return nil
 }
@@ -266,7 +283,7 @@ func (p *peer) commit(ctx context.Context, manifest []byte) error {
 func (s *Sender) Reports() []Report {
 	out := make([]Report, len(s.peers))
 	for i, p := range s.peers {
-		out[i] = Report{Addr: p.addr, Outcome: p.outcome, Err: p.err}
+		out[i] = Report{Addr: p.addr, Outcome: p.outcome, Err: p.err, SentBytes: p.sent.Load()}
 	}
 	return out
 }
@@ -275,9 +292,10 @@ func (s *Sender) Reports() []Report {
 // told nothing), and Err if it did not take it or failed after (then a
 // FailedError, with the Outcome that says so).
 type Report struct {
-	Addr    string
-	Outcome *Outcome
-	Err     error
+	Addr      string
+	Outcome   *Outcome
+	Err       error
+	SentBytes int64 // stored bytes sent to it
 }
 
 // printable keeps a peer's text to what a terminal shows as text.

@@ -26,6 +26,9 @@ type ReceiverOutcome struct {
 	Replicating bool     `json:"replicating"` // that server replicates (what provision insists on)
 	Outcome     *Outcome `json:"outcome,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	// SentBytes are the stored bytes sent to it: the whole backup's, or
+	// of a stored backup what a resumed receive still lacked.
+	SentBytes int64 `json:"sent_bytes"`
 }
 
 // SentOf is what the receivers reported of backup id (Sender.Reports,
@@ -33,7 +36,7 @@ type ReceiverOutcome struct {
 func SentOf(id string, reports []Report) *Sent {
 	res := &Sent{Backup: id, Receivers: []ReceiverOutcome{}}
 	for _, r := range reports {
-		out := ReceiverOutcome{Address: r.Addr, OK: r.Err == nil, Outcome: r.Outcome}
+		out := ReceiverOutcome{Address: r.Addr, OK: r.Err == nil, Outcome: r.Outcome, SentBytes: r.SentBytes}
 		if o := r.Outcome; o != nil {
 			out.Report = strings.TrimSpace(o.Text)
 			out.Running, out.Replicating = o.Running(), o.Replicating()

@@ -36,6 +36,7 @@ const (
 	OpVerify  = "verify"
 	OpCat     = "cat"
 	OpReceive = "receive"
+	OpSend    = "send"
 	OpMerge   = "merge"
 )
 

@@ -20,6 +20,7 @@ const (
 	OpVerify  = repo.OpVerify
 	OpCat     = repo.OpCat
 	OpReceive = repo.OpReceive
+	OpSend    = repo.OpSend
 	OpMerge   = repo.OpMerge
 )
 

@@ -113,6 +113,14 @@ type Job struct {
 	// when the restore fails (a transfer cut off), and such a target is
 	// emptied as on any failure.
 	KeepInterrupted bool
+	// KeepCutOff keeps the target of a restore that failed in any way but
+	// finding damage in what it read (its input cut off: the sender or
+	// the network lost), for a resume of the same backup: a receive of a
+	// stored backup, which Again then says how to continue.
+	KeepCutOff bool
+	// Again says how to continue a kept restore; "" says to run the same
+	// restore with --resume.
+	Again string
 	Options
 }
 
@@ -147,10 +155,10 @@ func Datadir(ctx context.Context, job Job) (err error) {
 		if err == nil {
 			return
 		}
-		if job.KeepInterrupted && ctx.Err() != nil && t.journaled {
-			// Interrupted (a signal): what was written and verified is
-			// kept for a resume, as a kill would have left it.
-			err = fmt.Errorf("%w; the files restored so far stay in %s: run the same restore with --resume to continue it, or empty the directory", err, t.dir)
+		if t.journaled && (job.KeepInterrupted && ctx.Err() != nil || job.KeepCutOff && !archive.IsCorrupt(err)) {
+			// Interrupted (a signal) or cut off: what was written and
+			// verified is kept for a resume, as a kill would have left it.
+			err = &KeptError{Err: err, Dir: t.dir, Again: job.Again}
 			t.unlock()
 			return
 		}
@@ -161,6 +169,24 @@ func Datadir(ctx context.Context, job Job) (err error) {
 	}
 	return t.Finish(job.Owner)
 }
+
+// KeptError is a restore that failed and kept what it wrote and verified
+// in Dir, for a resume (Job.KeepInterrupted, Job.KeepCutOff).
+type KeptError struct {
+	Err   error
+	Dir   string
+	Again string // how to continue (Job.Again)
+}
+
+func (e *KeptError) Error() string {
+	again := e.Again
+	if again == "" {
+		again = "run the same restore with --resume to continue it"
+	}
+	return fmt.Sprintf("%v; the files restored so far stay in %s: %s, or empty the directory", e.Err, e.Dir, again)
+}
+
+func (e *KeptError) Unwrap() error { return e.Err }
 
 // Target is a directory claimed by one restore: marked as being restored
 // until Finish, emptied by Abandon. What the restore writes goes into a

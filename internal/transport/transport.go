@@ -74,8 +74,10 @@ import (
 // ends must speak the same one.
 // Version 2 added heartbeats, which a version 1 peer would refuse; version 3
 // made the receiver's result a typed outcome (internal/remote's message R),
-// which a version 2 sender would not read.
-const ProtocolVersion uint16 = 3
+// which a version 2 sender would not read; version 4 added the stored
+// backup sent in part (the receiver's acceptance says what to send, each
+// frame's record its offset), which a version 3 peer would misread.
+const ProtocolVersion uint16 = 4
 
 // MinTokenLen is the shortest token accepted, in bytes.
 const MinTokenLen = 16

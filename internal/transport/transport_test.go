@@ -692,22 +692,23 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 }
 
-// A sender of protocol 2, from before the typed outcome of a receiver, is
-// refused at the hello, told to upgrade itself.
-func TestVersion2SenderRefused(t *testing.T) {
-	if ProtocolVersion != 3 {
-		t.Fatalf("ProtocolVersion %d: this test is of the step from 2 to 3", ProtocolVersion)
+// A sender of protocol 3, from before a stored backup could be sent in
+// part (its frame records had no offset), is refused at the hello, told
+// to upgrade itself.
+func TestVersion3SenderRefused(t *testing.T) {
+	if ProtocolVersion != 4 {
+		t.Fatalf("ProtocolVersion %d: this test is of the step from 3 to 4", ProtocolVersion)
 	}
 	l := listen(t, testOptions())
 	ctx := testContext(t)
 	ch := accept(ctx, l)
 	older := testOptions()
-	older.version = 2
+	older.version = 3
 	_, err := Dial(ctx, l.Addr().String(), "control", older)
 	if !errors.Is(err, ErrProtocolVersion) {
 		t.Errorf("client: %v, want ErrProtocolVersion", err)
 	}
-	mustContain(t, err, "peer speaks protocol 3, this backstream speaks 2: upgrade this backstream")
+	mustContain(t, err, "peer speaks protocol 4, this backstream speaks 3: upgrade this backstream")
 	r := <-ch
-	mustContain(t, r.err, "peer speaks protocol 2, this backstream speaks 3: upgrade the peer's backstream")
+	mustContain(t, r.err, "peer speaks protocol 3, this backstream speaks 4: upgrade the peer's backstream")
 }
