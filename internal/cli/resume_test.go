@@ -227,3 +227,106 @@ func restoredOnce(t *testing.T, src *sandbox.Server, r testRepo, into string) (i
 	run(t, "restore", b.ID, "--repo", r.Location, into, reference).mustSucceed(t)
 	return b, usecasetest.TreeDigests(t, reference)
 }
+
+// TestReceiveResumesAfterKill: a receive of a stored backup (send ID
+// --repo R, from a local and from an S3 repository) killed (SIGKILL) at
+// two points, the second while it resumes, ends with receive --resume and
+// the same send as an uninterrupted restore does, file for file, the last
+// send having sent less than the whole backup; a resume from a send of
+// another backup, and from a send that takes a new backup, is refused and
+// changes nothing.
+func TestReceiveResumesAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	src := sampleServer(t)
+	tok := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tok, []byte(run(t, "token").mustSucceed(t).stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range repoKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newTestRepo(t, kind)
+			b, want := restoredOnce(t, src, r, "--target-dir")
+			target := filepath.Join(t.TempDir(), "datadir")
+			receive := []string{"receive", "--listen", "127.0.0.1:0", "--token-file", tok, "--target-dir", target}
+			send := func(addr, id string, more ...string) *proc {
+				return startProc(t, bin, append([]string{"send", id, "--repo", r.Location, "--to", addr, "--token-file", tok}, more...)...)
+			}
+			last := 0
+			for point, args := range [][]string{receive, append(receive, "--resume")} {
+				rv := startProc(t, bin, args...)
+				s := send(listeningOn(t, rv), b.ID)
+				slowDown(t, rv)
+				waitUntil(t, "more files in the receive's journal", rv, func() bool { return journaled(target) > last })
+				rv.kill(t)
+				if <-s.done; s.err == nil {
+					t.Fatalf("kill %d: the send succeeded although its receiver was killed", point+1)
+				}
+				n := journaled(target)
+				if n >= b.Files {
+					t.Fatalf("kill %d: the journal records %d of %d files: the receive was not killed mid-way", point+1, n, b.Files)
+				}
+				t.Logf("kill %d: %d of %d files recorded", point+1, n, b.Files)
+				last = n
+			}
+
+			// Refused, changing nothing: a send of another stored backup,
+			// and a send that takes a new one.
+			run(t, append([]string{"backup", "--repo", r.Location, "--parallel", "2"}, sandboxConn(src)...)...).mustSucceed(t)
+			other := backupListing(t, r.Location)[0].ID
+			if other == b.ID {
+				other = backupListing(t, r.Location)[1].ID
+			}
+			before := usecasetest.TreeDigests(t, target)
+			for _, tc := range []struct {
+				send []string
+				want string
+			}{
+				{[]string{other, "--repo", r.Location}, "it restores backup " + b.ID + ", not backup " + other},
+				{append([]string{"--parallel", "2"}, sandboxConn(src)...), "--resume continues the receive of a stored backup"},
+			} {
+				rv := startProc(t, bin, append(receive, "--resume")...)
+				s := startProc(t, bin, append([]string{"send", "--to", listeningOn(t, rv), "--token-file", tok}, tc.send...)...)
+				<-rv.done
+				<-s.done
+				if rv.err == nil || s.err == nil || !strings.Contains(rv.stderr.String(), tc.want) {
+					t.Errorf("receive --resume of %v: %v, %s; send: %v; want both to fail, the receiver saying %q", tc.send, rv.err, rv.stderr.String(), s.err, tc.want)
+				}
+			}
+			usecasetest.CompareTrees(t, "the target after refused resumes", usecasetest.TreeDigests(t, target), before)
+
+			rv := startProc(t, bin, append(receive, "--resume")...)
+			s := send(listeningOn(t, rv), b.ID, "--json")
+			<-s.done
+			<-rv.done
+			if s.err != nil || rv.err != nil {
+				t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
+			}
+			var out struct {
+				Receivers []struct {
+					SentBytes int64 `json:"sent_bytes"`
+				} `json:"receivers"`
+			}
+			if err := json.Unmarshal([]byte(s.stdout.String()), &out); err != nil || len(out.Receivers) != 1 {
+				t.Fatalf("send --json: %v: %s", err, s.stdout.String())
+			}
+			if sent := out.Receivers[0].SentBytes; sent <= 0 || sent >= b.StoredBytes {
+				t.Errorf("the resumed send sent %d of the backup's %d stored bytes: want some, not all", sent, b.StoredBytes)
+			}
+			usecasetest.CompareTrees(t, "the resumed receive", usecasetest.TreeDigests(t, target), want)
+		})
+	}
+}
+
+// listeningOn waits for receive p to say where it listens, and returns
+// that address.
+func listeningOn(t *testing.T, p *proc) string {
+	t.Helper()
+	var addr string
+	waitUntil(t, "the receiver's address", p, func() bool {
+		_, rest, ok := strings.Cut(p.stderr.String(), "receive: listening on ")
+		addr, _, _ = strings.Cut(rest, "\n")
+		return ok && strings.Contains(rest, "\n")
+	})
+	return addr
+}

@@ -233,7 +233,7 @@ The chain is prepared in a new subdirectory of --work-dir (default: under $TMPDI
 which needs the space of the restored datadir and is removed at the end.
 An encrypted chain is merged only with --encrypt, so that the new backup is too.`,
 		Example: "  backstream merge latest --repo /backups     # a full backup from the newest chain"},
-	{Use: "provision --to HOST:PORT [--to HOST:PORT ...]",
+	{Use: "provision [ID|latest --repo R] --to HOST:PORT [--to HOST:PORT ...]",
 		Short: "Make new replicas of this server: send to receivers that restore, start and replicate",
 		Long: `provision is send for new replicas: every receiver (started with backstream receive
 --datadir DIR --start --replicate) restores the backup into place as it arrives, starts the
@@ -260,7 +260,10 @@ a new replica's datadir in one step. --replicate then points it at its primary f
 backup's position, as backstream replicate does (the primary's settings from
 [backstream-primary] and the --primary-* flags), and with --catch-up waits until it has
 caught up. All this happens before the sender is told, and send prints what each
-receiver reported: one send provisions every replica it names.`,
+receiver reported: one send provisions every replica it names.
+
+A receive of a stored backup (send ID --repo R) into --target-dir or --datadir that was
+cut off keeps what it verified; receive --resume and the same send continue it.`,
 		Example: `  backstream receive --listen :4444 --target-dir /var/lib/mysql.new --prepare --token-file /etc/backstream/token
   backstream receive --listen :4444 --datadir /var/lib/mysql --start --replicate --primary-host db1 --token-file /etc/backstream/token
   backstream receive --listen :4444 --repo /backups --keep-listening --token-file /etc/backstream/token`},
@@ -340,15 +343,20 @@ table the target has is refused, and each import must give the backup's CHECKSUM
   backstream restore latest --repo /backups --table shop.orders --apply-to --as shop.orders_restored --socket /run/mysqld/mysqld.sock
   backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock    # a logical backup into a running server
   backstream restore latest --repo /backups --socket /run/mysqld/mysqld.sock --mask 'shop.*.email=email' --mask-key-file /etc/backstream/mask.key`},
-	{Use: "send --to HOST:PORT [--to HOST:PORT ...]",
-		Short: "Take a physical backup and stream it straight into receivers on other hosts",
+	{Use: "send [ID|latest --repo R] --to HOST:PORT [--to HOST:PORT ...]",
+		Short: "Take a physical backup, or send a stored one, and stream it into receivers on other hosts",
 		Long: `send is backup with other hosts as the destination: each of the --parallel streams travels
 over its own TLS connection to every receiver (started with backstream receive), which
 restores it as it arrives or stores it in its repository. The sender prints each receiver's
 outcome, and succeeds only when every receiver reports that the whole backup arrived and
 verified; otherwise it names the receivers that failed. The token that both
-ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.`,
-		Example: "  backstream send --to replica1:4444 --to replica2:4444 --parallel 4 --token-file /etc/backstream/token"},
+ends share comes from --token-file or the BACKSTREAM_TOKEN environment variable.
+
+With a backup id (or latest) and --repo, send sends that stored physical backup as it is
+stored instead of taking one, and a receiver started with --resume after an interrupted
+receive of it is sent only the files it still lacks.`,
+		Example: `  backstream send --to replica1:4444 --to replica2:4444 --parallel 4 --token-file /etc/backstream/token
+  backstream send latest --repo s3://backups/db1 --to replica1:4444 --token-file /etc/backstream/token`},
 	{Use: "sst --role joiner|donor --address ADDR --datadir DIR ...",
 		Short: "Galera state snapshot transfer (run by the server as wsrep_sst_backstream, not by hand)",
 		Long: `sst is what a Galera node set to wsrep_sst_method=backstream runs, through the script
