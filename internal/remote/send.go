@@ -127,7 +127,7 @@ func sendStored(ctx context.Context, req SendRequest) (*Sending, error) {
 		var p Progress
 		p, finish = req.Progress()
 		p.SetBackup(m.ID)
-		p.SetTotal(m.Stats.RawBytes)
+		p.SetTotal(m.Stats.RawBytes * int64(len(req.To))) // each receiver reads it (what a resume lacks, less)
 		p.Stage("sending")
 		counter = p
 	}
