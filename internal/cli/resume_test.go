@@ -239,10 +239,7 @@ func TestReceiveResumesAfterKill(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	src := sampleServer(t)
-	tok := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tok, []byte(run(t, "token").mustSucceed(t).stdout), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tok := tokenFile(t)
 	for _, kind := range repoKinds {
 		t.Run(kind, func(t *testing.T) {
 			r := newTestRepo(t, kind)
@@ -302,17 +299,7 @@ func TestReceiveResumesAfterKill(t *testing.T) {
 			if s.err != nil || rv.err != nil {
 				t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
 			}
-			var out struct {
-				Receivers []struct {
-					SentBytes int64 `json:"sent_bytes"`
-				} `json:"receivers"`
-			}
-			if err := json.Unmarshal([]byte(s.stdout.String()), &out); err != nil || len(out.Receivers) != 1 {
-				t.Fatalf("send --json: %v: %s", err, s.stdout.String())
-			}
-			if sent := out.Receivers[0].SentBytes; sent <= 0 || sent >= b.StoredBytes {
-				t.Errorf("the resumed send sent %d of the backup's %d stored bytes: want some, not all", sent, b.StoredBytes)
-			}
+			sentPart(t, s, b.StoredBytes)
 			usecasetest.CompareTrees(t, "the resumed receive", usecasetest.TreeDigests(t, target), want)
 		})
 	}
@@ -329,4 +316,69 @@ func listeningOn(t *testing.T, p *proc) string {
 		return ok && strings.Contains(rest, "\n")
 	})
 	return addr
+}
+
+// TestReceiveIntoPlaceResumesAfterKill: a receive into place (--datadir)
+// of a stored backup, killed while it writes beside the datadir, ends with
+// receive --resume and the same send as an uninterrupted restore into
+// place does, file for file, prepared, the last send having sent part of
+// the backup, and nothing left beside the datadir.
+func TestReceiveIntoPlaceResumesAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	r := newTestRepo(t, "local")
+	b, want := restoredOnce(t, sampleServer(t), r, "--datadir")
+	tok := tokenFile(t)
+	datadir := filepath.Join(t.TempDir(), "datadir")
+	staging := filepath.Join(filepath.Dir(datadir), ".datadir.backstream-new")
+	receive := []string{"receive", "--listen", "127.0.0.1:0", "--token-file", tok, "--datadir", datadir}
+	send := []string{"send", b.ID, "--repo", r.Location, "--token-file", tok, "--json", "--to"}
+	rv := startProc(t, bin, receive...)
+	s := startProc(t, bin, append(send, listeningOn(t, rv))...)
+	slowDown(t, rv)
+	waitUntil(t, "files in the receive's journal", rv, func() bool { return journaled(staging) > 0 })
+	rv.kill(t)
+	<-s.done
+	if n := journaled(staging); n >= b.Files || s.err == nil {
+		t.Fatalf("the journal records %d of %d files, the send ended with %v: the receive was not killed mid-way", n, b.Files, s.err)
+	}
+	rv = startProc(t, bin, append(receive, "--resume")...)
+	s = startProc(t, bin, append(send, listeningOn(t, rv))...)
+	<-s.done
+	<-rv.done
+	if s.err != nil || rv.err != nil {
+		t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
+	}
+	sentPart(t, s, b.StoredBytes)
+	usecasetest.CompareTrees(t, "the resumed receive into place", usecasetest.TreeDigests(t, datadir), want)
+	if _, err := os.Stat(staging); err == nil {
+		t.Errorf("%s is left beside the datadir after the resumed receive", staging)
+	}
+}
+
+// tokenFile is a new token in a file of its own, as send and receive take it.
+func tokenFile(t *testing.T) string {
+	t.Helper()
+	tok := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tok, []byte(run(t, "token").mustSucceed(t).stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// sentPart checks that send --json s sent its one receiver some of the
+// backup's stored bytes, not all: what a resumed receive lacked.
+func sentPart(t *testing.T, s *proc, stored int64) {
+	t.Helper()
+	var out struct {
+		Receivers []struct {
+			SentBytes int64 `json:"sent_bytes"`
+		} `json:"receivers"`
+	}
+	if err := json.Unmarshal([]byte(s.stdout.String()), &out); err != nil || len(out.Receivers) != 1 {
+		t.Fatalf("send --json: %v: %s", err, s.stdout.String())
+	}
+	if sent := out.Receivers[0].SentBytes; sent <= 0 || sent >= stored {
+		t.Errorf("the resumed send sent %d of the backup's %d stored bytes: want some, not all", sent, stored)
+	}
 }
