@@ -155,10 +155,12 @@ func message(typ byte, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// FuzzStreamMessages reads a stream's messages as the receiver does: every
-// frame it returns is whole and where its record says, io.EOF comes only
-// after the trailer, and what it allocates is bounded by what the format
-// allows for one frame plus what was sent.
+// FuzzStreamMessages reads a stream's messages as the receiver does, of a
+// stream sent whole and of one sent in part: every frame it returns is
+// whole and where its record says (whole: where the one before ended; in
+// part: at or after that), io.EOF comes only after the trailer, and what
+// it allocates is bounded by what the format allows for one frame plus
+// what was sent.
 func FuzzStreamMessages(f *testing.F) {
 	frame := []byte("stored frame bytes")
 	rec := frameRecord(archive.Frame{Stored: uint32(len(frame)), Raw: 100, CRC: 7})
@@ -173,31 +175,33 @@ func FuzzStreamMessages(f *testing.F) {
 	f.Add(append(message(msgFrame, frameRecord(archive.Frame{Stored: 200 << 20, Raw: 1, CRC: 1})), message(msgData, frame)...))
 	f.Add(message('X', nil))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &session{trailers: make([]archive.Stream, 1)}
-		sc := &script{in: in}
-		nf := &netFrames{s: s, c: sc}
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		var off int64
-		for n := 0; ; n++ {
-			fr, data, err := nf.Next()
-			if errors.Is(err, io.EOF) {
-				if err != io.EOF || sc.last != msgTrailer {
-					t.Fatalf("end of stream (%v) after message %q, not after a trailer", err, sc.last)
+		for _, whole := range []bool{true, false} {
+			s := &session{trailers: make([]archive.Stream, 1)}
+			sc := &script{in: in}
+			nf := &netFrames{s: s, c: sc, whole: whole}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var off int64
+			for n := 0; ; n++ {
+				fr, data, err := nf.Next()
+				if errors.Is(err, io.EOF) {
+					if err != io.EOF || sc.last != msgTrailer {
+						t.Fatalf("end of stream (%v) after message %q, not after a trailer", err, sc.last)
+					}
+					break
 				}
-				break
+				if err != nil {
+					break
+				}
+				if len(data) != int(fr.Stored) || fr.Offset < off || whole && fr.Offset != off || fr.Stored == 0 || fr.Stored > maxFrame || fr.Raw == 0 || fr.Raw > maxFrame {
+					t.Fatalf("frame %d (whole %v): %+v with %d bytes, want them at offset %d", n, whole, fr, len(data), off)
+				}
+				off = fr.Offset + int64(fr.Stored)
 			}
-			if err != nil {
-				break
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > maxFrame+16*uint64(len(in))+1<<20 {
+				t.Fatalf("allocated %d bytes reading %d bytes of messages", grew, len(in))
 			}
-			if len(data) != int(fr.Stored) || fr.Offset != off || fr.Stored == 0 || fr.Stored > maxFrame || fr.Raw == 0 || fr.Raw > maxFrame {
-				t.Fatalf("frame %d: %+v with %d bytes, want them at offset %d", n, fr, len(data), off)
-			}
-			off += int64(fr.Stored)
-		}
-		runtime.ReadMemStats(&after)
-		if grew := after.TotalAlloc - before.TotalAlloc; grew > maxFrame+16*uint64(len(in))+1<<20 {
-			t.Fatalf("allocated %d bytes reading %d bytes of messages", grew, len(in))
 		}
 	})
 }
