@@ -19,6 +19,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/storage/crypt"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -97,7 +98,7 @@ func TestEncryptedPhysicalRoundTrip(t *testing.T) {
 				t.Fatalf("age -d | zstd -dc | mbstream -x: %v\n%s", err, out)
 			}
 		}
-		usecasetest.CompareTrees(t, "age -d | zstd -dc | mbstream -x vs restore", usecasetest.TreeDigests(t, stock), usecasetest.TreeDigests(t, plain))
+		testkit.CompareTrees(t, "age -d | zstd -dc | mbstream -x vs restore", testkit.TreeDigests(t, stock), testkit.TreeDigests(t, plain))
 
 		target = filepath.Join(t.TempDir(), "datadir")
 		req = usecasetest.RestoreOf(r, "")

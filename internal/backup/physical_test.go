@@ -9,6 +9,7 @@ import (
 
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -65,12 +66,12 @@ func TestPhysicalRoundTrip(t *testing.T) {
 			}
 			usecasetest.StockExtract(t, local, stock)
 		}
-		usecasetest.CompareTrees(t, "zstd -dc | mbstream -x vs restore", usecasetest.TreeDigests(t, stock), usecasetest.TreeDigests(t, plain))
+		testkit.CompareTrees(t, "zstd -dc | mbstream -x vs restore", testkit.TreeDigests(t, stock), testkit.TreeDigests(t, plain))
 
 		// cat: the whole backup as one xbstream, for mbstream -x.
 		catDir := t.TempDir()
 		usecasetest.CatExtract(t, repo, e.ID, catDir)
-		usecasetest.CompareTrees(t, "cat | mbstream -x vs restore", usecasetest.TreeDigests(t, catDir), usecasetest.TreeDigests(t, plain))
+		testkit.CompareTrees(t, "cat | mbstream -x vs restore", testkit.TreeDigests(t, catDir), testkit.TreeDigests(t, plain))
 
 		// Restore with prepare; a server starts on it with the same data.
 		target := filepath.Join(t.TempDir(), "datadir")

@@ -238,7 +238,7 @@ func TestKilled(t *testing.T) {
 		// Part of a datadir: fewer bytes than the backup holds. (Not
 		// fewer files: the files of the other stream may all be there,
 		// and the held one's begun, besides the marker and the journal.)
-		written := usecasetest.TreeDigests(t, target)
+		written := testkit.TreeDigests(t, target)
 		m, err := r.Open(t).Resolve(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
@@ -257,7 +257,7 @@ func TestKilled(t *testing.T) {
 		if want := "target " + target + " holds an interrupted restore (backup " + id; again.code != ExitFailure || !strings.Contains(fmt.Sprint(again.err), want) {
 			t.Errorf("a second restore into the killed one's target: exit %d, %v; want a refusal saying %q", again.code, again.err, want)
 		}
-		usecasetest.CompareTrees(t, "the killed restore's target after a second restore", usecasetest.TreeDigests(t, target), written)
+		testkit.CompareTrees(t, "the killed restore's target after a second restore", testkit.TreeDigests(t, target), written)
 		// No server starts on it.
 		if s, err := sandbox.Start(context.Background(), sandbox.Options{Dir: t.TempDir(), Datadir: target}); err == nil {
 			s.Close()

@@ -15,7 +15,6 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/testkit"
-	"github.com/backstream/backstream/internal/usecasetest"
 )
 
 // slowDown runs p a twentieth of the time (SIGSTOP, SIGCONT) until the test
@@ -94,12 +93,12 @@ func TestRestoreResumesAfterKill(t *testing.T) {
 			if other == id {
 				other = backupListing(t, r.Location)[1].ID
 			}
-			before := usecasetest.TreeDigests(t, target)
+			before := testkit.TreeDigests(t, target)
 			refused := run(t, "restore", other, "--repo", r.Location, "--target-dir", target, "--resume")
 			if refused.code != ExitUsage || !strings.Contains(refused.err.Error(), "it restores backup "+id+", not backup "+other) {
 				t.Errorf("resume of backup %s into a restore of %s: exit %d, %v; want a refusal naming both", other, id, refused.code, refused.err)
 			}
-			usecasetest.CompareTrees(t, "the target after a refused resume", usecasetest.TreeDigests(t, target), before)
+			testkit.CompareTrees(t, "the target after a refused resume", testkit.TreeDigests(t, target), before)
 
 			resumeToEnd(t, restore, target, b.StoredBytes, want)
 		})
@@ -167,7 +166,7 @@ func resumeToEnd(t *testing.T, restore []string, target string, stored int64, wa
 	if out.ReadBytes <= 0 || out.ReadBytes >= stored {
 		t.Errorf("the resume read %d of the backup's %d stored bytes: want some, not all", out.ReadBytes, stored)
 	}
-	usecasetest.CompareTrees(t, "the resumed restore", usecasetest.TreeDigests(t, target), want)
+	testkit.CompareTrees(t, "the resumed restore", testkit.TreeDigests(t, target), want)
 }
 
 // TestRestoreIntoPlaceResumesAfterKill: a restore into place (--datadir),
@@ -225,7 +224,7 @@ func restoredOnce(t *testing.T, src *sandbox.Server, r testRepo, into string) (i
 	b := backupListing(t, r.Location)[0]
 	reference := filepath.Join(t.TempDir(), "reference")
 	run(t, "restore", b.ID, "--repo", r.Location, into, reference).mustSucceed(t)
-	return b, usecasetest.TreeDigests(t, reference)
+	return b, testkit.TreeDigests(t, reference)
 }
 
 // TestReceiveResumesAfterKill: a receive of a stored backup (send ID
@@ -274,7 +273,7 @@ func TestReceiveResumesAfterKill(t *testing.T) {
 			if other == b.ID {
 				other = backupListing(t, r.Location)[1].ID
 			}
-			before := usecasetest.TreeDigests(t, target)
+			before := testkit.TreeDigests(t, target)
 			for _, tc := range []struct {
 				send []string
 				want string
@@ -290,7 +289,7 @@ func TestReceiveResumesAfterKill(t *testing.T) {
 					t.Errorf("receive --resume of %v: %v, %s; send: %v; want both to fail, the receiver saying %q", tc.send, rv.err, rv.stderr.String(), s.err, tc.want)
 				}
 			}
-			usecasetest.CompareTrees(t, "the target after refused resumes", usecasetest.TreeDigests(t, target), before)
+			testkit.CompareTrees(t, "the target after refused resumes", testkit.TreeDigests(t, target), before)
 
 			rv := startProc(t, bin, append(receive, "--resume")...)
 			s := send(listeningOn(t, rv), b.ID, "--json")
@@ -300,7 +299,7 @@ func TestReceiveResumesAfterKill(t *testing.T) {
 				t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
 			}
 			sentPart(t, s, b.StoredBytes)
-			usecasetest.CompareTrees(t, "the resumed receive", usecasetest.TreeDigests(t, target), want)
+			testkit.CompareTrees(t, "the resumed receive", testkit.TreeDigests(t, target), want)
 		})
 	}
 }
@@ -350,7 +349,7 @@ func TestReceiveIntoPlaceResumesAfterKill(t *testing.T) {
 		t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
 	}
 	sentPart(t, s, b.StoredBytes)
-	usecasetest.CompareTrees(t, "the resumed receive into place", usecasetest.TreeDigests(t, datadir), want)
+	testkit.CompareTrees(t, "the resumed receive into place", testkit.TreeDigests(t, datadir), want)
 	if _, err := os.Stat(staging); err == nil {
 		t.Errorf("%s is left beside the datadir after the resumed receive", staging)
 	}

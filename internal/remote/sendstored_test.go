@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/repo/repotest"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/testkit"
 )
 
 // storedBackup writes files as a backup of a new repository and returns
@@ -137,7 +138,7 @@ func TestSendStoredResumes(t *testing.T) {
 
 	// Refused, changing nothing: a backup being taken, and another
 	// stored backup, each into the interrupted receive of this one.
-	before := treeOf(t, target)
+	before := testkit.TreeDigests(t, target)
 	addr, done = serveTarget(t, target, true)
 	s, err := Dial(testContext(t), []string{addr}, testOptions())
 	if err != nil {
@@ -159,7 +160,7 @@ func TestSendStoredResumes(t *testing.T) {
 	if got := outcome(t, done); got.err == nil || !strings.Contains(got.err.Error(), "not backup "+other.Manifest.ID) {
 		t.Errorf("a resume of another backup: %v, want the refusal naming it", got.err)
 	}
-	compareTrees(t, "the target after refused resumes", treeOf(t, target), before)
+	testkit.CompareTrees(t, "the target after refused resumes", testkit.TreeDigests(t, target), before)
 
 	addr, done = serveTarget(t, target, true)
 	s, err = sendStoredTo(t, b, addr)
@@ -254,37 +255,5 @@ func flipByte(t *testing.T, b storage.Backend, name string, off int) {
 	}
 	if _, err := b.Put(ctx, name, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// treeOf maps each regular file under dir to its content.
-func treeOf(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	tree := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		tree[p] = string(data)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree
-}
-
-func compareTrees(t *testing.T, what string, got, want map[string]string) {
-	t.Helper()
-	for p, w := range want {
-		if g, ok := got[p]; !ok || g != w {
-			t.Errorf("%s: %s changed or went", what, p)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: %s appeared", what, p)
-		}
 	}
 }

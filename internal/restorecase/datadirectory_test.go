@@ -14,6 +14,7 @@ import (
 	"github.com/backstream/backstream/internal/restorecase"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -63,14 +64,14 @@ func TestRestoreDataDirectory(t *testing.T) {
 	}
 	repo := usecasetest.NewLocalRepo(t)
 	id := usecasetest.Backup(t, usecasetest.BackupOf(t, repo, src)).Manifest.ID
-	extBefore, myisamBefore := usecasetest.TreeDigests(t, ext), usecasetest.TreeDigests(t, extMyISAM)
+	extBefore, myisamBefore := testkit.TreeDigests(t, ext), testkit.TreeDigests(t, extMyISAM)
 	if len(extBefore) != 2 || len(myisamBefore) != 2 {
 		t.Fatalf("the source's external files: %v, %v", extBefore, myisamBefore)
 	}
 	sourceUnchanged := func(when string) {
 		t.Helper()
-		usecasetest.CompareTrees(t, when+": the source's DATA DIRECTORY", usecasetest.TreeDigests(t, ext), extBefore)
-		usecasetest.CompareTrees(t, when+": the source's MyISAM DATA DIRECTORY", usecasetest.TreeDigests(t, extMyISAM), myisamBefore)
+		testkit.CompareTrees(t, when+": the source's DATA DIRECTORY", testkit.TreeDigests(t, ext), extBefore)
+		testkit.CompareTrees(t, when+": the source's MyISAM DATA DIRECTORY", testkit.TreeDigests(t, extMyISAM), myisamBefore)
 	}
 	restoredEqual := func(target string) *sandbox.Server {
 		t.Helper()
@@ -166,12 +167,12 @@ func TestRestoreDataDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, onto := range []string{ext, occupied} {
-		before := usecasetest.TreeDigests(t, onto)
+		before := testkit.TreeDigests(t, onto)
 		target = filepath.Join(t.TempDir(), "datadir")
 		if _, err := restoreInto(target, ext+"="+onto); !refused(err) || !strings.Contains(fmt.Sprint(err), onto) {
 			t.Errorf("restore mapped onto %s: %v; want refused naming it", onto, err)
 		}
-		usecasetest.CompareTrees(t, "the refused destination "+onto, usecasetest.TreeDigests(t, onto), before)
+		testkit.CompareTrees(t, "the refused destination "+onto, testkit.TreeDigests(t, onto), before)
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
 			t.Errorf("the refused restore left its target: %v", err)
 		}
@@ -189,7 +190,7 @@ func TestRestoreDataDirectory(t *testing.T) {
 	// the base, are taken out too.
 	usecasetest.ExecAll(t, db, "INSERT INTO d.t SELECT seq, 'more' FROM d.seq_2001_to_2500", "FLUSH TABLES d.t FOR EXPORT", "UNLOCK TABLES")
 	sumT := usecasetest.Checksums(t, src)["d.t"]
-	extBefore = usecasetest.TreeDigests(t, ext)
+	extBefore = testkit.TreeDigests(t, ext)
 	inc := usecasetest.BackupOf(t, repo, src)
 	inc.Physical.Incremental = &backup.Incremental{FullBecause: func(why string) { t.Errorf("a full backup instead of an incremental: %s", why) }}
 	if m := usecasetest.Backup(t, inc).Manifest; m.Parent != id {
