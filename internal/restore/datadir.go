@@ -290,7 +290,7 @@ func Claim(dir, id string) (*Target, error) {
 		return nil, fmt.Errorf("target %s: %w", target, err)
 	case len(entries) > 0:
 		if what, err := os.ReadFile(filepath.Join(target, markerName)); err == nil {
-			return nil, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed or interrupted before it finished, and left what it wrote in %s; run the same restore with --resume to continue it, or empty the directory and restore again",
+			return nil, fmt.Errorf("target %s holds an interrupted restore (%s): that restore was killed or interrupted before it finished, and left what it wrote in %s; run the same restore with --resume to continue it (a receive: receive --resume, and the same stored backup sent again), or empty the directory and restore again",
 				target, strings.TrimSpace(string(what)), t.work)
 		}
 		return nil, fmt.Errorf("target %s is not empty (%d entries, e.g. %s); restore only into an empty or new directory", target, len(entries), entries[0].Name())
