@@ -293,12 +293,7 @@ func TestReceiveResumesAfterKill(t *testing.T) {
 
 			rv := startProc(t, bin, append(receive, "--resume")...)
 			s := send(listeningOn(t, rv), b.ID, "--json")
-			<-s.done
-			<-rv.done
-			if s.err != nil || rv.err != nil {
-				t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
-			}
-			sentPart(t, s, b.StoredBytes)
+			resumed(t, rv, s, b.StoredBytes)
 			testkit.CompareTrees(t, "the resumed receive", testkit.TreeDigests(t, target), want)
 		})
 	}
@@ -343,12 +338,7 @@ func TestReceiveIntoPlaceResumesAfterKill(t *testing.T) {
 	}
 	rv = startProc(t, bin, append(receive, "--resume")...)
 	s = startProc(t, bin, append(send, listeningOn(t, rv))...)
-	<-s.done
-	<-rv.done
-	if s.err != nil || rv.err != nil {
-		t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
-	}
-	sentPart(t, s, b.StoredBytes)
+	resumed(t, rv, s, b.StoredBytes)
 	testkit.CompareTrees(t, "the resumed receive into place", testkit.TreeDigests(t, datadir), want)
 	if _, err := os.Stat(staging); err == nil {
 		t.Errorf("%s is left beside the datadir after the resumed receive", staging)
@@ -365,10 +355,16 @@ func tokenFile(t *testing.T) string {
 	return tok
 }
 
-// sentPart checks that send --json s sent its one receiver some of the
-// backup's stored bytes, not all: what a resumed receive lacked.
-func sentPart(t *testing.T, s *proc, stored int64) {
+// resumed waits for receive --resume rv and send --json s to end, which
+// must both succeed, s having sent its one receiver some of the backup's
+// stored bytes, not all: what the resumed receive lacked.
+func resumed(t *testing.T, rv, s *proc, stored int64) {
 	t.Helper()
+	<-s.done
+	<-rv.done
+	if s.err != nil || rv.err != nil {
+		t.Fatalf("the resumed receive: send %v: %s; receive %v: %s", s.err, s.stderr.String(), rv.err, rv.stderr.String())
+	}
 	var out struct {
 		Receivers []struct {
 			SentBytes int64 `json:"sent_bytes"`
