@@ -402,10 +402,27 @@ func (c *Conn) readError(err error) error {
 		}
 		return fmt.Errorf("from %s: peer stalled: no data for %s in the middle of a message: %w", c.peer, c.raw.stall, err)
 	}
+	if refusedRecord(err) {
+		return fmt.Errorf("from %s: data altered on the wire (TLS refused a record): %w", c.peer, err)
+	}
 	if fe != nil && fe.idle() {
 		return fmt.Errorf("from %s: connection lost between messages: %w", c.peer, err)
 	}
 	return fmt.Errorf("from %s: %w", c.peer, err)
+}
+
+// refusedRecord reports whether err is crypto/tls refusing a record that
+// arrived after the handshake: its authentication failed (bad record
+// MAC) or its header is not one the peer's TLS wrote (an impossible
+// length, an unknown type), or the peer's TLS refused one of ours (a
+// remote alert). Whichever byte of a record a fault changed, it is the
+// same fault: the bytes on the wire are not what was sent.
+func refusedRecord(err error) bool {
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
+		return true
+	}
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && (op.Op == "local error" || op.Op == "remote error") && strings.HasPrefix(op.Err.Error(), "tls: ")
 }
 
 // CloseWrite tells the peer that no more messages follow: its ReadMessage

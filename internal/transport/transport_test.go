@@ -712,3 +712,73 @@ func TestVersion3SenderRefused(t *testing.T) {
 	r := <-ch
 	mustContain(t, r.err, "peer speaks protocol 3, this backstream speaks 4: upgrade the peer's backstream")
 }
+
+// A byte changed on the wire after the handshake, in a record's body or
+// in any field of its header: the reader says the data was altered,
+// whatever part of TLS noticed (the record's authentication, its length,
+// its type).
+func TestAlteredRecord(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		at   int  // offset in the record, header included
+		mask byte // XORed into the byte there
+	}{
+		{"type", 0, 0x01},
+		{"version", 2, 0x01},
+		{"length", 3, 0x40},
+		{"body", 100, 0x10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := listen(t, testOptions())
+			proxy := testkit.ServeTCP(t, func(in net.Conn) {
+				out, err := net.Dial("tcp", l.Addr().String())
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				go io.Copy(in, out)
+				alterRecord(in, out, 64<<10, c.at, c.mask)
+			})
+			ctx := testContext(t)
+			ch := accept(ctx, l)
+			client, err := Dial(ctx, proxy, "control", testOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			r := <-ch
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			defer r.c.Close()
+			go client.WriteMessage(1, make([]byte, 1<<20))
+			_, _, err = r.c.ReadMessage(nil)
+			mustContain(t, err, "data altered on the wire (TLS refused a record)")
+		})
+	}
+}
+
+// alterRecord copies the TLS records read from in to out, and XORs mask
+// into byte at of the first record that starts after skip bytes.
+func alterRecord(in io.Reader, out io.Writer, skip, at int, mask byte) {
+	seen, done := 0, false
+	var hdr [5]byte
+	for {
+		if _, err := io.ReadFull(in, hdr[:]); err != nil {
+			return
+		}
+		rec := make([]byte, 5+(int(hdr[3])<<8|int(hdr[4])))
+		copy(rec, hdr[:])
+		if _, err := io.ReadFull(in, rec[5:]); err != nil {
+			return
+		}
+		if !done && seen >= skip && at < len(rec) {
+			rec[at] ^= mask
+			done = true
+		}
+		seen += len(rec)
+		if _, err := out.Write(rec); err != nil {
+			return
+		}
+	}
+}
