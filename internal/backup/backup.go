@@ -164,9 +164,9 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
-	probe := startProbe(ctx, req.Conn)
+	probe := mariadb.StartProbe(ctx, req.Conn)
 	m, err := EngineFor(req).Backup(ctx, req)
-	probed := probe.stop()
+	probed := probe.Stop()
 	if err != nil {
 		return nil, err
 	}

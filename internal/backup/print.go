@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/inventory"
+	"github.com/backstream/backstream/internal/mariadb"
 	"github.com/backstream/backstream/internal/progress"
 )
 
@@ -45,7 +46,7 @@ func human(seconds float64) string {
 }
 
 // probed says what the probe query measured, if it ran.
-func probed(p ProbeStats) string {
+func probed(p mariadb.ProbeStats) string {
 	if p.Probes == 0 {
 		return ""
 	}
