@@ -246,19 +246,24 @@ lint_result() { beside_result lint "$lintjob" "lint (beside the rest)" "gofmt, v
 # waiting on servers, and the detector cost 42% of their CPU (internal/
 # backup alone: 234 CPU-seconds with it, 136 without), the largest share
 # of the suite's.
-norace="./internal/backup ./internal/cli ./internal/growth ./internal/merge ./internal/provision ./internal/restorecase ./internal/retention ./internal/servercopy ./internal/verify ./contrib/galera ./contrib/systemd"
+#
+# go test starts the packages in the order given, as -p lets it: the
+# Galera cluster's test first (two minutes, mostly waiting on the
+# cluster), then the longest.
+norace="./contrib/galera ./internal/backup ./internal/cli ./internal/growth ./internal/restorecase ./internal/provision ./internal/merge ./internal/retention ./internal/servercopy ./internal/verify ./contrib/systemd"
 module=$(go list -m)
 race=$(go list ./... | grep -vxF -f <(for p in $norace; do echo "$module/${p#./}"; done))
 
 # Most tests wait on servers, mariabackup and MinIO rather than compute, so
 # more of them run at once than there are cores: packages (-p) and the
-# parallel tests inside a package (-parallel), in both runs at once.
+# parallel tests inside a package (-parallel), in both runs at once; the
+# end-to-end tests, which wait most, eight at a time in a package.
 t=$SECONDS
 set +e
 # shellcheck disable=SC2086 # package lists
 go test -race -timeout 25m -count=1 -p 3 -parallel 4 $race "$@" 2>&1 | tee "$log/test.race" & racejob=$!
 # shellcheck disable=SC2086
-go test -timeout 25m -count=1 -p 3 -parallel 4 $norace "$@" 2>&1 | tee "$log/test"
+go test -timeout 25m -count=1 -p 3 -parallel 8 $norace "$@" 2>&1 | tee "$log/test"
 status=${PIPESTATUS[0]}
 racestatus=0
 wait "$racejob" || racestatus=$?
