@@ -777,10 +777,14 @@ func (s *Server) logTailSince(offset int64) string {
 	last := tail(b, errorLogTailLines)
 	// The lines that say why a start failed often come long before the
 	// tail (a Galera node's shutdown alone fills it): errors and
-	// warnings since the start that the tail does not show come first.
+	// warnings since the start that the tail does not show come first,
+	// with the lines the server did not write itself (they start with
+	// neither its timestamp nor a continuation's indent): its children's,
+	// such as a Galera SST script's last words.
 	var earlier []string
 	for _, line := range strings.Split(string(b[:len(b)-len(last)]), "\n") {
-		if strings.Contains(line, "[ERROR]") || strings.Contains(line, "[Warning]") || strings.Contains(line, "Assertion") {
+		foreign := line != "" && !strings.ContainsRune("0123456789 \t", rune(line[0]))
+		if foreign || strings.Contains(line, "[ERROR]") || strings.Contains(line, "[Warning]") || strings.Contains(line, "Assertion") {
 			earlier = append(earlier, line)
 		}
 	}

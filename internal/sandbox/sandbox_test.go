@@ -489,14 +489,17 @@ func TestTail(t *testing.T) {
 }
 
 // A failed start's error shows the errors logged before the last lines,
-// which a long shutdown (a Galera node's) pushes out of them.
+// which a long shutdown (a Galera node's) pushes out of them, and the
+// lines a child of the server wrote there (an SST script's).
 func TestLogTailSinceKeepsEarlierErrors(t *testing.T) {
 	dir := t.TempDir()
 	s := &Server{ErrorLog: filepath.Join(dir, "error.log")}
 	var log strings.Builder
 	log.WriteString("2026-11-28 0 [ERROR] from an earlier start\n")
 	offset := int64(log.Len())
+	log.WriteString("backstream: joiner: the script's own reason\n")
 	log.WriteString("2026-11-28 0 [ERROR] WSREP: the reason it failed\n")
+	log.WriteString("\tan indented line of a note\n")
 	for i := range 2 * errorLogTailLines {
 		fmt.Fprintf(&log, "2026-11-28 0 [Note] shutting down %d\n", i)
 	}
@@ -504,10 +507,10 @@ func TestLogTailSinceKeepsEarlierErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := s.logTailSince(offset)
-	if !strings.Contains(got, "the reason it failed") || !strings.HasSuffix(got, fmt.Sprintf("shutting down %d", 2*errorLogTailLines-1)) {
+	if !strings.Contains(got, "the reason it failed") || !strings.Contains(got, "the script's own reason") || !strings.HasSuffix(got, fmt.Sprintf("shutting down %d", 2*errorLogTailLines-1)) {
 		t.Errorf("logTailSince lost the error or the last lines:\n%s", got)
 	}
-	if strings.Contains(got, "earlier start") {
+	if strings.Contains(got, "earlier start") || strings.Contains(got, "indented") {
 		t.Errorf("logTailSince shows what was logged before the start:\n%s", got)
 	}
 	if err := os.WriteFile(s.ErrorLog, []byte("a\n[ERROR] b\nc\n"), 0o600); err != nil {
