@@ -92,7 +92,7 @@ func TestStockFiles(t *testing.T) {
 		"a/create-tables.sql":      {"CREATE TABLE `arch` (`id` int NOT NULL AUTO_INCREMENT, KEY (`id`)) ENGINE=ARCHIVE DEFAULT CHARSET=latin1;\n"},
 		"a/create-tables-last.sql": {"ENGINE=MRG_MyISAM UNION=(`arch`);\n"},
 		o + "/load-data.sql": {
-			"SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES', unique_checks = 0, foreign_key_checks = 0, check_constraint_checks = 0, time_zone = '+00:00', max_statement_time = 0;\n",
+			"SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES', foreign_key_checks = 0, check_constraint_checks = 0, time_zone = '+00:00', max_statement_time = 0;\n",
 			"\n-- table `a.b/``c``\\n-é`.`t\tx`: 2 data files, 4 rows\n",
 			"LOAD DATA LOCAL INFILE '" + chunkPath(odd, "t\tx", 1) + loadStatement(qualified(odd, "t\tx"), types, []string{"id", "b", "e", "u"}, DataFormatNumeric) + ";\n",
 			"LOAD DATA LOCAL INFILE '" + chunkPath(odd, "t\tx", 2) + "' INTO TABLE `a.b/``c``\n-é`.`t\tx` CHARACTER SET binary FIELDS TERMINATED BY X'09' ESCAPED BY X'5C' LINES TERMINATED BY X'0A' (`id`, @v1, @v2, @v3) SET `b` = CAST(@v1 AS UNSIGNED), `e` = CAST(@v2 AS UNSIGNED), `u` = CONVERT(@v3 USING utf8mb4);\n",
