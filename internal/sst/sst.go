@@ -42,8 +42,16 @@ const (
 )
 
 // Run performs the server's request: as joiner, receive (or be told IST
-// suffices) and print the position; as donor, send and print done.
-func Run(ctx context.Context, req Request, opt Options) error {
+// suffices) and print the position; as donor, send and print done. Its
+// failure is also written to the server's error log as the stock scripts
+// write theirs (WSREP_SST: [ERROR]), where a DBA looks for the reason the
+// server gives up on the transfer.
+func Run(ctx context.Context, req Request, opt Options) (err error) {
+	defer func() {
+		if err != nil {
+			logf(opt.Log, "ERROR", "%v", err)
+		}
+	}()
 	set, err := ReadSettings(req)
 	if err != nil {
 		return err
