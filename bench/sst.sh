@@ -146,6 +146,42 @@ wait_synced "$DONOR/mysqld.sock" "$DONOR_PID" "$DONOR"
 find "$DONOR/data" -type f -exec cat {} + >/dev/null
 want=$(sbtest_source_checksums "$DONOR/mysqld.sock" "$TABLES" donor)
 
+# Each joiner's error log is kept, and the last round's steps printed
+# from it (timeline).
+LOGS=$BENCH_OUT/sst-logs
+rm -rf "$LOGS"; mkdir -p "$LOGS"
+
+# timeline LOG: the steps of a join in a joiner's error log, each with
+# its time since the log's first line: the server's SST and state lines
+# (second resolution) and the SST script's own (milliseconds).
+timeline() {
+  python3 - "$1" <<'PY'
+import re, sys
+from datetime import datetime
+start = None
+server = re.compile(r"^(\d{4}-\d{2}-\d{2}) +(\d{1,2}:\d{2}:\d{2}) ")
+script = re.compile(r"^WSREP_SST: \[(\w+)\] (.*) \((\d{8} \d{2}:\d{2}:\d{2}\.\d{3})\)$")
+steps = re.compile(r"Running: 'wsrep_sst|SST received|SST succeeded|Shifting|Synchronized with group|ready for connections|InnoDB: Starting crash recovery|InnoDB: log sequence number")
+for line in open(sys.argv[1], errors="replace"):
+    line = line.rstrip("\n")
+    m, t = script.match(line), None
+    if m:
+        t, what = datetime.strptime(m.group(3), "%Y%m%d %H:%M:%S.%f"), m.group(2)
+    else:
+        n = server.match(line)
+        if n:
+            t = datetime.strptime(n.group(1) + " " + n.group(2), "%Y-%m-%d %H:%M:%S")
+            what = line[n.end():]
+            if start is not None and not steps.search(what):
+                continue
+    if t is None:
+        continue
+    if start is None:
+        start = t
+    print(f"{(t - start).total_seconds():7.2f}  {what[:150]}")
+PY
+}
+
 declare -A T W
 for round in $(seq 1 "$ROUNDS"); do
   for method in mariabackup backstream; do
@@ -165,6 +201,7 @@ for round in $(seq 1 "$ROUNDS"); do
       exit 1
     fi
     grep -q "WSREP_SST: \[INFO\]" "$JOINER/error.log" || { echo "failed: $method: no SST script ran on the joiner" >&2; exit 1; }
+    cp "$JOINER/error.log" "$LOGS/$method-$round.log"
     stop_pid "$JOINER_PID"; JOINER_PID=
     wait_synced "$DONOR/mysqld.sock" "$DONOR_PID" "$DONOR"
   done
@@ -186,3 +223,10 @@ done
 echo
 echo "all runs (s): $(for k in mariabackup backstream; do printf '%s:%s; ' "$k" "${T[$k]}"; done)"
 echo "backstream / mariabackup: $(ratio "$(best backstream)" "$(best mariabackup)")x (target <= 0.5x)"
+echo
+echo "where the joiner's time went (last round; seconds since the joiner's first log line; logs in $LOGS):"
+for k in mariabackup backstream; do
+  echo "  $k:"
+  timeline "$LOGS/$k-$ROUNDS.log" | sed 's/^/    /'
+done
+
