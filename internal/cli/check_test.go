@@ -134,6 +134,12 @@ func TestCheckAndMetricsFile(t *testing.T) {
 		if v, _ := metricOf(t, ms, "backstream_last_run_success", "backup"); v != 1 {
 			t.Errorf("last run success %v", v)
 		}
+		// A restore into a directory reaches no server: its metrics name
+		// none, not the connection options' default socket.
+		run(t, "restore", "latest", "--repo", repo.Location, "--target-dir", filepath.Join(t.TempDir(), "restored"), "--metrics-file", metricsFile).mustSucceed(t)
+		if v, lbl := metricOf(t, readMetrics(t, metricsFile), "backstream_last_run_success", "restore"); v != 1 || lbl["server"] != "" {
+			t.Errorf("restore --target-dir: last run success %v, labels %v; want 1 and no server", v, lbl)
+		}
 
 		// check: healthy now, and two hours after the backup finished.
 		r := run(t, "check", "--repo", repo.Location, "--max-age", "1h").mustSucceed(t)

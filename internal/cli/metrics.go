@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -28,12 +29,11 @@ func (g *globals) recordMetrics(cmd *cobra.Command, start time.Time, err error) 
 	if g.metricsFile == "" {
 		return
 	}
-	command := cmd.Name()
-	if g.metricsCommand != "" {
-		command = g.metricsCommand
-	}
-	run := metrics.Run{Command: command, Repository: g.repos.Location.Repo, Server: options.ServerLabel(cmd.Flags()),
+	run := metrics.Run{Command: cmp.Or(g.metricsCommand, cmd.Name()), Repository: g.repos.Location.Repo,
 		Start: start, End: time.Now(), ExitCode: ExitCode(err, cmd.Context().Err() != nil)}
+	if !g.serverless {
+		run.Server = options.ServerLabel(cmd.Flags())
+	}
 	reqs := g.repos.Location.Requests.Counts()
 	run.WriteRequests, run.ReadRequests = reqs.Write, reqs.Read
 	if m := g.made; m.ID != "" && err == nil {

@@ -102,6 +102,7 @@ func (o *restoreFlags) print(g *globals, res *restorecase.Result, err error) err
 		}
 		return err
 	default:
+		g.serverless = res.Datadir != nil || res.PointInTime != nil
 		err = res.Print(g.stdout, g.stderr, o.l.asJSON, printJSON, err)
 	}
 	return err

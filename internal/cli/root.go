@@ -102,8 +102,10 @@ type globals struct {
 	// metricsCommand, when set, is the command label of the metrics
 	// instead of the command's name: restore-test for verify
 	// --restore-test, whose last success is what a restore drill's alert
-	// watches, apart from that of the checksums' verify.
+	// watches, apart from that of the checksums' verify. serverless: the
+	// command reached no server (a restore into a directory), none named.
 	metricsCommand string
+	serverless     bool
 	made           inventory.Made
 	// json is --json of a command that makes a backup (see reportMade).
 	json bool
