@@ -657,6 +657,7 @@ func (a *Archiver) fetch(ctx context.Context, bin, spool, name string) error {
 func (a *Archiver) follow(ctx context.Context, bin string, db *sql.DB, server *mariadb.Server, src, spool, first string) error {
 	// The child lives only as long as this call: a failure to store must
 	// not leave it running (Run reconnects, and would start another).
+	run := ctx
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	cmd, cleanup, err := a.command(ctx, bin, spool, first, true)
@@ -689,12 +690,19 @@ func (a *Archiver) follow(ctx context.Context, bin string, db *sql.DB, server *m
 	}
 	_, archivedOffset, _ := Chain(held)
 	var measured time.Time
+	// However the loop ends once the run is stopped, between two ticks or
+	// inside a store or a report that the stop cut short, the status says
+	// the follower stopped.
+	defer func() {
+		if run.Err() != nil {
+			a.stopFollowing(db, src, meter, archivedFile, archivedOffset)
+		}
+	}()
 	for {
 		var waitErr error
 		ended := false
 		select {
 		case <-ctx.Done():
-			a.stopFollowing(db, src, meter, archivedFile, archivedOffset)
 			return ctx.Err()
 		case waitErr = <-exited:
 			exited <- waitErr // for the deferred wait
