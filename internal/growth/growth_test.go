@@ -44,7 +44,8 @@ var fast = []string{"--innodb-flush-log-at-trx-commit=0"}
 // those that do not depend on how loaded the machine is: the CPU the
 // test process spends (the use cases run in it; mariabackup and the
 // servers do not count), the bytes it allocates, its peak heap, the
-// statements the servers receive, and the requests sent to MinIO.
+// statements the servers receive (less a backup's probe queries, which
+// follow its wall time), and the requests sent to MinIO.
 //
 // A quadratic step grows a hundredfold from 200 to 2,000 tables; the
 // fixed costs of a step (connecting, starting mariabackup, the runtime)
@@ -118,7 +119,7 @@ func steps(t *testing.T, ctx context.Context, m *meter, src, dst *sandbox.Server
 	}
 
 	var full *backup.Result
-	measure("physical backup", func() { full = usecasetest.Backup(t, usecasetest.BackupOf(t, m.repo, src)) })
+	measure("physical backup", func() { full = m.backup(t, usecasetest.BackupOf(t, m.repo, src)) })
 	if got := tablesIn(full); got != n {
 		t.Fatalf("the backup of %d tables holds %d", n, got)
 	}
@@ -141,7 +142,7 @@ func steps(t *testing.T, ctx context.Context, m *meter, src, dst *sandbox.Server
 	measure("incremental", func() {
 		req := usecasetest.BackupOf(t, m.repo, src)
 		req.Physical.Incremental = &backup.Incremental{}
-		incr = usecasetest.Backup(t, req)
+		incr = m.backup(t, req)
 	})
 	if incr.Manifest.Parent != full.Manifest.ID {
 		t.Fatalf("the incremental's parent is %q, want %s", incr.Manifest.Parent, full.Manifest.ID)
@@ -158,7 +159,7 @@ func steps(t *testing.T, ctx context.Context, m *meter, src, dst *sandbox.Server
 	usecasetest.ExecAll(t, src.DB(), "DROP TABLE s000.imported")
 
 	var logical *backup.Result
-	measure("logical backup", func() { logical = usecasetest.Backup(t, usecasetest.LogicalBackupOf(t, m.repo, src)) })
+	measure("logical backup", func() { logical = m.backup(t, usecasetest.LogicalBackupOf(t, m.repo, src)) })
 	if logical.Tables != n {
 		t.Fatalf("the logical backup holds %d tables, want %d", logical.Tables, n)
 	}
@@ -194,20 +195,34 @@ func (c cost) String() string {
 type meter struct {
 	repo    usecasetest.Repo
 	servers []*sandbox.Server
+	// probes are the backups' probe queries so far (SELECT 1 every
+	// 250 ms while a backup runs, to report its impact): their number
+	// follows the wall time, not the tables, and is not the step's.
+	probes int64
+}
+
+// backup runs the backup req asks for and counts its probe queries.
+func (m *meter) backup(t *testing.T, req backup.Request) *backup.Result {
+	t.Helper()
+	res := usecasetest.Backup(t, req)
+	if res.Impact != nil {
+		m.probes += int64(res.Impact.Probes)
+	}
+	return res
 }
 
 func (m *meter) measure(t *testing.T, fn func()) cost {
 	t.Helper()
 	// The garbage of the steps before is not this step's heap.
 	runtime.GC()
-	cpu0, alloc0, stmts0, reqs0 := cpuTime(t), allocated(), m.statements(t), m.repo.Requests.Counts().Total()
+	cpu0, alloc0, stmts0, reqs0, probes0 := cpuTime(t), allocated(), m.statements(t), m.repo.Requests.Counts().Total(), m.probes
 	stop := sampleHeap()
 	start := time.Now()
 	fn()
 	wall := time.Since(start)
 	heap := stop()
 	return cost{wall: wall, cpu: cpuTime(t) - cpu0, alloc: allocated() - alloc0, heap: heap,
-		statements: m.statements(t) - stmts0 - int64(len(m.servers)), requests: m.repo.Requests.Counts().Total() - reqs0}
+		statements: m.statements(t) - stmts0 - int64(len(m.servers)) - (m.probes - probes0), requests: m.repo.Requests.Counts().Total() - reqs0}
 }
 
 // statements is the servers' Questions: the statements their clients
