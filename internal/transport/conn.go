@@ -422,7 +422,7 @@ func refusedRecord(err error) bool {
 		return true
 	}
 	op, ok := errors.AsType[*net.OpError](err)
-	return ok && (op.Op == "local error" || op.Op == "remote error") && strings.HasPrefix(op.Err.Error(), "tls: ")
+	return ok && op.Err != nil && (op.Op == "local error" || op.Op == "remote error") && strings.HasPrefix(op.Err.Error(), "tls: ")
 }
 
 // CloseWrite tells the peer that no more messages follow: its ReadMessage
