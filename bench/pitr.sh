@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Point-in-time recovery: the recovery point of continuous archiving
 # (binlog --follow) when the source dies, and the speed of replaying
-# archived binary logs onto a running server (restore --until end
-# --apply-to) against the stock pipeline, mariadb-binlog | mariadb.
+# archived binary logs into a new datadir (restore --until end
+# --target-dir) and onto a running server (--apply-to) against the stock
+# pipeline, mariadb-binlog | mariadb.
 #
 #   bench/pitr.sh                           # 100, 1000, 5000 tps, local and MinIO, 20 s each; 50,000 transactions replayed
 #   RATES="100 1000" BACKENDS=local KILLS=both DURATION=30 bench/pitr.sh
 #   REPLAY_TXNS=100000 ROWS_PER_TXN=4 ROUNDS=3 bench/pitr.sh
+#   PARTS=replay REPLAY_RATES="1000 5000" bench/pitr.sh     # the replay table only
 #   SMOKE=1 bench/pitr.sh                   # one rate, local only, small replay: about a minute
 #
 # Recovery point, per rate and repository: a fresh source (m.counter, id
@@ -24,19 +26,28 @@
 # small machine the writer (and the server's fsync per commit group) may
 # not reach the rate asked.
 #
-# Replay speed: a source with m.sbtest (sysbench's table shape), a physical
-# backup, FLUSH BINARY LOGS, then REPLAY_TXNS transactions of ROWS_PER_TXN
-# single-row inserts (8 connections), FLUSH BINARY LOGS, binlog archives
-# the file. Servers start, one at a time, on copies of the restored backup: one gets
-# restore --until end --apply-to (after SET GLOBAL gtid_slave_pos to the
-# backup's GTID, as the guide says), another mariadb-binlog of the same
-# file, piped into mariadb; a third mariadb-binlog piped into mariadb
-# --binary-mode, which is the pipeline backstream runs itself. All must
-# end with the source's CHECKSUM TABLE.
-# Events are those the archived file's manifest counts (every event, format
-# description and GTID list included). Best of ROUNDS; the three take turns
-# within each round (each goes first in one), so they share the machine's
-# noise.
+# Replay speed, per rate in REPLAY_RATES: a source with m.sbtest
+# (sysbench's table shape), a physical backup, FLUSH BINARY LOGS, then
+# REPLAY_TXNS transactions of ROWS_PER_TXN single-row inserts from 16
+# connections, started at the rate (the rate reached is reported: at a
+# rate, fewer transactions commit together than flat out, which is what
+# a parallel applier feeds on), FLUSH BINARY LOGS, binlog archives the
+# file. Then, ROUNDS times, each going first in turn:
+#   parallel  restore --until end --target-dir (the replaying server's
+#             parallel applier), and
+#   serial    the same with --serial-replay (mariadb-binlog | mariadb),
+#             each less
+#   base      restore --prepare of the base backup alone (the rest of
+#             their time);
+#   pipeline  the stock way: mariadb-binlog of the file piped into mariadb,
+#             onto a server started on a copy of the restored base;
+#   apply     restore --until end --apply-to onto such a server (after SET
+#             GLOBAL gtid_slave_pos to the backup's GTID, as the guide says).
+# Every server replayed onto runs without a binary log, as backstream's
+# replaying server does, and must end with the source's CHECKSUM TABLE.
+# Events are those the archived file's manifest counts (every event,
+# format description and GTID list included). PARTS=replay skips the
+# recovery point.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -45,10 +56,12 @@ KILLS=${KILLS:-source both}
 BACKENDS=${BACKENDS:-local minio}
 DURATION=${DURATION:-20}
 REPLAY_TXNS=${REPLAY_TXNS:-50000}
+REPLAY_RATES=${REPLAY_RATES:-1000 5000}
+PARTS=${PARTS:-rpo replay}
 ROWS_PER_TXN=${ROWS_PER_TXN:-4}
 ROUNDS=${ROUNDS:-3}
 if [ -n "${SMOKE:-}" ]; then
-  RATES=1000 BACKENDS=local KILLS=source DURATION=6 REPLAY_TXNS=2000 ROUNDS=1
+  RATES=1000 BACKENDS=local KILLS=source DURATION=6 REPLAY_TXNS=2000 REPLAY_RATES=1000 ROUNDS=1
 fi
 ./scripts/deps.sh bc jq >/dev/null
 
@@ -87,7 +100,7 @@ source_start() { # source_start DIR: a server on a copy of the pristine datadir;
   SRC=$SANDBOX_SOCKET SRC_PID=$SANDBOX_PID SANDBOX_PID=
 }
 
-if [[ " $BACKENDS " == *" minio "* ]]; then
+if [[ " $PARTS " == *" rpo "* && " $BACKENDS " == *" minio "* ]]; then
   # The env file holds the credentials and the endpoint: sourced, never printed.
   ./scripts/minio.sh start "$WORK/minio" >/dev/null   # installs MinIO if missing
   source "$WORK/minio/minio.env"
@@ -141,81 +154,109 @@ rpo() { # rpo BACKEND RATE KILL: one cell of the recovery point table
   echo "$line" >&2
 }
 
-for backend in $BACKENDS; do
-  for kill in $KILLS; do
-    for rate in $RATES; do
-      rpo "$backend" "$rate" "$kill"
+if [[ " $PARTS " == *" rpo "* ]]; then
+  for backend in $BACKENDS; do
+    for kill in $KILLS; do
+      for rate in $RATES; do
+        rpo "$backend" "$rate" "$kill"
+      done
     done
   done
-done
+fi
 
-# Replay speed.
-echo "replay: $REPLAY_TXNS transactions of $ROWS_PER_TXN inserts" >&2
-RREPO=$WORK/replay-repo
-source_start "$WORK/rsrc"
-sql "$SRC" "CREATE DATABASE m; CREATE TABLE m.sbtest (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-  k INT NOT NULL DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))"
-"$BS" init --repo "$RREPO" >/dev/null
-"$BS" backup --repo "$RREPO" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
-sql "$SRC" "FLUSH BINARY LOGS"
-file=$(sql "$SRC" "SHOW MASTER STATUS" | cut -f1)
-"$LOAD" fill --socket "$SRC" --txns "$REPLAY_TXNS" --rows-per-txn "$ROWS_PER_TXN"
-sql "$SRC" "FLUSH BINARY LOGS"
-"$BS" binlog --repo "$RREPO" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
-SUMS=$(sql "$SRC" "CHECKSUM TABLE m.sbtest")
-cp "$WORK/rsrc/data/$file" "$WORK/replay.binlog"
-stop_source
-events=$("$BS" list --repo "$RREPO" --binlogs --json | jq -r --arg f "$file" '.[] | select(.name == $f) | .events')
-gtid=$("$BS" list --repo "$RREPO" --json | jq -r '.[0].positions.gtid')
-binlog_size=$(size_of "$WORK/replay.binlog")
-"$BS" restore latest --repo "$RREPO" --target-dir "$WORK/base/data" --prepare --progress none >/dev/null
-
+# Replay speed, per rate of the archived load.
 declare -A T
-replay() { # replay KEY: one replay onto a fresh server restored from the base, timed under KEY
-  local got
-  dataset_copy "$WORK/base" "$WORK/target"
-  BUFFER_POOL=512M sandbox_start "$WORK/target"
-  case $1 in
-    backstream)
-      sql "$SANDBOX_SOCKET" "SET GLOBAL gtid_slave_pos = '$gtid'"
-      run "$1" "$BS" restore --repo "$RREPO" --until end --apply-to --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none ;;
-    pipeline)
-      run "$1" bash -o pipefail -c 'mariadb-binlog --no-defaults "$1" | mariadb --no-defaults --socket="$2" -uroot' _ \
-        "$WORK/replay.binlog" "$SANDBOX_SOCKET" ;;
-    binary)
-      run "$1" bash -o pipefail -c 'mariadb-binlog --no-defaults "$1" | mariadb --no-defaults --socket="$2" -uroot --binary-mode' _ \
-        "$WORK/replay.binlog" "$SANDBOX_SOCKET" ;;
-  esac
-  got=$(sql "$SANDBOX_SOCKET" "CHECKSUM TABLE m.sbtest")
-  sandbox_stop
-  if [ "$got" != "$SUMS" ]; then
-    echo "replay $1: CHECKSUM TABLE $got, the source had $SUMS" >&2
-    exit 1
-  fi
+declare -a REPLAY_ROWS
+replay_rate() { # replay_rate RATE: fills, archives, and times every replay of it
+  local rate=$1 rrepo=$WORK/replay-$1 file events gtid binlog_size sums reached bs pipe par ser base
+  echo "replay: $REPLAY_TXNS transactions of $ROWS_PER_TXN inserts at $rate a second" >&2
+  source_start "$WORK/rsrc"
+  sql "$SRC" "CREATE DATABASE m; CREATE TABLE m.sbtest (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    k INT NOT NULL DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))"
+  "$BS" init --repo "$rrepo" >/dev/null
+  "$BS" backup --repo "$rrepo" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
+  sql "$SRC" "FLUSH BINARY LOGS"
+  file=$(sql "$SRC" "SHOW MASTER STATUS" | cut -f1)
+  reached=$("$LOAD" fill --socket "$SRC" --txns "$REPLAY_TXNS" --rows-per-txn "$ROWS_PER_TXN" --workers 16 --rate "$rate" 2>&1 |
+    tee /dev/stderr | sed -n 's/.*(\([0-9]*\) a second).*/\1/p')
+  sql "$SRC" "FLUSH BINARY LOGS"
+  "$BS" binlog --repo "$rrepo" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
+  sums=$(sql "$SRC" "CHECKSUM TABLE m.sbtest")
+  cp "$WORK/rsrc/data/$file" "$WORK/replay.binlog"
+  stop_source
+  rm -rf "$WORK/rsrc"
+  events=$("$BS" list --repo "$rrepo" --binlogs --json | jq -r --arg f "$file" '.[] | select(.name == $f) | .events')
+  gtid=$("$BS" list --repo "$rrepo" --json | jq -r '.[0].positions.gtid')
+  binlog_size=$(size_of "$WORK/replay.binlog")
+  rm -rf "$WORK/base"
+  "$BS" restore latest --repo "$rrepo" --target-dir "$WORK/base/data" --prepare --progress none >/dev/null
+  T=()
+  check() { # check KIND: the server on $WORK/target must hold the source's rows
+    local got
+    got=$(sql "$SANDBOX_SOCKET" "CHECKSUM TABLE m.sbtest")
+    sandbox_stop
+    if [ "$got" != "$sums" ]; then
+      echo "replay $1 at $rate tps: CHECKSUM TABLE $got, the source had $sums" >&2
+      exit 1
+    fi
+  }
+  one() { # one KIND: one replay, timed under KIND
+    rm -rf "$WORK/target"
+    case $1 in
+      parallel|serial)
+        local flag=; [ "$1" = serial ] && flag=--serial-replay
+        run "$1" "$BS" restore --repo "$rrepo" --until end --target-dir "$WORK/target/data" $flag --progress none
+        BUFFER_POOL=512M sandbox_start "$WORK/target" --skip-log-bin ;;
+      base)
+        run "$1" "$BS" restore latest --repo "$rrepo" --target-dir "$WORK/target/data" --prepare --progress none
+        return ;;
+      apply)
+        dataset_copy "$WORK/base" "$WORK/target"
+        BUFFER_POOL=512M sandbox_start "$WORK/target" --skip-log-bin
+        sql "$SANDBOX_SOCKET" "SET GLOBAL gtid_slave_pos = '$gtid'"
+        run "$1" "$BS" restore --repo "$rrepo" --until end --apply-to --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none ;;
+      pipeline)
+        dataset_copy "$WORK/base" "$WORK/target"
+        BUFFER_POOL=512M sandbox_start "$WORK/target" --skip-log-bin
+        run "$1" bash -o pipefail -c 'mariadb-binlog --no-defaults "$1" | mariadb --no-defaults --socket="$2" -uroot' _ \
+          "$WORK/replay.binlog" "$SANDBOX_SOCKET" ;;
+    esac
+    check "$1"
+  }
+  local kinds=(parallel pipeline serial base apply)
+  for round in $(seq 1 "$ROUNDS"); do
+    for i in "${!kinds[@]}"; do one "${kinds[(i + round - 1) % ${#kinds[@]}]}"; done   # each goes first in turn
+  done
+  par=$(best parallel) ser=$(best serial) base=$(best base) pipe=$(best pipeline) bs=$(best apply)
+  local par_r ser_r
+  par_r=$(echo "$par - $base" | bc -l | xargs printf '%.2f')
+  ser_r=$(echo "$ser - $base" | bc -l | xargs printf '%.2f')
+  REPLAY_ROWS+=("$(row "$rate" "$reached" "$events" "$(human "$binlog_size")" "$pipe" "$bs" "$ser_r" "$par_r" "$(ratio "$pipe" "$par_r")")")
+  echo "${REPLAY_ROWS[-1]}" >&2
+  echo "every run at $rate tps (s): parallel${T[parallel]}; serial${T[serial]}; base${T[base]}; pipeline${T[pipeline]}; apply${T[apply]}" | tee -a "$WORK/replay-runs.txt" >&2
 }
-KINDS=(backstream pipeline binary)
-for round in $(seq 1 "$ROUNDS"); do
-  for i in 0 1 2; do replay "${KINDS[(i + round - 1) % 3]}"; done   # each goes first in turn
-done
-bs=$(best backstream) pipe=$(best pipeline) bin=$(best binary)
-per_s() { echo "$events / $1" | bc -l | xargs printf '%.0f'; }
+if [[ " $PARTS " == *" replay "* ]]; then
+  for rate in $REPLAY_RATES; do replay_rate "$rate"; done
+fi
 
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/^Mem/ {print $2}') GiB; MariaDB $(mariadbd --version | awk '{print $3}'); binlog --follow --flush-interval 1s; sources commit with innodb_flush_log_at_trx_commit=1"
-echo
-echo "Recovery point (SIGKILL to the source, or to binlog --follow and the source; DURATION=${DURATION}s of writes):"
-echo
-row repository killed "tps asked" "tps reached" commits "transactions lost" "seconds lost" "restore --until end (s)"
-row --- --- --- --- --- --- --- ---
-printf '%s\n' "${RPO_ROWS[@]}"
-echo
-echo "Replay: one binary log of $events events, $(human "$binlog_size"), $REPLAY_TXNS transactions of $ROWS_PER_TXN single-row inserts; best of $ROUNDS:"
-echo
-row "" seconds "events/s" "transactions/s"
-row --- --- --- ---
-row "backstream restore --until end --apply-to" "$bs" "$(per_s "$bs")" "$(echo "$REPLAY_TXNS / $bs" | bc -l | xargs printf '%.0f')"
-row "mariadb-binlog \| mariadb" "$pipe" "$(per_s "$pipe")" "$(echo "$REPLAY_TXNS / $pipe" | bc -l | xargs printf '%.0f')"
-row "mariadb-binlog \| mariadb --binary-mode" "$bin" "$(per_s "$bin")" "$(echo "$REPLAY_TXNS / $bin" | bc -l | xargs printf '%.0f')"
-echo
-echo "backstream / stock pipeline speed: $(ratio "$pipe" "$bs")x (/ the --binary-mode pipeline, which is what backstream runs: $(ratio "$bin" "$bs")x)"
-echo "every run (s): backstream${T[backstream]}; pipeline${T[pipeline]}; --binary-mode${T[binary]}"
+if [[ " $PARTS " == *" rpo "* ]]; then
+  echo
+  echo "Recovery point (SIGKILL to the source, or to binlog --follow and the source; DURATION=${DURATION}s of writes):"
+  echo
+  row repository killed "tps asked" "tps reached" commits "transactions lost" "seconds lost" "restore --until end (s)"
+  row --- --- --- --- --- --- --- ---
+  printf '%s\n' "${RPO_ROWS[@]}"
+fi
+if [[ " $PARTS " == *" replay "* ]]; then
+  echo
+  echo "Replay: $REPLAY_TXNS transactions of $ROWS_PER_TXN single-row inserts from 16 connections at the rate asked, one binary log; best of $ROUNDS, seconds of replay"
+  echo "(restore --until end --target-dir less restore --prepare of its base alone; the pipeline and --apply-to onto a server on that base):"
+  echo
+  row "tps asked" "tps reached" events size "mariadb-binlog \| mariadb" "backstream --apply-to" "backstream --target-dir --serial-replay" "backstream --target-dir (parallel)" "parallel speed / pipeline"
+  row --- --- --- --- --- --- --- --- ---
+  printf '%s\n' "${REPLAY_ROWS[@]}"
+  echo
+  cat "$WORK/replay-runs.txt"
+fi

@@ -281,6 +281,7 @@ func fill(args []string) error {
 	txns := fs.Int("txns", 50000, "transactions")
 	perTxn := fs.Int("rows-per-txn", 4, "single-row INSERTs per transaction")
 	workers := fs.Int("workers", 8, "connections")
+	rate := fs.Float64("rate", 0, "transactions a second started at most (0: as fast as the server commits)")
 	fs.Parse(args)
 	db, err := open(*socket, *workers)
 	if err != nil {
@@ -307,6 +308,9 @@ func fill(args []string) error {
 	func() {
 		defer close(next)
 		for i := range *txns {
+			if *rate > 0 {
+				time.Sleep(time.Until(start.Add(time.Duration(float64(i) / *rate * float64(time.Second)))))
+			}
 			select {
 			case next <- i:
 			case err = <-errs:
@@ -323,7 +327,8 @@ func fill(args []string) error {
 		return err
 	default:
 	}
-	fmt.Fprintf(os.Stderr, "pitrload: %d transactions of %d inserts in %.1f s\n", *txns, *perTxn, time.Since(start).Seconds())
+	took := time.Since(start).Seconds()
+	fmt.Fprintf(os.Stderr, "pitrload: %d transactions of %d inserts in %.1f s (%.0f a second)\n", *txns, *perTxn, took, float64(*txns)/took)
 	return nil
 }
 

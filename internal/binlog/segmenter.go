@@ -22,6 +22,7 @@ const (
 	eventStartEncryption = 164
 
 	logInUse       = 0x0001 // LOG_EVENT_BINLOG_IN_USE_F, in a format description's header flags
+	logArtificial  = 0x0020 // LOG_EVENT_ARTIFICIAL_F: an event no server wrote to its binary log
 	gtidStandalone = 0x01   // FL_STANDALONE: the group is the GTID event and the next Query event
 
 	checksumOff   = 0
@@ -58,8 +59,13 @@ type Segmenter struct {
 	alone     bool               // the open group is standalone
 	open      archive.BinlogFile // index of the events of the open group from stored on
 	ready     archive.BinlogFile // index of the events in [stored, boundary)
-	buf       []byte             // file bytes from bufOff
-	bufOff    int64
+	// onUnit, when set (ReadUnits), is told of every unit as it ends.
+	onUnit   func(Unit) error
+	unit     Unit
+	unitOpen bool
+	serverID uint32 // of the format description
+	buf      []byte // file bytes from bufOff
+	bufOff   int64
 }
 
 // OpenSegmenter opens the binary log file at path. Segments before stored
@@ -227,7 +233,13 @@ func (s *Segmenter) event(typ byte, ts, server uint32, body []byte, size int64) 
 	if typ == eventStartEncryption {
 		return fmt.Errorf("binlog: %s: event at offset %d starts encrypted events, which backstream cannot read (mariadb-binlog should receive them decrypted)", s.name, start)
 	}
+	if typ == eventFormatDescription {
+		s.serverID = server
+	}
 	if typ == eventGTID && s.inGroup {
+		if s.onUnit != nil {
+			return fmt.Errorf("binlog: %s: the transaction at offset %d does not end before the next one at offset %d", s.name, s.unit.Start, start)
+		}
 		// A group that never ended: its server stopped in the middle of
 		// writing it. What follows starts afresh.
 		s.inGroup = false
@@ -255,6 +267,11 @@ func (s *Segmenter) event(typ byte, ts, server uint32, body []byte, size int64) 
 		ends = body != nil && endsTransaction(s.queryText(body))
 	default:
 		ends = false
+	}
+	if s.onUnit != nil {
+		if err := s.unitEvent(typ, ts, server, body, start, end, ends); err != nil {
+			return err
+		}
 	}
 	if !ends {
 		return nil

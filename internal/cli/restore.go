@@ -43,11 +43,11 @@ func (o *restoreFlags) register(f *pflag.FlagSet) {
 	bind.String("base", &o.base)
 	bind.String("server", &o.server)
 	bind.Bool("apply-to", &o.applyTo)
+	bind.Bool("serial-replay", &o.d.r.Restore.Options.SerialReplay)
 	bind.String("as", &o.as)
 }
 
-// run restores as the flags ask (restorecase.Run chooses the mode) and
-// prints the result.
+// run restores as the flags ask (restorecase.Run chooses the mode), printing.
 func (o *restoreFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	if err := repoaccess.CheckKind(o.kind); err != nil {
 		return err

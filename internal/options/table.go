@@ -339,6 +339,8 @@ var table = []Option{
 			{In: "merge", Help: "option file whose [mysqld] " + physical.FileKeyVariable + " is the key file's password that --prepare needs (default: $" + physical.FileKeyEnv + ")"},
 			{In: "verify", Help: "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its " + physical.FileKeyVariable + " is also the key file's password that prepare needs (default: $" + physical.FileKeyEnv + ")"},
 		}},
+	{Name: "serial-replay", Kind: Bool, In: "restore",
+		Help: "with --until into --target-dir: replay the binary logs through mariadb-binlog | mariadb, one transaction at a time, instead of the replaying server's parallel replication applier"},
 	{Name: "size-mb", Kind: Int, Default: 200, In: "demo",
 		Help: "size of the large sample table in MB"},
 	{Name: "skip-events", Kind: Bool, Group: Filters, In: "backup copy restore",

@@ -75,10 +75,14 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	route, err := chooseRoute(work, base, paths, t, job.Options)
+	if err != nil {
+		return nil, err
+	}
 	if job.Progress != nil {
 		job.Progress.Stage("making a server in the target directory")
 	}
-	srv, account, err := startReplayServer(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: target.WorkDir(), UseMemory: job.UseMemory, Server: mariadbd, Options: opts, Install: true, Args: replayArgs})
+	srv, account, err := startReplayServer(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: target.WorkDir(), UseMemory: job.UseMemory, Server: mariadbd, Options: opts, Install: true, Args: route.args()})
 	if err != nil {
 		return nil, fmt.Errorf("start a server in %s: %w", target.WorkDir(), err)
 	}
@@ -100,7 +104,8 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if job.Progress != nil {
 		job.Progress.Stage("replaying binary logs")
 	}
-	if err := replayOn(ctx, work, binlog, srv, account, base, paths, t, job.Log); err != nil {
+	workers, err := route.replay(ctx, work, binlog, srv, account, base, paths, t, job.Log)
+	if err != nil {
 		return nil, err
 	}
 	if err := stopReplay(ctx, srv, account); err != nil {
@@ -109,7 +114,7 @@ func fromLogical(ctx context.Context, r *repo.Repo, t Target, job restore.Job, s
 	if err := target.Finish(job.Owner); err != nil {
 		return nil, err
 	}
-	return result(base, t, opts, needed), nil
+	return result(base, t, opts, needed, workers), nil
 }
 
 // dropInstalledAccounts drops the accounts mariadb-install-db made (root

@@ -1,8 +1,11 @@
 // Package pitr restores a server to a point in time: the newest backup
 // before the target, then the archived binary logs from the backup's
 // position up to the target, replayed by a throwaway server and stopped
-// cleanly; or, with Apply, onto a running server from the position it has
-// reached. A physical base (its chain included) is restored and prepared,
+// cleanly (through the server's parallel replication applier, over relay
+// logs written from the archive and cut where the target stops, or,
+// where that cannot stop exactly as mariadb-binlog would, through
+// mariadb-binlog | mariadb); or, with Apply, onto a running server from
+// the position it has reached. A physical base (its chain included) is restored and prepared,
 // and a throwaway server (package restoredserver) starts on it with the
 // options the backup recorded to replay them; a logical base of the whole
 // server is loaded, accounts too, into a server made in the target
@@ -43,6 +46,9 @@ type Result struct {
 	Backup   *archive.Manifest
 	Binlogs  []string
 	Replayed string // the position replay stopped at, as asked
+	// Workers is how many workers the server's parallel applier replayed
+	// with; 0 when mariadb-binlog | mariadb did.
+	Workers int
 	// ServerOptions are what a server on the result starts with (see
 	// ServerOptions).
 	ServerOptions []mariadb.Option
@@ -109,13 +115,14 @@ func Run(ctx context.Context, r *repo.Repo, t Target, job restore.Job, serverDef
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	if err := replay(ctx, work, target.WorkDir(), opts, base, paths, t, job.Options); err != nil {
+	workers, err := replay(ctx, work, target.WorkDir(), opts, base, paths, t, job.Options)
+	if err != nil {
 		return nil, err
 	}
 	if err := target.Finish(job.Owner); err != nil {
 		return nil, err
 	}
-	return result(base, t, opts, needed), nil
+	return result(base, t, opts, needed, workers), nil
 }
 
 // Planned is what a point-in-time restore to a target reads: the backup
@@ -196,8 +203,8 @@ func plan(ctx context.Context, r *repo.Repo, t Target) (*Planned, error) {
 	return p, nil
 }
 
-func result(base *archive.Manifest, t Target, opts []mariadb.Option, needed []covered) *Result {
-	res := &Result{Backup: base, Replayed: t.String(), ServerOptions: opts}
+func result(base *archive.Manifest, t Target, opts []mariadb.Option, needed []covered, workers int) *Result {
+	res := &Result{Backup: base, Replayed: t.String(), ServerOptions: opts, Workers: workers}
 	for _, c := range needed {
 		res.Binlogs = append(res.Binlogs, c.Name)
 	}
@@ -706,27 +713,31 @@ func sourceFiles(src, from string, files []repo.BinlogEntry, segs []repo.BinlogS
 
 // replay starts a throwaway server on the restored datadir and replays
 // the binary logs files on it (replayOn); then stops it cleanly.
-func replay(ctx context.Context, work, datadir string, server []mariadb.Option, base *archive.Manifest, files []string, t Target, opt restore.Options) error {
+func replay(ctx context.Context, work, datadir string, server []mariadb.Option, base *archive.Manifest, files []string, t Target, opt restore.Options) (workers int, err error) {
 	if opt.Progress != nil {
 		opt.Progress.Stage("replaying binary logs")
 	}
 	mariadbd, err := restoredserver.FindServer(ctx, opt.MariadbPath, base.Server.Version)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	binlog, err := findBinlog(ctx, opt.MariadbPath, base.Server.Version)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	srv, account, err := startReplayServer(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: datadir, UseMemory: opt.UseMemory, Server: mariadbd, Options: server, Args: replayArgs})
+	route, err := chooseRoute(work, base, files, t, opt)
 	if err != nil {
-		return fmt.Errorf("start a server on the restored datadir: %w", err)
+		return 0, err
+	}
+	srv, account, err := startReplayServer(ctx, restoredserver.Options{Dir: filepath.Join(work, "server"), Datadir: datadir, UseMemory: opt.UseMemory, Server: mariadbd, Options: server, Args: route.args()})
+	if err != nil {
+		return 0, fmt.Errorf("start a server on the restored datadir: %w", err)
 	}
 	defer srv.Close()
-	if err := replayOn(ctx, work, binlog, srv, account, base, files, t, opt.Log); err != nil {
-		return err
+	if workers, err = route.replay(ctx, work, binlog, srv, account, base, files, t, opt.Log); err != nil {
+		return 0, err
 	}
-	return stopReplay(ctx, srv, account)
+	return workers, stopReplay(ctx, srv, account)
 }
 
 // replayOn pipes mariadb-binlog's output for the files, from the backup's

@@ -61,6 +61,10 @@ type Options struct {
 	Memory      *archive.Memory // the budget of what the reads hold at once (nil: archive.DefaultMemory, shared by the links)
 	Log         io.Writer
 	Progress    physical.Progress
+	// SerialReplay makes a point-in-time restore replay the binary logs
+	// through mariadb-binlog | mariadb instead of the server's parallel
+	// applier.
+	SerialReplay bool
 	// DataDirs place the tablespaces of tables created with DATA
 	// DIRECTORY in other directories (they need Prepare); those no
 	// mapping names stay in the datadir (see datadirs.go).

@@ -66,18 +66,25 @@ type PointInTimeJSON struct {
 	Backup   string   `json:"backup"`
 	Binlogs  []string `json:"binlogs"`
 	Replayed string   `json:"replayed"` // the position replay stopped at, as asked
-	Target   string   `json:"target"`
-	Seconds  float64  `json:"seconds"`
+	// Workers of the server's parallel applier that replayed; 0 for
+	// mariadb-binlog | mariadb.
+	Workers int     `json:"replay_workers"`
+	Target  string  `json:"target"`
+	Seconds float64 `json:"seconds"`
 }
 
 // JSON is r's JSON form.
 func (r *PointInTimeResult) JSON() PointInTimeJSON {
-	return PointInTimeJSON{r.Backup.ID, r.Binlogs, r.Replayed, r.Target, r.Elapsed.Seconds()}
+	return PointInTimeJSON{r.Backup.ID, r.Binlogs, r.Replayed, r.Workers, r.Target, r.Elapsed.Seconds()}
 }
 
 // WriteText says what was restored and replayed.
 func (r *PointInTimeResult) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "restored backup %s and replayed %s up to %s: %s is ready\n", r.Backup.ID, strings.Join(r.Binlogs, ", "), r.Replayed, r.Target)
+	how := "mariadb-binlog | mariadb"
+	if r.Workers > 0 {
+		how = fmt.Sprintf("the server's parallel applier, %d workers", r.Workers)
+	}
+	fmt.Fprintf(w, "restored backup %s and replayed %s up to %s (through %s): %s is ready\n", r.Backup.ID, strings.Join(r.Binlogs, ", "), r.Replayed, how, r.Target)
 }
 
 // ApplyJSON is the JSON form of a replay onto a running server.

@@ -122,6 +122,18 @@ func pointInTimeMatrix(t *testing.T, version, basedir string, path toolpath.Path
 		req.Until, req.UntilGTID = until, untilGTID
 		return req
 	}
+	// Into a new datadir, the version's server replays through its
+	// parallel applier.
+	endDir := filepath.Join(t.TempDir(), "until-end")
+	untilEnd := usecasetest.WithMariadbPath(usecasetest.PointInTimeOf(r, endDir), path)
+	untilEnd.Until = "end"
+	if w := usecasetest.Restore(t, untilEnd).PointInTime.Workers; w == 0 {
+		t.Errorf("until end: replayed through mariadb-binlog | mariadb, want the server's parallel applier")
+	}
+	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: endDir})
+	usecasetest.RequireVersion(t, s, version)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), wantEnd)
+	s.Close()
 	if version == "10.5" {
 		_, err := restorecase.Run(ctx, untilGTID)
 		refusedGTIDReplay(t, err, "--until-gtid", "restore with --until and a time instead")
@@ -134,8 +146,11 @@ func pointInTimeMatrix(t *testing.T, version, basedir string, path toolpath.Path
 		return
 	}
 	pit := usecasetest.Restore(t, untilGTID).PointInTime
-	t.Logf("until GTID %s: backup %s, %v replayed to %s", atG, pit.Backup.ID, pit.Binlogs, pit.Replayed)
-	s := sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
+	t.Logf("until GTID %s: backup %s, %v replayed to %s by %d workers", atG, pit.Backup.ID, pit.Binlogs, pit.Replayed, pit.Workers)
+	if pit.Workers == 0 {
+		t.Errorf("until GTID %s: replayed through mariadb-binlog | mariadb, want the server's parallel applier", atG)
+	}
+	s = sandboxtest.Start(t, sandbox.Options{Basedir: basedir, Datadir: target})
 	usecasetest.RequireVersion(t, s, version)
 	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), wantAtG)
 	s.Close()
