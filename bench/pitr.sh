@@ -177,8 +177,9 @@ replay_rate() { # replay_rate RATE: fills, archives, and times every replay of i
   "$BS" backup --repo "$rrepo" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
   sql "$SRC" "FLUSH BINARY LOGS"
   file=$(sql "$SRC" "SHOW MASTER STATUS" | cut -f1)
-  reached=$("$LOAD" fill --socket "$SRC" --txns "$REPLAY_TXNS" --rows-per-txn "$ROWS_PER_TXN" --workers 16 --rate "$rate" 2>&1 |
-    tee /dev/stderr | sed -n 's/.*(\([0-9]*\) a second).*/\1/p')
+  "$LOAD" fill --socket "$SRC" --txns "$REPLAY_TXNS" --rows-per-txn "$ROWS_PER_TXN" --workers 16 --rate "$rate" 2>"$WORK/fill.log"
+  cat "$WORK/fill.log" >&2
+  reached=$(sed -n 's/.*(\([0-9]*\) a second).*/\1/p' "$WORK/fill.log")
   sql "$SRC" "FLUSH BINARY LOGS"
   "$BS" binlog --repo "$rrepo" --no-defaults --socket "$SRC" --user root --progress none >/dev/null
   sums=$(sql "$SRC" "CHECKSUM TABLE m.sbtest")
