@@ -328,6 +328,8 @@ var table = []Option{
 		Help: "S3 endpoint for s3:// repositories, e.g. https://minio.example:9000 (default: $AWS_ENDPOINT_URL, else AWS)"},
 	{Name: "s3-retry-window", Kind: Duration, Group: Repository,
 		Help: "how long S3 requests are retried through outages before failing (default 2m)"},
+	{Name: "serial-replay", Kind: Bool, In: "restore",
+		Help: "with --until into --target-dir: replay the binary logs through mariadb-binlog | mariadb, one transaction at a time, instead of the replaying server's parallel replication applier"},
 	{Name: "server", Kind: String, In: "restore verify",
 		Help: "with --until: the server (hostname-server_id, as list shows it) whose backups and binary logs to use, when the repository holds several",
 		Variants: []Variant{
@@ -339,8 +341,6 @@ var table = []Option{
 			{In: "merge", Help: "option file whose [mysqld] " + physical.FileKeyVariable + " is the key file's password that --prepare needs (default: $" + physical.FileKeyEnv + ")"},
 			{In: "verify", Help: "option file whose [mysqld] options the restore test's server reads after those the backup recorded; its " + physical.FileKeyVariable + " is also the key file's password that prepare needs (default: $" + physical.FileKeyEnv + ")"},
 		}},
-	{Name: "serial-replay", Kind: Bool, In: "restore",
-		Help: "with --until into --target-dir: replay the binary logs through mariadb-binlog | mariadb, one transaction at a time, instead of the replaying server's parallel replication applier"},
 	{Name: "size-mb", Kind: Int, Default: 200, In: "demo",
 		Help: "size of the large sample table in MB"},
 	{Name: "skip-events", Kind: Bool, Group: Filters, In: "backup copy restore",

@@ -371,6 +371,11 @@ func (a *attempt) copyInto(ctx context.Context, w *archive.Writer) (*copyOutcome
 	res, waitErr := mb.Wait()
 	if err := copyFailed(w, streamErr, waitErr); err != nil {
 		c.retake.remove()
+		// DDL that ran meanwhile may be why (mariabackup cannot open a
+		// file that a table's ALTER or DROP took away): taken again.
+		if raced, rerr := racedDDL(a.server.Datadir, c.launched); waitErr != nil && rerr == nil && len(raced) > 0 {
+			return nil, &DDLRaceError{Tables: entryNames(raced), Failed: err}
+		}
 		return nil, err
 	}
 	c.res = res
@@ -439,12 +444,7 @@ func (a *attempt) checkCopy(ctx context.Context, c *copyOutcome, w *archive.Writ
 	// mariabackup has ended its backup stages: the server's DDL log holds
 	// what ran during the copy.
 	raced, err := racedDDL(a.server.Datadir, c.launched)
-	var left []string
-	for _, e := range raced {
-		if !c.retake.covers(e) {
-			left = append(left, e.String())
-		}
-	}
+	left := entryNames(slices.DeleteFunc(raced, c.retake.covers))
 	if err == nil && len(left) > 0 {
 		err = &DDLRaceError{Tables: left}
 	}

@@ -33,12 +33,21 @@ const ddlRaceAttempts = 3
 // so such a backup is never committed.
 type DDLRaceError struct {
 	Tables []string // each table, with its engine and the statements, e.g. "r.a (Aria: RENAME, ALTER)", "r.b (InnoDB to Aria: ALTER)"
+	// Failed is mariabackup's failure, when the race made it fail (a
+	// table's file gone between its listing and its copy).
+	Failed error
 }
 
 func (e *DDLRaceError) Error() string {
+	if e.Failed != nil {
+		return fmt.Sprintf("DDL ran while mariabackup copied these tables, and mariabackup failed: %s: %v",
+			strings.Join(e.Tables, ", "), e.Failed)
+	}
 	return fmt.Sprintf("DDL ran while mariabackup copied these tables, so the copy may not match the backup's position: %s",
 		strings.Join(e.Tables, ", "))
 }
+
+func (e *DDLRaceError) Unwrap() error { return e.Failed }
 
 // racedDDL reads the server's DDL log of the backup that started at
 // started and returns what it names of other engines than InnoDB (see
@@ -88,6 +97,15 @@ type ddlEntry struct {
 // "pe_db1. (DATABASE: CREATE, DROP)".
 func (e ddlEntry) String() string {
 	return fmt.Sprintf("%s.%s (%s: %s)", e.DB, e.Table, e.Engine, strings.Join(e.Stmts, ", "))
+}
+
+// entryNames are the entries as a refusal names them.
+func entryNames(es []ddlEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.String())
+	}
+	return out
 }
 
 // parseDDLLog lists the tables of a DDL log that are not InnoDB, before

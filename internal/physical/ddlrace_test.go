@@ -156,6 +156,50 @@ fi
 	}
 }
 
+// mariabackup failing while DDL ran (it cannot open a file that a
+// table's conversion took away: "Can't open datafile") is the race too:
+// the attempt is discarded and taken again, and the line that says so
+// names the table and mariabackup's failure. The wrapper fails its first
+// backup after adding the DDL log's line.
+func TestBackupRetriedWhenMariabackupFailsDuringDDL(t *testing.T) {
+	srv := sharedServer(t)
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "mariabackup")
+	script := `#!/bin/sh
+case " $* " in *" --backup "*) ;; *) exec ` + testBinary(t).Path + ` "$@";; esac
+if [ ! -e ` + dir + `/raced ]; then
+  : >` + dir + `/raced
+  ` + testBinary(t).Path + ` "$@" >/dev/null 2>&1
+  printf '2026-11-25  0:30:16\tALTER\tInnoDB\t0\tdb1\tconv\t\tAria\t0\tdb1\tconv\t\n' >>` + srv.Datadir + `/ddl.log
+  echo "[00] FATAL ERROR: Can't open datafile db1/conv" >&2
+  exit 1
+fi
+exec ` + testBinary(t).Path + ` "$@"
+`
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := codec.Parse("zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := repotest.New(t)
+	rec := &recorder{}
+	m, err := RunBackup(context.Background(), BackupJob{
+		Dest: r, Conn: testConn(srv), Mariabackup: wrapper, Parallel: 2, Codec: c, Progress: rec,
+	})
+	if err != nil {
+		t.Fatalf("RunBackup: %v", err)
+	}
+	if len(rec.logs) != 1 || !strings.Contains(rec.logs[0], "db1.conv (InnoDB to Aria: ALTER)") ||
+		!strings.Contains(rec.logs[0], "mariabackup failed") || !strings.Contains(rec.logs[0], "attempt 2 of 3") {
+		t.Errorf("logged %q, want one line naming db1.conv, mariabackup's failure and attempt 2 of 3", rec.logs)
+	}
+	if ms, err := r.List(context.Background()); err != nil || len(ms) != 1 || ms[0].ID != m.ID {
+		t.Errorf("repository holds %v (%v), want only %s", ms, err, m.ID)
+	}
+}
+
 // A rename that crossed streams names the table it raced, as the DDL
 // log's refusals do, with the files.
 func TestTableOfFile(t *testing.T) {

@@ -85,8 +85,12 @@ func TestCountBiggestIsBounded(t *testing.T) {
 	if err != nil || len(counts) != 2 || counts[0].Counted || counts[1].Counted {
 		t.Fatalf("countBiggest with the biggest table locked: %+v, %v; want both reported not counted", counts, err)
 	}
-	if took > 3*time.Second {
-		t.Errorf("countBiggest took %s, past its bound of 3s", took)
+	// A count left waiting on the lock would hold it for as long as the
+	// lock is held (the test's end); the bound allows what a loaded
+	// machine adds to the server's own stop and the connection's
+	// cancellation (3.64 s once, in a full suite on 2 cores).
+	if took > 5*time.Second {
+		t.Errorf("countBiggest took %s, past its bound of 3s (and 2s of slack)", took)
 	}
 	// The server stopped the count: nothing waits on the lock any more.
 	var waiting int
