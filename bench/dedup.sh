@@ -47,21 +47,6 @@ dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 sandbox_stop
 rows=$(cut -d' ' -f2 "$DATA/dataset.ok")
 
-settle() { # as bench/incremental.sh: no dirty page, nothing to purge
-  local status dirty history
-  for _ in $(seq 1 600); do
-    status=$(mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -N -B -e "SELECT
-      MAX(IF(VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY', VARIABLE_VALUE, NULL)),
-      MAX(IF(VARIABLE_NAME = 'INNODB_HISTORY_LIST_LENGTH', VARIABLE_VALUE, NULL))
-      FROM information_schema.GLOBAL_STATUS")
-    read -r dirty history <<<"$status"
-    [ "$dirty" = 0 ] && [ "$history" = 0 ] && return 0
-    sleep 0.5
-  done
-  echo "the source still has $dirty dirty pages and $history undo logs after 5 minutes" >&2
-  exit 1
-}
-
 change() { # change KIND NIGHT: 1% of the rows
   local kind=$1 night=$2 sql= t lo n
   n=$(( rows * TABLES / 100 ))
@@ -77,7 +62,7 @@ change() { # change KIND NIGHT: 1% of the rows
 }
 
 backup() { # backup REPO [flags]: prints "id parent stored raw" of the backup made
-  settle
+  settle "$SANDBOX_SOCKET"
   "$BS" backup --repo "$1" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none "${@:2}" >/dev/null
   "$BS" list --repo "$1" --json | jq -r 'sort_by(.started) | last | "\(.id) \(.parent // "-") \(.stored_bytes) \(.raw_bytes)"'
 }

@@ -86,28 +86,9 @@ change_rows() { # change_rows: the UPDATE on every table; prints the rows it cha
   mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "$sql" | awk '{s += $1} END {print s + 0}'
 }
 
-# settle: waits until the source has written every changed page to its files
-# and purged the old row versions. A backup then finds the changes in the
-# pages it reads, not in a redo log still to be applied and pages flushed
-# while it runs, and no background flushing competes with it for the CPU.
-settle() {
-  local status dirty history
-  for _ in $(seq 1 600); do
-    status=$(mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "SELECT
-      MAX(IF(VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY', VARIABLE_VALUE, NULL)),
-      MAX(IF(VARIABLE_NAME = 'INNODB_HISTORY_LIST_LENGTH', VARIABLE_VALUE, NULL))
-      FROM information_schema.GLOBAL_STATUS")
-    read -r dirty history <<<"$status"
-    [ "$dirty" = 0 ] && [ "$history" = 0 ] && return 0
-    sleep 0.5
-  done
-  echo "source $WORK/src: still $dirty dirty pages and $history undo logs to purge after 5 minutes" >&2
-  exit 1
-}
-
 declare -A T S R
 take() { # take KEY PARENT [backup flags...]: times a backup under KEY, which must build on PARENT (- for a full one); sets ID
-  settle
+  settle "$SRC"
   run "$1" "$BS" backup --repo "$WORK/repo" --parallel "$N" --no-defaults --socket "$SRC" --user root \
     --progress none "${@:3}"
   local info parent stored raw

@@ -183,3 +183,23 @@ check_load() { # check_load PIPELINE: the target must hold the source's rows, th
 durably() { # durably OUTPUT COMMAND...: runs the command, then fsyncs OUTPUT's files
   "${@:2}" && find "$1" -type f -exec sync {} +
 }
+
+# settle SOCKET: waits until the server has written every changed page to
+# its files and purged the old row versions. A backup then finds the
+# changes in the pages it reads, not in a redo log still to be applied and
+# pages flushed while it runs, and no background flushing competes with it
+# for the CPU.
+settle() {
+  local status dirty history
+  for _ in $(seq 1 600); do
+    status=$(mariadb --no-defaults --socket="$1" -uroot -N -B -e "SELECT
+      MAX(IF(VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY', VARIABLE_VALUE, NULL)),
+      MAX(IF(VARIABLE_NAME = 'INNODB_HISTORY_LIST_LENGTH', VARIABLE_VALUE, NULL))
+      FROM information_schema.GLOBAL_STATUS")
+    read -r dirty history <<<"$status"
+    [ "$dirty" = 0 ] && [ "$history" = 0 ] && return 0
+    sleep 0.5
+  done
+  echo "the server at $1 still has $dirty dirty pages and $history undo logs to purge after 5 minutes" >&2
+  exit 1
+}
