@@ -65,6 +65,8 @@ var layerRules = []struct {
 		"storage knows objects and bytes, never backups or repository layout"},
 	{[]string{"internal/archive"}, []string{"internal/repo", "internal/mariadb", "internal/physical", "internal/logical", "internal/cli", "internal/storage/"},
 		"the format knows nothing of MariaDB or of which backend or repository holds it"},
+	{[]string{"internal/dedup"}, []string{"internal/repo", "internal/mariadb", "internal/physical", "internal/logical", "internal/cli"},
+		"the block store lies under the format: it knows objects, frames and chunks, not MariaDB or the repository around it"},
 	{[]string{"internal/physical", "internal/logical", "internal/logical/schema"}, []string{"internal/repo", "internal/cli", "internal/restore", "internal/retention"},
 		"the engines get ids and destinations passed in; they do not know the repository"},
 	{[]string{"internal/mask"}, []string{"internal/archive", "internal/repo", "internal/mariadb", "internal/physical", "internal/logical", "internal/storage/", "internal/cli"},

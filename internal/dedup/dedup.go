@@ -1,0 +1,129 @@
+// Package dedup stores the streams of backups as blocks kept once per
+// repository (docs/architecture.md, "A deduplicating repository"). It is
+// an archive.Output and an archive.Input: the archive writer hands it the
+// frames of a stream written with codec none (whole xbstream chunks), it
+// cuts each file's payload on the file's offset grid into blocks, names
+// each by a keyed hash, stores the blocks no earlier backup stored (in
+// zstd frames of consecutive new blocks, in pack objects), and keeps per
+// stream a recipe from which it gives back the very same frames. It
+// knows objects of a storage.Backend (its own under dedup/, the recipes
+// under the backup's directory), nothing of MariaDB, flags or progress.
+package dedup
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/backstream/backstream/internal/storage"
+)
+
+// Objects of a deduplicating repository.
+const (
+	KeyObject   = "dedup/key"
+	packDir     = "dedup/packs/"
+	indexDir    = "dedup/index/"
+	recipeDir   = "recipe/"
+	keySize     = 32
+	BlockSize   = 64 << 10 // a multiple of every innodb_page_size
+	frameTarget = 1 << 20  // raw bytes of new blocks compressed together
+	packTarget  = 32 << 20 // bytes of a pack object
+)
+
+// Name names a block: the keyed BLAKE3 of its bytes, with the
+// repository's key, so that names say nothing of the content to whoever
+// lacks it.
+type Name [32]byte
+
+func (n Name) String() string { return fmt.Sprintf("%x", n[:8]) }
+
+// Store is a repository's block store.
+type Store struct {
+	Backend storage.Backend
+	key     []byte
+
+	mu     sync.Mutex
+	known  map[[16]byte]struct{} // names the store holds, by prefix; nil until loaded
+	loaded error
+	once   sync.Once
+}
+
+// Init makes a new store's key. It refuses a backend that has one: a
+// second key would make every block stored under the first unknown.
+func Init(ctx context.Context, b storage.Backend) error {
+	if _, err := b.Stat(ctx, KeyObject); err == nil {
+		return fmt.Errorf("%s: %s exists: the block store is already made", b.Location(), KeyObject)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	key := make([]byte, keySize)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	_, err := b.Put(ctx, KeyObject, bytesReader(key))
+	return err
+}
+
+// Open reads the store's key.
+func Open(ctx context.Context, b storage.Backend) (*Store, error) {
+	rc, err := b.Open(ctx, KeyObject, 0, -1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the block store's key %s: %w", b.Location(), KeyObject, err)
+	}
+	defer rc.Close()
+	key, err := io.ReadAll(io.LimitReader(rc, keySize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", b.Location(), KeyObject, err)
+	}
+	if len(key) != keySize {
+		return nil, fmt.Errorf("%s: %s holds %d bytes, want %d: the block store's key is damaged", b.Location(), KeyObject, len(key), keySize)
+	}
+	return &Store{Backend: b, key: key}, nil
+}
+
+// name names the block b.
+func (s *Store) name(b []byte) Name {
+	h, err := blake3.NewKeyed(s.key)
+	if err != nil {
+		panic(err) // the key is 32 bytes: Open checked
+	}
+	h.Write(b)
+	var n Name
+	h.Sum(n[:0])
+	return n
+}
+
+// loadKnown reads every index object once: the names the store holds.
+func (s *Store) loadKnown(ctx context.Context) error {
+	s.once.Do(func() {
+		known := map[[16]byte]struct{}{}
+		s.loaded = s.eachIndexed(ctx, func(n Name, _ location) error {
+			known[[16]byte(n[:16])] = struct{}{}
+			return nil
+		})
+		s.known = known
+	})
+	return s.loaded
+}
+
+// claim reports whether n is new to the store, and from then on counts it
+// as held: of two streams that meet one new block, one stores it.
+func (s *Store) claim(n Name) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [16]byte(n[:16])
+	if _, ok := s.known[k]; ok {
+		return false
+	}
+	s.known[k] = struct{}{}
+	return true
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,290 @@
+package dedup_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"filippo.io/age"
+	"github.com/zeebo/blake3"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/codec"
+	"github.com/backstream/backstream/internal/dedup"
+	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/storage/crypt"
+	"github.com/backstream/backstream/internal/storage/local"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// files is a backup's files: path -> content.
+type files map[string][]byte
+
+// chunks cuts the files into xbstream chunks of chunkSize, interleaved
+// as mariabackup's threads interleave them, each file ended.
+func chunks(t *testing.T, fs files, chunkSize int) [][]byte {
+	t.Helper()
+	var paths []string
+	for p := range fs {
+		paths = append(paths, p)
+	}
+	var out [][]byte
+	at := map[string]int{}
+	for left := len(paths); left > 0; {
+		for _, p := range paths {
+			data, off := fs[p], at[p]
+			if off < 0 {
+				continue
+			}
+			c := xbstream.Chunk{Type: xbstream.TypeEOF, Path: p}
+			if off < len(data) {
+				end := min(len(data), off+chunkSize)
+				c = xbstream.Chunk{Type: xbstream.TypePayload, Path: p, Offset: uint64(off), Payload: data[off:end]}
+				at[p] = end
+			} else {
+				at[p], left = -1, left-1
+			}
+			raw, err := xbstream.AppendChunk(nil, &c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, raw)
+		}
+	}
+	return out
+}
+
+// backup writes fs through the archive writer (codec none, 3 streams)
+// into the store under backups/<id>, and returns its manifest.
+func backup(t *testing.T, s *dedup.Store, id string, fs files) *archive.Manifest {
+	t.Helper()
+	c, err := codec.Parse("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := archive.NewWriter(context.Background(), archive.WriterOptions{
+		Output:  dedup.Output{Store: s, Dir: "backups/" + id, Hash: archive.DefaultHash},
+		Streams: 3, Codec: c, FrameSize: 1 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range chunks(t, fs, 300<<10) {
+		ch, _, err := xbstream.DecodeChunk(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Add(&ch, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &archive.Manifest{Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Codec: c.String(),
+		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files}
+}
+
+type memSink struct {
+	mu    sync.Mutex
+	files files
+}
+
+func (s *memSink) Chunk(c *xbstream.Chunk) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.files[c.Path]
+	if c.Type == xbstream.TypePayload {
+		if end := int(c.Offset) + len(c.Payload); len(b) < end {
+			b = append(b, make([]byte, end-len(b))...)
+		}
+		copy(b[c.Offset:], c.Payload)
+	}
+	s.files[c.Path] = b
+	return nil
+}
+
+// restore reads backup m back through the store and returns its files.
+func restore(s *dedup.Store, m *archive.Manifest) (files, error) {
+	sink := &memSink{files: files{}}
+	err := archive.Read(context.Background(), archive.ReadOptions{Input: dedup.Input{Store: s, Dir: "backups/" + m.ID}, Manifest: m, Sink: sink})
+	return sink.files, err
+}
+
+func random(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+func newStore(t *testing.T) (*dedup.Store, string, storage.Backend) {
+	t.Helper()
+	root := t.TempDir()
+	b, err := local.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := dedup.Init(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := dedup.Init(ctx, b); err == nil || !strings.Contains(err.Error(), "already made") {
+		t.Errorf("a second Init: %v, want a refusal", err)
+	}
+	s, err := dedup.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, root, b
+}
+
+// sizeOf is the bytes under dir.
+func sizeOf(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return err
+	})
+	return n
+}
+
+// Two backups of files that mostly agree: the second stores about what
+// changed, each restores to its own files exactly, and the frames the
+// store gives back are the backup's (the manifest's digests hold).
+func TestBackupsShareBlocks(t *testing.T) {
+	s, root, _ := newStore(t)
+	first := files{
+		"ibdata1":   random(3<<20 + 12345),
+		"db/t1.ibd": random(5 << 20),
+		"db/t2.ibd": random(2 << 20),
+		"db/t1.frm": random(900),
+		"empty":     nil,
+	}
+	m1 := backup(t, s, "one", first)
+	stored1 := sizeOf(t, filepath.Join(root, "dedup"))
+	if stored1 < 10<<20 {
+		t.Fatalf("the first backup stored %d bytes of blocks, want its 10 MiB of random data", stored1)
+	}
+	second := files{}
+	for p, b := range first {
+		second[p] = bytes.Clone(b)
+	}
+	copy(second["db/t1.ibd"][2<<20:], random(16<<10)) // one page changed
+	second["db/t3.ibd"] = random(1 << 20)             // a new table
+	s2, err := dedup.Open(context.Background(), s.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := backup(t, s2, "two", second)
+	added := sizeOf(t, filepath.Join(root, "dedup")) - stored1
+	t.Logf("the first backup stored %d bytes in the block store, the second %d", stored1, added)
+	if added > 1<<20+3*64<<10+64<<10 {
+		t.Errorf("the second backup stored %d bytes of blocks, want about the new table and one block", added)
+	}
+	for _, c := range []struct {
+		m    *archive.Manifest
+		want files
+	}{{m1, first}, {m2, second}} {
+		got, err := restore(s2, c.m)
+		if err != nil {
+			t.Fatalf("restore %s: %v", c.m.ID, err)
+		}
+		for p, want := range c.want {
+			if !bytes.Equal(got[p], want) {
+				t.Errorf("backup %s: file %s differs after the round trip (%d bytes, want %d)", c.m.ID, p, len(got[p]), len(want))
+			}
+		}
+	}
+}
+
+// A flipped byte in a pack is caught, naming the pack, and the restore
+// fails as corrupt.
+func TestDamagedPackIsCaught(t *testing.T) {
+	s, root, _ := newStore(t)
+	m := backup(t, s, "one", files{"db/t.ibd": random(2 << 20)})
+	var pack string
+	filepath.Walk(filepath.Join(root, "dedup", "packs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			pack = p
+		}
+		return err
+	})
+	data, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x40
+	if err := os.WriteFile(pack, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = restore(s, m)
+	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), filepath.Base(pack)) {
+		t.Errorf("restore from a damaged pack: %v; want corruption naming %s", err, filepath.Base(pack))
+	}
+}
+
+// In an encrypted repository nothing stored reveals a block: every
+// object of the store is an age file, and neither a block's plain BLAKE3
+// nor its keyed name appears in any stored byte; the backup restores.
+func TestEncryptedStoreRevealsNoBlock(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	inner, err := local.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := crypt.New(inner, crypt.Keys{Recipients: []age.Recipient{id.Recipient()}, Identities: []age.Identity{id}, Public: []string{id.Recipient().String()}}, crypt.Options{})
+	if _, _, err := b.Encrypt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dedup.Init(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	s, err := dedup.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := random(64 << 10)
+	fs := files{"db/t.ibd": append(bytes.Clone(block), random(100<<10)...)}
+	m := backup(t, s, "one", fs)
+	plain := blake3.Sum256(block)
+	keyed := dedup.NameOf(s, block)
+	if bytes.Equal(plain[:], keyed[:]) {
+		t.Fatal("a block's name is its plain BLAKE3")
+	}
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !strings.HasSuffix(p, crypt.Suffix) {
+			t.Errorf("%s is stored plain", p)
+		}
+		for _, h := range [][]byte{plain[:], keyed[:], plain[:8], keyed[:8]} {
+			if bytes.Contains(data, h) {
+				t.Errorf("%s holds a block's hash %x", p, h)
+			}
+		}
+		return nil
+	})
+	got, err := restore(s, m)
+	if err != nil || !bytes.Equal(got["db/t.ibd"], fs["db/t.ibd"]) {
+		t.Errorf("restore from the encrypted store: %v", err)
+	}
+}

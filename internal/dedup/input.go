@@ -1,0 +1,214 @@
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/backstream/backstream/internal/archive"
+)
+
+// Input reads a backup's streams from the store: each stream's frames
+// made again from its recipe (in the backup's directory Dir) and the
+// blocks it names, every block checked against its name and every frame
+// against its CRC-32C, so that what comes back is the very frames the
+// backup wrote.
+type Input struct {
+	Store *Store
+	Dir   string
+}
+
+// OpenStream yields all of stream i's frames.
+func (in Input) OpenStream(ctx context.Context, i int, s archive.Stream) (archive.FrameSource, error) {
+	return in.open(ctx, s, nil)
+}
+
+// OpenFrames yields the frames numbered nums (ascending) of stream i.
+func (in Input) OpenFrames(ctx context.Context, i int, s archive.Stream, nums []int) (archive.FrameSource, error) {
+	return in.open(ctx, s, nums)
+}
+
+// FrameIndex describes stream s's frames from its recipe.
+func (in Input) FrameIndex(ctx context.Context, s archive.Stream) ([]archive.Frame, error) {
+	r, err := in.recipe(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return frameIndex(r), nil
+}
+
+func frameIndex(r *recipe) []archive.Frame {
+	out := make([]archive.Frame, len(r.Frames))
+	var off int64
+	for i, f := range r.Frames {
+		out[i] = archive.Frame{Offset: off, Stored: f.Raw, Raw: f.Raw, CRC: f.CRC}
+		off += int64(f.Raw)
+	}
+	return out
+}
+
+func (in Input) recipe(ctx context.Context, s archive.Stream) (*recipe, error) {
+	if s.Index.Name == "" {
+		return nil, archive.Corruptf("the manifest names no recipe of stream %s", s.Name)
+	}
+	data, err := archive.GetSmall(ctx, in.Store.Backend, in.Dir, s.Index)
+	if err != nil {
+		return nil, err
+	}
+	r, err := decodeRecipe(data)
+	if err != nil {
+		return nil, archive.Corruptf("recipe %s/%s is damaged: %v", in.Dir, s.Index.Name, err)
+	}
+	return r, nil
+}
+
+func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive.FrameSource, error) {
+	r, err := in.recipe(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	index := frameIndex(r)
+	if nums == nil {
+		for i := range r.Frames {
+			nums = append(nums, i)
+		}
+	}
+	need := map[Name]location{}
+	for k, n := range nums {
+		if n < 0 || n >= len(r.Frames) || k > 0 && n <= nums[k-1] {
+			return nil, archive.Corruptf("frame %d: not among the %d frames of %s's recipe", n, len(r.Frames), s.Name)
+		}
+		for _, it := range r.Frames[n].Items {
+			if !it.isLit {
+				need[it.Block] = location{}
+			}
+		}
+	}
+	found := 0
+	err = in.Store.eachIndexed(ctx, func(n Name, loc location) error {
+		if l, ok := need[n]; ok && l.Frame.Pack == "" {
+			need[n] = loc
+			found++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if found < len(need) {
+		for n, l := range need {
+			if l.Frame.Pack == "" {
+				return nil, archive.Corruptf("stream %s needs block %s, which no index of the block store holds", s.Name, n)
+			}
+		}
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	return &frames{in: in, ctx: ctx, stream: s.Name, r: r, index: index, nums: nums, where: need, dec: dec}, nil
+}
+
+// frames makes a stream's frames again, one after another.
+type frames struct {
+	in     Input
+	ctx    context.Context
+	stream string
+	r      *recipe
+	index  []archive.Frame
+	nums   []int
+	next   int
+	where  map[Name]location
+	dec    *zstd.Decoder
+	// the zstd frame read last, decoded, and which of its blocks were checked
+	cached  frameRef
+	raw     []byte
+	checked map[Name]bool
+}
+
+func (f *frames) Next() (archive.Frame, []byte, error) {
+	if f.next == len(f.nums) {
+		return archive.Frame{}, nil, io.EOF
+	}
+	n := f.nums[f.next]
+	f.next++
+	rf := f.r.Frames[n]
+	buf, err := archive.FrameBuffer(f.ctx, f.index[n])
+	if err != nil {
+		return archive.Frame{}, nil, err
+	}
+	out := buf[:0]
+	for _, it := range rf.Items {
+		if it.isLit {
+			out = append(out, it.Lit...)
+			continue
+		}
+		b, err := f.block(it.Block)
+		if err != nil {
+			return archive.Frame{}, nil, err
+		}
+		if uint64(it.From)+uint64(it.N) > uint64(len(b)) {
+			return archive.Frame{}, nil, archive.Corruptf("stream %s, frame %d: its recipe takes bytes %d..%d of block %s, which has %d", f.stream, n, it.From, it.From+it.N, it.Block, len(b))
+		}
+		out = append(out, b[it.From:it.From+it.N]...)
+	}
+	if got := crc32c(out); got != rf.CRC || len(out) != int(rf.Raw) {
+		return archive.Frame{}, nil, archive.Corruptf("stream %s, frame %d: made again from its blocks it has CRC-32C %08x and %d bytes, the recipe says %08x and %d", f.stream, n, got, len(out), rf.CRC, rf.Raw)
+	}
+	return f.index[n], out, nil
+}
+
+// block returns the bytes of the block named n, checked against its name.
+func (f *frames) block(n Name) ([]byte, error) {
+	loc := f.where[n]
+	if loc.Frame != f.cached || f.raw == nil {
+		if err := f.load(loc.Frame); err != nil {
+			return nil, err
+		}
+	}
+	if uint64(loc.Offset)+uint64(loc.Len) > uint64(len(f.raw)) {
+		return nil, archive.Corruptf("block %s: bytes %d..%d of a frame of %d in %s", n, loc.Offset, loc.Offset+loc.Len, len(f.raw), loc.Frame.Pack)
+	}
+	b := f.raw[loc.Offset : loc.Offset+loc.Len]
+	if !f.checked[n] {
+		if f.in.Store.name(b) != n {
+			return nil, archive.Corruptf("block %s in %s at offset %d (frame at %d) does not match its name: the pack is damaged", n, loc.Frame.Pack, loc.Offset, loc.Frame.Offset)
+		}
+		f.checked[n] = true
+	}
+	return b, nil
+}
+
+// load reads and decodes one zstd frame of a pack.
+func (f *frames) load(fr frameRef) error {
+	rc, err := f.in.Store.Backend.Open(f.ctx, fr.Pack, fr.Offset, int64(fr.Stored))
+	if errors.Is(err, fs.ErrNotExist) {
+		return archive.Corruptf("pack %s is missing: %v", fr.Pack, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	stored := make([]byte, fr.Stored)
+	if _, err := io.ReadFull(rc, stored); err != nil {
+		return fmt.Errorf("read pack %s at %d: %w", fr.Pack, fr.Offset, err)
+	}
+	if got := crc32c(stored); got != fr.CRC {
+		return archive.Corruptf("pack %s: the frame at offset %d has CRC-32C %08x, the index says %08x", fr.Pack, fr.Offset, got, fr.CRC)
+	}
+	raw, err := f.dec.DecodeAll(stored, f.raw[:0])
+	if err != nil || len(raw) != int(fr.Raw) {
+		return archive.Corruptf("pack %s: the frame at offset %d does not decode to its %d bytes: %v", fr.Pack, fr.Offset, fr.Raw, err)
+	}
+	f.raw, f.cached, f.checked = raw, fr, map[Name]bool{}
+	return nil
+}
+
+func (f *frames) Close() error {
+	f.dec.Close()
+	return nil
+}

@@ -1,0 +1,266 @@
+package dedup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/xbstream"
+)
+
+// Output stores a backup's streams in the store: each stream's recipe in
+// the backup's directory Dir (its record's Index names it), the blocks no
+// backup stored before in packs, and what they hold in an index object.
+// The archive writer must use codec none: its frames are whole xbstream
+// chunks.
+type Output struct {
+	Store *Store
+	Dir   string // "backups/<id>"
+	Hash  string // digest algorithm of the recipe's record
+}
+
+// RecipeName is stream i's recipe, in its backup's directory.
+func RecipeName(i int) string { return fmt.Sprintf("%s%05d.rcp", recipeDir, i) }
+
+// OpenStream reads the store's index once (what it holds), then takes
+// stream i's frames.
+func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.StreamOutput, error) {
+	if err := o.Store.loadKnown(ctx); err != nil {
+		return nil, err
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}}
+	s.packer = packer{s: s, enc: enc}
+	return s, nil
+}
+
+// pending is the block of a file being filled: from file offset start.
+type pending struct {
+	start  int64
+	buf    []byte
+	handle int
+}
+
+type streamOut struct {
+	o      Output
+	ctx    context.Context
+	num    int
+	name   string
+	frames []recipeFrame
+	files  map[string]*pending
+	names  []Name // by handle, set once the block is whole
+	packer packer
+	stored []string // objects this stream stored, removed by Abort
+}
+
+// WriteFrame cuts the frame's chunks: headers and chunks without payload
+// are kept as they are, payloads become slices of their files' blocks.
+func (s *streamOut) WriteFrame(f archive.Frame, stored []byte) error {
+	if f.Stored != f.Raw || int(f.Raw) != len(stored) {
+		return fmt.Errorf("dedup: stream %s: a frame of %d bytes stored as %d: the block store takes frames of codec none", s.name, f.Raw, f.Stored)
+	}
+	var items []item
+	for off := 0; off < len(stored); {
+		c, n, err := xbstream.DecodeChunk(stored[off:])
+		if err != nil {
+			return fmt.Errorf("dedup: stream %s, frame %d: %w", s.name, len(s.frames), err)
+		}
+		chunk := stored[off : off+n]
+		off += n
+		if c.Type != xbstream.TypePayload {
+			items = append(items, literal(chunk))
+			if err := s.finishPath(c.Path); err != nil {
+				return err
+			}
+			if c.Type == xbstream.TypeRename {
+				if err := s.finishPath(c.NewPath); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		items = append(items, literal(chunk[:n-len(c.Payload)]))
+		if items, err = s.payload(items, c.Path, int64(c.Offset), c.Payload); err != nil {
+			return err
+		}
+	}
+	s.frames = append(s.frames, recipeFrame{Raw: f.Raw, CRC: f.CRC, Items: items})
+	return nil
+}
+
+func literal(b []byte) item { return item{isLit: true, Lit: append([]byte(nil), b...)} }
+
+// payload adds the payload p of file path at offset off to its blocks,
+// as slices of them.
+func (s *streamOut) payload(items []item, path string, off int64, p []byte) ([]item, error) {
+	pf := s.files[path]
+	if pf != nil && pf.start+int64(len(pf.buf)) != off {
+		// Not where the file's block stands (a seek, a rewrite): the
+		// block ends there, shorter.
+		if err := s.finish(pf); err != nil {
+			return nil, err
+		}
+		pf = nil
+	}
+	for len(p) > 0 {
+		if pf == nil {
+			pf = &pending{start: off, handle: s.newHandle(), buf: make([]byte, 0, BlockSize)}
+			s.files[path] = pf
+		}
+		end := (pf.start/BlockSize + 1) * BlockSize
+		k := min(int64(len(p)), end-off)
+		items = append(items, item{handle: pf.handle, From: uint32(len(pf.buf)), N: uint32(k)})
+		pf.buf = append(pf.buf, p[:k]...)
+		p, off = p[k:], off+k
+		if off == end {
+			if err := s.finish(pf); err != nil {
+				return nil, err
+			}
+			pf.start, pf.buf, pf.handle = end, pf.buf[:0], s.newHandle()
+		}
+	}
+	return items, nil
+}
+
+func (s *streamOut) newHandle() int {
+	s.names = append(s.names, Name{})
+	return len(s.names) - 1
+}
+
+// finish names the pending block and stores it if the store lacks it.
+func (s *streamOut) finish(pf *pending) error {
+	if len(pf.buf) == 0 {
+		return nil
+	}
+	n := s.o.Store.name(pf.buf)
+	s.names[pf.handle] = n
+	if s.o.Store.claim(n) {
+		return s.packer.add(n, pf.buf)
+	}
+	return nil
+}
+
+// finishPath ends the pending block of a file that ends, is removed or
+// renamed.
+func (s *streamOut) finishPath(p string) error {
+	pf := s.files[p]
+	delete(s.files, p)
+	if pf == nil {
+		return nil
+	}
+	return s.finish(pf)
+}
+
+// Close stores what the stream's frames left pending, its packs, the
+// index of its new blocks and then its recipe, which the record names.
+func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
+	for p := range s.files {
+		if err := s.finishPath(p); err != nil {
+			return st, err
+		}
+	}
+	if err := s.packer.flush(true); err != nil {
+		return st, err
+	}
+	if len(s.packer.ix.Blocks) > 0 {
+		name := fmt.Sprintf("%s%s-%05d.idx", indexDir, path.Base(s.o.Dir), s.num)
+		if err := s.put(name, s.packer.ix.encode()); err != nil {
+			return st, err
+		}
+	}
+	r := &recipe{Frames: s.frames}
+	for i := range r.Frames {
+		for j := range r.Frames[i].Items {
+			if it := &r.Frames[i].Items[j]; !it.isLit {
+				it.Block = s.names[it.handle]
+			}
+		}
+	}
+	obj, err := archive.PutSmall(s.ctx, s.o.Store.Backend, s.o.Dir, RecipeName(s.num), r.encode(), s.o.Hash)
+	if err != nil {
+		return st, err
+	}
+	s.stored = append(s.stored, s.o.Dir+"/"+RecipeName(s.num))
+	st.Index = obj
+	return st, nil
+}
+
+func (s *streamOut) put(name string, data []byte) error {
+	if _, err := s.o.Store.Backend.Put(s.ctx, name, bytesReader(data)); err != nil {
+		return fmt.Errorf("store %s: %w", name, err)
+	}
+	s.stored = append(s.stored, name)
+	return nil
+}
+
+// Abort removes what the stream stored.
+func (s *streamOut) Abort(cause error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
+	defer cancel()
+	for _, name := range s.stored {
+		_ = s.o.Store.Backend.Delete(ctx, name)
+	}
+}
+
+// packer compresses a stream's new blocks into frames of about
+// frameTarget raw bytes and stores them in packs of about packTarget.
+type packer struct {
+	s      *streamOut
+	enc    *zstd.Encoder
+	raw    []byte
+	blocks []blockRef // of raw, Frame not set yet
+	pack   []byte
+	name   string // of the pack being filled
+	ix     index
+}
+
+func (p *packer) add(n Name, b []byte) error {
+	p.blocks = append(p.blocks, blockRef{Name: n, Offset: uint32(len(p.raw)), Len: uint32(len(b))})
+	p.raw = append(p.raw, b...)
+	if len(p.raw) >= frameTarget {
+		return p.flush(false)
+	}
+	return nil
+}
+
+// flush compresses the blocks held into a frame of the pack, and stores
+// the pack once it is big enough or all is asked.
+func (p *packer) flush(all bool) error {
+	if len(p.raw) > 0 {
+		if p.name == "" {
+			var id [16]byte
+			if _, err := rand.Read(id[:]); err != nil {
+				return err
+			}
+			h := hex.EncodeToString(id[:])
+			p.name = packDir + h[:2] + "/" + h + ".pack"
+		}
+		stored := p.enc.EncodeAll(p.raw, nil)
+		fr := frameRef{Pack: p.name, Offset: int64(len(p.pack)), Stored: uint32(len(stored)), Raw: uint32(len(p.raw)), CRC: crc32c(stored)}
+		p.ix.Frames = append(p.ix.Frames, fr)
+		for _, k := range p.blocks {
+			k.Frame = uint32(len(p.ix.Frames) - 1)
+			p.ix.Blocks = append(p.ix.Blocks, k)
+		}
+		p.pack = append(p.pack, stored...)
+		p.raw, p.blocks = p.raw[:0], p.blocks[:0]
+	}
+	if len(p.pack) == 0 || !all && len(p.pack) < packTarget {
+		return nil
+	}
+	if err := p.s.put(p.name, p.pack); err != nil {
+		return err
+	}
+	p.ix.Packs = append(p.ix.Packs, packRef{Name: p.name, Size: int64(len(p.pack))})
+	p.pack, p.name = p.pack[:0], ""
+	return nil
+}
