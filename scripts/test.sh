@@ -42,7 +42,7 @@ step() { # step NAME SECONDS
 # (the transport's framing and handshake, the remote protocol's messages)
 # and of what a repository holds, which whoever can write to it controls
 # (manifests, frame indexes, xbstream chunks, archived binary logs and
-# their segments); then every other package's targets (codecs, catalogs,
+# their segments, the block store's index objects and recipes); then every other package's targets (codecs, catalogs,
 # option files, locks, ...) for FUZZTIME_OTHER (1s) each. go test fuzzes
 # one target per run and links a test binary for each run, so each
 # package's fuzzing-instrumented test binary is built once (go test -c
@@ -53,7 +53,7 @@ fuzz_all() {
   local t=$SECONDS status=0 fuzzed=0
   fuzzcache=$(go env GOCACHE)/fuzz
   module=$(go list -m)
-  hostile=(./internal/transport ./internal/remote ./internal/archive ./internal/xbstream ./internal/binlog)
+  hostile=(./internal/transport ./internal/remote ./internal/archive ./internal/xbstream ./internal/binlog ./internal/dedup)
   others=()
   for dir in $(grep -rl --include='*_test.go' '^func Fuzz' internal | xargs -n1 dirname | sort -u); do
     case " ${hostile[*]} " in *" ./$dir "*) ;; *) others+=("./$dir") ;; esac

@@ -89,8 +89,10 @@ type decoder struct {
 
 func (d *decoder) take(n int) []byte {
 	if d.err != nil || n > len(d.b) {
+		// The fields read after a shortage are zeros: never as many as a
+		// damaged length asks for.
 		d.err = io.ErrUnexpectedEOF
-		return make([]byte, n)
+		return make([]byte, min(n, 32))
 	}
 	out := d.b[:n]
 	d.b = d.b[n:]
