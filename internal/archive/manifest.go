@@ -57,11 +57,15 @@ type Manifest struct {
 	Positions Positions `json:"positions"`
 	Codec     string    `json:"codec"`
 	Hash      string    `json:"hash"`
-	Streams   []Stream  `json:"streams"`
-	Files     []File    `json:"files"`
-	Meta      []Object  `json:"meta,omitempty"`
-	Barriers  []Barrier `json:"barriers,omitempty"`
-	Stats     Stats     `json:"stats"`
+	// Storage is StorageDedup when the streams are stored as blocks of a
+	// deduplicating repository (each stream's Index names its recipe and
+	// no stream object is stored); "" for stream objects.
+	Storage  string    `json:"storage,omitempty"`
+	Streams  []Stream  `json:"streams"`
+	Files    []File    `json:"files"`
+	Meta     []Object  `json:"meta,omitempty"`
+	Barriers []Barrier `json:"barriers,omitempty"`
+	Stats    Stats     `json:"stats"`
 	// Partial marks a logical backup of part of the server (a database or
 	// table filter, skipped objects, masked values): no base for a
 	// restore of the whole server, never "latest" while a whole-server
@@ -407,6 +411,10 @@ type Object struct {
 	Size   int64  `json:"size"`
 	Digest string `json:"digest"`
 }
+
+// StorageDedup is Manifest.Storage for a backup whose streams are stored
+// as blocks (package dedup).
+const StorageDedup = "dedup"
 
 // Stream is one stream object: a concatenation of frames that decodes to a
 // complete xbstream.

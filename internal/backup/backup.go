@@ -85,6 +85,8 @@ func (req *Request) Check() error {
 		return refusal.New("--incremental is for physical backups; a logical backup is always whole")
 	case req.Physical.Incremental == nil && req.Given.Parent != "":
 		return refusal.Errorf("--%s needs --incremental", req.Given.Parent)
+	case req.Repo != nil && req.Repo.Dedup() && req.Physical.Incremental != nil:
+		return refusal.New("--incremental: the repository deduplicates, so every backup is a full one that stores only the blocks it does not hold yet: leave out --incremental")
 	}
 	return nil
 }
@@ -163,6 +165,11 @@ func EngineFor(req Request) Engine {
 func Run(ctx context.Context, req Request) (*Result, error) {
 	if err := req.Check(); err != nil {
 		return nil, err
+	}
+	if req.Repo != nil && req.Repo.Dedup() {
+		// The archive hands the block store whole chunks, which it
+		// compresses block by block itself.
+		req.Codec = codec.None{}
 	}
 	probe := mariadb.StartProbe(ctx, req.Conn)
 	m, err := EngineFor(req).Backup(ctx, req)

@@ -44,6 +44,8 @@ type Options struct {
 	// Encrypt, for Init, gives the repository its own encryption, to
 	// Keys: see Config.Encryption.
 	Encrypt bool
+	// Dedup, for Init, makes a deduplicating repository: see Config.Dedup.
+	Dedup bool
 }
 
 // Encrypt makes the repository encrypt what it stores from now on (the

@@ -111,19 +111,22 @@ func TestNewerFormatIsRefused(t *testing.T) {
 	if _, err := Init(ctx, b, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Put(ctx, ConfigName, strings.NewReader(`{"format": 3, "id": "x"}`)); err != nil {
+	if _, err := b.Put(ctx, ConfigName, strings.NewReader(`{"format": 4, "id": "x"}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Open(ctx, b)
-	if err == nil || !strings.Contains(err.Error(), "repository format 3 is not supported (this backstream reads version 1 and 2)") {
-		t.Fatalf("open of a format 3 repository: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "repository format 4 is not supported (this backstream reads versions 1 to 3)") {
+		t.Fatalf("open of a format 4 repository: %v", err)
 	}
 	if _, err := Init(ctx, b, Options{}); err == nil {
 		t.Fatal("init over a newer repository succeeded")
 	}
 	// Format 2 is a repository with its own encryption; without its
-	// recipients (or format 1 with them) the config is damaged.
-	for _, cfg := range []string{`{"format": 2, "id": "x"}`, `{"format": 1, "id": "x", "encryption": {"recipients": ["age1x"]}}`} {
+	// recipients (or format 1 with them) the config is damaged; format 3
+	// is a deduplicating one, and needs its dedup and nothing else.
+	for _, cfg := range []string{`{"format": 2, "id": "x"}`, `{"format": 1, "id": "x", "encryption": {"recipients": ["age1x"]}}`,
+		`{"format": 3, "id": "x"}`, `{"format": 1, "id": "x", "dedup": {"block": 65536}}`,
+		`{"format": 3, "id": "x", "dedup": {"block": 65536}, "encryption": {"recipients": ["age1x"]}}`} {
 		if _, err := b.Put(ctx, ConfigName, strings.NewReader(cfg)); err != nil {
 			t.Fatal(err)
 		}

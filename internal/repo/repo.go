@@ -25,6 +25,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
+	"github.com/backstream/backstream/internal/dedup"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
 )
@@ -55,6 +56,15 @@ type Config struct {
 	// Such a repository has format 2, which a backstream that reads
 	// format 1 only refuses instead of writing plain objects into it.
 	Encryption *DefaultEncryption `json:"encryption,omitempty"`
+	// Dedup, when set (format 3), makes the repository store every
+	// backup's streams as blocks kept once (package dedup).
+	Dedup *DedupConfig `json:"dedup,omitempty"`
+}
+
+// DedupConfig is a deduplicating repository's: the block size its backups
+// were cut with.
+type DedupConfig struct {
+	Block int `json:"block"`
 }
 
 // DefaultEncryption is a repository's own encryption: age public keys,
@@ -70,6 +80,7 @@ type DefaultEncryption struct {
 const (
 	formatPlain     = 1
 	formatEncrypted = 2
+	formatDedup     = 3
 )
 
 // Repo is an opened repository.
@@ -80,6 +91,7 @@ type Repo struct {
 	Config  Config
 
 	crypt *crypt.Backend
+	store *dedup.Store // a deduplicating repository's blocks
 }
 
 // ErrNotRepository reports a location without a backstream.json.
@@ -108,11 +120,11 @@ func Init(ctx context.Context, b storage.Backend, opts Options) (*Repo, error) {
 	case !errors.Is(err, ErrNotRepository):
 		return nil, err
 	}
-	if r, err = create(ctx, cb, opts.Encrypt); err != nil {
+	if r, err = create(ctx, cb, opts); err != nil {
 		return nil, err
 	}
 	r.crypt = cb
-	return r, nil
+	return r, r.openStore(ctx)
 }
 
 // OpenWith opens the repository on b as opts say. Its Backend is b under
@@ -134,8 +146,27 @@ func OpenWith(ctx context.Context, b storage.Backend, opts Options) (*Repo, erro
 		r.Backend = cb
 	}
 	r.crypt = cb
-	return r, nil
+	return r, r.openStore(ctx)
 }
+
+// openStore opens a deduplicating repository's block store.
+func (r *Repo) openStore(ctx context.Context) error {
+	if r.Config.Dedup == nil {
+		return nil
+	}
+	if r.Config.Dedup.Block != dedup.BlockSize {
+		return fmt.Errorf("%s: %s: blocks of %d bytes; this backstream cuts blocks of %d", r.Backend.Location(), ConfigName, r.Config.Dedup.Block, dedup.BlockSize)
+	}
+	s, err := dedup.Open(ctx, r.Backend)
+	if err != nil {
+		return err
+	}
+	r.store = s
+	return nil
+}
+
+// Dedup reports whether the repository deduplicates its backups' blocks.
+func (r *Repo) Dedup() bool { return r.store != nil }
 
 // EncryptsByDefault reports whether the repository has its own
 // encryption (init --encrypt): every write is encrypted without asking.
@@ -159,17 +190,19 @@ func open(ctx context.Context, b storage.Backend) (*Repo, error) {
 		return nil, fmt.Errorf("%s: %s: %w", b.Location(), ConfigName, err)
 	}
 	switch {
-	case c.Format == formatPlain && c.Encryption == nil, c.Format == formatEncrypted && c.Encryption != nil && len(c.Encryption.Recipients) > 0:
-	case c.Format == formatPlain || c.Format == formatEncrypted:
-		return nil, fmt.Errorf("%s: %s: format %d with encryption %v: damaged", b.Location(), ConfigName, c.Format, c.Encryption)
+	case c.Format == formatPlain && c.Encryption == nil && c.Dedup == nil,
+		c.Format == formatEncrypted && c.Encryption != nil && len(c.Encryption.Recipients) > 0 && c.Dedup == nil,
+		c.Format == formatDedup && c.Encryption == nil && c.Dedup != nil:
+	case c.Format >= formatPlain && c.Format <= formatDedup:
+		return nil, fmt.Errorf("%s: %s: format %d with encryption %v and dedup %v: damaged", b.Location(), ConfigName, c.Format, c.Encryption, c.Dedup)
 	default:
-		return nil, fmt.Errorf("%s: repository format %d is not supported (this backstream reads version %d and %d)", b.Location(), c.Format, formatPlain, formatEncrypted)
+		return nil, fmt.Errorf("%s: repository format %d is not supported (this backstream reads versions %d to %d)", b.Location(), c.Format, formatPlain, formatDedup)
 	}
 	return &Repo{Backend: b, Config: c}, nil
 }
 
 // create makes a repository at an empty location.
-func create(ctx context.Context, b *crypt.Backend, encrypt bool) (*Repo, error) {
+func create(ctx context.Context, b *crypt.Backend, opts Options) (*Repo, error) {
 	existing, err := b.List(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Location(), err)
@@ -178,7 +211,18 @@ func create(ctx context.Context, b *crypt.Backend, encrypt bool) (*Repo, error) 
 		return nil, fmt.Errorf("%s: %w: it holds %d other objects (e.g. %s); choose an empty location", b.Location(), ErrNotRepository, len(existing), existing[0].Name)
 	}
 	c := Config{Format: formatPlain, ID: randomHex(8), Created: time.Now().UTC().Truncate(time.Second)}
-	if encrypt {
+	if opts.Dedup && opts.Encrypt {
+		return nil, fmt.Errorf("%s: an encrypted deduplicating repository is not supported yet", b.Location())
+	}
+	if opts.Dedup {
+		// The block store's key is stored before the config that makes the
+		// repository one that needs it.
+		if err := dedup.Init(ctx, b); err != nil {
+			return nil, fmt.Errorf("%s: create repository: %w", b.Location(), err)
+		}
+		c.Format, c.Dedup = formatDedup, &DedupConfig{Block: dedup.BlockSize}
+	}
+	if opts.Encrypt {
 		// The passphrase key, if any, is stored before the config that
 		// names it: a config never points at a key that is not there.
 		public, key, err := b.Encrypt(ctx)
@@ -281,7 +325,9 @@ func (r *Repo) Scan(ctx context.Context) ([]Entry, error) {
 func ObjectNames(m *archive.Manifest) []string {
 	var names []string
 	for _, st := range m.Streams {
-		names = append(names, st.Name)
+		if m.Storage != archive.StorageDedup {
+			names = append(names, st.Name)
+		}
 		if st.Index.Name != "" {
 			names = append(names, st.Index.Name)
 		}
@@ -683,6 +729,10 @@ func (r *Repo) writtenNames(ctx context.Context, id string, objs []storage.Info)
 
 // Begin writes the backup's begun marker, before any stream object.
 func (r *Repo) Begin(ctx context.Context, header *archive.Manifest) error {
+	if r.store != nil {
+		// Its streams go to the block store (Output): the manifest says so.
+		header.Storage = archive.StorageDedup
+	}
 	data, err := json.Marshal(header)
 	if err != nil {
 		return err
@@ -693,6 +743,9 @@ func (r *Repo) Begin(ctx context.Context, header *archive.Manifest) error {
 
 // Output is where the streams of a new backup id go.
 func (r *Repo) Output(id, hash string) archive.Output {
+	if r.store != nil {
+		return dedup.Output{Store: r.store, Dir: Dir(id), Hash: hash}
+	}
 	return archive.BackendOutput{Backend: r.Backend, Dir: Dir(id), Hash: hash}
 }
 
@@ -707,6 +760,9 @@ func (r *Repo) Discard(ctx context.Context, id string) error { return r.Remove(c
 
 // Input reads the streams of the complete backup m.
 func (r *Repo) Input(m *archive.Manifest) archive.Input {
+	if r.store != nil && m.Storage == archive.StorageDedup {
+		return dedup.Input{Store: r.store, Dir: Dir(m.ID)}
+	}
 	return archive.BackendInput{Backend: r.objects(m), Dir: Dir(m.ID)}
 }
 

@@ -39,7 +39,13 @@ var Backends = []struct {
 }
 
 // NewLocalRepo makes an empty repository in a new directory.
-func NewLocalRepo(t *testing.T) Repo {
+func NewLocalRepo(t *testing.T) Repo { return newLocalRepo(t, repo.Options{}) }
+
+// NewDedupRepo makes an empty deduplicating repository (repo.Options.Dedup)
+// in a temporary directory.
+func NewDedupRepo(t *testing.T) Repo { return newLocalRepo(t, repo.Options{Dedup: true}) }
+
+func newLocalRepo(t *testing.T, opts repo.Options) Repo {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -49,7 +55,7 @@ func NewLocalRepo(t *testing.T) Repo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.Init(t.Context(), b, repo.Options{}); err != nil {
+	if _, err := repo.Init(t.Context(), b, opts); err != nil {
 		t.Fatal(err)
 	}
 	return Repo{Location: dir, Backend: b}

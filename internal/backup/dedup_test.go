@@ -1,0 +1,86 @@
+package backup_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/usecasetest"
+)
+
+// Physical backups into a deduplicating repository (issue 33): the
+// second full backup, after a few rows changed, stores a small part of
+// what the first did, each restores alone (prepared, started) to the
+// source's tables as they were at its time, cat's xbstream holds every
+// file, and --incremental is refused.
+func TestDedupRepositoryPhysical(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	db := src.DB()
+	usecasetest.ExecAll(t, db,
+		"CREATE DATABASE d",
+		"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(300)) ENGINE=InnoDB",
+		// Hex digests: data that compresses only about in half, as rows do.
+		"INSERT INTO d.t SELECT seq, CONCAT(SHA2(seq, 512), SHA2(seq + 1, 512)) FROM d.seq_1_to_60000",
+		"CREATE TABLE d.a (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=Aria",
+		"INSERT INTO d.a SELECT seq, MD5(seq) FROM d.seq_1_to_2000")
+	r := usecasetest.NewDedupRepo(t)
+	stored := func() int64 {
+		var n int64
+		filepath.Walk(filepath.Join(r.Location, "dedup"), func(_ string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				n += fi.Size()
+			}
+			return err
+		})
+		return n
+	}
+	// A checkpoint first: the redo log each backup copies is then what
+	// came after it, not the load.
+	take := func() *archive.Manifest {
+		req := usecasetest.BackupOf(t, r, src)
+		req.Physical.Checkpoint = true
+		return usecasetest.Backup(t, req).Manifest
+	}
+	first := take()
+	if first.Storage != archive.StorageDedup || first.Codec != "none" {
+		t.Fatalf("backup into a deduplicating repository: storage %q, codec %q", first.Storage, first.Codec)
+	}
+	wantFirst := usecasetest.Checksums(t, src)
+	afterFirst := stored()
+	usecasetest.ExecAll(t, db, "UPDATE d.t SET v = 'changed' WHERE id BETWEEN 100 AND 140")
+	second := take()
+	wantSecond := usecasetest.Checksums(t, src)
+	added := stored() - afterFirst
+	t.Logf("the first backup stored %d bytes of blocks (%d raw), the second %d", afterFirst, first.Stats.RawBytes, added)
+	if afterFirst == 0 || added*4 > afterFirst {
+		t.Errorf("the second backup stored %d bytes of blocks, the first %d: want much less", added, afterFirst)
+	}
+	for _, c := range []struct {
+		m    *archive.Manifest
+		want map[string]string
+	}{{first, wantFirst}, {second, wantSecond}} {
+		dir := filepath.Join(t.TempDir(), "datadir")
+		req := usecasetest.RestoreOf(r, c.m.ID)
+		req.Restore.TargetDir, req.Restore.Options.Prepare = dir, true
+		usecasetest.Restore(t, req)
+		restored := usecasetest.ServerOn(t, dir)
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), c.want)
+		restored.Close()
+	}
+	extracted := t.TempDir()
+	usecasetest.CatExtract(t, r, second.ID, extracted)
+	if _, err := os.Stat(filepath.Join(extracted, "d", "t.ibd")); err != nil {
+		t.Errorf("cat | mbstream -x of a deduplicated backup: %v", err)
+	}
+	req := usecasetest.BackupOf(t, r, src)
+	req.Physical.Incremental = &backup.Incremental{}
+	if _, err := backup.Run(t.Context(), req); err == nil || !strings.Contains(err.Error(), "deduplicates") {
+		t.Errorf("--incremental into a deduplicating repository: %v; want a refusal", err)
+	}
+}
