@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/retention"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
@@ -83,4 +85,40 @@ func TestDedupRepositoryPhysical(t *testing.T) {
 	if _, err := backup.Run(t.Context(), req); err == nil || !strings.Contains(err.Error(), "deduplicates") {
 		t.Errorf("--incremental into a deduplicating repository: %v; want a refusal", err)
 	}
+
+	// The table dropped and a third backup taken, expire keeps the
+	// newest: the table's blocks, which only the first two named, are
+	// collected; the third restores, and the next backup builds on the
+	// blocks kept.
+	usecasetest.ExecAll(t, db, "DROP TABLE d.t")
+	third := take()
+	wantThird := usecasetest.Checksums(t, src)
+	before := stored()
+	res, err := retention.Run(t.Context(), r.Open(t), retention.Request{Policy: retention.Policy{KeepLast: 1}, Confirm: true, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	res.WriteText(&text)
+	t.Logf("expire:\n%s", text.String())
+	if after := stored(); (before-after)*2 < afterFirst || !strings.Contains(text.String(), "collected") {
+		t.Errorf("expire of the backups that held the table: the block store holds %d bytes, %d before; want the table's %d or so freed, and the collection said", after, before, afterFirst)
+	}
+	restoreTo := func(m *archive.Manifest, want map[string]string) {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "datadir")
+		req := usecasetest.RestoreOf(r, m.ID)
+		req.Restore.TargetDir, req.Restore.Options.Prepare = dir, true
+		usecasetest.Restore(t, req)
+		restored := usecasetest.ServerOn(t, dir)
+		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), want)
+		restored.Close()
+	}
+	restoreTo(third, wantThird)
+	beforeFourth := stored()
+	fourth := take()
+	if added := stored() - beforeFourth; added*4 > afterFirst {
+		t.Errorf("the backup after expire stored %d bytes: it did not build on the blocks kept", added)
+	}
+	restoreTo(fourth, usecasetest.Checksums(t, src))
 }

@@ -288,3 +288,81 @@ func TestEncryptedStoreRevealsNoBlock(t *testing.T) {
 		t.Errorf("restore from the encrypted store: %v", err)
 	}
 }
+
+// keepOnly collects the store of root as if backup m alone stayed, and
+// returns what Collect says, the names m holds, and the bytes it freed.
+func keepOnly(t *testing.T, s *dedup.Store, root string, m *archive.Manifest) (dedup.Collected, map[dedup.Name]bool, int64) {
+	t.Helper()
+	ctx := context.Background()
+	before := sizeOf(t, filepath.Join(root, "dedup"))
+	live := map[dedup.Name]bool{}
+	if err := s.LiveNames(ctx, "backups/"+m.ID, m, live); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Collect(ctx, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := sizeOf(t, filepath.Join(root, "dedup"))
+	t.Logf("collected %+v: %d bytes before, %d after", c, before, after)
+	return c, live, before - after
+}
+
+// Collect keeps what live names and frees the rest: a backup's blocks
+// that no kept backup names go with their packs (a pack mostly garbage
+// is rewritten), the kept backup restores exactly, and a second Collect
+// has nothing to do.
+func TestCollectFreesWhatNoBackupNames(t *testing.T) {
+	ctx := context.Background()
+	s, root, _ := newStore(t)
+	shared := random(3 << 20)
+	one := backup(t, s, "one", files{"db/a.ibd": shared, "db/b.ibd": random(4 << 20), "db/c.ibd": random(2 << 20)})
+	twoFiles := files{"db/a.ibd": shared, "db/d.ibd": random(1 << 20)}
+	two := backup(t, s, "two", twoFiles)
+	c, live, freed := keepOnly(t, s, root, two)
+	if freed < 5<<20 || c.DroppedEntries == 0 {
+		t.Errorf("Collect freed %d bytes (%+v): want the 6 MiB only backup one named", freed, c)
+	}
+	s2, err := dedup.Open(ctx, s.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := restore(s2, two)
+	if err != nil {
+		t.Fatalf("restore of the kept backup: %v", err)
+	}
+	for p, want := range twoFiles {
+		if !bytes.Equal(got[p], want) {
+			t.Errorf("file %s of the kept backup differs after Collect", p)
+		}
+	}
+	if _, err := restore(s2, one); !archive.IsCorrupt(err) {
+		t.Errorf("restore of the collected backup: %v; want its blocks missing", err)
+	}
+	again, err := s2.Collect(ctx, live)
+	if err != nil || again.Packs != 0 || again.DroppedEntries != 0 || again.Repacked != 0 {
+		t.Errorf("a second Collect: %+v, %v; want nothing to do", again, err)
+	}
+	if again.Bytes != 0 {
+		t.Errorf("a second Collect freed %d bytes", again.Bytes)
+	}
+}
+
+// A pack whose blocks that stay take less than half of it is rewritten:
+// the blocks that stay move to a new pack and the old one goes.
+func TestCollectRepacksSparsePacks(t *testing.T) {
+	s, root, _ := newStore(t)
+	x := random(4 << 20)
+	backup(t, s, "one", files{"db/x.ibd": x})
+	y := bytes.Clone(x)
+	copy(y[1<<20:], random(3<<20))
+	two := backup(t, s, "two", files{"db/x.ibd": y})
+	c, _, freed := keepOnly(t, s, root, two)
+	if c.Repacked != 1 || freed < 2<<20 {
+		t.Errorf("Collect %+v freed %d bytes: want the first pack rewritten with its live 1 MiB, 3 MiB freed", c, freed)
+	}
+	got, err := restore(s, two)
+	if err != nil || !bytes.Equal(got["db/x.ibd"], y) {
+		t.Errorf("restore of the kept backup after the repack: %v", err)
+	}
+}

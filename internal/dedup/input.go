@@ -183,29 +183,39 @@ func (f *frames) block(n Name) ([]byte, error) {
 	return b, nil
 }
 
-// load reads and decodes one zstd frame of a pack.
+// load reads and decodes one zstd frame of a pack into the cache.
 func (f *frames) load(fr frameRef) error {
-	rc, err := f.in.Store.Backend.Open(f.ctx, fr.Pack, fr.Offset, int64(fr.Stored))
-	if errors.Is(err, fs.ErrNotExist) {
-		return archive.Corruptf("pack %s is missing: %v", fr.Pack, err)
-	}
+	raw, err := f.in.Store.readFrame(f.ctx, fr, f.dec, f.raw[:0])
 	if err != nil {
 		return err
+	}
+	f.raw, f.cached, f.checked = raw, fr, map[Name]bool{}
+	return nil
+}
+
+// readFrame reads one zstd frame of a pack, checks its CRC-32C and
+// decodes it into dst.
+func (s *Store) readFrame(ctx context.Context, fr frameRef, dec *zstd.Decoder, dst []byte) ([]byte, error) {
+	rc, err := s.Backend.Open(ctx, fr.Pack, fr.Offset, int64(fr.Stored))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, archive.Corruptf("pack %s is missing: %v", fr.Pack, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	defer rc.Close()
 	stored := make([]byte, fr.Stored)
 	if _, err := io.ReadFull(rc, stored); err != nil {
-		return fmt.Errorf("read pack %s at %d: %w", fr.Pack, fr.Offset, err)
+		return nil, fmt.Errorf("read pack %s at %d: %w", fr.Pack, fr.Offset, err)
 	}
 	if got := crc32c(stored); got != fr.CRC {
-		return archive.Corruptf("pack %s: the frame at offset %d has CRC-32C %08x, the index says %08x", fr.Pack, fr.Offset, got, fr.CRC)
+		return nil, archive.Corruptf("pack %s: the frame at offset %d has CRC-32C %08x, the index says %08x", fr.Pack, fr.Offset, got, fr.CRC)
 	}
-	raw, err := f.dec.DecodeAll(stored, f.raw[:0])
+	raw, err := dec.DecodeAll(stored, dst)
 	if err != nil || len(raw) != int(fr.Raw) {
-		return archive.Corruptf("pack %s: the frame at offset %d does not decode to its %d bytes: %v", fr.Pack, fr.Offset, fr.Raw, err)
+		return nil, archive.Corruptf("pack %s: the frame at offset %d does not decode to its %d bytes: %v", fr.Pack, fr.Offset, fr.Raw, err)
 	}
-	f.raw, f.cached, f.checked = raw, fr, map[Name]bool{}
-	return nil
+	return raw, nil
 }
 
 func (f *frames) Close() error {

@@ -39,7 +39,7 @@ func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.Str
 		return nil, err
 	}
 	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}}
-	s.packer = packer{s: s, enc: enc}
+	s.packer = packer{put: s.put, enc: enc}
 	return s, nil
 }
 
@@ -214,7 +214,7 @@ func (s *streamOut) Abort(cause error) {
 // packer compresses a stream's new blocks into frames of about
 // frameTarget raw bytes and stores them in packs of about packTarget.
 type packer struct {
-	s      *streamOut
+	put    func(name string, data []byte) error // stores a pack
 	enc    *zstd.Encoder
 	raw    []byte
 	blocks []blockRef // of raw, Frame not set yet
@@ -257,7 +257,7 @@ func (p *packer) flush(all bool) error {
 	if len(p.pack) == 0 || !all && len(p.pack) < packTarget {
 		return nil
 	}
-	if err := p.s.put(p.name, p.pack); err != nil {
+	if err := p.put(p.name, p.pack); err != nil {
 		return err
 	}
 	p.ix.Packs = append(p.ix.Packs, packRef{Name: p.name, Size: int64(len(p.pack))})

@@ -168,6 +168,30 @@ func (r *Repo) openStore(ctx context.Context) error {
 // Dedup reports whether the repository deduplicates its backups' blocks.
 func (r *Repo) Dedup() bool { return r.store != nil }
 
+// CollectBlocks removes from a deduplicating repository's block store the
+// blocks no complete backup names (dedup.Store.Collect). The caller holds
+// the exclusive lock; a backup whose manifest is damaged keeps every
+// block (nothing is collected), since what it names is not known.
+func (r *Repo) CollectBlocks(ctx context.Context) (dedup.Collected, error) {
+	entries, err := r.Scan(ctx)
+	if err != nil {
+		return dedup.Collected{}, err
+	}
+	live := map[dedup.Name]bool{}
+	for _, e := range entries {
+		if e.Damage != nil {
+			return dedup.Collected{}, fmt.Errorf("no block collected: backup %s is damaged, and the blocks it names are not known: %w", e.ID, e.Damage)
+		}
+		if e.Manifest == nil || e.Manifest.Storage != archive.StorageDedup {
+			continue
+		}
+		if err := r.store.LiveNames(ctx, Dir(e.ID), e.Manifest, live); err != nil {
+			return dedup.Collected{}, fmt.Errorf("no block collected: %w", err)
+		}
+	}
+	return r.store.Collect(ctx, live)
+}
+
 // EncryptsByDefault reports whether the repository has its own
 // encryption (init --encrypt): every write is encrypted without asking.
 func (r *Repo) EncryptsByDefault() bool { return r.Config.Encryption != nil }

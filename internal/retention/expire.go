@@ -8,6 +8,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backupid"
+	"github.com/backstream/backstream/internal/dedup"
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/storage"
 )
@@ -50,6 +51,13 @@ type Entry struct {
 // ID "backups/", Size what they take where the store says, Leftovers the
 // counts. Run adds it only when there are some.
 const KindLeftovers = "leftovers"
+
+// KindBlocks is the Kind of the entry that stands for the blocks of a
+// deduplicating repository's block store that no kept backup names any
+// more, collected once the backups are deleted: ID "dedup/", Size what
+// the packs deleted took where the store says. Run adds it only when it
+// collected some.
+const KindBlocks = "blocks"
 
 // leftoversEntry is the plan entry of leftovers l.
 func leftoversEntry(l storage.Leftovers, deleted bool) Entry {
@@ -227,6 +235,14 @@ func (res *Result) carryOut(ctx context.Context, r *repo.Repo) error {
 	}
 	if left.Count() > 0 {
 		res.Entries = append(res.Entries, leftoversEntry(left, true))
+	}
+	if err == nil && r.Dedup() {
+		var c dedup.Collected
+		c, err = r.CollectBlocks(ctx)
+		if c.Packs > 0 || c.DroppedEntries > 0 {
+			res.Entries = append(res.Entries, Entry{ID: "dedup/", Kind: KindBlocks, Size: c.Bytes, Deleted: true,
+				Reasons: []string{fmt.Sprintf("blocks no kept backup names: %d packs deleted, %d packs kept with %d blocks", c.Packs, c.KeptPacks, c.LiveBlocks)}})
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("expire: %w", err)

@@ -17,10 +17,14 @@ func (res Result) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTARTED (UTC)\tSIZE\tACTION\tWHY")
 	var dels, freed int64
-	var left *Entry
+	var left, blocks *Entry
 	for i, e := range res.Entries {
-		if e.Kind == KindLeftovers {
+		switch e.Kind {
+		case KindLeftovers:
 			left = &res.Entries[i]
+			continue
+		case KindBlocks:
+			blocks = &res.Entries[i]
 			continue
 		}
 		fmt.Fprintln(tw, res.row(e))
@@ -34,6 +38,9 @@ func (res Result) WriteText(w io.Writer) error {
 	}
 	if left != nil && left.Leftovers != nil {
 		writeLeftovers(w, *left)
+	}
+	if blocks != nil {
+		fmt.Fprintf(w, "collected %s: %s\n", progress.HumanBytes(blocks.Size), strings.Join(blocks.Reasons, ", "))
 	}
 	_, err := fmt.Fprintln(w, res.total(dels, freed, left != nil))
 	return err

@@ -1,0 +1,241 @@
+package dedup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/storage"
+)
+
+// Collected is what Collect removed and kept.
+type Collected struct {
+	Packs, Bytes   int64 // packs deleted, and what they took where the store says
+	KeptPacks      int64
+	Repacked       int64 // packs whose blocks that stay were written into new ones
+	LiveBlocks     int64
+	DroppedEntries int64 // index entries of blocks no backup names any more
+}
+
+// LiveNames reads the recipes of a backup's streams (in its directory
+// dir, as its manifest m names them) and adds every block they name.
+func (s *Store) LiveNames(ctx context.Context, dir string, m *archive.Manifest, live map[Name]bool) error {
+	for _, st := range m.Streams {
+		r, err := Input{Store: s, Dir: dir}.recipe(ctx, st)
+		if err != nil {
+			return fmt.Errorf("backup %s: %w", m.ID, err)
+		}
+		for _, f := range r.Frames {
+			for _, it := range f.Items {
+				if !it.isLit {
+					live[it.Block] = true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Collect removes the blocks no name of live holds: the caller holds the
+// repository's exclusive lock (no backup may claim a block meanwhile) and
+// live holds every block of every complete backup. It writes one index
+// object of the blocks that stay, then removes the index objects it
+// replaces, then the packs that hold no block that stays (and packs no
+// index names: a backup that never finished wrote them). Interrupted at
+// any point, the store still holds every block that stays, indexed at
+// least once. Packs that hold blocks both dead and alive are kept whole.
+func (s *Store) Collect(ctx context.Context, live map[Name]bool) (Collected, error) {
+	var c Collected
+	infos, err := s.Backend.List(ctx, indexDir)
+	if err != nil {
+		return c, fmt.Errorf("list the block store's index: %w", err)
+	}
+	keep := &index{}
+	packSize, packKept, frameNum := map[string]int64{}, map[string]bool{}, map[frameRef]uint32{}
+	packRaw, frameSeen := map[string]int64{}, map[frameRef]bool{} // what each pack holds, live or not
+	named := map[Name]bool{}
+	for _, in := range infos {
+		data, err := s.get(ctx, in.Name)
+		if err != nil {
+			return c, err
+		}
+		ix, err := decodeIndex(data)
+		if err != nil {
+			return c, archive.Corruptf("block index %s is damaged: %v", in.Name, err)
+		}
+		for _, p := range ix.Packs {
+			packSize[p.Name] = p.Size
+		}
+		for _, f := range ix.Frames {
+			if !frameSeen[f] {
+				frameSeen[f] = true
+				packRaw[f.Pack] += int64(f.Raw)
+			}
+		}
+		for _, k := range ix.Blocks {
+			if !live[k.Name] || named[k.Name] {
+				c.DroppedEntries++
+				continue
+			}
+			named[k.Name] = true
+			fr := ix.Frames[k.Frame]
+			n, ok := frameNum[fr]
+			if !ok {
+				n = uint32(len(keep.Frames))
+				frameNum[fr] = n
+				keep.Frames = append(keep.Frames, fr)
+			}
+			if !packKept[fr.Pack] {
+				packKept[fr.Pack] = true
+				keep.Packs = append(keep.Packs, packRef{Name: fr.Pack, Size: packSize[fr.Pack]})
+			}
+			keep.Blocks = append(keep.Blocks, blockRef{Name: k.Name, Frame: n, Offset: k.Offset, Len: k.Len})
+		}
+	}
+	for n := range live {
+		if !named[n] {
+			return c, archive.Corruptf("block %s, which a backup names, is in no index of the block store: nothing was collected", n)
+		}
+	}
+	repacked, err := s.repack(ctx, keep, packRaw, &c)
+	if err != nil {
+		return c, err
+	}
+	packs, err := s.Backend.List(ctx, packDir)
+	if err != nil {
+		return c, fmt.Errorf("list the block store's packs: %w", err)
+	}
+	kept := map[string]bool{}
+	for _, p := range keep.Packs {
+		kept[p.Name] = true
+	}
+	var dead []storage.Info
+	for _, p := range packs {
+		if kept[p.Name] {
+			c.KeptPacks++
+		} else {
+			dead = append(dead, p)
+		}
+	}
+	c.LiveBlocks = int64(len(keep.Blocks))
+	if c.DroppedEntries == 0 && len(dead) == 0 && len(infos) <= 1 && len(repacked) == 0 {
+		return c, nil // nothing to drop
+	}
+	if len(keep.Blocks) > 0 {
+		var id [8]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return c, err
+		}
+		name := indexDir + "collected-" + hex.EncodeToString(id[:]) + ".idx"
+		if _, err := s.Backend.Put(ctx, name, bytesReader(keep.encode())); err != nil {
+			return c, fmt.Errorf("store %s: %w", name, err)
+		}
+	}
+	for _, in := range infos {
+		if err := s.Backend.Delete(ctx, in.Name); err != nil {
+			return c, fmt.Errorf("delete %s: %w", in.Name, err)
+		}
+	}
+	for _, p := range dead {
+		if err := s.Backend.Delete(ctx, p.Name); err != nil {
+			return c, fmt.Errorf("delete %s: %w", p.Name, err)
+		}
+		c.Packs++
+		c.Bytes += p.Size
+	}
+	return c, nil
+}
+
+// repack rewrites the packs of keep whose blocks that stay take less
+// than half of what the pack holds (total: raw bytes of each pack's
+// frames): those blocks, read and checked
+// against their names, go into new packs, and keep then names those
+// instead. It returns the packs it emptied (stored before they go: the
+// new packs are stored before the index that names them).
+func (s *Store) repack(ctx context.Context, keep *index, total map[string]int64, c *Collected) (map[string]bool, error) {
+	live := map[string]int64{}
+	for _, k := range keep.Blocks {
+		live[keep.Frames[k.Frame].Pack] += int64(k.Len)
+	}
+	sparse := map[string]bool{}
+	for p, t := range total {
+		if live[p]*2 < t {
+			sparse[p] = true
+		}
+	}
+	if len(sparse) == 0 {
+		return nil, nil
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	pk := &packer{enc: enc, put: func(name string, data []byte) error {
+		if _, err := s.Backend.Put(ctx, name, bytesReader(data)); err != nil {
+			return fmt.Errorf("store %s: %w", name, err)
+		}
+		return nil
+	}}
+	var stay []blockRef
+	var cached frameRef
+	var raw []byte
+	for _, k := range keep.Blocks {
+		fr := keep.Frames[k.Frame]
+		if !sparse[fr.Pack] {
+			stay = append(stay, k)
+			continue
+		}
+		if fr != cached || raw == nil {
+			if raw, err = s.readFrame(ctx, fr, dec, raw[:0]); err != nil {
+				return nil, err
+			}
+			cached = fr
+		}
+		b := raw[k.Offset : k.Offset+k.Len]
+		if s.name(b) != k.Name {
+			return nil, archive.Corruptf("block %s in %s at offset %d (frame at %d) does not match its name: the pack is damaged", k.Name, fr.Pack, k.Offset, fr.Offset)
+		}
+		if err := pk.add(k.Name, b); err != nil {
+			return nil, err
+		}
+	}
+	if err := pk.flush(true); err != nil {
+		return nil, err
+	}
+	// keep: the blocks that stay where they are, then the repacked ones.
+	merged := &index{}
+	frameNum := map[uint32]uint32{}
+	for _, k := range stay {
+		n, ok := frameNum[k.Frame]
+		if !ok {
+			n = uint32(len(merged.Frames))
+			frameNum[k.Frame] = n
+			merged.Frames = append(merged.Frames, keep.Frames[k.Frame])
+		}
+		merged.Blocks = append(merged.Blocks, blockRef{Name: k.Name, Frame: n, Offset: k.Offset, Len: k.Len})
+	}
+	for _, p := range keep.Packs {
+		if !sparse[p.Name] {
+			merged.Packs = append(merged.Packs, p)
+		}
+	}
+	base := uint32(len(merged.Frames))
+	merged.Frames = append(merged.Frames, pk.ix.Frames...)
+	merged.Packs = append(merged.Packs, pk.ix.Packs...)
+	for _, k := range pk.ix.Blocks {
+		k.Frame += base
+		merged.Blocks = append(merged.Blocks, k)
+	}
+	*keep = *merged
+	c.Repacked = int64(len(sparse))
+	return sparse, nil
+}
