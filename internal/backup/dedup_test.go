@@ -122,3 +122,50 @@ func TestDedupRepositoryPhysical(t *testing.T) {
 	}
 	restoreTo(fourth, usecasetest.Checksums(t, src))
 }
+
+// A logical backup into a deduplicating repository is cut into blocks as
+// well, and loads into a fresh server to the source's checksums; verify
+// accepts it, and after a byte of a pack is flipped, names the damage and
+// fails as corrupt.
+func TestDedupRepositoryLogical(t *testing.T) {
+	t.Parallel()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	usecasetest.ExecAll(t, src.DB(),
+		"CREATE DATABASE d",
+		"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(300)) ENGINE=InnoDB",
+		"INSERT INTO d.t SELECT seq, CONCAT(SHA2(seq, 512), SHA2(seq + 1, 512)) FROM d.seq_1_to_20000")
+	r := usecasetest.NewDedupRepo(t)
+	m := usecasetest.Backup(t, usecasetest.LogicalBackupOf(t, r, src)).Manifest
+	if m.Storage != archive.StorageDedup {
+		t.Fatalf("a logical backup into a deduplicating repository: storage %q", m.Storage)
+	}
+	dst := sandboxtest.Start(t, sandbox.Options{})
+	usecasetest.Restore(t, usecasetest.LoadOf(r, m.ID, dst))
+	want := usecasetest.Checksums(t, src)
+	got := usecasetest.Checksums(t, dst)
+	if got["d.t"] != want["d.t"] || got["d.t"] == "" {
+		t.Errorf("d.t loaded from the deduplicated backup: checksum %q, the source's %q", got["d.t"], want["d.t"])
+	}
+	if err := usecasetest.Verify(t, r, m.ID); err != nil {
+		t.Fatalf("verify of the deduplicated backup: %v", err)
+	}
+	var pack string
+	filepath.Walk(filepath.Join(r.Location, "dedup", "packs"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() && (pack == "" || fi.Size() > 1<<20) {
+			pack = p
+		}
+		return err
+	})
+	data, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/3] ^= 0x10
+	if err := os.WriteFile(pack, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = usecasetest.Verify(t, r, m.ID)
+	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), filepath.Base(pack)) {
+		t.Errorf("verify after a byte of pack %s flipped: %v; want corruption naming it", filepath.Base(pack), err)
+	}
+}

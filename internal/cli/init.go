@@ -25,5 +25,6 @@ func newInitCmd(g *globals) *cobra.Command {
 	}
 	g.registerEncrypt(cmd.Flags())
 	options.Bind(cmd.Flags()).Bool("json", &asJSON)
+	options.Bind(cmd.Flags()).Bool("dedup", &g.repos.Dedup)
 	return cmd
 }

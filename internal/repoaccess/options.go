@@ -35,6 +35,7 @@ type Options struct {
 	Location Location
 	Keys     KeyFiles
 	Encrypt  bool // the command stores encrypted (--encrypt)
+	Dedup    bool // init makes a deduplicating repository (--dedup)
 	LockWait time.Duration
 	// Notes hears what a lock has to say (stale locks ignored, waiting),
 	// as "OP: note" lines; nil for nowhere.
@@ -95,12 +96,12 @@ func RuntimeMemoryLimit(command string, mem *archive.Memory) (int64, bool) {
 
 // Open opens the existing repository.
 func (o Options) Open(ctx context.Context) (*repo.Repo, error) {
-	return Open(ctx, o.Location, o.Keys, o.Encrypt, false)
+	return Open(ctx, o.Location, o.Keys, o.Encrypt, false, false)
 }
 
 // Create makes a repository at an empty location (init alone does).
 func (o Options) Create(ctx context.Context) (*repo.Repo, error) {
-	return Open(ctx, o.Location, o.Keys, o.Encrypt, true)
+	return Open(ctx, o.Location, o.Keys, o.Encrypt, true, o.Dedup)
 }
 
 // Lock describes the lock op takes, waiting up to LockWait.

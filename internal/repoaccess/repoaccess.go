@@ -182,13 +182,14 @@ func readKeyFile(flag, file string, parse func(io.Reader) error) error {
 }
 
 // Open opens the repository at loc; with create (init alone) it makes
-// one at an empty location instead. encrypt says the command stores
-// encrypted (--encrypt): it needs a recipient or a passphrase.
+// one at an empty location instead, deduplicating with dedup. encrypt
+// says the command stores encrypted (--encrypt): it needs a recipient or
+// a passphrase.
 //
 // The repository reads encrypted objects with the identities given (and
 // plain ones as they are); it encrypts what it writes only when asked
 // (see Encryption).
-func Open(ctx context.Context, loc Location, kf KeyFiles, encrypt, create bool) (*repo.Repo, error) {
+func Open(ctx context.Context, loc Location, kf KeyFiles, encrypt, create, dedup bool) (*repo.Repo, error) {
 	keys, err := LoadKeys(kf)
 	if err != nil {
 		return nil, &UsageError{err}
@@ -205,7 +206,7 @@ func Open(ctx context.Context, loc Location, kf KeyFiles, encrypt, create bool) 
 		return nil, err
 	}
 	if create {
-		r, err := repo.Init(ctx, b, repo.Options{Keys: keys, Encrypt: encrypt})
+		r, err := repo.Init(ctx, b, repo.Options{Keys: keys, Encrypt: encrypt, Dedup: dedup})
 		if errors.Is(err, repo.ErrExists) || errors.Is(err, repo.ErrNotRepository) {
 			return nil, &UsageError{err}
 		}
