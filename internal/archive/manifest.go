@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -423,6 +424,10 @@ type Stream struct {
 	Frames  int    `json:"frames"`
 	RawSize int64  `json:"raw_size"`
 	Index   Object `json:"index,omitzero"`
+	// Stored, when set, is what the stream added to the repository where
+	// that is not its Size: in a deduplicating one, its new blocks, their
+	// index and its recipe.
+	Stored int64 `json:"stored,omitempty"`
 }
 
 // File is one file of the backup as it stands at the end of the stream.
@@ -466,7 +471,7 @@ func (m *Manifest) Complete(written Result) {
 	m.Stats.RawBytes, m.Stats.StoredBytes = 0, 0
 	for _, s := range written.Streams {
 		m.Stats.RawBytes += s.RawSize
-		m.Stats.StoredBytes += s.Size
+		m.Stats.StoredBytes += cmp.Or(s.Stored, s.Size)
 	}
 	m.Finished = time.Now().UTC()
 	m.Stats.Seconds = m.Finished.Sub(m.Started).Seconds()

@@ -60,6 +60,7 @@ type streamOut struct {
 	names  []Name // by handle, set once the block is whole
 	packer packer
 	stored []string // objects this stream stored, removed by Abort
+	bytes  int64    // what they hold
 }
 
 // WriteFrame cuts the frame's chunks: headers and chunks without payload
@@ -190,7 +191,7 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 		return st, err
 	}
 	s.stored = append(s.stored, s.o.Dir+"/"+RecipeName(s.num))
-	st.Index = obj
+	st.Index, st.Stored = obj, s.bytes+obj.Size
 	return st, nil
 }
 
@@ -198,7 +199,7 @@ func (s *streamOut) put(name string, data []byte) error {
 	if _, err := s.o.Store.Backend.Put(s.ctx, name, bytesReader(data)); err != nil {
 		return fmt.Errorf("store %s: %w", name, err)
 	}
-	s.stored = append(s.stored, name)
+	s.stored, s.bytes = append(s.stored, name), s.bytes+int64(len(data))
 	return nil
 }
 
