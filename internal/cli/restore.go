@@ -60,8 +60,7 @@ func (o *restoreFlags) run(cmd *cobra.Command, g *globals, args []string) error 
 	return o.print(g, res, err)
 }
 
-// request maps the flags to restore's request; what it reads (the
-// repository, the connection, files) it reads only when the mode needs it.
+// request maps the flags to restore's request, reading only what the mode needs.
 func (o *restoreFlags) request(f *pflag.FlagSet, g *globals, ref string, named bool) restorecase.Request {
 	parallel := o.d.r.Restore.Options.Workers
 	if parallel <= 0 {
