@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
-# Issue #33, first measurement: what seven nightly physical backups store
-# as seven plain fulls, as one full and six incrementals, and what a
-# block-level deduplicating repository would store for the seven fulls,
-# per block size, when 1% of the rows change each night, clustered or
-# spread. Storage only: the deduplicating repository is not built yet, so
-# bench/dedupsim counts what it would store (the blocks no earlier night
-# had, compressed block by block with zstd level 1) from each full backup
-# as `backstream cat` gives it.
+# Issue #33: seven nightly physical backups as seven plain fulls, as one
+# full and six incrementals, and as seven fulls into a deduplicating
+# repository (init --dedup), when 1% of the rows change each night,
+# clustered or spread: bytes stored, each night's backup time, the
+# restore of the newest and of the oldest, and expire's time. With
+# BLOCKS set, bench/dedupsim also counts what blocks of those sizes would
+# store (the measurement the design was chosen by).
 #
 #   bench/dedup.sh                              # about 1 GB of sysbench data, both kinds of change
-#   SIZE_GB=4 CHANGE=clustered BLOCKS=16K,64K bench/dedup.sh
+#   SIZE_GB=4 CHANGE=clustered bench/dedup.sh
+#   BLOCKS=16K,64K,256K,1M bench/dedup.sh       # and the simulation per block size
 #
 # Each kind of change works on a fresh copy of the shared dataset cache,
-# into an empty repository. Night 1 is a full backup; every later night
-# first changes 1% of the rows (UPDATE ... SET k = k + 1):
+# into empty repositories. Night 1 is a full backup into each; every later
+# night first changes 1% of the rows (UPDATE ... SET k = k + 1):
 #   clustered  one contiguous id range of one table (the table and the
 #              range move each night), as an application whose new and
 #              hot rows are together;
 #   spread     id % 100 = night on every table: every page of the tables
 #              holds about 65 rows, so most pages change.
-# then takes an incremental on the newest backup (the night before's full:
-# it holds exactly that night's changes, what a chain would store) and a
-# full backup, which dedupsim reads. Like bench/incremental.sh, the source
+# then takes an incremental on the plain repository's newest backup (the
+# night before's full: it holds exactly that night's changes, what a
+# chain would store), a plain full, and a full into the deduplicating
+# repository, the two fulls timed. Like bench/incremental.sh, the source
 # writes changed pages out at once and each backup waits until no page is
-# dirty and nothing is left to purge.
+# dirty and nothing is left to purge. After the seventh night: restore
+# --prepare of the newest plain full, and of the newest and the oldest
+# deduplicated backups, each checked against the source's CHECKSUM TABLE
+# of its night; then expire --keep-last 1 of the deduplicating repository,
+# timed, and what it holds after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -31,7 +36,7 @@ SIZE_GB=${SIZE_GB:-1}
 TABLES=${TABLES:-4}
 NIGHTS=${NIGHTS:-7}
 CHANGE=${CHANGE:-clustered spread}
-BLOCKS=${BLOCKS:-16K,64K,256K,1M}
+BLOCKS=${BLOCKS:-}
 ./scripts/deps.sh sysbench bc jq >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
@@ -61,10 +66,27 @@ change() { # change KIND NIGHT: 1% of the rows
   mariadb --no-defaults --socket="$SANDBOX_SOCKET" -uroot -e "$sql"
 }
 
-backup() { # backup REPO [flags]: prints "id parent stored raw" of the backup made
+declare -A T
+backup() { # backup REPO [flags]: prints "id parent stored raw seconds" of the backup made
+  local secs
   settle "$SANDBOX_SOCKET"
-  "$BS" backup --repo "$1" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none "${@:2}" >/dev/null
-  "$BS" list --repo "$1" --json | jq -r 'sort_by(.started) | last | "\(.id) \(.parent // "-") \(.stored_bytes) \(.raw_bytes)"'
+  secs=$(timed "$BS" backup --repo "$1" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none "${@:2}")
+  echo "$("$BS" list --repo "$1" --json | jq -r 'sort_by(.started) | last | "\(.id) \(.parent // "-") \(.stored_bytes) \(.raw_bytes)"') $secs"
+}
+
+restored() { # restored REPO ID SUMS: times restore --prepare of ID, checks it against SUMS; prints the seconds
+  local dir=$WORK/restore secs got
+  rm -rf "$dir"; mkdir -p "$dir"
+  secs=$(timed "$BS" restore "$2" --repo "$1" --target-dir "$dir/data" --prepare --progress none)
+  BUFFER_POOL=256M sandbox_start "$dir" --skip-log-bin >/dev/null
+  got=$(sbtest_checksums "$SANDBOX_SOCKET" "$TABLES")
+  SANDBOX_PID=$SANDBOX_PID sandbox_stop
+  if [ "$got" != "$3" ]; then
+    echo "backup $2 of $1, restored, differs from the source at its night" >&2
+    exit 1
+  fi
+  rm -rf "$dir"
+  echo "$secs"
 }
 
 declare -a OUT
@@ -73,43 +95,60 @@ for kind in $CHANGE; do
   dataset_copy "$DATA" "$WORK/src"
   sandbox_start "$WORK/src" --innodb-io-capacity=100000 --innodb-io-capacity-max=100000 \
     --innodb-max-dirty-pages-pct=0 --innodb-max-dirty-pages-pct-lwm=0
-  repo=$WORK/repo-$kind state=$WORK/state-$kind
-  rm -rf "$repo" "$state"
+  SRC=$SANDBOX_SOCKET SRC_PID=$SANDBOX_PID
+  repo=$WORK/repo-$kind drepo=$WORK/dedup-$kind state=$WORK/state-$kind
+  rm -rf "$repo" "$drepo" "$state"
   "$BS" init --repo "$repo" >/dev/null
-  full_total=0 chain_total=0 prev=
-  declare -A SIM_TOTAL=()
-  OUT+=("" "$kind change, 1% of $((rows * TABLES)) rows a night (bytes stored; dedup: new blocks, zstd -1 each):" "")
-  header=(night "full" "incremental")
-  for b in ${BLOCKS//,/ }; do header+=("dedup $b"); done
+  "$BS" init --repo "$drepo" --dedup >/dev/null
+  full_total=0 chain_total=0 dedup_total=0 prev= first_dedup= last_dedup= last_full=
+  declare -A SIM_TOTAL=() SUMS=()
+  OUT+=("" "$kind change, 1% of $((rows * TABLES)) rows a night (bytes stored, seconds):" "")
+  header=(night "full" "full s" "incremental" "dedup full" "dedup s" "dedup s / full s")
+  [ -n "$BLOCKS" ] && for b in ${BLOCKS//,/ }; do header+=("dedupsim $b"); done
   OUT+=("$(row "${header[@]}")" "$(row $(printf -- '--- %.0s' "${header[@]}"))")
   for night in $(seq 1 "$NIGHTS"); do
     inc=-
+    SANDBOX_SOCKET=$SRC
     if (( night > 1 )); then
       change "$kind" "$night"
-      read -r id parent inc _ <<<"$(backup "$repo" --incremental)"
+      read -r id parent inc _ _ <<<"$(backup "$repo" --incremental)"
       [ "$parent" = "$prev" ] || { echo "night $night: the incremental builds on $parent, not $prev" >&2; exit 1; }
       chain_total=$(( chain_total + inc ))
     fi
-    read -r id parent full _ <<<"$(backup "$repo")"
+    read -r id parent full _ full_s <<<"$(backup "$repo")"
     [ "$parent" = - ] || { echo "night $night: the full backup $id has parent $parent" >&2; exit 1; }
-    (( night == 1 )) && chain_total=$full first_full=$full
-    full_total=$(( full_total + full )) prev=$id
-    cells=("$night" "$(human "$full")" "$( [ "$inc" = - ] && echo - || human "$inc")")
-    while IFS=$'\t' read -r _ size _ _ _ _ newz _; do
-      SIM_TOTAL[$size]=$(( ${SIM_TOTAL[$size]:-0} + newz ))
-      cells+=("$(human "$newz")")
-    done < <("$BS" cat "$id" --repo "$repo" | "$SIM" --state "$state" --blocks "$BLOCKS" --label "$kind-$night")
+    read -r did _ dstored _ dedup_s <<<"$(backup "$drepo")"
+    SUMS[$did]=$(sbtest_checksums "$SRC" "$TABLES")
+    (( night == 1 )) && chain_total=$full first_full=$full first_dedup=$did
+    full_total=$(( full_total + full )) dedup_total=$(( dedup_total + dstored )) prev=$id last_dedup=$did last_full=$id
+    T[full]="${T[full]:-} $full_s" T[dedup]="${T[dedup]:-} $dedup_s"
+    cells=("$night" "$(human "$full")" "$full_s" "$( [ "$inc" = - ] && echo - || human "$inc")" "$(human "$dstored")" "$dedup_s" "$(ratio "$dedup_s" "$full_s")")
+    if [ -n "$BLOCKS" ]; then
+      while IFS=$'\t' read -r _ size _ _ _ _ newz _; do
+        SIM_TOTAL[$size]=$(( ${SIM_TOTAL[$size]:-0} + newz ))
+        cells+=("$(human "$newz")")
+      done < <("$BS" cat "$id" --repo "$repo" | "$SIM" --state "$state" --blocks "$BLOCKS" --label "$kind-$night")
+    fi
     OUT+=("$(row "${cells[@]}")")
     echo "${OUT[-1]}" >&2
   done
-  cells=("all $NIGHTS" "$(human "$full_total")" "$(human "$chain_total") (with night 1's full)")
-  ratios=("all / night 1's full" "$(ratio "$full_total" "$first_full")x" "$(ratio "$chain_total" "$first_full")x")
+  cells=("all $NIGHTS" "$(human "$full_total")" "" "$(human "$chain_total") (with night 1's full)" "$(human "$dedup_total")" "" "")
+  ratios=("all / night 1's full" "$(ratio "$full_total" "$first_full")x" "" "$(ratio "$chain_total" "$first_full")x" "$(ratio "$dedup_total" "$first_full")x" "" "")
   for size in $(printf '%s\n' "${!SIM_TOTAL[@]}" | sort -n); do
     cells+=("$(human "${SIM_TOTAL[$size]}")")
     ratios+=("$(ratio "${SIM_TOTAL[$size]}" "$first_full")x")
   done
   OUT+=("$(row "${cells[@]}")" "$(row "${ratios[@]}")")
-  sandbox_stop
+  lastsums=$(sbtest_checksums "$SRC" "$TABLES")
+  SANDBOX_PID=$SRC_PID sandbox_stop
+  rf=$(restored "$repo" "$last_full" "$lastsums")
+  rn=$(restored "$drepo" "$last_dedup" "${SUMS[$last_dedup]}")
+  ro=$(restored "$drepo" "$first_dedup" "${SUMS[$first_dedup]}")
+  before=$(size_of "$drepo")
+  ex=$(timed "$BS" expire --repo "$drepo" --keep-last 1 --confirm)
+  OUT+=("" "restore --prepare (s): newest plain full $rf; newest deduplicated $rn ($(ratio "$rn" "$rf")x); oldest deduplicated $ro ($(ratio "$ro" "$rf")x)")
+  OUT+=("expire --keep-last 1 of the deduplicating repository: $ex s, $(human "$before") before, $(human "$(size_of "$drepo")") after")
+  echo "${OUT[-2]}" >&2; echo "${OUT[-1]}" >&2
   rm -rf "$WORK/src"
 done
 echo

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/storage"
 )
@@ -170,16 +168,7 @@ func (s *Store) repack(ctx context.Context, keep *index, total map[string]int64,
 	if len(sparse) == 0 {
 		return nil, nil
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
-	defer dec.Close()
-	pk := &packer{enc: enc, put: func(name string, data []byte) error {
+	pk := &packer{put: func(name string, data []byte) error {
 		if _, err := s.Backend.Put(ctx, name, bytesReader(data)); err != nil {
 			return fmt.Errorf("store %s: %w", name, err)
 		}
@@ -195,7 +184,8 @@ func (s *Store) repack(ctx context.Context, keep *index, total map[string]int64,
 			continue
 		}
 		if fr != cached || raw == nil {
-			if raw, err = s.readFrame(ctx, fr, dec, raw[:0]); err != nil {
+			var err error
+			if raw, err = s.readFrame(ctx, fr, raw[:0]); err != nil {
 				return nil, err
 			}
 			cached = fr

@@ -22,6 +22,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/storage"
 )
 
@@ -127,3 +128,12 @@ func (s *Store) claim(n Name) bool {
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// frameCodec compresses the frames of packs: zstd at its fastest level.
+var frameCodec = func() codec.Codec {
+	c, err := codec.Parse("zstd:1")
+	if err != nil {
+		panic(err) // a constant spec
+	}
+	return c
+}()

@@ -7,16 +7,15 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/backstream/backstream/internal/archive"
 )
 
 // Input reads a backup's streams from the store: each stream's frames
 // made again from its recipe (in the backup's directory Dir) and the
-// blocks it names, every block checked against its name and every frame
-// against its CRC-32C, so that what comes back is the very frames the
-// backup wrote.
+// blocks it names, every frame of a pack read checked against its
+// CRC-32C and every frame made against the recipe's, so that what comes
+// back is the very frames the backup wrote (whose digest the archive
+// reader checks).
 type Input struct {
 	Store *Store
 	Dir   string
@@ -106,11 +105,7 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 			}
 		}
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
-	return &frames{in: in, ctx: ctx, stream: s.Name, r: r, index: index, nums: nums, where: need, dec: dec}, nil
+	return &frames{in: in, ctx: ctx, stream: s.Name, r: r, index: index, nums: nums, where: need}, nil
 }
 
 // frames makes a stream's frames again, one after another.
@@ -123,11 +118,9 @@ type frames struct {
 	nums   []int
 	next   int
 	where  map[Name]location
-	dec    *zstd.Decoder
-	// the zstd frame read last, decoded, and which of its blocks were checked
-	cached  frameRef
-	raw     []byte
-	checked map[Name]bool
+	// the zstd frame read last, decoded
+	cached frameRef
+	raw    []byte
 }
 
 func (f *frames) Next() (archive.Frame, []byte, error) {
@@ -162,7 +155,7 @@ func (f *frames) Next() (archive.Frame, []byte, error) {
 	return f.index[n], out, nil
 }
 
-// block returns the bytes of the block named n, checked against its name.
+// block returns the bytes of the block named n.
 func (f *frames) block(n Name) ([]byte, error) {
 	loc := f.where[n]
 	if loc.Frame != f.cached || f.raw == nil {
@@ -173,29 +166,25 @@ func (f *frames) block(n Name) ([]byte, error) {
 	if uint64(loc.Offset)+uint64(loc.Len) > uint64(len(f.raw)) {
 		return nil, archive.Corruptf("block %s: bytes %d..%d of a frame of %d in %s", n, loc.Offset, loc.Offset+loc.Len, len(f.raw), loc.Frame.Pack)
 	}
-	b := f.raw[loc.Offset : loc.Offset+loc.Len]
-	if !f.checked[n] {
-		if f.in.Store.name(b) != n {
-			return nil, archive.Corruptf("block %s in %s at offset %d (frame at %d) does not match its name: the pack is damaged", n, loc.Frame.Pack, loc.Offset, loc.Frame.Offset)
-		}
-		f.checked[n] = true
-	}
-	return b, nil
+	// Not named again here: the pack's frame passed its CRC-32C, the frame
+	// made of the blocks must pass the recipe's, and the stream's digest
+	// is checked at its end.
+	return f.raw[loc.Offset : loc.Offset+loc.Len], nil
 }
 
 // load reads and decodes one zstd frame of a pack into the cache.
 func (f *frames) load(fr frameRef) error {
-	raw, err := f.in.Store.readFrame(f.ctx, fr, f.dec, f.raw[:0])
+	raw, err := f.in.Store.readFrame(f.ctx, fr, f.raw[:0])
 	if err != nil {
 		return err
 	}
-	f.raw, f.cached, f.checked = raw, fr, map[Name]bool{}
+	f.raw, f.cached = raw, fr
 	return nil
 }
 
 // readFrame reads one zstd frame of a pack, checks its CRC-32C and
 // decodes it into dst.
-func (s *Store) readFrame(ctx context.Context, fr frameRef, dec *zstd.Decoder, dst []byte) ([]byte, error) {
+func (s *Store) readFrame(ctx context.Context, fr frameRef, dst []byte) ([]byte, error) {
 	rc, err := s.Backend.Open(ctx, fr.Pack, fr.Offset, int64(fr.Stored))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, archive.Corruptf("pack %s is missing: %v", fr.Pack, err)
@@ -211,14 +200,11 @@ func (s *Store) readFrame(ctx context.Context, fr frameRef, dec *zstd.Decoder, d
 	if got := crc32c(stored); got != fr.CRC {
 		return nil, archive.Corruptf("pack %s: the frame at offset %d has CRC-32C %08x, the index says %08x", fr.Pack, fr.Offset, got, fr.CRC)
 	}
-	raw, err := dec.DecodeAll(stored, dst)
-	if err != nil || len(raw) != int(fr.Raw) {
+	raw, err := frameCodec.Decompress(dst, stored, int(fr.Raw))
+	if err != nil {
 		return nil, archive.Corruptf("pack %s: the frame at offset %d does not decode to its %d bytes: %v", fr.Pack, fr.Offset, fr.Raw, err)
 	}
 	return raw, nil
 }
 
-func (f *frames) Close() error {
-	f.dec.Close()
-	return nil
-}
+func (f *frames) Close() error { return nil }

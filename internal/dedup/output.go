@@ -8,8 +8,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -34,12 +32,8 @@ func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.Str
 	if err := o.Store.loadKnown(ctx); err != nil {
 		return nil, err
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return nil, err
-	}
 	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}}
-	s.packer = packer{put: s.put, enc: enc}
+	s.packer = packer{put: s.put}
 	return s, nil
 }
 
@@ -216,7 +210,6 @@ func (s *streamOut) Abort(cause error) {
 // frameTarget raw bytes and stores them in packs of about packTarget.
 type packer struct {
 	put    func(name string, data []byte) error // stores a pack
-	enc    *zstd.Encoder
 	raw    []byte
 	blocks []blockRef // of raw, Frame not set yet
 	pack   []byte
@@ -245,7 +238,10 @@ func (p *packer) flush(all bool) error {
 			h := hex.EncodeToString(id[:])
 			p.name = packDir + h[:2] + "/" + h + ".pack"
 		}
-		stored := p.enc.EncodeAll(p.raw, nil)
+		stored, err := frameCodec.Compress(nil, p.raw)
+		if err != nil {
+			return err
+		}
 		fr := frameRef{Pack: p.name, Offset: int64(len(p.pack)), Stored: uint32(len(stored)), Raw: uint32(len(p.raw)), CRC: crc32c(stored)}
 		p.ix.Frames = append(p.ix.Frames, fr)
 		for _, k := range p.blocks {
