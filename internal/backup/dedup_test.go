@@ -1,6 +1,7 @@
 package backup_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,13 +23,9 @@ import (
 // file, and --incremental is refused.
 func TestDedupRepositoryPhysical(t *testing.T) {
 	t.Parallel()
-	src := sandboxtest.Start(t, sandbox.Options{})
+	src := hexSource(t, 60000)
 	db := src.DB()
 	usecasetest.ExecAll(t, db,
-		"CREATE DATABASE d",
-		"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(300)) ENGINE=InnoDB",
-		// Hex digests: data that compresses only about in half, as rows do.
-		"INSERT INTO d.t SELECT seq, CONCAT(SHA2(seq, 512), SHA2(seq + 1, 512)) FROM d.seq_1_to_60000",
 		"CREATE TABLE d.a (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=Aria",
 		"INSERT INTO d.a SELECT seq, MD5(seq) FROM d.seq_1_to_2000")
 	r := usecasetest.NewDedupRepo(t)
@@ -42,13 +39,7 @@ func TestDedupRepositoryPhysical(t *testing.T) {
 		})
 		return n
 	}
-	// A checkpoint first: the redo log each backup copies is then what
-	// came after it, not the load.
-	take := func() *archive.Manifest {
-		req := usecasetest.BackupOf(t, r, src)
-		req.Physical.Checkpoint = true
-		return usecasetest.Backup(t, req).Manifest
-	}
+	take := func() *archive.Manifest { return checkpointed(t, r, src) }
 	first := take()
 	if first.Storage != archive.StorageDedup || first.Codec != "none" {
 		t.Fatalf("backup into a deduplicating repository: storage %q, codec %q", first.Storage, first.Codec)
@@ -63,18 +54,8 @@ func TestDedupRepositoryPhysical(t *testing.T) {
 	if afterFirst == 0 || added*4 > afterFirst {
 		t.Errorf("the second backup stored %d bytes of blocks, the first %d: want much less", added, afterFirst)
 	}
-	for _, c := range []struct {
-		m    *archive.Manifest
-		want map[string]string
-	}{{first, wantFirst}, {second, wantSecond}} {
-		dir := filepath.Join(t.TempDir(), "datadir")
-		req := usecasetest.RestoreOf(r, c.m.ID)
-		req.Restore.TargetDir, req.Restore.Options.Prepare = dir, true
-		usecasetest.Restore(t, req)
-		restored := usecasetest.ServerOn(t, dir)
-		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), c.want)
-		restored.Close()
-	}
+	restoresTo(t, r, first, wantFirst)
+	restoresTo(t, r, second, wantSecond)
 	extracted := t.TempDir()
 	usecasetest.CatExtract(t, r, second.ID, extracted)
 	if _, err := os.Stat(filepath.Join(extracted, "d", "t.ibd")); err != nil {
@@ -104,23 +85,13 @@ func TestDedupRepositoryPhysical(t *testing.T) {
 	if after := stored(); (before-after)*2 < afterFirst || !strings.Contains(text.String(), "collected") {
 		t.Errorf("expire of the backups that held the table: the block store holds %d bytes, %d before; want the table's %d or so freed, and the collection said", after, before, afterFirst)
 	}
-	restoreTo := func(m *archive.Manifest, want map[string]string) {
-		t.Helper()
-		dir := filepath.Join(t.TempDir(), "datadir")
-		req := usecasetest.RestoreOf(r, m.ID)
-		req.Restore.TargetDir, req.Restore.Options.Prepare = dir, true
-		usecasetest.Restore(t, req)
-		restored := usecasetest.ServerOn(t, dir)
-		usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), want)
-		restored.Close()
-	}
-	restoreTo(third, wantThird)
+	restoresTo(t, r, third, wantThird)
 	beforeFourth := stored()
 	fourth := take()
 	if added := stored() - beforeFourth; added*4 > afterFirst {
 		t.Errorf("the backup after expire stored %d bytes: it did not build on the blocks kept", added)
 	}
-	restoreTo(fourth, usecasetest.Checksums(t, src))
+	restoresTo(t, r, fourth, usecasetest.Checksums(t, src))
 }
 
 // A logical backup into a deduplicating repository is cut into blocks as
@@ -168,4 +139,73 @@ func TestDedupRepositoryLogical(t *testing.T) {
 	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), filepath.Base(pack)) {
 		t.Errorf("verify after a byte of pack %s flipped: %v; want corruption naming it", filepath.Base(pack), err)
 	}
+}
+
+// The same on MinIO: a deduplicating repository in a bucket stores the
+// second night's backup in a small part of the first's bytes, restores
+// both (ranged reads of its packs), and expire collects what only the
+// expired backup named.
+func TestDedupRepositoryS3(t *testing.T) {
+	t.Parallel()
+	src := hexSource(t, 40000)
+	db := src.DB()
+	r := usecasetest.NewDedupS3Repo(t)
+	take := func() *archive.Manifest { return checkpointed(t, r, src) }
+	first := take()
+	wantFirst := usecasetest.Checksums(t, src)
+	usecasetest.ExecAll(t, db, "UPDATE d.t SET v = 'changed' WHERE id BETWEEN 10 AND 40")
+	second := take()
+	wantSecond := usecasetest.Checksums(t, src)
+	t.Logf("stored: first %d bytes, second %d", first.Stats.StoredBytes, second.Stats.StoredBytes)
+	if second.Stats.StoredBytes*10 > first.Stats.StoredBytes {
+		t.Errorf("the second backup stored %d bytes, the first %d: want much less", second.Stats.StoredBytes, first.Stats.StoredBytes)
+	}
+	restoresTo(t, r, first, wantFirst)
+	restoresTo(t, r, second, wantSecond)
+	usecasetest.ExecAll(t, db, "DROP TABLE d.t")
+	take()
+	res, err := retention.Run(t.Context(), r.Open(t), retention.Request{Policy: retention.Policy{KeepLast: 1}, Confirm: true, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	res.WriteText(&text)
+	if !strings.Contains(text.String(), "collected") || strings.Contains(text.String(), "collected 0 B") {
+		t.Errorf("expire of the backups that held the table, on MinIO:\n%s\nwant blocks collected", text.String())
+	}
+}
+
+// restoresTo restores backup m of r with --prepare and fails the test
+// unless a server on it has the checksums want.
+func restoresTo(t *testing.T, r usecasetest.Repo, m *archive.Manifest, want map[string]string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "datadir")
+	req := usecasetest.RestoreOf(r, m.ID)
+	req.Restore.TargetDir, req.Restore.Options.Prepare = dir, true
+	usecasetest.Restore(t, req)
+	restored := usecasetest.ServerOn(t, dir)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), want)
+	restored.Close()
+}
+
+// hexSource starts a server whose d.t holds rows rows of hex digests:
+// data that compresses only about in half, as rows do.
+func hexSource(t *testing.T, rows int) *sandbox.Server {
+	t.Helper()
+	src := sandboxtest.Start(t, sandbox.Options{})
+	usecasetest.ExecAll(t, src.DB(),
+		"CREATE DATABASE d",
+		"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(300)) ENGINE=InnoDB",
+		fmt.Sprintf("INSERT INTO d.t SELECT seq, CONCAT(SHA2(seq, 512), SHA2(seq + 1, 512)) FROM d.seq_1_to_%d", rows))
+	return src
+}
+
+// checkpointed takes a physical backup of src into r after a checkpoint:
+// the redo log each backup copies is then what came after it, not the
+// load.
+func checkpointed(t *testing.T, r usecasetest.Repo, src *sandbox.Server) *archive.Manifest {
+	t.Helper()
+	req := usecasetest.BackupOf(t, r, src)
+	req.Physical.Checkpoint = true
+	return usecasetest.Backup(t, req).Manifest
 }

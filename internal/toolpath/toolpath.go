@@ -124,7 +124,11 @@ func VersionOutput(ctx context.Context, path string) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	cmd.WaitDelay = time.Second
+	// Only a pipe still open after the program exited waits this long (a
+	// child it left holding it); a loaded machine once took more than a
+	// second to drain mariadb's one line ("WaitDelay expired before I/O
+	// complete").
+	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return "", fmt.Errorf("%s --version: %w", path, ctxErr)

@@ -62,7 +62,13 @@ func newLocalRepo(t *testing.T, opts repo.Options) Repo {
 }
 
 // newS3Repo makes an empty repository in a new bucket of the binary's MinIO.
-func newS3Repo(t *testing.T) Repo {
+func newS3Repo(t *testing.T) Repo { return newS3RepoWith(t, repo.Options{}) }
+
+// NewDedupS3Repo makes an empty deduplicating repository in a new bucket
+// of the binary's MinIO.
+func NewDedupS3Repo(t *testing.T) Repo { return newS3RepoWith(t, repo.Options{Dedup: true}) }
+
+func newS3RepoWith(t *testing.T, opts repo.Options) Repo {
 	t.Helper()
 	if shared == nil {
 		t.Fatal("usecasetest: an s3 repository needs the test binary's TestMain to call usecasetest.Main")
@@ -77,7 +83,7 @@ func newS3Repo(t *testing.T) Repo {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.Init(t.Context(), b, repo.Options{}); err != nil {
+	if _, err := repo.Init(t.Context(), b, opts); err != nil {
 		t.Fatal(err)
 	}
 	return Repo{Location: location, Backend: b, S3: shared, Bucket: bucket, Requests: new(repoaccess.Requests)}
