@@ -143,8 +143,8 @@ func TestDedupRepositoryLogical(t *testing.T) {
 
 // The same on MinIO: a deduplicating repository in a bucket stores the
 // second night's backup in a small part of the first's bytes, restores
-// both (ranged reads of its packs), and expire collects what only the
-// expired backup named.
+// both (ranged reads of its packs) and one table into a running server,
+// and expire collects what only the expired backup named.
 func TestDedupRepositoryS3(t *testing.T) {
 	t.Parallel()
 	src := hexSource(t, 40000)
@@ -162,6 +162,13 @@ func TestDedupRepositoryS3(t *testing.T) {
 	}
 	restoresTo(t, r, first, wantFirst)
 	restoresTo(t, r, second, wantSecond)
+	// One table into a running server reads that table's frames only.
+	dst := sandboxtest.Start(t, sandbox.Options{})
+	usecasetest.ExecAll(t, dst.DB(), "CREATE DATABASE d")
+	usecasetest.Restore(t, usecasetest.ImportOf(r, dst, "d.t"))
+	if got := usecasetest.Checksums(t, dst)["d.t"]; got != wantSecond["d.t"] {
+		t.Errorf("restore --table d.t from a deduplicated backup: checksum %s, the source's %s", got, wantSecond["d.t"])
+	}
 	usecasetest.ExecAll(t, db, "DROP TABLE d.t")
 	take()
 	res, err := retention.Run(t.Context(), r.Open(t), retention.Request{Policy: retention.Policy{KeepLast: 1}, Confirm: true, Now: time.Now()})
