@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/retention"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
@@ -215,4 +216,59 @@ func checkpointed(t *testing.T, r usecasetest.Repo, src *sandbox.Server) *archiv
 	req := usecasetest.BackupOf(t, r, src)
 	req.Physical.Checkpoint = true
 	return usecasetest.Backup(t, req).Manifest
+}
+
+// An encrypted deduplicating repository (init --dedup --encrypt): a backup
+// host with the public key alone is refused (a backup reads the store's
+// key and index), one with the secret key backs up; everything under
+// dedup/ and the recipes are age files; the backup restores with the key;
+// a backup's own --encrypt into a plain deduplicating repository is
+// refused.
+func TestDedupRepositoryEncrypted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	src := hexSource(t, 20000)
+	pub, key := usecasetest.AgeKeys(t)
+	r := usecasetest.NewEncryptedDedupRepo(t, repoaccess.KeyFiles{RecipientFile: pub})
+	if _, err := backup.Run(ctx, usecasetest.RepoEncrypted(t, r, usecasetest.BackupOf(t, r, src))); err == nil || !strings.Contains(err.Error(), "secret key") {
+		t.Errorf("a backup into an encrypted deduplicating repository without the secret key: %v; want a refusal saying it needs it", err)
+	}
+	o := r.AccessWith(repoaccess.KeyFiles{IdentityFile: key})
+	req := usecasetest.BackupOf(t, r, src)
+	var err error
+	if req.Repo, err = o.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if req.Encryption, err = o.Encryption(ctx, req.Repo); err != nil {
+		t.Fatal(err)
+	}
+	m := usecasetest.Backup(t, req).Manifest
+	want := usecasetest.Checksums(t, src)
+	plain := 0
+	filepath.Walk(r.Location, func(p string, fi os.FileInfo, err error) error {
+		rel, _ := filepath.Rel(r.Location, p)
+		if err == nil && !fi.IsDir() && (strings.HasPrefix(rel, "dedup") || strings.Contains(rel, "recipe")) && !strings.HasSuffix(p, ".age") {
+			t.Errorf("%s is stored plain in an encrypted repository", rel)
+			plain++
+		}
+		return err
+	})
+	dir := filepath.Join(t.TempDir(), "datadir")
+	restoreReq := usecasetest.RestoreOf(r, m.ID)
+	restoreReq.Restore.TargetDir, restoreReq.Restore.Options.Prepare = dir, true
+	restoreReq.Deferred.Open = o.Open
+	usecasetest.Restore(t, restoreReq)
+	restored := usecasetest.ServerOn(t, dir)
+	usecasetest.CompareChecksums(t, usecasetest.Checksums(t, restored), want)
+
+	plainRepo := usecasetest.NewDedupRepo(t)
+	po := plainRepo.AccessWith(repoaccess.KeyFiles{RecipientFile: pub})
+	po.Encrypt = true
+	pr, err := po.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := po.Encryption(ctx, pr); err == nil || !strings.Contains(err.Error(), "encrypted whole") {
+		t.Errorf("backup --encrypt into a plain deduplicating repository: %v; want a refusal", err)
+	}
 }

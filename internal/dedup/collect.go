@@ -48,6 +48,9 @@ func (s *Store) LiveNames(ctx context.Context, dir string, m *archive.Manifest, 
 // least once. Packs that hold blocks both dead and alive are kept whole.
 func (s *Store) Collect(ctx context.Context, live map[Name]bool) (Collected, error) {
 	var c Collected
+	if err := s.ready(ctx); err != nil {
+		return c, err
+	}
 	infos, err := s.Backend.List(ctx, indexDir)
 	if err != nil {
 		return c, fmt.Errorf("list the block store's index: %w", err)

@@ -49,6 +49,8 @@ func (n Name) String() string { return fmt.Sprintf("%x", n[:8]) }
 type Store struct {
 	Backend storage.Backend
 	key     []byte
+	keyErr  error
+	keyOnce sync.Once
 
 	mu     sync.Mutex
 	known  map[[16]byte]struct{} // names the store holds, by prefix; nil until loaded
@@ -72,11 +74,27 @@ func Init(ctx context.Context, b storage.Backend) error {
 	return err
 }
 
-// Open reads the store's key.
+// New is the block store on b; its key is read when first needed (see
+// ready).
+func New(b storage.Backend) *Store { return &Store{Backend: b} }
+
+// Open is New, with the key read at once.
 func Open(ctx context.Context, b storage.Backend) (*Store, error) {
+	s := New(b)
+	return s, s.ready(ctx)
+}
+
+// ready reads the store's key once: what naming blocks needs (a backup,
+// expire's repack), and reading does not.
+func (s *Store) ready(ctx context.Context) error {
+	s.keyOnce.Do(func() { s.key, s.keyErr = readKey(ctx, s.Backend) })
+	return s.keyErr
+}
+
+func readKey(ctx context.Context, b storage.Backend) ([]byte, error) {
 	rc, err := b.Open(ctx, KeyObject, 0, -1)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the block store's key %s: %w", b.Location(), KeyObject, err)
+		return nil, fmt.Errorf("%s: the block store's key %s (in an encrypted repository, a backup needs the secret key: --identity-file or --passphrase-file): %w", b.Location(), KeyObject, err)
 	}
 	defer rc.Close()
 	key, err := io.ReadAll(io.LimitReader(rc, keySize+1))
@@ -86,7 +104,7 @@ func Open(ctx context.Context, b storage.Backend) (*Store, error) {
 	if len(key) != keySize {
 		return nil, fmt.Errorf("%s: %s holds %d bytes, want %d: the block store's key is damaged", b.Location(), KeyObject, len(key), keySize)
 	}
-	return &Store{Backend: b, key: key}, nil
+	return key, nil
 }
 
 // name names the block b.
@@ -103,6 +121,9 @@ func (s *Store) name(b []byte) Name {
 
 // loadKnown reads every index object once: the names the store holds.
 func (s *Store) loadKnown(ctx context.Context) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
 	s.once.Do(func() {
 		known := map[[16]byte]struct{}{}
 		s.loaded = s.eachIndexed(ctx, func(n Name, _ location) error {

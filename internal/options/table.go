@@ -75,7 +75,7 @@ var table = []Option{
 			{In: "replicate", Help: "the restored datadir (default: the server's @@datadir)"},
 		}},
 	{Name: "dedup", Kind: Bool, In: "init",
-		Help: "make a deduplicating repository (format 3): every physical backup into it is a full one that stores only the blocks of its files the repository does not hold yet, and restores alone; --incremental is refused there, and it cannot be encrypted yet"},
+		Help: "make a deduplicating repository (format 3): every physical backup into it is a full one that stores only the blocks of its files the repository does not hold yet, and restores alone; --incremental is refused there; with --encrypt it is encrypted whole, and its backups need the secret key"},
 	{Name: "defaults-extra-file", Kind: String, Group: OptionFiles, CommandLineOnly: ChoosesFiles,
 		Help: "read this option file after the global ones"},
 	{Name: "defaults-file", Kind: String, Group: OptionFiles, CommandLineOnly: ChoosesFiles,

@@ -32,7 +32,7 @@ func Encrypted(name string) bool {
 		(len(parts) == 3 && (parts[2] == statusName || parts[2] == headName || parts[2] == linkName) || len(parts) == 4 && parts[2] == gapsDir) {
 		return false
 	}
-	return strings.HasPrefix(name, backupsDir+"/") || strings.HasPrefix(name, binlogsDir+"/")
+	return strings.HasPrefix(name, backupsDir+"/") || strings.HasPrefix(name, binlogsDir+"/") || strings.HasPrefix(name, "dedup/")
 }
 
 // Options say how OpenWith opens a repository.

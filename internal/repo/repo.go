@@ -157,11 +157,9 @@ func (r *Repo) openStore(ctx context.Context) error {
 	if r.Config.Dedup.Block != dedup.BlockSize {
 		return fmt.Errorf("%s: %s: blocks of %d bytes; this backstream cuts blocks of %d", r.Backend.Location(), ConfigName, r.Config.Dedup.Block, dedup.BlockSize)
 	}
-	s, err := dedup.Open(ctx, r.Backend)
-	if err != nil {
-		return err
-	}
-	r.store = s
+	// Its key is read when a backup or expire needs it: listing and
+	// reading need no key of an encrypted repository's.
+	r.store = dedup.New(r.Backend)
 	return nil
 }
 
@@ -216,7 +214,7 @@ func open(ctx context.Context, b storage.Backend) (*Repo, error) {
 	switch {
 	case c.Format == formatPlain && c.Encryption == nil && c.Dedup == nil,
 		c.Format == formatEncrypted && c.Encryption != nil && len(c.Encryption.Recipients) > 0 && c.Dedup == nil,
-		c.Format == formatDedup && c.Encryption == nil && c.Dedup != nil:
+		c.Format == formatDedup && c.Dedup != nil && (c.Encryption == nil || len(c.Encryption.Recipients) > 0):
 	case c.Format >= formatPlain && c.Format <= formatDedup:
 		return nil, fmt.Errorf("%s: %s: format %d with encryption %v and dedup %v: damaged", b.Location(), ConfigName, c.Format, c.Encryption, c.Dedup)
 	default:
@@ -235,17 +233,6 @@ func create(ctx context.Context, b *crypt.Backend, opts Options) (*Repo, error) 
 		return nil, fmt.Errorf("%s: %w: it holds %d other objects (e.g. %s); choose an empty location", b.Location(), ErrNotRepository, len(existing), existing[0].Name)
 	}
 	c := Config{Format: formatPlain, ID: randomHex(8), Created: time.Now().UTC().Truncate(time.Second)}
-	if opts.Dedup && opts.Encrypt {
-		return nil, fmt.Errorf("%s: an encrypted deduplicating repository is not supported yet", b.Location())
-	}
-	if opts.Dedup {
-		// The block store's key is stored before the config that makes the
-		// repository one that needs it.
-		if err := dedup.Init(ctx, b); err != nil {
-			return nil, fmt.Errorf("%s: create repository: %w", b.Location(), err)
-		}
-		c.Format, c.Dedup = formatDedup, &DedupConfig{Block: dedup.BlockSize}
-	}
 	if opts.Encrypt {
 		// The passphrase key, if any, is stored before the config that
 		// names it: a config never points at a key that is not there.
@@ -254,6 +241,15 @@ func create(ctx context.Context, b *crypt.Backend, opts Options) (*Repo, error) 
 			return nil, fmt.Errorf("%s: create repository: %w", b.Location(), err)
 		}
 		c.Format, c.Encryption = formatEncrypted, &DefaultEncryption{Recipients: public, PassphraseKey: key}
+	}
+	if opts.Dedup {
+		// The block store's key is stored (encrypted, in an encrypted
+		// repository) before the config that makes the repository one
+		// that needs it.
+		if err := dedup.Init(ctx, b); err != nil {
+			return nil, fmt.Errorf("%s: create repository: %w", b.Location(), err)
+		}
+		c.Format, c.Dedup = formatDedup, &DedupConfig{Block: dedup.BlockSize}
 	}
 	data, _ := json.MarshalIndent(c, "", "  ")
 	if _, err := b.Put(ctx, ConfigName, bytes.NewReader(data)); err != nil {

@@ -234,6 +234,11 @@ func Encryption(ctx context.Context, r *repo.Repo, encrypt bool) (*archive.Encry
 	if !encrypt && !r.EncryptsByDefault() {
 		return nil, nil
 	}
+	if r.Dedup() && !r.EncryptsByDefault() {
+		// Blocks are shared: one a plain backup stored would stay plain
+		// under an encrypted one.
+		return nil, usagef("--encrypt: the repository deduplicates and is not encrypted; a deduplicating repository is encrypted whole (init --dedup --encrypt) or not at all")
+	}
 	return r.Encrypt(ctx)
 }
 

@@ -18,9 +18,19 @@ import (
 // --passphrase-file) does: every backup into it is encrypted to them,
 // though the backup is given no key (see RepoEncrypted).
 func NewEncryptedRepo(t *testing.T, keys repoaccess.KeyFiles) Repo {
+	return newEncryptedRepo(t, keys, false)
+}
+
+// NewEncryptedDedupRepo is NewEncryptedRepo of a deduplicating repository
+// (`init --dedup --encrypt`).
+func NewEncryptedDedupRepo(t *testing.T, keys repoaccess.KeyFiles) Repo {
+	return newEncryptedRepo(t, keys, true)
+}
+
+func newEncryptedRepo(t *testing.T, keys repoaccess.KeyFiles, dedup bool) Repo {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "repo")
-	o := repoaccess.Options{Location: repoaccess.Location{Repo: dir}, Keys: keys, Encrypt: true}
+	o := repoaccess.Options{Location: repoaccess.Location{Repo: dir}, Keys: keys, Encrypt: true, Dedup: dedup}
 	if _, err := o.Create(context.Background()); err != nil {
 		t.Fatal(err)
 	}
