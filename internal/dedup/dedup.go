@@ -51,11 +51,6 @@ type Store struct {
 	key     []byte
 	keyErr  error
 	keyOnce sync.Once
-
-	mu     sync.Mutex
-	known  map[[16]byte]struct{} // names the store holds, by prefix; nil until loaded
-	loaded error
-	once   sync.Once
 }
 
 // Init makes a new store's key. It refuses a backend that has one: a
@@ -119,32 +114,43 @@ func (s *Store) name(b []byte) Name {
 	return n
 }
 
-// loadKnown reads every index object once: the names the store holds.
-func (s *Store) loadKnown(ctx context.Context) error {
+// known is what one backup knows the store holds: the names of its
+// index objects, read once when the backup's first stream opens (under
+// the backup's lock: nothing collects meanwhile), and the blocks its
+// streams claim.
+type known struct {
+	mu    sync.Mutex
+	once  sync.Once
+	err   error
+	names map[[16]byte]struct{} // by prefix
+}
+
+// load reads every index object of s, once.
+func (k *known) load(ctx context.Context, s *Store) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	s.once.Do(func() {
-		known := map[[16]byte]struct{}{}
-		s.loaded = s.eachIndexed(ctx, func(n Name, _ location) error {
-			known[[16]byte(n[:16])] = struct{}{}
+	k.once.Do(func() {
+		names := map[[16]byte]struct{}{}
+		k.err = s.eachIndexed(ctx, func(n Name, _ location) error {
+			names[[16]byte(n[:16])] = struct{}{}
 			return nil
 		})
-		s.known = known
+		k.names = names
 	})
-	return s.loaded
+	return k.err
 }
 
 // claim reports whether n is new to the store, and from then on counts it
 // as held: of two streams that meet one new block, one stores it.
-func (s *Store) claim(n Name) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := [16]byte(n[:16])
-	if _, ok := s.known[k]; ok {
+func (k *known) claim(n Name) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p := [16]byte(n[:16])
+	if _, ok := k.names[p]; ok {
 		return false
 	}
-	s.known[k] = struct{}{}
+	k.names[p] = struct{}{}
 	return true
 }
 

@@ -68,7 +68,7 @@ func backup(t *testing.T, s *dedup.Store, id string, fs files) *archive.Manifest
 		t.Fatal(err)
 	}
 	w, err := archive.NewWriter(context.Background(), archive.WriterOptions{
-		Output:  dedup.Output{Store: s, Dir: "backups/" + id, Hash: archive.DefaultHash},
+		Output:  dedup.NewOutput(s, "backups/"+id, archive.DefaultHash),
 		Streams: 3, Codec: c, FrameSize: 1 << 20,
 	})
 	if err != nil {

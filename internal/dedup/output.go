@@ -21,15 +21,22 @@ type Output struct {
 	Store *Store
 	Dir   string // "backups/<id>"
 	Hash  string // digest algorithm of the recipe's record
+	known *known
+}
+
+// NewOutput is the Output of the backup whose directory is dir: what it
+// knows the store holds is read when its first stream opens.
+func NewOutput(s *Store, dir, hash string) Output {
+	return Output{Store: s, Dir: dir, Hash: hash, known: &known{}}
 }
 
 // RecipeName is stream i's recipe, in its backup's directory.
 func RecipeName(i int) string { return fmt.Sprintf("%s%05d.rcp", recipeDir, i) }
 
-// OpenStream reads the store's index once (what it holds), then takes
-// stream i's frames.
+// OpenStream reads the store's index once per backup (what it holds),
+// then takes stream i's frames.
 func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.StreamOutput, error) {
-	if err := o.Store.loadKnown(ctx); err != nil {
+	if err := o.known.load(ctx, o.Store); err != nil {
 		return nil, err
 	}
 	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}}
@@ -138,7 +145,7 @@ func (s *streamOut) finish(pf *pending) error {
 	}
 	n := s.o.Store.name(pf.buf)
 	s.names[pf.handle] = n
-	if s.o.Store.claim(n) {
+	if s.o.known.claim(n) {
 		return s.packer.add(n, pf.buf)
 	}
 	return nil

@@ -764,7 +764,7 @@ func (r *Repo) Begin(ctx context.Context, header *archive.Manifest) error {
 // Output is where the streams of a new backup id go.
 func (r *Repo) Output(id, hash string) archive.Output {
 	if r.store != nil {
-		return dedup.Output{Store: r.store, Dir: Dir(id), Hash: hash}
+		return dedup.NewOutput(r.store, Dir(id), hash)
 	}
 	return archive.BackendOutput{Backend: r.Backend, Dir: Dir(id), Hash: hash}
 }

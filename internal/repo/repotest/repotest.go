@@ -49,13 +49,19 @@ type Backup struct {
 	Tables []archive.Table
 }
 
-// Store commits b to r through the archive writer (two zstd streams) and
+// Store commits b to r through the archive writer (two zstd streams, or
+// two for the block store in a deduplicating repository) and
 // returns its manifest. An incremental gets its chain, depth and LSNs
 // from Parent, so that the chain checks pass.
 func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 	t.Helper()
 	ctx := context.Background()
-	c, err := codec.Parse("zstd")
+	spec, storage := "zstd", ""
+	if r.Dedup() {
+		// The block store takes whole chunks, as a backup gives it.
+		spec, storage = "none", archive.StorageDedup
+	}
+	c, err := codec.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +93,7 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 	}
 	m := &archive.Manifest{Format: archive.FormatVersion, ID: b.ID, Kind: archive.KindPhysical, Codec: c.String(),
 		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files, Barriers: res.Barriers,
-		Started: started, Finished: b.Finished, Server: b.Server, Chain: b.ID, Tables: b.Tables}
+		Started: started, Finished: b.Finished, Server: b.Server, Chain: b.ID, Tables: b.Tables, Storage: storage}
 	if m.Finished.IsZero() {
 		m.Finished = started.Add(time.Minute)
 	}
