@@ -10,6 +10,7 @@
 #   bench/dedup.sh                              # about 1 GB of sysbench data, both kinds of change
 #   SIZE_GB=4 CHANGE=clustered bench/dedup.sh
 #   BLOCKS=16K,64K,256K,1M bench/dedup.sh       # and the simulation per block size
+#   S3=1 bench/dedup.sh                         # and each night into a deduplicating repository on MinIO, counting requests
 #
 # Each kind of change works on a fresh copy of the shared dataset cache,
 # into empty repositories. Night 1 is a full backup into each; every later
@@ -28,7 +29,10 @@
 # --prepare of the newest plain full, and of the newest and the oldest
 # deduplicated backups, each checked against the source's CHECKSUM TABLE
 # of its night; then expire --keep-last 1 of the deduplicating repository,
-# timed, and what it holds after.
+# timed, and what it holds after. With S3=1 each night's full also goes
+# into a deduplicating repository in a MinIO bucket on this machine, with
+# --metrics-file: the object-store requests it sent (PUT, POST, LIST; GET,
+# HEAD) are a column.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -37,6 +41,7 @@ TABLES=${TABLES:-4}
 NIGHTS=${NIGHTS:-7}
 CHANGE=${CHANGE:-clustered spread}
 BLOCKS=${BLOCKS:-}
+S3=${S3:-}
 ./scripts/deps.sh sysbench bc jq >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
@@ -46,7 +51,27 @@ SIM=$BENCH_OUT/dedupsim
 WORK=$BENCH_OUT/dedup
 DATA=$(dataset_dir $((SIZE_GB * 1000)))
 mkdir -p "$WORK"
-trap sandbox_stop EXIT
+cleanup() {
+  sandbox_stop
+  if [ -f "$WORK/minio/minio.pid" ]; then ./scripts/minio.sh stop "$WORK/minio" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+if [ -n "$S3" ]; then
+  ./scripts/minio.sh start "$WORK/minio" >/dev/null   # installs MinIO if missing
+  # The env file holds the credentials and the endpoint: sourced, never printed.
+  source "$WORK/minio/minio.env"
+  export AWS_REGION=us-east-1
+  go build -o "$BENCH_OUT/pitrload" ./bench/pitrload
+  "$BENCH_OUT/pitrload" mkbucket dedup
+fi
+
+# s3requests FILE: "writes/reads" the metrics file says the run sent.
+s3requests() {
+  local w r
+  w=$(awk '$1 ~ "^backstream_last_run_s3_write_requests" { printf "%.0f", $2 }' "$1")
+  r=$(awk '$1 ~ "^backstream_last_run_s3_read_requests" { printf "%.0f", $2 }' "$1")
+  echo "$w/$r"
+}
 
 dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 sandbox_stop
@@ -100,10 +125,13 @@ for kind in $CHANGE; do
   rm -rf "$repo" "$drepo" "$state"
   "$BS" init --repo "$repo" >/dev/null
   "$BS" init --repo "$drepo" --dedup >/dev/null
+  s3repo=s3://dedup/$kind
+  [ -n "$S3" ] && "$BS" init --repo "$s3repo" --dedup >/dev/null
   full_total=0 chain_total=0 dedup_total=0 prev= first_dedup= last_dedup= last_full=
   declare -A SIM_TOTAL=() SUMS=()
   OUT+=("" "$kind change, 1% of $((rows * TABLES)) rows a night (bytes stored, seconds):" "")
   header=(night "full" "full s" "incremental" "dedup full" "dedup s" "dedup s / full s")
+  [ -n "$S3" ] && header+=("MinIO dedup s" "MinIO requests (write/read)")
   [ -n "$BLOCKS" ] && for b in ${BLOCKS//,/ }; do header+=("dedupsim $b"); done
   OUT+=("$(row "${header[@]}")" "$(row $(printf -- '--- %.0s' "${header[@]}"))")
   for night in $(seq 1 "$NIGHTS"); do
@@ -123,6 +151,10 @@ for kind in $CHANGE; do
     full_total=$(( full_total + full )) dedup_total=$(( dedup_total + dstored )) prev=$id last_dedup=$did last_full=$id
     T[full]="${T[full]:-} $full_s" T[dedup]="${T[dedup]:-} $dedup_s"
     cells=("$night" "$(human "$full")" "$full_s" "$( [ "$inc" = - ] && echo - || human "$inc")" "$(human "$dstored")" "$dedup_s" "$(ratio "$dedup_s" "$full_s")")
+    if [ -n "$S3" ]; then
+      read -r _ _ _ _ s3_s <<<"$(backup "$s3repo" --metrics-file "$WORK/s3-$night.prom")"
+      cells+=("$s3_s" "$(s3requests "$WORK/s3-$night.prom")")
+    fi
     if [ -n "$BLOCKS" ]; then
       while IFS=$'\t' read -r _ size _ _ _ _ newz _; do
         SIM_TOTAL[$size]=$(( ${SIM_TOTAL[$size]:-0} + newz ))
