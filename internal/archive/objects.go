@@ -11,9 +11,9 @@ import (
 	"github.com/backstream/backstream/internal/storage"
 )
 
-// maxSmallObject bounds what is read into memory as a whole: indexes,
+// MaxSmallObject bounds what is read into memory as a whole: indexes,
 // metadata copies and manifests.
-const maxSmallObject = 256 << 20
+const MaxSmallObject = 256 << 20
 
 // PutSmall stores data as dir/name and returns its record.
 func PutSmall(ctx context.Context, b storage.Backend, dir, name string, data []byte, alg string) (Object, error) {
@@ -34,7 +34,7 @@ func PutSmall(ctx context.Context, b storage.Backend, dir, name string, data []b
 // GetSmall reads the object o of the backup in dir and checks its size and
 // digest.
 func GetSmall(ctx context.Context, b storage.Backend, dir string, o Object) ([]byte, error) {
-	if o.Size > maxSmallObject {
+	if o.Size > MaxSmallObject {
 		return nil, fmt.Errorf("object %s: %d bytes is too large to read whole", o.Name, o.Size)
 	}
 	rc, err := b.Open(ctx, dir+"/"+o.Name, 0, -1)

@@ -366,3 +366,38 @@ func TestCollectRepacksSparsePacks(t *testing.T) {
 		t.Errorf("restore of the kept backup after the repack: %v", err)
 	}
 }
+
+// A stream whose recipe would be larger than a restore reads whole fails
+// the backup, saying what to do, instead of committing a backup that
+// could not be read back; what it stored is removed.
+func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
+	defer dedup.SetMaxRecipe(200)()
+	s, root, _ := newStore(t)
+	c, err := codec.Parse("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := archive.NewWriter(context.Background(), archive.WriterOptions{
+		Output: dedup.NewOutput(s, "backups/big", archive.DefaultHash), Streams: 1, Codec: c, FrameSize: 1 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range chunks(t, files{"db/t.ibd": random(1 << 20)}, 300<<10) {
+		ch, _, err := xbstream.DecodeChunk(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Add(&ch, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = w.Close()
+	if err == nil || !strings.Contains(err.Error(), "more than the 200 a restore reads whole") {
+		t.Fatalf("a backup whose recipe is too large: %v; want a failure saying so", err)
+	}
+	w.Abort(err)
+	if n := sizeOf(t, filepath.Join(root, "dedup", "packs")); n != 0 {
+		t.Errorf("the failed backup left %d bytes of packs", n)
+	}
+}

@@ -30,6 +30,13 @@ func NewOutput(s *Store, dir, hash string) Output {
 	return Output{Store: s, Dir: dir, Hash: hash, known: &known{}}
 }
 
+// maxRecipe is the largest recipe a backup commits: what a reader takes
+// whole (a variable for the tests).
+var maxRecipe = archive.MaxSmallObject
+
+// recipeBytesPerBlock is about what a block takes in a recipe.
+const recipeBytesPerBlock = 1 + 32 + 4 + 4
+
 // RecipeName is stream i's recipe, in its backup's directory.
 func RecipeName(i int) string { return fmt.Sprintf("%s%05d.rcp", recipeDir, i) }
 
@@ -187,7 +194,14 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 			}
 		}
 	}
-	obj, err := archive.PutSmall(s.ctx, s.o.Store.Backend, s.o.Dir, RecipeName(s.num), r.encode(), s.o.Hash)
+	data := r.encode()
+	if len(data) > maxRecipe {
+		// GetSmall reads a recipe whole and refuses a larger one: a backup
+		// committed with it could not be restored.
+		return st, fmt.Errorf("dedup: stream %s: its recipe takes %d bytes, more than the %d a restore reads whole (about %d GiB of data a stream): back up with more streams (--parallel), or into a repository that does not deduplicate",
+			s.name, len(data), maxRecipe, int64(maxRecipe)/recipeBytesPerBlock*BlockSize>>30)
+	}
+	obj, err := archive.PutSmall(s.ctx, s.o.Store.Backend, s.o.Dir, RecipeName(s.num), data, s.o.Hash)
 	if err != nil {
 		return st, err
 	}
