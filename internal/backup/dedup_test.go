@@ -10,6 +10,7 @@ import (
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/backup"
+	"github.com/backstream/backstream/internal/health"
 	"github.com/backstream/backstream/internal/repoaccess"
 	"github.com/backstream/backstream/internal/retention"
 	"github.com/backstream/backstream/internal/sandbox"
@@ -139,6 +140,17 @@ func TestDedupRepositoryLogical(t *testing.T) {
 	err = usecasetest.Verify(t, r, m.ID)
 	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), filepath.Base(pack)) {
 		t.Errorf("verify after a byte of pack %s flipped: %v; want corruption naming it", filepath.Base(pack), err)
+	}
+	// A pack gone: check, which reads no data, says so.
+	if err := os.Remove(pack); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := health.Check(t.Context(), r.Open(t), health.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Err(); !archive.IsCorrupt(err) || !strings.Contains(err.Error(), "block store lost 1 packs") {
+		t.Errorf("check after pack %s was deleted: %v; want damage naming the lost pack", filepath.Base(pack), err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/storage"
@@ -231,4 +233,37 @@ func (s *Store) repack(ctx context.Context, keep *index, total map[string]int64,
 	*keep = *merged
 	c.Repacked = int64(len(sparse))
 	return sparse, nil
+}
+
+// MissingPacks lists the packs the store's index objects name that the
+// store does not hold: every backup holding one of their blocks cannot be
+// restored. It reads the index objects and lists the packs, and reads no
+// pack.
+func (s *Store) MissingPacks(ctx context.Context) ([]string, error) {
+	infos, err := s.Backend.List(ctx, indexDir)
+	if err != nil {
+		return nil, fmt.Errorf("list the block store's index: %w", err)
+	}
+	named := map[string]bool{}
+	for _, in := range infos {
+		data, err := s.get(ctx, in.Name)
+		if err != nil {
+			return nil, err
+		}
+		ix, err := decodeIndex(data)
+		if err != nil {
+			return nil, archive.Corruptf("block index %s is damaged: %v", in.Name, err)
+		}
+		for _, f := range ix.Frames {
+			named[f.Pack] = true
+		}
+	}
+	packs, err := s.Backend.List(ctx, packDir)
+	if err != nil {
+		return nil, fmt.Errorf("list the block store's packs: %w", err)
+	}
+	for _, p := range packs {
+		delete(named, p.Name)
+	}
+	return slices.Sorted(maps.Keys(named)), nil
 }

@@ -162,6 +162,11 @@ func Check(ctx context.Context, r *repo.Repo, opt Options) (Report, error) {
 	}
 	rep.judgeAge(ms)
 	rep.judgeDamage(entries, verdicts)
+	if err := r.StoreDamage(ctx); archive.IsCorrupt(err) {
+		rep.Problems = append(rep.Problems, Problem{Kind: Damaged, Err: err})
+	} else if err != nil {
+		return rep, err
+	}
 	rep.judgeRestoreTests(ms, verdicts)
 	if opt.MaxBinlogLag > 0 {
 		if err := checkBinlogs(ctx, r, ms, opt.MaxBinlogLag, &rep); err != nil {

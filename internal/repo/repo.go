@@ -166,6 +166,20 @@ func (r *Repo) openStore(ctx context.Context) error {
 // Dedup reports whether the repository deduplicates its backups' blocks.
 func (r *Repo) Dedup() bool { return r.store != nil }
 
+// StoreDamage says, for a deduplicating repository, whether its block
+// store lost packs its index names (nil when it did not): the backups
+// holding their blocks cannot be restored, which verify names one by one.
+func (r *Repo) StoreDamage(ctx context.Context) error {
+	if r.store == nil {
+		return nil
+	}
+	missing, err := r.store.MissingPacks(ctx)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	return archive.Corruptf("the block store lost %d packs its index names (%s first): the backups holding their blocks cannot be restored (verify names them)", len(missing), missing[0])
+}
+
 // CollectBlocks removes from a deduplicating repository's block store the
 // blocks no complete backup names (dedup.Store.Collect). The caller holds
 // the exclusive lock; a backup whose manifest is damaged keeps every
