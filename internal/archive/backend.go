@@ -32,6 +32,14 @@ type StreamOutput interface {
 	Abort(cause error)
 }
 
+// ContentVerifier is an Input or a StreamOutput whose streams' content is
+// proven otherwise than by the digest of their bytes: a deduplicating
+// repository's recipe names every block by a keyed hash, which reading
+// checks. A Writer does not hash what it writes to one (the output's
+// Close sets the record's digest), and a Reader does not hash what it
+// reads from one.
+type ContentVerifier interface{ VerifiesContent() }
+
 // Input provides the frames of each stream of a backup.
 type Input interface {
 	// OpenStream opens stream i, described by s.

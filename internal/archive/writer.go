@@ -489,11 +489,18 @@ func (w *Writer) AddFile(path string, r io.Reader, chunkSize int) error {
 func (w *Writer) Buffer(n int) []byte { return getBuf(n) }
 
 func (w *Writer) compressLoop() error {
+	_, none := w.opt.Codec.(codec.None)
 	for job := range w.jobs {
+		job.rawLen = len(job.raw)
+		if none {
+			// Stored as it is: the raw frame is the stored one, not copied.
+			job.out, job.raw = job.raw, nil
+			close(job.done)
+			continue
+		}
 		// Room for incompressible data (zstd's bound is n + n/256 + 64 KiB
 		// at most), so the codec never has to grow the buffer.
 		job.out, job.err = w.opt.Codec.Compress(getBuf(len(job.raw)+len(job.raw)/128+64<<10), job.raw)
-		job.rawLen = len(job.raw)
 		putBuf(job.raw)
 		job.raw = nil
 		close(job.done)
@@ -593,6 +600,7 @@ func (s *streamWriter) write() error {
 	if err != nil {
 		return err
 	}
+	_, verifies := out.(ContentVerifier)
 	var stored, raw int64
 	frames := 0
 	for job := range s.order {
@@ -606,7 +614,9 @@ func (s *streamWriter) write() error {
 			return fmt.Errorf("stream %05d: frame %d: %d bytes exceed the frame limit", s.num, frames, job.rawLen)
 		}
 		f := Frame{Offset: stored, Stored: uint32(len(job.out)), Raw: uint32(job.rawLen), CRC: crc32.Checksum(job.out, castagnoli)}
-		h.Write(job.out)
+		if !verifies {
+			h.Write(job.out)
+		}
 		if err := out.WriteFrame(f, job.out); err != nil {
 			return fmt.Errorf("stream %05d: %w", s.num, err)
 		}
@@ -622,13 +632,20 @@ func (s *streamWriter) write() error {
 	if err := ctx.Err(); err != nil {
 		return context.Cause(ctx)
 	}
+	digest := ""
+	if !verifies {
+		digest = formatDigest(opt.Hash, h)
+	}
 	res, err := out.Close(Stream{
-		Object:  Object{Name: s.name, Size: stored, Digest: formatDigest(opt.Hash, h)},
+		Object:  Object{Name: s.name, Size: stored, Digest: digest},
 		Frames:  frames,
 		RawSize: raw,
 	})
 	if err != nil {
 		return fmt.Errorf("stream %05d: %w", s.num, err)
+	}
+	if res.Digest == "" {
+		return fmt.Errorf("stream %05d: its output gave the stream no digest", s.num)
 	}
 	s.result = res
 	return nil

@@ -196,14 +196,14 @@ func (s *Store) repack(ctx context.Context, keep *index, total map[string]int64,
 			cached = fr
 		}
 		b := raw[k.Offset : k.Offset+k.Len]
-		if s.name(b) != k.Name {
-			return nil, archive.Corruptf("block %s in %s at offset %d (frame at %d) does not match its name: the pack is damaged", k.Name, fr.Pack, k.Offset, fr.Offset)
+		if err := s.check(k.Name, b, location{Frame: fr, Offset: k.Offset, Len: k.Len}); err != nil {
+			return nil, err
 		}
 		if err := pk.add(k.Name, b); err != nil {
 			return nil, err
 		}
 	}
-	if err := pk.flush(true); err != nil {
+	if err := pk.flush(); err != nil {
 		return nil, err
 	}
 	// keep: the blocks that stay where they are, then the repacked ones.

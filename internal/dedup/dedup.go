@@ -51,6 +51,7 @@ type Store struct {
 	key     []byte
 	keyErr  error
 	keyOnce sync.Once
+	hashers sync.Pool // keyed with key
 }
 
 // Init makes a new store's key. It refuses a backend that has one: a
@@ -80,7 +81,7 @@ func Open(ctx context.Context, b storage.Backend) (*Store, error) {
 }
 
 // ready reads the store's key once: what naming blocks needs (a backup,
-// expire's repack), and reading does not.
+// a restore checking what it reads, expire's repack).
 func (s *Store) ready(ctx context.Context) error {
 	s.keyOnce.Do(func() { s.key, s.keyErr = readKey(ctx, s.Backend) })
 	return s.keyErr
@@ -89,7 +90,7 @@ func (s *Store) ready(ctx context.Context) error {
 func readKey(ctx context.Context, b storage.Backend) ([]byte, error) {
 	rc, err := b.Open(ctx, KeyObject, 0, -1)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the block store's key %s (in an encrypted repository, a backup needs the secret key: --identity-file or --passphrase-file): %w", b.Location(), KeyObject, err)
+		return nil, fmt.Errorf("%s: the block store's key %s (in an encrypted repository, backups and restores need the secret key: --identity-file or --passphrase-file): %w", b.Location(), KeyObject, err)
 	}
 	defer rc.Close()
 	key, err := io.ReadAll(io.LimitReader(rc, keySize+1))
@@ -104,13 +105,18 @@ func readKey(ctx context.Context, b storage.Backend) ([]byte, error) {
 
 // name names the block b.
 func (s *Store) name(b []byte) Name {
-	h, err := blake3.NewKeyed(s.key)
-	if err != nil {
-		panic(err) // the key is 32 bytes: Open checked
+	h, ok := s.hashers.Get().(*blake3.Hasher)
+	if !ok {
+		var err error
+		if h, err = blake3.NewKeyed(s.key); err != nil {
+			panic(err) // the key is 32 bytes: readKey checked
+		}
 	}
+	h.Reset() // keeps the key
 	h.Write(b)
 	var n Name
 	h.Sum(n[:0])
+	s.hashers.Put(h)
 	return n
 }
 

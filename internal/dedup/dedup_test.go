@@ -232,6 +232,37 @@ func TestDamagedPackIsCaught(t *testing.T) {
 	}
 }
 
+// A stream's digest is its recipe's, so what proves a restored block is
+// its name: blocks that an index points at each other's bytes, with
+// every CRC-32C right, are caught by the name each is checked against.
+func TestForgedIndexIsCaughtByNames(t *testing.T) {
+	s, root, _ := newStore(t)
+	m := backup(t, s, "one", files{"db/t.ibd": random(2 << 20)})
+	for _, st := range m.Streams {
+		if st.Digest != st.Index.Digest {
+			t.Errorf("stream %s: digest %s, its recipe's %s", st.Name, st.Digest, st.Index.Digest)
+		}
+	}
+	idx, err := filepath.Glob(filepath.Join(root, "dedup", "index", "*"))
+	if err != nil || len(idx) != 1 {
+		t.Fatalf("index objects %v (%v), want one", idx, err)
+	}
+	data, err := os.ReadFile(idx[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err = dedup.SwapBlocks(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(idx[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = restore(s, m)
+	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), "does not match its name") {
+		t.Errorf("restore through a forged index: %v; want the block caught by its name", err)
+	}
+}
+
 // In an encrypted repository nothing stored reveals a block: every
 // object of the store is an age file, and neither a block's plain BLAKE3
 // nor its keyed name appears in any stored byte; the backup restores.

@@ -11,15 +11,20 @@ import (
 )
 
 // Input reads a backup's streams from the store: each stream's frames
-// made again from its recipe (in the backup's directory Dir) and the
-// blocks it names, every frame of a pack read checked against its
-// CRC-32C and every frame made against the recipe's, so that what comes
-// back is the very frames the backup wrote (whose digest the archive
-// reader checks).
+// made again from its recipe (in the backup's directory Dir, checked
+// against the manifest's digest) and the blocks it names, every frame of
+// a pack read checked against its CRC-32C, every block against its
+// keyed hash and every frame made against the recipe's CRC-32C, so that
+// what comes back is the very frames the backup wrote. That is the
+// stream's proof: the reader does not hash the stream again (see
+// archive.ContentVerifier).
 type Input struct {
 	Store *Store
 	Dir   string
 }
+
+// VerifiesContent: each block is checked against its name.
+func (in Input) VerifiesContent() {}
 
 // OpenStream yields all of stream i's frames.
 func (in Input) OpenStream(ctx context.Context, i int, s archive.Stream) (archive.FrameSource, error) {
@@ -66,6 +71,9 @@ func (in Input) recipe(ctx context.Context, s archive.Stream) (*recipe, error) {
 }
 
 func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive.FrameSource, error) {
+	if err := in.Store.ready(ctx); err != nil {
+		return nil, err
+	}
 	r, err := in.recipe(ctx, s)
 	if err != nil {
 		return nil, err
@@ -166,10 +174,8 @@ func (f *frames) block(n Name) ([]byte, error) {
 	if uint64(loc.Offset)+uint64(loc.Len) > uint64(len(f.raw)) {
 		return nil, archive.Corruptf("block %s: bytes %d..%d of a frame of %d in %s", n, loc.Offset, loc.Offset+loc.Len, len(f.raw), loc.Frame.Pack)
 	}
-	// Not named again here: the pack's frame passed its CRC-32C, the frame
-	// made of the blocks must pass the recipe's, and the stream's digest
-	// is checked at its end.
-	return f.raw[loc.Offset : loc.Offset+loc.Len], nil
+	b := f.raw[loc.Offset : loc.Offset+loc.Len]
+	return b, f.in.Store.check(n, b, loc)
 }
 
 // load reads and decodes one zstd frame of a pack into the cache.
@@ -179,6 +185,14 @@ func (f *frames) load(fr frameRef) error {
 		return err
 	}
 	f.raw, f.cached = raw, fr
+	return nil
+}
+
+// check checks block b, read from loc, against its name n.
+func (s *Store) check(n Name, b []byte, loc location) error {
+	if s.name(b) != n {
+		return archive.Corruptf("block %s in %s at offset %d (frame at %d) does not match its name: the pack is damaged", n, loc.Frame.Pack, loc.Offset, loc.Frame.Offset)
+	}
 	return nil
 }
 

@@ -47,7 +47,8 @@ func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.Str
 		return nil, err
 	}
 	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}}
-	s.packer = packer{put: s.put}
+	s.pipe = newPipeline(o.Store, o.known, s.put)
+	s.batch = s.pipe.batch()
 	return s, nil
 }
 
@@ -59,16 +60,19 @@ type pending struct {
 }
 
 type streamOut struct {
-	o      Output
-	ctx    context.Context
-	num    int
-	name   string
-	frames []recipeFrame
-	files  map[string]*pending
-	names  []Name // by handle, set once the block is whole
-	packer packer
-	stored []string // objects this stream stored, removed by Abort
-	bytes  int64    // what they hold
+	o       Output
+	ctx     context.Context
+	num     int
+	name    string
+	frames  []recipeFrame
+	files   map[string]*pending
+	handles int // blocks begun
+	pipe    *pipeline
+	batch   *batch // whole blocks not handed to pipe yet
+	// what this stream stored, removed by Abort, and what it holds: the
+	// pipeline's collector adds to them until pipe.finish returns
+	stored []string
+	bytes  int64
 }
 
 // WriteFrame cuts the frame's chunks: headers and chunks without payload
@@ -128,12 +132,20 @@ func (s *streamOut) payload(items []item, path string, off int64, p []byte) ([]i
 		end := (pf.start/BlockSize + 1) * BlockSize
 		k := min(int64(len(p)), end-off)
 		items = append(items, item{handle: pf.handle, From: uint32(len(pf.buf)), N: uint32(k)})
-		pf.buf = append(pf.buf, p[:k]...)
+		var err error
+		if off+k == end && len(pf.buf) == 0 {
+			err = s.hand(pf.handle, p[:k]) // whole in this payload: no copy to pf
+		} else {
+			pf.buf = append(pf.buf, p[:k]...)
+			if off+k == end {
+				err = s.finish(pf)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
 		p, off = p[k:], off+k
 		if off == end {
-			if err := s.finish(pf); err != nil {
-				return nil, err
-			}
 			pf.start, pf.buf, pf.handle = end, pf.buf[:0], s.newHandle()
 		}
 	}
@@ -141,21 +153,30 @@ func (s *streamOut) payload(items []item, path string, off int64, p []byte) ([]i
 }
 
 func (s *streamOut) newHandle() int {
-	s.names = append(s.names, Name{})
-	return len(s.names) - 1
+	s.handles++
+	return s.handles - 1
 }
 
-// finish names the pending block and stores it if the store lacks it.
+// finish hands the pending block, whole, to the pipeline, which names it
+// and stores it if the store lacks it.
 func (s *streamOut) finish(pf *pending) error {
 	if len(pf.buf) == 0 {
 		return nil
 	}
-	n := s.o.Store.name(pf.buf)
-	s.names[pf.handle] = n
-	if s.o.known.claim(n) {
-		return s.packer.add(n, pf.buf)
+	return s.hand(pf.handle, pf.buf)
+}
+
+// hand copies the whole block blk, begun as handle h, into the batch and
+// submits the batch once it is full.
+func (s *streamOut) hand(h int, blk []byte) error {
+	b := s.batch
+	b.raw = append(b.raw, blk...)
+	b.handles, b.sizes = append(b.handles, h), append(b.sizes, len(blk))
+	if len(b.raw) < frameTarget {
+		return nil
 	}
-	return nil
+	s.batch = s.pipe.batch()
+	return s.pipe.submit(s.ctx, b)
 }
 
 // finishPath ends the pending block of a file that ends, is removed or
@@ -177,20 +198,29 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 			return st, err
 		}
 	}
-	if err := s.packer.flush(true); err != nil {
+	if len(s.batch.raw) > 0 {
+		if err := s.pipe.submit(s.ctx, s.batch); err != nil {
+			return st, err
+		}
+	}
+	if err := s.pipe.finish(); err != nil {
 		return st, err
 	}
-	if len(s.packer.ix.Blocks) > 0 {
+	if ix := &s.pipe.packer.ix; len(ix.Blocks) > 0 {
 		name := fmt.Sprintf("%s%s-%05d.idx", indexDir, path.Base(s.o.Dir), s.num)
-		if err := s.put(name, s.packer.ix.encode()); err != nil {
+		if err := s.put(name, ix.encode()); err != nil {
 			return st, err
 		}
 	}
 	r := &recipe{Frames: s.frames}
+	names := s.pipe.names
 	for i := range r.Frames {
 		for j := range r.Frames[i].Items {
 			if it := &r.Frames[i].Items[j]; !it.isLit {
-				it.Block = s.names[it.handle]
+				if it.handle >= len(names) {
+					return st, fmt.Errorf("dedup: stream %s: block %d of its recipe was never named", s.name, it.handle)
+				}
+				it.Block = names[it.handle]
 			}
 		}
 	}
@@ -206,9 +236,14 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 		return st, err
 	}
 	s.stored = append(s.stored, s.o.Dir+"/"+RecipeName(s.num))
-	st.Index, st.Stored = obj, s.bytes+obj.Size
+	// The recipe names every block by its keyed hash, which a reader
+	// checks: its digest is the stream's (see archive.ContentVerifier).
+	st.Index, st.Stored, st.Digest = obj, s.bytes+obj.Size, obj.Digest
 	return st, nil
 }
+
+// VerifiesContent: the writer need not hash the stream.
+func (s *streamOut) VerifiesContent() {}
 
 func (s *streamOut) put(name string, data []byte) error {
 	if _, err := s.o.Store.Backend.Put(s.ctx, name, bytesReader(data)); err != nil {
@@ -218,8 +253,9 @@ func (s *streamOut) put(name string, data []byte) error {
 	return nil
 }
 
-// Abort removes what the stream stored.
+// Abort stops the pipeline and removes what the stream stored.
 func (s *streamOut) Abort(cause error) {
+	_ = s.pipe.finish()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
 	defer cancel()
 	for _, name := range s.stored {
@@ -227,12 +263,15 @@ func (s *streamOut) Abort(cause error) {
 	}
 }
 
-// packer compresses a stream's new blocks into frames of about
-// frameTarget raw bytes and stores them in packs of about packTarget.
+// packer puts frames of new blocks in packs of about packTarget bytes
+// and stores each once it is full; add compresses blocks into frames of
+// about frameTarget raw bytes first (for whoever holds blocks one by one:
+// the repack).
 type packer struct {
 	put    func(name string, data []byte) error // stores a pack
 	raw    []byte
-	blocks []blockRef // of raw, Frame not set yet
+	blocks []blockRef // of raw
+	zbuf   []byte     // raw, compressed
 	pack   []byte
 	name   string // of the pack being filled
 	ix     index
@@ -242,37 +281,63 @@ func (p *packer) add(n Name, b []byte) error {
 	p.blocks = append(p.blocks, blockRef{Name: n, Offset: uint32(len(p.raw)), Len: uint32(len(b))})
 	p.raw = append(p.raw, b...)
 	if len(p.raw) >= frameTarget {
-		return p.flush(false)
+		return p.compress()
 	}
 	return nil
 }
 
-// flush compresses the blocks held into a frame of the pack, and stores
-// the pack once it is big enough or all is asked.
-func (p *packer) flush(all bool) error {
-	if len(p.raw) > 0 {
-		if p.name == "" {
-			var id [16]byte
-			if _, err := rand.Read(id[:]); err != nil {
-				return err
-			}
-			h := hex.EncodeToString(id[:])
-			p.name = packDir + h[:2] + "/" + h + ".pack"
-		}
-		stored, err := frameCodec.Compress(nil, p.raw)
-		if err != nil {
+// compress compresses the blocks add holds into a frame of the pack.
+func (p *packer) compress() error {
+	if len(p.raw) == 0 {
+		return nil
+	}
+	var err error
+	if p.zbuf, err = frameCodec.Compress(p.zbuf[:0], p.raw); err != nil {
+		return err
+	}
+	err = p.frame(p.zbuf, len(p.raw), p.blocks)
+	p.raw, p.blocks = p.raw[:0], p.blocks[:0]
+	return err
+}
+
+// flush stores everything held.
+func (p *packer) flush() error {
+	if err := p.compress(); err != nil {
+		return err
+	}
+	return p.store()
+}
+
+// frame appends a compressed frame of raw bytes holding blocks (their
+// offsets are the frame's) to the pack being filled, and stores the pack
+// once it is big enough.
+func (p *packer) frame(stored []byte, raw int, blocks []blockRef) error {
+	if p.name == "" {
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
 			return err
 		}
-		fr := frameRef{Pack: p.name, Offset: int64(len(p.pack)), Stored: uint32(len(stored)), Raw: uint32(len(p.raw)), CRC: crc32c(stored)}
-		p.ix.Frames = append(p.ix.Frames, fr)
-		for _, k := range p.blocks {
-			k.Frame = uint32(len(p.ix.Frames) - 1)
-			p.ix.Blocks = append(p.ix.Blocks, k)
-		}
-		p.pack = append(p.pack, stored...)
-		p.raw, p.blocks = p.raw[:0], p.blocks[:0]
+		h := hex.EncodeToString(id[:])
+		p.name = packDir + h[:2] + "/" + h + ".pack"
 	}
-	if len(p.pack) == 0 || !all && len(p.pack) < packTarget {
+	if p.pack == nil {
+		p.pack = make([]byte, 0, packTarget+2*frameTarget)
+	}
+	p.ix.Frames = append(p.ix.Frames, frameRef{Pack: p.name, Offset: int64(len(p.pack)), Stored: uint32(len(stored)), Raw: uint32(raw), CRC: crc32c(stored)})
+	for _, k := range blocks {
+		k.Frame = uint32(len(p.ix.Frames) - 1)
+		p.ix.Blocks = append(p.ix.Blocks, k)
+	}
+	p.pack = append(p.pack, stored...)
+	if len(p.pack) < packTarget {
+		return nil
+	}
+	return p.store()
+}
+
+// store stores the pack being filled, if it holds anything.
+func (p *packer) store() error {
+	if len(p.pack) == 0 {
 		return nil
 	}
 	if err := p.put(p.name, p.pack); err != nil {

@@ -1,0 +1,168 @@
+package dedup
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// pipeline names a stream's blocks and stores the new ones off the
+// stream's goroutine, which only cuts frames into blocks: workers name
+// each batch's blocks, claim the new ones and compress them into one
+// zstd frame; a collector takes the batches in the order they were cut,
+// puts their frames in packs and stores each pack once it is full. What
+// it holds is bounded by its queues: about (workers+2) batches of
+// frameTarget bytes and the pack being filled.
+type pipeline struct {
+	store *Store
+	known *known
+	put   func(name string, data []byte) error
+	jobs  chan *batch // to the workers
+	order chan *batch // to the collector, in the order cut
+	free  chan *batch // batches the collector is done with
+	stop  sync.Once
+	done  chan struct{} // the collector has finished
+	// failed is the collector's first error, for the stream's goroutine
+	// to stop early; after done, err says the same.
+	failed atomic.Pointer[error]
+
+	// the collector's, read by others after done
+	err    error
+	names  []Name // by handle
+	packer packer
+}
+
+// batch is consecutive whole blocks of a stream, about frameTarget bytes.
+type batch struct {
+	raw     []byte
+	handles []int
+	sizes   []int
+	// set by the worker
+	names  []Name
+	fresh  []blockRef // the new blocks, offsets in the frame
+	frame  []byte     // the new blocks, compressed
+	fresh0 int        // raw bytes of the new blocks
+	err    error
+	ready  chan struct{}
+}
+
+func newPipeline(s *Store, k *known, put func(string, []byte) error) *pipeline {
+	workers := runtime.GOMAXPROCS(0)
+	p := &pipeline{
+		store: s, known: k, put: put,
+		// A batch in order is in jobs or with a worker, so jobs never
+		// holds more than order, plus the one the collector waits for.
+		order: make(chan *batch, workers+2),
+		jobs:  make(chan *batch, workers+3),
+		free:  make(chan *batch, workers+3),
+		done:  make(chan struct{}),
+	}
+	p.packer.put = put
+	for range workers {
+		go p.work()
+	}
+	go p.collect()
+	return p
+}
+
+// batch returns an empty batch to fill.
+func (p *pipeline) batch() *batch {
+	select {
+	case b := <-p.free:
+		b.raw, b.handles, b.sizes, b.names, b.fresh, b.fresh0, b.err = b.raw[:0], b.handles[:0], b.sizes[:0], b.names[:0], b.fresh[:0], 0, nil
+		b.ready = make(chan struct{})
+		return b
+	default:
+		return &batch{raw: make([]byte, 0, frameTarget+BlockSize), ready: make(chan struct{})}
+	}
+}
+
+// submit hands a filled batch on; it waits while the queues are full.
+func (p *pipeline) submit(ctx context.Context, b *batch) error {
+	if err := p.failed.Load(); err != nil {
+		return *err
+	}
+	select {
+	case p.order <- b:
+		p.jobs <- b // never waits: see newPipeline
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// finish stops the pipeline once what was submitted is stored and
+// returns its first error. It may be called more than once.
+func (p *pipeline) finish() error {
+	p.stop.Do(func() {
+		close(p.order)
+		close(p.jobs)
+	})
+	<-p.done
+	return p.err
+}
+
+func (p *pipeline) work() {
+	for b := range p.jobs {
+		b.work(p.store, p.known)
+		close(b.ready)
+	}
+}
+
+// work names the batch's blocks, moves the new ones to the front of raw
+// and compresses them.
+func (b *batch) work(s *Store, k *known) {
+	off := 0
+	for _, size := range b.sizes {
+		blk := b.raw[off : off+size]
+		n := s.name(blk)
+		b.names = append(b.names, n)
+		if k.claim(n) {
+			b.fresh = append(b.fresh, blockRef{Name: n, Offset: uint32(b.fresh0), Len: uint32(size)})
+			b.fresh0 += copy(b.raw[b.fresh0:], blk)
+		}
+		off += size
+	}
+	if b.fresh0 > 0 {
+		b.frame, b.err = frameCodec.Compress(b.frame[:0], b.raw[:b.fresh0])
+	}
+}
+
+func (p *pipeline) collect() {
+	defer close(p.done)
+	for b := range p.order {
+		<-b.ready
+		if p.err == nil {
+			if p.err = p.take(b); p.err != nil {
+				p.failed.Store(&p.err)
+			}
+		}
+		select {
+		case p.free <- b:
+		default:
+		}
+	}
+	if p.err == nil {
+		p.err = p.packer.store()
+	}
+}
+
+// take records the names of a batch's blocks and puts its frame in the
+// pack being filled.
+func (p *pipeline) take(b *batch) error {
+	if b.err != nil {
+		return fmt.Errorf("dedup: compress new blocks: %w", b.err)
+	}
+	for i, h := range b.handles {
+		for len(p.names) <= h {
+			p.names = append(p.names, Name{})
+		}
+		p.names[h] = b.names[i]
+	}
+	if b.fresh0 == 0 {
+		return nil
+	}
+	return p.packer.frame(b.frame, b.fresh0, b.fresh)
+}
