@@ -42,10 +42,7 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 // isUsage reports a usage mistake: cli's own, a repository location that
-// cannot be right (a *repoaccess.UsageError), or what a package below
-// marks as a refusal of what was asked (a transport setting: a token
-// missing or unsafe, an idle timeout too short; a mask rule that cannot
-// apply; a dump's filter that selects nothing).
+// cannot be right (a *repoaccess.UsageError), or a package's refusal.Error.
 func isUsage(err error) bool {
 	var ue usageError
 	var r interface{ Refused() bool }
@@ -82,10 +79,8 @@ type globals struct {
 	memprofile   string
 	stopProfiles func()
 	// repos is how the command reaches its repository: --repo, the S3,
-	// key and lock flags bound into it, and what share makes of
-	// --limit-upload, --limit-download (rates of the repository's
-	// storage, in bytes per second) and --memory (the frames every read
-	// of the command holds at once).
+	// key and lock flags, and what share makes of --limit-upload,
+	// --limit-download and --memory.
 	repos                      repoaccess.Options
 	limitUpload, limitDownload int64
 	memory                     int64
@@ -96,14 +91,11 @@ type globals struct {
 	progressInterval time.Duration
 	stdout           io.Writer
 	stderr           io.Writer
-	// metricsFile is --metrics-file; made is the backup the command
-	// made (none: no ID), whose size it records.
+	// metricsFile is --metrics-file; made is the backup made (none: no ID).
 	metricsFile string
-	// metricsCommand, when set, is the command label of the metrics
-	// instead of the command's name: restore-test for verify
-	// --restore-test, whose last success is what a restore drill's alert
-	// watches, apart from that of the checksums' verify. serverless: the
-	// command reached no server (a restore into a directory), none named.
+	// metricsCommand, when set, is the metrics' command label instead of
+	// the command's name (restore-test for verify --restore-test, which a
+	// drill's alert watches). serverless: the command reached no server.
 	metricsCommand string
 	serverless     bool
 	made           inventory.Made

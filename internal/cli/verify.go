@@ -15,13 +15,12 @@ import (
 	"github.com/backstream/backstream/internal/verify"
 )
 
-// verifyFlags are verify's flags; rt those of --restore-test (and
-// --until, which verify takes with or without it).
+// verifyFlags are verify's flags; rt those of --restore-test and --until.
 type verifyFlags struct {
-	parallel int
-	binlogs  bool
-	kind     string
-	rt       restoreTestFlags
+	parallel          int
+	binlogs, readData bool
+	kind, subset      string
+	rt                restoreTestFlags
 }
 
 // restoreTestFlags are verify's options for --restore-test.
@@ -50,6 +49,8 @@ func (o *verifyFlags) register(f *pflag.FlagSet) {
 	bind.Bool("restore-test", &rt.enabled)
 	bind.String("kind", &o.kind)
 	bind.Bool("binlogs", &o.binlogs)
+	bind.Bool("read-data", &o.readData)
+	bind.String("read-data-subset", &o.subset)
 	bind.Bool("json", &rt.json)
 	bind.String("work-dir", &rt.job.WorkDir)
 	bind.Bool("keep", &rt.job.Keep)
@@ -68,6 +69,13 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	rt := &o.rt
 	if err := repoaccess.CheckKind(o.kind); err != nil {
 		return err
+	}
+	sub, err := verify.ParseSubset(o.subset, o.readData)
+	if err != nil {
+		return err
+	}
+	if o.subset != "" && (o.binlogs || rt.enabled || rt.until != "" || rt.untilGTID != "") {
+		return usagef("--read-data-subset reads part of one backup: not with --binlogs, --restore-test or --until")
 	}
 	if o.binlogs {
 		if rt.enabled || len(args) > 0 {
@@ -89,7 +97,7 @@ func (o *verifyFlags) run(cmd *cobra.Command, g *globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	return o.verify(cmd, g, verify.Request{Until: t}, ref)
+	return o.verify(cmd, g, verify.Request{Until: t, Subset: sub}, ref)
 }
 
 // target reads what to verify or restore: the point in time of --until or

@@ -22,6 +22,7 @@ type Request struct {
 	Backup  *archive.Manifest // the backup to check, with its chain
 	Until   *pitr.Target      // set: check the backup and binary logs a restore to it reads
 	Binlogs bool              // check the archived binary logs instead
+	Subset  Subset            // of a backup, what part of its data to read (zero: all)
 	Workers int               // decoding threads (0 means GOMAXPROCS)
 	Memory  *archive.Memory   // the budget of what the reads hold at once (nil: archive.DefaultMemory)
 	// Progress starts the tracker, given the bytes to read (0 when not
@@ -40,6 +41,10 @@ type Result struct {
 	Binlogs  bool
 	Files    int // binary log files checked (with Until or Binlogs)
 	Segments int // segments of binary logs being archived (with Binlogs)
+	// Subset, when set, is the part read of the backup and its chain
+	// (what Sampled counts): no verdict on the rest.
+	Subset  Subset
+	Sampled Sampled
 }
 
 // Run checks what req asks for. A backup's checksums verdict (and that of
@@ -64,14 +69,19 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	for _, l := range links {
 		stored += l.Stats.StoredBytes
 	}
+	if !req.Subset.All() {
+		stored = 0 // not known before the files are chosen
+	}
+	res := &Result{Backup: req.Backup, Subset: req.Subset}
 	t := req.start(stored, req.Backup.ID)
-	links, err = Restorable(ctx, req.Repo, req.Backup, req.reading(t))
+	links, err = Restorable(ctx, req.Repo, req.Backup, Reading{Read: req.reading(t), Subset: req.Subset, Sampled: &res.Sampled})
 	t.Finish(err)
 	req.record(ctx, links, err)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Backup: req.Backup, Chain: links}, nil
+	res.Chain = links
+	return res, nil
 }
 
 // until checks what a point-in-time restore to req.Until reads: the
@@ -83,7 +93,7 @@ func until(ctx context.Context, req Request) (*Result, error) {
 	}
 	req.Backup = p.Base
 	t := req.start(0, p.Base.ID)
-	links, err := Restorable(ctx, req.Repo, p.Base, req.reading(t))
+	links, err := Restorable(ctx, req.Repo, p.Base, Reading{Read: req.reading(t)})
 	req.record(ctx, links, err)
 	for i := 0; err == nil && i < len(p.Binlogs); i++ {
 		b := p.Binlogs[i]
@@ -127,8 +137,12 @@ func (req Request) start(total int64, backup string) *progress.Tracker {
 
 // record stores what a verify of req.Backup (with its chain links) found:
 // every backup checked passed, or the one found damaged did not. A verify
-// that could not run (not damage) records nothing.
+// that could not run (not damage), or read only a subset and found none,
+// records nothing.
 func (req Request) record(ctx context.Context, links []*archive.Manifest, err error) {
+	if err == nil && !req.Subset.All() {
+		return
+	}
 	now := time.Now().UTC()
 	record := func(id string, o repo.Outcome) {
 		if werr := req.Repo.RecordVerdict(ctx, id, &o, nil); werr != nil && req.NotRecorded != nil {
@@ -172,6 +186,11 @@ func (r *Result) WriteText(w io.Writer) {
 			streams, files = streams+len(l.Streams), files+len(l.Files)
 		}
 		chain = fmt.Sprintf("with its chain %s: ", strings.Join(ids, ", "))
+	}
+	if !r.Subset.All() {
+		fmt.Fprintf(w, "backup %s: the subset read is OK (%s%s: %d of %d files, %d of %d bytes; every checksum of what was read matches, the rest was not read)\n",
+			m.ID, chain, r.Subset, r.Sampled.Files, r.Sampled.OfFiles, r.Sampled.Bytes, r.Sampled.OfBytes)
+		return
 	}
 	fmt.Fprintf(w, "backup %s: OK (%s%d streams, %d files, every checksum matches)\n", m.ID, chain, streams, files)
 }

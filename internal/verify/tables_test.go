@@ -24,13 +24,13 @@ func TestVerifyChecksTheTableList(t *testing.T) {
 	whole := map[string]string{"ibdata1": "sys", "shop/customers.frm": "f", "shop/customers.ibd": "c",
 		"shop/log.frm": "f", "shop/log.MAD": "d", "shop/log.MAI": "i", "shop/v.frm": "v"}
 	full := repotest.Store(t, r, repotest.Backup{ID: "20261121T030000Z-0001", Files: whole, Tables: tables})
-	if _, err := Restorable(ctx, r, full, archive.ReadOptions{Workers: 2}); err != nil {
+	if _, err := Restorable(ctx, r, full, Reading{Read: archive.ReadOptions{Workers: 2}}); err != nil {
 		t.Fatalf("a full backup holding its tables: %v", err)
 	}
 	inc := repotest.Store(t, r, repotest.Backup{ID: "20261121T040000Z-0002", Parent: full, Tables: tables, Files: map[string]string{
 		"ibdata1.delta": "d", "ibdata1.meta": "m", "shop/customers.frm": "f", "shop/customers.ibd.delta": "d",
 		"shop/customers.ibd.meta": "m", "shop/log.frm": "f", "shop/log.MAD": "d", "shop/log.MAI": "i", "shop/v.frm": "v"}})
-	if _, err := Restorable(ctx, r, inc, archive.ReadOptions{Workers: 2}); err != nil {
+	if _, err := Restorable(ctx, r, inc, Reading{Read: archive.ReadOptions{Workers: 2}}); err != nil {
 		t.Fatalf("an incremental holding its tables as deltas: %v", err)
 	}
 
@@ -41,19 +41,19 @@ func TestVerifyChecksTheTableList(t *testing.T) {
 		}
 	}
 	bad := repotest.Store(t, r, repotest.Backup{ID: "20261121T050000Z-0003", Files: lacking, Tables: tables})
-	_, err := Restorable(ctx, r, bad, archive.ReadOptions{Workers: 2})
+	_, err := Restorable(ctx, r, bad, Reading{Read: archive.ReadOptions{Workers: 2}})
 	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), bad.ID) || !strings.Contains(err.Error(), "shop.customers (shop/customers.ibd)") {
 		t.Fatalf("a backup lacking a listed table's tablespace: %v; want corruption naming the backup and shop.customers", err)
 	}
 	badInc := repotest.Store(t, r, repotest.Backup{ID: "20261121T060000Z-0004", Parent: full, Tables: tables, Files: map[string]string{
 		"ibdata1.delta": "d", "shop/customers.frm": "f", "shop/customers.ibd.delta": "d", "shop/v.frm": "v"}})
-	_, err = Restorable(ctx, r, badInc, archive.ReadOptions{Workers: 2})
+	_, err = Restorable(ctx, r, badInc, Reading{Read: archive.ReadOptions{Workers: 2}})
 	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), badInc.ID) || !strings.Contains(err.Error(), "shop.log (shop/log.frm, shop/log.MAD, shop/log.MAI)") {
 		t.Fatalf("an incremental lacking a listed table: %v; want corruption naming the incremental and shop.log", err)
 	}
 	// A manifest written before the table list has nothing to check.
 	old := repotest.Store(t, r, repotest.Backup{ID: "20261121T070000Z-0005", Files: lacking})
-	if err := Backup(ctx, r, old, archive.ReadOptions{Workers: 2}); err != nil {
+	if err := Backup(ctx, r, old, Reading{Read: archive.ReadOptions{Workers: 2}}); err != nil {
 		t.Fatalf("a backup without a table list: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ import (
 // backup of its chain, the full base first, then m itself (see Backup). A
 // link that is gone, or damaged, is an error naming m, the link and the
 // object. It returns the chain it checked, without m.
-func Restorable(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.ReadOptions) ([]*archive.Manifest, error) {
+func Restorable(ctx context.Context, r *repo.Repo, m *archive.Manifest, how Reading) ([]*archive.Manifest, error) {
 	links, err := r.Chain(ctx, m)
 	if err != nil {
 		return nil, err
@@ -44,6 +44,15 @@ func Restorable(ctx context.Context, r *repo.Repo, m *archive.Manifest, how arch
 		}
 	}
 	return links, Backup(ctx, r, m, how)
+}
+
+// Reading is how a verify reads backups: their streams as Read says
+// (workers, counter, memory), and with a Subset only its files, counted
+// in Sampled.
+type Reading struct {
+	Read    archive.ReadOptions
+	Subset  Subset
+	Sampled *Sampled
 }
 
 // LinkError is damage in a backup that another one builds on.
@@ -60,8 +69,9 @@ func (e *LinkError) Unwrap() error { return e.Err }
 
 // Backup checks every object of backup m of r: its metadata (Meta), that
 // its files hold the tables it lists (Tables), then every stream, read as
-// how says (its workers, counter and memory).
-func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.ReadOptions) error {
+// how says; with a subset, the frames of its files alone (and whole the
+// streams whose files kept no frame ranges, see archive.Plan).
+func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how Reading) error {
 	m, err := r.Whole(ctx, m)
 	if err != nil {
 		return err
@@ -72,7 +82,12 @@ func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how archive.
 	if err := Tables(m); err != nil {
 		return err
 	}
-	if err := archive.Read(ctx, how.Of(r.Input(m), m)); err != nil {
+	read := how.Read.Of(r.Input(m), m)
+	if !how.Subset.All() {
+		chosen := how.Subset.choose(m, how.Sampled)
+		read.Only = func(p string) bool { return chosen[p] }
+	}
+	if err := archive.Read(ctx, read); err != nil {
 		return fmt.Errorf("backup %s: %w", m.ID, err)
 	}
 	return nil

@@ -25,13 +25,13 @@ func TestBackupFindsEveryDamage(t *testing.T) {
 	if err := r.Commit(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2}); err != nil {
+	if err := Backup(ctx, r, m, Reading{Read: archive.ReadOptions{Workers: 2}}); err != nil {
 		t.Fatalf("an intact backup: %v", err)
 	}
 	for _, name := range []string{m.Streams[0].Name, m.Streams[1].Name, meta.Name, archive.ContentsName} {
 		t.Run(name, func(t *testing.T) {
 			flip(t, r, m.ID, name)
-			err := Backup(ctx, r, m, archive.ReadOptions{Workers: 2})
+			err := Backup(ctx, r, m, Reading{Read: archive.ReadOptions{Workers: 2}})
 			if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), m.ID) {
 				t.Fatalf("a byte flipped in %s: %v; want corruption naming the backup", name, err)
 			}
