@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
 	"github.com/backstream/backstream/internal/usecasetest"
+	"github.com/backstream/backstream/internal/verify"
 )
 
 // Physical backups into a deduplicating repository (issue 33): the
@@ -175,6 +176,19 @@ func TestDedupRepositoryS3(t *testing.T) {
 	}
 	restoresTo(t, r, first, wantFirst)
 	restoresTo(t, r, second, wantSecond)
+	// verify --read-data-subset 1/2 and 2/2: each reads its files, the two
+	// every file once.
+	files, of := 0, 0
+	for part := 1; part <= 2; part++ {
+		res, err := usecasetest.VerifySubset(t, r.Access(), second.ID, verify.Subset{Part: part, Of: 2})
+		if err != nil {
+			t.Fatalf("verify --read-data-subset %d/2: %v", part, err)
+		}
+		files, of = files+res.Sampled.Files, res.Sampled.OfFiles
+	}
+	if files != of || of == 0 {
+		t.Errorf("verify --read-data-subset 1/2 and 2/2 read %d files; the backup has %d", files, of)
+	}
 	// One table into a running server reads that table's frames only.
 	dst := sandboxtest.Start(t, sandbox.Options{})
 	usecasetest.ExecAll(t, dst.DB(), "CREATE DATABASE d")

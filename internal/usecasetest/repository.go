@@ -46,16 +46,22 @@ func Encrypted(t testing.TB, r Repo, req backup.Request, keys repoaccess.KeyFile
 // returns the error.
 func VerifyWith(t testing.TB, o repoaccess.Options, ref string) error {
 	t.Helper()
+	_, err := VerifySubset(t, o, ref, verify.Subset{})
+	return err
+}
+
+// VerifySubset is verify --read-data-subset of the backup ref names.
+func VerifySubset(t testing.TB, o repoaccess.Options, ref string, sub verify.Subset) (*verify.Result, error) {
+	t.Helper()
 	rp, err := o.Open(context.Background())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, err := rp.Resolve(context.Background(), ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = verify.Run(context.Background(), verify.Request{Repo: rp, Backup: m})
-	return err
+	return verify.Run(context.Background(), verify.Request{Repo: rp, Backup: m, Subset: sub})
 }
 
 // RestoreTestWith is RestoreTest with what set adds to the request, as
