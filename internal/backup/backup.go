@@ -168,8 +168,12 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	if req.Repo != nil && req.Repo.Dedup() {
 		// The archive hands the block store whole chunks, which it
-		// compresses block by block itself.
+		// compresses block by block itself; what the store knows of its
+		// index takes its share of --memory from the frames'.
 		req.Codec = codec.None{}
+		if b := req.Repo.BlockIndexBudget(); req.Memory != nil && b > 0 {
+			req.Memory = archive.NewMemory(req.Memory.Size() - b)
+		}
 	}
 	probe := mariadb.StartProbe(ctx, req.Conn)
 	m, err := EngineFor(req).Backup(ctx, req)

@@ -53,22 +53,18 @@ func (s *Store) Collect(ctx context.Context, live map[Name]bool) (Collected, err
 	if err := s.ready(ctx); err != nil {
 		return c, err
 	}
-	infos, err := s.Backend.List(ctx, indexDir)
+	names, err := s.indexNames(ctx)
 	if err != nil {
-		return c, fmt.Errorf("list the block store's index: %w", err)
+		return c, err
 	}
 	keep := &index{}
 	packSize, packKept, frameNum := map[string]int64{}, map[string]bool{}, map[frameRef]uint32{}
 	packRaw, frameSeen := map[string]int64{}, map[frameRef]bool{} // what each pack holds, live or not
 	named := map[Name]bool{}
-	for _, in := range infos {
-		data, err := s.get(ctx, in.Name)
+	for _, name := range names {
+		ix, err := s.readIndex(ctx, name)
 		if err != nil {
 			return c, err
-		}
-		ix, err := decodeIndex(data)
-		if err != nil {
-			return c, archive.Corruptf("block index %s is damaged: %v", in.Name, err)
 		}
 		for _, p := range ix.Packs {
 			packSize[p.Name] = p.Size
@@ -125,7 +121,7 @@ func (s *Store) Collect(ctx context.Context, live map[Name]bool) (Collected, err
 		}
 	}
 	c.LiveBlocks = int64(len(keep.Blocks))
-	if c.DroppedEntries == 0 && len(dead) == 0 && len(infos) <= 1 && len(repacked) == 0 {
+	if c.DroppedEntries == 0 && len(dead) == 0 && len(names) <= 1 && len(repacked) == 0 {
 		return c, nil // nothing to drop
 	}
 	if len(keep.Blocks) > 0 {
@@ -138,9 +134,9 @@ func (s *Store) Collect(ctx context.Context, live map[Name]bool) (Collected, err
 			return c, fmt.Errorf("store %s: %w", name, err)
 		}
 	}
-	for _, in := range infos {
-		if err := s.Backend.Delete(ctx, in.Name); err != nil {
-			return c, fmt.Errorf("delete %s: %w", in.Name, err)
+	for _, name := range names {
+		if err := s.Backend.Delete(ctx, name); err != nil {
+			return c, fmt.Errorf("delete %s: %w", name, err)
 		}
 	}
 	for _, p := range dead {
@@ -240,19 +236,15 @@ func (s *Store) repack(ctx context.Context, keep *index, total map[string]int64,
 // restored. It reads the index objects and lists the packs, and reads no
 // pack.
 func (s *Store) MissingPacks(ctx context.Context) ([]string, error) {
-	infos, err := s.Backend.List(ctx, indexDir)
+	names, err := s.indexNames(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list the block store's index: %w", err)
+		return nil, err
 	}
 	named := map[string]bool{}
-	for _, in := range infos {
-		data, err := s.get(ctx, in.Name)
+	for _, name := range names {
+		ix, err := s.readIndex(ctx, name)
 		if err != nil {
 			return nil, err
-		}
-		ix, err := decodeIndex(data)
-		if err != nil {
-			return nil, archive.Corruptf("block index %s is damaged: %v", in.Name, err)
 		}
 		for _, f := range ix.Frames {
 			named[f.Pack] = true

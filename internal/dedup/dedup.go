@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"sync"
 
 	"github.com/zeebo/blake3"
@@ -48,6 +49,14 @@ func (n Name) String() string { return fmt.Sprintf("%x", n[:8]) }
 // Store is a repository's block store.
 type Store struct {
 	Backend storage.Backend
+	// Budget bounds what a backup holds of the names of the blocks the
+	// store holds and of those it stores (prefixSize bytes a block; 0: no
+	// bound). Past it, the index objects of the oldest backups are left
+	// out, and new blocks are no longer remembered: a block that only
+	// those name is stored again when met, which takes room and loses
+	// nothing. Notes is told when that happens.
+	Budget  int64
+	Notes   io.Writer
 	key     []byte
 	keyErr  error
 	keyOnce sync.Once
@@ -120,44 +129,86 @@ func (s *Store) name(b []byte) Name {
 	return n
 }
 
-// known is what one backup knows the store holds: the names of its
-// index objects, read once when the backup's first stream opens (under
-// the backup's lock: nothing collects meanwhile), and the blocks its
-// streams claim.
+// prefix is what a backup keeps of a block's name: a collision of 128
+// bits among the blocks of a repository is not to be met.
+type prefix [16]byte
+
+const prefixSize = int64(len(prefix{}))
+
+// known is what one backup knows the store holds: the names its index
+// objects list, read once when the backup's first stream opens (under
+// the backup's lock: nothing collects meanwhile), sorted, and the blocks
+// its streams claim.
 type known struct {
-	mu    sync.Mutex
-	once  sync.Once
-	err   error
-	names map[[16]byte]struct{} // by prefix
+	once    sync.Once
+	err     error
+	budget  int64
+	held    []prefix // sorted
+	mu      sync.Mutex
+	claimed map[prefix]struct{}
 }
 
-// load reads every index object of s, once.
+// load reads the names of the store's index objects, once, within its
+// budget.
 func (k *known) load(ctx context.Context, s *Store) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	k.once.Do(func() {
-		names := map[[16]byte]struct{}{}
-		k.err = s.eachIndexed(ctx, func(n Name, _ location) error {
-			names[[16]byte(n[:16])] = struct{}{}
-			return nil
-		})
-		k.names = names
+		k.budget, k.claimed = s.Budget, map[prefix]struct{}{}
+		k.held, k.err = s.held(ctx)
 	})
 	return k.err
 }
 
 // claim reports whether n is new to the store, and from then on counts it
-// as held: of two streams that meet one new block, one stores it.
+// as held, while the budget lasts: of two streams that meet one new
+// block, one stores it.
 func (k *known) claim(n Name) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	p := [16]byte(n[:16])
-	if _, ok := k.names[p]; ok {
+	p := prefix(n[:16])
+	if _, found := slices.BinarySearchFunc(k.held, p, comparePrefix); found {
 		return false
 	}
-	k.names[p] = struct{}{}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.claimed[p]; ok {
+		return false
+	}
+	// A claim in the map takes about twice what a held name does.
+	if k.budget > 0 && (int64(len(k.held))+2*int64(len(k.claimed)))*prefixSize >= k.budget {
+		return true
+	}
+	k.claimed[p] = struct{}{}
 	return true
+}
+
+func comparePrefix(a, b prefix) int { return bytes.Compare(a[:], b[:]) }
+
+// held reads the names the store's index objects list, newest backups
+// first, until the budget is spent, sorted and each once.
+func (s *Store) held(ctx context.Context) ([]prefix, error) {
+	names, err := s.indexNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var held []prefix
+	for i, name := range names {
+		if s.Budget > 0 && int64(len(held))*prefixSize >= s.Budget {
+			if s.Notes != nil {
+				fmt.Fprintf(s.Notes, "backstream: note: the block index names more blocks than this backup's share of --memory holds (%d bytes): %d of its %d index objects were read; a block only the older backups hold is stored again when met (more --memory avoids that)\n", s.Budget, i, len(names))
+			}
+			break
+		}
+		ix, err := s.readIndex(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range ix.Blocks {
+			held = append(held, prefix(k.Name[:16]))
+		}
+	}
+	slices.SortFunc(held, comparePrefix)
+	return slices.Compact(held), nil
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

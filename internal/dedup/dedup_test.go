@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,6 +230,36 @@ func TestDamagedPackIsCaught(t *testing.T) {
 	_, err = restore(s, m)
 	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), filepath.Base(pack)) {
 		t.Errorf("restore from a damaged pack: %v; want corruption naming %s", err, filepath.Base(pack))
+	}
+}
+
+// A backup whose budget cannot hold the store's whole index reads the
+// newest index objects it can, says so, and stores again what it does not
+// know: the store grows, nothing is lost, every backup restores.
+func TestBudgetStoresAgainAndLosesNothing(t *testing.T) {
+	s, root, _ := newStore(t)
+	fs := files{"db/t.ibd": random(2 << 20), "db/u.ibd": random(1 << 20)}
+	one := backup(t, s, "one", fs)
+	before := sizeOf(t, filepath.Join(root, "dedup"))
+	backup(t, s, "two", fs)
+	if grown := sizeOf(t, filepath.Join(root, "dedup")) - before; grown > 64<<10 {
+		t.Fatalf("a second backup of the same files with no budget stored %d bytes of blocks", grown)
+	}
+	var notes strings.Builder
+	s.Budget, s.Notes = 8*16, &notes
+	before = sizeOf(t, filepath.Join(root, "dedup"))
+	three := backup(t, s, "three", fs)
+	if grown := sizeOf(t, filepath.Join(root, "dedup")) - before; grown < 1<<20 {
+		t.Errorf("a backup whose budget holds 8 names stored %d bytes of blocks again; want most of the 3 MiB", grown)
+	}
+	if !strings.Contains(notes.String(), "stored again") {
+		t.Errorf("notes %q do not say that blocks are stored again", notes.String())
+	}
+	for _, m := range []*archive.Manifest{one, three} {
+		got, err := restore(s, m)
+		if err != nil || !maps.EqualFunc(got, fs, bytes.Equal) {
+			t.Errorf("backup %s restored: %v, files equal: %v", m.ID, err, maps.EqualFunc(got, fs, bytes.Equal))
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -165,21 +166,53 @@ func decodeIndex(data []byte) (*index, error) {
 	return ix, nil
 }
 
-// eachIndexed calls fn with every block the store's index objects name.
-func (s *Store) eachIndexed(ctx context.Context, fn func(Name, location) error) error {
+// indexNames lists the store's index objects, those of the newest
+// backups first and expire's collected ones last.
+func (s *Store) indexNames(ctx context.Context) ([]string, error) {
 	infos, err := s.Backend.List(ctx, indexDir)
 	if err != nil {
-		return fmt.Errorf("list the block store's index: %w", err)
+		return nil, fmt.Errorf("list the block store's index: %w", err)
 	}
-	for _, in := range infos {
-		name := in.Name
-		data, err := s.get(ctx, name)
+	names := make([]string, len(infos))
+	for i, in := range infos {
+		names[i] = in.Name
+	}
+	collected := func(n string) bool { return strings.HasPrefix(n, indexDir+"collected-") }
+	slices.SortFunc(names, func(a, b string) int {
+		if ca, cb := collected(a), collected(b); ca != cb {
+			if ca {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(b, a)
+	})
+	return names, nil
+}
+
+// readIndex reads and decodes index object name.
+func (s *Store) readIndex(ctx context.Context, name string) (*index, error) {
+	data, err := s.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := decodeIndex(data)
+	if err != nil {
+		return nil, archive.Corruptf("block index %s is damaged: %v", name, err)
+	}
+	return ix, nil
+}
+
+// eachIndexed calls fn with every block the store's index objects name.
+func (s *Store) eachIndexed(ctx context.Context, fn func(Name, location) error) error {
+	names, err := s.indexNames(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		ix, err := s.readIndex(ctx, name)
 		if err != nil {
 			return err
-		}
-		ix, err := decodeIndex(data)
-		if err != nil {
-			return archive.Corruptf("block index %s is damaged: %v", name, err)
 		}
 		for _, k := range ix.Blocks {
 			if err := fn(k.Name, location{Frame: ix.Frames[k.Frame], Offset: k.Offset, Len: k.Len}); err != nil {

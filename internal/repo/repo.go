@@ -163,6 +163,24 @@ func (r *Repo) openStore(ctx context.Context) error {
 	return nil
 }
 
+// BoundBlockIndex bounds what a backup into a deduplicating repository
+// holds of the block store's index to budget bytes, saying on notes when
+// that leaves part of it out (see dedup.Store.Budget).
+func (r *Repo) BoundBlockIndex(budget int64, notes io.Writer) {
+	if r.store != nil {
+		r.store.Budget, r.store.Notes = budget, notes
+	}
+}
+
+// BlockIndexBudget is what BoundBlockIndex gave (0: no bound, or the
+// repository does not deduplicate).
+func (r *Repo) BlockIndexBudget() int64 {
+	if r.store == nil {
+		return 0
+	}
+	return r.store.Budget
+}
+
 // Dedup reports whether the repository deduplicates its backups' blocks.
 func (r *Repo) Dedup() bool { return r.store != nil }
 

@@ -96,8 +96,18 @@ func RuntimeMemoryLimit(command string, mem *archive.Memory) (int64, bool) {
 
 // Open opens the existing repository.
 func (o Options) Open(ctx context.Context) (*repo.Repo, error) {
-	return Open(ctx, o.Location, o.Keys, o.Encrypt, false, false)
+	r, err := Open(ctx, o.Location, o.Keys, o.Encrypt, false, false)
+	if err == nil && o.Memory != nil {
+		r.BoundBlockIndex(o.Memory.Size()/blockIndexShare, o.Notes)
+	}
+	return r, err
 }
+
+// blockIndexShare: a backup into a deduplicating repository holds what
+// it knows of the block store's index within 1/blockIndexShare of
+// --memory (see dedup.Store.Budget): 16 bytes a block, so the default
+// 512 MiB knows 8M blocks, 512 GiB of distinct 64 KiB blocks.
+const blockIndexShare = 4
 
 // Create makes a repository at an empty location (init alone does).
 func (o Options) Create(ctx context.Context) (*repo.Repo, error) {
