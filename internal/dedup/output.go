@@ -83,7 +83,7 @@ func (s *streamOut) WriteFrame(f archive.Frame, stored []byte) error {
 	}
 	var items []item
 	for off := 0; off < len(stored); {
-		c, n, err := xbstream.DecodeChunk(stored[off:])
+		c, n, err := xbstream.DecodeKnownChunk(stored[off:])
 		if err != nil {
 			return fmt.Errorf("dedup: stream %s, frame %d: %w", s.name, len(s.frames), err)
 		}

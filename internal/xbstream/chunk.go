@@ -237,8 +237,18 @@ func AppendChunk(dst []byte, c *Chunk) ([]byte, error) {
 //
 // A seek chunk must be followed in b by the start of another chunk (or by
 // nothing): otherwise it is a Percona sparse chunk and is refused.
-func DecodeChunk(b []byte) (Chunk, int, error) {
-	c, n, err := decode(b)
+func DecodeChunk(b []byte) (Chunk, int, error) { return decodeWhole(b, nil) }
+
+// DecodeKnownChunk is DecodeChunk for the bytes of a chunk this process
+// already checked or encoded (a backup's frames, whose chunks were
+// checked as they were read): its payload's CRC-32 is not computed again.
+func DecodeKnownChunk(b []byte) (Chunk, int, error) { return decodeWhole(b, &known) }
+
+// known, as decodeSummed's sum, stands for the stored CRC-32 itself.
+var known uint32
+
+func decodeWhole(b []byte, sum *uint32) (Chunk, int, error) {
+	c, n, err := decodeSummed(b, sum)
 	if err == nil && c.Type == TypeSeek {
 		err = checkAfterSeek(b[n:], c.Path)
 	}
@@ -304,7 +314,8 @@ func parseFixed(b []byte) (Flags, Type, int, error) {
 func decode(b []byte) (Chunk, int, error) { return decodeSummed(b, nil) }
 
 // decodeSummed is decode with the payload's CRC-32 already computed, if sum
-// is not nil, by a reader that checksummed the payload as it read it.
+// is not nil, by a reader that checksummed the payload as it read it;
+// &known takes the stored one as right.
 func decodeSummed(b []byte, sum *uint32) (Chunk, int, error) {
 	var c Chunk
 	f, t, pathLen, err := parseFixed(b)
@@ -361,10 +372,13 @@ func decodeSummed(b []byte, sum *uint32) (Chunk, int, error) {
 	}
 	c.Payload = b[need:total:total]
 	var got uint32
-	if sum != nil {
-		got = *sum
-	} else {
+	switch sum {
+	case &known:
+		got = stored
+	case nil:
 		got = crc32.ChecksumIEEE(c.Payload)
+	default:
+		got = *sum
 	}
 	if got != stored {
 		return Chunk{}, 0, fmt.Errorf("chunk P for %q at file offset %d: payload checksum mismatch: stored 0x%08x, computed 0x%08x", c.Path, c.Offset, stored, got)

@@ -119,6 +119,25 @@ func TestDecodePayloadAliases(t *testing.T) {
 	}
 }
 
+// DecodeKnownChunk takes the stored CRC-32 as right, which DecodeChunk
+// checks; every other check holds.
+func TestDecodeKnownChunkSkipsOnlyTheCRC(t *testing.T) {
+	bad := rawPayload("db/t.ibd", 0, []byte("data"), 1)
+	if _, _, err := DecodeChunk(bad); err == nil {
+		t.Fatal("DecodeChunk took a payload whose CRC-32 is wrong")
+	}
+	c, n, err := DecodeKnownChunk(bad)
+	if err != nil || n != len(bad) || string(c.Payload) != "data" {
+		t.Errorf("DecodeKnownChunk: %q, %d, %v", c.Payload, n, err)
+	}
+	if _, _, err := DecodeKnownChunk(bad[:len(bad)-1]); err == nil {
+		t.Error("DecodeKnownChunk took a truncated chunk")
+	}
+	if _, _, err := DecodeKnownChunk(rawPayload("../x", 0, []byte("data"), 1)); err == nil {
+		t.Error("DecodeKnownChunk took a path outside the datadir")
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	good := rawPayload("db/t.ibd", 0, []byte("data"), crc32.ChecksumIEEE([]byte("data")))
 	tests := []struct {
