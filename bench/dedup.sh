@@ -20,15 +20,16 @@
 #              hot rows are together;
 #   spread     id % 100 = night on every table: every page of the tables
 #              holds about 65 rows, so most pages change.
-# then takes an incremental on the plain repository's newest backup (the
-# night before's full: it holds exactly that night's changes, what a
-# chain would store), a plain full, and a full into the deduplicating
-# repository, the two fulls timed. Like bench/incremental.sh, the source
+# then takes an incremental into a chain repository (on the night
+# before's backup there: night 1 is a full, so the chain grows to one
+# full and six incrementals), a plain full, and a full into the
+# deduplicating repository, all three timed. Like bench/incremental.sh, the source
 # writes changed pages out at once and each backup waits until no page is
 # dirty and nothing is left to purge. After the seventh night: restore
 # --prepare of the newest plain full, and of the newest and the oldest
 # deduplicated backups, each checked against the source's CHECKSUM TABLE
-# of its night; then expire --keep-last 1 of the deduplicating repository,
+# of its night, and of the chain's newest incremental (a restore of
+# seven links, each applied in turn); then expire --keep-last 1 of the deduplicating repository,
 # timed, and what it holds after. With S3=1 each night's full also goes
 # into a deduplicating repository in a MinIO bucket on this machine, with
 # --metrics-file: the object-store requests it sent (PUT, POST, LIST; GET,
@@ -121,36 +122,40 @@ for kind in $CHANGE; do
   sandbox_start "$WORK/src" --innodb-io-capacity=100000 --innodb-io-capacity-max=100000 \
     --innodb-max-dirty-pages-pct=0 --innodb-max-dirty-pages-pct-lwm=0
   SRC=$SANDBOX_SOCKET SRC_PID=$SANDBOX_PID
-  repo=$WORK/repo-$kind drepo=$WORK/dedup-$kind state=$WORK/state-$kind
-  rm -rf "$repo" "$drepo" "$state"
+  repo=$WORK/repo-$kind drepo=$WORK/dedup-$kind state=$WORK/state-$kind crepo=$WORK/chain-$kind
+  rm -rf "$repo" "$drepo" "$state" "$crepo"
   "$BS" init --repo "$repo" >/dev/null
+  "$BS" init --repo "$crepo" >/dev/null
   "$BS" init --repo "$drepo" --dedup >/dev/null
   s3repo=s3://dedup/$kind
   [ -n "$S3" ] && "$BS" init --repo "$s3repo" --dedup >/dev/null
   full_total=0 chain_total=0 dedup_total=0 prev= first_dedup= last_dedup= last_full=
   declare -A SIM_TOTAL=() SUMS=()
   OUT+=("" "$kind change, 1% of $((rows * TABLES)) rows a night (bytes stored, seconds):" "")
-  header=(night "full" "full s" "incremental" "dedup full" "dedup s" "dedup s / full s")
+  header=(night "full" "full s" "incremental" "incremental s" "dedup full" "dedup s" "dedup s / full s")
   [ -n "$S3" ] && header+=("MinIO dedup s" "MinIO requests (write/read)")
   [ -n "$BLOCKS" ] && for b in ${BLOCKS//,/ }; do header+=("dedupsim $b"); done
   OUT+=("$(row "${header[@]}")" "$(row $(printf -- '--- %.0s' "${header[@]}"))")
   for night in $(seq 1 "$NIGHTS"); do
-    inc=-
+    inc=- inc_s=-
     SANDBOX_SOCKET=$SRC
     if (( night > 1 )); then
       change "$kind" "$night"
-      read -r id parent inc _ _ <<<"$(backup "$repo" --incremental)"
+      read -r cid parent inc _ inc_s <<<"$(backup "$crepo" --incremental)"
       [ "$parent" = "$prev" ] || { echo "night $night: the incremental builds on $parent, not $prev" >&2; exit 1; }
       chain_total=$(( chain_total + inc ))
+    else
+      read -r cid _ chain_total _ _ <<<"$(backup "$crepo")"
     fi
+    prev=$cid
     read -r id parent full _ full_s <<<"$(backup "$repo")"
     [ "$parent" = - ] || { echo "night $night: the full backup $id has parent $parent" >&2; exit 1; }
     read -r did _ dstored _ dedup_s <<<"$(backup "$drepo")"
     SUMS[$did]=$(sbtest_checksums "$SRC" "$TABLES")
-    (( night == 1 )) && chain_total=$full first_full=$full first_dedup=$did
-    full_total=$(( full_total + full )) dedup_total=$(( dedup_total + dstored )) prev=$id last_dedup=$did last_full=$id
+    (( night == 1 )) && first_full=$full first_dedup=$did
+    full_total=$(( full_total + full )) dedup_total=$(( dedup_total + dstored )) last_dedup=$did last_full=$id
     T[full]="${T[full]:-} $full_s" T[dedup]="${T[dedup]:-} $dedup_s"
-    cells=("$night" "$(human "$full")" "$full_s" "$( [ "$inc" = - ] && echo - || human "$inc")" "$(human "$dstored")" "$dedup_s" "$(ratio "$dedup_s" "$full_s")")
+    cells=("$night" "$(human "$full")" "$full_s" "$( [ "$inc" = - ] && echo - || human "$inc")" "$inc_s" "$(human "$dstored")" "$dedup_s" "$(ratio "$dedup_s" "$full_s")")
     if [ -n "$S3" ]; then
       read -r _ _ _ _ s3_s <<<"$(backup "$s3repo" --metrics-file "$WORK/s3-$night.prom")"
       cells+=("$s3_s" "$(s3requests "$WORK/s3-$night.prom")")
@@ -164,8 +169,8 @@ for kind in $CHANGE; do
     OUT+=("$(row "${cells[@]}")")
     echo "${OUT[-1]}" >&2
   done
-  cells=("all $NIGHTS" "$(human "$full_total")" "" "$(human "$chain_total") (with night 1's full)" "$(human "$dedup_total")" "" "")
-  ratios=("all / night 1's full" "$(ratio "$full_total" "$first_full")x" "" "$(ratio "$chain_total" "$first_full")x" "$(ratio "$dedup_total" "$first_full")x" "" "")
+  cells=("all $NIGHTS" "$(human "$full_total")" "" "$(human "$chain_total") (with night 1's full)" "" "$(human "$dedup_total")" "" "")
+  ratios=("all / night 1's full" "$(ratio "$full_total" "$first_full")x" "" "$(ratio "$chain_total" "$first_full")x" "" "$(ratio "$dedup_total" "$first_full")x" "" "")
   for size in $(printf '%s\n' "${!SIM_TOTAL[@]}" | sort -n); do
     cells+=("$(human "${SIM_TOTAL[$size]}")")
     ratios+=("$(ratio "${SIM_TOTAL[$size]}" "$first_full")x")
@@ -174,11 +179,12 @@ for kind in $CHANGE; do
   lastsums=$(sbtest_checksums "$SRC" "$TABLES")
   SANDBOX_PID=$SRC_PID sandbox_stop
   rf=$(restored "$repo" "$last_full" "$lastsums")
+  rc=$(restored "$crepo" "$prev" "$lastsums")
   rn=$(restored "$drepo" "$last_dedup" "${SUMS[$last_dedup]}")
   ro=$(restored "$drepo" "$first_dedup" "${SUMS[$first_dedup]}")
   before=$(size_of "$drepo")
   ex=$(timed "$BS" expire --repo "$drepo" --keep-last 1 --confirm)
-  OUT+=("" "restore --prepare (s): newest plain full $rf; newest deduplicated $rn ($(ratio "$rn" "$rf")x); oldest deduplicated $ro ($(ratio "$ro" "$rf")x)")
+  OUT+=("" "restore --prepare (s): newest plain full $rf; newest incremental, a chain of $NIGHTS, $rc ($(ratio "$rc" "$rf")x); newest deduplicated $rn ($(ratio "$rn" "$rf")x); oldest deduplicated $ro ($(ratio "$ro" "$rf")x)")
   OUT+=("expire --keep-last 1 of the deduplicating repository: $ex s, $(human "$before") before, $(human "$(size_of "$drepo")") after")
   echo "${OUT[-2]}" >&2; echo "${OUT[-1]}" >&2
   rm -rf "$WORK/src"

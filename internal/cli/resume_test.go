@@ -123,7 +123,10 @@ func TestRestoreResumesAfterPowerCut(t *testing.T) {
 	disk := testkit.NewPowerCut(t, 1<<30)
 	target := filepath.Join(disk.Dir, "datadir")
 	restore := []string{"restore", id, "--repo", r.Location, "--target-dir", target}
-	p := startProc(t, bin, restore...)
+	// Read at 4 MiB/s (about 8 s for the sample's 30 MiB), so that the
+	// journal records files many times before the cut, however fast the
+	// machine.
+	p := startProc(t, bin, append(restore, "--limit-download", "4MiB/s")...)
 	slowDown(t, p)
 	// The journal is written, then synced: records read back may still
 	// be on their way to the disk, but not once later ones are written.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -78,7 +79,18 @@ func (p *PowerCut) Cut() {
 // device holds.
 func (p *PowerCut) Recover() {
 	p.t.Helper()
-	run(p.t, "umount", p.Dir)
+	// A program just killed may hold the file system a moment longer
+	// (its last writes failing against the shut down device): busy is
+	// tried again, for 10 seconds.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, err := exec.Command("umount", p.Dir).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(string(out), "busy") || time.Now().After(deadline) {
+			p.t.Fatalf("umount %s: %v: %s", p.Dir, err, out)
+		}
+	}
 	run(p.t, "mount", p.dev, p.Dir)
 }
 
