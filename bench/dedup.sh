@@ -150,6 +150,9 @@ for kind in $CHANGE; do
     prev=$cid
     read -r id parent full _ full_s <<<"$(backup "$repo")"
     [ "$parent" = - ] || { echo "night $night: the full backup $id has parent $parent" >&2; exit 1; }
+    # Only the newest plain full is restored: the older ones go (their
+    # sizes are counted), so that 7 nights of a large dataset fit the disk.
+    "$BS" expire --repo "$repo" --keep-last 1 --confirm >/dev/null
     read -r did _ dstored _ dedup_s <<<"$(backup "$drepo")"
     SUMS[$did]=$(sbtest_checksums "$SRC" "$TABLES")
     (( night == 1 )) && first_full=$full first_dedup=$did

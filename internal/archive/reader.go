@@ -236,7 +236,13 @@ func (r *streamReader) fetch(ctx context.Context) error {
 		return wrapWhere(r.where(), err)
 	}
 	defer src.Close()
+	// A stream whose digest is its recipe's (StorageDedup) is proven by
+	// whoever reads its blocks: dedup's Input, which checks every block
+	// against its name; sent on, the sender's, and then here the frames'
+	// CRC-32C and the chunks' and the files' digests, as for part of a
+	// stream.
 	_, verifies := r.opt.Input.(ContentVerifier)
+	verifies = verifies || r.opt.Manifest.Storage == StorageDedup
 	var size int64
 	frames := 0
 	gate := 0 // the next barrier fetching may have to wait for

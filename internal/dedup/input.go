@@ -113,7 +113,26 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 			}
 		}
 	}
-	return &frames{in: in, ctx: ctx, stream: s.Name, r: r, index: index, nums: nums, where: need}, nil
+	return &frames{in: in, ctx: ctx, stream: s.Name, r: r, index: index, nums: nums, where: need,
+		pre: startPrefetch(ctx, in.Store, loads(r, nums, need))}, nil
+}
+
+// loads lists the pack frames the reassembly of frames nums of r loads,
+// in order: each time a block lies in another frame than the block
+// before it (frames.block keeps the one frame it loaded last).
+func loads(r *recipe, nums []int, where map[Name]location) []frameRef {
+	var out []frameRef
+	for _, n := range nums {
+		for _, it := range r.Frames[n].Items {
+			if it.isLit {
+				continue
+			}
+			if fr := where[it.Block].Frame; len(out) == 0 || out[len(out)-1] != fr {
+				out = append(out, fr)
+			}
+		}
+	}
+	return out
 }
 
 // frames makes a stream's frames again, one after another.
@@ -126,9 +145,11 @@ type frames struct {
 	nums   []int
 	next   int
 	where  map[Name]location
-	// the zstd frame read last, decoded
+	pre    *prefetch // reads the frames of packs ahead, in loads' order
+	// the frame of a pack read last, decoded
 	cached frameRef
 	raw    []byte
+	loaded bool
 }
 
 func (f *frames) Next() (archive.Frame, []byte, error) {
@@ -166,26 +187,18 @@ func (f *frames) Next() (archive.Frame, []byte, error) {
 // block returns the bytes of the block named n.
 func (f *frames) block(n Name) ([]byte, error) {
 	loc := f.where[n]
-	if loc.Frame != f.cached || f.raw == nil {
-		if err := f.load(loc.Frame); err != nil {
+	if !f.loaded || loc.Frame != f.cached {
+		raw, err := f.pre.next(f.ctx, loc.Frame)
+		if err != nil {
 			return nil, err
 		}
+		f.raw, f.cached, f.loaded = raw, loc.Frame, true
 	}
 	if uint64(loc.Offset)+uint64(loc.Len) > uint64(len(f.raw)) {
 		return nil, archive.Corruptf("block %s: bytes %d..%d of a frame of %d in %s", n, loc.Offset, loc.Offset+loc.Len, len(f.raw), loc.Frame.Pack)
 	}
 	b := f.raw[loc.Offset : loc.Offset+loc.Len]
 	return b, f.in.Store.check(n, b, loc)
-}
-
-// load reads and decodes one zstd frame of a pack into the cache.
-func (f *frames) load(fr frameRef) error {
-	raw, err := f.in.Store.readFrame(f.ctx, fr, f.raw[:0])
-	if err != nil {
-		return err
-	}
-	f.raw, f.cached = raw, fr
-	return nil
 }
 
 // check checks block b, read from loc, against its name n.
@@ -221,4 +234,7 @@ func (s *Store) readFrame(ctx context.Context, fr frameRef, dst []byte) ([]byte,
 	return raw, nil
 }
 
-func (f *frames) Close() error { return nil }
+func (f *frames) Close() error {
+	f.pre.stop()
+	return nil
+}

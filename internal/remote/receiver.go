@@ -484,6 +484,9 @@ func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error)
 	if existing, _ := r.Resolve(ctx, h.ID); existing != nil {
 		return nil, fmt.Errorf("the repository already holds backup %s", h.ID)
 	}
+	if h.Storage == archive.StorageDedup {
+		return nil, fmt.Errorf("backup %s is stored in a deduplicating repository, whose streams' digests are their recipes', which a repository that receives it cannot check: receive it into a datadir (--target-dir or --datadir), or back up into that repository directly", h.ID)
+	}
 	if r.Dedup() {
 		return nil, fmt.Errorf("backup %s: the repository deduplicates, and receive stores a backup's streams as they are sent, compressed, which cannot be cut into blocks: receive into a repository that does not deduplicate (or a datadir), or back up into this one directly", h.ID)
 	}

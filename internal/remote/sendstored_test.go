@@ -16,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/repo/repotest"
 	"github.com/backstream/backstream/internal/restore"
 	"github.com/backstream/backstream/internal/storage"
+	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/testkit"
 )
 
@@ -255,5 +256,57 @@ func flipByte(t *testing.T, b storage.Backend, name string, off int) {
 	}
 	if _, err := b.Put(ctx, name, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A backup stored in a deduplicating repository is sent as any other:
+// its frames made again from the blocks (each checked against its name),
+// and the receiver into a datadir ends with every file as it was backed
+// up, though the stream's digest is its recipe's. A receiver into a
+// repository refuses it, saying why, rather than store streams whose
+// digests it cannot check.
+func TestSendStoredDeduplicated(t *testing.T) {
+	ctx := testContext(t)
+	b, err := local.New(filepath.Join(t.TempDir(), "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Init(ctx, b, repo.Options{Dedup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, f := range testFiles(7) {
+		files[f.path] = string(f.data)
+	}
+	m := repotest.Store(t, r, repotest.Backup{ID: testID, Files: files})
+	if m.Storage != archive.StorageDedup {
+		t.Fatalf("storage %q", m.Storage)
+	}
+	sb := &StoredBackup{Manifest: m, Input: r.Input(m), Meta: map[string][]byte{}}
+	for _, o := range m.Meta {
+		if o.Name != archive.ContentsName {
+			if sb.Meta[o.Name], err = r.ReadMeta(ctx, m, o.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	addr, done := serveTarget(t, target, false)
+	if _, err := sendStoredTo(t, sb, addr); err != nil {
+		t.Fatal(err)
+	}
+	if got := outcome(t, done); got.err != nil {
+		t.Fatalf("receive into a datadir: %v", got.err)
+	}
+	for p, data := range files {
+		if got, err := os.ReadFile(filepath.Join(target, p)); err != nil || string(got) != data {
+			t.Errorf("%s: %d bytes (%v), want the %d backed up", p, len(got), err, len(data))
+		}
+	}
+	addr, done = serve(t, &Receiver{})
+	sendStoredTo(t, sb, addr)
+	if got := outcome(t, done); got.err == nil || !strings.Contains(got.err.Error(), "receive it into a datadir") {
+		t.Errorf("receive into a repository: %v; want a refusal saying why", got.err)
 	}
 }
