@@ -37,7 +37,8 @@ type StreamOutput interface {
 // repository's recipe names every block by a keyed hash, which reading
 // checks. A Writer does not hash what it writes to one (the output's
 // Close sets the record's digest), and a Reader does not hash what it
-// reads from one.
+// reads from one, nor check its frames' CRC-32C: the Input checks each
+// frame it makes against the CRC-32C its record holds.
 type ContentVerifier interface{ VerifiesContent() }
 
 // Input provides the frames of each stream of a backup.

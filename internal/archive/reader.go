@@ -241,8 +241,8 @@ func (r *streamReader) fetch(ctx context.Context) error {
 	// against its name; sent on, the sender's, and then here the frames'
 	// CRC-32C and the chunks' and the files' digests, as for part of a
 	// stream.
-	_, verifies := r.opt.Input.(ContentVerifier)
-	verifies = verifies || r.opt.Manifest.Storage == StorageDedup
+	_, inputChecks := r.opt.Input.(ContentVerifier)
+	verifies := inputChecks || r.opt.Manifest.Storage == StorageDedup
 	var size int64
 	frames := 0
 	gate := 0 // the next barrier fetching may have to wait for
@@ -281,7 +281,7 @@ func (r *streamReader) fetch(ctx context.Context) error {
 				return err
 			}
 		}
-		if crc := crc32.Checksum(buf, castagnoli); crc != f.CRC {
+		if !inputChecks && crc32.Checksum(buf, castagnoli) != f.CRC {
 			putBuf(buf)
 			return Corruptf("%s: frame %d at offset %d: checksum mismatch, the stored data is corrupt", r.where(), num, f.Offset)
 		}

@@ -37,6 +37,10 @@ const (
 	BlockSize   = 64 << 10 // a multiple of every innodb_page_size
 	frameTarget = 1 << 20  // raw bytes of new blocks compressed together
 	packTarget  = 32 << 20 // bytes of a pack object
+	// maxPackFrame bounds the raw bytes of a frame of a pack: a frame is
+	// stored once it holds frameTarget, each block adding BlockSize at
+	// most.
+	maxPackFrame = frameTarget + BlockSize
 )
 
 // Name names a block: the keyed BLAKE3 of its bytes, with the

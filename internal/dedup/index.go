@@ -143,6 +143,9 @@ func decodeIndex(data []byte) (*index, error) {
 		if d.err == nil && int(p) >= len(ix.Packs) {
 			return nil, fmt.Errorf("frame of pack %d, of %d", p, len(ix.Packs))
 		}
+		if d.err == nil && (f.Raw > maxPackFrame || f.Stored > 2*maxPackFrame) {
+			return nil, fmt.Errorf("a frame of %d bytes stored as %d: a pack's frames hold %d at most", f.Raw, f.Stored, maxPackFrame)
+		}
 		if d.err == nil {
 			f.Pack = ix.Packs[p].Name
 		}

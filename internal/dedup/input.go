@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"sync"
 
 	"github.com/backstream/backstream/internal/archive"
 )
@@ -118,22 +120,85 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 }
 
 // loads lists the pack frames the reassembly of frames nums of r loads,
-// in order: each time a block lies in another frame than the block
-// before it (frames.block keeps the one frame it loaded last).
+// in order: each time a block lies in a frame its cache (frames.cache,
+// the same policy) does not hold.
 func loads(r *recipe, nums []int, where map[Name]location) []frameRef {
 	var out []frameRef
+	var c frameCache
 	for _, n := range nums {
 		for _, it := range r.Frames[n].Items {
 			if it.isLit {
 				continue
 			}
-			if fr := where[it.Block].Frame; len(out) == 0 || out[len(out)-1] != fr {
+			if fr := where[it.Block].Frame; !c.has(fr) {
 				out = append(out, fr)
+				c.put(fr, nil)
 			}
 		}
 	}
 	return out
 }
+
+// cachedFrames is how many decoded pack frames a stream's reassembly
+// keeps: a backup's blocks come from the frames of several nights, and
+// of files that mariabackup copied side by side in another order than
+// the night their blocks were stored, so it comes back to a frame it left.
+const cachedFrames = 8
+
+// frameCache holds the pack frames used last, the least recently used
+// dropped first.
+type frameCache struct {
+	entries []cachedFrame // the most recently used last
+}
+
+type cachedFrame struct {
+	fr  frameRef
+	raw []byte
+}
+
+// has reports whether fr is held, and makes it the most recently used.
+func (c *frameCache) has(fr frameRef) bool {
+	for i, e := range c.entries {
+		if e.fr == fr {
+			copy(c.entries[i:], c.entries[i+1:])
+			c.entries[len(c.entries)-1] = e
+			return true
+		}
+	}
+	return false
+}
+
+// put holds fr, decoded as raw, dropping the least recently used past
+// cachedFrames (its buffer goes back to getFrameBuf's).
+func (c *frameCache) put(fr frameRef, raw []byte) {
+	if len(c.entries) == cachedFrames {
+		putFrameBuf(c.entries[0].raw)
+		c.entries = append(c.entries[:0], c.entries[1:]...)
+	}
+	c.entries = append(c.entries, cachedFrame{fr, raw})
+}
+
+// frameBufs recycles the buffers of pack frames read and decoded.
+var frameBufs sync.Pool
+
+// getFrameBuf returns an empty buffer with room for a frame of a pack,
+// decoded (maxPackFrame), or stored as most are.
+func getFrameBuf() []byte {
+	if b, ok := frameBufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, maxPackFrame)
+}
+
+func putFrameBuf(b []byte) {
+	if cap(b) >= maxPackFrame {
+		b = b[:0]
+		frameBufs.Put(&b)
+	}
+}
+
+// last is the frame has or put made the most recently used.
+func (c *frameCache) last() []byte { return c.entries[len(c.entries)-1].raw }
 
 // frames makes a stream's frames again, one after another.
 type frames struct {
@@ -146,10 +211,7 @@ type frames struct {
 	next   int
 	where  map[Name]location
 	pre    *prefetch // reads the frames of packs ahead, in loads' order
-	// the frame of a pack read last, decoded
-	cached frameRef
-	raw    []byte
-	loaded bool
+	cache  frameCache
 }
 
 func (f *frames) Next() (archive.Frame, []byte, error) {
@@ -187,17 +249,18 @@ func (f *frames) Next() (archive.Frame, []byte, error) {
 // block returns the bytes of the block named n.
 func (f *frames) block(n Name) ([]byte, error) {
 	loc := f.where[n]
-	if !f.loaded || loc.Frame != f.cached {
+	if !f.cache.has(loc.Frame) {
 		raw, err := f.pre.next(f.ctx, loc.Frame)
 		if err != nil {
 			return nil, err
 		}
-		f.raw, f.cached, f.loaded = raw, loc.Frame, true
+		f.cache.put(loc.Frame, raw)
 	}
-	if uint64(loc.Offset)+uint64(loc.Len) > uint64(len(f.raw)) {
-		return nil, archive.Corruptf("block %s: bytes %d..%d of a frame of %d in %s", n, loc.Offset, loc.Offset+loc.Len, len(f.raw), loc.Frame.Pack)
+	raw := f.cache.last()
+	if uint64(loc.Offset)+uint64(loc.Len) > uint64(len(raw)) {
+		return nil, archive.Corruptf("block %s: bytes %d..%d of a frame of %d in %s", n, loc.Offset, loc.Offset+loc.Len, len(raw), loc.Frame.Pack)
 	}
-	b := f.raw[loc.Offset : loc.Offset+loc.Len]
+	b := raw[loc.Offset : loc.Offset+loc.Len]
 	return b, f.in.Store.check(n, b, loc)
 }
 
@@ -220,7 +283,8 @@ func (s *Store) readFrame(ctx context.Context, fr frameRef, dst []byte) ([]byte,
 		return nil, err
 	}
 	defer rc.Close()
-	stored := make([]byte, fr.Stored)
+	stored := slices.Grow(getFrameBuf(), int(fr.Stored))[:fr.Stored]
+	defer putFrameBuf(stored)
 	if _, err := io.ReadFull(rc, stored); err != nil {
 		return nil, fmt.Errorf("read pack %s at %d: %w", fr.Pack, fr.Offset, err)
 	}

@@ -11,9 +11,9 @@ import (
 const prefetchDepth = 4
 
 // prefetch reads the pack frames a stream's reassembly loads, in the
-// order it loads them (each time a block lies in another frame than the
-// block before it), ahead of it and several at once, each checked and
-// decoded (Store.readFrame). It holds at most prefetchDepth+2 frames.
+// order it loads them (see loads), ahead of it and several at once, each
+// checked and decoded (Store.readFrame). It holds at most
+// prefetchDepth+2 frames.
 type prefetch struct {
 	cancel  context.CancelFunc
 	order   chan *fetch
@@ -44,7 +44,7 @@ func startPrefetch(ctx context.Context, s *Store, loads []frameRef) *prefetch {
 			p.readers.Add(1)
 			go func() {
 				defer p.readers.Done()
-				f.raw, f.err = s.readFrame(ctx, f.fr, nil)
+				f.raw, f.err = s.readFrame(ctx, f.fr, getFrameBuf())
 				close(f.ready)
 			}()
 		}
