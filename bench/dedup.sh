@@ -160,8 +160,8 @@ for kind in $CHANGE; do
     T[full]="${T[full]:-} $full_s" T[dedup]="${T[dedup]:-} $dedup_s"
     cells=("$night" "$(human "$full")" "$full_s" "$( [ "$inc" = - ] && echo - || human "$inc")" "$inc_s" "$(human "$dstored")" "$dedup_s" "$(ratio "$dedup_s" "$full_s")")
     if [ -n "$S3" ]; then
-      read -r _ _ _ _ s3_s <<<"$(backup "$s3repo" --metrics-file "$WORK/s3-$night.prom")"
-      cells+=("$s3_s" "$(s3requests "$WORK/s3-$night.prom")")
+      read -r _ _ _ _ s3_s <<<"$(backup "$s3repo" --metrics-file "$WORK/s3-$kind-$night.prom")"
+      cells+=("$s3_s" "$(s3requests "$WORK/s3-$kind-$night.prom")")
     fi
     if [ -n "$BLOCKS" ]; then
       while IFS=$'\t' read -r _ size _ _ _ _ newz _; do
