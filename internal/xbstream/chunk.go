@@ -309,13 +309,10 @@ func parseFixed(b []byte) (Flags, Type, int, error) {
 	return f, t, int(pathLen), nil
 }
 
-// decode decodes one chunk without looking past it; errors are unprefixed so
-// that callers can add the context they know.
-func decode(b []byte) (Chunk, int, error) { return decodeSummed(b, nil) }
-
-// decodeSummed is decode with the payload's CRC-32 already computed, if sum
-// is not nil, by a reader that checksummed the payload as it read it;
-// &known takes the stored one as right.
+// decodeSummed decodes one chunk without looking past it, its payload's
+// CRC-32 computed here (sum nil), or already by a reader that checksummed
+// the payload as it read it, or taken as right (&known); errors are
+// unprefixed so that callers can add the context they know.
 func decodeSummed(b []byte, sum *uint32) (Chunk, int, error) {
 	var c Chunk
 	f, t, pathLen, err := parseFixed(b)
