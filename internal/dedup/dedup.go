@@ -37,10 +37,11 @@ const (
 	BlockSize   = 64 << 10 // a multiple of every innodb_page_size
 	frameTarget = 1 << 20  // raw bytes of new blocks compressed together
 	packTarget  = 32 << 20 // bytes of a pack object
-	// maxPackFrame bounds the raw bytes of a frame of a pack: a frame is
-	// stored once it holds frameTarget, each block adding BlockSize at
-	// most.
-	maxPackFrame = frameTarget + BlockSize
+	// maxPackFrame bounds the raw bytes of a frame of a pack as readers
+	// take them (the format's bound, which a smaller frameTarget keeps
+	// readable): a frame is stored once it holds frameTarget, each block
+	// adding BlockSize at most.
+	maxPackFrame = 1<<20 + BlockSize
 )
 
 // Name names a block: the keyed BLAKE3 of its bytes, with the
