@@ -131,7 +131,7 @@ func RunBackup(ctx context.Context, job BackupJob) (m *archive.Manifest, err err
 		a.galera = true
 		a.job.ExtraArgs = append(slices.Clone(job.ExtraArgs), GaleraArg)
 	}
-	return a.retryDDLRaces(ctx, started)
+	return a.retryRaces(ctx, started)
 }
 
 // attempt is what one try at a physical backup works with: the job, and
@@ -191,9 +191,9 @@ func (a *attempt) inspect(ctx context.Context) (mariadb.Galera, error) {
 	return galera, nil
 }
 
-// retryDDLRaces takes the backup, again under a new id while DDL raced
-// the copy (a *DDLRaceError), up to ddlRaceAttempts times.
-func (a *attempt) retryDDLRaces(ctx context.Context, started time.Time) (*archive.Manifest, error) {
+// retryRaces takes the backup, again under a new id while the copy raced
+// the server (raced), up to raceAttempts times.
+func (a *attempt) retryRaces(ctx context.Context, started time.Time) (*archive.Manifest, error) {
 	p := a.job.Progress
 	for n := 1; ; n++ {
 		try := *a
@@ -204,18 +204,17 @@ func (a *attempt) retryDDLRaces(ctx context.Context, started time.Time) (*archiv
 				// This attempt copies the datadir again from its start (and
 				// the DDL may have changed its size): it is counted alone.
 				p.Restart()
-				stage = fmt.Sprintf("streaming, attempt %d of %d", n, ddlRaceAttempts)
+				stage = fmt.Sprintf("streaming, attempt %d of %d", n, raceAttempts)
 			}
 			try.count = newCopyCounter(p, estimateCopy(a.server))
 			p.Stage(stage)
 		}
 		m, err := try.backupOnce(ctx)
-		var race *DDLRaceError
-		if !errors.As(err, &race) || n == ddlRaceAttempts {
+		if !raced(err) || n == raceAttempts {
 			return m, err
 		}
 		if p != nil {
-			p.Logf("%v; taking the backup again (attempt %d of %d)", err, n+1, ddlRaceAttempts)
+			p.Logf("%v; taking the backup again (attempt %d of %d)", err, n+1, raceAttempts)
 		}
 		started = time.Now().UTC()
 	}
@@ -280,6 +279,7 @@ type copyOutcome struct {
 	launched   time.Time                // when mariabackup started
 	primary    *archive.PrimaryPosition // a replica's position in its primary's history
 	retake     *retake                  // the tables DDL touched, taken again under BLOCK_COMMIT
+	redo       RedoCopy                 // the copy of the redo log, followed
 }
 
 func (a *attempt) runBackup(ctx context.Context) (*archive.Manifest, error) {
@@ -360,7 +360,7 @@ func (a *attempt) copyInto(ctx context.Context, w *archive.Writer) (*copyOutcome
 	xr := xbstream.NewReader(throttle.NewReader(childCtx, mb.Stdout, throttle.NewLimiter(job.MaxRate)))
 	xr.Alloc = w.Buffer
 	var streamErr error
-	c.meta, c.hadFileKey, streamErr = pump(xr, w, a.fileKey, a.count)
+	c.meta, c.hadFileKey, streamErr = pump(xr, w, a.fileKey, a.count, &c.redo)
 	if streamErr != nil && !mb.stdoutEnded() {
 		// mariabackup may still be writing: stop it, or it blocks on the
 		// full pipe. One that closed its stdout is ending by itself (it
@@ -437,10 +437,14 @@ func copyFailed(w *archive.Writer, streamErr, waitErr error) error {
 }
 
 // checkCopy checks, before the stream objects are closed, what the copy
-// must hold to be committed: no DDL raced it, the key file's password did
+// must hold to be committed: its redo log reaches where its checkpoints
+// say the backup ends, no DDL raced it, the key file's password did
 // not pass unseen, and a replica still replicates from the primaries it
 // did (whose position it then adds to the stream).
 func (a *attempt) checkCopy(ctx context.Context, c *copyOutcome, w *archive.Writer) error {
+	if err := c.redo.Check(c.res.Checkpoints); err != nil {
+		return err
+	}
 	// mariabackup has ended its backup stages: the server's DDL log holds
 	// what ran during the copy.
 	raced, err := racedDDL(a.server.Datadir, c.launched)
@@ -611,8 +615,9 @@ var errSink = errors.New("archive writer")
 // the key file's password (see withheld) pass only once they ended, with
 // the password taken out (fileKey is the one the server shows, "" for
 // none); hadFileKey says whether backup-my.cnf set it. count, if not
-// nil, counts every chunk toward the backup's progress.
-func pump(r *xbstream.Reader, w *archive.Writer, fileKey string, count *copyCounter) (meta map[string][]byte, hadFileKey bool, err error) {
+// nil, counts every chunk toward the backup's progress; redo follows the
+// redo log's.
+func pump(r *xbstream.Reader, w *archive.Writer, fileKey string, count *copyCounter, redo *RedoCopy) (meta map[string][]byte, hadFileKey bool, err error) {
 	meta = map[string][]byte{}
 	held := map[string]*heldFile{}
 	for {
@@ -626,6 +631,7 @@ func pump(r *xbstream.Reader, w *archive.Writer, fileKey string, count *copyCoun
 			return nil, false, fmt.Errorf("mariabackup stream at byte %d: %w", r.Offset(), err)
 		}
 		count.chunk(&c)
+		_ = redo.Chunk(&c)
 		if hidden(c.Path) {
 			continue
 		}

@@ -135,7 +135,7 @@ func TestPumpWithholdsFileKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta, had, err := pump(xbstream.NewReader(&in), w, secret, nil)
+	meta, had, err := pump(xbstream.NewReader(&in), w, secret, nil, &RedoCopy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestPumpWithholdsFileKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta, had, err = pump(xbstream.NewReader(&in), w, "", nil)
+	meta, had, err = pump(xbstream.NewReader(&in), w, "", nil, &RedoCopy{})
 	w.Abort(io.EOF)
 	if err != nil || !had || bytes.Contains(meta[BackupMyCnf], []byte(secret)) {
 		t.Fatalf("no password shown: had %v, %v\n%s", had, err, meta[BackupMyCnf])
@@ -267,7 +267,7 @@ func TestPumpRefusesUnendedWithheldFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Abort(errors.New("test over"))
-	if _, _, err := pump(xbstream.NewReader(&in), w, "secret123", nil); err == nil || !strings.Contains(err.Error(), "no end chunk") || !strings.Contains(err.Error(), BackupMyCnf) {
+	if _, _, err := pump(xbstream.NewReader(&in), w, "secret123", nil, &RedoCopy{}); err == nil || !strings.Contains(err.Error(), "no end chunk") || !strings.Contains(err.Error(), BackupMyCnf) {
 		t.Fatalf("pump of a stream ending inside %s: %v", BackupMyCnf, err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package verify checks a stored backup without writing anything: with
 // the backups of its chain, every metadata object against its digest, a
 // logical backup's catalog against its data files, a physical backup's
-// table list against its files, and every stream
+// table list against its files and its redo log against its end, and
+// every stream
 // object frame by frame, chunk by chunk and file by file against the
 // manifest; and the archived binary logs, whole files and segments
 // alike. Damage is reported as corruption (archive.IsCorrupt) naming the
@@ -26,6 +27,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/binlog"
 	"github.com/backstream/backstream/internal/logical"
+	"github.com/backstream/backstream/internal/physical"
 	"github.com/backstream/backstream/internal/repo"
 )
 
@@ -70,7 +72,8 @@ func (e *LinkError) Unwrap() error { return e.Err }
 // Backup checks every object of backup m of r: its metadata (Meta), that
 // its files hold the tables it lists (Tables), then every stream, read as
 // how says; with a subset, the frames of its files alone (and whole the
-// streams whose files kept no frame ranges, see archive.Plan).
+// streams whose files kept no frame ranges, see archive.Plan). Read whole,
+// a physical backup's redo log must reach the backup's end.
 func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how Reading) error {
 	m, err := r.Whole(ctx, m)
 	if err != nil {
@@ -87,8 +90,22 @@ func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how Reading)
 		chosen := how.Subset.choose(m, how.Sampled)
 		read.Only = func(p string) bool { return chosen[p] }
 	}
+	// A physical backup's copy of the redo log must reach where the
+	// backup ends, or its prepare fails (physical.RedoCopy): backups
+	// committed before backstream checked it at backup time are checked
+	// here. A merged backup is prepared: its log is applied.
+	var redo *physical.RedoCopy
+	if m.Kind == archive.KindPhysical && len(m.MergedFrom) == 0 && how.Subset.All() {
+		redo = &physical.RedoCopy{}
+		read.Sink = redo
+	}
 	if err := archive.Read(ctx, read); err != nil {
 		return fmt.Errorf("backup %s: %w", m.ID, err)
+	}
+	if redo != nil {
+		if err := redo.Check(physical.Checkpoints{ToLSN: m.Positions.ToLSN, LastLSN: m.Positions.LastLSN}); err != nil {
+			return archive.Corruptf("backup %s: %v", m.ID, err)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,4 +58,36 @@ func flip(t *testing.T, r *repo.Repo, id, name string) {
 		data[len(data)/2] ^= 1
 		os.WriteFile(p, data, 0o600)
 	})
+}
+
+// A stored physical backup whose redo log ends before its last_lsn (one
+// committed before backstream checked it at backup time) cannot be
+// prepared: verify calls it damage, with both LSNs, and a merged
+// (prepared) backup's log is not judged.
+func TestShortRedoCopyIsDamage(t *testing.T) {
+	ctx := context.Background()
+	r := repotest.New(t)
+	// The header says MariaDB 10.8's format and first LSN; one mini-
+	// transaction of 3 bytes of records follows: the log ends at 100008.
+	const first = 100_000
+	log := make([]byte, 12288)
+	binary.BigEndian.PutUint32(log, 0x50687973)
+	binary.BigEndian.PutUint64(log[8:], first)
+	recs := []byte{0x32, 0, 0}
+	log = append(append(log, recs...), 1)
+	log = binary.BigEndian.AppendUint32(log, crc32.Checksum(recs, crc32.MakeTable(crc32.Castagnoli)))
+	files := map[string]string{"ibdata1": "data", "ib_logfile0": string(log)}
+	whole := repotest.Store(t, r, repotest.Backup{ID: "20261130T030000Z-0001", Files: files, LastLSN: first + 8})
+	if err := Backup(ctx, r, whole, Reading{Read: archive.ReadOptions{Workers: 2}}); err != nil {
+		t.Errorf("a log that reaches last_lsn: %v", err)
+	}
+	short := repotest.Store(t, r, repotest.Backup{ID: "20261130T040000Z-0001", Files: files, LastLSN: first + 24})
+	err := Backup(ctx, r, short, Reading{Read: archive.ReadOptions{Workers: 2}})
+	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), short.ID) || !strings.Contains(err.Error(), "ends at LSN 100008") || !strings.Contains(err.Error(), "short of LSN 100024") {
+		t.Errorf("a log 16 bytes short: %v, want damage naming the backup and both LSNs", err)
+	}
+	short.MergedFrom = []string{whole.ID}
+	if err := Backup(ctx, r, short, Reading{Read: archive.ReadOptions{Workers: 2}}); err != nil {
+		t.Errorf("a merged backup's log: %v, want it not judged", err)
+	}
 }

@@ -47,6 +47,8 @@ type Backup struct {
 	Finished time.Time
 	// Tables is the manifest's table list.
 	Tables []archive.Table
+	// LastLSN, if set, is the manifest's last_lsn (to_lsn stays below).
+	LastLSN uint64
 }
 
 // Store commits b to r through the archive writer (two zstd streams, or
@@ -107,6 +109,9 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 		if m.Server.Hostname == "" {
 			m.Server = p.Server
 		}
+	}
+	if b.LastLSN != 0 {
+		m.Positions.ToLSN, m.Positions.LastLSN = min(m.Positions.ToLSN, b.LastLSN), b.LastLSN
 	}
 	for _, s := range res.Streams {
 		m.Stats.StoredBytes += s.Size
