@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"filippo.io/age"
@@ -461,5 +463,44 @@ func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
 	w.Abort(err)
 	if n := sizeOf(t, filepath.Join(root, "dedup", "packs")); n != 0 {
 		t.Errorf("the failed backup left %d bytes of packs", n)
+	}
+}
+
+// countingOpens counts the ranged reads of packs.
+type countingOpens struct {
+	storage.Backend
+	packs atomic.Int64
+}
+
+func (c *countingOpens) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	if strings.HasPrefix(name, "dedup/packs/") {
+		c.packs.Add(1)
+	}
+	return c.Backend.Open(ctx, name, off, length)
+}
+
+// A restore reads frames that follow each other in a pack in one ranged
+// read (up to four): an object store's round trips, not one a frame.
+func TestRestoreReadsFollowingFramesAtOnce(t *testing.T) {
+	s, root, b := newStore(t)
+	want := files{"db/t.ibd": random(12 << 20)}
+	m := backup(t, s, "one", want)
+	counting := &countingOpens{Backend: b}
+	s2, err := dedup.Open(context.Background(), counting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := restore(s2, m)
+	if err != nil || !bytes.Equal(got["db/t.ibd"], want["db/t.ibd"]) {
+		t.Fatalf("restore: %v (the file equal: %v)", err, bytes.Equal(got["db/t.ibd"], want["db/t.ibd"]))
+	}
+	packs, err := filepath.Glob(filepath.Join(root, "dedup", "packs", "*", "*"))
+	if err != nil || len(packs) == 0 {
+		t.Fatalf("packs: %v %v", packs, err)
+	}
+	// 12 MiB of random data is about 12 frames of 1 MiB.
+	frames := sizeOf(t, filepath.Join(root, "dedup", "packs")) >> 20
+	if n := counting.packs.Load(); n == 0 || n > frames/4+int64(len(packs))+1 {
+		t.Errorf("%d ranged reads of %d packs for about %d frames; want about a quarter", n, len(packs), frames)
 	}
 }

@@ -275,17 +275,29 @@ func (s *Store) check(n Name, b []byte, loc location) error {
 // readFrame reads one zstd frame of a pack, checks its CRC-32C and
 // decodes it into dst.
 func (s *Store) readFrame(ctx context.Context, fr frameRef, dst []byte) ([]byte, error) {
-	rc, err := s.Backend.Open(ctx, fr.Pack, fr.Offset, int64(fr.Stored))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, archive.Corruptf("pack %s is missing: %v", fr.Pack, err)
-	}
+	rc, err := s.openRange(ctx, fr.Pack, fr.Offset, int64(fr.Stored))
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
+	return s.nextFrame(rc, fr, dst)
+}
+
+// openRange opens length bytes of pack from offset.
+func (s *Store) openRange(ctx context.Context, pack string, offset, length int64) (io.ReadCloser, error) {
+	rc, err := s.Backend.Open(ctx, pack, offset, length)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, archive.Corruptf("pack %s is missing: %v", pack, err)
+	}
+	return rc, err
+}
+
+// nextFrame reads frame fr from r, where it starts, checks it against
+// its CRC-32C and decodes it into dst.
+func (s *Store) nextFrame(r io.Reader, fr frameRef, dst []byte) ([]byte, error) {
 	stored := slices.Grow(getFrameBuf(), int(fr.Stored))[:fr.Stored]
 	defer putFrameBuf(stored)
-	if _, err := io.ReadFull(rc, stored); err != nil {
+	if _, err := io.ReadFull(r, stored); err != nil {
 		return nil, fmt.Errorf("read pack %s at %d: %w", fr.Pack, fr.Offset, err)
 	}
 	if got := crc32c(stored); got != fr.CRC {

@@ -6,14 +6,15 @@ import (
 	"sync"
 )
 
-// prefetchDepth is how many pack frames a stream's reassembly reads ahead,
-// all at once: ranged reads of an object store take a round trip each.
+// prefetchDepth is how many pack frames a stream's reassembly reads ahead:
+// ranged reads of an object store take a round trip each.
 const prefetchDepth = 4
 
 // prefetch reads the pack frames a stream's reassembly loads, in the
-// order it loads them (see loads), ahead of it and several at once, each
-// checked and decoded (Store.readFrame). It holds at most
-// prefetchDepth+2 frames.
+// order it loads them (see loads), ahead of it, each checked and decoded
+// (Store.nextFrame). Frames that follow each other in a pack are read in
+// one ranged read (a run, at most prefetchDepth frames); two runs are
+// read at once. It holds at most 2*prefetchDepth+1 frames.
 type prefetch struct {
 	cancel  context.CancelFunc
 	order   chan *fetch
@@ -34,22 +35,57 @@ func startPrefetch(ctx context.Context, s *Store, loads []frameRef) *prefetch {
 	go func() {
 		defer close(p.fed)
 		defer close(p.order)
-		for _, fr := range loads {
-			f := &fetch{fr: fr, ready: make(chan struct{})}
-			select {
-			case p.order <- f:
-			case <-ctx.Done():
-				return
+		for _, run := range runs(loads) {
+			fetches := make([]*fetch, len(run))
+			for i, fr := range run {
+				fetches[i] = &fetch{fr: fr, ready: make(chan struct{})}
 			}
 			p.readers.Add(1)
 			go func() {
 				defer p.readers.Done()
-				f.raw, f.err = s.readFrame(ctx, f.fr, getFrameBuf())
-				close(f.ready)
+				s.readRun(ctx, fetches)
 			}()
+			for _, f := range fetches {
+				select {
+				case p.order <- f:
+				case <-ctx.Done():
+					return
+				}
+			}
 		}
 	}()
 	return p
+}
+
+// runs groups loads, in order, into runs of frames that follow each other
+// in one pack, each at most prefetchDepth frames.
+func runs(loads []frameRef) [][]frameRef {
+	var out [][]frameRef
+	for i, fr := range loads {
+		if n := len(out); i > 0 && len(out[n-1]) < prefetchDepth && fr.Pack == loads[i-1].Pack && fr.Offset == loads[i-1].Offset+int64(loads[i-1].Stored) {
+			out[n-1] = append(out[n-1], fr)
+			continue
+		}
+		out = append(out, []frameRef{fr})
+	}
+	return out
+}
+
+// readRun reads the frames of a run in one ranged read, and makes each
+// ready in turn; a failure is every frame's from there on.
+func (s *Store) readRun(ctx context.Context, run []*fetch) {
+	first, last := run[0].fr, run[len(run)-1].fr
+	rc, err := s.openRange(ctx, first.Pack, first.Offset, last.Offset+int64(last.Stored)-first.Offset)
+	if err == nil {
+		defer rc.Close()
+	}
+	for _, f := range run {
+		if err == nil {
+			f.raw, err = s.nextFrame(rc, f.fr, getFrameBuf())
+		}
+		f.err = err
+		close(f.ready)
+	}
 }
 
 // next returns the next frame read, which must be want.
