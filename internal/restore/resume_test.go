@@ -81,8 +81,8 @@ func journalDone(t *testing.T, target string) map[string]bool {
 }
 
 // interrupt runs a restore of links into target and cancels it once its
-// journal records at least one file, as a signal would: the target
-// stays, with what was verified.
+// journal records the files it read before its progress held it, as a
+// signal would: the target stays, with what was verified.
 func interrupt(t *testing.T, links []Link, target string, noSync bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -92,9 +92,17 @@ func interrupt(t *testing.T, links []Link, target string, noSync bool) {
 	go func() {
 		errc <- Datadir(ctx, Job{Links: links, TargetDir: target, KeepInterrupted: true, Options: Options{Progress: p, NoSync: noSync, Workers: 2}})
 	}()
+	// The restore stops reading at the hold; once its journal's count of
+	// files done has not grown for half a second, it records every file
+	// read before the hold (on a loaded machine the first one may be
+	// recorded long before the others, and a resume of a journal with one
+	// file needs every frame again).
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if data, err := os.ReadFile(filepath.Join(target, journalName)); err == nil && bytes.Contains(data, []byte(`"t":"done"`)) {
+	for last, since := 0, time.Now(); ; {
+		data, _ := os.ReadFile(filepath.Join(target, journalName))
+		if n := bytes.Count(data, []byte(`"t":"done"`)); n != last {
+			last, since = n, time.Now()
+		} else if n > 0 && time.Since(since) > 500*time.Millisecond {
 			break
 		}
 		if time.Now().After(deadline) {
