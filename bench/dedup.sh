@@ -58,6 +58,7 @@ cleanup() {
 }
 trap cleanup EXIT
 if [ -n "$S3" ]; then
+  rm -rf "$WORK/minio"   # a run before left its bucket: every run starts empty
   ./scripts/minio.sh start "$WORK/minio" >/dev/null   # installs MinIO if missing
   # The env file holds the credentials and the endpoint: sourced, never printed.
   source "$WORK/minio/minio.env"

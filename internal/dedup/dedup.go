@@ -34,9 +34,9 @@ const (
 	indexDir    = "dedup/index/"
 	recipeDir   = "recipe/"
 	keySize     = 32
-	BlockSize   = 64 << 10 // a multiple of every innodb_page_size
-	frameTarget = 1 << 20  // raw bytes of new blocks compressed together
-	packTarget  = 32 << 20 // bytes of a pack object
+	BlockSize   = 64 << 10  // a multiple of every innodb_page_size
+	frameTarget = 256 << 10 // raw bytes of new blocks compressed together
+	packTarget  = 32 << 20  // bytes of a pack object
 	// maxPackFrame bounds the raw bytes of a frame of a pack as readers
 	// take them (the format's bound, which a smaller frameTarget keeps
 	// readable): a frame is stored once it holds frameTarget, each block

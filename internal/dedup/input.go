@@ -139,16 +139,18 @@ func loads(r *recipe, nums []int, where map[Name]location) []frameRef {
 	return out
 }
 
-// cachedFrames is how many decoded pack frames a stream's reassembly
-// keeps: a backup's blocks come from the frames of several nights, and
-// of files that mariabackup copied side by side in another order than
-// the night their blocks were stored, so it comes back to a frame it left.
-const cachedFrames = 8
+// cachedBytes is how much of the decoded pack frames a stream's
+// reassembly keeps (at least the frame used last): a backup's blocks come
+// from the frames of several nights, and of files that mariabackup copied
+// side by side in another order than the night their blocks were stored,
+// so it comes back to a frame it left.
+const cachedBytes = 8 << 20
 
 // frameCache holds the pack frames used last, the least recently used
 // dropped first.
 type frameCache struct {
 	entries []cachedFrame // the most recently used last
+	bytes   int64         // the frames' decoded bytes
 }
 
 type cachedFrame struct {
@@ -168,30 +170,36 @@ func (c *frameCache) has(fr frameRef) bool {
 	return false
 }
 
-// put holds fr, decoded as raw, dropping the least recently used past
-// cachedFrames (its buffer goes back to getFrameBuf's).
+// put holds fr, decoded as raw (fr.Raw bytes), dropping the least
+// recently used past cachedBytes (their buffers go back to getFrameBuf's).
 func (c *frameCache) put(fr frameRef, raw []byte) {
-	if len(c.entries) == cachedFrames {
+	c.entries = append(c.entries, cachedFrame{fr, raw})
+	c.bytes += int64(fr.Raw)
+	for c.bytes > cachedBytes && len(c.entries) > 1 {
 		putFrameBuf(c.entries[0].raw)
+		c.bytes -= int64(c.entries[0].fr.Raw)
 		c.entries = append(c.entries[:0], c.entries[1:]...)
 	}
-	c.entries = append(c.entries, cachedFrame{fr, raw})
 }
 
 // frameBufs recycles the buffers of pack frames read and decoded.
 var frameBufs sync.Pool
 
-// getFrameBuf returns an empty buffer with room for a frame of a pack,
-// decoded (maxPackFrame), or stored as most are.
+// frameBuf is the room of getFrameBuf's buffers: a frame of a pack as
+// this version writes them, decoded, or stored as most are (a larger one,
+// written with another frameTarget, grows its buffer).
+const frameBuf = frameTarget + BlockSize
+
+// getFrameBuf returns an empty buffer with room for a frame of a pack.
 func getFrameBuf() []byte {
 	if b, ok := frameBufs.Get().(*[]byte); ok {
 		return (*b)[:0]
 	}
-	return make([]byte, 0, maxPackFrame)
+	return make([]byte, 0, frameBuf)
 }
 
 func putFrameBuf(b []byte) {
-	if cap(b) >= maxPackFrame {
+	if cap(b) >= frameBuf {
 		b = b[:0]
 		frameBufs.Put(&b)
 	}

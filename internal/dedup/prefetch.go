@@ -6,15 +6,20 @@ import (
 	"sync"
 )
 
-// prefetchDepth is how many pack frames a stream's reassembly reads ahead:
-// ranged reads of an object store take a round trip each.
-const prefetchDepth = 4
+// prefetchDepth is how many pack frames a stream's reassembly reads ahead,
+// and runBytes the most a ranged read reads: ranged reads of an object
+// store take a round trip each.
+const (
+	prefetchDepth = 8
+	runBytes      = 2 << 20
+)
 
 // prefetch reads the pack frames a stream's reassembly loads, in the
 // order it loads them (see loads), ahead of it, each checked and decoded
 // (Store.nextFrame). Frames that follow each other in a pack are read in
-// one ranged read (a run, at most prefetchDepth frames); two runs are
-// read at once. It holds at most 2*prefetchDepth+1 frames.
+// one ranged read (a run, at most runBytes stored and prefetchDepth
+// frames); two runs are read at once. It holds at most 2*prefetchDepth+1
+// frames.
 type prefetch struct {
 	cancel  context.CancelFunc
 	order   chan *fetch
@@ -58,15 +63,20 @@ func startPrefetch(ctx context.Context, s *Store, loads []frameRef) *prefetch {
 }
 
 // runs groups loads, in order, into runs of frames that follow each other
-// in one pack, each at most prefetchDepth frames.
+// in one pack, each at most prefetchDepth frames and runBytes stored (a
+// frame alone may be more).
 func runs(loads []frameRef) [][]frameRef {
 	var out [][]frameRef
+	var stored int64
 	for i, fr := range loads {
-		if n := len(out); i > 0 && len(out[n-1]) < prefetchDepth && fr.Pack == loads[i-1].Pack && fr.Offset == loads[i-1].Offset+int64(loads[i-1].Stored) {
+		if n := len(out); i > 0 && len(out[n-1]) < prefetchDepth && stored+int64(fr.Stored) <= runBytes &&
+			fr.Pack == loads[i-1].Pack && fr.Offset == loads[i-1].Offset+int64(loads[i-1].Stored) {
 			out[n-1] = append(out[n-1], fr)
+			stored += int64(fr.Stored)
 			continue
 		}
 		out = append(out, []frameRef{fr})
+		stored = int64(fr.Stored)
 	}
 	return out
 }
