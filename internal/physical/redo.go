@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"strings"
 
+	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -322,4 +323,30 @@ func (r *RedoCopy) Check(cp Checkpoints) error {
 		return &RedoShortError{End: end, Want: want, Why: why}
 	}
 	return nil
+}
+
+// CheckBackup is Check for stored backup m, whose stream was followed
+// whole: damage (archive.Corruptf) when m is a physical backup not yet
+// prepared (a merged one's log is applied) whose log ends short.
+func (r *RedoCopy) CheckBackup(m *archive.Manifest) error {
+	if m.Kind != archive.KindPhysical || len(m.MergedFrom) > 0 {
+		return nil
+	}
+	if err := r.Check(Checkpoints{ToLSN: m.Positions.ToLSN, LastLSN: m.Positions.LastLSN}); err != nil {
+		return archive.Corruptf("%v", err)
+	}
+	return nil
+}
+
+// RedoSink passes chunks to Sink, and the redo log's to Redo on the way.
+type RedoSink struct {
+	archive.Sink
+	Redo *RedoCopy
+}
+
+func (s RedoSink) Chunk(c *xbstream.Chunk) error {
+	if err := s.Redo.Chunk(c); err != nil {
+		return err
+	}
+	return s.Sink.Chunk(c)
 }

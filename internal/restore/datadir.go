@@ -518,14 +518,21 @@ func (t *Target) Write(ctx context.Context, links []Link, opt Options) error {
 				// directory is applied to it and removed.
 				w.StartWriteback()
 			}
-			var sink archive.Sink = w
+			// The redo log is followed on its way: a backup whose copy of
+			// it ends short (committed before backstream checked that at
+			// backup time) cannot be prepared, and is damage named here.
+			redo := &physical.RedoCopy{}
+			var sink archive.Sink = physical.RedoSink{Sink: w, Redo: redo}
 			if len(kept[i]) > 0 {
-				sink = skipDone{Sink: w, done: kept[i]}
+				sink = skipDone{Sink: sink, done: kept[i]}
 			}
 			err = archive.Read(gctx, archive.ReadOptions{
 				Input: l.Input, Manifest: l.Manifest, Final: l.Final, Workers: workers[i], Sink: sink, Counter: opt.Progress, Only: only[i], Memory: mem,
 				Verified: func(p string) { j.verified(i, p) },
 			})
+			if err == nil && l.Final == nil {
+				err = redo.CheckBackup(l.Manifest)
+			}
 			if cerr := w.Close(); err == nil {
 				err = cerr
 			}

@@ -93,19 +93,17 @@ func Backup(ctx context.Context, r *repo.Repo, m *archive.Manifest, how Reading)
 	// A physical backup's copy of the redo log must reach where the
 	// backup ends, or its prepare fails (physical.RedoCopy): backups
 	// committed before backstream checked it at backup time are checked
-	// here. A merged backup is prepared: its log is applied.
-	var redo *physical.RedoCopy
-	if m.Kind == archive.KindPhysical && len(m.MergedFrom) == 0 && how.Subset.All() {
-		redo = &physical.RedoCopy{}
+	// here.
+	redo := &physical.RedoCopy{}
+	if how.Subset.All() {
 		read.Sink = redo
 	}
-	if err := archive.Read(ctx, read); err != nil {
-		return fmt.Errorf("backup %s: %w", m.ID, err)
+	err = archive.Read(ctx, read)
+	if err == nil && how.Subset.All() {
+		err = redo.CheckBackup(m)
 	}
-	if redo != nil {
-		if err := redo.Check(physical.Checkpoints{ToLSN: m.Positions.ToLSN, LastLSN: m.Positions.LastLSN}); err != nil {
-			return archive.Corruptf("backup %s: %v", m.ID, err)
-		}
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", m.ID, err)
 	}
 	return nil
 }

@@ -2,8 +2,6 @@ package verify
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,16 +65,8 @@ func flip(t *testing.T, r *repo.Repo, id, name string) {
 func TestShortRedoCopyIsDamage(t *testing.T) {
 	ctx := context.Background()
 	r := repotest.New(t)
-	// The header says MariaDB 10.8's format and first LSN; one mini-
-	// transaction of 3 bytes of records follows: the log ends at 100008.
-	const first = 100_000
-	log := make([]byte, 12288)
-	binary.BigEndian.PutUint32(log, 0x50687973)
-	binary.BigEndian.PutUint64(log[8:], first)
-	recs := []byte{0x32, 0, 0}
-	log = append(append(log, recs...), 1)
-	log = binary.BigEndian.AppendUint32(log, crc32.Checksum(recs, crc32.MakeTable(crc32.Castagnoli)))
-	files := map[string]string{"ibdata1": "data", "ib_logfile0": string(log)}
+	const first = 100_000 // the log ends at 100008
+	files := map[string]string{"ibdata1": "data", "ib_logfile0": repotest.RedoLog(first)}
 	whole := repotest.Store(t, r, repotest.Backup{ID: "20261130T030000Z-0001", Files: files, LastLSN: first + 8})
 	if err := Backup(ctx, r, whole, Reading{Read: archive.ReadOptions{Workers: 2}}); err != nil {
 		t.Errorf("a log that reaches last_lsn: %v", err)

@@ -7,6 +7,8 @@ package repotest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"io"
 	"maps"
 	"slices"
@@ -120,6 +122,18 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// RedoLog is a redo log as mariabackup copies it (ib_logfile0, MariaDB
+// 10.8's format) whose log starts at LSN first and holds one mini-
+// transaction: it ends at LSN first + 8.
+func RedoLog(first uint64) string {
+	log := make([]byte, 12288)
+	binary.BigEndian.PutUint32(log, 0x50687973)
+	binary.BigEndian.PutUint64(log[8:], first)
+	recs := []byte{0x32, 0, 0}
+	log = append(append(log, recs...), 1)
+	return string(binary.BigEndian.AppendUint32(log, crc32.Checksum(recs, crc32.MakeTable(crc32.Castagnoli))))
 }
 
 // DamageManifest truncates the stored manifest of backup id to half its
