@@ -432,22 +432,68 @@ func TestCollectRepacksSparsePacks(t *testing.T) {
 }
 
 // A stream whose recipe would be larger than a restore reads whole fails
-// the backup, saying what to do, instead of committing a backup that
-// could not be read back; what it stored is removed.
+// the backup as soon as it passes the limit, saying what to do, instead
+// of committing a backup that could not be read back; what it stored is
+// removed. The count is exact: a recipe of just the limit commits.
 func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
-	defer dedup.SetMaxRecipe(200)()
 	s, root, _ := newStore(t)
+	fs := files{"db/t.ibd": random(1 << 20)}
+	w := writeOneStream(t, s, "exact", fs)
+	res, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := int(res.Streams[0].Index.Size)
+	restoreLimit := dedup.SetMaxRecipe(exact)
+	if _, err := writeOneStream(t, s, "fits", fs).Close(); err != nil {
+		t.Errorf("a recipe of exactly the limit (%d bytes): %v", exact, err)
+	}
+	dedup.SetMaxRecipe(exact - 1)
+	if _, err := writeOneStream(t, s, "one-over", fs).Close(); err == nil {
+		t.Errorf("a recipe one byte over the limit (%d) was committed", exact-1)
+	}
+	restoreLimit()
+
+	defer dedup.SetMaxRecipe(200)()
+	s, root, _ = newStore(t)
+	w = writeOneStream(t, s, "big", nil)
+	var failed error
+	for _, raw := range chunks(t, files{"db/t.ibd": random(32 << 20)}, 300<<10) {
+		ch, _, err := xbstream.DecodeChunk(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed = w.Add(&ch, raw); failed != nil {
+			break
+		}
+	}
+	if failed == nil {
+		_, err := w.Close()
+		t.Fatalf("a backup whose recipe passed the limit at its first frame took all 32 MiB (Close: %v); want it stopped early", err)
+	}
+	if !strings.Contains(failed.Error(), "more than the 200 bytes a restore reads whole") {
+		t.Fatalf("a backup whose recipe is too large: %v; want a failure saying so", failed)
+	}
+	w.Abort(failed)
+	if n := sizeOf(t, filepath.Join(root, "dedup", "packs")); n != 0 {
+		t.Errorf("the failed backup left %d bytes of packs", n)
+	}
+}
+
+// writeOneStream starts a backup of one stream into s and adds fs to it.
+func writeOneStream(t *testing.T, s *dedup.Store, id string, fs files) *archive.Writer {
+	t.Helper()
 	c, err := codec.Parse("none")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w, err := archive.NewWriter(context.Background(), archive.WriterOptions{
-		Output: dedup.NewOutput(s, "backups/big", archive.DefaultHash), Streams: 1, Codec: c, FrameSize: 1 << 20,
+		Output: dedup.NewOutput(s, "backups/"+id, archive.DefaultHash), Streams: 1, Codec: c, FrameSize: 1 << 20,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, raw := range chunks(t, files{"db/t.ibd": random(1 << 20)}, 300<<10) {
+	for _, raw := range chunks(t, fs, 300<<10) {
 		ch, _, err := xbstream.DecodeChunk(raw)
 		if err != nil {
 			t.Fatal(err)
@@ -456,14 +502,7 @@ func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = w.Close()
-	if err == nil || !strings.Contains(err.Error(), "more than the 200 a restore reads whole") {
-		t.Fatalf("a backup whose recipe is too large: %v; want a failure saying so", err)
-	}
-	w.Abort(err)
-	if n := sizeOf(t, filepath.Join(root, "dedup", "packs")); n != 0 {
-		t.Errorf("the failed backup left %d bytes of packs", n)
-	}
+	return w
 }
 
 // countingOpens counts the ranged reads of packs.

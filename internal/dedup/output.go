@@ -34,8 +34,14 @@ func NewOutput(s *Store, dir, hash string) Output {
 // whole (a variable for the tests).
 var maxRecipe = archive.MaxSmallObject
 
-// recipeBytesPerBlock is about what a block takes in a recipe.
-const recipeBytesPerBlock = 1 + 32 + 4 + 4
+// What a recipe takes (see recipeMagic): its magic, frame count and
+// CRC-32C; each frame's sizes and item count; each item.
+const (
+	recipeFixedBytes    = len(recipeMagic) + 4 + 4
+	recipeFrameBytes    = 4 + 4 + 4
+	recipeLiteralBytes  = 1 + 4 // and the bytes
+	recipeBytesPerBlock = 1 + 32 + 4 + 4
+)
 
 // RecipeName is stream i's recipe, in its backup's directory.
 func RecipeName(i int) string { return fmt.Sprintf("%s%05d.rcp", recipeDir, i) }
@@ -46,7 +52,7 @@ func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.Str
 	if err := o.known.load(ctx, o.Store); err != nil {
 		return nil, err
 	}
-	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}}
+	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}, size: recipeFixedBytes}
 	s.pipe = newPipeline(o.Store, o.known, s.put)
 	s.batch = s.pipe.batch()
 	return s, nil
@@ -65,6 +71,7 @@ type streamOut struct {
 	num     int
 	name    string
 	frames  []recipeFrame
+	size    int // of the recipe encoded, so far
 	files   map[string]*pending
 	handles int // blocks begun
 	pipe    *pipeline
@@ -107,6 +114,26 @@ func (s *streamOut) WriteFrame(f archive.Frame, stored []byte) error {
 		}
 	}
 	s.frames = append(s.frames, recipeFrame{Raw: f.Raw, CRC: f.CRC, Items: items})
+	return s.grow(items)
+}
+
+// grow counts a frame of items into the recipe's size and fails the
+// stream as soon as it passes what a restore reads whole (GetSmall
+// refuses a larger recipe: a backup committed with it could not be
+// restored), rather than after the whole stream was stored.
+func (s *streamOut) grow(items []item) error {
+	s.size += recipeFrameBytes
+	for _, it := range items {
+		if it.isLit {
+			s.size += recipeLiteralBytes + len(it.Lit)
+		} else {
+			s.size += recipeBytesPerBlock
+		}
+	}
+	if s.size > maxRecipe {
+		return fmt.Errorf("dedup: stream %s: its recipe takes more than the %d bytes a restore reads whole (about %d GiB of data a stream): back up with more streams (--parallel), or into a repository that does not deduplicate",
+			s.name, maxRecipe, int64(maxRecipe)/recipeBytesPerBlock*BlockSize>>30)
+	}
 	return nil
 }
 
@@ -225,12 +252,6 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 		}
 	}
 	data := r.encode()
-	if len(data) > maxRecipe {
-		// GetSmall reads a recipe whole and refuses a larger one: a backup
-		// committed with it could not be restored.
-		return st, fmt.Errorf("dedup: stream %s: its recipe takes %d bytes, more than the %d a restore reads whole (about %d GiB of data a stream): back up with more streams (--parallel), or into a repository that does not deduplicate",
-			s.name, len(data), maxRecipe, int64(maxRecipe)/recipeBytesPerBlock*BlockSize>>30)
-	}
 	obj, err := archive.PutSmall(s.ctx, s.o.Store.Backend, s.o.Dir, RecipeName(s.num), data, s.o.Hash)
 	if err != nil {
 		return st, err
