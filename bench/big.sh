@@ -54,9 +54,6 @@ trap 'sandbox_stop; if [ -f "$WORK/minio/minio.pid" ]; then ./scripts/minio.sh s
 SQL=(mariadb --no-defaults -uroot)
 declare -A T R
 
-# cold: writes back what is dirty and drops the page cache (as root).
-cold() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
-
 # measure KEY COMMAND...: wall seconds in T[KEY], peak RSS (MiB) of the
 # biggest process in R[KEY]; fails, naming the command, when it does.
 measure() {

@@ -29,7 +29,10 @@
 # --prepare of the newest plain full, and of the newest and the oldest
 # deduplicated backups, each checked against the source's CHECKSUM TABLE
 # of its night, and of the chain's newest incremental (a restore of
-# seven links, each applied in turn); then expire --keep-last 1 of the deduplicating repository,
+# seven links, each applied in turn), RESTORES rounds of those four
+# (default 3, alternating, each from a cold page cache; the contents
+# checked in the first round; the median, and the range), then expire
+# --keep-last 1 of the deduplicating repository,
 # timed, and what it holds after. With S3=1 each night's full also goes
 # into a deduplicating repository in a MinIO bucket on this machine, with
 # --metrics-file: the object-store requests it sent (PUT, POST, LIST; GET,
@@ -43,6 +46,7 @@ NIGHTS=${NIGHTS:-7}
 CHANGE=${CHANGE:-clustered spread}
 BLOCKS=${BLOCKS:-}
 S3=${S3:-}
+RESTORES=${RESTORES:-3}
 ./scripts/deps.sh sysbench bc jq >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
@@ -101,10 +105,12 @@ backup() { # backup REPO [flags]: prints "id parent stored raw seconds" of the b
   echo "$("$BS" list --repo "$1" --json | jq -r 'sort_by(.started) | last | "\(.id) \(.parent // "-") \(.stored_bytes) \(.raw_bytes)"') $secs"
 }
 
-restored() { # restored REPO ID SUMS: times restore --prepare of ID, checks it against SUMS; prints the seconds
+restored() { # restored REPO ID [SUMS]: times restore --prepare of ID from a cold page cache, checks it against SUMS if given; prints the seconds
   local dir=$WORK/restore secs got
   rm -rf "$dir"; mkdir -p "$dir"
+  cold
   secs=$(timed "$BS" restore "$2" --repo "$1" --target-dir "$dir/data" --prepare --progress none)
+  if [ -z "${3:-}" ]; then rm -rf "$dir"; echo "$secs"; return; fi
   BUFFER_POOL=256M sandbox_start "$dir" --skip-log-bin >/dev/null
   got=$(sbtest_checksums "$SANDBOX_SOCKET" "$TABLES")
   SANDBOX_PID=$SANDBOX_PID sandbox_stop
@@ -117,6 +123,7 @@ restored() { # restored REPO ID SUMS: times restore --prepare of ID, checks it a
 }
 
 declare -a OUT
+declare -A M span
 for kind in $CHANGE; do
   echo "dedup: $kind change, $NIGHTS nights" >&2
   dataset_copy "$DATA" "$WORK/src"
@@ -182,16 +189,28 @@ for kind in $CHANGE; do
   OUT+=("$(row "${cells[@]}")" "$(row "${ratios[@]}")")
   lastsums=$(sbtest_checksums "$SRC" "$TABLES")
   SANDBOX_PID=$SRC_PID sandbox_stop
-  rf=$(restored "$repo" "$last_full" "$lastsums")
-  rc=$(restored "$crepo" "$prev" "$lastsums")
-  rn=$(restored "$drepo" "$last_dedup" "${SUMS[$last_dedup]}")
-  ro=$(restored "$drepo" "$first_dedup" "${SUMS[$first_dedup]}")
+  declare -A RT=()
+  for round in $(seq 1 "$RESTORES"); do
+    last= newest= oldest=   # the contents are checked in the first round
+    (( round == 1 )) && last=$lastsums newest=${SUMS[$last_dedup]} oldest=${SUMS[$first_dedup]}
+    RT[full]+=" $(restored "$repo" "$last_full" "$last")"
+    RT[chain]+=" $(restored "$crepo" "$prev" "$last")"
+    RT[newest]+=" $(restored "$drepo" "$last_dedup" "$newest")"
+    RT[oldest]+=" $(restored "$drepo" "$first_dedup" "$oldest")"
+  done
+  for k in full chain newest oldest; do
+    M[$k]=$(median ${RT[$k]})
+    span[$k]="$(printf '%s\n' ${RT[$k]} | sort -g | head -1)-$(printf '%s\n' ${RT[$k]} | sort -g | tail -1)"
+  done
+  rf=${M[full]} rc=${M[chain]} rn=${M[newest]} ro=${M[oldest]}
   before=$(size_of "$drepo")
   ex=$(timed "$BS" expire --repo "$drepo" --keep-last 1 --confirm)
-  OUT+=("" "restore --prepare (s): newest plain full $rf; newest incremental, a chain of $NIGHTS, $rc ($(ratio "$rc" "$rf")x); newest deduplicated $rn ($(ratio "$rn" "$rf")x); oldest deduplicated $ro ($(ratio "$ro" "$rf")x)")
+  OUT+=("" "restore --prepare, cold page cache, median of $RESTORES (range) (s): newest plain full $rf (${span[full]}); newest incremental, a chain of $NIGHTS, $rc (${span[chain]}, $(ratio "$rc" "$rf")x); newest deduplicated $rn (${span[newest]}, $(ratio "$rn" "$rf")x); oldest deduplicated $ro (${span[oldest]}, $(ratio "$ro" "$rf")x)")
   OUT+=("expire --keep-last 1 of the deduplicating repository: $ex s, $(human "$before") before, $(human "$(size_of "$drepo")") after")
   echo "${OUT[-2]}" >&2; echo "${OUT[-1]}" >&2
-  rm -rf "$WORK/src"
+  # The next kind of change needs the room (at 10 GB, each kind's
+  # repositories hold tens of GB).
+  rm -rf "$WORK/src" "$repo" "$crepo" "$drepo" "$state"
 done
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/^Mem/ {print $2}') GiB; MariaDB $(mariadbd --version | awk '{print $3}'); sysbench $TABLES tables x $rows rows"

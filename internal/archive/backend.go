@@ -65,64 +65,34 @@ type BackendOutput struct {
 
 // OpenStream starts a Put of the stream object that lasts until Close.
 func (o BackendOutput) OpenStream(ctx context.Context, i int, name string) (StreamOutput, error) {
-	pr, pw := io.Pipe()
-	s := &backendStream{o: o, ctx: ctx, num: i, name: name, pw: pw, done: make(chan putResult, 1), index: []byte(indexMagic)}
-	go func() {
-		n, err := o.Backend.Put(ctx, o.Dir+"/"+name, pr)
-		closeErr := err
-		if closeErr == nil {
-			closeErr = errPutReturned
-		}
-		pr.CloseWithError(closeErr)
-		s.done <- putResult{n, err}
-	}()
-	return s, nil
-}
-
-// errPutReturned ends the pipe to a Put that returned before its data did.
-var errPutReturned = errors.New("backend stopped reading before the stream ended")
-
-type putResult struct {
-	n   int64
-	err error
+	up := storage.StartUpload(ctx, o.Backend, o.Dir+"/"+name)
+	return &backendStream{o: o, ctx: ctx, num: i, name: name, up: up, index: []byte(indexMagic)}, nil
 }
 
 type backendStream struct {
-	o      BackendOutput
-	ctx    context.Context
-	num    int
-	name   string
-	pw     *io.PipeWriter
-	done   chan putResult
-	index  []byte
-	ended  bool
-	result putResult
+	o     BackendOutput
+	ctx   context.Context
+	num   int
+	name  string
+	up    *storage.Upload
+	index []byte
 }
 
 func (s *backendStream) WriteFrame(f Frame, stored []byte) error {
-	if _, err := s.pw.Write(stored); err != nil {
+	if _, err := s.up.Write(stored); err != nil {
 		return fmt.Errorf("store %s: %w", s.name, err)
 	}
 	s.index = appendIndexRecord(s.index, f)
 	return nil
 }
 
-func (s *backendStream) wait() putResult {
-	if !s.ended {
-		s.ended = true
-		s.result = <-s.done
-	}
-	return s.result
-}
-
 func (s *backendStream) Close(st Stream) (Stream, error) {
-	s.pw.Close()
-	res := s.wait()
-	if res.err != nil {
-		return st, fmt.Errorf("store %s: %w", s.name, res.err)
+	n, err := s.up.Close()
+	if err != nil {
+		return st, fmt.Errorf("store %s: %w", s.name, err)
 	}
-	if res.n != st.Size {
-		return st, fmt.Errorf("store %s: backend kept %d bytes of %d", s.name, res.n, st.Size)
+	if n != st.Size {
+		return st, fmt.Errorf("store %s: backend kept %d bytes of %d", s.name, n, st.Size)
 	}
 	idx, err := PutSmall(s.ctx, s.o.Backend, s.o.Dir, IndexName(s.num), s.index, s.o.Hash)
 	if err != nil {
@@ -133,8 +103,7 @@ func (s *backendStream) Close(st Stream) (Stream, error) {
 }
 
 func (s *backendStream) Abort(cause error) {
-	s.pw.CloseWithError(cause)
-	s.wait()
+	s.up.Abort(cause)
 	// The pipeline's context is gone by now; cleaning up gets its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Minute)
 	defer cancel()

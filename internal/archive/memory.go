@@ -51,10 +51,24 @@ func (m *Memory) acquire(ctx context.Context, n int64) error {
 	if err := m.sem.Acquire(ctx, n); err != nil {
 		return context.Cause(ctx)
 	}
+	m.took(n)
+	return nil
+}
+
+// tryAcquire takes n bytes if they are free now, without waiting.
+func (m *Memory) tryAcquire(n int64) bool {
+	if !m.sem.TryAcquire(n) {
+		return false
+	}
+	m.took(n)
+	return true
+}
+
+// took counts n bytes taken, and the peak.
+func (m *Memory) took(n int64) {
 	held := m.held.Add(n)
 	for p := m.peak.Load(); held > p && !m.peak.CompareAndSwap(p, held); p = m.peak.Load() {
 	}
-	return nil
 }
 
 // release gives n bytes back (none to a nil budget).
@@ -96,11 +110,61 @@ func (c frameCharge) total() int64 { return c.stored + c.raw }
 // Input.OpenStream.
 type chargeKey struct{}
 
-// streamCharge is the budget of one stream being read, and whether its
-// source took the charge of the frame it returns last.
+// streamCharge is the budget of one stream being read, whether its
+// source took the charge of the frame it returns last, and what the Read
+// set aside for the source itself (see SourceMemory).
 type streamCharge struct {
 	budget  *readBudget
 	charged bool
+	source  int64
+}
+
+// MemoryUser is an Input whose sources hold memory of their own beside
+// the frames they return (the block store's: the pack frames a stream's
+// reassembly keeps and reads ahead), up to SourceWants bytes a stream.
+// Read sets that aside from its budget for each stream's source before
+// opening it, as much as is free at once and at most a quarter of the
+// budget over all its streams (never waiting: a source holds its share
+// for the whole stream, and a wait for it could wait on frames that only
+// the stream's progress gives back); the source keeps within what
+// SourceMemory says it was given.
+type MemoryUser interface {
+	SourceWants() int64
+}
+
+// SourceMemory is what the Read that opened the source with ctx set
+// aside for it (see MemoryUser), and whether a Read did: outside a Read
+// (a sender forwarding stored frames) nothing bounds the source.
+func SourceMemory(ctx context.Context) (int64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	sc, ok := ctx.Value(chargeKey{}).(*streamCharge)
+	if !ok {
+		return 0, false
+	}
+	return sc.source, true
+}
+
+// sourceShare is the part of a Read's budget its sources may hold over
+// all its streams (see MemoryUser).
+const sourceShare = 4
+
+// minSourceMemory is the least set aside for a source when less than it
+// wants is free: below it, the source runs on nothing set aside.
+const minSourceMemory = 1 << 20
+
+// setAside takes for a stream's source what it wants, at most each (its
+// part of the Read's sourceShare), or what is free of it at once, down to
+// minSourceMemory; it returns what it took.
+func (b *readBudget) setAside(wants, each int64) int64 {
+	for n := min(wants, each); n >= minSourceMemory; n /= 2 {
+		if b.mem.tryAcquire(n) {
+			b.held.Add(n)
+			return n
+		}
+	}
+	return 0
 }
 
 // ReleaseFrameBuffer gives back a buffer FrameBuffer returned to a source

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,5 +317,73 @@ func writeWithLeastMemory(t *testing.T, c codec.Codec, chunks [][]byte) {
 	}
 	if held := mem.held.Load(); held != 0 {
 		t.Errorf("%d bytes still held after Close", held)
+	}
+}
+
+// hungryInput is a MemoryUser: it records what each stream's source was
+// given.
+type hungryInput struct {
+	BackendInput
+	wants int64
+	given sync.Map // stream number -> int64
+}
+
+func (in *hungryInput) SourceWants() int64 { return in.wants }
+
+func (in *hungryInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSource, error) {
+	n, ok := SourceMemory(ctx)
+	if !ok {
+		return nil, fmt.Errorf("stream %d: opened outside a Read", i)
+	}
+	in.given.Store(i, n)
+	return in.BackendInput.OpenStream(ctx, i, s)
+}
+
+// A source that holds memory of its own (the block store's reassembly)
+// is given its share of the Read's budget, a quarter over all streams,
+// for as long as its stream is read, and gives it back with the rest.
+func TestSourcesHoldTheirShareOfTheBudget(t *testing.T) {
+	f := writeBackupOf(t, "zstd", 3, 1<<20, 256<<10, bigFiles(3, 4<<20))
+	mem := NewMemory(MinMemory)
+	in := &hungryInput{BackendInput: BackendInput{Backend: f.backend, Dir: "backups/x"}, wants: 8 << 20}
+	var sink memSink
+	if err := Read(context.Background(), ReadOptions{Input: in, Manifest: f.m, Sink: &sink, Memory: mem}); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range f.files {
+		if !bytes.Equal(sink.files[file.path], file.data) {
+			t.Fatalf("%s: content differs", file.path)
+		}
+	}
+	each := mem.Size() / sourceShare / 3
+	for i := range 3 {
+		if got, _ := in.given.Load(i); got != each {
+			t.Errorf("stream %d's source was given %v bytes, want its share %d", i, got, each)
+		}
+	}
+	if held := mem.held.Load(); held != 0 {
+		t.Errorf("%d bytes still held after the read", held)
+	}
+	if _, ok := SourceMemory(context.Background()); ok {
+		t.Error("SourceMemory outside a Read says it is bounded")
+	}
+}
+
+// What is set aside for a source never waits: it takes what is free at
+// once, halving down to minSourceMemory, else nothing.
+func TestSetAsideTakesWhatIsFree(t *testing.T) {
+	mem := NewMemory(MinMemory)
+	if err := mem.acquire(context.Background(), mem.Size()-minSourceMemory-1000); err != nil {
+		t.Fatal(err)
+	}
+	b := &readBudget{mem: mem}
+	if got := b.setAside(8<<20, 8<<20); got != minSourceMemory {
+		t.Errorf("set aside %d bytes with %d free, want %d", got, minSourceMemory+1000, minSourceMemory)
+	}
+	if got := b.setAside(8<<20, 8<<20); got != 0 {
+		t.Errorf("set aside %d bytes with 1000 free, want none", got)
+	}
+	if b.held.Load() != minSourceMemory {
+		t.Errorf("the Read holds %d bytes, want what was set aside", b.held.Load())
 	}
 }

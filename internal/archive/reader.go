@@ -114,11 +114,15 @@ func Read(ctx context.Context, opt ReadOptions) error {
 			return nil
 		})
 	}
+	var sourceEach int64 // what each stream's source may hold (MemoryUser)
+	if _, ok := opt.Input.(MemoryUser); ok {
+		sourceEach = budget.mem.size / sourceShare / int64(max(readStreams(plans), 1))
+	}
 	for i, s := range m.Streams {
 		if plans[i].Skip {
 			continue
 		}
-		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
+		r := &streamReader{sourceEach: sourceEach, opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
 			order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs,
 			budget: budget, charge: &streamCharge{budget: budget}, plan: plans[i]}
 		checked := make(chan checkedFrame, 2)
@@ -154,8 +158,9 @@ type streamReader struct {
 	barriers []Barrier // known up front: a repository's backup
 	syncs    []*barrierSync
 
-	budget *readBudget
-	charge *streamCharge // what the source took for its last frame
+	budget     *readBudget
+	charge     *streamCharge // what the source took for its last frame
+	sourceEach int64         // what its source may hold, if it is a MemoryUser
 
 	plan StreamPlan
 }
@@ -224,6 +229,10 @@ func (r *streamReader) fetch(ctx context.Context) error {
 	h, err := NewHash(alg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.where(), err)
+	}
+	if mu, ok := r.opt.Input.(MemoryUser); ok {
+		r.charge.source = r.budget.setAside(mu.SourceWants(), r.sourceEach)
+		defer r.budget.release(r.charge.source)
 	}
 	sctx := context.WithValue(ctx, chargeKey{}, r.charge)
 	var src FrameSource
@@ -557,6 +566,17 @@ func (r *streamReader) sink(ctx context.Context, f checkedFrame) error {
 		}
 	}
 	return nil
+}
+
+// readStreams is how many streams plans read.
+func readStreams(plans []StreamPlan) int {
+	n := 0
+	for _, p := range plans {
+		if !p.Skip {
+			n++
+		}
+	}
+	return n
 }
 
 // readBudget is one Read's share of a Memory: what it holds, so that a

@@ -169,12 +169,11 @@ func (s *Store) repack(ctx context.Context, keep *index, total map[string]int64,
 	if len(sparse) == 0 {
 		return nil, nil
 	}
-	pk := &packer{put: func(name string, data []byte) error {
-		if _, err := s.Backend.Put(ctx, name, bytesReader(data)); err != nil {
-			return fmt.Errorf("store %s: %w", name, err)
-		}
-		return nil
-	}}
+	pk := &packer{ctx: ctx, backend: s.Backend}
+	// On a failure, what the packer is storing stops before repack returns
+	// (what it stored stays: no index names it, and the next collect
+	// removes it).
+	defer pk.abort(context.Canceled)
 	var stay []blockRef
 	var cached frameRef
 	var raw []byte

@@ -148,19 +148,7 @@ func TestCollectInterruptedAnywhere(t *testing.T) {
 	} {
 		for after := range step.afters {
 			t.Run(fmt.Sprintf("%s %s after %d", step.op, step.name, after), func(t *testing.T) {
-				root := t.TempDir()
-				inner, err := local.New(root)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fb := faulty.New(inner)
-				if err := dedup.Init(ctx, fb); err != nil {
-					t.Fatal(err)
-				}
-				s, err := dedup.Open(ctx, fb)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s, fb, root := faultyStore(t)
 				x := random(4 << 20)
 				backup(t, s, "one", files{"db/x.ibd": x, "db/gone.ibd": random(1 << 20)})
 				y := bytes.Clone(x)
@@ -197,4 +185,24 @@ func TestCollectInterruptedAnywhere(t *testing.T) {
 			})
 		}
 	}
+}
+
+// faultyStore is a new block store in a directory (its root), through a
+// backend that injects the faults a test adds.
+func faultyStore(t *testing.T) (*dedup.Store, *faulty.Backend, string) {
+	t.Helper()
+	root := t.TempDir()
+	inner, err := local.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := faulty.New(inner)
+	if err := dedup.Init(t.Context(), fb); err != nil {
+		t.Fatal(err)
+	}
+	s, err := dedup.Open(t.Context(), fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, fb, root
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 	"github.com/zeebo/blake3"
@@ -21,6 +22,7 @@ import (
 	"github.com/backstream/backstream/internal/dedup"
 	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/storage/crypt"
+	"github.com/backstream/backstream/internal/storage/faulty"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -436,7 +438,7 @@ func TestCollectRepacksSparsePacks(t *testing.T) {
 // of committing a backup that could not be read back; what it stored is
 // removed. The count is exact: a recipe of just the limit commits.
 func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
-	s, root, _ := newStore(t)
+	s, _, _ := newStore(t)
 	fs := files{"db/t.ibd": random(1 << 20)}
 	w := writeOneStream(t, s, "exact", fs)
 	res, err := w.Close()
@@ -455,7 +457,7 @@ func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
 	restoreLimit()
 
 	defer dedup.SetMaxRecipe(200)()
-	s, root, _ = newStore(t)
+	s, root, _ := newStore(t)
 	w = writeOneStream(t, s, "big", nil)
 	var failed error
 	for _, raw := range chunks(t, files{"db/t.ibd": random(32 << 20)}, 300<<10) {
@@ -542,5 +544,41 @@ func TestRestoreReadsFollowingFramesAtOnce(t *testing.T) {
 	stored := sizeOf(t, filepath.Join(root, "dedup", "packs"))
 	if n := counting.packs.Load(); n == 0 || n > stored/(2<<20)+int64(len(packs))+1 {
 		t.Errorf("%d ranged reads of %d packs holding %d bytes; want about one each 2 MiB", n, len(packs), stored)
+	}
+}
+
+// Packs are written on as their frames come and complete while the next
+// fills: a pack whose store fails, after one that was stored and while
+// another completes, fails the backup, and what the backup stored is
+// removed, nothing of it left behind.
+func TestFailedPackStoreFailsTheBackup(t *testing.T) {
+	s, fb, root := faultyStore(t)
+	// Each pack's Put takes a little longer to complete than a pack takes
+	// to fill, so the third fails while the second completes.
+	fb.Add(faulty.Fault{Op: faulty.OpPut, Name: "dedup/packs/", Delay: 50 * time.Millisecond, After: 32 << 20, Times: 2})
+	fb.Add(faulty.Fault{Op: faulty.OpPut, Name: "dedup/packs/", After: 1 << 20, Times: 1, Skip: 2})
+	w := writeOneStream(t, s, "failed", nil)
+	failed := func() error {
+		for _, raw := range chunks(t, files{"db/t.ibd": random(100 << 20)}, 1<<20) {
+			ch, _, err := xbstream.DecodeChunk(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Add(&ch, raw); err != nil {
+				return err
+			}
+		}
+		_, err := w.Close()
+		return err
+	}()
+	if fb.Fired() < 3 {
+		t.Fatalf("%d faults fired: the third pack was never stored, the test proves nothing", fb.Fired())
+	}
+	if failed == nil || !strings.Contains(failed.Error(), "dedup/packs/") {
+		t.Fatalf("a backup whose third pack failed to store: %v; want a failure naming the pack", failed)
+	}
+	w.Abort(failed)
+	if n := sizeOf(t, filepath.Join(root, "dedup")); n != sizeOf(t, filepath.Join(root, "dedup", "key")) {
+		t.Errorf("the failed backup left %d bytes under dedup/", n)
 	}
 }

@@ -28,6 +28,11 @@ type Input struct {
 // VerifiesContent: each block is checked against its name.
 func (in Input) VerifiesContent() {}
 
+// SourceWants is what a stream's reassembly holds of decoded pack frames
+// at most: cachedBytes kept and prefetchDepth frames a run read ahead
+// (see spend); a Read sets aside what it can of it (archive.MemoryUser).
+func (Input) SourceWants() int64 { return cachedBytes + aheadFrames(prefetchDepth)*frameBuf }
+
 // OpenStream yields all of stream i's frames.
 func (in Input) OpenStream(ctx context.Context, i int, s archive.Stream) (archive.FrameSource, error) {
 	return in.open(ctx, s, nil)
@@ -115,16 +120,54 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 			}
 		}
 	}
+	given, bounded := archive.SourceMemory(ctx)
+	sp := spend(given, bounded, largestFrame(need))
 	return &frames{in: in, ctx: ctx, stream: s.Name, r: r, index: index, nums: nums, where: need,
-		pre: startPrefetch(ctx, in.Store, loads(r, nums, need))}, nil
+		cache: frameCache{limit: sp.cache},
+		pre:   startPrefetch(ctx, in.Store, loads(r, nums, need, sp.cache), sp.depth)}, nil
+}
+
+// spending is how a stream's reassembly holds decoded pack frames: up to
+// cache bytes kept, and runs of up to depth frames read ahead.
+type spending struct {
+	cache int64
+	depth int
+}
+
+// aheadFrames is about how many frames reading ahead runs of depth holds
+// at once: two runs being read, the queue of depth frames, the one the
+// queue waits to take, and two stored frames being decoded.
+func aheadFrames(depth int) int64 { return int64(2*depth + 3) }
+
+// spend is how a reassembly spends given bytes (what a Read set aside for
+// it; not bounded outside a Read) on frames of up to unit bytes: half
+// reads ahead, the rest is kept; at least one frame is kept and one read
+// ahead at a time, even when nothing was set aside.
+func spend(given int64, bounded bool, unit int64) spending {
+	if !bounded {
+		return spending{cache: cachedBytes, depth: prefetchDepth}
+	}
+	depth := int(min(max((given/2/unit-3)/2, 1), prefetchDepth))
+	cache := min(max(given-aheadFrames(depth)*unit, unit), cachedBytes)
+	return spending{cache: cache, depth: depth}
+}
+
+// largestFrame is the most bytes a buffer of the frames need lies in
+// takes: frameBuf, or a larger frame's raw size (packs of older versions).
+func largestFrame(need map[Name]location) int64 {
+	n := int64(frameBuf)
+	for _, l := range need {
+		n = max(n, int64(l.Frame.Raw))
+	}
+	return n
 }
 
 // loads lists the pack frames the reassembly of frames nums of r loads,
-// in order: each time a block lies in a frame its cache (frames.cache,
-// the same policy) does not hold.
-func loads(r *recipe, nums []int, where map[Name]location) []frameRef {
+// in order: each time a block lies in a frame its cache (frames.cache, of
+// limit bytes, the same policy) does not hold.
+func loads(r *recipe, nums []int, where map[Name]location, limit int64) []frameRef {
 	var out []frameRef
-	var c frameCache
+	c := frameCache{limit: limit}
 	for _, n := range nums {
 		for _, it := range r.Frames[n].Items {
 			if it.isLit {
@@ -139,8 +182,8 @@ func loads(r *recipe, nums []int, where map[Name]location) []frameRef {
 	return out
 }
 
-// cachedBytes is how much of the decoded pack frames a stream's
-// reassembly keeps (at least the frame used last): a backup's blocks come
+// cachedBytes is the most of the decoded pack frames a stream's
+// reassembly keeps (at least the frame used last; see spend): a backup's blocks come
 // from the frames of several nights, and of files that mariabackup copied
 // side by side in another order than the night their blocks were stored,
 // so it comes back to a frame it left.
@@ -151,6 +194,7 @@ const cachedBytes = 8 << 20
 type frameCache struct {
 	entries []cachedFrame // the most recently used last
 	bytes   int64         // the frames' decoded bytes
+	limit   int64         // of bytes, past the frame used last
 }
 
 type cachedFrame struct {
@@ -171,11 +215,11 @@ func (c *frameCache) has(fr frameRef) bool {
 }
 
 // put holds fr, decoded as raw (fr.Raw bytes), dropping the least
-// recently used past cachedBytes (their buffers go back to getFrameBuf's).
+// recently used past its limit (their buffers go back to getFrameBuf's).
 func (c *frameCache) put(fr frameRef, raw []byte) {
 	c.entries = append(c.entries, cachedFrame{fr, raw})
 	c.bytes += int64(fr.Raw)
-	for c.bytes > cachedBytes && len(c.entries) > 1 {
+	for c.bytes > c.limit && len(c.entries) > 1 {
 		putFrameBuf(c.entries[0].raw)
 		c.bytes -= int64(c.entries[0].fr.Raw)
 		c.entries = append(c.entries[:0], c.entries[1:]...)

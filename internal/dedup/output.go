@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/storage"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -53,7 +54,7 @@ func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.Str
 		return nil, err
 	}
 	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}, size: recipeFixedBytes}
-	s.pipe = newPipeline(o.Store, o.known, s.put)
+	s.pipe = newPipeline(ctx, o.Store, o.known, s.started)
 	s.batch = s.pipe.batch()
 	return s, nil
 }
@@ -267,11 +268,17 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 func (s *streamOut) VerifiesContent() {}
 
 func (s *streamOut) put(name string, data []byte) error {
+	s.started(name, int64(len(data)))
 	if _, err := s.o.Store.Backend.Put(s.ctx, name, bytesReader(data)); err != nil {
 		return fmt.Errorf("store %s: %w", name, err)
 	}
-	s.stored, s.bytes = append(s.stored, name), s.bytes+int64(len(data))
 	return nil
+}
+
+// started counts an object whose storing began into what the stream
+// stored, which Abort removes.
+func (s *streamOut) started(name string, size int64) {
+	s.stored, s.bytes = append(s.stored, name), s.bytes+size
 }
 
 // Abort stops the pipeline and removes what the stream stored.
@@ -284,18 +291,27 @@ func (s *streamOut) Abort(cause error) {
 	}
 }
 
-// packer puts frames of new blocks in packs of about packTarget bytes
-// and stores each once it is full; add compresses blocks into frames of
-// about frameTarget raw bytes first (for whoever holds blocks one by one:
-// the repack).
+// packer puts frames of new blocks in packs of about packTarget bytes,
+// each frame written on to the backend as it comes (no pack is held
+// whole); add compresses blocks into frames of about frameTarget raw
+// bytes first (for whoever holds blocks one by one: the repack). A full
+// pack's Put completes (a local backend's fsync and rename, an object
+// store's last request) while the next pack fills: it is waited for when
+// that one is full, or by store.
 type packer struct {
-	put    func(name string, data []byte) error // stores a pack
-	raw    []byte
-	blocks []blockRef // of raw
-	zbuf   []byte     // raw, compressed
-	pack   []byte
-	name   string // of the pack being filled
-	ix     index
+	ctx     context.Context
+	backend storage.Backend
+	// started, if set, learns of each pack whose Put ended its data (to
+	// remove it if the stream fails): its name and size
+	started func(name string, size int64)
+	raw     []byte
+	blocks  []blockRef // of raw
+	zbuf    []byte     // raw, compressed
+	up      *storage.Upload
+	name    string // of the pack being filled
+	size    int64  // of the pack being filled
+	ending  chan error
+	ix      index
 }
 
 func (p *packer) add(n Name, b []byte) error {
@@ -330,41 +346,86 @@ func (p *packer) flush() error {
 }
 
 // frame appends a compressed frame of raw bytes holding blocks (their
-// offsets are the frame's) to the pack being filled, and stores the pack
+// offsets are the frame's) to the pack being filled, and ends the pack
 // once it is big enough.
 func (p *packer) frame(stored []byte, raw int, blocks []blockRef) error {
-	if p.name == "" {
+	if p.up == nil {
 		var id [16]byte
 		if _, err := rand.Read(id[:]); err != nil {
 			return err
 		}
 		h := hex.EncodeToString(id[:])
-		p.name = packDir + h[:2] + "/" + h + ".pack"
+		p.name, p.size = packDir+h[:2]+"/"+h+".pack", 0
+		p.up = storage.StartUpload(p.ctx, p.backend, p.name)
 	}
-	if p.pack == nil {
-		p.pack = make([]byte, 0, packTarget+2*frameTarget)
-	}
-	p.ix.Frames = append(p.ix.Frames, frameRef{Pack: p.name, Offset: int64(len(p.pack)), Stored: uint32(len(stored)), Raw: uint32(raw), CRC: crc32c(stored)})
+	p.ix.Frames = append(p.ix.Frames, frameRef{Pack: p.name, Offset: p.size, Stored: uint32(len(stored)), Raw: uint32(raw), CRC: crc32c(stored)})
 	for _, k := range blocks {
 		k.Frame = uint32(len(p.ix.Frames) - 1)
 		p.ix.Blocks = append(p.ix.Blocks, k)
 	}
-	p.pack = append(p.pack, stored...)
-	if len(p.pack) < packTarget {
+	if _, err := p.up.Write(stored); err != nil {
+		return fmt.Errorf("store %s: %w", p.name, err)
+	}
+	p.size += int64(len(stored))
+	if p.size < packTarget {
 		return nil
 	}
-	return p.store()
+	return p.end()
 }
 
-// store stores the pack being filled, if it holds anything.
-func (p *packer) store() error {
-	if len(p.pack) == 0 {
-		return nil
-	}
-	if err := p.put(p.name, p.pack); err != nil {
+// end ends the pack being filled: once the pack before is stored, its
+// Put completes on its own while the next pack fills.
+func (p *packer) end() error {
+	if err := p.wait(); err != nil {
 		return err
 	}
-	p.ix.Packs = append(p.ix.Packs, packRef{Name: p.name, Size: int64(len(p.pack))})
-	p.pack, p.name = p.pack[:0], ""
+	up, name, size := p.up, p.name, p.size
+	p.up, p.name = nil, ""
+	p.ix.Packs = append(p.ix.Packs, packRef{Name: name, Size: size})
+	if p.started != nil {
+		p.started(name, size)
+	}
+	p.ending = make(chan error, 1)
+	go func() {
+		n, err := up.Close()
+		if err == nil && n != size {
+			err = fmt.Errorf("backend kept %d bytes of %d", n, size)
+		}
+		if err != nil {
+			err = fmt.Errorf("store %s: %w", name, err)
+		}
+		p.ending <- err
+	}()
 	return nil
+}
+
+// wait waits for the pack ended last to be stored.
+func (p *packer) wait() error {
+	if p.ending == nil {
+		return nil
+	}
+	err := <-p.ending
+	p.ending = nil
+	return err
+}
+
+// store ends the pack being filled, if it holds anything, and waits until
+// every pack is stored.
+func (p *packer) store() error {
+	if p.up != nil {
+		if err := p.end(); err != nil {
+			return err
+		}
+	}
+	return p.wait()
+}
+
+// abort ends the pack being filled with cause (nothing of it becomes
+// visible) and waits for the pack ended before it.
+func (p *packer) abort(cause error) {
+	if p.up != nil {
+		p.up.Abort(cause)
+		p.up, p.name = nil, ""
+	}
+	_ = p.wait()
 }

@@ -12,13 +12,12 @@ import (
 // stream's goroutine, which only cuts frames into blocks: workers name
 // each batch's blocks, claim the new ones and compress them into one
 // zstd frame; a collector takes the batches in the order they were cut,
-// puts their frames in packs and stores each pack once it is full. What
-// it holds is bounded by its queues: about (workers+2) batches of
-// frameTarget bytes and the pack being filled.
+// writes their frames on into packs as they come (see packer). What it
+// holds is bounded by its queues: about (workers+2) batches of
+// frameTarget bytes (no pack is held whole).
 type pipeline struct {
 	store *Store
 	known *known
-	put   func(name string, data []byte) error
 	jobs  chan *batch // to the workers
 	order chan *batch // to the collector, in the order cut
 	free  chan *batch // batches the collector is done with
@@ -48,10 +47,10 @@ type batch struct {
 	ready  chan struct{}
 }
 
-func newPipeline(s *Store, k *known, put func(string, []byte) error) *pipeline {
+func newPipeline(ctx context.Context, s *Store, k *known, started func(name string, size int64)) *pipeline {
 	workers := runtime.GOMAXPROCS(0)
 	p := &pipeline{
-		store: s, known: k, put: put,
+		store: s, known: k,
 		// A batch in order is in jobs or with a worker, so jobs never
 		// holds more than order, plus the one the collector waits for.
 		order: make(chan *batch, workers+2),
@@ -59,7 +58,7 @@ func newPipeline(s *Store, k *known, put func(string, []byte) error) *pipeline {
 		free:  make(chan *batch, workers+3),
 		done:  make(chan struct{}),
 	}
-	p.packer.put = put
+	p.packer = packer{ctx: ctx, backend: s.Backend, started: started}
 	for range workers {
 		go p.work()
 	}
@@ -146,6 +145,8 @@ func (p *pipeline) collect() {
 	}
 	if p.err == nil {
 		p.err = p.packer.store()
+	} else {
+		p.packer.abort(p.err)
 	}
 }
 

@@ -6,9 +6,10 @@ import (
 	"sync"
 )
 
-// prefetchDepth is how many pack frames a stream's reassembly reads ahead,
-// and runBytes the most a ranged read reads: ranged reads of an object
-// store take a round trip each.
+// prefetchDepth is the most pack frames a stream's reassembly reads ahead
+// (a run's and the queue's; see spend for what memory allows), and
+// runBytes the most a ranged read reads: ranged reads of an object store
+// take a round trip each.
 const (
 	prefetchDepth = 8
 	runBytes      = 2 << 20
@@ -17,9 +18,9 @@ const (
 // prefetch reads the pack frames a stream's reassembly loads, in the
 // order it loads them (see loads), ahead of it, each checked and decoded
 // (Store.nextFrame). Frames that follow each other in a pack are read in
-// one ranged read (a run, at most runBytes stored and prefetchDepth
-// frames); two runs are read at once. It holds at most 2*prefetchDepth+1
-// frames.
+// one ranged read (a run, at most runBytes stored and depth frames); two
+// runs are read at once. It holds about 2*depth+1 decoded frames and two
+// stored ones (see spend).
 type prefetch struct {
 	cancel  context.CancelFunc
 	order   chan *fetch
@@ -34,13 +35,13 @@ type fetch struct {
 	ready chan struct{}
 }
 
-func startPrefetch(ctx context.Context, s *Store, loads []frameRef) *prefetch {
+func startPrefetch(ctx context.Context, s *Store, loads []frameRef, depth int) *prefetch {
 	ctx, cancel := context.WithCancel(ctx)
-	p := &prefetch{cancel: cancel, order: make(chan *fetch, prefetchDepth), fed: make(chan struct{})}
+	p := &prefetch{cancel: cancel, order: make(chan *fetch, depth), fed: make(chan struct{})}
 	go func() {
 		defer close(p.fed)
 		defer close(p.order)
-		for _, run := range runs(loads) {
+		for _, run := range runs(loads, depth) {
 			fetches := make([]*fetch, len(run))
 			for i, fr := range run {
 				fetches[i] = &fetch{fr: fr, ready: make(chan struct{})}
@@ -63,13 +64,13 @@ func startPrefetch(ctx context.Context, s *Store, loads []frameRef) *prefetch {
 }
 
 // runs groups loads, in order, into runs of frames that follow each other
-// in one pack, each at most prefetchDepth frames and runBytes stored (a
-// frame alone may be more).
-func runs(loads []frameRef) [][]frameRef {
+// in one pack, each at most depth frames and runBytes stored (a frame
+// alone may be more).
+func runs(loads []frameRef, depth int) [][]frameRef {
 	var out [][]frameRef
 	var stored int64
 	for i, fr := range loads {
-		if n := len(out); i > 0 && len(out[n-1]) < prefetchDepth && stored+int64(fr.Stored) <= runBytes &&
+		if n := len(out); i > 0 && len(out[n-1]) < depth && stored+int64(fr.Stored) <= runBytes &&
 			fr.Pack == loads[i-1].Pack && fr.Offset == loads[i-1].Offset+int64(loads[i-1].Stored) {
 			out[n-1] = append(out[n-1], fr)
 			stored += int64(fr.Stored)

@@ -62,11 +62,13 @@ type Fault struct {
 	Truncate bool          // end the stream early without error (put, read)
 	Delay    time.Duration // wait before acting; a cancelled context cuts it short
 	Times    int           // how many times it fires; 0 = always
+	Skip     int           // how many matching calls it lets pass first
 }
 
 type fault struct {
 	Fault
-	fired int
+	fired   int
+	skipped int
 }
 
 // Backend injects faults into an inner backend. It is safe for concurrent
@@ -112,15 +114,21 @@ func (b *Backend) Fired() int {
 	return b.fired
 }
 
-// candidates returns the faults that could fire for op on name, in order.
+// candidates returns the faults that could fire for op on name, in order;
+// a fault still skipping counts this call as one it let pass.
 func (b *Backend) candidates(op, name string) []*fault {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []*fault
 	for _, f := range b.faults {
-		if f.Op == op && strings.Contains(name, f.Name) && (f.Times == 0 || f.fired < f.Times) {
-			out = append(out, f)
+		if f.Op != op || !strings.Contains(name, f.Name) || f.Times != 0 && f.fired >= f.Times {
+			continue
 		}
+		if f.skipped < f.Skip {
+			f.skipped++
+			continue
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"sync"
@@ -149,6 +150,22 @@ func TestTimes(t *testing.T) {
 		if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
 			t.Errorf("Stat %d: %v, want %v", i, err, want)
 		}
+	}
+}
+
+// Skip lets that many matching calls pass before the fault fires: the
+// third Put of a kind fails, not the first.
+func TestSkip(t *testing.T) {
+	b := newFaulty(t)
+	b.Add(Fault{Op: OpPut, Name: "pack", Err: errBoom, Times: 1, Skip: 2})
+	for i, want := range []error{nil, nil, errBoom, nil} {
+		_, err := b.Put(t.Context(), fmt.Sprintf("pack%d", i), bytes.NewReader([]byte("x")))
+		if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+			t.Errorf("Put %d: %v, want %v", i, err, want)
+		}
+	}
+	if b.Fired() != 1 {
+		t.Errorf("Fired() = %d, want 1", b.Fired())
 	}
 }
 
