@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repo/repotest"
 	"github.com/backstream/backstream/internal/storage/local"
 	"github.com/backstream/backstream/internal/xbstream"
 )
@@ -207,4 +209,61 @@ func TestMemoryBudgetBoundsReaders(t *testing.T) {
 		t.Errorf("verify --memory 8GiB: exit %d, peak RSS %d MiB; want exit 0 and more than %d MiB, or the test proves nothing",
 			code, rss>>20, (budget+overhead)>>20)
 	}
+}
+
+// A read of a deduplicating repository holds, beside its frames, the
+// pack frames each stream's reassembly keeps and reads ahead: those come
+// out of a quarter of --memory too. cat and verify --read-data of eight
+// streams under 32 MiB stay within the budget plus the fixed overhead,
+// where eight reassemblies holding all they would like (about 14 MiB
+// each) would pass it by some 80 MiB.
+func TestMemoryBudgetBoundsDedupReaders(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	b, err := local.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := repo.Init(context.Background(), b, repo.Options{Dedup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for i := range 8 {
+		files["f"+strconv.Itoa(i)] = string(incompressible(t, 24<<20))
+	}
+	repotest.Store(t, r, repotest.Backup{ID: "20261121T190512Z-7f3a", Files: files, Streams: 8, Chunk: 1 << 20})
+	const budget = 32 << 20
+	const overhead = 64 << 20
+	for _, args := range [][]string{
+		{"cat", "--repo", dir, "--memory", "32MiB", "--progress", "none", "latest"},
+		{"verify", "--repo", dir, "--read-data", "--memory", "32MiB", "--progress", "none", "latest"},
+	} {
+		code, rss := peakRSS(t, bin, args...)
+		t.Logf("%s: exit %d, peak RSS %d MiB (budget %d MiB)", args[0], code, rss>>20, budget>>20)
+		if code != 0 {
+			t.Errorf("%s: exit %d", args[0], code)
+		}
+		if rss > budget+overhead {
+			t.Errorf("%s: peak RSS %d MiB, over the budget %d MiB + %d MiB", args[0], rss>>20, budget>>20, overhead>>20)
+		}
+	}
+	// With a budget that does not bind, the reassemblies hold all they
+	// would like, more than the bound above: the bound is the budget's.
+	code, rss := peakRSS(t, bin, "cat", "--repo", dir, "--memory", "8GiB", "--progress", "none", "latest")
+	t.Logf("cat --memory 8GiB: exit %d, peak RSS %d MiB", code, rss>>20)
+	if code != 0 || rss <= budget+overhead {
+		t.Errorf("cat --memory 8GiB: exit %d, peak RSS %d MiB; want exit 0 and more than %d MiB, or the test proves nothing",
+			code, rss>>20, (budget+overhead)>>20)
+	}
+}
+
+// incompressible is n random bytes.
+func incompressible(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

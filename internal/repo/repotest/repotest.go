@@ -6,6 +6,7 @@ package repotest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"hash/crc32"
@@ -51,10 +52,13 @@ type Backup struct {
 	Tables []archive.Table
 	// LastLSN, if set, is the manifest's last_lsn (to_lsn stays below).
 	LastLSN uint64
+	// Streams is how many streams it has (default 2), and Chunk the most
+	// bytes of a file a chunk holds (default: a file is one chunk).
+	Streams, Chunk int
 }
 
-// Store commits b to r through the archive writer (two zstd streams, or
-// two for the block store in a deduplicating repository) and
+// Store commits b to r through the archive writer (b.Streams zstd
+// streams, or streams for the block store in a deduplicating repository) and
 // returns its manifest. An incremental gets its chain, depth and LSNs
 // from Parent, so that the chain checks pass.
 func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
@@ -69,15 +73,12 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: r.Output(b.ID, archive.DefaultHash), Streams: 2, Codec: c})
+	w, err := archive.NewWriter(ctx, archive.WriterOptions{Output: r.Output(b.ID, archive.DefaultHash), Streams: cmp.Or(b.Streams, 2), Codec: c})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range slices.Sorted(maps.Keys(b.Files)) {
-		for _, ch := range []xbstream.Chunk{
-			{Type: xbstream.TypePayload, Path: p, Payload: []byte(b.Files[p])},
-			{Type: xbstream.TypeEOF, Path: p},
-		} {
+		for _, ch := range chunksOf(p, []byte(b.Files[p]), b.Chunk) {
 			raw, err := xbstream.AppendChunk(nil, &ch)
 			if err != nil {
 				t.Fatal(err)
@@ -197,5 +198,21 @@ func StoreBinlog(t testing.TB, r *repo.Repo, server archive.Server, source, name
 	m.Complete(res)
 	if err := r.CommitBinlog(ctx, m); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chunksOf is file p's content as payload chunks of at most size bytes
+// (one chunk if size is 0), then its end.
+func chunksOf(p string, content []byte, size int) []xbstream.Chunk {
+	if size <= 0 {
+		size = max(len(content), 1)
+	}
+	var out []xbstream.Chunk
+	for off := 0; ; {
+		n := min(size, len(content)-off)
+		out = append(out, xbstream.Chunk{Type: xbstream.TypePayload, Path: p, Offset: uint64(off), Payload: content[off : off+n]})
+		if off += n; off >= len(content) {
+			return append(out, xbstream.Chunk{Type: xbstream.TypeEOF, Path: p})
+		}
 	}
 }
