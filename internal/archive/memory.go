@@ -123,11 +123,12 @@ type streamCharge struct {
 // the frames they return (the block store's: the pack frames a stream's
 // reassembly keeps and reads ahead), up to SourceWants bytes a stream.
 // Read sets that aside from its budget for each stream's source before
-// opening it, as much as is free at once and at most a quarter of the
+// any stream reads, as much as is free then and at most a quarter of the
 // budget over all its streams (never waiting: a source holds its share
 // for the whole stream, and a wait for it could wait on frames that only
-// the stream's progress gives back); the source keeps within what
-// SourceMemory says it was given.
+// another Read's progress gives back), and gives it back once the
+// source is closed; the source keeps within what SourceMemory says it
+// was given.
 type MemoryUser interface {
 	SourceWants() int64
 }

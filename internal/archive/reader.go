@@ -114,17 +114,22 @@ func Read(ctx context.Context, opt ReadOptions) error {
 			return nil
 		})
 	}
-	var sourceEach int64 // what each stream's source may hold (MemoryUser)
-	if _, ok := opt.Input.(MemoryUser); ok {
+	mu, sources := opt.Input.(MemoryUser)
+	var sourceEach int64 // what each stream's source may hold
+	if sources {
 		sourceEach = budget.mem.size / sourceShare / int64(max(readStreams(plans), 1))
 	}
 	for i, s := range m.Streams {
 		if plans[i].Skip {
 			continue
 		}
-		r := &streamReader{sourceEach: sourceEach, opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
+		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
 			order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs,
 			budget: budget, charge: &streamCharge{budget: budget}, plan: plans[i]}
+		if sources {
+			// Set aside before any stream reads: what is free then.
+			r.charge.source = budget.setAside(mu.SourceWants(), sourceEach)
+		}
 		checked := make(chan checkedFrame, 2)
 		g.Go(func() error { return r.fetch(ctx) })
 		g.Go(func() error { return r.check(ctx, checked) })
@@ -158,9 +163,8 @@ type streamReader struct {
 	barriers []Barrier // known up front: a repository's backup
 	syncs    []*barrierSync
 
-	budget     *readBudget
-	charge     *streamCharge // what the source took for its last frame
-	sourceEach int64         // what its source may hold, if it is a MemoryUser
+	budget *readBudget
+	charge *streamCharge // what the source took for its last frame, and was set aside for it
 
 	plan StreamPlan
 }
@@ -222,6 +226,7 @@ func (r *streamReader) where() string {
 // object's digest, and hands frames to the decoders in order.
 func (r *streamReader) fetch(ctx context.Context) error {
 	defer close(r.order)
+	defer r.budget.release(r.charge.source) // set aside for its source: back once the source is closed
 	if !strings.HasSuffix(r.s.Name, ".xbs"+r.codec.Suffix()) {
 		return fmt.Errorf("%s: name does not match codec %s", r.where(), r.codec)
 	}
@@ -229,10 +234,6 @@ func (r *streamReader) fetch(ctx context.Context) error {
 	h, err := NewHash(alg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.where(), err)
-	}
-	if mu, ok := r.opt.Input.(MemoryUser); ok {
-		r.charge.source = r.budget.setAside(mu.SourceWants(), r.sourceEach)
-		defer r.budget.release(r.charge.source)
 	}
 	sctx := context.WithValue(ctx, chargeKey{}, r.charge)
 	var src FrameSource
