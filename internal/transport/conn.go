@@ -408,6 +408,9 @@ func (c *Conn) readError(err error) error {
 	if fe != nil && fe.idle() {
 		return fmt.Errorf("from %s: connection lost between messages: %w", c.peer, err)
 	}
+	if fe != nil && errors.Is(fe.err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("from %s: connection closed in the middle of a message (the peer failed, was killed, or the connection was cut): %w", c.peer, err)
+	}
 	return fmt.Errorf("from %s: %w", c.peer, err)
 }
 

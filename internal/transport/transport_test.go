@@ -584,7 +584,18 @@ func TestEndings(t *testing.T) {
 		if !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("got %v, want io.ErrUnexpectedEOF", err)
 		}
-		mustContain(t, err, "got 3 of 100 bytes")
+		mustContain(t, err, "connection closed in the middle of a message", "got 3 of 100 bytes")
+	})
+	t.Run("cut in a message, no close_notify", func(t *testing.T) {
+		client, server := pair(t, l, "s", testOptions())
+		var hdr [headerLen]byte
+		putHeader(hdr[:], 1, 100)
+		if _, err := client.tls.Write(append(hdr[:], "abc"...)); err != nil {
+			t.Fatal(err)
+		}
+		client.raw.Conn.Close() // the process died
+		_, _, err := server.ReadMessage(nil)
+		mustContain(t, err, "connection closed in the middle of a message", "got 3 of 100 bytes")
 	})
 }
 
