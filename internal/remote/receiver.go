@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -223,8 +224,8 @@ func (s *session) TakePlan(_ context.Context, plans []archive.StreamPlan) error 
 func (s *session) readControl(cancel context.CancelCauseFunc) {
 	fail := func(err error) {
 		s.finalErr = err
+		cancel(err) // before final: whoever final wakes finds the cause (causeOf)
 		close(s.final)
-		cancel(err)
 	}
 	for {
 		typ, data, err := s.control.ReadMessage(nil)
@@ -436,7 +437,7 @@ func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {
 		}
 		job.Links = []restore.Link{{Manifest: s.header, Input: s, Final: s.finalManifest}}
 		if err := restore.Datadir(ctx, job); err != nil {
-			return nil, causeOf(ctx, err)
+			return nil, s.causeOf(ctx, err)
 		}
 		return s.manifest, nil
 	}
@@ -447,10 +448,10 @@ func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {
 	job.KeepCutOff, job.Again = true, "run receive again with --resume, and send the same backup again, to continue it"
 	if err := restore.Datadir(ctx, job); err != nil {
 		if kept := (*restore.KeptError)(nil); errors.As(err, &kept) {
-			kept.Err = causeOf(ctx, kept.Err)
+			kept.Err = s.causeOf(ctx, kept.Err)
 			return nil, kept
 		}
-		return nil, causeOf(ctx, err)
+		return nil, s.causeOf(ctx, err)
 	}
 	return s.finalManifest(ctx)
 }
@@ -458,8 +459,19 @@ func (s *session) intoDatadir(ctx context.Context) (*archive.Manifest, error) {
 // causeOf is why ctx was cancelled, when it was with a reason (the control
 // connection's: a refused manifest, a failed sender), rather than err,
 // which a store or a read interrupted by that cancellation reports as
-// "context canceled".
-func causeOf(ctx context.Context, err error) error {
+// "context canceled". A sender that fails cancels its other streams,
+// whose connections may end (or say only that the sender was cancelled)
+// before its reason arrives on the control connection: a stream that
+// failed so waits up to reasonWait for it.
+func (s *session) causeOf(ctx context.Context, err error) error {
+	if ctx.Err() == nil && senderEnded(err) {
+		t := time.NewTimer(reasonWait)
+		select {
+		case <-s.final:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	if ctx.Err() == nil {
 		return err
 	}
@@ -467,6 +479,13 @@ func causeOf(ctx context.Context, err error) error {
 		return cause
 	}
 	return err
+}
+
+// senderEnded reports whether err is a stream's connection ended by the
+// sender: an abort, a reset, a close in the middle of the stream.
+func senderEnded(err error) bool {
+	var pe *transport.PeerError
+	return errors.As(err, &pe) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // intoRepo stores the backup in a repository as it arrives, checking every
@@ -521,7 +540,7 @@ func (s *session) intoRepo(ctx context.Context) (m *archive.Manifest, err error)
 		Input: tee, Manifest: h, Final: s.finalManifest, Workers: s.rv.Workers, Counter: s.rv.Progress, Memory: s.rv.Memory,
 	})
 	if err != nil {
-		return nil, causeOf(ctx, err)
+		return nil, s.causeOf(ctx, err)
 	}
 	m, err = s.finalManifest(ctx)
 	if err != nil {

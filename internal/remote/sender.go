@@ -42,9 +42,10 @@ func (p *peer) errorf(format string, a ...any) error {
 }
 
 // reasonWait bounds how long a failed write waits for the receiver's
-// reason. A receiver that died ends the control connection at once, so the
-// wait is this long only for one that is alive and silent; a loaded
-// receiver can take seconds to say why it gave up.
+// reason, and a receiver's stream that the sender ended waits for the
+// sender's (session.causeOf). A peer that died ends the control
+// connection at once, so the wait is this long only for one that is alive
+// and silent; a loaded peer can take seconds to say why it gave up.
 const reasonWait = 10 * time.Second
 
 // failed explains a failed write to the receiver: a receiver that gives up
