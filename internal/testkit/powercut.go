@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,10 +89,31 @@ func (p *PowerCut) Recover() {
 			break
 		}
 		if !strings.Contains(string(out), "busy") || time.Now().After(deadline) {
-			p.t.Fatalf("umount %s: %v: %s", p.Dir, err, out)
+			p.t.Fatalf("umount %s: %v: %s; what holds it: %s", p.Dir, err, out, holders(p.Dir))
 		}
 	}
 	run(p.t, "mount", p.dev, p.Dir)
+}
+
+// holders names the processes with a file, a working directory or a root
+// under dir, from /proc: what keeps a file system busy.
+func holders(dir string) string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, proc := range procs {
+		links, _ := filepath.Glob(proc + "/fd/*")
+		for _, l := range append(links, proc+"/cwd", proc+"/root") {
+			if target, err := os.Readlink(l); err == nil && (target == dir || strings.HasPrefix(target, dir+"/")) {
+				comm, _ := os.ReadFile(proc + "/comm")
+				out = append(out, fmt.Sprintf("pid %s (%s): %s", filepath.Base(proc), strings.TrimSpace(string(comm)), target))
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no process (the kernel: writeback against the shut down device)"
+	}
+	return strings.Join(out, "; ")
 }
 
 // run runs a command of the test's set-up and returns its output.
