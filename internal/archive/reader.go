@@ -114,22 +114,22 @@ func Read(ctx context.Context, opt ReadOptions) error {
 			return nil
 		})
 	}
-	mu, sources := opt.Input.(MemoryUser)
-	var sourceEach int64 // what each stream's source may hold
-	if sources {
-		sourceEach = budget.mem.size / sourceShare / int64(max(readStreams(plans), 1))
-	}
+	var readers []*streamReader
 	for i, s := range m.Streams {
-		if plans[i].Skip {
-			continue
+		if !plans[i].Skip {
+			readers = append(readers, &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
+				order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs,
+				budget: budget, charge: &streamCharge{budget: budget}, plan: plans[i]})
 		}
-		r := &streamReader{opt: opt, num: i, s: s, codec: c, jobs: jobs, final: final,
-			order: make(chan *decodeJob, opt.Workers+2), barriers: m.Barriers, syncs: syncs,
-			budget: budget, charge: &streamCharge{budget: budget}, plan: plans[i]}
-		if sources {
-			// Set aside before any stream reads: what is free then.
-			r.charge.source = budget.setAside(mu.SourceWants(), sourceEach)
+	}
+	if mu, ok := opt.Input.(MemoryUser); ok && len(readers) > 0 {
+		// Set aside before any stream reads: what is free then.
+		each := budget.mem.size / sourceShare / int64(len(readers))
+		for _, r := range readers {
+			r.charge.source = budget.setAside(mu.SourceWants(), each)
 		}
+	}
+	for _, r := range readers {
 		checked := make(chan checkedFrame, 2)
 		g.Go(func() error { return r.fetch(ctx) })
 		g.Go(func() error { return r.check(ctx, checked) })
@@ -567,17 +567,6 @@ func (r *streamReader) sink(ctx context.Context, f checkedFrame) error {
 		}
 	}
 	return nil
-}
-
-// readStreams is how many streams plans read.
-func readStreams(plans []StreamPlan) int {
-	n := 0
-	for _, p := range plans {
-		if !p.Skip {
-			n++
-		}
-	}
-	return n
 }
 
 // readBudget is one Read's share of a Memory: what it holds, so that a
