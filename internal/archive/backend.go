@@ -36,9 +36,10 @@ type StreamOutput interface {
 // proven otherwise than by the digest of their bytes: a deduplicating
 // repository's recipe names every block by a keyed hash, which reading
 // checks. A Writer does not hash what it writes to one (the output's
-// Close sets the record's digest), and a Reader does not hash what it
-// reads from one, nor check its frames' CRC-32C: the Input checks each
-// frame it makes against the CRC-32C its record holds.
+// Close sets the record's digest) nor compute its frames' CRC-32C (they
+// get 0), and a Reader does not hash what it reads from one, nor check
+// its frames' CRC-32C: the Input proves every byte it gives, and its
+// frames may carry no CRC (whoever passes them on computes it).
 type ContentVerifier interface{ VerifiesContent() }
 
 // Input provides the frames of each stream of a backup.

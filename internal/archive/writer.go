@@ -613,8 +613,9 @@ func (s *streamWriter) write() error {
 		if job.rawLen > maxFrameBytes || len(job.out) > maxFrameBytes {
 			return fmt.Errorf("stream %05d: frame %d: %d bytes exceed the frame limit", s.num, frames, job.rawLen)
 		}
-		f := Frame{Offset: stored, Stored: uint32(len(job.out)), Raw: uint32(job.rawLen), CRC: crc32.Checksum(job.out, castagnoli)}
+		f := Frame{Offset: stored, Stored: uint32(len(job.out)), Raw: uint32(job.rawLen)}
 		if !verifies {
+			f.CRC = crc32.Checksum(job.out, castagnoli)
 			h.Write(job.out)
 		}
 		if err := out.WriteFrame(f, job.out); err != nil {

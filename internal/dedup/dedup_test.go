@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"hash/crc32"
 	"io"
 	"maps"
 	"os"
@@ -295,6 +296,68 @@ func TestForgedIndexIsCaughtByNames(t *testing.T) {
 	_, err = restore(s, m)
 	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), "does not match its name") {
 		t.Errorf("restore through a forged index: %v; want the block caught by its name", err)
+	}
+}
+
+// The first recipes (recipeMagicV1) held each frame's CRC-32C: a backup
+// whose recipes are of that format restores, and a frame made again that
+// its recipe's CRC-32C contradicts is damage.
+func TestRecipesOfTheFirstFormatAreRead(t *testing.T) {
+	s, _, _ := newStore(t)
+	fs := files{"db/t.ibd": random(3 << 20), "db/t.frm": random(900), "ib_logfile0": random(70 << 10)}
+	m := backup(t, s, "one", fs)
+	ctx := context.Background()
+	in := dedup.Input{Store: s, Dir: "backups/one"}
+	rewrite := func(i int, crcs []uint32) {
+		t.Helper()
+		data, err := archive.GetSmall(ctx, s.Backend, in.Dir, m.Streams[i].Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err = dedup.RecipeV1(data, crcs); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := archive.PutSmall(ctx, s.Backend, in.Dir, dedup.RecipeName(i), data, m.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Streams[i].Index, m.Streams[i].Digest = obj, obj.Digest
+	}
+	crcs := make([][]uint32, len(m.Streams))
+	damaged := -1
+	for i, st := range m.Streams {
+		src, err := in.OpenStream(ctx, i, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, buf, err := src.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			crcs[i] = append(crcs[i], crc32.Checksum(buf, crc32.MakeTable(crc32.Castagnoli)))
+			archive.ReleaseFrameBuffer(buf)
+		}
+		src.Close()
+		rewrite(i, crcs[i])
+		if damaged < 0 && len(crcs[i]) > 1 {
+			damaged = i
+		}
+	}
+	if got, err := restore(s, m); err != nil || !maps.EqualFunc(got, fs, bytes.Equal) {
+		t.Fatalf("a backup of first-format recipes restored: %v, files equal: %v", err, maps.EqualFunc(got, fs, bytes.Equal))
+	}
+	if damaged < 0 {
+		t.Fatal("no stream has two frames")
+	}
+	crcs[damaged][1]++
+	rewrite(damaged, crcs[damaged])
+	_, err := restore(s, m)
+	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), "frame 1: made again from its blocks it has CRC-32C") {
+		t.Errorf("a first-format recipe whose frame 1's CRC-32C is wrong: %v; want that frame named as damaged", err)
 	}
 }
 

@@ -1,5 +1,7 @@
 package dedup
 
+import "fmt"
+
 // NameOf is s's name of block b, for the tests.
 func NameOf(s *Store, b []byte) Name { return s.name(b) }
 
@@ -22,4 +24,21 @@ func SwapBlocks(data []byte) ([]byte, error) {
 	a, b := &ix.Blocks[0], &ix.Blocks[1]
 	a.Frame, a.Offset, a.Len, b.Frame, b.Offset, b.Len = b.Frame, b.Offset, b.Len, a.Frame, a.Offset, a.Len
 	return ix.encode(), nil
+}
+
+// RecipeV1 is recipe data written again as the first recipes were
+// (recipeMagicV1): frame i with CRC-32C crcs[i].
+func RecipeV1(data []byte, crcs []uint32) ([]byte, error) {
+	r, err := decodeRecipe(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(crcs) != len(r.Frames) {
+		return nil, fmt.Errorf("%d CRCs for %d frames", len(crcs), len(r.Frames))
+	}
+	for i := range r.Frames {
+		r.Frames[i].CRC = crcs[i]
+	}
+	r.v1 = true
+	return r.encode(), nil
 }

@@ -43,12 +43,14 @@ func FuzzDecodeIndex(f *testing.F) {
 
 // A recipe, likewise.
 func FuzzDecodeRecipe(f *testing.F) {
-	r := &recipe{Frames: []recipeFrame{{Raw: 13, CRC: 9, Items: []item{
+	r := &recipe{Frames: []recipeFrame{{Raw: 13, Items: []item{
 		{isLit: true, Lit: []byte("header")},
 		{Block: Name{9}, From: 10, N: 7},
 	}}}}
 	f.Add(unsealed(r.encode()))
 	f.Add(unsealed((&recipe{}).encode()))
+	r.v1, r.Frames[0].CRC = true, 9
+	f.Add(unsealed(r.encode()))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		data := sealed(body)
 		got, err := decodeRecipe(data)

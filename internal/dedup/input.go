@@ -16,8 +16,10 @@ import (
 // made again from its recipe (in the backup's directory Dir, checked
 // against the manifest's digest) and the blocks it names, every frame of
 // a pack read checked against its CRC-32C, every block against its
-// keyed hash and every frame made against the recipe's CRC-32C, so that
-// what comes back is the very frames the backup wrote. That is the
+// keyed hash (and, from a recipe of recipeMagicV1, every frame made
+// against the recipe's CRC-32C), so that what comes back is the very
+// frames the backup wrote; their CRC-32C is the recipe's (0 but from a
+// recipe of recipeMagicV1). That is the
 // stream's proof: the reader does not hash the stream again (see
 // archive.ContentVerifier).
 type Input struct {
@@ -292,8 +294,13 @@ func (f *frames) Next() (archive.Frame, []byte, error) {
 		}
 		out = append(out, b[it.From:it.From+it.N]...)
 	}
-	if got := crc32c(out); got != rf.CRC || len(out) != int(rf.Raw) {
-		return archive.Frame{}, nil, archive.Corruptf("stream %s, frame %d: made again from its blocks it has CRC-32C %08x and %d bytes, the recipe says %08x and %d", f.stream, n, got, len(out), rf.CRC, rf.Raw)
+	if len(out) != int(rf.Raw) {
+		return archive.Frame{}, nil, archive.Corruptf("stream %s, frame %d: made again from its blocks it has %d bytes, the recipe says %d", f.stream, n, len(out), rf.Raw)
+	}
+	if f.r.v1 {
+		if got := crc32c(out); got != rf.CRC {
+			return archive.Frame{}, nil, archive.Corruptf("stream %s, frame %d: made again from its blocks it has CRC-32C %08x, the recipe says %08x", f.stream, n, got, rf.CRC)
+		}
 	}
 	return f.index[n], out, nil
 }

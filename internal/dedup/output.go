@@ -36,10 +36,10 @@ func NewOutput(s *Store, dir, hash string) Output {
 var maxRecipe = archive.MaxSmallObject
 
 // What a recipe takes (see recipeMagic): its magic, frame count and
-// CRC-32C; each frame's sizes and item count; each item.
+// CRC-32C; each frame's size and item count; each item.
 const (
 	recipeFixedBytes    = len(recipeMagic) + 4 + 4
-	recipeFrameBytes    = 4 + 4 + 4
+	recipeFrameBytes    = 4 + 4
 	recipeLiteralBytes  = 1 + 4 // and the bytes
 	recipeBytesPerBlock = 1 + 32 + 4 + 4
 )
@@ -114,7 +114,7 @@ func (s *streamOut) WriteFrame(f archive.Frame, stored []byte) error {
 			return err
 		}
 	}
-	s.frames = append(s.frames, recipeFrame{Raw: f.Raw, CRC: f.CRC, Items: items})
+	s.frames = append(s.frames, recipeFrame{Raw: f.Raw, Items: items})
 	return s.grow(items)
 }
 

@@ -120,7 +120,10 @@ func (b *batch) work(s *Store, k *known) {
 		b.names = append(b.names, n)
 		if k.claim(n) {
 			b.fresh = append(b.fresh, blockRef{Name: n, Offset: uint32(b.fresh0), Len: uint32(size)})
-			b.fresh0 += copy(b.raw[b.fresh0:], blk)
+			if b.fresh0 != off { // (a batch of new blocks alone moves nothing)
+				copy(b.raw[b.fresh0:], blk)
+			}
+			b.fresh0 += size
 		}
 		off += size
 	}

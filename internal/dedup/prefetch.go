@@ -11,7 +11,7 @@ import (
 // runBytes the most a ranged read reads: ranged reads of an object store
 // take a round trip each.
 const (
-	prefetchDepth = 8
+	prefetchDepth = 16
 	runBytes      = 2 << 20
 )
 

@@ -109,7 +109,9 @@ func (p *peer) sendStored(ctx context.Context, s *Sender, b *StoredBackup, m *ar
 
 // sendStream sends stream i of b, as much of it as w asks, on a
 // connection of its own: each frame read from the repository and checked
-// against its CRC-32C, then the stream's record.
+// against its CRC-32C (a deduplicating repository's Input proves its
+// frames itself: their CRC-32C is computed here, for the receiver), then
+// the stream's record.
 func (p *peer) sendStream(ctx context.Context, s *Sender, b *StoredBackup, i int, w streamWant, counter archive.Counter) (err error) {
 	m, st := b.Manifest, b.Manifest.Streams[i]
 	var src archive.FrameSource
@@ -122,6 +124,7 @@ func (p *peer) sendStream(ctx context.Context, s *Sender, b *StoredBackup, i int
 		return stored(m, st, err)
 	}
 	defer src.Close()
+	_, verified := b.Input.(archive.ContentVerifier)
 	c, err := transport.Dial(ctx, p.addr, streamPurpose(i, m.ID), s.opt)
 	if err != nil {
 		return p.errorf("stream %d: %w", i, err)
@@ -140,7 +143,9 @@ func (p *peer) sendStream(ctx context.Context, s *Sender, b *StoredBackup, i int
 		if err != nil {
 			return stored(m, st, err)
 		}
-		if crc32.Checksum(buf, castagnoli) != f.CRC {
+		if crc := crc32.Checksum(buf, castagnoli); verified {
+			f.CRC = crc // the input proved the frame; the receiver checks the CRC
+		} else if crc != f.CRC {
 			archive.ReleaseFrameBuffer(buf)
 			return stored(m, st, archive.Corruptf("frame %d at offset %d: checksum mismatch, the stored data is corrupt", frameNum(w, n), f.Offset))
 		}
