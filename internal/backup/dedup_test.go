@@ -32,16 +32,7 @@ func TestDedupRepositoryPhysical(t *testing.T) {
 		"CREATE TABLE d.a (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=Aria",
 		"INSERT INTO d.a SELECT seq, MD5(seq) FROM d.seq_1_to_2000")
 	r := usecasetest.NewDedupRepo(t)
-	stored := func() int64 {
-		var n int64
-		filepath.Walk(filepath.Join(r.Location, "dedup"), func(_ string, fi os.FileInfo, err error) error {
-			if err == nil && !fi.IsDir() {
-				n += fi.Size()
-			}
-			return err
-		})
-		return n
-	}
+	stored := func() int64 { return storedBlocks(t, r) }
 	take := func() *archive.Manifest { return checkpointed(t, r, src) }
 	first := take()
 	if first.Storage != archive.StorageDedup || first.Codec != "none" {

@@ -1,0 +1,96 @@
+package backup_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/sandbox"
+	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/toolpath"
+	"github.com/backstream/backstream/internal/usecasetest"
+)
+
+// TestVersionsDedup is the deduplicating repository on the other MariaDB
+// versions (TestDedupRepositoryPhysical is the host's 10.11): each
+// version's mariabackup streams its own way (11.8's redo log, 10.5's),
+// and a table of page-compressed pages is a sparse file there. Two
+// physical backups into a deduplicating repository, rows changed between
+// them: the second stores a small part of what the first did, and each
+// restores, prepared with its version's tools, into a server of that
+// version with CHECKSUM TABLE equal to the source's at its time.
+func TestVersionsDedup(t *testing.T) {
+	b105, b118 := sandboxtest.Basedir(t, "10.5"), sandboxtest.Basedir(t, "11.8")
+	t.Parallel()
+	path := toolpath.Path{b118, b105}
+	for _, c := range []struct{ version, basedir string }{{"10.5", b105}, {"11.8", b118}} {
+		t.Run(c.version, func(t *testing.T) {
+			t.Parallel()
+			src := sandboxtest.Start(t, sandbox.Options{Basedir: c.basedir})
+			usecasetest.RequireVersion(t, src, c.version)
+			db := src.DB()
+			usecasetest.ExecAll(t, db,
+				"CREATE DATABASE d",
+				"CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(300)) ENGINE=InnoDB",
+				"INSERT INTO d.t SELECT seq, CONCAT(SHA2(seq, 512), SHA2(seq + 1, 512)) FROM d.seq_1_to_30000",
+				"CREATE TABLE d.pc (id INT PRIMARY KEY, v TEXT) ENGINE=InnoDB PAGE_COMPRESSED=1",
+				"INSERT INTO d.pc SELECT seq, REPEAT(MD5(seq), 20) FROM d.seq_1_to_8000",
+				"CREATE TABLE d.a (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=Aria",
+				"INSERT INTO d.a SELECT seq, MD5(seq) FROM d.seq_1_to_2000")
+			r := usecasetest.NewDedupRepo(t)
+			take := func() *archive.Manifest {
+				t.Helper()
+				// The pages flushed first (10.5 has no --checkpoint, whose
+				// variable its release builds lack): each backup holds the
+				// rows in the data files, not in a redo log that carries them.
+				usecasetest.WaitCheckpoint(t, db)
+				req := usecasetest.BackupOf(t, r, src)
+				req.Physical.MariadbPath = path
+				return usecasetest.Backup(t, req).Manifest
+			}
+			restoresTo := func(m *archive.Manifest, want map[string]string) {
+				t.Helper()
+				req := usecasetest.WithMariadbPath(usecasetest.RestoreOf(r, m.ID), path)
+				req.Restore.TargetDir, req.Restore.Options.Prepare = filepath.Join(t.TempDir(), "datadir"), true
+				usecasetest.Restore(t, req)
+				s := sandboxtest.Start(t, sandbox.Options{Basedir: c.basedir, Datadir: req.Restore.TargetDir})
+				usecasetest.RequireVersion(t, s, c.version)
+				usecasetest.CompareChecksums(t, usecasetest.Checksums(t, s), want)
+				s.Close()
+			}
+			first := take()
+			wantFirst := usecasetest.Checksums(t, src)
+			afterFirst := storedBlocks(t, r)
+			usecasetest.ExecAll(t, db,
+				"UPDATE d.t SET v = 'changed' WHERE id BETWEEN 100 AND 140",
+				"UPDATE d.pc SET v = 'changed' WHERE id = 7",
+				"INSERT INTO d.a VALUES (2001, 'after the first')")
+			second := take()
+			wantSecond := usecasetest.Checksums(t, src)
+			added := storedBlocks(t, r) - afterFirst
+			t.Logf("MariaDB %s: the first backup stored %d bytes of blocks, the second %d", c.version, afterFirst, added)
+			if afterFirst == 0 || added*4 > afterFirst {
+				t.Errorf("the second backup stored %d bytes of blocks, the first %d: want much less", added, afterFirst)
+			}
+			restoresTo(first, wantFirst)
+			restoresTo(second, wantSecond)
+		})
+	}
+}
+
+// storedBlocks is the bytes under r's dedup/: its packs, index objects and key.
+func storedBlocks(t *testing.T, r usecasetest.Repo) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.Walk(filepath.Join(r.Location, "dedup"), func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
