@@ -28,6 +28,22 @@ import (
 // runs.
 func TestPhysicalBackupRacingNonTransactionalDDL(t *testing.T) {
 	t.Parallel()
+	racingDDL(t, usecasetest.NewLocalRepo(t), 8, 3)
+}
+
+// The same race into a deduplicating repository (issue 33): its streams
+// are cut into blocks as the DDL renames, removes and rewrites the files
+// under them, and each committed backup still restores to exactly its
+// binary log position.
+func TestDedupBackupRacingNonTransactionalDDL(t *testing.T) {
+	t.Parallel()
+	racingDDL(t, usecasetest.NewDedupRepo(t), 5, 2)
+}
+
+// racingDDL is the scenario of TestPhysicalBackupRacingNonTransactionalDDL:
+// runs backups into repo while raceDDL runs, the last bursty of them
+// with pauses.
+func racingDDL(t *testing.T, repo usecasetest.Repo, runs, bursty int) {
 	ctx := context.Background()
 	src := sandboxtest.Start(t, sandbox.Options{})
 	db := src.DB()
@@ -49,9 +65,7 @@ func TestPhysicalBackupRacingNonTransactionalDDL(t *testing.T) {
 	usecasetest.ExecAll(t, db,
 		"CREATE TABLE r.conv (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=InnoDB",
 		"INSERT INTO r.conv SELECT seq, MD5(seq) FROM r.seq_1_to_2000")
-	repo := usecasetest.NewLocalRepo(t)
 	committed, refused := 0, 0
-	const runs, bursty = 8, 3
 	for n := range runs {
 		before := usecasetest.List(t, repo)
 		stop := make(chan struct{})
