@@ -6,7 +6,7 @@
 #   bench/scale.sh                           # 1,000 and 10,000 tables, N=2
 #   COUNTS="1000 10000 100000" bench/scale.sh # and 100,000 (hours: the dataset
 #                                            # alone takes a while to build)
-#   STEPS=logical bench/scale.sh             # only the logical steps (physical, logical, s3, all)
+#   STEPS=logical bench/scale.sh             # only the logical steps (physical, logical, dedup, s3, all)
 #
 # The dataset: COUNT tables in COUNT/100 schemas (s0001, s0002, ...), each
 # table 20 rows with a primary key and a secondary index, built once per
@@ -25,6 +25,9 @@
 #                              / mariabackup --incremental-basedir | zstd
 #   restore --table (one table, into the running source, --as a new name)
 #   expire (of a full and its incremental, with a newer full kept)
+#   deduplicated full backup, its restore --prepare, verify, a second one
+#   after writing to 1% of the tables, expire
+#                              / the same into a plain repository (bytes stored)
 #   logical backup             / mydumper -t $N
 #   logical restore            / myloader -t $N (each into a fresh server)
 # The logical restores are checked: the table count and the sum of every
@@ -258,6 +261,28 @@ for count in $COUNTS; do
     check_fingerprint "myloader" "$SANDBOX_SOCKET"
     sandbox_stop
   fi
+  if [ "$STEPS" = all ] || [ "$STEPS" = dedup ]; then
+    echo "$count tables: deduplicating repository" >&2
+    # A plain and a deduplicating repository of their own, each backup
+    # and restore of one timed beside the other's.
+    "$BS" init --repo "$WORK/prepo" >/dev/null
+    "$BS" init --repo "$WORK/drepo" --dedup >/dev/null
+    measure dd_plain "$BS" backup --repo "$WORK/prepo" --parallel "$N" "${CONN[@]}" "${BSX[@]}"
+    measure dd_backup "$BS" backup --repo "$WORK/drepo" --parallel "$N" "${CONN[@]}" "${BSX[@]}"
+    measure dd_plain_restore "$BS" restore latest --repo "$WORK/prepo" --target-dir "$WORK/dp" --prepare --parallel "$N" --progress none --no-sync
+    measure dd_restore "$BS" restore latest --repo "$WORK/drepo" --target-dir "$WORK/dd" --prepare --parallel "$N" --progress none --no-sync
+    measure dd_verify "$BS" verify --repo "$WORK/drepo" --progress none
+    mariadb --no-defaults --socket="$SRC" -uroot -N -B -e "
+      SELECT CONCAT('UPDATE \`', TABLE_SCHEMA, '\`.\`', TABLE_NAME, '\` SET k = k + 1 WHERE id = 3;')
+      FROM information_schema.TABLES WHERE TABLE_SCHEMA REGEXP '^s[0-9]{4}$' ORDER BY TABLE_SCHEMA, TABLE_NAME" |
+      awk 'NR % 100 == 1' | mariadb --no-defaults --socket="$SRC" -uroot
+    measure dd_plain2 "$BS" backup --repo "$WORK/prepo" --parallel "$N" "${CONN[@]}" "${BSX[@]}"
+    stored1=$(size_of "$WORK/drepo")
+    measure dd_backup2 "$BS" backup --repo "$WORK/drepo" --parallel "$N" "${CONN[@]}" "${BSX[@]}"
+    dd_added=$(( $(size_of "$WORK/drepo") - stored1 ))
+    dd_first=$stored1 dd_full=$(size_of "$WORK/prepo")
+    measure dd_expire "$BS" expire --repo "$WORK/drepo" --keep-last 1 --confirm --progress none
+  fi
   if [ "$STEPS" = all ] || [ "$STEPS" = s3 ]; then
     echo "$count tables: S3 requests" >&2
     ./scripts/minio.sh start "$WORK/minio" >/dev/null   # installs MinIO if missing
@@ -323,8 +348,17 @@ for count in $COUNTS; do
   line "restore --table (one, --apply-to)" bs_table
   line "a second full backup" bs_backup2
   line "expire (a full and its incremental)" bs_expire
+  line "deduplicated full backup" dd_backup "backstream backup (plain)" dd_plain
+  line "restore --prepare of it" dd_restore "of the plain one" dd_plain_restore
+  line "verify of it" dd_verify
+  line "a second deduplicated full (1% of tables written)" dd_backup2 "backstream backup (plain)" dd_plain2
+  line "expire --keep-last 1 of the deduplicating repository" dd_expire
   line "logical backup" bs_logical "mydumper -t $N" myd_dump
   line "logical restore" bs_load "myloader -t $N" myl_load
+  if [ -n "${T[dd_backup]:-}" ]; then
+    echo
+    echo "deduplicating repository: the first backup $(human "$dd_first") (both plain fulls $(human "$dd_full")), the second added $(human "$dd_added")"
+  fi
   if [ -n "${T[s3_backup]:-}" ]; then
     echo
     echo "$count tables into MinIO: the requests of each step (PUT, POST, LIST: billed at \$0.005 per 1,000; GET, HEAD: \$0.0004)"
