@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"maps"
@@ -361,6 +362,33 @@ func TestRecipesOfTheFirstFormatAreRead(t *testing.T) {
 	}
 }
 
+// A recipe is stored compressed: the chunk headers of many small files
+// repeat their paths, which a raw recipe keeps once per chunk.
+func TestRecipesAreStoredCompressed(t *testing.T) {
+	s, _, _ := newStore(t)
+	fs := files{}
+	for i := range 300 {
+		fs[fmt.Sprintf("tenant_%04d/a_table_with_a_long_name_%04d.ibd", i/100, i)] = random(2 << 10)
+	}
+	m := backup(t, s, "many", fs)
+	for _, st := range m.Streams {
+		data, err := archive.GetSmall(context.Background(), s.Backend, "backups/many", st.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := dedup.RecipeSize(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(data, []byte("BSDDZ001")) || len(data)*2 > raw {
+			t.Errorf("stream %s: a recipe of %d bytes stored as %d (%.8q...): want it compressed to under half", st.Name, raw, len(data), data)
+		}
+	}
+	if got, err := restore(s, m); err != nil || !maps.EqualFunc(got, fs, bytes.Equal) {
+		t.Errorf("restored: %v, files equal: %v", err, maps.EqualFunc(got, fs, bytes.Equal))
+	}
+}
+
 // In an encrypted repository nothing stored reveals a block: every
 // object of the store is an age file, and neither a block's plain BLAKE3
 // nor its keyed name appears in any stored byte; the backup restores.
@@ -508,7 +536,14 @@ func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact := int(res.Streams[0].Index.Size)
+	data, err := archive.GetSmall(context.Background(), s.Backend, "backups/exact", res.Streams[0].Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := dedup.RecipeSize(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	restoreLimit := dedup.SetMaxRecipe(exact)
 	if _, err := writeOneStream(t, s, "fits", fs).Close(); err != nil {
 		t.Errorf("a recipe of exactly the limit (%d bytes): %v", exact, err)

@@ -26,10 +26,10 @@ func SwapBlocks(data []byte) ([]byte, error) {
 	return ix.encode(), nil
 }
 
-// RecipeV1 is recipe data written again as the first recipes were
-// (recipeMagicV1): frame i with CRC-32C crcs[i].
+// RecipeV1 is a recipe object written again as the first recipes were
+// (recipeMagicV1, not compressed): frame i with CRC-32C crcs[i].
 func RecipeV1(data []byte, crcs []uint32) ([]byte, error) {
-	r, err := decodeRecipe(data)
+	r, err := openRecipe(data)
 	if err != nil {
 		return nil, err
 	}
@@ -41,4 +41,14 @@ func RecipeV1(data []byte, crcs []uint32) ([]byte, error) {
 	}
 	r.v1 = true
 	return r.encode(), nil
+}
+
+// RecipeSize is the bytes of the recipe in recipe object data once
+// decompressed: what maxRecipe bounds.
+func RecipeSize(data []byte) (int, error) {
+	r, err := openRecipe(data)
+	if err != nil {
+		return 0, err
+	}
+	return len(r.encode()), nil
 }

@@ -62,3 +62,27 @@ func FuzzDecodeRecipe(f *testing.F) {
 		}
 	})
 }
+
+// A recipe object as backups store it (compressed): decoding any bytes
+// ends in a recipe or an error, never a panic, and never takes more than
+// maxRecipe bytes decompressed.
+func FuzzOpenRecipe(f *testing.F) {
+	defer SetMaxRecipe(1 << 20)()
+	r := &recipe{Frames: []recipeFrame{{Raw: 13, Items: []item{
+		{isLit: true, Lit: []byte("header")},
+		{Block: Name{9}, From: 10, N: 7},
+	}}}}
+	sealed, err := r.seal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sealed)
+	f.Add([]byte(recipeZMagic))
+	f.Add(r.encode())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := openRecipe(data)
+		if err == nil && len(got.encode()) > maxRecipe {
+			t.Errorf("a recipe of %d bytes, past the %d a reader takes", len(got.encode()), maxRecipe)
+		}
+	})
+}

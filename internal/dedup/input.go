@@ -72,7 +72,7 @@ func (in Input) recipe(ctx context.Context, s archive.Stream) (*recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := decodeRecipe(data)
+	r, err := openRecipe(data)
 	if err != nil {
 		return nil, archive.Corruptf("recipe %s/%s is damaged: %v", in.Dir, s.Index.Name, err)
 	}

@@ -252,7 +252,10 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 			}
 		}
 	}
-	data := r.encode()
+	data, err := r.seal()
+	if err != nil {
+		return st, fmt.Errorf("dedup: stream %s: compress its recipe: %w", s.name, err)
+	}
 	obj, err := archive.PutSmall(s.ctx, s.o.Store.Backend, s.o.Dir, RecipeName(s.num), data, s.o.Hash)
 	if err != nil {
 		return st, err
