@@ -76,6 +76,19 @@ func physicalMatrix(t *testing.T, version, basedir string, path toolpath.Path) {
 		return usecasetest.Backup(t, req), fullBecause
 	}
 	take(false)
+	if version == "10.5" {
+		// --checkpoint: 10.5's release builds have no
+		// innodb_log_checkpoint_now; refused by name, nothing committed.
+		req := usecasetest.BackupOf(t, repo, src)
+		req.Physical.MariadbPath, req.Physical.Checkpoint = path, true
+		if _, err := backup.Run(ctx, req); err == nil || !strings.Contains(err.Error(), "--checkpoint: MariaDB 10.5.") ||
+			!strings.Contains(err.Error(), "has no innodb_log_checkpoint_now") {
+			t.Errorf("backup --checkpoint of MariaDB 10.5: %v; want a refusal naming the version and the variable", err)
+		}
+		if n := len(usecasetest.List(t, repo)); n != 1 {
+			t.Errorf("the refused backup --checkpoint: %d backups listed, want the one before", n)
+		}
+	}
 	usecasetest.ExecAll(t, db,
 		"UPDATE app.orders SET total = total + 1 WHERE id % 7 = 0",
 		"DELETE FROM app.orders WHERE id > 19000",

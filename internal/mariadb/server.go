@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Server holds the facts about a running server that backups depend on.
@@ -337,4 +339,25 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 		return s[len(prefix):], true
 	}
 	return s, false
+}
+
+// errUnknownSystemVariable is ER_UNKNOWN_SYSTEM_VARIABLE.
+const errUnknownSystemVariable = 1193
+
+// AdvanceCheckpoint has server s write back its dirty pages and advance
+// its redo log checkpoint (SET GLOBAL innodb_log_checkpoint_now), and
+// returns once the checkpoint is written. A server without the variable
+// (10.5's release builds lack it; 10.11's and 11.8's have it) is named
+// with its version.
+func AdvanceCheckpoint(ctx context.Context, db *sql.DB, s *Server) error {
+	_, err := db.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now = ON")
+	var me *mysql.MySQLError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &me) && me.Number == errUnknownSystemVariable:
+		return fmt.Errorf("MariaDB %s has no innodb_log_checkpoint_now (10.5's release builds lack it; 10.11 and later have it): back up without --checkpoint", s.Version)
+	default:
+		return fmt.Errorf("the server did not advance its checkpoint: %w", err)
+	}
 }

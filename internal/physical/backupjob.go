@@ -183,9 +183,8 @@ func (a *attempt) inspect(ctx context.Context) (mariadb.Galera, error) {
 		return galera, err
 	}
 	if a.job.Checkpoint {
-		// The statement returns once the checkpoint is written.
-		if _, err = db.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now = ON"); err != nil {
-			return galera, fmt.Errorf("--checkpoint: the server did not advance its checkpoint: %w", err)
+		if err = mariadb.AdvanceCheckpoint(ctx, db, a.server); err != nil {
+			return galera, fmt.Errorf("--checkpoint: %w", err)
 		}
 	}
 	return galera, nil
