@@ -1,7 +1,6 @@
 package backup_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -55,20 +54,4 @@ func TestVersionsDedup(t *testing.T) {
 				"INSERT INTO d.a VALUES (2001, 'after the first')")
 		})
 	}
-}
-
-// storedBlocks is the bytes under r's dedup/: its packs, index objects and key.
-func storedBlocks(t *testing.T, r usecasetest.Repo) int64 {
-	t.Helper()
-	var n int64
-	err := filepath.Walk(filepath.Join(r.Location, "dedup"), func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
