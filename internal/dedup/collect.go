@@ -25,16 +25,21 @@ type Collected struct {
 // dir, as its manifest m names them) and adds every block they name.
 func (s *Store) LiveNames(ctx context.Context, dir string, m *archive.Manifest, live map[Name]bool) error {
 	for _, st := range m.Streams {
-		r, err := Input{Store: s, Dir: dir}.recipe(ctx, st)
+		sr, err := Input{Store: s, Dir: dir}.stream(ctx, st)
+		if err == nil {
+			err = sr.each(ctx, allFrames(len(sr.index())), func(r *recipe, _ []int) error {
+				for _, f := range r.Frames {
+					for _, it := range f.Items {
+						if !it.isLit {
+							live[it.Block] = true
+						}
+					}
+				}
+				return nil
+			})
+		}
 		if err != nil {
 			return fmt.Errorf("backup %s: %w", m.ID, err)
-		}
-		for _, f := range r.Frames {
-			for _, it := range f.Items {
-				if !it.isLit {
-					live[it.Block] = true
-				}
-			}
 		}
 	}
 	return nil

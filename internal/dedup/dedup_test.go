@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -524,59 +525,143 @@ func TestCollectRepacksSparsePacks(t *testing.T) {
 	}
 }
 
-// A stream whose recipe would be larger than a restore reads whole fails
-// the backup as soon as it passes the limit, saying what to do, instead
-// of committing a backup that could not be read back; what it stored is
-// removed. The count is exact: a recipe of just the limit commits.
-func TestRecipeTooLargeFailsTheBackup(t *testing.T) {
-	s, _, _ := newStore(t)
-	fs := files{"db/t.ibd": random(1 << 20)}
-	w := writeOneStream(t, s, "exact", fs)
+// A stream whose recipe passes what a stream holds before it stores a
+// part (some 25 GiB; here a few frames) stores it in parts, which a head
+// names: no stream has a size limit, and no part is held whole. Such a
+// backup restores whole and file by file (frames of parts read on their
+// own), a second night shares its blocks, collecting keeps what it
+// names, and a damaged, missing or swapped part is damage named.
+func TestLongStreamsRecipeIsStoredInParts(t *testing.T) {
+	defer dedup.SetPartTarget(3000)()
+	s, root, _ := newStore(t)
+	ctx := context.Background()
+	night := files{"db/a.ibd": random(6 << 20), "db/b.ibd": random(5<<20 + 4096), "db/c.log": random(1<<20 + 123), "db/d.frm": random(999)}
+	one := backup(t, s, "one", night)
+	parts, err := filepath.Glob(filepath.Join(root, "backups", "one", "recipe", "*-*.rcp"))
+	if err != nil || len(parts) < 4 {
+		t.Fatalf("recipe parts stored: %v %v; want several", parts, err)
+	}
+	heads := 0
+	for _, st := range one.Streams {
+		data, err := archive.GetSmall(ctx, s.Backend, "backups/one", st.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.HasPrefix(data, []byte("BSDDH001")) {
+			heads++
+		}
+	}
+	if heads == 0 {
+		t.Fatal("no stream's record names a head of parts")
+	}
+	if got, err := restore(s, one); err != nil || !maps.EqualFunc(got, night, bytes.Equal) {
+		t.Fatalf("restore of a backup of recipes in parts: %v (files equal: %v)", err, maps.EqualFunc(got, night, bytes.Equal))
+	}
+	// Files one after another in one stream, as mariabackup --parallel=1
+	// copies them: a file alone is read from frames of later parts.
+	order := []string{"db/a.ibd", "db/b.ibd", "db/c.log", "db/d.frm"}
+	w := writeOneStream(t, s, "seq", nil)
+	for _, p := range order {
+		for _, raw := range chunks(t, files{p: night[p]}, 300<<10) {
+			ch, _, err := xbstream.DecodeChunk(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Add(&ch, raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	res, err := w.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := archive.GetSmall(context.Background(), s.Backend, "backups/exact", res.Streams[0].Index)
-	if err != nil {
-		t.Fatal(err)
+	seq := &archive.Manifest{Format: archive.FormatVersion, ID: "seq", Kind: archive.KindPhysical, Codec: "none",
+		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files}
+	for _, p := range order {
+		sink := &memSink{files: files{}}
+		err := archive.Read(ctx, archive.ReadOptions{Input: dedup.Input{Store: s, Dir: "backups/seq"}, Manifest: seq, Sink: sink,
+			Only: func(q string) bool { return q == p }})
+		if err != nil || !bytes.Equal(sink.files[p], night[p]) || len(sink.files) != 1 {
+			t.Errorf("restore of %s alone: %v (equal: %v, %d files)", p, err, bytes.Equal(sink.files[p], night[p]), len(sink.files))
+		}
 	}
-	exact, err := dedup.RecipeSize(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	restoreLimit := dedup.SetMaxRecipe(exact)
-	if _, err := writeOneStream(t, s, "fits", fs).Close(); err != nil {
-		t.Errorf("a recipe of exactly the limit (%d bytes): %v", exact, err)
-	}
-	dedup.SetMaxRecipe(exact - 1)
-	if _, err := writeOneStream(t, s, "one-over", fs).Close(); err == nil {
-		t.Errorf("a recipe one byte over the limit (%d) was committed", exact-1)
-	}
-	restoreLimit()
 
-	defer dedup.SetMaxRecipe(200)()
-	s, root, _ := newStore(t)
-	w = writeOneStream(t, s, "big", nil)
-	var failed error
-	for _, raw := range chunks(t, files{"db/t.ibd": random(32 << 20)}, 300<<10) {
-		ch, _, err := xbstream.DecodeChunk(raw)
-		if err != nil {
+	next := maps.Clone(night)
+	next["db/a.ibd"] = bytes.Clone(night["db/a.ibd"])
+	copy(next["db/a.ibd"][3<<20:], random(100))
+	before := sizeOf(t, filepath.Join(root, "dedup", "packs"))
+	two := backup(t, s, "two", next)
+	// The night's change and the blocks a cut ends early on each side:
+	// far less than the night's 12 MiB.
+	if grew := sizeOf(t, filepath.Join(root, "dedup", "packs")) - before; grew > 4<<20 {
+		t.Errorf("the second night stored %d bytes of packs; want a small part of its 12 MiB", grew)
+	}
+	if c, live, _ := keepOnly(t, s, root, two); len(live) == 0 || c.LiveBlocks != int64(len(live)) || c.DroppedEntries == 0 {
+		t.Fatalf("collected %+v keeping the %d blocks the second night's parts name; want those kept and the first night's own dropped", c, len(live))
+	}
+	if got, err := restore(s, two); err != nil || !maps.EqualFunc(got, next, bytes.Equal) {
+		t.Fatalf("restore of the second night after the first was collected: %v (files equal: %v)", err, maps.EqualFunc(got, next, bytes.Equal))
+	}
+
+	parts, err = filepath.Glob(filepath.Join(root, "backups", "two", "recipe", "*-*.rcp"))
+	if err != nil || len(parts) < 2 {
+		t.Fatalf("parts of the second night: %v %v", parts, err)
+	}
+	part, name := parts[1], "recipe/"+filepath.Base(parts[1])
+	good, err := os.ReadFile(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.ReadFile(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what   string
+		damage func() error
+	}{
+		{"a flipped byte", func() error {
+			bad := bytes.Clone(good)
+			bad[len(bad)/2] ^= 1
+			return os.WriteFile(part, bad, 0o644)
+		}},
+		{"missing", func() error { return os.Remove(part) }},
+		{"swapped for another", func() error { return os.WriteFile(part, other, 0o644) }},
+	} {
+		if err := c.damage(); err != nil {
 			t.Fatal(err)
 		}
-		if failed = w.Add(&ch, raw); failed != nil {
-			break
+		_, err := restore(s, two)
+		if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), name) {
+			t.Errorf("a recipe part %s: restore says %v; want damage naming %s", c.what, err, name)
+		}
+		if err := os.WriteFile(part, good, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if failed == nil {
-		_, err := w.Close()
-		t.Fatalf("a backup whose recipe passed the limit at its first frame took all 32 MiB (Close: %v); want it stopped early", err)
+}
+
+// A backup that fails removes the parts of recipes it stored with the
+// rest of what it stored.
+func TestFailedBackupRemovesItsRecipeParts(t *testing.T) {
+	defer dedup.SetPartTarget(3000)()
+	s, root, _ := newStore(t)
+	w := writeOneStream(t, s, "failed", files{"db/t.ibd": random(8 << 20)})
+	// Parts are stored as the stream's blocks are named, on their own.
+	var parts []string
+	for deadline := time.Now().Add(10 * time.Second); len(parts) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		parts, _ = filepath.Glob(filepath.Join(root, "backups", "failed", "recipe", "*-*.rcp"))
 	}
-	if !strings.Contains(failed.Error(), "more than the 200 bytes a restore reads whole") {
-		t.Fatalf("a backup whose recipe is too large: %v; want a failure saying so", failed)
+	if len(parts) == 0 {
+		t.Fatal("no part stored while the stream was written")
 	}
-	w.Abort(failed)
-	if n := sizeOf(t, filepath.Join(root, "dedup", "packs")); n != 0 {
-		t.Errorf("the failed backup left %d bytes of packs", n)
+	w.Abort(errors.New("the backup failed"))
+	if n := sizeOf(t, filepath.Join(root, "backups")); n != 0 {
+		t.Errorf("the failed backup left %d bytes under backups/", n)
+	}
+	if n := sizeOf(t, filepath.Join(root, "dedup")); n != sizeOf(t, filepath.Join(root, "dedup", "key")) {
+		t.Errorf("the failed backup left %d bytes under dedup/", n)
 	}
 }
 

@@ -13,6 +13,14 @@ func SetMaxRecipe(n int) func() {
 	return func() { maxRecipe = old }
 }
 
+// SetPartTarget sets the bytes of recipe a stream holds before it stores
+// them as a part, for the tests; it returns the restore.
+func SetPartTarget(n int) func() {
+	old := partTarget
+	partTarget = n
+	return func() { partTarget = old }
+}
+
 // SwapBlocks rewrites index object data so that its first two blocks
 // each point at the other's bytes, as a forger who can fix every CRC-32C
 // would: only the blocks' names can tell.

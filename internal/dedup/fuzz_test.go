@@ -3,7 +3,10 @@ package dedup
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
+
+	"github.com/backstream/backstream/internal/archive"
 )
 
 // sealed is body with its CRC-32C appended, so that the fuzzer's inputs
@@ -83,6 +86,32 @@ func FuzzOpenRecipe(f *testing.F) {
 		got, err := openRecipe(data)
 		if err == nil && len(got.encode()) > maxRecipe {
 			t.Errorf("a recipe of %d bytes, past the %d a reader takes", len(got.encode()), maxRecipe)
+		}
+	})
+}
+
+// A recipe's head, likewise: what it names stays in the backup's recipe
+// directory.
+func FuzzDecodeHead(f *testing.F) {
+	h := &head{Parts: []recipePart{
+		{Object: archive.Object{Name: partName(3, 0), Size: 1000, Digest: "blake3:00ff"}, Raw: []uint32{1 << 20, 77}},
+		{Object: archive.Object{Name: partName(3, 1), Size: 20, Digest: "blake3:01"}, Raw: []uint32{5}},
+	}}
+	f.Add(unsealed(h.encode()))
+	f.Add([]byte(headMagic))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		data := sealed(body)
+		got, err := decodeHead(data)
+		if err != nil {
+			return
+		}
+		for _, p := range got.Parts {
+			if !strings.HasPrefix(p.Object.Name, recipeDir) || strings.Contains(p.Object.Name, "..") {
+				t.Errorf("a head naming part %q decoded", p.Object.Name)
+			}
+		}
+		if again := got.encode(); !bytes.Equal(again, data) {
+			t.Errorf("decoded and encoded again: %d bytes, from %d", len(again), len(data))
 		}
 	})
 }

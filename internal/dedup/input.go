@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -45,13 +46,113 @@ func (in Input) OpenFrames(ctx context.Context, i int, s archive.Stream, nums []
 	return in.open(ctx, s, nums)
 }
 
-// FrameIndex describes stream s's frames from its recipe.
+// FrameIndex describes stream s's frames from its recipe (a head says
+// each part's frame sizes: no part is read).
 func (in Input) FrameIndex(ctx context.Context, s archive.Stream) ([]archive.Frame, error) {
-	r, err := in.recipe(ctx, s)
+	sr, err := in.stream(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	return frameIndex(r), nil
+	return sr.index(), nil
+}
+
+// streamRecipe is a stream's recipe as its record names it: one recipe,
+// or a head whose parts are read when reached (see headMagic).
+type streamRecipe struct {
+	in     Input
+	name   string // the stream's
+	object string // the record's, in in.Dir
+	whole  *recipe
+	head   *head
+}
+
+func (in Input) stream(ctx context.Context, s archive.Stream) (*streamRecipe, error) {
+	if s.Index.Name == "" {
+		return nil, archive.Corruptf("the manifest names no recipe of stream %s", s.Name)
+	}
+	data, err := archive.GetSmall(ctx, in.Store.Backend, in.Dir, s.Index)
+	if err != nil {
+		return nil, err
+	}
+	sr := &streamRecipe{in: in, name: s.Name, object: s.Index.Name}
+	if bytes.HasPrefix(data, []byte(headMagic)) {
+		if sr.head, err = decodeHead(data); err != nil {
+			return nil, archive.Corruptf("recipe %s/%s is damaged: %v", in.Dir, s.Index.Name, err)
+		}
+		return sr, nil
+	}
+	if sr.whole, err = openRecipe(data); err != nil {
+		return nil, archive.Corruptf("recipe %s/%s is damaged: %v", in.Dir, s.Index.Name, err)
+	}
+	return sr, nil
+}
+
+// index lists the stream's frames.
+func (sr *streamRecipe) index() []archive.Frame {
+	if sr.whole != nil {
+		return frameIndex(sr.whole)
+	}
+	var out []archive.Frame
+	var off int64
+	for _, p := range sr.head.Parts {
+		for _, raw := range p.Raw {
+			out = append(out, archive.Frame{Offset: off, Stored: raw, Raw: raw})
+			off += int64(raw)
+		}
+	}
+	return out
+}
+
+// each reads, in order, the parts holding frames of nums (ascending),
+// and calls fn with each and the numbers of those frames in it.
+func (sr *streamRecipe) each(ctx context.Context, nums []int, fn func(r *recipe, local []int) error) error {
+	if sr.whole != nil {
+		if len(nums) == 0 {
+			return nil
+		}
+		return fn(sr.whole, nums)
+	}
+	first := 0
+	for k, p := range sr.head.Parts {
+		end := first + len(p.Raw)
+		var local []int
+		for len(nums) > 0 && nums[0] < end {
+			local, nums = append(local, nums[0]-first), nums[1:]
+		}
+		if len(local) > 0 {
+			r, err := sr.part(ctx, k)
+			if err != nil {
+				return err
+			}
+			if err := fn(r, local); err != nil {
+				return err
+			}
+		}
+		first = end
+	}
+	return nil
+}
+
+// part reads part k of the head, checked against it.
+func (sr *streamRecipe) part(ctx context.Context, k int) (*recipe, error) {
+	p := sr.head.Parts[k]
+	data, err := archive.GetSmall(ctx, sr.in.Store.Backend, sr.in.Dir, p.Object)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s, part %d of its recipe: %w", sr.name, k, err)
+	}
+	r, err := openRecipe(data)
+	if err == nil && len(r.Frames) != len(p.Raw) {
+		err = fmt.Errorf("%d frames, its head %s says %d", len(r.Frames), sr.object, len(p.Raw))
+	}
+	for i := 0; err == nil && i < len(r.Frames); i++ {
+		if r.Frames[i].Raw != p.Raw[i] {
+			err = fmt.Errorf("frame %d of %d bytes, its head %s says %d", i, r.Frames[i].Raw, sr.object, p.Raw[i])
+		}
+	}
+	if err != nil {
+		return nil, archive.Corruptf("recipe %s/%s is damaged: %v", sr.in.Dir, p.Object.Name, err)
+	}
+	return r, nil
 }
 
 func frameIndex(r *recipe) []archive.Frame {
@@ -64,69 +165,100 @@ func frameIndex(r *recipe) []archive.Frame {
 	return out
 }
 
-func (in Input) recipe(ctx context.Context, s archive.Stream) (*recipe, error) {
-	if s.Index.Name == "" {
-		return nil, archive.Corruptf("the manifest names no recipe of stream %s", s.Name)
+// allFrames is every frame number of a stream of n frames.
+func allFrames(n int) []int {
+	nums := make([]int, n)
+	for i := range nums {
+		nums[i] = i
 	}
-	data, err := archive.GetSmall(ctx, in.Store.Backend, in.Dir, s.Index)
-	if err != nil {
-		return nil, err
-	}
-	r, err := openRecipe(data)
-	if err != nil {
-		return nil, archive.Corruptf("recipe %s/%s is damaged: %v", in.Dir, s.Index.Name, err)
-	}
-	return r, nil
+	return nums
 }
 
 func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive.FrameSource, error) {
 	if err := in.Store.ready(ctx); err != nil {
 		return nil, err
 	}
-	r, err := in.recipe(ctx, s)
+	sr, err := in.stream(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	index := frameIndex(r)
+	index := sr.index()
 	if nums == nil {
-		for i := range r.Frames {
-			nums = append(nums, i)
+		nums = allFrames(len(index))
+	}
+	for k, n := range nums {
+		if n < 0 || n >= len(index) || k > 0 && n <= nums[k-1] {
+			return nil, archive.Corruptf("frame %d: not among the %d frames of %s's recipe", n, len(index), s.Name)
 		}
 	}
 	need := map[Name]location{}
-	for k, n := range nums {
-		if n < 0 || n >= len(r.Frames) || k > 0 && n <= nums[k-1] {
-			return nil, archive.Corruptf("frame %d: not among the %d frames of %s's recipe", n, len(r.Frames), s.Name)
-		}
-		for _, it := range r.Frames[n].Items {
-			if !it.isLit {
-				need[it.Block] = location{}
+	err = sr.each(ctx, nums, func(r *recipe, local []int) error {
+		for _, n := range local {
+			for _, it := range r.Frames[n].Items {
+				if !it.isLit {
+					need[it.Block] = location{}
+				}
 			}
-		}
-	}
-	found := 0
-	err = in.Store.eachIndexed(ctx, func(n Name, loc location) error {
-		if l, ok := need[n]; ok && l.Frame.Pack == "" {
-			need[n] = loc
-			found++
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if found < len(need) {
-		for n, l := range need {
-			if l.Frame.Pack == "" {
-				return nil, archive.Corruptf("stream %s needs block %s, which no index of the block store holds", s.Name, n)
-			}
-		}
+	if err := in.Store.locate(ctx, s.Name, need); err != nil {
+		return nil, err
 	}
 	given, bounded := archive.SourceMemory(ctx)
 	sp := spend(given, bounded, largestFrame(need))
-	return &frames{in: in, ctx: ctx, stream: s.Name, r: r, index: index, nums: nums, where: need,
-		cache: frameCache{limit: sp.cache},
-		pre:   startPrefetch(ctx, in.Store, loads(r, nums, need, sp.cache), sp.depth)}, nil
+	f := &frames{in: in, ctx: ctx, stream: s.Name, index: index, nums: nums, where: need,
+		cache: frameCache{limit: sp.cache}, parts: make(chan part, 1)}
+	f.pre = startPrefetch(ctx, in.Store, sp.depth, func(ctx context.Context, yield func([]frameRef) bool) {
+		defer close(f.parts)
+		plan := frameCache{limit: sp.cache}
+		stopped := errors.New("stopped")
+		first := 0 // of the part, in nums
+		err := sr.each(ctx, nums, func(r *recipe, local []int) error {
+			select {
+			case f.parts <- part{r: r, base: nums[first] - local[0], end: first + len(local)}:
+			case <-ctx.Done():
+				return stopped
+			}
+			first += len(local)
+			if !yield(plan.loads(r, local, need)) {
+				return stopped
+			}
+			return nil
+		})
+		if err != nil && err != stopped {
+			select {
+			case f.parts <- part{err: err}:
+			case <-ctx.Done():
+			}
+		}
+	})
+	return f, nil
+}
+
+// locate finds where each block of need is, from the store's index
+// objects.
+func (s *Store) locate(ctx context.Context, stream string, need map[Name]location) error {
+	found := 0
+	err := s.eachIndexed(ctx, func(n Name, loc location) error {
+		if l, ok := need[n]; ok && l.Frame.Pack == "" {
+			need[n] = loc
+			found++
+		}
+		return nil
+	})
+	if err != nil || found == len(need) {
+		return err
+	}
+	for n, l := range need {
+		if l.Frame.Pack == "" {
+			return archive.Corruptf("stream %s needs block %s, which no index of the block store holds", stream, n)
+		}
+	}
+	return nil
 }
 
 // spending is how a stream's reassembly holds decoded pack frames: up to
@@ -165,11 +297,11 @@ func largestFrame(need map[Name]location) int64 {
 }
 
 // loads lists the pack frames the reassembly of frames nums of r loads,
-// in order: each time a block lies in a frame its cache (frames.cache, of
-// limit bytes, the same policy) does not hold.
-func loads(r *recipe, nums []int, where map[Name]location, limit int64) []frameRef {
+// in order: each time a block lies in a frame its cache (frames.cache,
+// under the same policy, which c plays through part after part) does not
+// hold.
+func (c *frameCache) loads(r *recipe, nums []int, where map[Name]location) []frameRef {
 	var out []frameRef
-	c := frameCache{limit: limit}
 	for _, n := range nums {
 		for _, it := range r.Frames[n].Items {
 			if it.isLit {
@@ -259,22 +391,56 @@ type frames struct {
 	in     Input
 	ctx    context.Context
 	stream string
-	r      *recipe
 	index  []archive.Frame
 	nums   []int
 	next   int
 	where  map[Name]location
 	pre    *prefetch // reads the frames of packs ahead, in loads' order
 	cache  frameCache
+	parts  chan part // the recipe's parts, as the prefetch's feed reads them
+	cur    part
+}
+
+// part is a part of a stream's recipe read for its reassembly: r's frame
+// 0 is the stream's frame base, and its frames are those of nums up to
+// end; or the error reading it failed with.
+type part struct {
+	r         *recipe
+	base, end int
+	err       error
+}
+
+// nextPart takes the part holding the frames from nums[f.next].
+func (f *frames) nextPart() error {
+	var p part
+	var ok bool
+	select {
+	case p, ok = <-f.parts:
+	case <-f.ctx.Done():
+		return context.Cause(f.ctx)
+	}
+	switch {
+	case !ok:
+		return fmt.Errorf("dedup: stream %s: its recipe's parts ended before frame %d", f.stream, f.nums[f.next])
+	case p.err != nil:
+		return p.err
+	}
+	f.cur = p
+	return nil
 }
 
 func (f *frames) Next() (archive.Frame, []byte, error) {
 	if f.next == len(f.nums) {
 		return archive.Frame{}, nil, io.EOF
 	}
+	if f.cur.r == nil || f.next >= f.cur.end {
+		if err := f.nextPart(); err != nil {
+			return archive.Frame{}, nil, err
+		}
+	}
 	n := f.nums[f.next]
 	f.next++
-	rf := f.r.Frames[n]
+	rf := f.cur.r.Frames[n-f.cur.base]
 	buf, err := archive.FrameBuffer(f.ctx, f.index[n])
 	if err != nil {
 		return archive.Frame{}, nil, err
@@ -297,7 +463,7 @@ func (f *frames) Next() (archive.Frame, []byte, error) {
 	if len(out) != int(rf.Raw) {
 		return archive.Frame{}, nil, archive.Corruptf("stream %s, frame %d: made again from its blocks it has %d bytes, the recipe says %d", f.stream, n, len(out), rf.Raw)
 	}
-	if f.r.v1 {
+	if f.cur.r.v1 {
 		if got := crc32c(out); got != rf.CRC {
 			return archive.Frame{}, nil, archive.Corruptf("stream %s, frame %d: made again from its blocks it has CRC-32C %08x, the recipe says %08x", f.stream, n, got, rf.CRC)
 		}

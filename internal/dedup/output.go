@@ -31,9 +31,15 @@ func NewOutput(s *Store, dir, hash string) Output {
 	return Output{Store: s, Dir: dir, Hash: hash, known: &known{}}
 }
 
-// maxRecipe is the largest recipe a backup commits: what a reader takes
-// whole (a variable for the tests).
+// maxRecipe is the largest recipe object a reader takes whole, once
+// decompressed (a variable for the tests): a part of a recipe holds at
+// most partTarget bytes and a frame's.
 var maxRecipe = archive.MaxSmallObject
+
+// partTarget is the most bytes of recipe (encoded, before compression) a
+// stream holds before it stores them as a part (see headMagic): about 25
+// GiB of data, 41 bytes a block. A variable for the tests.
+var partTarget = 16 << 20
 
 // What a recipe takes (see recipeMagic): its magic, frame count and
 // CRC-32C; each frame's size and item count; each item.
@@ -47,6 +53,9 @@ const (
 // RecipeName is stream i's recipe, in its backup's directory.
 func RecipeName(i int) string { return fmt.Sprintf("%s%05d.rcp", recipeDir, i) }
 
+// partName is part k of stream i's recipe, stored in parts.
+func partName(i, k int) string { return fmt.Sprintf("%s%05d-%05d.rcp", recipeDir, i, k) }
+
 // OpenStream reads the store's index once per backup (what it holds),
 // then takes stream i's frames.
 func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.StreamOutput, error) {
@@ -54,7 +63,7 @@ func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.Str
 		return nil, err
 	}
 	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}, size: recipeFixedBytes}
-	s.pipe = newPipeline(ctx, o.Store, o.known, s.started)
+	s.pipe = newPipeline(ctx, o.Store, o.known, s.started, s.storePart)
 	s.batch = s.pipe.batch()
 	return s, nil
 }
@@ -71,8 +80,9 @@ type streamOut struct {
 	ctx     context.Context
 	num     int
 	name    string
-	frames  []recipeFrame
-	size    int // of the recipe encoded, so far
+	frames  []recipeFrame // of the recipe's part being written
+	size    int           // of that part encoded, so far
+	parts   []recipePart  // stored (by the pipeline's collector, until pipe.finish returns)
 	files   map[string]*pending
 	handles int // blocks begun
 	pipe    *pipeline
@@ -115,14 +125,14 @@ func (s *streamOut) WriteFrame(f archive.Frame, stored []byte) error {
 		}
 	}
 	s.frames = append(s.frames, recipeFrame{Raw: f.Raw, Items: items})
-	return s.grow(items)
+	if s.grow(items) < partTarget {
+		return nil
+	}
+	return s.cut()
 }
 
-// grow counts a frame of items into the recipe's size and fails the
-// stream as soon as it passes what a restore reads whole (GetSmall
-// refuses a larger recipe: a backup committed with it could not be
-// restored), rather than after the whole stream was stored.
-func (s *streamOut) grow(items []item) error {
+// grow counts a frame of items into the size of the recipe's part.
+func (s *streamOut) grow(items []item) int {
 	s.size += recipeFrameBytes
 	for _, it := range items {
 		if it.isLit {
@@ -131,10 +141,53 @@ func (s *streamOut) grow(items []item) error {
 			s.size += recipeBytesPerBlock
 		}
 	}
-	if s.size > maxRecipe {
-		return fmt.Errorf("dedup: stream %s: its recipe takes more than the %d bytes a restore reads whole (about %d GiB of data a stream): back up with more streams (--parallel), or into a repository that does not deduplicate",
-			s.name, maxRecipe, int64(maxRecipe)/recipeBytesPerBlock*BlockSize>>30)
+	return s.size
+}
+
+// cut ends the recipe's part at the frame written last: the blocks its
+// frames began end there (a file's block that goes on past the cut
+// becomes two, one each side: a few blocks stored again each 25 GiB) and
+// are handed on, and the pipeline's collector stores the part once it
+// named them, so that neither the part nor their names stay held.
+func (s *streamOut) cut() error {
+	for p := range s.files {
+		if err := s.finishPath(p); err != nil {
+			return err
+		}
 	}
+	if len(s.batch.raw) > 0 {
+		if err := s.pipe.submit(s.ctx, s.batch); err != nil {
+			return err
+		}
+		s.batch = s.pipe.batch()
+	}
+	marker := s.pipe.batch()
+	marker.part, marker.handles0 = s.frames, s.handles
+	s.frames, s.size = nil, recipeFixedBytes
+	return s.pipe.submit(s.ctx, marker)
+}
+
+// storePart names the blocks of the frames of a part of the recipe and
+// stores them as the stream's next part.
+func (s *streamOut) storePart(frames []recipeFrame) error {
+	if err := s.pipe.resolve(frames); err != nil {
+		return fmt.Errorf("dedup: stream %s: %w", s.name, err)
+	}
+	data, err := (&recipe{Frames: frames}).seal()
+	if err != nil {
+		return fmt.Errorf("dedup: stream %s: compress its recipe: %w", s.name, err)
+	}
+	name := partName(s.num, len(s.parts))
+	s.started(s.o.Dir+"/"+name, int64(len(data)))
+	obj, err := archive.PutSmall(s.ctx, s.o.Store.Backend, s.o.Dir, name, data, s.o.Hash)
+	if err != nil {
+		return err
+	}
+	raw := make([]uint32, len(frames))
+	for i, f := range frames {
+		raw[i] = f.Raw
+	}
+	s.parts = append(s.parts, recipePart{Object: obj, Raw: raw})
 	return nil
 }
 
@@ -240,21 +293,9 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 			return st, err
 		}
 	}
-	r := &recipe{Frames: s.frames}
-	names := s.pipe.names
-	for i := range r.Frames {
-		for j := range r.Frames[i].Items {
-			if it := &r.Frames[i].Items[j]; !it.isLit {
-				if it.handle >= len(names) {
-					return st, fmt.Errorf("dedup: stream %s: block %d of its recipe was never named", s.name, it.handle)
-				}
-				it.Block = names[it.handle]
-			}
-		}
-	}
-	data, err := r.seal()
+	data, err := s.recipeObject()
 	if err != nil {
-		return st, fmt.Errorf("dedup: stream %s: compress its recipe: %w", s.name, err)
+		return st, err
 	}
 	obj, err := archive.PutSmall(s.ctx, s.o.Store.Backend, s.o.Dir, RecipeName(s.num), data, s.o.Hash)
 	if err != nil {
@@ -265,6 +306,32 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 	// checks: its digest is the stream's (see archive.ContentVerifier).
 	st.Index, st.Stored, st.Digest = obj, s.bytes+obj.Size, obj.Digest
 	return st, nil
+}
+
+// recipeObject is what the stream's record names: its recipe, or, when
+// parts of it were stored, the head naming them once its last part is
+// stored.
+func (s *streamOut) recipeObject() ([]byte, error) {
+	if len(s.parts) == 0 {
+		if err := s.pipe.resolve(s.frames); err != nil {
+			return nil, fmt.Errorf("dedup: stream %s: %w", s.name, err)
+		}
+		data, err := (&recipe{Frames: s.frames}).seal()
+		if err != nil {
+			return nil, fmt.Errorf("dedup: stream %s: compress its recipe: %w", s.name, err)
+		}
+		return data, nil
+	}
+	if len(s.frames) > 0 {
+		if err := s.storePart(s.frames); err != nil {
+			return nil, err
+		}
+	}
+	data := (&head{Parts: s.parts}).encode()
+	if len(data) > maxRecipe {
+		return nil, fmt.Errorf("dedup: stream %s: the head of its recipe takes %d bytes, more than the %d a restore reads whole: back up with more streams (--parallel)", s.name, len(data), maxRecipe)
+	}
+	return data, nil
 }
 
 // VerifiesContent: the writer need not hash the stream.

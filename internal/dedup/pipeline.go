@@ -27,9 +27,14 @@ type pipeline struct {
 	// to stop early; after done, err says the same.
 	failed atomic.Pointer[error]
 
+	// storePart names the blocks of a part of the recipe (resolve) and
+	// stores it; the collector calls it
+	storePart func([]recipeFrame) error
+
 	// the collector's, read by others after done
 	err    error
-	names  []Name // by handle
+	names  []Name // by handle, from base: those of the recipe's part being written
+	base   int
 	packer packer
 }
 
@@ -45,12 +50,17 @@ type batch struct {
 	fresh0 int        // raw bytes of the new blocks
 	err    error
 	ready  chan struct{}
+	// a marker (no blocks): the frames of a part of the recipe, whose
+	// blocks are all in the batches before it, begun before handle
+	// handles0
+	part     []recipeFrame
+	handles0 int
 }
 
-func newPipeline(ctx context.Context, s *Store, k *known, started func(name string, size int64)) *pipeline {
+func newPipeline(ctx context.Context, s *Store, k *known, started func(name string, size int64), storePart func([]recipeFrame) error) *pipeline {
 	workers := runtime.GOMAXPROCS(0)
 	p := &pipeline{
-		store: s, known: k,
+		store: s, known: k, storePart: storePart,
 		// A batch in order is in jobs or with a worker, so jobs never
 		// holds more than order, plus the one the collector waits for.
 		order: make(chan *batch, workers+2),
@@ -71,6 +81,7 @@ func (p *pipeline) batch() *batch {
 	select {
 	case b := <-p.free:
 		b.raw, b.handles, b.sizes, b.names, b.fresh, b.fresh0, b.err = b.raw[:0], b.handles[:0], b.sizes[:0], b.names[:0], b.fresh[:0], 0, nil
+		b.part, b.handles0 = nil, 0
 		b.ready = make(chan struct{})
 		return b
 	default:
@@ -159,14 +170,39 @@ func (p *pipeline) take(b *batch) error {
 	if b.err != nil {
 		return fmt.Errorf("dedup: compress new blocks: %w", b.err)
 	}
+	if b.part != nil {
+		if err := p.storePart(b.part); err != nil {
+			return err
+		}
+		// No block begun before handles0 is met again.
+		p.names, p.base = p.names[:0], b.handles0
+		return nil
+	}
 	for i, h := range b.handles {
-		for len(p.names) <= h {
+		for len(p.names) <= h-p.base {
 			p.names = append(p.names, Name{})
 		}
-		p.names[h] = b.names[i]
+		p.names[h-p.base] = b.names[i]
 	}
 	if b.fresh0 == 0 {
 		return nil
 	}
 	return p.packer.frame(b.frame, b.fresh0, b.fresh)
+}
+
+// resolve names the blocks of frames' items, from their handles: by the
+// collector, or once it is done.
+func (p *pipeline) resolve(frames []recipeFrame) error {
+	for i := range frames {
+		for j := range frames[i].Items {
+			if it := &frames[i].Items[j]; !it.isLit {
+				k := it.handle - p.base
+				if k < 0 || k >= len(p.names) {
+					return fmt.Errorf("block %d of its recipe was never named", it.handle)
+				}
+				it.Block = p.names[k]
+			}
+		}
+	}
+	return nil
 }

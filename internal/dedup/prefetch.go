@@ -35,32 +35,41 @@ type fetch struct {
 	ready chan struct{}
 }
 
-func startPrefetch(ctx context.Context, s *Store, loads []frameRef, depth int) *prefetch {
+// startPrefetch reads ahead the frames feed yields, batch after batch
+// (a stream's recipe part after part), in that order; feed stops when
+// yield returns false or its ctx ends.
+func startPrefetch(ctx context.Context, s *Store, depth int, feed func(ctx context.Context, yield func(loads []frameRef) bool)) *prefetch {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &prefetch{cancel: cancel, order: make(chan *fetch, depth), fed: make(chan struct{})}
 	go func() {
 		defer close(p.fed)
 		defer close(p.order)
-		for _, run := range runs(loads, depth) {
-			fetches := make([]*fetch, len(run))
-			for i, fr := range run {
-				fetches[i] = &fetch{fr: fr, ready: make(chan struct{})}
-			}
-			p.readers.Add(1)
-			go func() {
-				defer p.readers.Done()
-				s.readRun(ctx, fetches)
-			}()
-			for _, f := range fetches {
-				select {
-				case p.order <- f:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
+		feed(ctx, func(loads []frameRef) bool { return p.enqueue(ctx, s, loads, depth) })
 	}()
 	return p
+}
+
+// enqueue reads loads in runs, in order; false once ctx ended.
+func (p *prefetch) enqueue(ctx context.Context, s *Store, loads []frameRef, depth int) bool {
+	for _, run := range runs(loads, depth) {
+		fetches := make([]*fetch, len(run))
+		for i, fr := range run {
+			fetches[i] = &fetch{fr: fr, ready: make(chan struct{})}
+		}
+		p.readers.Add(1)
+		go func() {
+			defer p.readers.Done()
+			s.readRun(ctx, fetches)
+		}()
+		for _, f := range fetches {
+			select {
+			case p.order <- f:
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // runs groups loads, in order, into runs of frames that follow each other

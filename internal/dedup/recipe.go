@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
+
+	"github.com/backstream/backstream/internal/archive"
 )
 
 // recipeMagic starts a stream's recipe: its frames, each as the items
@@ -163,4 +166,83 @@ func decodeRecipe(data []byte) (*recipe, error) {
 		return nil, fmt.Errorf("%d bytes after the last frame", len(d.b))
 	}
 	return r, nil
+}
+
+// headMagic starts the recipe object of a stream whose recipe was
+// stored in parts: a stream of more than partTarget bytes of recipe (some
+// 25 GiB of data) is not held whole by the backup that writes it nor by
+// a restore that reads it. Each part is a recipe object of its own (of
+// consecutive frames, sealed as recipeZMagic says), which the head names
+// with its size and digest:
+//
+//	"BSDDH001"
+//	parts u32, each: name length u16, name, size u64, digest length u16,
+//	  digest, frames u32, each frame's raw size u32
+//	crc32c u32 of everything before it
+//
+// A stream whose recipe fits in one part keeps the one recipe object.
+const headMagic = "BSDDH001"
+
+// head is the list of a stream's recipe parts.
+type head struct {
+	Parts []recipePart
+}
+
+// recipePart is one part of a stream's recipe: its object, in the
+// backup's directory, and the raw size of each of its frames.
+type recipePart struct {
+	Object archive.Object
+	Raw    []uint32
+}
+
+func (h *head) encode() []byte {
+	b := binary.LittleEndian.AppendUint32([]byte(headMagic), uint32(len(h.Parts)))
+	for _, p := range h.Parts {
+		b = appendString(b, p.Object.Name)
+		b = binary.LittleEndian.AppendUint64(b, uint64(p.Object.Size))
+		b = appendString(b, p.Object.Digest)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(p.Raw)))
+		for _, r := range p.Raw {
+			b = binary.LittleEndian.AppendUint32(b, r)
+		}
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32c(b))
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(s)))
+	return append(b, s...)
+}
+
+func decodeHead(data []byte) (*head, error) {
+	body, err := checked(data, headMagic)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{b: body}
+	h := &head{}
+	for range d.count(2 + 8 + 2 + 4) {
+		var p recipePart
+		p.Object.Name = string(d.take(int(d.u16())))
+		p.Object.Size = int64(d.u64())
+		p.Object.Digest = string(d.take(int(d.u16())))
+		for range d.count(4) {
+			p.Raw = append(p.Raw, d.u32())
+		}
+		// A part is an object of the backup's recipe/ directory.
+		badName := !strings.HasPrefix(p.Object.Name, recipeDir) || strings.Contains(p.Object.Name, "..")
+		if d.err == nil && (badName || p.Object.Size < 0 || p.Object.Size > archive.MaxSmallObject || len(p.Raw) == 0) {
+			return nil, fmt.Errorf("part %d: object %q of %d bytes, %d frames", len(h.Parts), p.Object.Name, p.Object.Size, len(p.Raw))
+		}
+		h.Parts = append(h.Parts, p)
+	}
+	switch {
+	case d.err != nil:
+		return nil, d.err
+	case len(d.b) != 0:
+		return nil, fmt.Errorf("%d bytes after the last part", len(d.b))
+	case len(h.Parts) == 0:
+		return nil, fmt.Errorf("no part")
+	}
+	return h, nil
 }
