@@ -29,13 +29,12 @@ import (
 
 // Objects of a deduplicating repository.
 const (
-	KeyObject  = "dedup/key"
-	packDir    = "dedup/packs/"
-	indexDir   = "dedup/index/"
-	recipeDir  = "recipe/"
-	keySize    = 32
-	BlockSize  = 64 << 10 // a multiple of every innodb_page_size
-	packTarget = 32 << 20 // bytes of a pack object
+	KeyObject = "dedup/key"
+	packDir   = "dedup/packs/"
+	indexDir  = "dedup/index/"
+	recipeDir = "recipe/"
+	keySize   = 32
+	BlockSize = 64 << 10 // a multiple of every innodb_page_size
 	// frameTarget is the raw bytes of new blocks compressed together: a
 	// restore reads whole frames, so small ones waste little of a frame
 	// it needs one block of; libzstd's fastest level compresses InnoDB
@@ -47,6 +46,15 @@ const (
 	// readable): a frame is stored once it holds frameTarget, each block
 	// adding BlockSize at most.
 	maxPackFrame = 1<<20 + BlockSize
+)
+
+// packTarget is the bytes of a pack object, and indexPartBlocks the
+// most new blocks a backup's stream holds the index of before it stores
+// that as an index object of its own (once their packs are stored): some
+// 16 GiB of new data, 12 MiB of index. Variables for the tests.
+var (
+	packTarget      int64 = 32 << 20
+	indexPartBlocks       = 1 << 18
 )
 
 // Name names a block: the keyed BLAKE3 of its bytes, with the

@@ -527,12 +527,15 @@ func TestCollectRepacksSparsePacks(t *testing.T) {
 
 // A stream whose recipe passes what a stream holds before it stores a
 // part (some 25 GiB; here a few frames) stores it in parts, which a head
-// names: no stream has a size limit, and no part is held whole. Such a
-// backup restores whole and file by file (frames of parts read on their
-// own), a second night shares its blocks, collecting keeps what it
-// names, and a damaged, missing or swapped part is damage named.
+// names, and the index of its new blocks likewise (past 16 GiB of them;
+// here 20 blocks): no stream has a size limit, and neither is held
+// whole. Such a backup restores whole and file by file (frames of parts
+// read on their own), a second night shares its blocks, collecting keeps
+// what it names, and a damaged, missing or swapped part is damage named.
 func TestLongStreamsRecipeIsStoredInParts(t *testing.T) {
 	defer dedup.SetPartTarget(3000)()
+	defer dedup.SetPackTarget(1 << 20)()
+	defer dedup.SetIndexPartBlocks(20)()
 	s, root, _ := newStore(t)
 	ctx := context.Background()
 	night := files{"db/a.ibd": random(6 << 20), "db/b.ibd": random(5<<20 + 4096), "db/c.log": random(1<<20 + 123), "db/d.frm": random(999)}
@@ -540,6 +543,9 @@ func TestLongStreamsRecipeIsStoredInParts(t *testing.T) {
 	parts, err := filepath.Glob(filepath.Join(root, "backups", "one", "recipe", "*-*.rcp"))
 	if err != nil || len(parts) < 4 {
 		t.Fatalf("recipe parts stored: %v %v; want several", parts, err)
+	}
+	if ix, err := filepath.Glob(filepath.Join(root, "dedup", "index", "one-*-*.idx")); err != nil || len(ix) < 2 {
+		t.Fatalf("index objects stored before a stream's last: %v %v; want several", ix, err)
 	}
 	heads := 0
 	for _, st := range one.Streams {
@@ -642,19 +648,22 @@ func TestLongStreamsRecipeIsStoredInParts(t *testing.T) {
 	}
 }
 
-// A backup that fails removes the parts of recipes it stored with the
-// rest of what it stored.
-func TestFailedBackupRemovesItsRecipeParts(t *testing.T) {
+// A backup that fails removes the parts of recipes and the index objects
+// it stored as it went with the rest of what it stored.
+func TestFailedBackupRemovesWhatItStoredAsItWent(t *testing.T) {
 	defer dedup.SetPartTarget(3000)()
+	defer dedup.SetPackTarget(1 << 20)()
+	defer dedup.SetIndexPartBlocks(20)()
 	s, root, _ := newStore(t)
 	w := writeOneStream(t, s, "failed", files{"db/t.ibd": random(8 << 20)})
 	// Parts are stored as the stream's blocks are named, on their own.
-	var parts []string
-	for deadline := time.Now().Add(10 * time.Second); len(parts) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var parts, ix []string
+	for deadline := time.Now().Add(10 * time.Second); (len(parts) == 0 || len(ix) == 0) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		parts, _ = filepath.Glob(filepath.Join(root, "backups", "failed", "recipe", "*-*.rcp"))
+		ix, _ = filepath.Glob(filepath.Join(root, "dedup", "index", "failed-*-*.idx"))
 	}
-	if len(parts) == 0 {
-		t.Fatal("no part stored while the stream was written")
+	if len(parts) == 0 || len(ix) == 0 {
+		t.Fatalf("stored while the stream was written: recipe parts %v, index objects %v; want both", parts, ix)
 	}
 	w.Abort(errors.New("the backup failed"))
 	if n := sizeOf(t, filepath.Join(root, "backups")); n != 0 {

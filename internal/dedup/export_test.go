@@ -21,6 +21,21 @@ func SetPartTarget(n int) func() {
 	return func() { partTarget = old }
 }
 
+// SetPackTarget sets the bytes of a pack, and SetIndexPartBlocks the new
+// blocks a stream holds the index of before it stores it, for the tests;
+// each returns the restore.
+func SetPackTarget(n int64) func() {
+	old := packTarget
+	packTarget = n
+	return func() { packTarget = old }
+}
+
+func SetIndexPartBlocks(n int) func() {
+	old := indexPartBlocks
+	indexPartBlocks = n
+	return func() { indexPartBlocks = old }
+}
+
 // SwapBlocks rewrites index object data so that its first two blocks
 // each point at the other's bytes, as a forger who can fix every CRC-32C
 // would: only the blocks' names can tell.

@@ -63,7 +63,8 @@ func (o Output) OpenStream(ctx context.Context, i int, name string) (archive.Str
 		return nil, err
 	}
 	s := &streamOut{o: o, ctx: ctx, num: i, name: name, files: map[string]*pending{}, size: recipeFixedBytes}
-	s.pipe = newPipeline(ctx, o.Store, o.known, s.started, s.storePart)
+	s.pipe = newPipeline(ctx, o.Store, o.known, s.started, s.storePart,
+		func(ix *index) error { return s.storeIndex(ix, false) })
 	s.batch = s.pipe.batch()
 	return s, nil
 }
@@ -76,17 +77,19 @@ type pending struct {
 }
 
 type streamOut struct {
-	o       Output
-	ctx     context.Context
-	num     int
-	name    string
-	frames  []recipeFrame // of the recipe's part being written
-	size    int           // of that part encoded, so far
-	parts   []recipePart  // stored (by the pipeline's collector, until pipe.finish returns)
-	files   map[string]*pending
-	handles int // blocks begun
-	pipe    *pipeline
-	batch   *batch // whole blocks not handed to pipe yet
+	o      Output
+	ctx    context.Context
+	num    int
+	name   string
+	frames []recipeFrame // of the recipe's part being written
+	size   int           // of that part encoded, so far
+	parts  []recipePart  // stored (by the pipeline's collector, until pipe.finish returns)
+	// index objects stored before the stream's last (likewise)
+	indexParts int
+	files      map[string]*pending
+	handles    int // blocks begun
+	pipe       *pipeline
+	batch      *batch // whole blocks not handed to pipe yet
 	// what this stream stored, removed by Abort, and what it holds: the
 	// pipeline's collector adds to them until pipe.finish returns
 	stored []string
@@ -165,6 +168,18 @@ func (s *streamOut) cut() error {
 	marker.part, marker.handles0 = s.frames, s.handles
 	s.frames, s.size = nil, recipeFixedBytes
 	return s.pipe.submit(s.ctx, marker)
+}
+
+// storeIndex stores ix, the index of packs the stream stored: the last
+// as <backup>-<stream>.idx, those before it (a stream that stores more
+// than indexPartBlocks blocks) as <backup>-<stream>-<k>.idx, k from 0.
+func (s *streamOut) storeIndex(ix *index, last bool) error {
+	name := fmt.Sprintf("%s%s-%05d", indexDir, path.Base(s.o.Dir), s.num)
+	if !last {
+		name += fmt.Sprintf("-%05d", s.indexParts)
+		s.indexParts++
+	}
+	return s.put(name+".idx", ix.encode())
 }
 
 // storePart names the blocks of the frames of a part of the recipe and
@@ -288,8 +303,7 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 		return st, err
 	}
 	if ix := &s.pipe.packer.ix; len(ix.Blocks) > 0 {
-		name := fmt.Sprintf("%s%s-%05d.idx", indexDir, path.Base(s.o.Dir), s.num)
-		if err := s.put(name, ix.encode()); err != nil {
+		if err := s.storeIndex(ix, true); err != nil {
 			return st, err
 		}
 	}
@@ -374,14 +388,19 @@ type packer struct {
 	// started, if set, learns of each pack whose Put ended its data (to
 	// remove it if the stream fails): its name and size
 	started func(name string, size int64)
-	raw     []byte
-	blocks  []blockRef // of raw
-	zbuf    []byte     // raw, compressed
-	up      *storage.Upload
-	name    string // of the pack being filled
-	size    int64  // of the pack being filled
-	ending  chan error
-	ix      index
+	// storeIndex, if set, stores the index of the packs stored so far
+	// once it holds indexPartBlocks blocks, which then starts anew (no
+	// stream holds the index of all its new blocks); unset, ix holds
+	// every pack's
+	storeIndex func(*index) error
+	raw        []byte
+	blocks     []blockRef // of raw
+	zbuf       []byte     // raw, compressed
+	up         *storage.Upload
+	name       string // of the pack being filled
+	size       int64  // of the pack being filled
+	ending     chan error
+	ix         index
 }
 
 func (p *packer) add(n Name, b []byte) error {
@@ -466,6 +485,17 @@ func (p *packer) end() error {
 		}
 		p.ending <- err
 	}()
+	if p.storeIndex == nil || len(p.ix.Blocks) < indexPartBlocks {
+		return nil
+	}
+	// An index object names stored packs only.
+	if err := p.wait(); err != nil {
+		return err
+	}
+	if err := p.storeIndex(&p.ix); err != nil {
+		return err
+	}
+	p.ix = index{}
 	return nil
 }
 

@@ -57,7 +57,7 @@ type batch struct {
 	handles0 int
 }
 
-func newPipeline(ctx context.Context, s *Store, k *known, started func(name string, size int64), storePart func([]recipeFrame) error) *pipeline {
+func newPipeline(ctx context.Context, s *Store, k *known, started func(name string, size int64), storePart func([]recipeFrame) error, storeIndex func(*index) error) *pipeline {
 	workers := runtime.GOMAXPROCS(0)
 	p := &pipeline{
 		store: s, known: k, storePart: storePart,
@@ -68,7 +68,7 @@ func newPipeline(ctx context.Context, s *Store, k *known, started func(name stri
 		free:  make(chan *batch, workers+3),
 		done:  make(chan struct{}),
 	}
-	p.packer = packer{ctx: ctx, backend: s.Backend, started: started}
+	p.packer = packer{ctx: ctx, backend: s.Backend, started: started, storeIndex: storeIndex}
 	for range workers {
 		go p.work()
 	}
