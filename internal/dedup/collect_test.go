@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/dedup"
@@ -51,9 +51,9 @@ func restores(t *testing.T, s *dedup.Store, m *archive.Manifest, fs files) {
 }
 
 // liveOf is the names the backups ms hold.
-func liveOf(t *testing.T, s *dedup.Store, ms ...*archive.Manifest) map[dedup.Name]bool {
+func liveOf(t *testing.T, s *dedup.Store, ms ...*archive.Manifest) *dedup.Live {
 	t.Helper()
-	live := map[dedup.Name]bool{}
+	live := &dedup.Live{}
 	for _, m := range ms {
 		if err := s.LiveNames(context.Background(), "backups/"+m.ID, m, live); err != nil {
 			t.Fatal(err)
@@ -134,39 +134,49 @@ func TestSharedBlockDamageNamesEveryBackup(t *testing.T) {
 
 // Collect cut short at each of its writes and deletes leaves a store from
 // which the kept backup restores, and a Collect run again finishes the
-// work.
+// work: with its index in one part, and in parts of 8 blocks (packs of 1
+// MiB, so that new packs and parts of the index alternate).
 func TestCollectInterruptedAnywhere(t *testing.T) {
 	ctx := context.Background()
-	// A put fails at its first (the packs of a repack, the new index); a
-	// delete after 0, 1 or 2 deletes of its kind went through.
+	// A put fails at its first (the packs of a repack, the new index), or
+	// after some went through; a delete after 0, 1 or 2 deletes of its
+	// kind went through.
 	for _, step := range []struct {
 		op, name string
 		afters   int
+		small    bool
 	}{
-		{faulty.OpPut, "dedup/packs/", 1}, {faulty.OpPut, "dedup/index/", 1},
-		{faulty.OpDelete, "dedup/index/", 3}, {faulty.OpDelete, "dedup/packs/", 3},
+		{faulty.OpPut, "dedup/packs/", 1, false}, {faulty.OpPut, "dedup/index/", 1, false},
+		{faulty.OpDelete, "dedup/index/", 3, false}, {faulty.OpDelete, "dedup/packs/", 2, false},
+		{faulty.OpPut, "dedup/packs/", 2, true}, {faulty.OpPut, "dedup/index/", 4, true},
+		{faulty.OpDelete, "dedup/index/", 3, true}, {faulty.OpDelete, "dedup/packs/", 3, true},
 	} {
 		for after := range step.afters {
-			t.Run(fmt.Sprintf("%s %s after %d", step.op, step.name, after), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s %s after %d, small parts %v", step.op, step.name, after, step.small), func(t *testing.T) {
+				if step.small {
+					defer dedup.SetIndexPartBlocks(8)()
+					defer dedup.SetPackTarget(1 << 20)()
+				}
 				s, fb, root := faultyStore(t)
-				x := random(4 << 20)
+				// The second backup keeps one block of four of the
+				// first's file: every pack of the first is repacked.
+				x := random(8 << 20)
 				backup(t, s, "one", files{"db/x.ibd": x, "db/gone.ibd": random(1 << 20)})
 				y := bytes.Clone(x)
-				copy(y[1<<20:], random(3<<20))
+				for off := 0; off < len(y); off += 256 << 10 {
+					copy(y[off+64<<10:], random(192<<10))
+				}
 				keptFiles := files{"db/x.ibd": y}
 				kept := backup(t, s, "two", keptFiles)
 				live := liveOf(t, s, kept)
-				if after > 0 {
-					fb.Add(faulty.Fault{Op: step.op, Name: step.name, Delay: time.Nanosecond, Times: after})
-				}
-				fb.Add(faulty.Fault{Op: step.op, Name: step.name, Times: 1})
+				fb.Add(faulty.Fault{Op: step.op, Name: step.name, Times: 1, Skip: after})
 				_, cerr := s.Collect(ctx, live)
 				fired := fb.Fired()
 				fb.Clear()
 				if cerr == nil && fired > after {
 					t.Fatalf("Collect succeeded though its step failed")
 				}
-				if after == 0 && fired == 0 {
+				if fired == 0 {
 					t.Fatalf("Collect never reached the step: the test proves nothing")
 				}
 				t.Logf("Collect stopped after %d of the step's calls: %v", after, cerr)
@@ -179,7 +189,7 @@ func TestCollectInterruptedAnywhere(t *testing.T) {
 					t.Fatalf("Collect run again: %v", err)
 				}
 				restores(t, fresh, kept, keptFiles)
-				if size := sizeOf(t, filepath.Join(root, "dedup")); size > 5<<20 {
+				if size := sizeOf(t, filepath.Join(root, "dedup")); size > 9<<20 {
 					t.Errorf("after Collect run again the store holds %d bytes: what only backup one named is left", size)
 				}
 			})
@@ -205,4 +215,33 @@ func faultyStore(t *testing.T) (*dedup.Store, *faulty.Backend, string) {
 		t.Fatal(err)
 	}
 	return s, fb, root
+}
+
+// A Live holds each name added once, however its merges fall, and no
+// other: names added again (as every backup names most blocks the others
+// do) and in any order.
+func TestLiveHoldsEachNameOnce(t *testing.T) {
+	var names []dedup.Name
+	for range 5000 {
+		var n dedup.Name
+		copy(n[:], random(32))
+		names = append(names, n)
+	}
+	added := slices.Concat(names[:3000], names[1000:5000], names[:500])
+	for _, each := range []int{1, 7, 100, 1 << 20} {
+		live, has := dedup.LiveOf(added, each)
+		if live.Len() != len(names) {
+			t.Errorf("merging each %d: %d names held, want %d", each, live.Len(), len(names))
+		}
+		for _, n := range names {
+			if !has(n) {
+				t.Fatalf("merging each %d: %s added, not held", each, n)
+			}
+		}
+		var other dedup.Name
+		copy(other[:], random(32))
+		if has(other) {
+			t.Errorf("merging each %d: a name never added is held", each)
+		}
+	}
 }

@@ -449,11 +449,11 @@ func TestEncryptedStoreRevealsNoBlock(t *testing.T) {
 
 // keepOnly collects the store of root as if backup m alone stayed, and
 // returns what Collect says, the names m holds, and the bytes it freed.
-func keepOnly(t *testing.T, s *dedup.Store, root string, m *archive.Manifest) (dedup.Collected, map[dedup.Name]bool, int64) {
+func keepOnly(t *testing.T, s *dedup.Store, root string, m *archive.Manifest) (dedup.Collected, *dedup.Live, int64) {
 	t.Helper()
 	ctx := context.Background()
 	before := sizeOf(t, filepath.Join(root, "dedup"))
-	live := map[dedup.Name]bool{}
+	live := &dedup.Live{}
 	if err := s.LiveNames(ctx, "backups/"+m.ID, m, live); err != nil {
 		t.Fatal(err)
 	}
@@ -603,8 +603,8 @@ func TestLongStreamsRecipeIsStoredInParts(t *testing.T) {
 	if grew := sizeOf(t, filepath.Join(root, "dedup", "packs")) - before; grew > 4<<20 {
 		t.Errorf("the second night stored %d bytes of packs; want a small part of its 12 MiB", grew)
 	}
-	if c, live, _ := keepOnly(t, s, root, two); len(live) == 0 || c.LiveBlocks != int64(len(live)) || c.DroppedEntries == 0 {
-		t.Fatalf("collected %+v keeping the %d blocks the second night's parts name; want those kept and the first night's own dropped", c, len(live))
+	if c, live, _ := keepOnly(t, s, root, two); live.Len() == 0 || c.LiveBlocks != int64(live.Len()) || c.DroppedEntries == 0 {
+		t.Fatalf("collected %+v keeping the %d blocks the second night's parts name; want those kept and the first night's own dropped", c, live.Len())
 	}
 	if got, err := restore(s, two); err != nil || !maps.EqualFunc(got, next, bytes.Equal) {
 		t.Fatalf("restore of the second night after the first was collected: %v (files equal: %v)", err, maps.EqualFunc(got, next, bytes.Equal))

@@ -36,6 +36,20 @@ func SetIndexPartBlocks(n int) func() {
 	return func() { indexPartBlocks = old }
 }
 
+// LiveOf is a Live of names, merged each few of them, and whether it
+// holds each of names.
+func LiveOf(names []Name, mergeEach int) (*Live, func(Name) bool) {
+	old := liveMerge
+	liveMerge = mergeEach
+	defer func() { liveMerge = old }()
+	l := &Live{}
+	for _, n := range names {
+		l.add(n)
+	}
+	l.merge()
+	return l, func(n Name) bool { _, ok := l.find(n); return ok }
+}
+
 // SwapBlocks rewrites index object data so that its first two blocks
 // each point at the other's bytes, as a forger who can fix every CRC-32C
 // would: only the blocks' names can tell.

@@ -207,7 +207,7 @@ func (r *Repo) CollectBlocks(ctx context.Context) (dedup.Collected, error) {
 	if err != nil {
 		return dedup.Collected{}, err
 	}
-	live := map[dedup.Name]bool{}
+	live := &dedup.Live{}
 	for _, e := range entries {
 		if e.Damage != nil {
 			return dedup.Collected{}, fmt.Errorf("no block collected: backup %s is damaged, and the blocks it names are not known: %w", e.ID, e.Damage)
