@@ -206,26 +206,6 @@ func (s *Store) readIndex(ctx context.Context, name string) (*index, error) {
 	return ix, nil
 }
 
-// eachIndexed calls fn with every block the store's index objects name.
-func (s *Store) eachIndexed(ctx context.Context, fn func(Name, location) error) error {
-	names, err := s.indexNames(ctx)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		ix, err := s.readIndex(ctx, name)
-		if err != nil {
-			return err
-		}
-		for _, k := range ix.Blocks {
-			if err := fn(k.Name, location{Frame: ix.Frames[k.Frame], Offset: k.Offset, Len: k.Len}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // get reads a whole object of the store.
 func (s *Store) get(ctx context.Context, name string) ([]byte, error) {
 	rc, err := s.Backend.Open(ctx, name, 0, -1)

@@ -191,12 +191,12 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 			return nil, archive.Corruptf("frame %d: not among the %d frames of %s's recipe", n, len(index), s.Name)
 		}
 	}
-	need := map[Name]location{}
+	where := &locations{}
 	err = sr.each(ctx, nums, func(r *recipe, local []int) error {
 		for _, n := range local {
 			for _, it := range r.Frames[n].Items {
 				if !it.isLit {
-					need[it.Block] = location{}
+					where.need(it.Block)
 				}
 			}
 		}
@@ -205,12 +205,13 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 	if err != nil {
 		return nil, err
 	}
-	if err := in.Store.locate(ctx, s.Name, need); err != nil {
+	where.sort()
+	if err := in.Store.locate(ctx, s.Name, where); err != nil {
 		return nil, err
 	}
 	given, bounded := archive.SourceMemory(ctx)
-	sp := spend(given, bounded, largestFrame(need))
-	f := &frames{in: in, ctx: ctx, stream: s.Name, index: index, nums: nums, where: need,
+	sp := spend(given, bounded, where.largestFrame())
+	f := &frames{in: in, ctx: ctx, stream: s.Name, index: index, nums: nums, where: where,
 		cache: frameCache{limit: sp.cache}, parts: make(chan part, 1)}
 	f.pre = startPrefetch(ctx, in.Store, sp.depth, func(ctx context.Context, yield func([]frameRef) bool) {
 		defer close(f.parts)
@@ -224,7 +225,7 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 				return stopped
 			}
 			first += len(local)
-			if !yield(plan.loads(r, local, need)) {
+			if !yield(plan.loads(r, local, where)) {
 				return stopped
 			}
 			return nil
@@ -237,28 +238,6 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 		}
 	})
 	return f, nil
-}
-
-// locate finds where each block of need is, from the store's index
-// objects.
-func (s *Store) locate(ctx context.Context, stream string, need map[Name]location) error {
-	found := 0
-	err := s.eachIndexed(ctx, func(n Name, loc location) error {
-		if l, ok := need[n]; ok && l.Frame.Pack == "" {
-			need[n] = loc
-			found++
-		}
-		return nil
-	})
-	if err != nil || found == len(need) {
-		return err
-	}
-	for n, l := range need {
-		if l.Frame.Pack == "" {
-			return archive.Corruptf("stream %s needs block %s, which no index of the block store holds", stream, n)
-		}
-	}
-	return nil
 }
 
 // spending is how a stream's reassembly holds decoded pack frames: up to
@@ -286,30 +265,20 @@ func spend(given int64, bounded bool, unit int64) spending {
 	return spending{cache: cache, depth: depth}
 }
 
-// largestFrame is the most bytes a buffer of the frames need lies in
-// takes: frameBuf, or a larger frame's raw size (packs of older versions).
-func largestFrame(need map[Name]location) int64 {
-	n := int64(frameBuf)
-	for _, l := range need {
-		n = max(n, int64(l.Frame.Raw))
-	}
-	return n
-}
-
 // loads lists the pack frames the reassembly of frames nums of r loads,
 // in order: each time a block lies in a frame its cache (frames.cache,
 // under the same policy, which c plays through part after part) does not
 // hold.
-func (c *frameCache) loads(r *recipe, nums []int, where map[Name]location) []frameRef {
+func (c *frameCache) loads(r *recipe, nums []int, where *locations) []frameRef {
 	var out []frameRef
 	for _, n := range nums {
 		for _, it := range r.Frames[n].Items {
 			if it.isLit {
 				continue
 			}
-			if fr := where[it.Block].Frame; !c.has(fr) {
-				out = append(out, fr)
-				c.put(fr, nil)
+			if loc, _ := where.find(it.Block); !c.has(loc.Frame) {
+				out = append(out, loc.Frame)
+				c.put(loc.Frame, nil)
 			}
 		}
 	}
@@ -394,7 +363,7 @@ type frames struct {
 	index  []archive.Frame
 	nums   []int
 	next   int
-	where  map[Name]location
+	where  *locations
 	pre    *prefetch // reads the frames of packs ahead, in loads' order
 	cache  frameCache
 	parts  chan part // the recipe's parts, as the prefetch's feed reads them
@@ -473,7 +442,10 @@ func (f *frames) Next() (archive.Frame, []byte, error) {
 
 // block returns the bytes of the block named n.
 func (f *frames) block(n Name) ([]byte, error) {
-	loc := f.where[n]
+	loc, ok := f.where.find(n)
+	if !ok {
+		return nil, fmt.Errorf("dedup: stream %s: block %s was not located before the stream was read", f.stream, n)
+	}
 	if !f.cache.has(loc.Frame) {
 		raw, err := f.pre.next(f.ctx, loc.Frame)
 		if err != nil {
