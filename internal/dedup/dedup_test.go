@@ -699,17 +699,65 @@ func writeOneStream(t *testing.T, s *dedup.Store, id string, fs files) *archive.
 	return w
 }
 
-// countingOpens counts the ranged reads of packs.
+// countingOpens counts the ranged reads of packs, and the reads of
+// index objects.
 type countingOpens struct {
 	storage.Backend
-	packs atomic.Int64
+	packs, index atomic.Int64
 }
 
 func (c *countingOpens) Open(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
 	if strings.HasPrefix(name, "dedup/packs/") {
 		c.packs.Add(1)
 	}
+	if strings.HasPrefix(name, "dedup/index/") {
+		c.index.Add(1)
+	}
 	return c.Backend.Open(ctx, name, off, length)
+}
+
+// A Read of several streams through NewInput reads each index object
+// once, not once a stream (an object store's index of a large repository
+// is hundreds of MB), whole and for some files alone; an Input without a
+// plan reads it for each stream it opens.
+func TestReadLocatesEveryStreamsBlocksAtOnce(t *testing.T) {
+	s, root, b := newStore(t)
+	want := files{"db/a.ibd": random(2 << 20), "db/b.ibd": random(2 << 20), "db/c.ibd": random(2<<20 + 5)}
+	m := backup(t, s, "one", want)
+	objects, err := filepath.Glob(filepath.Join(root, "dedup", "index", "*.idx"))
+	if err != nil || len(objects) < 3 {
+		t.Fatalf("index objects: %v %v; want one per stream", objects, err)
+	}
+	counting := &countingOpens{Backend: b}
+	s2, err := dedup.Open(context.Background(), counting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what  string
+		in    archive.Input
+		only  func(string) bool
+		reads int
+	}{
+		{"whole", dedup.NewInput(s2, "backups/one", m), nil, len(objects)},
+		{"two files", dedup.NewInput(s2, "backups/one", m), func(p string) bool { return p != "db/b.ibd" }, len(objects)},
+		{"whole, each stream alone", dedup.Input{Store: s2, Dir: "backups/one"}, nil, len(objects) * len(m.Streams)},
+	} {
+		counting.index.Store(0)
+		sink := &memSink{files: files{}}
+		err := archive.Read(context.Background(), archive.ReadOptions{Input: c.in, Manifest: m, Sink: sink, Only: c.only})
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		for p, data := range want {
+			if (c.only == nil || c.only(p)) != bytes.Equal(sink.files[p], data) {
+				t.Errorf("%s: file %s restored %v", c.what, p, bytes.Equal(sink.files[p], data))
+			}
+		}
+		if n := counting.index.Load(); n != int64(c.reads) {
+			t.Errorf("%s: %d reads of the %d index objects; want %d", c.what, n, len(objects), c.reads)
+		}
+	}
 }
 
 // A restore reads frames that follow each other in a pack in one ranged

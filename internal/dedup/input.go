@@ -26,6 +26,8 @@ import (
 type Input struct {
 	Store *Store
 	Dir   string
+	// planned, set by NewInput, is what TakePlan found
+	planned *planned
 }
 
 // VerifiesContent: each block is checked against its name.
@@ -38,12 +40,12 @@ func (Input) SourceWants() int64 { return cachedBytes + aheadFrames(prefetchDept
 
 // OpenStream yields all of stream i's frames.
 func (in Input) OpenStream(ctx context.Context, i int, s archive.Stream) (archive.FrameSource, error) {
-	return in.open(ctx, s, nil)
+	return in.open(ctx, i, s, nil)
 }
 
 // OpenFrames yields the frames numbered nums (ascending) of stream i.
 func (in Input) OpenFrames(ctx context.Context, i int, s archive.Stream, nums []int) (archive.FrameSource, error) {
-	return in.open(ctx, s, nums)
+	return in.open(ctx, i, s, nums)
 }
 
 // FrameIndex describes stream s's frames from its recipe (a head says
@@ -174,25 +176,23 @@ func allFrames(n int) []int {
 	return nums
 }
 
-func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive.FrameSource, error) {
-	if err := in.Store.ready(ctx); err != nil {
-		return nil, err
-	}
-	sr, err := in.stream(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	index := sr.index()
+// frameNums is nums, checked against a stream of n frames, or every
+// frame of it when nums is nil.
+func frameNums(nums []int, n int, stream string) ([]int, error) {
 	if nums == nil {
-		nums = allFrames(len(index))
+		return allFrames(n), nil
 	}
-	for k, n := range nums {
-		if n < 0 || n >= len(index) || k > 0 && n <= nums[k-1] {
-			return nil, archive.Corruptf("frame %d: not among the %d frames of %s's recipe", n, len(index), s.Name)
+	for k, f := range nums {
+		if f < 0 || f >= n || k > 0 && f <= nums[k-1] {
+			return nil, archive.Corruptf("frame %d: not among the %d frames of %s's recipe", f, n, stream)
 		}
 	}
-	where := &locations{}
-	err = sr.each(ctx, nums, func(r *recipe, local []int) error {
+	return nums, nil
+}
+
+// need adds the blocks of frames nums of the stream to where.
+func (sr *streamRecipe) need(ctx context.Context, nums []int, where *locations) error {
+	return sr.each(ctx, nums, func(r *recipe, local []int) error {
 		for _, n := range local {
 			for _, it := range r.Frames[n].Items {
 				if !it.isLit {
@@ -202,13 +202,93 @@ func (in Input) open(ctx context.Context, s archive.Stream, nums []int) (archive
 		}
 		return nil
 	})
+}
+
+// TakePlan locates at once the blocks of the frames a Read takes of
+// every stream (archive.PlanTaker), for an Input of NewInput: the index
+// objects are read once a Read, not once a stream.
+func (in Input) TakePlan(ctx context.Context, plans []archive.StreamPlan) error {
+	p := in.planned
+	if p == nil || len(plans) != len(p.m.Streams) {
+		return nil
+	}
+	if err := in.Store.ready(ctx); err != nil {
+		return err
+	}
+	where := &locations{}
+	recipes := map[int]*streamRecipe{}
+	for i, st := range p.m.Streams {
+		if plans[i].Skip {
+			continue
+		}
+		sr, err := in.stream(ctx, st)
+		if err != nil {
+			return err
+		}
+		nums, err := frameNums(plans[i].Frames, len(sr.index()), st.Name)
+		if err == nil {
+			err = sr.need(ctx, nums, where)
+		}
+		if err != nil {
+			return err
+		}
+		recipes[i] = sr
+	}
+	where.sort()
+	if err := in.Store.locate(ctx, "backup "+p.m.ID, where); err != nil {
+		return err
+	}
+	p.where, p.recipes = where, recipes
+	return nil
+}
+
+// planned is what TakePlan found for a Read of backup m: the recipes of
+// the streams it takes, and where their blocks are.
+type planned struct {
+	m       *archive.Manifest
+	where   *locations
+	recipes map[int]*streamRecipe
+}
+
+// NewInput is the Input of backup m, in the store's directory dir, that
+// locates the blocks of all the streams a Read takes at once.
+func NewInput(s *Store, dir string, m *archive.Manifest) Input {
+	return Input{Store: s, Dir: dir, planned: &planned{m: m}}
+}
+
+// locations returns stream i's recipe and where the blocks of its frames
+// nums are: what TakePlan found, or found for this stream alone.
+func (in Input) locations(ctx context.Context, i int, s archive.Stream, nums []int) (*streamRecipe, []int, *locations, error) {
+	if p := in.planned; p != nil && p.recipes[i] != nil && p.m.Streams[i].Index == s.Index {
+		sr := p.recipes[i]
+		nums, err := frameNums(nums, len(sr.index()), s.Name)
+		return sr, nums, p.where, err
+	}
+	sr, err := in.stream(ctx, s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nums, err = frameNums(nums, len(sr.index()), s.Name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	where := &locations{}
+	if err := sr.need(ctx, nums, where); err != nil {
+		return nil, nil, nil, err
+	}
+	where.sort()
+	return sr, nums, where, in.Store.locate(ctx, "stream "+s.Name, where)
+}
+
+func (in Input) open(ctx context.Context, i int, s archive.Stream, nums []int) (archive.FrameSource, error) {
+	if err := in.Store.ready(ctx); err != nil {
+		return nil, err
+	}
+	sr, nums, where, err := in.locations(ctx, i, s, nums)
 	if err != nil {
 		return nil, err
 	}
-	where.sort()
-	if err := in.Store.locate(ctx, s.Name, where); err != nil {
-		return nil, err
-	}
+	index := sr.index()
 	given, bounded := archive.SourceMemory(ctx)
 	sp := spend(given, bounded, where.largestFrame())
 	f := &frames{in: in, ctx: ctx, stream: s.Name, index: index, nums: nums, where: where,

@@ -63,8 +63,9 @@ func (l *locations) largestFrame() int64 {
 
 // locate finds each block l needs in the store's index objects (the
 // first that names it), reading them one at a time; a block none names
-// is damage of the stream.
-func (s *Store) locate(ctx context.Context, stream string, l *locations) error {
+// is damage of who ("stream <name>", or "backup <id>" for all the
+// streams a Read takes).
+func (s *Store) locate(ctx context.Context, who string, l *locations) error {
 	names, err := s.indexNames(ctx)
 	if err != nil {
 		return err
@@ -89,7 +90,7 @@ func (s *Store) locate(ctx context.Context, stream string, l *locations) error {
 	}
 	for i, a := range l.at {
 		if a.frame == noFrame {
-			return archive.Corruptf("stream %s needs block %x, which no index of the block store holds", stream, l.keys[i][:8])
+			return archive.Corruptf("%s needs block %x, which no index of the block store holds", who, l.keys[i][:8])
 		}
 	}
 	return nil

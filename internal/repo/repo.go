@@ -813,7 +813,7 @@ func (r *Repo) Discard(ctx context.Context, id string) error { return r.Remove(c
 // Input reads the streams of the complete backup m.
 func (r *Repo) Input(m *archive.Manifest) archive.Input {
 	if r.store != nil && m.Storage == archive.StorageDedup {
-		return dedup.Input{Store: r.store, Dir: Dir(m.ID)}
+		return dedup.NewInput(r.store, Dir(m.ID), m)
 	}
 	return archive.BackendInput{Backend: r.objects(m), Dir: Dir(m.ID)}
 }
