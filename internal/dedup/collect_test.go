@@ -138,20 +138,20 @@ func TestSharedBlockDamageNamesEveryBackup(t *testing.T) {
 // MiB, so that new packs and parts of the index alternate).
 func TestCollectInterruptedAnywhere(t *testing.T) {
 	ctx := context.Background()
-	// A put fails at its first (the packs of a repack, the new index), or
-	// after some went through; a delete after 0, 1 or 2 deletes of its
-	// kind went through.
+	// A put or a delete fails after that many of its kind went through:
+	// the first, and later ones (with small parts, a put of a new pack or
+	// of a part of the index between others).
 	for _, step := range []struct {
 		op, name string
-		afters   int
+		afters   []int
 		small    bool
 	}{
-		{faulty.OpPut, "dedup/packs/", 1, false}, {faulty.OpPut, "dedup/index/", 1, false},
-		{faulty.OpDelete, "dedup/index/", 3, false}, {faulty.OpDelete, "dedup/packs/", 2, false},
-		{faulty.OpPut, "dedup/packs/", 2, true}, {faulty.OpPut, "dedup/index/", 4, true},
-		{faulty.OpDelete, "dedup/index/", 3, true}, {faulty.OpDelete, "dedup/packs/", 3, true},
+		{faulty.OpPut, "dedup/packs/", []int{0}, false}, {faulty.OpPut, "dedup/index/", []int{0}, false},
+		{faulty.OpDelete, "dedup/index/", []int{0, 2}, false}, {faulty.OpDelete, "dedup/packs/", []int{0, 1}, false},
+		{faulty.OpPut, "dedup/packs/", []int{1}, true}, {faulty.OpPut, "dedup/index/", []int{1, 3}, true},
+		{faulty.OpDelete, "dedup/index/", []int{1}, true}, {faulty.OpDelete, "dedup/packs/", []int{2}, true},
 	} {
-		for after := range step.afters {
+		for _, after := range step.afters {
 			t.Run(fmt.Sprintf("%s %s after %d, small parts %v", step.op, step.name, after, step.small), func(t *testing.T) {
 				if step.small {
 					defer dedup.SetIndexPartBlocks(8)()
