@@ -390,6 +390,62 @@ func TestRecipesAreStoredCompressed(t *testing.T) {
 	}
 }
 
+// A recipe or an index object of a later format than this version reads
+// (a newer backstream wrote it) is said to be that, not damage: a backup
+// it cannot read is not DAMAGED; one of an unknown kind or an older
+// version that never existed is damage.
+func TestObjectsOfANewerFormatAreNotDamage(t *testing.T) {
+	ctx := context.Background()
+	s, root, _ := newStore(t)
+	fs := files{"db/t.ibd": random(1 << 20)}
+	m := backup(t, s, "one", fs)
+	dir := "backups/one"
+	data, err := archive.GetSmall(ctx, s.Backend, dir, m.Streams[0].Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setRecipe := func(b []byte) {
+		t.Helper()
+		obj, err := archive.PutSmall(ctx, s.Backend, dir, m.Streams[0].Index.Name, b, m.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Streams[0].Index, m.Streams[0].Digest = obj, obj.Digest
+	}
+	with := func(magic string) []byte { return append([]byte(magic), data[8:]...) }
+	for _, c := range []struct {
+		magic string
+		newer bool
+	}{{"BSDDZ002", true}, {"BSDDR003", true}, {"BSDDH002", true}, {"BSDDR000", false}, {"BSDDX001", false}} {
+		setRecipe(with(c.magic))
+		_, err := restore(s, m)
+		switch {
+		case c.newer && (err == nil || archive.IsCorrupt(err) || !strings.Contains(err.Error(), "a newer backstream wrote")):
+			t.Errorf("a recipe of format %s: %v; want it said to be a newer version's, not damage", c.magic, err)
+		case !c.newer && !archive.IsCorrupt(err):
+			t.Errorf("a recipe of format %s: %v; want damage", c.magic, err)
+		}
+	}
+	setRecipe(data)
+	if got, err := restore(s, m); err != nil || !maps.EqualFunc(got, fs, bytes.Equal) {
+		t.Fatalf("restored again with its recipe: %v", err)
+	}
+	idx, err := filepath.Glob(filepath.Join(root, "dedup", "index", "*.idx"))
+	if err != nil || len(idx) == 0 {
+		t.Fatalf("index objects: %v %v", idx, err)
+	}
+	ix, err := os.ReadFile(idx[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(idx[0], append([]byte("BSDDI002"), ix[8:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restore(s, m); err == nil || archive.IsCorrupt(err) || !strings.Contains(err.Error(), "BSDDI002, which a newer backstream wrote") {
+		t.Errorf("an index object of format BSDDI002: %v; want it said to be a newer version's, not damage", err)
+	}
+}
+
 // In an encrypted repository nothing stored reveals a block: every
 // object of the store is an age file, and neither a block's plain BLAKE3
 // nor its keyed name appears in any stored byte; the backup restores.

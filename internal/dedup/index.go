@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -199,11 +200,40 @@ func (s *Store) readIndex(ctx context.Context, name string) (*index, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := newerFormat(data, indexMagic); err != nil {
+		return nil, fmt.Errorf("block index %s: %w", name, err)
+	}
 	ix, err := decodeIndex(data)
 	if err != nil {
 		return nil, archive.Corruptf("block index %s is damaged: %v", name, err)
 	}
 	return ix, nil
+}
+
+// newerFormat says so when data starts with the magic of a family of
+// known (the magics this backstream reads: "BSDD" and a letter, then a
+// version of three digits) at a later version than any it knows: an
+// object a newer backstream wrote, which is not damage.
+func newerFormat(data []byte, known ...string) error {
+	if len(data) < 8 {
+		return nil
+	}
+	got := string(data[:8])
+	v, err := strconv.Atoi(got[5:])
+	if err != nil {
+		return nil
+	}
+	high := -1
+	for _, k := range known {
+		if k[:5] == got[:5] {
+			n, _ := strconv.Atoi(k[5:])
+			high = max(high, n)
+		}
+	}
+	if high < 0 || v <= high {
+		return nil
+	}
+	return fmt.Errorf("format %s, which a newer backstream wrote (this one reads up to %s%03d): read this repository with that version or a later one", got, got[:5], high)
 }
 
 // get reads a whole object of the store.

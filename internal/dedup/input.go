@@ -76,6 +76,9 @@ func (in Input) stream(ctx context.Context, s archive.Stream) (*streamRecipe, er
 	if err != nil {
 		return nil, err
 	}
+	if err := newerFormat(data, recipeMagicV1, recipeMagic, recipeZMagic, headMagic); err != nil {
+		return nil, fmt.Errorf("recipe %s/%s: %w", in.Dir, s.Index.Name, err)
+	}
 	sr := &streamRecipe{in: in, name: s.Name, object: s.Index.Name}
 	if bytes.HasPrefix(data, []byte(headMagic)) {
 		if sr.head, err = decodeHead(data); err != nil {
@@ -141,6 +144,9 @@ func (sr *streamRecipe) part(ctx context.Context, k int) (*recipe, error) {
 	data, err := archive.GetSmall(ctx, sr.in.Store.Backend, sr.in.Dir, p.Object)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s, part %d of its recipe: %w", sr.name, k, err)
+	}
+	if err := newerFormat(data, recipeMagicV1, recipeMagic, recipeZMagic); err != nil {
+		return nil, fmt.Errorf("recipe %s/%s: %w", sr.in.Dir, p.Object.Name, err)
 	}
 	r, err := openRecipe(data)
 	if err == nil && len(r.Frames) != len(p.Raw) {
