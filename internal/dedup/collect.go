@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/storage"
@@ -171,7 +172,7 @@ func (s *Store) Collect(ctx context.Context, live *Live) (Collected, error) {
 	}
 	c.LiveBlocks = int64(n)
 	c.KeptPacks = int64(len(listed) - len(dead))
-	if c.DroppedEntries == 0 && len(dead) == 0 && len(names) <= 1 && len(sparse) == 0 {
+	if c.DroppedEntries == 0 && len(dead) == 0 && oneCollect(names) && len(sparse) == 0 {
 		return c, nil // nothing to drop
 	}
 	named.clear()
@@ -193,6 +194,23 @@ func (s *Store) Collect(ctx context.Context, live *Live) (Collected, error) {
 		c.Bytes += p.Size
 	}
 	return c, nil
+}
+
+// oneCollect reports whether the index objects names are one object, or
+// the parts one Collect wrote (collected-<id>-<k>.idx of one id): a store
+// another Collect would only write again.
+func oneCollect(names []string) bool {
+	if len(names) <= 1 {
+		return true
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(names[0], indexDir+"collected-"), "-")
+	for _, n := range names {
+		rest, ok := strings.CutPrefix(n, indexDir+"collected-"+id+"-")
+		if !ok || !strings.HasSuffix(rest, ".idx") {
+			return false
+		}
+	}
+	return true
 }
 
 // packSurvey is what the index objects say of a pack.

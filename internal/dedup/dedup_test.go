@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -664,6 +665,17 @@ func TestLongStreamsRecipeIsStoredInParts(t *testing.T) {
 	}
 	if got, err := restore(s, two); err != nil || !maps.EqualFunc(got, next, bytes.Equal) {
 		t.Fatalf("restore of the second night after the first was collected: %v (files equal: %v)", err, maps.EqualFunc(got, next, bytes.Equal))
+	}
+	// The index is now parts of one Collect: another has nothing to do.
+	collected, err := filepath.Glob(filepath.Join(root, "dedup", "index", "collected-*.idx"))
+	if err != nil || len(collected) < 2 {
+		t.Fatalf("collected index parts: %v %v; want several", collected, err)
+	}
+	if again, err := s.Collect(ctx, liveOf(t, s, two)); err != nil || again.DroppedEntries != 0 || again.Packs != 0 {
+		t.Fatalf("a second Collect: %+v %v; want nothing to do", again, err)
+	}
+	if now, _ := filepath.Glob(filepath.Join(root, "dedup", "index", "*.idx")); !slices.Equal(now, collected) {
+		t.Errorf("a second Collect with nothing to drop wrote the index again: %v, was %v", now, collected)
 	}
 
 	parts, err = filepath.Glob(filepath.Join(root, "backups", "two", "recipe", "*-*.rcp"))
