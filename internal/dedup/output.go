@@ -185,12 +185,9 @@ func (s *streamOut) storeIndex(ix *index, last bool) error {
 // storePart names the blocks of the frames of a part of the recipe and
 // stores them as the stream's next part.
 func (s *streamOut) storePart(frames []recipeFrame) error {
-	if err := s.pipe.resolve(frames); err != nil {
-		return fmt.Errorf("dedup: stream %s: %w", s.name, err)
-	}
-	data, err := (&recipe{Frames: frames}).seal()
+	data, err := s.seal(frames)
 	if err != nil {
-		return fmt.Errorf("dedup: stream %s: compress its recipe: %w", s.name, err)
+		return err
 	}
 	name := partName(s.num, len(s.parts))
 	s.started(s.o.Dir+"/"+name, int64(len(data)))
@@ -322,19 +319,25 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 	return st, nil
 }
 
+// seal names the blocks of frames (pipeline.resolve) and makes the
+// recipe object of them.
+func (s *streamOut) seal(frames []recipeFrame) ([]byte, error) {
+	if err := s.pipe.resolve(frames); err != nil {
+		return nil, fmt.Errorf("dedup: stream %s: %w", s.name, err)
+	}
+	data, err := (&recipe{Frames: frames}).seal()
+	if err != nil {
+		return nil, fmt.Errorf("dedup: stream %s: compress its recipe: %w", s.name, err)
+	}
+	return data, nil
+}
+
 // recipeObject is what the stream's record names: its recipe, or, when
 // parts of it were stored, the head naming them once its last part is
 // stored.
 func (s *streamOut) recipeObject() ([]byte, error) {
 	if len(s.parts) == 0 {
-		if err := s.pipe.resolve(s.frames); err != nil {
-			return nil, fmt.Errorf("dedup: stream %s: %w", s.name, err)
-		}
-		data, err := (&recipe{Frames: s.frames}).seal()
-		if err != nil {
-			return nil, fmt.Errorf("dedup: stream %s: compress its recipe: %w", s.name, err)
-		}
-		return data, nil
+		return s.seal(s.frames)
 	}
 	if len(s.frames) > 0 {
 		if err := s.storePart(s.frames); err != nil {
