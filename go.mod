@@ -21,7 +21,6 @@ require (
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	golang.org/x/time v0.16.0
-	lukechampine.com/blake3 v1.4.1
 )
 
 require (

@@ -7,7 +7,7 @@ import (
 	"hash"
 	"strings"
 
-	"github.com/backstream/backstream/internal/blake3"
+	"github.com/zeebo/blake3"
 )
 
 // Digests in the manifest name their algorithm: "blake3:<hex>" or

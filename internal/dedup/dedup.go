@@ -21,7 +21,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/backstream/backstream/internal/blake3"
+	"github.com/zeebo/blake3"
 
 	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/storage"
