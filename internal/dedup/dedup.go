@@ -41,6 +41,12 @@ const (
 	// pages 13% faster in frames of 128 KiB than of 256 KiB (its
 	// parameters for inputs up to 128 KiB; docs/benchmarks.md).
 	frameTarget = 128 << 10
+	// batchTarget is the raw bytes a backup's stream hands its pipeline
+	// at once (see pipeline): a few frames, so that a goroutine wakes
+	// another once for several frames (perf found the switches between
+	// goroutines a tenth of a deduplicated backup's kernel time with one
+	// frame a batch; docs/benchmarks.md).
+	batchTarget = 4 * frameTarget
 	// maxPackFrame bounds the raw bytes of a frame of a pack as readers
 	// take them (the format's bound, which a smaller frameTarget keeps
 	// readable): a frame is stored once it holds frameTarget, each block

@@ -219,7 +219,7 @@ func (s *streamOut) payload(items []item, path string, off int64, p []byte) ([]i
 	}
 	for len(p) > 0 {
 		if pf == nil {
-			pf = &pending{start: off, handle: s.newHandle(), buf: make([]byte, 0, BlockSize)}
+			pf = &pending{start: off, handle: s.newHandle()} // buf grows as met: a small file takes what it holds, not a block
 			s.files[path] = pf
 		}
 		end := (pf.start/BlockSize + 1) * BlockSize
@@ -265,7 +265,7 @@ func (s *streamOut) hand(h int, blk []byte) error {
 	b := s.batch
 	b.raw = append(b.raw, blk...)
 	b.handles, b.sizes = append(b.handles, h), append(b.sizes, len(blk))
-	if len(b.raw) < frameTarget {
+	if len(b.raw) < batchTarget {
 		return nil
 	}
 	s.batch = s.pipe.batch()

@@ -10,11 +10,11 @@ import (
 
 // pipeline names a stream's blocks and stores the new ones off the
 // stream's goroutine, which only cuts frames into blocks: workers name
-// each batch's blocks, claim the new ones and compress them into one
-// zstd frame; a collector takes the batches in the order they were cut,
-// writes their frames on into packs as they come (see packer). What it
-// holds is bounded by its queues: about (workers+2) batches of
-// frameTarget bytes (no pack is held whole).
+// each batch's blocks, claim the new ones and compress them into zstd
+// frames of about frameTarget bytes; a collector takes the batches in the
+// order they were cut, writes their frames on into packs as they come
+// (see packer). What it holds is bounded by its queues: about (workers+2)
+// batches of batchTarget bytes (no pack is held whole).
 type pipeline struct {
 	store *Store
 	known *known
@@ -38,16 +38,18 @@ type pipeline struct {
 	packer packer
 }
 
-// batch is consecutive whole blocks of a stream, about frameTarget bytes.
+// batch is consecutive whole blocks of a stream, about batchTarget
+// bytes.
 type batch struct {
 	raw     []byte
 	handles []int
 	sizes   []int
 	// set by the worker
 	names  []Name
-	fresh  []blockRef // the new blocks, offsets in the frame
-	frame  []byte     // the new blocks, compressed
-	fresh0 int        // raw bytes of the new blocks
+	fresh  []blockRef   // the new blocks, offsets in their frame
+	frames []freshFrame // the new blocks, compressed
+	zbufs  [][]byte     // the frames' buffers, kept for the batch's reuse
+	fresh0 int          // raw bytes of the new blocks
 	err    error
 	ready  chan struct{}
 	// a marker (no blocks): the frames of a part of the recipe, whose
@@ -80,12 +82,12 @@ func newPipeline(ctx context.Context, s *Store, k *known, started func(name stri
 func (p *pipeline) batch() *batch {
 	select {
 	case b := <-p.free:
-		b.raw, b.handles, b.sizes, b.names, b.fresh, b.fresh0, b.err = b.raw[:0], b.handles[:0], b.sizes[:0], b.names[:0], b.fresh[:0], 0, nil
+		b.raw, b.handles, b.sizes, b.names, b.fresh, b.frames, b.fresh0, b.err = b.raw[:0], b.handles[:0], b.sizes[:0], b.names[:0], b.fresh[:0], b.frames[:0], 0, nil
 		b.part, b.handles0 = nil, 0
 		b.ready = make(chan struct{})
 		return b
 	default:
-		return &batch{raw: make([]byte, 0, frameTarget+BlockSize), ready: make(chan struct{})}
+		return &batch{raw: make([]byte, 0, batchTarget+BlockSize), ready: make(chan struct{})}
 	}
 }
 
@@ -121,6 +123,14 @@ func (p *pipeline) work() {
 	}
 }
 
+// freshFrame is a frame of a batch's new blocks: its bytes, its raw
+// size, and the blocks it holds (fresh[from:to]).
+type freshFrame struct {
+	stored   []byte
+	raw      int
+	from, to int
+}
+
 // work names the batch's blocks, moves the new ones to the front of raw
 // and compresses them.
 func (b *batch) work(s *Store, k *known) {
@@ -138,8 +148,29 @@ func (b *batch) work(s *Store, k *known) {
 		}
 		off += size
 	}
-	if b.fresh0 > 0 {
-		b.frame, b.err = frameCodec.Compress(b.frame[:0], b.raw[:b.fresh0])
+	b.compress()
+}
+
+// compress compresses the new blocks into frames of about frameTarget
+// raw bytes (a batch holds several: fewer hand-offs between goroutines,
+// frames of the size zstd compresses fastest), their blocks' offsets
+// made the frame's.
+func (b *batch) compress() {
+	for from := 0; from < len(b.fresh) && b.err == nil; {
+		start, to := int(b.fresh[from].Offset), from
+		raw := 0
+		for to < len(b.fresh) && raw < frameTarget {
+			b.fresh[to].Offset -= uint32(start)
+			raw += int(b.fresh[to].Len)
+			to++
+		}
+		k := len(b.frames)
+		if k == len(b.zbufs) {
+			b.zbufs = append(b.zbufs, nil)
+		}
+		b.zbufs[k], b.err = frameCodec.Compress(b.zbufs[k][:0], b.raw[start:start+raw])
+		b.frames = append(b.frames, freshFrame{stored: b.zbufs[k], raw: raw, from: from, to: to})
+		from = to
 	}
 }
 
@@ -184,10 +215,12 @@ func (p *pipeline) take(b *batch) error {
 		}
 		p.names[h-p.base] = b.names[i]
 	}
-	if b.fresh0 == 0 {
-		return nil
+	for _, f := range b.frames {
+		if err := p.packer.frame(f.stored, f.raw, b.fresh[f.from:f.to]); err != nil {
+			return err
+		}
 	}
-	return p.packer.frame(b.frame, b.fresh0, b.fresh)
+	return nil
 }
 
 // resolve names the blocks of frames' items, from their handles: by the
