@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -385,5 +386,64 @@ func TestSetAsideTakesWhatIsFree(t *testing.T) {
 	}
 	if b.held.Load() != minSourceMemory {
 		t.Errorf("the Read holds %d bytes, want what was set aside", b.held.Load())
+	}
+}
+
+// planningInput is a PlanTaker that holds plan bytes for the whole Read
+// (the block store's table of where blocks are).
+type planningInput struct {
+	BackendInput
+	plan    int64
+	heldAt  int64 // the budget held when the first stream opened
+	opened  atomic.Bool
+	budget  *Memory
+	planErr error
+}
+
+func (in *planningInput) TakePlan(ctx context.Context, plans []StreamPlan) error {
+	in.planErr = PlanMemory(ctx, in.plan, "the test's table")
+	return in.planErr
+}
+
+func (in *planningInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSource, error) {
+	if !in.opened.Swap(true) {
+		in.heldAt = in.budget.held.Load()
+	}
+	return in.BackendInput.OpenStream(ctx, i, s)
+}
+
+// What an Input holds for a whole Read is taken from its budget before
+// any stream opens and given back at the end; more than half the budget
+// is refused, naming the --memory it needs.
+func TestPlanMemoryIsTakenFromTheBudget(t *testing.T) {
+	f := writeBackupOf(t, "zstd", 2, 1<<20, 256<<10, bigFiles(2, 2<<20))
+	mem := NewMemory(MinMemory)
+	in := &planningInput{BackendInput: BackendInput{Backend: f.backend, Dir: "backups/x"}, plan: 5 << 20, budget: mem}
+	var sink memSink
+	if err := Read(context.Background(), ReadOptions{Input: in, Manifest: f.m, Sink: &sink, Memory: mem}); err != nil {
+		t.Fatal(err)
+	}
+	if in.heldAt < in.plan {
+		t.Errorf("the budget held %d bytes when the first stream opened, want the plan's %d at least", in.heldAt, in.plan)
+	}
+	if held := mem.held.Load(); held != 0 {
+		t.Errorf("%d bytes still held after the read", held)
+	}
+
+	in = &planningInput{BackendInput: BackendInput{Backend: f.backend, Dir: "backups/x"}, plan: MinMemory/2 + 1, budget: mem}
+	err := Read(context.Background(), ReadOptions{Input: in, Manifest: f.m, Sink: &memSink{}, Memory: mem})
+	var pe *PlanMemoryError
+	if !errors.As(err, &pe) || in.opened.Load() {
+		t.Fatalf("a plan of more than half the budget: %v (a stream opened: %v), want a PlanMemoryError before any stream", err, in.opened.Load())
+	}
+	want := "the test's table takes 9 MiB, more than half of --memory (16 MiB; the rest is for the frames read): give --memory 17MiB or more"
+	if err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if held := mem.held.Load(); held != 0 {
+		t.Errorf("%d bytes still held after the refused read", held)
+	}
+	if err := PlanMemory(context.Background(), 1<<40, "outside"); err != nil {
+		t.Errorf("outside a Read's TakePlan: %v", err)
 	}
 }

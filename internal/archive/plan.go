@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"fmt"
 	"slices"
 )
 
@@ -16,9 +17,44 @@ type FrameRanger interface {
 
 // PlanTaker is an Input told, before any of its streams opens, what the
 // Read takes of each stream: a sender across the network, which sends
-// only the frames asked for.
+// only the frames asked for; a block store, which locates the blocks of
+// them all at once (and holds that table for the Read: PlanMemory).
 type PlanTaker interface {
 	TakePlan(ctx context.Context, plans []StreamPlan) error
+}
+
+// planKey carries the Read's *readBudget in the context given to
+// TakePlan.
+type planKey struct{}
+
+// PlanMemory takes n bytes of the budget of the Read that called
+// TakePlan with ctx, for the rest of that Read: what the Input holds for
+// the whole Read beside its frames (what, for the error). It waits for
+// them (nothing of this Read is held yet, so only other Reads' frames
+// can be in the way). At most half the budget is taken (the frames need
+// the rest): more is a *PlanMemoryError. Outside a Read's TakePlan
+// nothing bounds the Input, and nothing is taken.
+func PlanMemory(ctx context.Context, n int64, what string) error {
+	b, ok := ctx.Value(planKey{}).(*readBudget)
+	if !ok || n <= 0 {
+		return nil
+	}
+	if 2*n > b.mem.size {
+		return &PlanMemoryError{What: what, Need: n, Have: b.mem.size}
+	}
+	return b.acquire(ctx, n)
+}
+
+// PlanMemoryError is a budget too small for what an Input holds for a
+// whole Read.
+type PlanMemoryError struct {
+	What       string
+	Need, Have int64
+}
+
+func (e *PlanMemoryError) Error() string {
+	mib := func(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
+	return fmt.Sprintf("%s takes %d MiB, more than half of --memory (%d MiB; the rest is for the frames read): give --memory %dMiB or more", e.What, mib(e.Need), e.Have>>20, mib(2*e.Need))
 }
 
 // StreamPlan says what a Read takes of one stream.

@@ -96,7 +96,7 @@ func Read(ctx context.Context, opt ReadOptions) error {
 	}
 	plans := planRead(m, opt)
 	if pt, ok := opt.Input.(PlanTaker); ok {
-		if err := pt.TakePlan(ctx, plans); err != nil {
+		if err := pt.TakePlan(context.WithValue(ctx, planKey{}, budget), plans); err != nil {
 			return err
 		}
 	}

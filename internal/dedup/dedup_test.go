@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -888,5 +889,48 @@ func TestFailedPackStoreFailsTheBackup(t *testing.T) {
 	w.Abort(failed)
 	if n := sizeOf(t, filepath.Join(root, "dedup")); n != sizeOf(t, filepath.Join(root, "dedup", "key")) {
 		t.Errorf("the failed backup left %d bytes under dedup/", n)
+	}
+}
+
+// The table a restore keeps of where each block it needs is comes out of
+// its --memory: one that does not fit half of it is refused before any
+// block is looked for, naming the --memory it needs; with that, the
+// Read goes on (here to the blocks, which this backup never stored).
+func TestRestoresLocationsAreWithinItsMemory(t *testing.T) {
+	s, _, b := newStore(t)
+	m := backup(t, s, "many", files{"db/t.ibd": random(1 << 10)})
+	// Stream 0's recipe names 320,000 blocks: 28 bytes of the table
+	// each and more, where half of 16 MiB holds 300,000.
+	const blocks = 320_000
+	names := make([]dedup.Name, blocks)
+	for i := range names {
+		binary.LittleEndian.PutUint64(names[i][:], uint64(i)*0x9e3779b97f4a7c15)
+		binary.LittleEndian.PutUint64(names[i][8:], uint64(i))
+	}
+	data, frames, err := dedup.RecipeNaming(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := archive.PutSmall(context.Background(), b, "backups/many", dedup.RecipeName(0), data, archive.DefaultHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Streams[0].Index, m.Streams[0].Digest, m.Streams[0].Frames, m.Streams[0].RawSize = obj, obj.Digest, frames, 8*blocks
+
+	read := func(budget int64) error {
+		return archive.Read(context.Background(), archive.ReadOptions{Input: dedup.NewInput(s, "backups/many", m), Manifest: m,
+			Sink: &memSink{files: files{}}, Memory: archive.NewMemory(budget)})
+	}
+	err = read(archive.MinMemory)
+	var pe *archive.PlanMemoryError
+	if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), fmt.Sprintf("locating the %d blocks backup many needs takes ", blocks)) {
+		t.Fatalf("a table of %d blocks in a budget of 16 MiB: %v; want it refused", blocks, err)
+	}
+	if pe.Need < blocks*28 {
+		t.Errorf("the table counted as %d bytes, want at least %d", pe.Need, blocks*28)
+	}
+	err = read(2*pe.Need + 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "backup many needs block ") {
+		t.Fatalf("with the --memory the error named: %v; want the Read to look for the blocks", err)
 	}
 }

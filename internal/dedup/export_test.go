@@ -89,3 +89,20 @@ func RecipeSize(data []byte) (int, error) {
 	}
 	return len(r.encode()), nil
 }
+
+// RecipeNaming is a recipe object whose frames are blocks of 8 bytes
+// named names, 16,384 a frame, and its frame count, for the tests: what
+// a backup of that many blocks stores without storing them.
+func RecipeNaming(names []Name) ([]byte, int, error) {
+	var frames []recipeFrame
+	for i, n := range names {
+		if i%16384 == 0 {
+			frames = append(frames, recipeFrame{})
+		}
+		f := &frames[len(frames)-1]
+		f.Raw += 8
+		f.Items = append(f.Items, item{Block: n, N: 8})
+	}
+	data, err := (&recipe{Frames: frames}).seal()
+	return data, len(frames), err
+}

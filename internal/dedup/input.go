@@ -241,7 +241,16 @@ func (in Input) TakePlan(ctx context.Context, plans []archive.StreamPlan) error 
 		recipes[i] = sr
 	}
 	where.sort()
+	// The table is held for the whole Read: within its budget, the
+	// names first (most of it), the frames once located.
+	what := fmt.Sprintf("locating the %d blocks backup %s needs", len(where.keys), p.m.ID)
+	if err := archive.PlanMemory(ctx, where.keysSize(), what); err != nil {
+		return err
+	}
 	if err := in.Store.locate(ctx, "backup "+p.m.ID, where); err != nil {
+		return err
+	}
+	if err := archive.PlanMemory(ctx, where.framesSize(), what); err != nil {
 		return err
 	}
 	p.where, p.recipes = where, recipes

@@ -3,6 +3,7 @@ package dedup
 import (
 	"context"
 	"slices"
+	"unsafe"
 
 	"github.com/backstream/backstream/internal/archive"
 )
@@ -39,6 +40,16 @@ func (l *locations) sort() {
 	for i := range l.at {
 		l.at[i].frame = noFrame
 	}
+}
+
+// keysSize and framesSize are the bytes the table holds: for its names
+// and their places, and for the frames located.
+func (l *locations) keysSize() int64 {
+	return int64(cap(l.keys))*prefixSize + int64(cap(l.at))*int64(unsafe.Sizeof(blockAt{}))
+}
+
+func (l *locations) framesSize() int64 {
+	return int64(cap(l.frames)) * int64(unsafe.Sizeof(frameRef{}))
 }
 
 // find returns where the block named n is, if it is needed and located.
