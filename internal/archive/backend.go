@@ -42,6 +42,12 @@ type StreamOutput interface {
 // frames may carry no CRC (whoever passes them on computes it).
 type ContentVerifier interface{ VerifiesContent() }
 
+// StoredCounter is a StreamOutput that stores other bytes than the frames
+// it is given (a deduplicating repository: the new blocks alone): a
+// Writer counts what it stored so far as the stream's output (Counter.Out)
+// as it grows, and the record's Stored at the end, not the frames.
+type StoredCounter interface{ StoredSoFar() int64 }
+
 // Input provides the frames of each stream of a backup.
 type Input interface {
 	// OpenStream opens stream i, described by s.

@@ -601,7 +601,8 @@ func (s *streamWriter) write() error {
 		return err
 	}
 	_, verifies := out.(ContentVerifier)
-	var stored, raw int64
+	sc, _ := out.(StoredCounter)
+	var stored, raw, counted int64
 	frames := 0
 	for job := range s.order {
 		if err := wait(ctx, job.done); err != nil {
@@ -625,7 +626,12 @@ func (s *streamWriter) write() error {
 		raw += int64(job.rawLen)
 		frames++
 		if opt.Counter != nil {
-			opt.Counter.Out(int64(len(job.out)))
+			if sc == nil {
+				opt.Counter.Out(int64(len(job.out)))
+			} else if n := sc.StoredSoFar(); n > counted {
+				opt.Counter.Out(n - counted)
+				counted = n
+			}
 		}
 		putBuf(job.out)
 		opt.Memory.release(job.charge)
@@ -647,6 +653,9 @@ func (s *streamWriter) write() error {
 	}
 	if res.Digest == "" {
 		return fmt.Errorf("stream %05d: its output gave the stream no digest", s.num)
+	}
+	if sc != nil && opt.Counter != nil && res.Stored > counted {
+		opt.Counter.Out(res.Stored - counted)
 	}
 	s.result = res
 	return nil

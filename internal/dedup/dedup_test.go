@@ -934,3 +934,55 @@ func TestRestoresLocationsAreWithinItsMemory(t *testing.T) {
 		t.Fatalf("with the --memory the error named: %v; want the Read to look for the blocks", err)
 	}
 }
+
+type byteCounter struct{ in, out atomic.Int64 }
+
+func (c *byteCounter) In(n int64)  { c.in.Add(n) }
+func (c *byteCounter) Out(n int64) { c.out.Add(n) }
+
+// A backup's output, as its progress and summary say it ("... out (ratio
+// ...)"), is what it stored: the new blocks' packs, index and recipe,
+// not the stream's bytes; a night that stores nothing new says so.
+func TestBackupCountsWhatItStoredAsItsOutput(t *testing.T) {
+	s, _, _ := newStore(t)
+	data := files{"db/a.ibd": random(3 << 20), "db/zero.ibd": make([]byte, 4<<20)}
+	c, err := codec.Parse("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for night, id := range []string{"one", "two"} {
+		var n byteCounter
+		w, err := archive.NewWriter(context.Background(), archive.WriterOptions{
+			Output:  dedup.NewOutput(s, "backups/"+id, archive.DefaultHash),
+			Streams: 2, Codec: c, FrameSize: 1 << 20, Counter: &n,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range chunks(t, data, 300<<10) {
+			ch, _, err := xbstream.DecodeChunk(raw)
+			if err == nil {
+				err = w.Add(&ch, raw)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored int64
+		for _, st := range res.Streams {
+			stored += st.Stored
+		}
+		if got := n.out.Load(); got != stored {
+			t.Errorf("night %d: %d bytes counted out, want the %d the streams stored", night+1, got, stored)
+		}
+		// night 1 stores the random file's 3 MiB and a block of zeros;
+		// night 2 its recipes and nothing else
+		if limit := []int64{3<<20 + 1<<19, 64 << 10}[night]; stored > limit {
+			t.Errorf("night %d stored %d bytes, want at most %d", night+1, stored, limit)
+		}
+	}
+}

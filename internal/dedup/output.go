@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"sync/atomic"
 	"time"
 
 	"github.com/backstream/backstream/internal/archive"
@@ -93,7 +94,7 @@ type streamOut struct {
 	// what this stream stored, removed by Abort, and what it holds: the
 	// pipeline's collector adds to them until pipe.finish returns
 	stored []string
-	bytes  int64
+	bytes  atomic.Int64 // read by the writer as they grow (StoredSoFar)
 }
 
 // WriteFrame cuts the frame's chunks: headers and chunks without payload
@@ -315,7 +316,7 @@ func (s *streamOut) Close(st archive.Stream) (archive.Stream, error) {
 	s.stored = append(s.stored, s.o.Dir+"/"+RecipeName(s.num))
 	// The recipe names every block by its keyed hash, which a reader
 	// checks: its digest is the stream's (see archive.ContentVerifier).
-	st.Index, st.Stored, st.Digest = obj, s.bytes+obj.Size, obj.Digest
+	st.Index, st.Stored, st.Digest = obj, s.bytes.Load()+obj.Size, obj.Digest
 	return st, nil
 }
 
@@ -365,8 +366,14 @@ func (s *streamOut) put(name string, data []byte) error {
 // started counts an object whose storing began into what the stream
 // stored, which Abort removes.
 func (s *streamOut) started(name string, size int64) {
-	s.stored, s.bytes = append(s.stored, name), s.bytes+size
+	s.stored = append(s.stored, name)
+	s.bytes.Add(size)
 }
+
+// StoredSoFar is what the stream stored so far, which a backup counts as
+// its output (archive.StoredCounter): its packs once each is ended, its
+// index objects and recipe parts.
+func (s *streamOut) StoredSoFar() int64 { return s.bytes.Load() }
 
 // Abort stops the pipeline and removes what the stream stored.
 func (s *streamOut) Abort(cause error) {
