@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -83,18 +84,21 @@ func binlogDamage(t *testing.T, bin string, tr testRepo) {
 		t.Fatal(err)
 	}
 	defer follow.Process.Kill()
-	for range 4 { // a segment after each batch
+	r, err := repo.Open(ctx, tr.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 4 { // a segment after each batch, which the next waits for (a loaded machine's follower may take longer than its interval)
 		insert(25)
-		time.Sleep(500 * time.Millisecond)
+		usecasetest.WaitFor(t, fmt.Sprintf("segment %d of the active binary log", k+1), &stderr, func() bool {
+			segs, err := r.BinlogSegments(ctx, source)
+			return err == nil && len(segs) > k
+		})
 	}
 	var active string
 	var pos int64
 	var doDB, ignoreDB sql.NullString
 	if err := db.QueryRow("SHOW MASTER STATUS").Scan(&active, &pos, &doDB, &ignoreDB); err != nil {
-		t.Fatal(err)
-	}
-	r, err := repo.Open(ctx, tr.Backend)
-	if err != nil {
 		t.Fatal(err)
 	}
 	usecasetest.WaitFor(t, "the follower to archive "+active, &stderr, func() bool {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"math/rand/v2"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/backstream/backstream/internal/repo"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/sandbox/sandboxtest"
+	"github.com/backstream/backstream/internal/testkit"
 	"github.com/backstream/backstream/internal/usecasetest"
 )
 
@@ -61,7 +61,7 @@ func followRPO(t *testing.T, bin string, tr testRepo, killArchiver bool) {
 		run(t, append([]string{"backup", "--repo", tr.Location}, sandboxConn(src)...)...).mustSucceed(t)
 
 		follow := exec.Command(bin, append([]string{"binlog", "--repo", tr.Location, "--follow", "--flush-interval", flush.String(), "--progress", "none"}, sandboxConn(src)...)...)
-		var stderr bytes.Buffer
+		var stderr testkit.SyncBuffer
 		follow.Stderr = &stderr
 		if err := follow.Start(); err != nil {
 			t.Fatal(err)
@@ -111,6 +111,17 @@ func followRPO(t *testing.T, bin string, tr testRepo, killArchiver bool) {
 		}()
 
 		time.Sleep(3*time.Second + rand.N(4*time.Second))
+		// Stored every interval while the writer runs (checked below): on
+		// a loaded machine, whose follower may take longer than its
+		// interval, the writer goes on until three segments are stored.
+		r, err := repo.Open(ctx, tr.Backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		usecasetest.WaitFor(t, "three segments stored while the writer runs", &stderr, func() bool {
+			segs, err := r.BinlogSegments(ctx, binlog.SourceKey(hostname, serverID))
+			return err == nil && len(segs) >= 3
+		})
 		killAt := time.Now()
 		if killArchiver {
 			follow.Process.Kill()
@@ -138,10 +149,6 @@ func followRPO(t *testing.T, bin string, tr testRepo, killArchiver bool) {
 		rate := float64(len(committed)) / killAt.Sub(committed[0].at).Seconds()
 
 		// What the archive reaches: the last GTID of the newest segment.
-		r, err := repo.Open(ctx, tr.Backend)
-		if err != nil {
-			t.Fatal(err)
-		}
 		segs, err := r.BinlogSegments(ctx, binlog.SourceKey(hostname, serverID))
 		if err != nil || len(segs) == 0 {
 			t.Fatalf("no segments archived (%v); binlog --follow said:\n%s", err, stderr.String())
