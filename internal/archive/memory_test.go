@@ -405,6 +405,16 @@ func (in *planningInput) TakePlan(ctx context.Context, plans []StreamPlan) error
 	return in.planErr
 }
 
+// twiceInput takes its plan twice.
+type twiceInput struct{ *planningInput }
+
+func (in twiceInput) TakePlan(ctx context.Context, plans []StreamPlan) error {
+	if err := PlanMemory(ctx, in.plan, "the test's table"); err != nil {
+		return err
+	}
+	return PlanMemory(ctx, in.plan, "the test's table")
+}
+
 func (in *planningInput) OpenStream(ctx context.Context, i int, s Stream) (FrameSource, error) {
 	if !in.opened.Swap(true) {
 		in.heldAt = in.budget.held.Load()
@@ -439,6 +449,17 @@ func TestPlanMemoryIsTakenFromTheBudget(t *testing.T) {
 	want := "the test's table takes 9 MiB, more than half of --memory (16 MiB; the rest is for the frames read): give --memory 17MiB or more"
 	if err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
+	}
+	if held := mem.held.Load(); held != 0 {
+		t.Errorf("%d bytes still held after the refused read", held)
+	}
+	// Two takes count together: the second one that passes half is
+	// refused, naming both.
+	in = &planningInput{BackendInput: BackendInput{Backend: f.backend, Dir: "backups/x"}, plan: 5 << 20, budget: mem}
+	twice := &twiceInput{in}
+	err = Read(context.Background(), ReadOptions{Input: twice, Manifest: f.m, Sink: &memSink{}, Memory: mem})
+	if !errors.As(err, &pe) || pe.Need != 10<<20 {
+		t.Fatalf("two plans of 5 MiB in 16: %v, want refused as 10 MiB", err)
 	}
 	if held := mem.held.Load(); held != 0 {
 		t.Errorf("%d bytes still held after the refused read", held)

@@ -31,18 +31,23 @@ type planKey struct{}
 // TakePlan with ctx, for the rest of that Read: what the Input holds for
 // the whole Read beside its frames (what, for the error). It waits for
 // them (nothing of this Read is held yet, so only other Reads' frames
-// can be in the way). At most half the budget is taken (the frames need
-// the rest): more is a *PlanMemoryError. Outside a Read's TakePlan
+// can be in the way). At most half the budget is taken over all the
+// calls of a Read (the frames need the rest): more is a
+// *PlanMemoryError naming all it would take. Outside a Read's TakePlan
 // nothing bounds the Input, and nothing is taken.
 func PlanMemory(ctx context.Context, n int64, what string) error {
 	b, ok := ctx.Value(planKey{}).(*readBudget)
 	if !ok || n <= 0 {
 		return nil
 	}
-	if 2*n > b.mem.size {
-		return &PlanMemoryError{What: what, Need: n, Have: b.mem.size}
+	if total := b.plan + n; 2*total > b.mem.size {
+		return &PlanMemoryError{What: what, Need: total, Have: b.mem.size}
 	}
-	return b.acquire(ctx, n)
+	if err := b.acquire(ctx, n); err != nil {
+		return err
+	}
+	b.plan += n
+	return nil
 }
 
 // PlanMemoryError is a budget too small for what an Input holds for a

@@ -574,6 +574,7 @@ func (r *streamReader) sink(ctx context.Context, f checkedFrame) error {
 type readBudget struct {
 	mem  *Memory
 	held atomic.Int64
+	plan int64 // of held, what TakePlan took (PlanMemory; before any stream reads)
 }
 
 func (b *readBudget) acquire(ctx context.Context, n int64) error {
