@@ -223,9 +223,14 @@ type Conn struct {
 	hdr   [headerLen]byte
 	ended bool // the peer's end-of-stream message arrived
 
-	// aborted is set by Abort: from then on the connection belongs to its
-	// drain (see Abort).
-	aborted atomic.Bool
+	// aborted is set by Abort, and draining by Abort and by a Close after
+	// CloseWrite: from then on the connection belongs to its drain (see
+	// drainThenClose).
+	aborted  atomic.Bool
+	draining atomic.Bool
+	// sentEnd is set once CloseWrite has sent the end (read by Close,
+	// which must not wait on wmu for a writer blocked on a stalled peer)
+	sentEnd atomic.Bool
 
 	wmu  sync.Mutex
 	wbuf []byte // header plus the start of the payload, one full TLS record
@@ -263,7 +268,7 @@ func (c *Conn) beat(every time.Duration) {
 			if !c.wmu.TryLock() {
 				continue
 			}
-			if !c.writeEnded && !c.aborted.Load() && now.Sub(c.lastWrite) >= every/2 {
+			if !c.writeEnded && !c.draining.Load() && now.Sub(c.lastWrite) >= every/2 {
 				_ = c.writeLocked(typeHeartbeat, nil)
 			}
 			c.wmu.Unlock()
@@ -343,12 +348,12 @@ func (c *Conn) writeError(n int, err error) error {
 // peer sent with Abort is a *PeerError. Other errors name the peer and what
 // was cut short, and leave the connection unusable.
 func (c *Conn) ReadMessage(buf []byte) (typ byte, payload []byte, err error) {
-	if c.aborted.Load() {
+	if c.draining.Load() {
 		return 0, nil, c.abortedError()
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if c.aborted.Load() {
+	if c.draining.Load() {
 		return 0, nil, c.abortedError()
 	}
 	if c.ended {
@@ -358,7 +363,7 @@ func (c *Conn) ReadMessage(buf []byte) (typ byte, payload []byte, err error) {
 		c.raw.readIdle = true
 		typ, payload, err = readFrame(c.tls, &c.hdr, buf, MaxPayload)
 		if err != nil {
-			if c.aborted.Load() {
+			if c.draining.Load() {
 				return 0, nil, c.abortedError()
 			}
 			return 0, nil, c.readError(err)
@@ -379,8 +384,12 @@ func (c *Conn) ReadMessage(buf []byte) (typ byte, payload []byte, err error) {
 	return typ, payload, nil
 }
 
-// abortedError is what reading a connection this end aborted returns.
+// abortedError is what reading a connection this end aborted or closed
+// returns.
 func (c *Conn) abortedError() error {
+	if !c.aborted.Load() {
+		return fmt.Errorf("from %s: %w", c.peer, net.ErrClosed)
+	}
 	return fmt.Errorf("from %s: %w", c.peer, ErrAborted)
 }
 
@@ -449,19 +458,40 @@ func (c *Conn) CloseWrite() error {
 		// Send the FIN too; the close_notify alone already ends the stream.
 		_ = tc.CloseWrite()
 	}
+	c.sentEnd.Store(true)
 	return nil
 }
 
 // Close closes the connection. It does not wait for a writer blocked on a
 // stalled peer: that write fails. After Abort it does nothing: the drain
 // closes the connection.
+//
+// After CloseWrite the connection goes to a drain too (see
+// drainThenClose), for at most closeLinger: what this end sent may still
+// be in the sockets, and the peer may have sent what no one here reads
+// (its heartbeats, to a sender that only writes). Closing a socket that
+// holds unread bytes, or that bytes reach once closed, makes the kernel
+// reset the connection and drop what it has not delivered: a slow peer
+// read "connection reset by peer" in the middle of a frame, the end of a
+// transfer lost (TestCloseAfterCloseWriteDeliversEverything). A read in
+// progress returns at once, and every later one, with net.ErrClosed.
 func (c *Conn) Close() error {
 	c.endBeats()
-	if c.aborted.Load() {
+	if c.draining.Swap(true) {
+		return nil // Abort's drain, or an earlier Close's, owns it
+	}
+	if c.sentEnd.Load() {
+		c.drainThenClose(closeLinger)
 		return nil
 	}
 	return c.tls.Close()
 }
+
+// closeLinger bounds how long a connection closed after CloseWrite waits
+// for its peer to read what was sent and close: longer than any healthy
+// peer takes to read a few MiB of sockets' buffers, as a peer's idle
+// timeout is.
+const closeLinger = DefaultIdleTimeout
 
 // Abort sends reason to the peer, whose ReadMessage returns it as a
 // *PeerError, then closes the connection. Use it to say why a transfer is
@@ -488,9 +518,10 @@ func (c *Conn) Close() error {
 // peers have not read the reason yet, which is the very case the drain is
 // for.
 func (c *Conn) Abort(reason string) error {
-	if c.aborted.Swap(true) {
-		return nil
+	if c.draining.Swap(true) {
+		return nil // aborted, or closed, before
 	}
+	c.aborted.Store(true)
 	c.endBeats()
 	c.wmu.Lock()
 	c.writeEnded = true
@@ -499,14 +530,24 @@ func (c *Conn) Abort(reason string) error {
 		err = c.tls.CloseWrite()
 	}
 	c.wmu.Unlock()
-	c.raw.stopReads()
 	if err != nil {
+		c.raw.stopReads()
 		c.tls.Close()
 		return err
 	}
 	if tc, ok := c.raw.Conn.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
 	}
+	c.drainThenClose(abortLinger)
+	return nil
+}
+
+// drainThenClose cuts short a ReadMessage in progress, then, in the
+// background, reads and drops what the peer still sends until it closes,
+// for at most linger, and only then closes the connection. The process
+// waits for it before it exits (WaitDrains).
+func (c *Conn) drainThenClose(linger time.Duration) {
+	c.raw.stopReads()
 	drains.started()
 	go func() {
 		defer drains.ended()
@@ -514,11 +555,10 @@ func (c *Conn) Abort(reason string) error {
 		// then read the socket itself, not the TLS layer above it.
 		c.rmu.Lock()
 		defer c.rmu.Unlock()
-		_ = c.raw.Conn.SetReadDeadline(time.Now().Add(abortLinger))
+		_ = c.raw.Conn.SetReadDeadline(time.Now().Add(linger))
 		_, _ = io.Copy(io.Discard, c.raw.Conn)
 		c.tls.Close()
 	}()
-	return nil
 }
 
 // abortLinger bounds how long an aborted connection waits for its peer to
