@@ -8,9 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"slices"
-	"sync"
 
 	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/recycle"
 )
 
 // Input reads a backup's streams from the store: each stream's frames
@@ -425,7 +425,7 @@ func (c *frameCache) put(fr frameRef, raw []byte) {
 }
 
 // frameBufs recycles the buffers of pack frames read and decoded.
-var frameBufs sync.Pool
+var frameBufs recycle.List
 
 // frameBuf is the room of getFrameBuf's buffers: a frame of a pack as
 // this version writes them, decoded, or stored as most are (a larger one,
@@ -434,16 +434,15 @@ const frameBuf = frameTarget + BlockSize
 
 // getFrameBuf returns an empty buffer with room for a frame of a pack.
 func getFrameBuf() []byte {
-	if b, ok := frameBufs.Get().(*[]byte); ok {
-		return (*b)[:0]
+	if b := frameBufs.Get(); b != nil {
+		return b[:0]
 	}
 	return make([]byte, 0, frameBuf)
 }
 
 func putFrameBuf(b []byte) {
 	if cap(b) >= frameBuf {
-		b = b[:0]
-		frameBufs.Put(&b)
+		frameBufs.Put(b[:0])
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/backstream/backstream/internal/recycle"
 	"github.com/backstream/backstream/internal/storage"
 )
 
@@ -332,14 +333,16 @@ func multipartETag(parts []minio.CompletePart) string {
 	return fmt.Sprintf("%x-%d", h.Sum(nil), len(parts))
 }
 
-// getBuf and putBuf recycle part buffers, which are large and many.
+// getBuf and putBuf recycle part buffers, which are large and many,
+// held weakly (see recycle): a part given back with the upload budget is
+// what the next part reuses, never memory kept above the runtime's limit.
 func (b *Backend) getBuf(size int64) []byte {
 	b.bufMu.Lock()
-	p := b.bufs[size]
+	l := b.bufs[size]
 	b.bufMu.Unlock()
-	if p != nil {
-		if v, ok := p.Get().(*[]byte); ok {
-			return *v
+	if l != nil {
+		if buf := l.Get(); buf != nil {
+			return buf
 		}
 	}
 	return make([]byte, size)
@@ -348,12 +351,11 @@ func (b *Backend) getBuf(size int64) []byte {
 func (b *Backend) putBuf(buf []byte) {
 	size := int64(cap(buf))
 	b.bufMu.Lock()
-	p := b.bufs[size]
-	if p == nil {
-		p = &sync.Pool{}
-		b.bufs[size] = p
+	l := b.bufs[size]
+	if l == nil {
+		l = &recycle.List{}
+		b.bufs[size] = l
 	}
 	b.bufMu.Unlock()
-	buf = buf[:size]
-	p.Put(&buf)
+	l.Put(buf[:size])
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/backstream/backstream/internal/recycle"
 	"github.com/backstream/backstream/internal/storage"
 )
 
@@ -64,7 +65,7 @@ type Backend struct {
 	stall       time.Duration
 
 	bufMu sync.Mutex
-	bufs  map[int64]*sync.Pool
+	bufs  map[int64]*recycle.List
 
 	// For tests: how often a request was retried, and how often the
 	// watchdog cancelled one.
@@ -181,7 +182,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		memLimit:    orDefaultInt(cfg.UploadMemory, DefaultUploadMemory),
 		window:      orDefaultInt(cfg.RetryWindow, DefaultRetryWindow),
 		stall:       orDefaultInt(cfg.StallTimeout, DefaultStallTimeout),
-		bufs:        make(map[int64]*sync.Pool),
+		bufs:        make(map[int64]*recycle.List),
 	}
 	if prefix != "" {
 		b.prefix = prefix + "/"
