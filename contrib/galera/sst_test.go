@@ -100,9 +100,10 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 				t.Errorf("after the failed transfer the joiner's datadir holds %s (%v)", name, err)
 			}
 		}
+		donorLogs := logSizes(c.Nodes)
 		n, err = c.Join(t, sandbox.Options{Dir: jdir})
 		if err != nil {
-			t.Fatalf("retry: %v", err)
+			t.Fatalf("retry: %v\nwhat the donors logged of the transfer meanwhile:\n%s", err, sstLines(newLog(c.Nodes, donorLogs)))
 		}
 		if _, err := os.Stat(filepath.Join(jdir, "data", ".backstream-sst")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the staging is left after a successful transfer (%v)", err)
@@ -138,9 +139,10 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 				t.Errorf("after its backstream sst was killed the joiner's datadir holds %s (%v)", name, err)
 			}
 		}
+		donorLogs := logSizes(c.Nodes)
 		n, err = c.Join(t, sandbox.Options{Dir: jdir})
 		if err != nil {
-			t.Fatalf("retry: %v", err)
+			t.Fatalf("retry: %v\nwhat the donors logged of the transfer meanwhile:\n%s", err, sstLines(newLog(c.Nodes, donorLogs)))
 		}
 		if _, err := os.Stat(filepath.Join(jdir, "data", ".backstream-sst")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the killed transfer's staging is left after a successful one (%v)", err)
@@ -448,6 +450,18 @@ func newLog(nodes []*sandbox.Server, sizes map[string]int) string {
 		s := readFileOrEmpty(n.ErrorLog)
 		if off := sizes[n.ErrorLog]; off <= len(s) {
 			b.WriteString(s[off:])
+		}
+	}
+	return b.String()
+}
+
+// sstLines is the lines of an error log that tell of a state transfer:
+// the SST script's, backstream's and the errors.
+func sstLines(log string) string {
+	var b strings.Builder
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "WSREP_SST") || strings.Contains(line, "backstream") || strings.Contains(line, "[ERROR]") {
+			b.WriteString(line)
 		}
 	}
 	return b.String()
