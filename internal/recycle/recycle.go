@@ -12,6 +12,7 @@
 package recycle
 
 import (
+	"slices"
 	"sync"
 	"weak"
 )
@@ -21,7 +22,14 @@ import (
 type List struct {
 	mu   sync.Mutex
 	idle []weak.Pointer[[]byte]
+	// prune is the length at which Put drops the pointers of buffers
+	// already collected: a class given back more often than asked for
+	// (for months, in binlog --follow) keeps at most twice its live ones
+	prune int
 }
+
+// minPrune is the least length at which Put prunes.
+const minPrune = 64
 
 // Get returns an idle buffer that is still alive, as it was given back,
 // or nil if there is none.
@@ -42,6 +50,10 @@ func (l *List) Get() []byte {
 func (l *List) Put(b []byte) {
 	w := weak.Make(&b)
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.idle) >= max(l.prune, minPrune) {
+		l.idle = slices.DeleteFunc(l.idle, func(p weak.Pointer[[]byte]) bool { return p.Value() == nil })
+		l.prune = 2 * len(l.idle)
+	}
 	l.idle = append(l.idle, w)
-	l.mu.Unlock()
 }

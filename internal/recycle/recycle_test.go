@@ -33,3 +33,18 @@ func TestIdleBufferDiesAtTheFirstCollection(t *testing.T) {
 		t.Fatalf("a buffer of %d bytes outlived a collection idle", len(b))
 	}
 }
+
+// A class given back far more often than asked for keeps no more than
+// twice its live buffers' pointers, however many died.
+func TestDeadBuffersAreForgotten(t *testing.T) {
+	var l List
+	for range 100 {
+		for range 100 {
+			l.Put(make([]byte, 1024))
+		}
+		runtime.GC()
+	}
+	if n := len(l.idle); n > 2*minPrune+100 {
+		t.Fatalf("%d pointers kept after 10,000 buffers given back and collected", n)
+	}
+}
