@@ -342,12 +342,18 @@ func TestWriterAbortRemovesObjects(t *testing.T) {
 func TestParseManifestRejects(t *testing.T) {
 	good := writeBackup(t, "zstd", 1).m
 	cases := map[string]func(m *Manifest){
-		"future format":       func(m *Manifest) { m.Format = 2 },
-		"unknown kind":        func(m *Manifest) { m.Kind = "weird" },
-		"unknown hash":        func(m *Manifest) { m.Hash = "md5" },
-		"escaping name":       func(m *Manifest) { m.Streams[0].Name = "../../etc/passwd" },
-		"absolute name":       func(m *Manifest) { m.Streams[0].Name = "/etc/passwd" },
-		"bad digest":          func(m *Manifest) { m.Streams[0].Digest = "blake3:zz" },
+		"future format":          func(m *Manifest) { m.Format = 2 },
+		"unknown kind":           func(m *Manifest) { m.Kind = "weird" },
+		"unknown hash":           func(m *Manifest) { m.Hash = "md5" },
+		"escaping name":          func(m *Manifest) { m.Streams[0].Name = "../../etc/passwd" },
+		"absolute name":          func(m *Manifest) { m.Streams[0].Name = "/etc/passwd" },
+		"bad digest":             func(m *Manifest) { m.Streams[0].Digest = "blake3:zz" },
+		"a checksum as hash":     func(m *Manifest) { m.Hash = HashXXH3 },
+		"a checksum of a stream": func(m *Manifest) { m.Streams[0].Digest = HashXXH3 + ":00" },
+		"unknown file hash":      func(m *Manifest) { m.FileHash = "crc32" },
+		"a file digest of another algorithm": func(m *Manifest) {
+			m.Files[0].Digest = HashXXH3 + ":" + strings.Repeat("00", 16)
+		},
 		"stream out of range": func(m *Manifest) { m.Files[0].Stream = 5 },
 		"no streams":          func(m *Manifest) { m.Streams = nil },
 	}

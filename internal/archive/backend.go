@@ -32,14 +32,18 @@ type StreamOutput interface {
 	Abort(cause error)
 }
 
-// ContentVerifier is an Input or a StreamOutput whose streams' content is
-// proven otherwise than by the digest of their bytes: a deduplicating
-// repository's recipe names every block by a keyed hash, which reading
-// checks. A Writer does not hash what it writes to one (the output's
-// Close sets the record's digest) nor compute its frames' CRC-32C (they
-// get 0), and a Reader does not hash what it reads from one, nor check
-// its frames' CRC-32C: the Input proves every byte it gives, and its
-// frames may carry no CRC (whoever passes them on computes it).
+// ContentVerifier is an Input, an Output or a StreamOutput whose streams'
+// content is proven otherwise than by the digest of their bytes: a
+// deduplicating repository's recipe names every block by a keyed hash,
+// which reading checks. A Writer does not hash what it writes to one (the
+// output's Close sets the record's digest) nor compute its frames'
+// CRC-32C (they get 0), and a Reader does not hash what it reads from
+// one, nor check its frames' CRC-32C: the Input proves every byte it
+// gives, and its frames may carry no CRC (whoever passes them on computes
+// it). A Writer to such an Output gives the files XXH3 digests
+// (HashXXH3, Manifest.FileHash), which check that the blocks were put
+// back together as cut: hashing every byte a second time with a
+// cryptographic hash would prove nothing more.
 type ContentVerifier interface{ VerifiesContent() }
 
 // StoredCounter is a StreamOutput that stores other bytes than the frames

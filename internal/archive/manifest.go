@@ -61,7 +61,11 @@ type Manifest struct {
 	// Storage is StorageDedup when the streams are stored as blocks of a
 	// deduplicating repository (each stream's Index names its recipe and
 	// no stream object is stored); "" for stream objects.
-	Storage  string    `json:"storage,omitempty"`
+	Storage string `json:"storage,omitempty"`
+	// FileHash is the algorithm of the files' digests when it is not
+	// Hash: HashXXH3 when the streams' content is proven otherwise (a
+	// deduplicating repository's keyed block names); see FileDigests.
+	FileHash string    `json:"file_hash,omitempty"`
 	Streams  []Stream  `json:"streams"`
 	Files    []File    `json:"files"`
 	Meta     []Object  `json:"meta,omitempty"`
@@ -467,7 +471,7 @@ type Stats struct {
 // sizes they add up to) and the finishing time: the last step before the
 // manifest is committed.
 func (m *Manifest) Complete(written Result) {
-	m.Streams, m.Files, m.Barriers = written.Streams, written.Files, written.Barriers
+	m.Streams, m.Files, m.Barriers, m.FileHash = written.Streams, written.Files, written.Barriers, written.FileHash
 	m.Stats.RawBytes, m.Stats.StoredBytes = 0, 0
 	for _, s := range written.Streams {
 		m.Stats.RawBytes += s.RawSize
@@ -476,6 +480,9 @@ func (m *Manifest) Complete(written Result) {
 	m.Finished = time.Now().UTC()
 	m.Stats.Seconds = m.Finished.Sub(m.Started).Seconds()
 }
+
+// FileDigests is the algorithm of the files' digests.
+func (m *Manifest) FileDigests() string { return cmp.Or(m.FileHash, m.Hash) }
 
 // CompareFinished orders complete backups as they became complete: by
 // their finishing time, then their start, then id. Ids alone, whose time
@@ -596,6 +603,9 @@ func (m *Manifest) validate() error {
 	if _, err := NewHash(m.Hash); err != nil {
 		return err
 	}
+	if m.FileHash != "" && m.FileHash != HashXXH3 {
+		return fmt.Errorf("unknown algorithm %q of the files' digests (known: %s)", m.FileHash, HashXXH3)
+	}
 	if len(m.Streams) == 0 {
 		return fmt.Errorf("no streams")
 	}
@@ -656,8 +666,12 @@ func (m *Manifest) validateContents() error {
 			return fmt.Errorf("file %q: stream %d out of range", f.Path, f.Stream)
 		}
 		if f.Digest != "" {
-			if _, err := digestAlg(f.Digest); err != nil {
+			alg, err := parseDigest(f.Digest, newDigestHash)
+			if err != nil {
 				return fmt.Errorf("file %q: %w", f.Path, err)
+			}
+			if alg != m.FileDigests() {
+				return fmt.Errorf("file %q: a digest of %s, where the manifest's files are hashed with %s", f.Path, alg, m.FileDigests())
 			}
 		}
 		if err := checkFrameRanges(f.Frames, m.Streams[f.Stream].Frames); err != nil {

@@ -360,7 +360,7 @@ type checkedFrame struct {
 func (r *streamReader) check(ctx context.Context, out chan<- checkedFrame) error {
 	defer close(out)
 	v := xbstream.NewValidator()
-	t := newFileTracker(r.opt.Manifest.Hash)
+	t := newFileTracker(r.opt.Manifest.FileDigests())
 	final := r.finalRecords()
 	var raw int64
 	frames := 0

@@ -59,7 +59,7 @@ func newFileTracker(alg string) *fileTracker {
 func (t *fileTracker) open(path string) (*fileState, error) {
 	st := t.files[path]
 	if st == nil {
-		h, err := NewHash(t.alg)
+		h, err := newDigestHash(t.alg)
 		if err != nil {
 			return nil, err
 		}

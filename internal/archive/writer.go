@@ -84,6 +84,7 @@ type Writer struct {
 	barriers []Barrier
 	load     []int64 // raw bytes routed to each stream
 	closed   bool
+	fileHash string // the files' digest algorithm
 }
 
 // routed is what the router hands a stream's builder: a chunk, or a cut
@@ -169,6 +170,12 @@ func NewWriter(ctx context.Context, opt WriterOptions) (*Writer, error) {
 	for range opt.Workers {
 		g.Go(w.compressLoop)
 	}
+	// An output that proves its streams' content gets files' digests
+	// that only check their reassembly (HashXXH3).
+	w.fileHash = opt.Hash
+	if _, ok := opt.Output.(ContentVerifier); ok {
+		w.fileHash = HashXXH3
+	}
 	var builders sync.WaitGroup
 	for i := range opt.Streams {
 		s := &streamWriter{
@@ -177,7 +184,7 @@ func NewWriter(ctx context.Context, opt WriterOptions) (*Writer, error) {
 			name:  StreamName(i, opt.Codec),
 			in:    make(chan routed, 16),
 			order: make(chan *frameJob, opt.Workers+2),
-			files: newFileTracker(opt.Hash),
+			files: newFileTracker(w.fileHash),
 		}
 		w.streams = append(w.streams, s)
 		builders.Add(1)
@@ -397,6 +404,9 @@ func (w *Writer) Close() (Result, error) {
 	}
 	w.cancel(nil)
 	res := Result{Barriers: w.barriers}
+	if w.fileHash != w.opt.Hash {
+		res.FileHash = w.fileHash
+	}
 	for _, s := range w.streams {
 		res.Streams = append(res.Streams, s.result)
 		res.Files = append(res.Files, s.files.records(s.num)...)
@@ -406,11 +416,13 @@ func (w *Writer) Close() (Result, error) {
 }
 
 // Result is what a Writer made, for the manifest: the streams, the files
-// sorted by path, and the barriers between streams.
+// sorted by path, and the barriers between streams; FileHash is the
+// files' digest algorithm when it is not the writer's Hash.
 type Result struct {
 	Streams  []Stream
 	Files    []File
 	Barriers []Barrier
+	FileHash string
 }
 
 // Abort stops the pipeline with cause and removes every object written.

@@ -21,6 +21,7 @@ import (
 
 	"filippo.io/age"
 	"github.com/zeebo/blake3"
+	"github.com/zeebo/xxh3"
 
 	"github.com/backstream/backstream/internal/archive"
 	"github.com/backstream/backstream/internal/codec"
@@ -97,8 +98,9 @@ func backup(t *testing.T, s *dedup.Store, id string, fs files) *archive.Manifest
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &archive.Manifest{Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Codec: c.String(),
-		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files}
+	m := &archive.Manifest{Format: archive.FormatVersion, ID: id, Kind: archive.KindPhysical, Codec: c.String(), Hash: archive.DefaultHash}
+	m.Complete(res)
+	return m
 }
 
 type memSink struct {
@@ -300,6 +302,42 @@ func TestForgedIndexIsCaughtByNames(t *testing.T) {
 	_, err = restore(s, m)
 	if !archive.IsCorrupt(err) || !strings.Contains(err.Error(), "does not match its name") {
 		t.Errorf("restore through a forged index: %v; want the block caught by its name", err)
+	}
+}
+
+// The files of a deduplicated backup get XXH3-128 digests of their
+// content (the keyed names prove every block; these check that the blocks
+// were put back together as cut), the manifest says so, and a reader
+// checks them: a file whose digest is another's fails the restore.
+func TestFilesDigestsCheckTheReassembly(t *testing.T) {
+	s, _, _ := newStore(t)
+	fs := files{"db/t.ibd": random(3 << 20), "db/u.ibd": random(2<<20 + 5), "db/t.frm": random(900)}
+	m := backup(t, s, "one", fs)
+	if m.FileHash != archive.HashXXH3 || m.FileDigests() != archive.HashXXH3 {
+		t.Fatalf("manifest's file hash %q (%s); want %s", m.FileHash, m.FileDigests(), archive.HashXXH3)
+	}
+	if len(m.Files) != len(fs) {
+		t.Fatalf("%d files recorded, want %d", len(m.Files), len(fs))
+	}
+	for _, f := range m.Files {
+		sum := xxh3.Hash128(fs[f.Path]).Bytes()
+		if want := fmt.Sprintf("xxh3:%x", sum[:]); f.Digest != want {
+			t.Errorf("file %s: digest %s, want %s", f.Path, f.Digest, want)
+		}
+	}
+	data, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive.ParseManifest(data); err != nil {
+		t.Fatalf("the manifest does not parse: %v", err)
+	}
+	if got, err := restore(s, m); err != nil || !maps.EqualFunc(got, fs, bytes.Equal) {
+		t.Fatalf("restore: %v (files equal: %v)", err, maps.EqualFunc(got, fs, bytes.Equal))
+	}
+	m.Files[0].Digest, m.Files[1].Digest = m.Files[1].Digest, m.Files[0].Digest
+	if _, err := restore(s, m); !archive.IsCorrupt(err) || !strings.Contains(err.Error(), "content digest") {
+		t.Errorf("restore with two files' digests swapped: %v; want a content digest mismatch", err)
 	}
 }
 
@@ -640,8 +678,8 @@ func TestLongStreamsRecipeIsStoredInParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq := &archive.Manifest{Format: archive.FormatVersion, ID: "seq", Kind: archive.KindPhysical, Codec: "none",
-		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files}
+	seq := &archive.Manifest{Format: archive.FormatVersion, ID: "seq", Kind: archive.KindPhysical, Codec: "none", Hash: archive.DefaultHash}
+	seq.Complete(res)
 	for _, p := range order {
 		sink := &memSink{files: files{}}
 		err := archive.Read(ctx, archive.ReadOptions{Input: dedup.Input{Store: s, Dir: "backups/seq"}, Manifest: seq, Sink: sink,

@@ -97,7 +97,7 @@ func Store(t testing.TB, r *repo.Repo, b Backup) *archive.Manifest {
 		t.Fatalf("repotest: %q is not a backup id", b.ID)
 	}
 	m := &archive.Manifest{Format: archive.FormatVersion, ID: b.ID, Kind: archive.KindPhysical, Codec: c.String(),
-		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files, Barriers: res.Barriers,
+		Hash: archive.DefaultHash, Streams: res.Streams, Files: res.Files, Barriers: res.Barriers, FileHash: res.FileHash,
 		Started: started, Finished: b.Finished, Server: b.Server, Chain: b.ID, Tables: b.Tables, Storage: storage}
 	if m.Finished.IsZero() {
 		m.Finished = started.Add(time.Minute)
