@@ -9,11 +9,15 @@
 # backstream and its mariabackup) are printed with the ratio. OTHER set
 # to other builds of backstream (paths, space-separated) adds each one's
 # deduplicated backup to every round (an A/B of a change, the order
-# reversed likewise).
+# reversed likewise). RESTORE=1 also times, right after each backup, its
+# restore --prepare into an empty directory from a cold page cache (the
+# restore of a deduplicated night 1, the oldest of a repository, against
+# a plain full's), with medians and ranges likewise.
 #
 #   bench/night1.sh                           # the 1 GB dataset, 5 rounds
 #   SIZE_GB=10 ROUNDS=6 bench/night1.sh
 #   OTHER=/tmp/before/backstream SIZE_GB=10 bench/night1.sh
+#   RESTORE=1 SIZE_GB=10 bench/night1.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -21,6 +25,7 @@ SIZE_GB=${SIZE_GB:-1}
 TABLES=${TABLES:-4}
 ROUNDS=${ROUNDS:-5}
 OTHER=${OTHER:-}
+RESTORE=${RESTORE:-}
 ./scripts/deps.sh sysbench bc jq time >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
@@ -36,7 +41,7 @@ trap cleanup EXIT
 
 dataset_start "$DATA" $((SIZE_GB * 1000)) "$TABLES"
 
-declare -A WALL CPU BIN
+declare -A WALL CPU BIN RWALL
 kinds=(plain dedup)
 n=0
 for other in $OTHER; do
@@ -57,6 +62,15 @@ night1() { # night1 KIND: a full backup into a fresh repository of that kind, ti
   read -r wall user sys <"$WORK/time"
   WALL[$1]+=" $wall"
   CPU[$1]+=" $(echo "$user + $sys" | bc -l)"
+  if [ -n "$RESTORE" ]; then
+    rm -rf "$WORK/restore"
+    cold
+    /usr/bin/time -f '%e' -o "$WORK/time" \
+      "$bin" restore latest --repo "$repo" --target-dir "$WORK/restore" --prepare --progress none >/dev/null ||
+      { echo "the $1 restore failed" >&2; exit 1; }
+    RWALL[$1]+=" $(cat "$WORK/time")"
+    rm -rf "$WORK/restore"
+  fi
   rm -rf "$repo"
 }
 
@@ -64,7 +78,7 @@ for round in $(seq 1 "$ROUNDS"); do
   order=("${kinds[@]}")
   (( round % 2 == 0 )) && order=($(printf '%s\n' "${kinds[@]}" | tac))
   for kind in "${order[@]}"; do night1 "$kind"; done
-  echo "round $round: $(for k in "${kinds[@]}"; do printf '%s %ss ' "$k" "$(echo ${WALL[$k]} | awk '{print $NF}')"; done)" >&2
+  echo "round $round: $(for k in "${kinds[@]}"; do printf '%s %ss ' "$k" "$(echo ${WALL[$k]} | awk '{print $NF}')"; [ -n "$RESTORE" ] && printf '(restore %ss) ' "$(echo ${RWALL[$k]} | awk '{print $NF}')"; done)" >&2
 done
 
 range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "-" hi}'; }
@@ -78,3 +92,15 @@ for k in "${kinds[@]}"; do
   m=$(median ${WALL[$k]})
   row "$k" "$m ($(range ${WALL[$k]}))" "$(ratio "$m" "$plain")x" "$(median ${CPU[$k]}) ($(range ${CPU[$k]}))"
 done
+if [ -n "$RESTORE" ]; then
+  rplain=$(median ${RWALL[plain]})
+  echo
+  echo "Each backup's restore --prepare, cold page cache:"
+  echo
+  row kind "restore s, median (range)" "/ plain"
+  row --- --- ---
+  for k in "${kinds[@]}"; do
+    m=$(median ${RWALL[$k]})
+    row "$k" "$m ($(range ${RWALL[$k]}))" "$(ratio "$m" "$rplain")x"
+  done
+fi
