@@ -12,12 +12,16 @@
 # reversed likewise). RESTORE=1 also times, right after each backup, its
 # restore --prepare into an empty directory from a cold page cache (the
 # restore of a deduplicated night 1, the oldest of a repository, against
-# a plain full's), with medians and ranges likewise.
+# a plain full's), with medians and ranges likewise. COLD=1 drops the
+# page cache before each backup, so that mariabackup reads the source
+# datadir from the disk, as it does on a production server (InnoDB reads
+# its pages past the page cache); RESTORE=1 leaves most backups so too.
 #
 #   bench/night1.sh                           # the 1 GB dataset, 5 rounds
 #   SIZE_GB=10 ROUNDS=6 bench/night1.sh
 #   OTHER=/tmp/before/backstream SIZE_GB=10 bench/night1.sh
 #   RESTORE=1 SIZE_GB=10 bench/night1.sh
+#   COLD=1 SIZE_GB=10 ROUNDS=8 bench/night1.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -26,6 +30,7 @@ TABLES=${TABLES:-4}
 ROUNDS=${ROUNDS:-5}
 OTHER=${OTHER:-}
 RESTORE=${RESTORE:-}
+COLD=${COLD:-}
 ./scripts/deps.sh sysbench bc jq time >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
@@ -56,6 +61,7 @@ night1() { # night1 KIND: a full backup into a fresh repository of that kind, ti
   "$bin" init --repo "$repo" "${init[@]}" >/dev/null
   settle "$SANDBOX_SOCKET"
   sync
+  [ -z "$COLD" ] || cold
   /usr/bin/time -f '%e %U %S' -o "$WORK/time" \
     "$bin" backup --repo "$repo" --no-defaults --socket "$SANDBOX_SOCKET" --user root --progress none >/dev/null ||
     { echo "the $1 backup failed" >&2; exit 1; }
@@ -84,7 +90,7 @@ done
 range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "-" hi}'; }
 plain=$(median ${WALL[plain]})
 echo
-echo "Night 1, $SIZE_GB GB ($TABLES sysbench tables), $ROUNDS rounds alternating, $(nproc) cores:"
+echo "Night 1, $SIZE_GB GB ($TABLES sysbench tables), $ROUNDS rounds alternating, $(nproc) cores${COLD:+, each backup from a cold page cache}:"
 echo
 row kind "wall s, median (range)" "/ plain" "CPU s, median (range)"
 row --- --- --- ---
