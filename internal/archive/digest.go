@@ -12,8 +12,9 @@ import (
 )
 
 // Digests in the manifest name their algorithm: "blake3:<hex>" or
-// "sha256:<hex>" (and files' digests "xxh3:<hex>", see HashXXH3). BLAKE3 is the default because it is a cryptographic hash
-// that runs about 7x faster than SHA-256 on CPUs without SHA extensions
+// "sha256:<hex>" (and files' digests "xxh3:<hex>", see HashXXH3). BLAKE3
+// is the default because it is a cryptographic hash that runs about 7x
+// faster than SHA-256 on CPUs without SHA extensions
 // (2.5 GB/s against 0.33 GB/s per core on the reference machine, see
 // docs/format.md), so hashing every byte never becomes the bottleneck.
 const (
