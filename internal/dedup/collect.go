@@ -295,8 +295,7 @@ func (s *Store) rewrite(ctx context.Context, names []string, live *Live, named b
 		return nil
 	}
 	var newPacks int64
-	pk := &packer{ctx: ctx, backend: s.Backend, storeIndex: storePart,
-		started: func(string, int64) { newPacks++ }}
+	pk := newPacker(ctx, s.Backend, func(string, int64) { newPacks++ }, storePart)
 	// On a failure, what the packer is storing stops before rewrite
 	// returns (what it stored stays: no index names it, and the next
 	// collect removes it).

@@ -395,9 +395,13 @@ func (s *streamOut) Abort(cause error) {
 // bytes first (for whoever holds blocks one by one: the repack). A full
 // pack's Put completes (a local backend's fsync and rename, an object
 // store's last request) while the next pack fills: it is waited for when
-// that one is full, or by store.
+// that one is full, or by store. A pack need only be durable once an
+// index object names it, so its Put leaves that to syncs (a local
+// backend's fsyncs, see storage.DeferSync), done for all packs stored
+// before an index object is: the disk flushes once, not once a pack.
 type packer struct {
-	ctx     context.Context
+	ctx     context.Context // of the packs' Puts, deferring to syncs
+	syncs   *storage.Syncs
 	backend storage.Backend
 	// started, if set, learns of each pack whose Put ended its data (to
 	// remove it if the stream fails): its name and size
@@ -415,6 +419,13 @@ type packer struct {
 	size       int64  // of the pack being filled
 	ending     chan error
 	ix         index
+}
+
+// newPacker returns a packer of packs stored in backend (see packer for
+// started and storeIndex).
+func newPacker(ctx context.Context, backend storage.Backend, started func(name string, size int64), storeIndex func(*index) error) *packer {
+	ctx, syncs := storage.DeferSync(ctx)
+	return &packer{ctx: ctx, syncs: syncs, backend: backend, started: started, storeIndex: storeIndex}
 }
 
 func (p *packer) add(n Name, b []byte) error {
@@ -503,7 +514,7 @@ func (p *packer) end() error {
 		return nil
 	}
 	// An index object names stored packs only.
-	if err := p.wait(); err != nil {
+	if err := p.durable(); err != nil {
 		return err
 	}
 	if err := p.storeIndex(&p.ix); err != nil {
@@ -523,15 +534,27 @@ func (p *packer) wait() error {
 	return err
 }
 
+// durable waits for the pack ended last to be stored and makes every
+// pack stored so far durable.
+func (p *packer) durable() error {
+	if err := p.wait(); err != nil {
+		return err
+	}
+	if err := p.syncs.Sync(p.ctx); err != nil {
+		return fmt.Errorf("make the packs durable: %w", err)
+	}
+	return nil
+}
+
 // store ends the pack being filled, if it holds anything, and waits until
-// every pack is stored.
+// every pack is stored and durable.
 func (p *packer) store() error {
 	if p.up != nil {
 		if err := p.end(); err != nil {
 			return err
 		}
 	}
-	return p.wait()
+	return p.durable()
 }
 
 // abort ends the pack being filled with cause (nothing of it becomes

@@ -35,7 +35,7 @@ type pipeline struct {
 	err    error
 	names  []Name // by handle, from base: those of the recipe's part being written
 	base   int
-	packer packer
+	packer *packer
 }
 
 // batch is consecutive whole blocks of a stream, about batchTarget
@@ -70,7 +70,7 @@ func newPipeline(ctx context.Context, s *Store, k *known, started func(name stri
 		free:  make(chan *batch, workers+3),
 		done:  make(chan struct{}),
 	}
-	p.packer = packer{ctx: ctx, backend: s.Backend, started: started, storeIndex: storeIndex}
+	p.packer = newPacker(ctx, s.Backend, started, storeIndex)
 	for range workers {
 		go p.work()
 	}

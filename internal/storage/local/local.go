@@ -5,7 +5,8 @@
 // the target's directory, fsyncs it, renames it over the final name and
 // fsyncs the directory, so a crash leaves either the old object or the new
 // one, never a torn one; what it leaves besides, the hidden temporary file,
-// RemoveLeftovers removes. All access goes through an os.Root, so neither a
+// RemoveLeftovers removes. A Put under a storage.DeferSync context skips
+// the fsyncs, which SyncObjects makes later for many objects at once. All access goes through an os.Root, so neither a
 // name nor a symbolic link planted in the repository can reach a file
 // outside the root.
 //
@@ -17,6 +18,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -68,6 +71,7 @@ type Backend struct {
 var (
 	_ storage.Backend         = (*Backend)(nil)
 	_ storage.LeftoverRemover = (*Backend)(nil)
+	_ storage.ObjectSyncer    = (*Backend)(nil)
 )
 
 // New opens (creating if needed, mode 0700) a directory as a backend.
@@ -113,7 +117,9 @@ func (b *Backend) Put(ctx context.Context, name string, r io.Reader) (int64, err
 
 func (b *Backend) put(ctx context.Context, name string, r io.Reader) (int64, error) {
 	dir := path.Dir(name)
-	f, tmp, err := b.createTemp(dir, path.Base(name))
+	syncs := storage.DeferredSyncs(ctx)
+	durable := syncs == nil
+	f, tmp, err := b.createTemp(dir, path.Base(name), durable)
 	if err != nil {
 		return 0, err
 	}
@@ -130,8 +136,10 @@ func (b *Backend) put(ctx context.Context, name string, r io.Reader) (int64, err
 	if err != nil {
 		return n, err
 	}
-	if err := f.Sync(); err != nil {
-		return n, fmt.Errorf("fsync %s: %w", tmp, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return n, fmt.Errorf("fsync %s: %w", tmp, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return n, fmt.Errorf("close %s: %w", tmp, err)
@@ -144,6 +152,10 @@ func (b *Backend) put(ctx context.Context, name string, r io.Reader) (int64, err
 		return n, fmt.Errorf("rename %s: %w", tmp, err)
 	}
 	committed = true
+	if !durable {
+		syncs.Add(b, name)
+		return n, nil
+	}
 	// The object is visible now. Should this fsync fail, Put reports the
 	// error although the complete object is visible: removing it would
 	// also lose the object it replaced, and a failing fsync means the
@@ -155,8 +167,8 @@ func (b *Backend) put(ctx context.Context, name string, r io.Reader) (int64, err
 }
 
 // createTemp creates the hidden temporary file for an object named base in
-// dir, creating dir and its missing parents first.
-func (b *Backend) createTemp(dir, base string) (*os.File, string, error) {
+// dir, creating dir and its missing parents first (durable: see mkdirs).
+func (b *Backend) createTemp(dir, base string, durable bool) (*os.File, string, error) {
 	// Keep the temporary name within NAME_MAX (255) while still showing, to
 	// someone who finds a leftover after a crash, which object it was for.
 	// Cut at a character boundary: a name that is not UTF-8 would make
@@ -170,7 +182,7 @@ func (b *Backend) createTemp(dir, base string) (*os.File, string, error) {
 	}
 	var lastErr error
 	for range mkdirAttempts {
-		if err := b.mkdirs(dir); err != nil {
+		if err := b.mkdirs(dir, durable); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				lastErr = err
 				continue
@@ -192,9 +204,10 @@ func (b *Backend) createTemp(dir, base string) (*os.File, string, error) {
 	return nil, "", fmt.Errorf("create temporary file in %s: directory keeps disappearing: %w", dir, lastErr)
 }
 
-// mkdirs creates dir and its missing parents, fsyncing the parent of each
-// directory it creates so that the new entries survive a crash.
-func (b *Backend) mkdirs(dir string) error {
+// mkdirs creates dir and its missing parents and, if durable, fsyncs the
+// parent of each directory it creates so that the new entries survive a
+// crash (else SyncObjects does).
+func (b *Backend) mkdirs(dir string, durable bool) error {
 	if dir == "." {
 		return nil
 	}
@@ -208,6 +221,9 @@ func (b *Backend) mkdirs(dir string) error {
 		if err != nil {
 			return fmt.Errorf("create directory %s: %w", p, err)
 		}
+		if !durable {
+			continue
+		}
 		if err := b.syncDir(path.Dir(p)); err != nil {
 			return err
 		}
@@ -215,16 +231,72 @@ func (b *Backend) mkdirs(dir string) error {
 	return nil
 }
 
-func (b *Backend) syncDir(dir string) error {
-	d, err := b.root.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s for fsync: %w", dir, err)
+// syncWorkers is how many objects SyncObjects fsyncs at once, so that the
+// disk is given the data of several to write.
+const syncWorkers = 4
+
+// SyncObjects makes durable the objects that Puts under a
+// storage.DeferSync context stored: it fsyncs each file, then every
+// directory from the root down to each (a Put may have created them).
+func (b *Backend) SyncObjects(ctx context.Context, names []string) error {
+	work := make(chan string)
+	errs := make(chan error, syncWorkers)
+	for range syncWorkers {
+		go func() {
+			var first error
+			for name := range work {
+				if first == nil {
+					first = b.syncFile(name)
+				}
+			}
+			errs <- first
+		}()
 	}
-	err = d.Sync()
-	// Closing a directory opened read-only loses nothing; the fsync result matters.
-	_ = d.Close()
+	dirs := map[string]bool{}
+	for _, name := range names {
+		if ctx.Err() == nil {
+			work <- name
+		}
+		for d := path.Dir(name); !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			if d == "." {
+				break
+			}
+		}
+	}
+	close(work)
+	var failed []error
+	for range syncWorkers {
+		if err := <-errs; err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if err := cmp.Or(errors.Join(failed...), ctx.Err()); err != nil {
+		return fmt.Errorf("%s: %w", b.path, err)
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := b.syncDir(d); err != nil {
+			return fmt.Errorf("%s: %w", b.path, err)
+		}
+	}
+	return nil
+}
+
+func (b *Backend) syncFile(name string) error { return b.fsync(name, "") }
+
+func (b *Backend) syncDir(dir string) error { return b.fsync(dir, "directory ") }
+
+// fsync fsyncs the file or directory p, of the kind its messages name.
+func (b *Backend) fsync(p, kind string) error {
+	f, err := b.root.Open(p)
 	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
+		return fmt.Errorf("open %s%s for fsync: %w", kind, p, err)
+	}
+	err = f.Sync()
+	// Closing what was opened read-only loses nothing; the fsync result matters.
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("fsync %s%s: %w", kind, p, err)
 	}
 	return nil
 }
