@@ -30,8 +30,10 @@
 # deduplicated backups, each checked against the source's CHECKSUM TABLE
 # of its night, and of the chain's newest incremental (a restore of
 # seven links, each applied in turn), RESTORES rounds of those four
-# (default 3, alternating, each from a cold page cache; the contents
-# checked in the first round; the median, and the range), then expire
+# (default 3, each from a cold page cache, in one order and then the
+# reverse, round by round: a restore just before leaves the disk busy
+# writing back; the contents checked in the first round; the median, and
+# the range), then expire
 # --keep-last 1 of the deduplicating repository,
 # timed, and what it holds after. With S3=1 each night's full also goes
 # into a deduplicating repository in a MinIO bucket on this machine, with
@@ -193,10 +195,16 @@ for kind in $CHANGE; do
   for round in $(seq 1 "$RESTORES"); do
     last= newest= oldest=   # the contents are checked in the first round
     (( round == 1 )) && last=$lastsums newest=${SUMS[$last_dedup]} oldest=${SUMS[$first_dedup]}
-    RT[full]+=" $(restored "$repo" "$last_full" "$last")"
-    RT[chain]+=" $(restored "$crepo" "$prev" "$last")"
-    RT[newest]+=" $(restored "$drepo" "$last_dedup" "$newest")"
-    RT[oldest]+=" $(restored "$drepo" "$first_dedup" "$oldest")"
+    order=(full chain newest oldest)
+    (( round % 2 == 0 )) && order=(oldest newest chain full)
+    for k in "${order[@]}"; do
+      case $k in
+      full) RT[full]+=" $(restored "$repo" "$last_full" "$last")" ;;
+      chain) RT[chain]+=" $(restored "$crepo" "$prev" "$last")" ;;
+      newest) RT[newest]+=" $(restored "$drepo" "$last_dedup" "$newest")" ;;
+      oldest) RT[oldest]+=" $(restored "$drepo" "$first_dedup" "$oldest")" ;;
+      esac
+    done
   done
   for k in full chain newest oldest; do
     M[$k]=$(median ${RT[$k]})
