@@ -17,11 +17,12 @@ import (
 //
 // Under such a context a backend may make an object visible before it is
 // durable: until Sync returns, a crash (of the machine, not of the
-// process) may leave the object torn or missing. A backend that cannot
-// defer (an object store, whose Put is durable when it returns) ignores
-// the context. Decorators pass the context on with their Puts, and Sync
-// reaches the store at the bottom of the chain directly, so no decorator
-// needs to know of it.
+// process) may leave the object torn or missing, and the object it
+// replaced lost, so a writer defers only objects of new names. A backend
+// that cannot defer (an object store, whose Put is durable when it
+// returns) ignores the context. Decorators pass the context on with their
+// Puts, and Sync reaches the store at the bottom of the chain directly,
+// so no decorator needs to know of it.
 
 // ObjectSyncer is a backend whose Puts under a DeferSync context left
 // objects to be made durable: SyncObjects makes the named ones durable.
