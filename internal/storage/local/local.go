@@ -6,9 +6,9 @@
 // fsyncs the directory, so a crash leaves either the old object or the new
 // one, never a torn one; what it leaves besides, the hidden temporary file,
 // RemoveLeftovers removes. A Put under a storage.DeferSync context skips
-// the fsyncs, which SyncObjects makes later for many objects at once. All access goes through an os.Root, so neither a
-// name nor a symbolic link planted in the repository can reach a file
-// outside the root.
+// the fsyncs, which SyncObjects makes later for many objects at once. All
+// access goes through an os.Root, so neither a name nor a symbolic link
+// planted in the repository can reach a file outside the root.
 //
 // Only regular files are objects. Directories, symbolic links and other
 // files are never listed, and Open, Stat and Delete treat them as missing
@@ -36,6 +36,8 @@ import (
 	"sync"
 	"syscall"
 	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/backstream/backstream/internal/storage"
 )
@@ -239,24 +241,14 @@ const syncWorkers = 4
 // storage.DeferSync context stored: it fsyncs each file, then every
 // directory from the root down to each (a Put may have created them).
 func (b *Backend) SyncObjects(ctx context.Context, names []string) error {
-	work := make(chan string)
-	errs := make(chan error, syncWorkers)
-	for range syncWorkers {
-		go func() {
-			var first error
-			for name := range work {
-				if first == nil {
-					first = b.syncFile(name)
-				}
-			}
-			errs <- first
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(syncWorkers)
 	dirs := map[string]bool{}
 	for _, name := range names {
-		if ctx.Err() == nil {
-			work <- name
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return b.syncFile(name) })
 		for d := path.Dir(name); !dirs[d]; d = path.Dir(d) {
 			dirs[d] = true
 			if d == "." {
@@ -264,14 +256,7 @@ func (b *Backend) SyncObjects(ctx context.Context, names []string) error {
 			}
 		}
 	}
-	close(work)
-	var failed []error
-	for range syncWorkers {
-		if err := <-errs; err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if err := cmp.Or(errors.Join(failed...), ctx.Err()); err != nil {
+	if err := cmp.Or(g.Wait(), ctx.Err()); err != nil {
 		return fmt.Errorf("%s: %w", b.path, err)
 	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
