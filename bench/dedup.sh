@@ -11,6 +11,7 @@
 #   SIZE_GB=4 CHANGE=clustered bench/dedup.sh
 #   BLOCKS=16K,64K,256K,1M bench/dedup.sh       # and the simulation per block size
 #   S3=1 bench/dedup.sh                         # and each night into a deduplicating repository on MinIO, counting requests
+#   OTHER=/tmp/before/backstream SIZE_GB=10 CHANGE=clustered RESTORES=6 bench/dedup.sh
 #
 # Each kind of change works on a fresh copy of the shared dataset cache,
 # into empty repositories. Night 1 is a full backup into each; every later
@@ -35,7 +36,12 @@
 # writing back; the contents checked in the first round; the median, and
 # the range), then expire
 # --keep-last 1 of the deduplicating repository,
-# timed, and what it holds after. With S3=1 each night's full also goes
+# timed, and what it holds after. OTHER set to other builds of
+# backstream (paths, space-separated) adds each one's restore of the
+# newest deduplicated backup to every round (an A/B of a change to the
+# restore, in the same alternating order). KEEP=1 leaves each kind's
+# repositories in bench/out/dedup after the expire (the newest of each
+# stays), for measurements after the run. With S3=1 each night's full also goes
 # into a deduplicating repository in a MinIO bucket on this machine, with
 # --metrics-file: the object-store requests it sent (PUT, POST, LIST; GET,
 # HEAD) are a column.
@@ -49,6 +55,8 @@ CHANGE=${CHANGE:-clustered spread}
 BLOCKS=${BLOCKS:-}
 S3=${S3:-}
 RESTORES=${RESTORES:-3}
+OTHER=${OTHER:-}
+KEEP=${KEEP:-}
 ./scripts/deps.sh sysbench bc jq >/dev/null
 
 go build -o "$BENCH_OUT/backstream" ./cmd/backstream
@@ -107,11 +115,19 @@ backup() { # backup REPO [flags]: prints "id parent stored raw seconds" of the b
   echo "$("$BS" list --repo "$1" --json | jq -r 'sort_by(.started) | last | "\(.id) \(.parent // "-") \(.stored_bytes) \(.raw_bytes)"') $secs"
 }
 
-restored() { # restored REPO ID [SUMS]: times restore --prepare of ID from a cold page cache, checks it against SUMS if given; prints the seconds
+declare -A BIN
+others=()
+n=0
+for other in $OTHER; do
+  n=$((n + 1)) others+=(other$n) BIN[other$n]=$other
+  echo "other$n: $other" >&2
+done
+
+restored() { # restored REPO ID [SUMS [BINARY]]: times restore --prepare of ID from a cold page cache, checks it against SUMS if given; prints the seconds
   local dir=$WORK/restore secs got
   rm -rf "$dir"; mkdir -p "$dir"
   cold
-  secs=$(timed "$BS" restore "$2" --repo "$1" --target-dir "$dir/data" --prepare --progress none)
+  secs=$(timed "${4:-$BS}" restore "$2" --repo "$1" --target-dir "$dir/data" --prepare --progress none)
   if [ -z "${3:-}" ]; then rm -rf "$dir"; echo "$secs"; return; fi
   BUFFER_POOL=256M sandbox_start "$dir" --skip-log-bin >/dev/null
   got=$(sbtest_checksums "$SANDBOX_SOCKET" "$TABLES")
@@ -195,10 +211,11 @@ for kind in $CHANGE; do
   for round in $(seq 1 "$RESTORES"); do
     last= newest= oldest=   # the contents are checked in the first round
     (( round == 1 )) && last=$lastsums newest=${SUMS[$last_dedup]} oldest=${SUMS[$first_dedup]}
-    order=(full chain newest oldest)
-    (( round % 2 == 0 )) && order=(oldest newest chain full)
+    order=(full chain newest "${others[@]}" oldest)
+    (( round % 2 == 0 )) && order=(oldest "${others[@]}" newest chain full)
     for k in "${order[@]}"; do
       case $k in
+      other*) RT[$k]+=" $(restored "$drepo" "$last_dedup" "$newest" "${BIN[$k]}")" ;;
       full) RT[full]+=" $(restored "$repo" "$last_full" "$last")" ;;
       chain) RT[chain]+=" $(restored "$crepo" "$prev" "$last")" ;;
       newest) RT[newest]+=" $(restored "$drepo" "$last_dedup" "$newest")" ;;
@@ -206,7 +223,7 @@ for kind in $CHANGE; do
       esac
     done
   done
-  for k in full chain newest oldest; do
+  for k in full chain newest "${others[@]}" oldest; do
     M[$k]=$(median ${RT[$k]})
     span[$k]="$(printf '%s\n' ${RT[$k]} | sort -g | head -1)-$(printf '%s\n' ${RT[$k]} | sort -g | tail -1)"
   done
@@ -214,11 +231,17 @@ for kind in $CHANGE; do
   before=$(size_of "$drepo")
   ex=$(timed "$BS" expire --repo "$drepo" --keep-last 1 --confirm)
   OUT+=("" "restore --prepare, cold page cache, median of $RESTORES (range) (s): newest plain full $rf (${span[full]}); newest incremental, a chain of $NIGHTS, $rc (${span[chain]}, $(ratio "$rc" "$rf")x); newest deduplicated $rn (${span[newest]}, $(ratio "$rn" "$rf")x); oldest deduplicated $ro (${span[oldest]}, $(ratio "$ro" "$rf")x)")
+  echo "${OUT[-1]}" >&2
+  for k in "${others[@]}"; do
+    OUT+=("newest deduplicated, restored by ${BIN[$k]}: ${M[$k]} (${span[$k]}, $(ratio "${M[$k]}" "$rf")x; $(ratio "${M[$k]}" "$rn")x this build's)")
+    echo "${OUT[-1]}" >&2
+  done
   OUT+=("expire --keep-last 1 of the deduplicating repository: $ex s, $(human "$before") before, $(human "$(size_of "$drepo")") after")
-  echo "${OUT[-2]}" >&2; echo "${OUT[-1]}" >&2
+  echo "${OUT[-1]}" >&2
   # The next kind of change needs the room (at 10 GB, each kind's
-  # repositories hold tens of GB).
-  rm -rf "$WORK/src" "$repo" "$crepo" "$drepo" "$state"
+  # repositories hold tens of GB), unless KEEP asks for them.
+  rm -rf "$WORK/src" "$state"
+  [ -n "$KEEP" ] || rm -rf "$repo" "$crepo" "$drepo"
 done
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/^Mem/ {print $2}') GiB; MariaDB $(mariadbd --version | awk '{print $3}'); sysbench $TABLES tables x $rows rows"
