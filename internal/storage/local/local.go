@@ -38,6 +38,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 
 	"github.com/backstream/backstream/internal/storage"
 )
@@ -142,6 +143,14 @@ func (b *Backend) put(ctx context.Context, name string, r io.Reader) (int64, err
 		if err := f.Sync(); err != nil {
 			return n, fmt.Errorf("fsync %s: %w", tmp, err)
 		}
+	} else {
+		// Start the writeback now, without waiting for it, so that the
+		// Sync to come finds the data on its way rather than all of a
+		// deferred backup's packs still to write (night 1 at 10 GB spent
+		// its last seconds in fsyncs waiting on 4 GB). Only a hint: an
+		// error here changes nothing, the Sync reports the one that
+		// counts.
+		_ = unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
 	}
 	if err := f.Close(); err != nil {
 		return n, fmt.Errorf("close %s: %w", tmp, err)
