@@ -1,8 +1,8 @@
-// Command memtouch takes the given number of MiB of memory and writes one
-// byte to each of its pages, then exits: bench/lib.sh's steady_memory
-// runs it so that the free memory of a virtual machine whose host took
-// it back (free page reporting) is the guest's again before a bench
-// times anything on it.
+// Package memtouch is a command that takes the given number of MiB of
+// memory and writes one byte to each of its pages, then exits:
+// bench/lib.sh's steady_memory runs it so that the free memory of a
+// virtual machine whose host took it back (free page reporting) is the
+// guest's again before a bench times anything on it.
 //
 //	memtouch MiB
 package main
