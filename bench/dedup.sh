@@ -34,14 +34,18 @@
 # (default 3, each from a cold page cache, in one order and then the
 # reverse, round by round: a restore just before leaves the disk busy
 # writing back; the contents checked in the first round; the median, and
-# the range), then expire
+# the range; the chain's restores, which write 11.6 GB each at 10 GB,
+# after all the others, so that their writeback falls on none of the
+# restores compared), then expire
 # --keep-last 1 of the deduplicating repository,
 # timed, and what it holds after. OTHER set to other builds of
 # backstream (paths, space-separated) adds each one's restore of the
 # newest deduplicated backup to every round (an A/B of a change to the
 # restore, in the same alternating order). KEEP=1 leaves each kind's
 # repositories in bench/out/dedup after the expire (the newest of each
-# stays), for measurements after the run. With S3=1 each night's full also goes
+# stays), and the deduplicating one also as the last night left it, in
+# dedup-<kind>-before-expire (hard links: expire replaces objects, it
+# never writes into one), for measurements after the run. With S3=1 each night's full also goes
 # into a deduplicating repository in a MinIO bucket on this machine, with
 # --metrics-file: the object-store requests it sent (PUT, POST, LIST; GET,
 # HEAD) are a column.
@@ -211,17 +215,21 @@ for kind in $CHANGE; do
   for round in $(seq 1 "$RESTORES"); do
     last= newest= oldest=   # the contents are checked in the first round
     (( round == 1 )) && last=$lastsums newest=${SUMS[$last_dedup]} oldest=${SUMS[$first_dedup]}
-    order=(full chain newest "${others[@]}" oldest)
-    (( round % 2 == 0 )) && order=(oldest "${others[@]}" newest chain full)
+    order=(full newest "${others[@]}" oldest)
+    (( round % 2 == 0 )) && order=(oldest "${others[@]}" newest full)
     for k in "${order[@]}"; do
       case $k in
       other*) RT[$k]+=" $(restored "$drepo" "$last_dedup" "$newest" "${BIN[$k]}")" ;;
       full) RT[full]+=" $(restored "$repo" "$last_full" "$last")" ;;
-      chain) RT[chain]+=" $(restored "$crepo" "$prev" "$last")" ;;
       newest) RT[newest]+=" $(restored "$drepo" "$last_dedup" "$newest")" ;;
       oldest) RT[oldest]+=" $(restored "$drepo" "$first_dedup" "$oldest")" ;;
       esac
     done
+  done
+  for round in $(seq 1 "$RESTORES"); do
+    last=
+    (( round == 1 )) && last=$lastsums
+    RT[chain]+=" $(restored "$crepo" "$prev" "$last")"
   done
   for k in full chain newest "${others[@]}" oldest; do
     M[$k]=$(median ${RT[$k]})
@@ -229,6 +237,7 @@ for kind in $CHANGE; do
   done
   rf=${M[full]} rc=${M[chain]} rn=${M[newest]} ro=${M[oldest]}
   before=$(size_of "$drepo")
+  if [ -n "$KEEP" ]; then rm -rf "$drepo-before-expire"; cp -al "$drepo" "$drepo-before-expire"; fi
   ex=$(timed "$BS" expire --repo "$drepo" --keep-last 1 --confirm)
   OUT+=("" "restore --prepare, cold page cache, median of $RESTORES (range) (s): newest plain full $rf (${span[full]}); newest incremental, a chain of $NIGHTS, $rc (${span[chain]}, $(ratio "$rc" "$rf")x); newest deduplicated $rn (${span[newest]}, $(ratio "$rn" "$rf")x); oldest deduplicated $ro (${span[oldest]}, $(ratio "$ro" "$rf")x)")
   echo "${OUT[-1]}" >&2
@@ -241,7 +250,7 @@ for kind in $CHANGE; do
   # The next kind of change needs the room (at 10 GB, each kind's
   # repositories hold tens of GB), unless KEEP asks for them.
   rm -rf "$WORK/src" "$state"
-  [ -n "$KEEP" ] || rm -rf "$repo" "$crepo" "$drepo"
+  [ -n "$KEEP" ] || rm -rf "$repo" "$crepo" "$drepo" "$drepo-before-expire"
 done
 echo
 echo "machine: $(nproc) cores, $(free -g | awk '/^Mem/ {print $2}') GiB; MariaDB $(mariadbd --version | awk '{print $3}'); sysbench $TABLES tables x $rows rows"
