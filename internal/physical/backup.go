@@ -256,7 +256,11 @@ func (b *Backup) wait() (*Result, error) {
 			// with the copy, which another attempt can miss.
 			return nil, &DDLRaceError{Tables: vanished}
 		}
-		return nil, b.sink.failure("mariabackup --backup failed", err)
+		failed := b.sink.failure("mariabackup --backup failed", err)
+		if sig, ok := crashSignal(err); ok {
+			return nil, &CrashError{Signal: sig, Failed: failed}
+		}
+		return nil, failed
 	}
 	if !b.sink.completedOK() {
 		b.stdout.Close()

@@ -131,7 +131,7 @@ func RunBackup(ctx context.Context, job BackupJob) (m *archive.Manifest, err err
 		a.galera = true
 		a.job.ExtraArgs = append(slices.Clone(job.ExtraArgs), GaleraArg)
 	}
-	return a.retryRaces(ctx, started)
+	return a.retryTransient(ctx, started)
 }
 
 // attempt is what one try at a physical backup works with: the job, and
@@ -190,9 +190,9 @@ func (a *attempt) inspect(ctx context.Context) (mariadb.Galera, error) {
 	return galera, nil
 }
 
-// retryRaces takes the backup, again under a new id while the copy raced
-// the server (raced), up to raceAttempts times.
-func (a *attempt) retryRaces(ctx context.Context, started time.Time) (*archive.Manifest, error) {
+// retryTransient takes the backup, again under a new id while an attempt
+// meets a failure the next may not (transient), up to attempts times.
+func (a *attempt) retryTransient(ctx context.Context, started time.Time) (*archive.Manifest, error) {
 	p := a.job.Progress
 	for n := 1; ; n++ {
 		try := *a
@@ -203,17 +203,17 @@ func (a *attempt) retryRaces(ctx context.Context, started time.Time) (*archive.M
 				// This attempt copies the datadir again from its start (and
 				// the DDL may have changed its size): it is counted alone.
 				p.Restart()
-				stage = fmt.Sprintf("streaming, attempt %d of %d", n, raceAttempts)
+				stage = fmt.Sprintf("streaming, attempt %d of %d", n, attempts)
 			}
 			try.count = newCopyCounter(p, estimateCopy(a.server))
 			p.Stage(stage)
 		}
 		m, err := try.backupOnce(ctx)
-		if !raced(err) || n == raceAttempts {
+		if !transient(err) || n == attempts {
 			return m, err
 		}
 		if p != nil {
-			p.Logf("%v; taking the backup again (attempt %d of %d)", err, n+1, raceAttempts)
+			p.Logf("%v; taking the backup again (attempt %d of %d)", err, n+1, attempts)
 		}
 		started = time.Now().UTC()
 	}

@@ -20,20 +20,6 @@ import (
 // copy.
 const ddlLogName = "ddl.log"
 
-// raceAttempts is how many times a backup is taken while its copy keeps
-// racing the server (raced).
-const raceAttempts = 3
-
-// raced reports whether err is a copy that raced the server and may not
-// race it again: DDL ran on tables copied as files (a *DDLRaceError), or
-// the redo log's copy stopped short of the backup's end (a
-// *RedoShortError).
-func raced(err error) bool {
-	var ddl *DDLRaceError
-	var redo *RedoShortError
-	return errors.As(err, &ddl) || errors.As(err, &redo)
-}
-
 // DDLRaceError is a backup that DDL on tables mariabackup copies as files
 // (every engine but InnoDB: Aria, MyISAM, ...) ran during, and whose
 // tables backstream could not take again under BLOCK_COMMIT (see

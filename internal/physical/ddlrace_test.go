@@ -1,7 +1,6 @@
 package physical
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,9 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/backstream/backstream/internal/codec"
-	"github.com/backstream/backstream/internal/repo/repotest"
 )
 
 // The server's DDL log names the tables mariabackup copies as files that
@@ -146,18 +142,11 @@ fi
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err := codec.Parse("zstd")
-	if err != nil {
-		t.Fatal(err)
+	b := backupThrough(t, srv, wrapper)
+	if b.err != nil {
+		t.Fatalf("RunBackup: %v", b.err)
 	}
-	r := repotest.New(t)
-	rec := &recorder{}
-	m, err := RunBackup(context.Background(), BackupJob{
-		Dest: r, Conn: testConn(srv), Mariabackup: wrapper, Parallel: 2, Codec: c, Progress: rec,
-	})
-	if err != nil {
-		t.Fatalf("RunBackup: %v", err)
-	}
+	m, rec := b.m, b.rec
 	if want := []string{"streaming", "streaming, attempt 2 of 3", "committing"}; !slices.Equal(rec.stages, want) {
 		t.Errorf("stages %q, want %q", rec.stages, want)
 	}
@@ -174,9 +163,7 @@ fi
 	if len(rec.backups) != 2 || rec.backups[1] != m.ID {
 		t.Errorf("progress named backups %q, want two attempts, the second %s", rec.backups, m.ID)
 	}
-	if ms, err := r.List(context.Background()); err != nil || len(ms) != 1 || ms[0].ID != m.ID {
-		t.Errorf("repository holds %v (%v), want only %s: the raced attempt is discarded", ms, err, m.ID)
-	}
+	b.holds(t, m.ID) // the raced attempt is discarded
 }
 
 // mariabackup failing while DDL ran (it cannot open a file that a
@@ -202,25 +189,16 @@ exec ` + testBinary(t).Path + ` "$@"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err := codec.Parse("zstd")
-	if err != nil {
-		t.Fatal(err)
+	b := backupThrough(t, srv, wrapper)
+	if b.err != nil {
+		t.Fatalf("RunBackup: %v", b.err)
 	}
-	r := repotest.New(t)
-	rec := &recorder{}
-	m, err := RunBackup(context.Background(), BackupJob{
-		Dest: r, Conn: testConn(srv), Mariabackup: wrapper, Parallel: 2, Codec: c, Progress: rec,
-	})
-	if err != nil {
-		t.Fatalf("RunBackup: %v", err)
-	}
+	m, rec := b.m, b.rec
 	if len(rec.logs) != 1 || !strings.Contains(rec.logs[0], "db1.conv (InnoDB to Aria: ALTER)") ||
 		!strings.Contains(rec.logs[0], "mariabackup failed") || !strings.Contains(rec.logs[0], "attempt 2 of 3") {
 		t.Errorf("logged %q, want one line naming db1.conv, mariabackup's failure and attempt 2 of 3", rec.logs)
 	}
-	if ms, err := r.List(context.Background()); err != nil || len(ms) != 1 || ms[0].ID != m.ID {
-		t.Errorf("repository holds %v (%v), want only %s", ms, err, m.ID)
-	}
+	b.holds(t, m.ID)
 }
 
 // A rename that crossed streams names the table it raced, as the DDL

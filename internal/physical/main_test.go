@@ -8,11 +8,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/backstream/backstream/internal/archive"
+	"github.com/backstream/backstream/internal/codec"
 	"github.com/backstream/backstream/internal/mariadb"
+	"github.com/backstream/backstream/internal/repo"
+	"github.com/backstream/backstream/internal/repo/repotest"
 	"github.com/backstream/backstream/internal/sandbox"
 	"github.com/backstream/backstream/internal/scratch"
 )
@@ -115,4 +120,39 @@ func testBinary(t *testing.T) *Binary {
 func sha(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// wrapped is a backup of the shared server through a wrapper of
+// mariabackup, into a repository of its own.
+type wrapped struct {
+	m   *archive.Manifest
+	err error
+	rec *recorder  // the progress it reported
+	r   *repo.Repo // the repository
+}
+
+func backupThrough(t *testing.T, srv *sandbox.Server, mariabackup string) wrapped {
+	t.Helper()
+	c, err := codec.Parse("zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wrapped{rec: &recorder{}, r: repotest.New(t)}
+	w.m, w.err = RunBackup(context.Background(), BackupJob{
+		Dest: w.r, Conn: testConn(srv), Mariabackup: mariabackup, Parallel: 2, Codec: c, Progress: w.rec,
+	})
+	return w
+}
+
+// holds fails the test unless the repository holds exactly the backups ids.
+func (w wrapped) holds(t *testing.T, ids ...string) {
+	t.Helper()
+	ms, err := w.r.List(context.Background())
+	got := make([]string, len(ms))
+	for i, m := range ms {
+		got[i] = m.ID
+	}
+	if err != nil || !slices.Equal(got, ids) {
+		t.Errorf("repository holds %v (%v), want %v", got, err, ids)
+	}
 }

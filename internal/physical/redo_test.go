@@ -1,7 +1,6 @@
 package physical
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/backstream/backstream/internal/codec"
-	"github.com/backstream/backstream/internal/repo/repotest"
 	"github.com/backstream/backstream/internal/xbstream"
 )
 
@@ -260,44 +257,25 @@ cd $x && find . -type f | sed 's|^\./||' | xargs mbstream -c
 // committed has its whole log.
 func TestShortRedoCopyIsTakenAgain(t *testing.T) {
 	srv := sharedServer(t)
-	c, err := codec.Parse("zstd")
-	if err != nil {
-		t.Fatal(err)
+	b := backupThrough(t, srv, shortRedoWrapper(t, false))
+	if b.err != nil {
+		t.Fatalf("RunBackup: %v", b.err)
 	}
-	r := repotest.New(t)
-	rec := &recorder{}
-	m, err := RunBackup(context.Background(), BackupJob{
-		Dest: r, Conn: testConn(srv), Mariabackup: shortRedoWrapper(t, false), Parallel: 2, Codec: c, Progress: rec,
-	})
-	if err != nil {
-		t.Fatalf("RunBackup: %v", err)
+	if again := retries(b.rec.logs); len(again) != 1 || !strings.Contains(again[0], "redo log mariabackup copied") || !strings.Contains(again[0], "attempt 2 of 3") {
+		t.Errorf("logged %q, want one retry, saying the redo log was short, and attempt 2 of 3", b.rec.logs)
 	}
-	if again := retries(rec.logs); len(again) != 1 || !strings.Contains(again[0], "redo log mariabackup copied") || !strings.Contains(again[0], "attempt 2 of 3") {
-		t.Errorf("logged %q, want one retry, saying the redo log was short, and attempt 2 of 3", rec.logs)
-	}
-	if ms, err := r.List(context.Background()); err != nil || len(ms) != 1 || ms[0].ID != m.ID {
-		t.Errorf("repository holds %v (%v), want only %s", ms, err, m.ID)
-	}
+	b.holds(t, b.m.ID)
 }
 
 // A copy that is always short is never committed: the backup fails with
 // the LSNs, and the repository holds nothing.
 func TestShortRedoCopyIsNeverCommitted(t *testing.T) {
 	srv := sharedServer(t)
-	c, err := codec.Parse("zstd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := repotest.New(t)
-	_, err = RunBackup(context.Background(), BackupJob{
-		Dest: r, Conn: testConn(srv), Mariabackup: shortRedoWrapper(t, true), Parallel: 2, Codec: c,
-	})
+	b := backupThrough(t, srv, shortRedoWrapper(t, true))
 	var short *RedoShortError
-	if !errors.As(err, &short) || short.End >= short.Want {
-		t.Fatalf("RunBackup: %v, want a *RedoShortError", err)
+	if !errors.As(b.err, &short) || short.End >= short.Want {
+		t.Fatalf("RunBackup: %v, want a *RedoShortError", b.err)
 	}
-	t.Log(err)
-	if ms, err := r.List(context.Background()); err != nil || len(ms) != 0 {
-		t.Errorf("repository holds %v (%v), want nothing", ms, err)
-	}
+	t.Log(b.err)
+	b.holds(t)
 }
