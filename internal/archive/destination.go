@@ -23,6 +23,19 @@ type Destination interface {
 	Discard(ctx context.Context, id string) error
 }
 
+// Ending is implemented by a Destination that can end: a session with
+// receivers on other hosts takes no backup after it discarded one (they
+// were told it failed). Ended reports whether it has ended.
+type Ending interface {
+	Ended() bool
+}
+
+// Ended reports whether dest takes no more backups.
+func Ended(dest Destination) bool {
+	e, ok := dest.(Ending)
+	return ok && e.Ended()
+}
+
 // WriteTo takes a backup into dest: it announces the header, runs write,
 // and when write fails removes what it left, so that a failed backup never
 // leaves anything that could pass for complete. write commits the backup

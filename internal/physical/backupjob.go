@@ -191,7 +191,9 @@ func (a *attempt) inspect(ctx context.Context) (mariadb.Galera, error) {
 }
 
 // retryTransient takes the backup, again under a new id while an attempt
-// meets a failure the next may not (transient), up to attempts times.
+// meets a failure the next may not (transient), up to attempts times, and
+// while the destination takes another (receivers on other hosts, told
+// that the backup failed, do not: the first failure is the job's).
 func (a *attempt) retryTransient(ctx context.Context, started time.Time) (*archive.Manifest, error) {
 	p := a.job.Progress
 	for n := 1; ; n++ {
@@ -209,7 +211,7 @@ func (a *attempt) retryTransient(ctx context.Context, started time.Time) (*archi
 			p.Stage(stage)
 		}
 		m, err := try.backupOnce(ctx)
-		if !transient(err) || n == attempts {
+		if !transient(err) || n == attempts || archive.Ended(a.job.Dest) {
 			return m, err
 		}
 		if p != nil {

@@ -515,3 +515,44 @@ func TestReceiveSurvivesConnectionFlood(t *testing.T) {
 		t.Fatalf("the repository lists %d backups, want 1", n)
 	}
 }
+
+// A backup whose mariabackup crashed is not taken again into receivers
+// that were told it failed: the send fails with the crash, after one
+// attempt, and the receiving repository holds nothing. (Into a
+// repository the same crash is taken again: internal/physical's
+// TestCrashedMariabackupIsTakenAgain.)
+func TestSendOfACrashedBackupFailsWithTheCrash(t *testing.T) {
+	t.Parallel()
+	src := sampleSource(t)
+	tok := usecasetest.TokenFile(t)
+	repo := usecasetest.NewLocalRepo(t)
+	recv := usecasetest.StartStore(t, usecasetest.StoreInRepo(t, tok, repo.Access()))
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "mariabackup")
+	script := `#!/bin/sh
+case " $* " in *" --backup "*) ;; *) exec mariabackup "$@";; esac
+echo >>` + dir + `/attempts
+[ -e ` + dir + `/crashed ] && exec mariabackup "$@"
+: >` + dir + `/crashed
+mariabackup "$@" | head -c 1000000
+kill -SEGV $$
+`
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req := usecasetest.SendOf(t, usecasetest.Conn(src), tok, recv.Addr)
+	req.Job.Mariabackup = wrapper
+	_, err := remote.Send(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), "mariabackup crashed (segmentation fault)") {
+		t.Fatalf("send: %v, want mariabackup's crash", err)
+	}
+	if got := recv.Wait(t, "receiver"); got.Err == nil {
+		t.Errorf("the receiver took a backup whose sender failed")
+	}
+	if attempts, err := os.ReadFile(filepath.Join(dir, "attempts")); err != nil || len(attempts) != 1 {
+		t.Errorf("mariabackup --backup ran %d times (%v), want once", len(attempts), err)
+	}
+	if entries := usecasetest.List(t, repo); len(entries) != 0 {
+		t.Errorf("the receiving repository holds %+v, want nothing", entries)
+	}
+}

@@ -23,6 +23,7 @@ import (
 type Sender struct {
 	opt   transport.Options
 	peers []*peer
+	ended atomic.Bool // Discard told the receivers the backup failed
 }
 
 type peer struct {
@@ -309,8 +310,10 @@ func printable(s string) string {
 	}, s)
 }
 
-// Discard tells every receiver that the backup failed.
+// Discard tells every receiver that the backup failed, which ends the
+// session: the Sender takes no other backup (Ended).
 func (s *Sender) Discard(ctx context.Context, id string) error {
+	s.ended.Store(true)
 	for _, p := range s.peers {
 		p.control.Abort("the backup failed on the sender")
 		for _, c := range p.streams {
@@ -319,6 +322,9 @@ func (s *Sender) Discard(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// Ended reports whether Discard ended the session (archive.Ending).
+func (s *Sender) Ended() bool { return s.ended.Load() }
 
 // Close closes every connection.
 func (s *Sender) Close() {
