@@ -215,25 +215,46 @@ settle() {
 # GB into the page cache just after `cold` took 24-40 s where the same
 # restore on memory the guest held took 12-17 s. So that the benches time
 # the tools and not the host, steady_memory stops the reporting while the
-# bench runs (a guard process puts the setting back when the bench's
-# shell exits, SIGKILL included) and touches the free memory once. Run at
-# sourcing; STEADY_MEMORY=0 leaves the machine as it is.
+# bench runs and touches the free memory once. Benches running at once
+# share the change: the first records the setting ($steady.orig), each
+# registers its shell's pid ($steady.d/PID), and a guard process of each,
+# once its bench's shell is gone (SIGKILL included), unregisters it and
+# puts the setting back only when no registered bench still runs: the
+# last to end restores it. A setting already off that no bench recorded
+# is left alone. Run at sourcing; STEADY_MEMORY=0 leaves the machine as
+# it is.
 steady_memory() {
-  local p=/sys/module/page_reporting/parameters/page_reporting_order old mib start
+  local p=/sys/module/page_reporting/parameters/page_reporting_order mib start
+  local steady=/run/backstream-steady-memory
   [ "${STEADY_MEMORY:-1}" != 0 ] && [ -w "$p" ] || return 0
-  old=$(cat "$p")
-  (( old > 10 )) && return 0   # off already (MAX_PAGE_ORDER is 10)
-  echo 11 >"$p" || return 0
+  mkdir -p "$steady.d" || return 0
+  (
+    flock -x 9
+    if [ ! -s "$steady.orig" ]; then
+      (( $(cat "$p") > 10 )) && exit 1   # off already (MAX_PAGE_ORDER is 10), not by a bench
+      cat "$p" >"$steady.orig" && echo 11 >"$p"
+    fi
+    : >"$steady.d/$$"
+  ) 9>>"$steady.lock" || return 0
   (
     trap '' HUP INT TERM
     while kill -0 $$ 2>/dev/null; do sleep 1; done
-    echo "$old" >"$p"
+    (
+      flock -x 9
+      rm -f "$steady.d/$$"
+      for f in "$steady.d"/*; do
+        [ -e "$f" ] || continue
+        kill -0 "${f##*/}" 2>/dev/null && exit 0   # another bench still runs
+        rm -f "$f"
+      done
+      cat "$steady.orig" >"$p" && rm -f "$steady.orig"
+    ) 9>>"$steady.lock"
   ) </dev/null >/dev/null 2>&1 &
   disown
   mib=$(( $(awk '/^MemFree:/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
   start=$(now)
   (cd "$(dirname "${BASH_SOURCE[0]}")" && go build -o "$BENCH_OUT/memtouch" ./memtouch) || return 1
   if (( mib > 0 )); then "$BENCH_OUT/memtouch" "$mib" || return 1; fi
-  echo "bench: free page reporting off while this runs (page_reporting_order $old, back when it ends); $mib MiB of free memory touched in $(elapsed "$start") s" >&2
+  echo "bench: free page reporting off while this runs (page_reporting_order $(cat "$steady.orig"), back when the last bench ends); $mib MiB of free memory touched in $(elapsed "$start") s" >&2
 }
 steady_memory
