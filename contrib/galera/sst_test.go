@@ -174,7 +174,8 @@ func TestGaleraSSTThroughBackstream(t *testing.T) {
 			c.Remove(n)
 		}
 		if log := newLog(c.Nodes, donorLogs); !strings.Contains(log, "donor: reaching the joiner at") || !strings.Contains(log, "certificate") {
-			t.Errorf("no donor's error log says the joiner's certificate was refused:\n%s", log)
+			t.Errorf("no donor's error log says the joiner's certificate was refused (the join: %v):\n%s\nthe joiner's error log of the transfer:\n%s",
+				err, log, sstLines(readFileOrEmpty(filepath.Join(dir, "untrusted", "error.log"))))
 		}
 		checkPrimary(t, ctx, first, len(c.Nodes))
 		for _, node := range c.Nodes {
